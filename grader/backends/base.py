@@ -1,0 +1,248 @@
+"""The backend protocol: what the grader asks of a GPU (PyCUDA) or of the CPU emulator.
+
+Staged like CUDA itself: source -> :meth:`Backend.compile` -> :class:`Module` -> launch a kernel
+by name with an explicit, validated launch configuration. Device memory is a
+:class:`DeviceArray`: a typed 1-D buffer that can be sliced without copying (for guard zones).
+
+Launch validation (:func:`validate_launch`) is shared, so a bad launch fails with the same
+message on both backends.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar, Sequence, Union
+
+import numpy as np
+
+from grader.errors import LaunchError
+
+#: A launch dimension as CUDA takes it: an int or a tuple of up to three ints.
+DimLike = Union[int, Sequence[int]]
+
+
+@dataclass(frozen=True)
+class Dim3:
+    """A CUDA ``dim3``: three positive extents."""
+
+    x: int = 1
+    y: int = 1
+    z: int = 1
+
+    @classmethod
+    def of(cls, value: DimLike, *, what: str) -> "Dim3":
+        """Build a Dim3 from an int or a tuple of up to 3 ints.
+
+        Raises:
+            LaunchError: ``"<what> must be an int or a tuple of up to 3 ints (got ...)"``.
+        """
+        if isinstance(value, Dim3):
+            return value
+        if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+            parts = [int(value)]
+        elif (isinstance(value, (tuple, list)) and 1 <= len(value) <= 3
+              and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in value)):
+            parts = [int(v) for v in value]
+        else:
+            raise LaunchError(f"{what} must be an int or a tuple of up to 3 ints (got {value!r})")
+        while len(parts) < 3:
+            parts.append(1)
+        return cls(*parts)
+
+    @property
+    def count(self) -> int:
+        """x * y * z."""
+        return self.x * self.y * self.z
+
+    def __str__(self) -> str:
+        return f"({self.x}, {self.y}, {self.z})"
+
+
+@dataclass(frozen=True)
+class LaunchLimits:
+    """Hardware limits a launch must respect (CUDA compute capability 7.0 and later).
+
+    Attributes:
+        max_threads_per_block: threads in one block (1024).
+        max_block: per-dimension block extents (1024, 1024, 64).
+        max_grid: per-dimension grid extents (2^31 - 1, 65535, 65535).
+        max_shared_bytes: static + dynamic shared memory per block without opt-in (48 KiB).
+    """
+
+    max_threads_per_block: int = 1024
+    max_block: tuple[int, int, int] = (1024, 1024, 64)
+    max_grid: tuple[int, int, int] = (2**31 - 1, 65535, 65535)
+    max_shared_bytes: int = 48 * 1024
+
+
+DEFAULT_LIMITS = LaunchLimits()
+
+
+def validate_launch(*, kernel: str, grid: DimLike, block: DimLike, shared_bytes: int,
+                    limits: LaunchLimits = DEFAULT_LIMITS) -> tuple[Dim3, Dim3]:
+    """Check a launch configuration against GPU limits before either backend runs it.
+
+    Args:
+        kernel: kernel name, for messages.
+        grid, block: an int or a tuple of up to 3 ints.
+        shared_bytes: dynamic shared memory in bytes.
+
+    Returns:
+        ``(grid, block)`` as :class:`Dim3`.
+
+    Raises:
+        LaunchError: naming the kernel, the limit and the value.
+    """
+    g = Dim3.of(grid, what="grid")
+    b = Dim3.of(block, what="block")
+    for label, dim, maxima in (("grid", g, limits.max_grid), ("block", b, limits.max_block)):
+        for axis, value, top in zip("xyz", (dim.x, dim.y, dim.z), maxima):
+            if value < 1:
+                raise LaunchError(f"launch of {kernel}: {label}.{axis} must be at least 1 (got {value})")
+            if value > top:
+                raise LaunchError(f"launch of {kernel}: {label}.{axis} = {value} exceeds the limit {top}")
+    if b.count > limits.max_threads_per_block:
+        raise LaunchError(f"launch of {kernel}: {b.count} threads per block exceeds the limit "
+                          f"of {limits.max_threads_per_block}")
+    if not isinstance(shared_bytes, (int, np.integer)) or shared_bytes < 0:
+        raise LaunchError(f"launch of {kernel}: shared memory must be a non-negative int of bytes "
+                          f"(got {shared_bytes!r})")
+    if shared_bytes > limits.max_shared_bytes:
+        raise LaunchError(f"launch of {kernel}: {shared_bytes} bytes of dynamic shared memory "
+                          f"exceeds the limit of {limits.max_shared_bytes} bytes")
+    return g, b
+
+
+@dataclass(frozen=True)
+class Param:
+    """One kernel parameter of a part's contract.
+
+    Attributes:
+        name: as in the handout (``in``, ``out``, ``n``).
+        ctype: its C type as written in the contract (``const scan_t*``, ``int``).
+        kind: ``"ptr"`` (a device pointer) or ``"int"`` (a 32-bit signed int).
+    """
+
+    name: str
+    ctype: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """A ``__global__`` function a part's contract requires, with its parameters."""
+
+    name: str
+    params: tuple[Param, ...]
+
+    def declaration(self) -> str:
+        """The C prototype, e.g. ``__global__ void naive_scan(const scan_t* in, scan_t* out, int n)``."""
+        args = ", ".join(f"{p.ctype} {p.name}" for p in self.params)
+        return f"__global__ void {self.name}({args})"
+
+
+class DeviceArray(abc.ABC):
+    """A typed 1-D buffer in device memory (GPU memory, or host memory under the emulator).
+
+    Attributes:
+        count: number of elements.
+        dtype: numpy dtype of the elements.
+    """
+
+    count: int
+    dtype: np.dtype
+
+    @property
+    def nbytes(self) -> int:
+        """Size in bytes."""
+        return self.count * self.dtype.itemsize
+
+    @property
+    @abc.abstractmethod
+    def address(self) -> int:
+        """The device address of element 0, as an int."""
+
+    @abc.abstractmethod
+    def view(self, offset: int, count: int) -> "DeviceArray":
+        """Elements ``[offset, offset + count)`` of this buffer, sharing its memory."""
+
+
+class Module(abc.ABC):
+    """A compiled submission part: kernels looked up by name."""
+
+    @abc.abstractmethod
+    def has_kernel(self, name: str) -> bool:
+        """Whether the module defines ``name`` with the contract's signature."""
+
+
+class Backend(abc.ABC):
+    """What the grader needs from an execution engine.
+
+    Subclasses implement the underscored methods; :meth:`launch` validates first, so both
+    backends refuse the same bad launches with the same message.
+    """
+
+    #: ``"pycuda"`` or ``"emulator"``.
+    name: ClassVar[str]
+
+    limits: LaunchLimits = DEFAULT_LIMITS
+
+    @abc.abstractmethod
+    def compile(self, *, source: str, filename: str, kernels: Sequence[KernelSpec],
+                workdir: Path) -> Module:
+        """Compile one translation unit.
+
+        Args:
+            source: the full CUDA C++ text to compile (the grader's part header, then a
+                ``#line 1 "<filename>"`` marker and the student's file).
+            filename: the student's file name, for messages.
+            kernels: the ``__global__`` functions to make launchable by name; all are declared
+                ``extern "C"`` in the part header.
+            workdir: a private scratch folder for build products.
+
+        Raises:
+            CompileError: with the compiler's command line and diagnostics.
+        """
+
+    @abc.abstractmethod
+    def alloc(self, count: int, dtype: np.dtype) -> DeviceArray:
+        """An uninitialised device buffer of ``count`` elements of ``dtype``."""
+
+    @abc.abstractmethod
+    def to_device(self, host: np.ndarray, dest: DeviceArray) -> None:
+        """Copy a contiguous 1-D host array into ``dest`` (same count and dtype)."""
+
+    @abc.abstractmethod
+    def to_host(self, src: DeviceArray) -> np.ndarray:
+        """A new host copy of ``src`` (1-D, ``src.count`` elements of ``src.dtype``)."""
+
+    def launch(self, module: Module, kernel: str, *, grid: DimLike, block: DimLike,
+               shared_bytes: int, args: Sequence[Union[DeviceArray, int]]) -> None:
+        """Launch ``kernel`` of ``module`` and wait for it to finish.
+
+        Args:
+            grid, block: an int or a tuple of up to 3 ints.
+            shared_bytes: dynamic shared memory in bytes (``extern __shared__``).
+            args: one per parameter: a DeviceArray for a pointer, a Python int for an ``int``.
+
+        Raises:
+            LaunchError: the launch configuration or the arguments are invalid.
+            KernelError: the kernel failed while running.
+        """
+        g, b = validate_launch(kernel=kernel, grid=grid, block=block,
+                               shared_bytes=shared_bytes, limits=self.limits)
+        self._launch(module, kernel, grid=g, block=b, shared_bytes=int(shared_bytes), args=args)
+
+    @abc.abstractmethod
+    def _launch(self, module: Module, kernel: str, *, grid: Dim3, block: Dim3, shared_bytes: int,
+                args: Sequence[Union[DeviceArray, int]]) -> None:
+        """Backend-specific launch of an already validated configuration; blocks until done."""
+
+    def describe(self) -> dict[str, str]:
+        """Facts for the report: device name, versions. Override to add more."""
+        return {"backend": self.name}
+
+    def close(self) -> None:
+        """Release the device (context, worker threads). Idempotent."""

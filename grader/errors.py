@@ -1,0 +1,74 @@
+"""The one exception hierarchy of scangrade.
+
+Every error the grader raises on purpose derives from :class:`ScangradeError`. Its ``str()`` says
+what went wrong, where (file, key, line, kernel), and what to do about it, so the CLI can print it
+as is — never a traceback.
+"""
+
+from __future__ import annotations
+
+
+class ScangradeError(Exception):
+    """Base class of every error scangrade raises on purpose."""
+
+
+class ConfigError(ScangradeError):
+    """A configuration file is unreadable or invalid.
+
+    Attributes:
+        path: the configuration file.
+        key: the dotted key at fault (``parts.part1_naive.sizes[3]``), or ``None``.
+        line: 1-based line in the file where known, else ``None``.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None, key: str | None = None,
+                 line: int | None = None) -> None:
+        self.path, self.key, self.line, self.detail = path, key, line, message
+        where = path or "config"
+        if line is not None:
+            where += f", line {line}"
+        if key:
+            where += f", key '{key}'"
+        super().__init__(f"{where}: {message}")
+
+
+class UsageError(ScangradeError):
+    """The command line or a path given on it cannot be used (exit status 2)."""
+
+
+class BackendUnavailable(ScangradeError):
+    """The requested backend cannot run on this machine (no GPU, no PyCUDA, no C++ compiler)."""
+
+
+class CompileError(ScangradeError):
+    """A submission's source did not compile.
+
+    Attributes:
+        command: the compiler command line, as a string.
+        log: the compiler's diagnostics (stderr and stdout), with paths as the student knows them.
+    """
+
+    def __init__(self, message: str, *, command: str = "", log: str = "") -> None:
+        self.command, self.log = command, log
+        super().__init__(message if not log else f"{message}\n{log}")
+
+
+class LaunchError(ScangradeError):
+    """A kernel launch was refused before running: bad grid/block/shared-memory configuration,
+    an unknown kernel, or arguments that do not match the kernel's parameters."""
+
+
+class KernelError(ScangradeError):
+    """A kernel failed while running: trap, deadlock, barrier divergence, illegal address.
+
+    Attributes:
+        kind: a short machine-readable tag (``"deadlock"``, ``"trap"``, ``"illegal-address"``...).
+    """
+
+    def __init__(self, message: str, *, kind: str = "kernel-error") -> None:
+        self.kind = kind
+        super().__init__(message)
+
+
+class SubmissionError(ScangradeError):
+    """A submission is unusable as given: missing part file, unreadable file."""
