@@ -95,8 +95,8 @@ def validate_launch(*, kernel: str, grid: DimLike, block: DimLike, shared_bytes:
     Raises:
         LaunchError: naming the kernel, the limit and the value.
     """
-    g = Dim3.of(grid, what="grid")
-    b = Dim3.of(block, what="block")
+    g = Dim3.of(grid, what=f"launch of {kernel}: grid")
+    b = Dim3.of(block, what=f"launch of {kernel}: block")
     for label, dim, maxima in (("grid", g, limits.max_grid), ("block", b, limits.max_block)):
         for axis, value, top in zip("xyz", (dim.x, dim.y, dim.z), maxima):
             if value < 1:

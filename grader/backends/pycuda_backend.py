@@ -1,0 +1,144 @@
+"""The GPU backend: PyCUDA's ``SourceModule`` compiles each part for the current device.
+
+The part header declares the contract's kernels ``extern "C"``, so the module is compiled with
+``no_extern_c=True`` and kernels are found by their plain names; a kernel defined with another
+signature has C++ linkage, is not found, and is reported as not matching the contract.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence, Union
+
+import numpy as np
+
+from grader.backends.base import Backend, DeviceArray, Dim3, KernelSpec, Module
+from grader.errors import BackendUnavailable, CompileError, KernelError, LaunchError
+
+
+class PyCudaArray(DeviceArray):
+    """A typed view of a ``cuda.mem_alloc`` allocation."""
+
+    def __init__(self, allocation, base: int, count: int, dtype: np.dtype) -> None:
+        self._allocation, self._base = allocation, base  # keeps the allocation alive
+        self.count, self.dtype = count, np.dtype(dtype)
+
+    @property
+    def address(self) -> int:
+        return self._base
+
+    def view(self, offset: int, count: int) -> "PyCudaArray":
+        if offset < 0 or count < 0 or offset + count > self.count:
+            raise ValueError(f"view [{offset}, {offset + count}) outside a buffer of {self.count} elements")
+        return PyCudaArray(self._allocation, self._base + offset * self.dtype.itemsize, count, self.dtype)
+
+
+class PyCudaModule(Module):
+    """A compiled ``SourceModule`` and the contract kernels found in it."""
+
+    def __init__(self, module, functions: dict, specs: dict[str, KernelSpec]) -> None:
+        self.module, self.functions, self.specs = module, functions, specs
+
+    def has_kernel(self, name: str) -> bool:
+        return name in self.functions
+
+
+class PyCudaBackend(Backend):
+    """Runs kernels on CUDA device 0 through PyCUDA; owns one context for its lifetime.
+
+    Raises:
+        BackendUnavailable: PyCUDA is missing or no context can be created.
+    """
+
+    name = "pycuda"
+
+    def __init__(self, device: int = 0) -> None:
+        try:
+            import pycuda.driver as cuda
+        except ImportError as exc:
+            raise BackendUnavailable(f"PyCUDA is not installed ({exc}); pip install -e '.[gpu]'") from None
+        self._cuda = cuda
+        try:
+            cuda.init()
+            self._device = cuda.Device(device)
+            self._context = self._device.make_context()
+        except cuda.Error as exc:
+            raise BackendUnavailable(f"cannot create a CUDA context on device {device}: {exc}") from None
+
+    def compile(self, *, source: str, filename: str, kernels: Sequence[KernelSpec], workdir: Path) -> Module:
+        from pycuda.compiler import CompileError as PyCudaCompileError
+        from pycuda.compiler import SourceModule
+        try:
+            module = SourceModule(source, no_extern_c=True, options=["-lineinfo"],
+                                  cache_dir=str(workdir / "pycuda-cache"))
+        except PyCudaCompileError as exc:
+            log = (exc.stderr or exc.stdout or str(exc)).strip()
+            raise CompileError(f"{filename} does not compile with nvcc", command=" ".join(exc.command_line or []),
+                               log=log) from None
+        functions = {}
+        for spec in kernels:
+            try:
+                functions[spec.name] = module.get_function(spec.name)
+            except self._cuda.Error:
+                raise CompileError(f"{filename}: the kernel `{spec.name}` is not defined with the contract's "
+                                   f"signature `{spec.declaration()}`") from None
+        return PyCudaModule(module, functions, {k.name: k for k in kernels})
+
+    def alloc(self, count: int, dtype: np.dtype) -> DeviceArray:
+        dtype = np.dtype(dtype)
+        allocation = self._cuda.mem_alloc(max(1, count * dtype.itemsize))
+        return PyCudaArray(allocation, int(allocation), count, dtype)
+
+    def to_device(self, host: np.ndarray, dest: DeviceArray) -> None:
+        host = np.ascontiguousarray(host, dtype=dest.dtype)
+        if host.size != dest.count:
+            raise ValueError(f"copy of {host.size} elements into a buffer of {dest.count}")
+        self._cuda.memcpy_htod(dest.address, host)
+
+    def to_host(self, src: DeviceArray) -> np.ndarray:
+        out = np.empty(src.count, dtype=src.dtype)
+        self._cuda.memcpy_dtoh(out, src.address)
+        return out
+
+    def _launch(self, module: Module, kernel: str, *, grid: Dim3, block: Dim3, shared_bytes: int,
+                args: Sequence[Union[DeviceArray, int]]) -> None:
+        assert isinstance(module, PyCudaModule)
+        spec = module.specs.get(kernel)
+        if spec is None or kernel not in module.functions:
+            raise LaunchError(f"no kernel named {kernel} in this module")
+        if len(args) != len(spec.params):
+            raise LaunchError(f"launch of {kernel}: {len(args)} arguments for {len(spec.params)} parameters")
+        values = []
+        for p, a in zip(spec.params, args):
+            if p.kind == "ptr":
+                if not isinstance(a, DeviceArray):
+                    raise LaunchError(f"launch of {kernel}: parameter {p.name} needs a device buffer (got {a!r})")
+                values.append(np.uintp(a.address))
+            else:
+                values.append(np.int32(a))
+        cuda = self._cuda
+        try:
+            module.functions[kernel](*values, block=(block.x, block.y, block.z), grid=(grid.x, grid.y, grid.z),
+                                     shared=shared_bytes)
+            cuda.Context.synchronize()
+        except cuda.LaunchError as exc:
+            raise KernelError(f"{kernel} failed on the GPU: {exc}", kind="launch-failure") from None
+        except cuda.Error as exc:
+            text = str(exc)
+            kind = "illegal-address" if "illegal address" in text else (
+                "assert" if "assert" in text else "cuda-error")
+            raise KernelError(f"{kernel} failed on the GPU: {text}", kind=kind) from None
+
+    def describe(self) -> dict[str, str]:
+        import pycuda
+        cuda = self._cuda
+        major, minor = self._device.compute_capability()
+        return {"backend": self.name, "device": self._device.name(), "compute_capability": f"{major}.{minor}",
+                "driver_api": f"{cuda.get_driver_version() // 1000}.{cuda.get_driver_version() % 1000 // 10}",
+                "cuda": ".".join(map(str, cuda.get_version())), "pycuda": pycuda.VERSION_TEXT}
+
+    def close(self) -> None:
+        ctx, self._context = getattr(self, "_context", None), None
+        if ctx is not None:
+            ctx.pop()
+            ctx.detach()

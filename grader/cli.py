@@ -1,0 +1,88 @@
+"""The ``scangrade`` command line: thin commands over :func:`grader.runner.grade`.
+
+Exit status: 0 when every case passes, 1 when any fails, 2 for a usage or configuration error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from grader import __version__
+from grader.backends import select_backend
+from grader.config import load_config
+from grader.errors import ScangradeError, UsageError
+from grader.report import render_text
+from grader.runner import grade
+
+EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+
+
+def _find_config(option: str | None) -> Path:
+    if option:
+        return Path(option)
+    for candidate in (Path.cwd() / "config.yaml", Path(__file__).resolve().parent.parent / "config.yaml"):
+        if candidate.is_file():
+            return candidate
+    raise UsageError("no config.yaml in this folder or beside the grader; pass one with --config FILE")
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--backend", choices=("auto", "pycuda", "emulator"), default=None,
+                   help="where kernels run (default: SCANGRADE_BACKEND, then the config, then auto: "
+                        "a CUDA GPU through PyCUDA if usable, else the CPU emulator)")
+    p.add_argument("--config", metavar="FILE", help="configuration file (default: ./config.yaml)")
+    p.add_argument("--json", metavar="FILE", help="also write the result as JSON to FILE")
+    p.add_argument("--seed", type=int, help="replay with this seed instead of the config's")
+    p.add_argument("--part", action="append", metavar="KEY", dest="parts",
+                   help="grade only this part (e.g. part2_blelloch); repeatable")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``scangrade``."""
+    parser = argparse.ArgumentParser(prog="scangrade", description="Grade CUDA prefix-sum (scan) kernels.")
+    parser.add_argument("--version", action="version", version=f"scangrade {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    g = sub.add_parser("grade", help="grade a submission folder or one part's .cu file")
+    g.add_argument("path", help="a folder holding part1_naive.cu, part2_blelloch.cu, ... or one of those files")
+    _common(g)
+    c = sub.add_parser("check", help="grade your work in assignment/ on this machine (GPU or emulator)")
+    c.add_argument("--dir", default="assignment", help="the folder holding your .cu files (default: assignment)")
+    _common(c)
+    return parser
+
+
+def _progress(kind: str, ev: dict) -> None:
+    if kind == "case-start" and sys.stderr.isatty():
+        print(f"\r  running {ev['name']:<12}", end="", file=sys.stderr, flush=True)
+    elif kind in ("case", "done") and sys.stderr.isatty():
+        print("\r" + " " * 24 + "\r", end="", file=sys.stderr, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        cfg = load_config(_find_config(args.config))
+        path = Path(args.path if args.command == "grade" else args.dir)
+        if args.command == "check" and not path.is_dir():
+            raise UsageError(f"{path}/ not found: run `scangrade check` from the folder that holds your "
+                             "assignment/ folder, or pass --dir")
+        selection = select_backend(args.backend, config_value=cfg.backend)
+        result = grade(path, cfg=cfg, selection=selection, seed=args.seed, parts=args.parts, on_event=_progress)
+    except ScangradeError as exc:
+        print(f"scangrade: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(render_text(result))
+    if args.json:
+        try:
+            Path(args.json).write_text(result.to_json() + "\n", encoding="utf-8")
+        except OSError as exc:
+            print(f"scangrade: error: cannot write {args.json}: {exc.strerror}", file=sys.stderr)
+            return EXIT_USAGE
+    return EXIT_PASS if result.passed else EXIT_FAIL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,63 @@
+"""Shared fixtures: the backends to run the suite on, and small configurations for fast tests."""
+
+from __future__ import annotations
+
+import functools
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from grader.backends import Selection, probe_pycuda
+from grader.config import load_config
+
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTIONS = ROOT / "reference" / "solutions"
+TEMPLATES = ROOT / "assignment"
+BROKEN = ROOT / "tests" / "kernels"
+
+
+@functools.lru_cache(maxsize=1)
+def gpu_available() -> tuple[bool, str]:
+    """Whether PyCUDA can create a context here (probed once per session, in a child process)."""
+    return probe_pycuda()
+
+
+def _gpu_param():
+    ok, why = gpu_available()
+    return pytest.param("pycuda", marks=[pytest.mark.gpu,
+                                         pytest.mark.skipif(not ok, reason=f"no usable CUDA GPU: {why}")])
+
+
+#: Run a test on every backend: the emulator everywhere, PyCUDA where a GPU is usable.
+BACKENDS = ["emulator", _gpu_param()]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request) -> Selection:
+    """A backend selection for the grader, one per backend this machine can run."""
+    return Selection(request.param, "test parameter")
+
+
+def write_config(tmp_path: Path, *, block_size: int = 128, part_s: float = 120, seed: int = 7,
+                 sizes: dict[str, list[int]] | None = None, extra: str = "") -> Path:
+    """A small configuration file for fast tests; returns its path."""
+    sizes = sizes or {"part1_naive": [1, 3, 33, 100, 128],
+                      "part2_blelloch": [1, 2, 33, 128, 200, 256],
+                      "part4_any_size": [1, 255, 256, 257, 5000, 70000]}
+    parts = "\n".join(f"  {k}:\n    points_per_case: 1\n    sizes: {v}" for k, v in sizes.items())
+    text = textwrap.dedent(f"""\
+        block_size: {block_size}
+        seed: {seed}
+        timeouts:
+          part_s: {part_s}
+        """) + extra + "parts:\n" + parts + "\n"
+    path = tmp_path / "config.yaml"
+    path.write_text(text)
+    return path
+
+
+@pytest.fixture
+def small_config(tmp_path):
+    """A loaded small configuration (BLOCK_SIZE 128, a few sizes per part)."""
+    return load_config(write_config(tmp_path))

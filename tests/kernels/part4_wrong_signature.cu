@@ -1,0 +1,65 @@
+// BROKEN (contract): scan_tiles takes (in, out, n), without tile_sums; compiles (it is a C++ overload, not the extern "C" kernel) but the contract's scan_tiles is not found, so every n fails.
+
+__global__ void scan_tiles(const scan_t* in, scan_t* out, int n)
+{
+    extern __shared__ scan_t s[];  // 2 * BLOCK_SIZE elements: one tile
+    int tid = threadIdx.x;
+    int base = (int)blockIdx.x * (2 * BLOCK_SIZE);  // first element of this tile; base < n
+    int count = n - base;  // elements of the array from base on: >= 1, may exceed the tile
+    int ai = tid;  // the two slots of this thread; consecutive threads read consecutive
+    int bi = tid + BLOCK_SIZE;  // addresses, so both loads are coalesced
+
+    // Load the tile; past the end of the array (the last, partial tile) pad with the identity.
+    s[ai] = (ai < count) ? in[base + ai] : 0;
+    s[bi] = (bi < count) ? in[base + bi] : 0;
+
+    // Up-sweep (reduce), as in Part 2.
+    int offset = 1;
+    for (int d = BLOCK_SIZE; d > 0; d /= 2) {
+        __syncthreads();  // loads / previous level complete
+        if (tid < d) {
+            int left = offset * (2 * tid + 1) - 1;
+            int right = offset * (2 * tid + 2) - 1;
+            s[right] = s[right] + s[left];
+        }
+        offset *= 2;
+    }
+
+    // The root holds the tile's total (padding adds 0): record it, then clear the root. Thread 0
+    // did the last up-sweep level itself, so no barrier is needed before reading the root.
+    if (tid == 0)
+        s[2 * BLOCK_SIZE - 1] = 0;  // the tile's total is never recorded: there is no tile_sums
+
+    // Down-sweep, as in Part 2.
+    for (int d = 1; d <= BLOCK_SIZE; d *= 2) {
+        offset /= 2;
+        __syncthreads();  // previous level / cleared root complete
+        if (tid < d) {
+            int left = offset * (2 * tid + 1) - 1;
+            int right = offset * (2 * tid + 2) - 1;
+            scan_t t = s[left];
+            s[left] = s[right];
+            s[right] = s[right] + t;
+        }
+    }
+    __syncthreads();  // last level complete before storing slots other threads wrote
+
+    // Store only the elements that exist (coalesced, like the loads).
+    if (ai < count)
+        out[base + ai] = s[ai];
+    if (bi < count)
+        out[base + bi] = s[bi];
+}
+
+__global__ void add_tile_offsets(scan_t* out, const scan_t* tile_offsets, int n)
+{
+    int tid = threadIdx.x;
+    int base = (int)blockIdx.x * (2 * BLOCK_SIZE);
+    int count = n - base;
+    scan_t offset = tile_offsets[blockIdx.x];  // sum of every element before this tile
+
+    if (tid < count)
+        out[base + tid] = out[base + tid] + offset;
+    if (tid + BLOCK_SIZE < count)
+        out[base + tid + BLOCK_SIZE] = out[base + tid + BLOCK_SIZE] + offset;
+}

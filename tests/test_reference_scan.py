@@ -1,0 +1,45 @@
+"""The sequential reference scan against numpy.cumsum and a plain loop."""
+
+import numpy as np
+import pytest
+
+from reference.scan import exclusive_scan, inclusive_scan
+
+
+def _loop_inclusive(x):
+    out, acc = [], 0
+    for v in x:
+        acc = (acc + int(v) + 2**31) % 2**32 - 2**31  # 32-bit two's-complement addition
+        out.append(acc)
+    return np.array(out, dtype=np.int32)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 7, 1000, 1 << 16, (1 << 20) + 1])
+def test_inclusive_matches_numpy_cumsum(n):
+    x = np.random.default_rng(n).integers(-1000, 1000, n, dtype=np.int32)
+    np.testing.assert_array_equal(inclusive_scan(x), np.cumsum(x, dtype=np.int32))
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 4096, 100_001])
+def test_it_wraps_around_like_int32_on_overflow(n):
+    x = np.random.default_rng(n).integers(2**30, 2**31 - 1, n, dtype=np.int32)  # sums overflow fast
+    got = inclusive_scan(x)
+    np.testing.assert_array_equal(got, np.cumsum(x, dtype=np.int32))
+    if n <= 4096:
+        np.testing.assert_array_equal(got, _loop_inclusive(x))
+    assert got.dtype == np.int32
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 1025])
+def test_exclusive_is_inclusive_shifted_with_identity_first(n):
+    x = np.random.default_rng(n).integers(-(2**31), 2**31 - 1, n, dtype=np.int32)
+    ex = exclusive_scan(x)
+    assert ex[0] == 0
+    np.testing.assert_array_equal(ex[1:], np.cumsum(x, dtype=np.int32)[:-1])
+
+
+def test_it_rejects_other_shapes_and_dtypes():
+    with pytest.raises(ValueError, match="1-D"):
+        inclusive_scan(np.zeros((2, 2), dtype=np.int32))
+    with pytest.raises(TypeError, match="int64"):
+        exclusive_scan(np.zeros(3, dtype=np.int64))
