@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from grader.backends import Selection
 from grader.cli import main
 from grader.config import load_config
 from grader.runner import grade
@@ -79,9 +80,11 @@ def test_a_kernel_with_another_signature_is_reported_against_the_contract(tmp_pa
 
 @pytest.mark.parametrize("part, file", [("part1_naive", "part1_missing_sync.cu"),
                                         ("part2_blelloch", "part2_missing_sync.cu")])
-def test_a_missing_barrier_fails(tmp_path, backend, small_config, part, file):
+def test_a_missing_barrier_fails(tmp_path, small_config, part, file):
+    # Emulator only: its thread schedule is deterministic, so the race shows every time; on a GPU
+    # it shows only by chance (seen on an H200 at BLOCK_SIZE 512 and n >= 500, not at 128).
     folder = submission(tmp_path, **{part: BROKEN / file})
-    p = parts_of(grade(folder, cfg=small_config, selection=backend, parts=[part]))[part]
+    p = parts_of(grade(folder, cfg=small_config, selection=Selection("emulator", "test"), parts=[part]))[part]
     assert p.status == "fail"
     failed = [c for c in p.cases if c.status == "fail"]
     assert failed and all(c.mismatch is not None for c in failed)

@@ -66,11 +66,10 @@ class PyCudaBackend(Backend):
             raise BackendUnavailable(f"cannot create a CUDA context on device {device}: {exc}") from None
 
     def compile(self, *, source: str, filename: str, kernels: Sequence[KernelSpec], workdir: Path) -> Module:
-        from pycuda.compiler import CompileError as PyCudaCompileError
         from pycuda.compiler import SourceModule
+        from pycuda.driver import CompileError as PyCudaCompileError
         try:
-            module = SourceModule(source, no_extern_c=True, options=["-lineinfo"],
-                                  cache_dir=str(workdir / "pycuda-cache"))
+            module = SourceModule(source, no_extern_c=True, options=["-lineinfo"])
         except PyCudaCompileError as exc:
             log = (exc.stderr or exc.stdout or str(exc)).strip()
             raise CompileError(f"{filename} does not compile with nvcc", command=" ".join(exc.command_line or []),

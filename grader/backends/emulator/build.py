@@ -1,0 +1,180 @@
+"""Building emulated modules: the host C++ toolchain, the cached runtime object, the glue.
+
+The runtime (``runtime/runtime.cpp``) is compiled once per (runtime sources, flags, compiler
+identity) into ``<cache_dir>/emulator/runtime-<hash>.o`` and linked into every module. Several
+processes may build it at once: each compiles to a private temporary name and renames it into
+place atomically, so readers only ever see a complete object.
+
+Public API: :class:`Toolchain`, :func:`kernel_glue`, :data:`RUNTIME_DIR`.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Sequence
+
+from grader.backends.base import KernelSpec
+from grader.errors import BackendUnavailable, CompileError
+
+__all__ = ["Toolchain", "kernel_glue", "RUNTIME_DIR", "PRELUDE", "STUB_INCLUDE_DIR", "GLUE_FILENAME"]
+
+#: The runtime sources: prelude.h, sg_abi.h, runtime.cpp and the stub CUDA headers.
+RUNTIME_DIR = Path(__file__).resolve().parent / "runtime"
+#: Force-included before every emulated file.
+PRELUDE = RUNTIME_DIR / "prelude.h"
+#: Stub ``cuda.h``, ``cuda_runtime.h``, ``device_launch_parameters.h``: first on the include path.
+STUB_INCLUDE_DIR = RUNTIME_DIR / "include"
+#: The file name diagnostics show for the registration lines appended after the student's text.
+GLUE_FILENAME = "<scangrade emulator glue>"
+
+#: Flags for the runtime object (compiled once, optimised).
+RUNTIME_FLAGS = ("-std=c++17", "-O2", "-g", "-fPIC", "-fvisibility=hidden", "-pthread")
+#: Flags for the emulated translation unit (the student's file).
+MODULE_FLAGS = ("-std=c++17", "-O1", "-g", "-fPIC", "-shared", "-fvisibility=hidden", "-fno-strict-aliasing",
+                "-fstack-clash-protection",
+                "-Wno-unknown-pragmas")
+#: Link flags: every symbol must resolve inside the module (plus libc/libstdc++/libm/pthread).
+LINK_FLAGS = ("-Wl,-z,defs", "-pthread")
+
+
+def default_cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/scangrade``, else ``~/.cache/scangrade``."""
+    base = os.environ.get("XDG_CACHE_HOME")
+    return (Path(base) if base else Path.home() / ".cache") / "scangrade"
+
+
+@functools.lru_cache(maxsize=None)
+def _compiler_identity(cxx: str) -> tuple[str, str]:
+    """(resolved path, ``cxx --version`` output) of a compiler; raises BackendUnavailable."""
+    argv = shlex.split(cxx)
+    exe = shutil.which(argv[0]) if argv else None
+    if not exe:
+        raise BackendUnavailable(f"the emulator needs a C++ compiler: `{cxx}` was not found "
+                                 "(install g++ or clang++, or set $CXX)")
+    try:
+        proc = subprocess.run([exe, *argv[1:], "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise BackendUnavailable(f"the emulator's C++ compiler `{cxx}` does not run: {exc}") from None
+    if proc.returncode != 0:
+        raise BackendUnavailable(f"the emulator's C++ compiler `{cxx}` does not run: {proc.stderr.strip()}")
+    return str(Path(exe).resolve()), proc.stdout.strip()
+
+
+class Toolchain:
+    """The host C++ compiler and the cached runtime object.
+
+    Args:
+        cxx: compiler command (may include arguments, e.g. ``"ccache g++"``); default ``$CXX`` or
+            ``"c++"``.
+        cache_dir: where the runtime object is cached; default :func:`default_cache_dir`.
+        timeout_s: wall-clock limit of one compiler run, in seconds.
+
+    Raises:
+        BackendUnavailable: the compiler is missing or does not run.
+    """
+
+    def __init__(self, *, cxx: str | None = None, cache_dir: Path | None = None, timeout_s: float = 60.0) -> None:
+        self.cxx = cxx or os.environ.get("CXX") or "c++"
+        self.argv = shlex.split(self.cxx)
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+        self.timeout_s = timeout_s
+        self.path, self.version = _compiler_identity(self.cxx)
+        self._runtime: Path | None = None
+
+    @property
+    def version_line(self) -> str:
+        """First line of ``cxx --version`` (e.g. ``c++ (Debian 12.2.0-14) 12.2.0``)."""
+        return self.version.splitlines()[0] if self.version else self.cxx
+
+    def runtime_key(self, extra_flags: Sequence[str] = ()) -> str:
+        """Hash of the runtime sources, the runtime flags and the compiler identity (hex, 20 chars)."""
+        h = hashlib.sha256()
+        for f in sorted(p for p in RUNTIME_DIR.rglob("*") if p.is_file()):
+            h.update(f.relative_to(RUNTIME_DIR).as_posix().encode() + b"\0")
+            h.update(f.read_bytes() + b"\0")
+        h.update("\0".join((*RUNTIME_FLAGS, *extra_flags)).encode() + b"\0")
+        h.update(self.path.encode() + b"\0" + " ".join(self.argv[1:]).encode() + b"\0" + self.version.encode())
+        return h.hexdigest()[:20]
+
+    def runtime_object(self, extra_flags: Sequence[str] = ()) -> Path:
+        """The runtime object file, compiled on first use and cached.
+
+        Raises:
+            BackendUnavailable: the runtime does not compile with this compiler (a broken
+                toolchain, not the student's fault); the message carries the compiler's output.
+        """
+        if self._runtime is not None and not extra_flags and self._runtime.exists():
+            return self._runtime
+        out_dir = self.cache_dir / "emulator"
+        target = out_dir / f"runtime-{self.runtime_key(extra_flags)}.o"
+        if not target.exists():
+            out_dir.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".runtime-", suffix=".o.tmp", dir=out_dir)
+            os.close(fd)
+            cmd = [*self.argv, *RUNTIME_FLAGS, *extra_flags, "-c", str(RUNTIME_DIR / "runtime.cpp"), "-o", tmp]
+            try:
+                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=max(self.timeout_s, 120.0))
+                if proc.returncode != 0:
+                    raise BackendUnavailable("the emulator runtime does not compile with "
+                                             f"`{self.cxx}` ({self.version_line}):\n{proc.stderr}")
+                os.replace(tmp, target)
+            except subprocess.TimeoutExpired:
+                raise BackendUnavailable(f"compiling the emulator runtime with `{self.cxx}` timed out") from None
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+        if not extra_flags:
+            self._runtime = target
+        return target
+
+    def module_command(self, source: Path, output: Path, runtime: Path) -> list[str]:
+        """The compiler command line building one emulated module (a shared object)."""
+        return [*self.argv, *MODULE_FLAGS, "-include", str(PRELUDE), "-I", str(STUB_INCLUDE_DIR),
+                "-x", "c++", str(source), "-x", "none", str(runtime), "-o", str(output), *LINK_FLAGS]
+
+    def compile_module(self, *, source: Path, output: Path, filename: str, workdir: Path) -> None:
+        """Compile and link ``source`` into the shared object ``output``.
+
+        Raises:
+            CompileError: ``"<filename> does not compile"`` with the command and the compiler's
+                diagnostics (the workdir path stripped), or a timeout message.
+        """
+        runtime = self.runtime_object()
+        cmd = self.module_command(source, output, runtime)
+        command = shlex.join(cmd)
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=self.timeout_s, cwd=workdir)
+        except subprocess.TimeoutExpired:
+            raise CompileError(f"{filename} does not compile: the C++ compiler did not finish within "
+                               f"{self.timeout_s:g} s", command=command) from None
+        except OSError as exc:
+            raise CompileError(f"{filename} does not compile: the C++ compiler could not run ({exc})",
+                               command=command) from None
+        if proc.returncode != 0:
+            log = (proc.stderr + proc.stdout).strip()
+            for prefix in {str(workdir.resolve()), str(workdir)}:
+                log = log.replace(prefix + os.sep, "").replace(prefix, ".")
+            raise CompileError(f"{filename} does not compile (host C++ compiler under the CPU emulator)",
+                               command=command, log=log)
+
+
+def kernel_glue(kernels: Sequence[KernelSpec]) -> str:
+    """Registration lines appended after the student's text, one per contract kernel.
+
+    Each kernel is reached through a weak reference to its C symbol, so a kernel the student did
+    not define with the contract's signature (and so with ``extern "C"`` linkage) registers as a
+    null pointer instead of failing the link.
+    """
+    lines = [f'#line 1 "{GLUE_FILENAME}"']
+    for n, k in enumerate(kernels):
+        params = ", ".join(p.ctype for p in k.params)
+        lines.append(f'static void __sg_k{n}({params}) __attribute__((weakref("{k.name}")));')
+        lines.append(f'static const int __sg_r{n} = __sg_register("{k.name}", &__sg_k{n});')
+    return "\n".join(lines) + "\n"

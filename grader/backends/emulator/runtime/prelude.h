@@ -1,0 +1,349 @@
+/* scangrade CPU emulator prelude: force-included (-include) before every emulated file.
+ *
+ * Provides the CUDA C++ device dialect on the host compiler: execution-space and attribute
+ * macros, built-in variables (threadIdx, blockIdx, blockDim, gridDim, warpSize), barriers,
+ * atomics, integer intrinsics, vector types, device printf/assert/__trap.
+ *
+ * `__shared__` is handled by the Python source rewrite (rewrite.py), which turns every
+ * declaration into a reference into the block's shared-memory arena; a `__shared__` the rewrite
+ * could not see (e.g. produced by a macro) is reported by the compiler as not supported.
+ */
+#ifndef SCANGRADE_EMULATOR_PRELUDE_H
+#define SCANGRADE_EMULATOR_PRELUDE_H
+
+#include <assert.h>
+#include <limits.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmath>
+#include <type_traits>
+#include <utility>
+
+#include "sg_abi.h"
+
+#define __SCANGRADE_EMULATOR__ 1
+#ifndef __CUDACC__
+#define __CUDACC__ 1
+#endif
+#ifndef __CUDA_ARCH__
+#define __CUDA_ARCH__ 700
+#endif
+
+/* ---- execution spaces and attributes ---------------------------------------------------- */
+#define __global__
+#define __device__
+#define __host__
+#define __constant__
+#define __managed__
+#define __forceinline__ inline
+/* Empty on purpose: libstdc++ writes __attribute__((__noinline__)). */
+#define __noinline__
+#define __launch_bounds__(...)
+#define __align__(n) __attribute__((aligned(n)))
+#define __grid_constant__
+#define __cudart_builtin__
+/* A `__shared__` that survived the rewrite (e.g. hidden in a macro) cannot be emulated. */
+#define __shared__ _Pragma("GCC error \"not supported by the emulator: __shared__ produced by a macro or in this position\"")
+
+/* ---- built-in variables ----------------------------------------------------------------- */
+#define threadIdx (__sg_self()->threadIdx)
+#define blockIdx (__sg_self()->blockIdx)
+#define blockDim (__sg_self()->blockDim)
+#define gridDim (__sg_self()->gridDim)
+#define warpSize 32
+
+/* ---- device assert and trap ------------------------------------------------------------- */
+#if !defined(__GLIBC__)
+/* glibc's assert calls __assert_fail, which the runtime defines; elsewhere replace the macro. */
+#undef assert
+#ifdef NDEBUG
+#define assert(e) ((void)0)
+#else
+#define assert(e) ((e) ? (void)0 : __sg_assert_fail(#e, __FILE__, __LINE__, __func__))
+#endif
+#endif
+#define __trap() __sg_trap(__FILE__, __LINE__, __func__)
+#define __brkpt() __sg_trap(__FILE__, __LINE__, __func__)
+
+/* ---- memory fences and timing ----------------------------------------------------------- */
+static inline void __threadfence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+static inline void __threadfence_block(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+static inline void __threadfence_system(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+static inline void __nanosleep(unsigned int) {}
+static inline long long __sg_clock64(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+#define clock64() __sg_clock64()
+
+/* ---- atomics (sequentially consistent; return the old value, as CUDA does) --------------- */
+#define __SG_ATOMIC_RMW(name, builtin, T)                                                          \
+    static inline T name(T *address, T val) { return builtin(address, val, __ATOMIC_SEQ_CST); }
+#define __SG_ATOMIC_INT_FAMILY(T)                                                                  \
+    __SG_ATOMIC_RMW(atomicAdd, __atomic_fetch_add, T)                                             \
+    __SG_ATOMIC_RMW(atomicAnd, __atomic_fetch_and, T)                                             \
+    __SG_ATOMIC_RMW(atomicOr, __atomic_fetch_or, T)                                               \
+    __SG_ATOMIC_RMW(atomicXor, __atomic_fetch_xor, T)                                             \
+    __SG_ATOMIC_RMW(atomicExch, __atomic_exchange_n, T)                                           \
+    static inline T atomicCAS(T *address, T compare, T val) {                                      \
+        __atomic_compare_exchange_n(address, &compare, val, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST); \
+        return compare;                                                                            \
+    }                                                                                              \
+    static inline T atomicMin(T *address, T val) {                                                 \
+        T old = __atomic_load_n(address, __ATOMIC_SEQ_CST);                                        \
+        while (val < old &&                                                                        \
+               !__atomic_compare_exchange_n(address, &old, val, true, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) { \
+        }                                                                                          \
+        return old;                                                                                \
+    }                                                                                              \
+    static inline T atomicMax(T *address, T val) {                                                 \
+        T old = __atomic_load_n(address, __ATOMIC_SEQ_CST);                                        \
+        while (val > old &&                                                                        \
+               !__atomic_compare_exchange_n(address, &old, val, true, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) { \
+        }                                                                                          \
+        return old;                                                                                \
+    }
+
+__SG_ATOMIC_INT_FAMILY(int)
+__SG_ATOMIC_INT_FAMILY(unsigned int)
+__SG_ATOMIC_INT_FAMILY(unsigned long long)
+__SG_ATOMIC_INT_FAMILY(long long)
+#undef __SG_ATOMIC_INT_FAMILY
+#undef __SG_ATOMIC_RMW
+
+static inline int atomicSub(int *address, int val) { return __atomic_fetch_sub(address, val, __ATOMIC_SEQ_CST); }
+static inline unsigned int atomicSub(unsigned int *address, unsigned int val) {
+    return __atomic_fetch_sub(address, val, __ATOMIC_SEQ_CST);
+}
+static inline unsigned short atomicCAS(unsigned short *address, unsigned short compare, unsigned short val) {
+    __atomic_compare_exchange_n(address, &compare, val, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+    return compare;
+}
+static inline unsigned int atomicInc(unsigned int *address, unsigned int val) {
+    unsigned int old = __atomic_load_n(address, __ATOMIC_SEQ_CST);
+    while (!__atomic_compare_exchange_n(address, &old, old >= val ? 0u : old + 1u, true, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_SEQ_CST)) {
+    }
+    return old;
+}
+static inline unsigned int atomicDec(unsigned int *address, unsigned int val) {
+    unsigned int old = __atomic_load_n(address, __ATOMIC_SEQ_CST);
+    while (!__atomic_compare_exchange_n(address, &old, (old == 0u || old > val) ? val : old - 1u, true,
+                                        __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+    }
+    return old;
+}
+
+template <class F, class B>
+static inline F __sg_atomic_float_op(F *address, F val, int op) {
+    static_assert(sizeof(F) == sizeof(B), "bit type must match");
+    B *bits = reinterpret_cast<B *>(address);
+    B old = __atomic_load_n(bits, __ATOMIC_SEQ_CST);
+    for (;;) {
+        F cur;
+        memcpy(&cur, &old, sizeof cur);
+        F next = op == 0 ? cur + val : op == 1 ? (val < cur ? val : cur) : op == 2 ? (val > cur ? val : cur) : val;
+        B nb;
+        memcpy(&nb, &next, sizeof nb);
+        if (__atomic_compare_exchange_n(bits, &old, nb, true, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) return cur;
+    }
+}
+static inline float atomicAdd(float *a, float v) { return __sg_atomic_float_op<float, uint32_t>(a, v, 0); }
+static inline double atomicAdd(double *a, double v) { return __sg_atomic_float_op<double, uint64_t>(a, v, 0); }
+static inline float atomicExch(float *a, float v) { return __sg_atomic_float_op<float, uint32_t>(a, v, 3); }
+
+#define atomicAdd_block atomicAdd
+#define atomicAdd_system atomicAdd
+#define atomicSub_block atomicSub
+#define atomicSub_system atomicSub
+#define atomicExch_block atomicExch
+#define atomicExch_system atomicExch
+#define atomicMin_block atomicMin
+#define atomicMin_system atomicMin
+#define atomicMax_block atomicMax
+#define atomicMax_system atomicMax
+#define atomicCAS_block atomicCAS
+#define atomicCAS_system atomicCAS
+#define atomicAnd_block atomicAnd
+#define atomicAnd_system atomicAnd
+#define atomicOr_block atomicOr
+#define atomicOr_system atomicOr
+#define atomicXor_block atomicXor
+#define atomicXor_system atomicXor
+
+/* ---- min / max: CUDA's overloads (same-type exact matches, mixed types -> common type) ---- */
+#define __SG_MINMAX(T)                                                                             \
+    static inline constexpr T min(T a, T b) { return b < a ? b : a; }                             \
+    static inline constexpr T max(T a, T b) { return a < b ? b : a; }
+__SG_MINMAX(int)
+__SG_MINMAX(unsigned int)
+__SG_MINMAX(long)
+__SG_MINMAX(unsigned long)
+__SG_MINMAX(long long)
+__SG_MINMAX(unsigned long long)
+__SG_MINMAX(short)
+__SG_MINMAX(unsigned short)
+__SG_MINMAX(char)
+__SG_MINMAX(signed char)
+__SG_MINMAX(unsigned char)
+#undef __SG_MINMAX
+static inline float min(float a, float b) { return fminf(a, b); }
+static inline float max(float a, float b) { return fmaxf(a, b); }
+static inline double min(double a, double b) { return fmin(a, b); }
+static inline double max(double a, double b) { return fmax(a, b); }
+template <class A, class B,
+          class = typename std::enable_if<!std::is_same<A, B>::value && std::is_arithmetic<A>::value &&
+                                          std::is_arithmetic<B>::value>::type>
+static inline constexpr typename std::common_type<A, B>::type min(A a, B b) {
+    typedef typename std::common_type<A, B>::type C;
+    return (C)b < (C)a ? (C)b : (C)a;
+}
+template <class A, class B,
+          class = typename std::enable_if<!std::is_same<A, B>::value && std::is_arithmetic<A>::value &&
+                                          std::is_arithmetic<B>::value>::type>
+static inline constexpr typename std::common_type<A, B>::type max(A a, B b) {
+    typedef typename std::common_type<A, B>::type C;
+    return (C)a < (C)b ? (C)b : (C)a;
+}
+
+/* ---- integer and float intrinsics --------------------------------------------------------- */
+static inline int __popc(unsigned int x) { return __builtin_popcount(x); }
+static inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+static inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned int)x); }
+static inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll((unsigned long long)x); }
+static inline int __ffs(int x) { return __builtin_ffs(x); }
+static inline int __ffsll(long long x) { return __builtin_ffsll(x); }
+static inline unsigned int __brev(unsigned int x) {
+    x = ((x >> 1) & 0x55555555u) | ((x & 0x55555555u) << 1);
+    x = ((x >> 2) & 0x33333333u) | ((x & 0x33333333u) << 2);
+    x = ((x >> 4) & 0x0F0F0F0Fu) | ((x & 0x0F0F0F0Fu) << 4);
+    return __builtin_bswap32(x);
+}
+static inline int __mul24(int a, int b) { return (int)((long long)(a << 8 >> 8) * (b << 8 >> 8)); }
+static inline unsigned int __umul24(unsigned int a, unsigned int b) { return (a & 0xFFFFFFu) * (b & 0xFFFFFFu); }
+static inline int __mulhi(int a, int b) { return (int)(((long long)a * b) >> 32); }
+static inline unsigned int __umulhi(unsigned int a, unsigned int b) {
+    return (unsigned int)(((unsigned long long)a * b) >> 32);
+}
+static inline long long __mul64hi(long long a, long long b) { return (long long)(((__int128)a * b) >> 64); }
+static inline unsigned long long __umul64hi(unsigned long long a, unsigned long long b) {
+    return (unsigned long long)(((unsigned __int128)a * b) >> 64);
+}
+static inline int __float_as_int(float f) { int i; memcpy(&i, &f, sizeof i); return i; }
+static inline unsigned int __float_as_uint(float f) { unsigned int i; memcpy(&i, &f, sizeof i); return i; }
+static inline float __int_as_float(int i) { float f; memcpy(&f, &i, sizeof f); return f; }
+static inline float __uint_as_float(unsigned int i) { float f; memcpy(&f, &i, sizeof f); return f; }
+static inline float __fdividef(float a, float b) { return a / b; }
+static inline float __saturatef(float x) { return x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : x); }
+static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+static inline double rsqrt(double x) { return 1.0 / sqrt(x); }
+/* glibc declares (but does not export) these names: map them to the standard functions. */
+#define __expf(x) expf(x)
+#define __exp10f(x) exp10f(x)
+#define __logf(x) logf(x)
+#define __log2f(x) log2f(x)
+#define __log10f(x) log10f(x)
+#define __sinf(x) sinf(x)
+#define __cosf(x) cosf(x)
+#define __tanf(x) tanf(x)
+#define __powf(a, b) powf(a, b)
+template <class T>
+static inline T __ldg(const T *p) { return *p; }
+template <class T>
+static inline T __ldcg(const T *p) { return *p; }
+template <class T>
+static inline T __ldca(const T *p) { return *p; }
+template <class T>
+static inline T __ldcs(const T *p) { return *p; }
+
+/* ---- warp-level primitives: not emulated yet (a clear error, not a wrong answer) ----------- */
+#define __SG_WARP_UNSUPPORTED(name) __sg_unsupported(name, __FILE__, __LINE__)
+#define __shfl_sync(mask, var, ...) (__SG_WARP_UNSUPPORTED("__shfl_sync"), (var))
+#define __shfl_up_sync(mask, var, ...) (__SG_WARP_UNSUPPORTED("__shfl_up_sync"), (var))
+#define __shfl_down_sync(mask, var, ...) (__SG_WARP_UNSUPPORTED("__shfl_down_sync"), (var))
+#define __shfl_xor_sync(mask, var, ...) (__SG_WARP_UNSUPPORTED("__shfl_xor_sync"), (var))
+#define __shfl(var, ...) (__SG_WARP_UNSUPPORTED("__shfl"), (var))
+#define __shfl_up(var, ...) (__SG_WARP_UNSUPPORTED("__shfl_up"), (var))
+#define __shfl_down(var, ...) (__SG_WARP_UNSUPPORTED("__shfl_down"), (var))
+#define __shfl_xor(var, ...) (__SG_WARP_UNSUPPORTED("__shfl_xor"), (var))
+#define __ballot_sync(...) (__SG_WARP_UNSUPPORTED("__ballot_sync"), 0u)
+#define __any_sync(...) (__SG_WARP_UNSUPPORTED("__any_sync"), 0)
+#define __all_sync(...) (__SG_WARP_UNSUPPORTED("__all_sync"), 0)
+#define __ballot(...) (__SG_WARP_UNSUPPORTED("__ballot"), 0u)
+#define __any(...) (__SG_WARP_UNSUPPORTED("__any"), 0)
+#define __all(...) (__SG_WARP_UNSUPPORTED("__all"), 0)
+#define __activemask() (__SG_WARP_UNSUPPORTED("__activemask"), 0u)
+#define __syncwarp(...) __SG_WARP_UNSUPPORTED("__syncwarp")
+#define __match_any_sync(...) (__SG_WARP_UNSUPPORTED("__match_any_sync"), 0u)
+#define __reduce_add_sync(...) (__SG_WARP_UNSUPPORTED("__reduce_add_sync"), 0u)
+
+/* ---- vector types (uint3 and dim3 come from sg_abi.h) -------------------------------------- */
+#define __SG_VEC_ALIGN(T, n) __attribute__((aligned(sizeof(T) * (n) > 16 ? 16 : sizeof(T) * (n))))
+#define __SG_VECTORS(T, N)                                                                         \
+    struct N##1 { T x; };                                                                          \
+    struct __SG_VEC_ALIGN(T, 2) N##2 { T x, y; };                                                  \
+    struct __SG_VEC_ALIGN(T, 4) N##4 { T x, y, z, w; };                                            \
+    static inline N##1 make_##N##1(T x) { return N##1{x}; }                                        \
+    static inline N##2 make_##N##2(T x, T y) { return N##2{x, y}; }                                \
+    static inline N##4 make_##N##4(T x, T y, T z, T w) { return N##4{x, y, z, w}; }
+#define __SG_VEC3(T, N)                                                                            \
+    struct N##3 { T x, y, z; };                                                                    \
+    static inline N##3 make_##N##3(T x, T y, T z) { return N##3{x, y, z}; }
+__SG_VECTORS(signed char, char)
+__SG_VEC3(signed char, char)
+__SG_VECTORS(unsigned char, uchar)
+__SG_VEC3(unsigned char, uchar)
+__SG_VECTORS(short, short)
+__SG_VEC3(short, short)
+__SG_VECTORS(unsigned short, ushort)
+__SG_VEC3(unsigned short, ushort)
+__SG_VECTORS(int, int)
+__SG_VEC3(int, int)
+__SG_VECTORS(unsigned int, uint)
+static inline uint3 make_uint3(unsigned int x, unsigned int y, unsigned int z) { return uint3{x, y, z}; }
+__SG_VECTORS(long, long)
+__SG_VEC3(long, long)
+__SG_VECTORS(unsigned long, ulong)
+__SG_VEC3(unsigned long, ulong)
+__SG_VECTORS(long long, longlong)
+__SG_VEC3(long long, longlong)
+__SG_VECTORS(unsigned long long, ulonglong)
+__SG_VEC3(unsigned long long, ulonglong)
+__SG_VECTORS(float, float)
+__SG_VEC3(float, float)
+__SG_VECTORS(double, double)
+__SG_VEC3(double, double)
+#undef __SG_VECTORS
+#undef __SG_VEC3
+#undef __SG_VEC_ALIGN
+
+/* ---- used by the rewrite and the kernel registration the backend appends ------------------- */
+static inline constexpr size_t __sg_align(size_t natural, size_t requested) {
+    return requested > natural ? requested : natural;
+}
+
+template <class... A>
+struct __sg_kernel_invoker {
+    template <size_t... I>
+    static void call(void (*f)(A...), void *const *args, std::index_sequence<I...>) {
+        f(*static_cast<typename std::remove_reference<A>::type *>(args[I])...);
+    }
+    static void invoke(void *fn, void *const *args) {
+        call(reinterpret_cast<void (*)(A...)>(fn), args, std::index_sequence_for<A...>{});
+    }
+};
+
+template <class... A>
+static inline int __sg_register(const char *name, void (*f)(A...)) {
+    return __sg_register_kernel(name, reinterpret_cast<void *>(f), &__sg_kernel_invoker<A...>::invoke,
+                                (int)sizeof...(A));
+}
+
+#endif
