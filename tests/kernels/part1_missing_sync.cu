@@ -1,4 +1,4 @@
-// BROKEN (race): the __syncthreads() inside the step loop is missing; fails n >= 3 when threads run one after another (emulator), n > 32 on a GPU (several warps; not guaranteed).
+// BROKEN (race): the __syncthreads() inside the step loop is missing; fails every n >= 3 when threads run one after another in ascending order (emulator); on a GPU only by chance (seen on an H200 at n >= 500 for BLOCK_SIZE 512, not seen with a single warp, BLOCK_SIZE 32).
 //
 // Double-buffered Hillis-Steele. The student reasoned that with two buffers no thread overwrites
 // what another reads in the same step, and dropped the barrier; but without it a thread can run

@@ -1,4 +1,8 @@
-// BROKEN (wrong scan): scan_tiles adds in[i] back at the store, so the result is the inclusive scan where the exclusive scan is asked; wrong at every n (out[0] = in[0], not 0).
+// BROKEN (wrong scan): a consistently INCLUSIVE Part 4 (tiles scanned inclusively, each tile offset taken from the previous tile's inclusive sum); returns exactly the inclusive scan, so it is wrong at every n (out[0] = in[0], not 0).
+//
+// The student read the task as an inclusive scan and made both kernels agree: the grader's
+// recursive pass over tile_sums uses this same scan_tiles, so tile_offsets[b] is the sum of
+// tiles 0..b, and add_tile_offsets uses tile_offsets[b - 1] (0 for the first tile).
 
 __global__ void scan_tiles(const scan_t* in, scan_t* out, scan_t* tile_sums, int n)
 {
@@ -59,7 +63,8 @@ __global__ void add_tile_offsets(scan_t* out, const scan_t* tile_offsets, int n)
     int tid = threadIdx.x;
     int base = (int)blockIdx.x * (2 * BLOCK_SIZE);
     int count = n - base;
-    scan_t offset = tile_offsets[blockIdx.x];  // sum of every element before this tile
+    // Inclusive tile offsets: the sum of the tiles before this one is the previous entry.
+    scan_t offset = (blockIdx.x > 0) ? tile_offsets[blockIdx.x - 1] : 0;
 
     if (tid < count)
         out[base + tid] = out[base + tid] + offset;
