@@ -6,11 +6,15 @@ the emulator runtime, and loads it with ctypes; :meth:`Backend.launch` validates
 with the GPU backend) and runs every block of the grid on ``workers`` OS threads, each CUDA thread a
 fiber. Device memory is host memory (:class:`EmulatorArray`).
 
+Faults of emulated threads (an unmapped address, a stack overflow, an integer division by zero)
+end the launch with a KernelError naming the block and thread, not the process. A wild write that
+lands in mapped memory is not detected, so run emulated code in a child process, as the grader does.
+
 What it does not do: timing (emulated kernels run orders of magnitude slower than on a GPU and
 say nothing about GPU performance), warp-level primitives (``__shfl_*_sync``, ``__ballot_sync``,
-``__syncwarp``: a KernelError of kind ``"unsupported"``), race/bounds/barrier checking, and
-protection from wild pointers (an out-of-bounds access may crash the process: run it in a child
-process, as the grader does).
+``__syncwarp``: a KernelError of kind ``"unsupported"``), race/bounds/barrier-divergence checking,
+schedules other than ascending thread ids, and progress for spin-waits on other threads (such a
+kernel runs until the grader's timeout).
 """
 
 from __future__ import annotations
@@ -38,6 +42,11 @@ KERNEL_ERROR_KINDS = {
     "trap": "__trap() or __brkpt() was called",
     "shared-memory-limit": "static + dynamic shared memory of a block exceed the limit (48 KiB)",
     "unsupported": "the kernel used a feature the emulator does not emulate (warp-level primitives)",
+    "illegal-address": "a thread accessed an unmapped address (a wild or null pointer), or shared memory "
+                       "past the 48 KiB arena",
+    "stack-overflow": "a thread overflowed its 64 KiB stack (a large local array or deep recursion)",
+    "division-by-zero": "a thread divided an integer by zero (or INT_MIN by -1)",
+    "illegal-instruction": "a thread executed an illegal instruction (undefined behaviour)",
     "internal": "the emulator itself failed (out of memory for fiber stacks...)",
 }
 

@@ -106,17 +106,26 @@ class Toolchain:
     def runtime_object(self, extra_flags: Sequence[str] = ()) -> Path:
         """The runtime object file, compiled on first use and cached.
 
+        Built into ``<cache_dir>/emulator/`` (atomically: a temporary file renamed into place), or
+        into a private temporary folder when the cache directory cannot be written.
+
         Raises:
             BackendUnavailable: the runtime does not compile with this compiler (a broken
                 toolchain, not the student's fault); the message carries the compiler's output.
         """
         if self._runtime is not None and not extra_flags and self._runtime.exists():
             return self._runtime
-        out_dir = self.cache_dir / "emulator"
-        target = out_dir / f"runtime-{self.runtime_key(extra_flags)}.o"
+        name = f"runtime-{self.runtime_key(extra_flags)}.o"
+        target = self.cache_dir / "emulator" / name
         if not target.exists():
-            out_dir.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".runtime-", suffix=".o.tmp", dir=out_dir)
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(prefix=".runtime-", suffix=".o.tmp", dir=target.parent)
+            except OSError:
+                # An unwritable cache (read-only home): build into a private folder for this process.
+                private = Path(tempfile.mkdtemp(prefix="scangrade-emulator-"))
+                target = private / name
+                fd, tmp = tempfile.mkstemp(prefix=".runtime-", suffix=".o.tmp", dir=private)
             os.close(fd)
             cmd = [*self.argv, *RUNTIME_FLAGS, *extra_flags, "-c", str(RUNTIME_DIR / "runtime.cpp"), "-o", tmp]
             try:

@@ -228,7 +228,7 @@ class _Rewriter:
         self.toks = _tokenize(text)
         self.edits: list[tuple[int, int, str]] = []  # (start, end, replacement without newlines)
         self.overrides: dict[int, str] = {}  # token index -> replacement text
-        self.file_names: dict[str, str] = {}  # file-scope shared name -> accessor expression
+        self.file_names: dict[str, str] = {}  # file-scope shared name -> accessor function name
         self.next_id = 0
         self.result = RewriteResult(text="")
 
@@ -269,8 +269,11 @@ class _Rewriter:
                 continue
             if t.kind == "id" and t.text in self.file_names:
                 prev = self.p(i - 1)
-                if prev not in (".", "->", "::"):
-                    self.overrides[i] = self.file_names[t.text]
+                accessor = self.file_names[t.text]
+                if prev == "::":  # ns::name -> ns::__sg_refN()
+                    self.overrides[i] = f"{accessor}()"
+                elif prev not in (".", "->"):
+                    self.overrides[i] = f"({accessor}())"
             txt = t.text if t.kind == "punct" else ""
             if txt == "(":
                 paren += 1
@@ -351,7 +354,8 @@ class _Rewriter:
                 e = m + 1
                 continue
             if txt in ("{", "}"):
-                raise _Unsupported("a __shared__ declaration with a brace initializer", shared_tok.start)
+                raise _Unsupported("a __shared__ declaration with braces (an initializer or an unnamed type)",
+                                   shared_tok.start)
             if txt == ";":
                 break
             e += 1
@@ -427,7 +431,7 @@ class _Rewriter:
             else:
                 accessor = f"__sg_ref{sid}"
                 parts.append(f"{typedef} static inline {ty} &{accessor}() {{ {slot}return {ref}; }}")
-                self.file_names[name] = f"({accessor}())"
+                self.file_names[name] = accessor
             file, line = self.loc.locate(shared_tok.start)
             self.result.shared.append((file, line, name, "dynamic" if dynamic else "static"))
         self.edits.append((toks[s].start, toks[e].end, " ".join(parts)))
@@ -523,7 +527,14 @@ class _Rewriter:
 
         def sub(mo: re.Match[str]) -> str:
             w = mo.group()
-            return self.file_names.get(w, w)
+            if w not in self.file_names:
+                return w
+            before = body[:mo.start()].rstrip()
+            if before.endswith("::"):
+                return f"{self.file_names[w]}()"
+            if before.endswith((".", "->")):
+                return w
+            return f"({self.file_names[w]}())"
 
         new = t.text[:m.end()] + _STRING_OR_ID_RE.sub(sub, body)
         if new != t.text:

@@ -11,9 +11,10 @@
 //     gives, until it reaches a barrier or returns; a thread's barrier switches directly to the
 //     next thread of the round (the last one switches back to the scheduler). When the round ends
 //     every live thread is at a barrier (exited threads count as arrived), so the barrier releases.
-//   * Errors (assert, trap, shared-memory limit, unsupported features) end the thread's fiber by
-//     switching away for good; the block stops, and the launch reports the failure of the lowest
-//     block index that failed (deterministic for a deterministic schedule).
+//   * Errors (assert, trap, shared-memory limit, unsupported features, and faults: a bad address,
+//     a stack overflow into a fiber's guard page, an integer division by zero) end the thread's
+//     fiber by switching away for good; the block stops, and the launch reports the failure of the
+//     lowest block index that failed (deterministic for a deterministic schedule).
 //   * The runtime never times out: the grader runs emulated code in a child process it can kill.
 
 #include "sg_abi.h"
