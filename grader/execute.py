@@ -150,8 +150,9 @@ def diagnose(got: np.ndarray, expected: np.ndarray, *, source: np.ndarray, inclu
                 "out[i] = in[0] + ... + in[i-1])")
     elif got[i] == poison:
         unwritten = int(np.count_nonzero(got == poison))
-        hint = (f"{buffer}[{i}] was never written (it still holds the grader's poison value "
-                f"{int(poison)}); {unwritten} element(s) were never written")
+        hint = (f"nothing was written to {buffer}: every element still holds the grader's poison value"
+                if unwritten == n else
+                f"{buffer}[{i}] was never written ({unwritten} element(s) still hold the grader's poison value)")
     elif n % tile and i >= (n // tile) * tile:
         hint = f"only the last, partial tile is wrong: check the bounds for n = {n}, which is not a multiple of {tile}"
     first_tile = (i // tile) * tile
@@ -201,6 +202,9 @@ def run_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, n
     if mm is None:
         return result("pass")
     msg = f"out[{mm.index}] = {mm.got}, expected {mm.expected}; {mm.wrong} of {n} elements wrong"
+    tile = 2 * cfg.block_size
+    if n > tile:
+        msg += f"; the first wrong element is in tile {mm.index // tile} (elements from {mm.first_wrong_tile})"
     if mm.hint:
         msg += f" — {mm.hint}"
     return result("fail", msg, mm)

@@ -17,10 +17,7 @@ def _points(x: float) -> str:
 
 
 def _case_line(c: CaseResult) -> str:
-    line = f"    {_MARK[c.status]:<7} {c.name:<12} {c.message}"
-    if c.mismatch and c.mismatch.first_wrong_tile is not None:
-        line += f"\n{'':<25}(first wrong tile starts at element {c.mismatch.first_wrong_tile})"
-    return line
+    return f"    {_MARK[c.status]:<7} {c.name:<12} {c.message}"
 
 
 def _part_block(p: PartResult) -> list[str]:

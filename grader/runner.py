@@ -34,7 +34,8 @@ def resolve_submission(path: Path, parts: list[str] | None = None) -> dict[str, 
     """Map each part to be graded to its file in the submission (None when missing).
 
     Args:
-        path: a folder holding the parts' ``.cu`` files, or one part's ``.cu`` file.
+        path: a folder holding the parts' ``.cu`` files, or one part's ``.cu`` file (named as the
+            part's file, or graded as the single part in ``parts``).
         parts: part keys to grade (default: all configured).
 
     Raises:
@@ -43,9 +44,12 @@ def resolve_submission(path: Path, parts: list[str] | None = None) -> dict[str, 
     if not path.exists():
         raise UsageError(f"{path}: no such file or folder; give a submission folder or one part's .cu file")
     if path.is_file():
+        if parts and len(parts) == 1:
+            return {parts[0]: path}
         by_name = {p.filename: k for k, p in PARTS.items()}
         if path.name not in by_name:
-            raise UsageError(f"{path}: not a part's file; the files are named " + ", ".join(by_name))
+            raise UsageError(f"{path}: not a part's file; the files are named " + ", ".join(by_name)
+                             + " (or name the part with --part KEY)")
         return {by_name[path.name]: path}
     keys = parts or list(PARTS)
     return {k: (path / PARTS[k].filename if (path / PARTS[k].filename).is_file() else None) for k in keys}

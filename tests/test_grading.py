@@ -48,7 +48,7 @@ def test_the_untouched_templates_fail_every_case_with_a_result(tmp_path, backend
     assert [p.status for p in result.parts] == ["fail", "fail", "fail"]
     for p in result.parts:
         assert all(c.status == "fail" for c in p.cases), p.key
-        assert all("never written" in c.message for c in p.cases), [c.message for c in p.cases]
+        assert all("nothing was written to out" in c.message for c in p.cases), [c.message for c in p.cases]
     assert result.points == 0 and not result.passed
 
 
@@ -166,6 +166,8 @@ def test_check_grades_the_assignment_folder(tmp_path, backend, monkeypatch, caps
 def test_a_single_file_grades_only_its_part(tmp_path, backend, small_config):
     result = grade(SOLUTIONS / "part2_blelloch.cu", cfg=small_config, selection=backend)
     assert [p.key for p in result.parts] == ["part2_blelloch"] and result.passed
+    other = grade(BROKEN / "part2_inclusive.cu", cfg=small_config, selection=backend, parts=["part2_blelloch"])
+    assert [p.key for p in other.parts] == ["part2_blelloch"] and other.parts[0].status == "fail"
 
 
 def test_the_configured_sizes_all_pass_with_the_shipped_config(backend):
