@@ -45,6 +45,50 @@ class Mismatch:
 
 
 @dataclass(frozen=True)
+class Timing:
+    """GPU timing of one case (PyCUDA backend only; the emulator does not time).
+
+    Attributes:
+        median_ms: median kernel time in milliseconds over ``runs`` timed runs (CUDA events around
+            the launches only, L2 emptied before each run).
+        spread: (p90 - p10) / median of the timed runs, a fraction.
+        runs: number of timed runs.
+        gbps: effective bandwidth, 8·n bytes (n elements read and written, 4-byte elements) per
+            median time, in GB/s (1e9 bytes per second).
+        copy_fraction: gbps over the device-to-device copy bandwidth measured in the same run.
+        reference_ms: median time of the reference solution on the same case, same GPU, same process.
+        ratio: median_ms / reference_ms (1.0 is as fast as the reference; lower is faster).
+        cpu_speedup: time of the sequential CPU scan (numpy) over median_ms.
+    """
+
+    median_ms: float
+    spread: float
+    runs: int
+    gbps: float
+    copy_fraction: float | None = None
+    reference_ms: float | None = None
+    ratio: float | None = None
+    cpu_speedup: float | None = None
+
+
+@dataclass(frozen=True)
+class Performance:
+    """A part's performance score: the timed sizes combined by a weighted geometric mean.
+
+    Attributes:
+        points, max_points: performance points earned and possible.
+        ratio: the weighted geometric mean of ``Timing.ratio`` over the timed cases.
+        message: how the points follow from the ratio and the config's thresholds, or why the part
+            was not timed (``"not timed: ..."``).
+    """
+
+    points: float
+    max_points: float
+    ratio: float | None
+    message: str
+
+
+@dataclass(frozen=True)
 class CaseResult:
     """One case: one part at one size with one seed.
 
@@ -58,6 +102,9 @@ class CaseResult:
         message: what happened, for the student.
         mismatch: the first mismatch when the output is wrong.
         elapsed_ms: wall time of the case on the host (ms), launches and checks included.
+        timing: GPU timing, when the case was timed.
+        visibility: ``visible``, or ``hidden`` for cases from a private config, which students see
+            by name and status only.
     """
 
     name: str
@@ -70,6 +117,8 @@ class CaseResult:
     message: str = ""
     mismatch: Mismatch | None = None
     elapsed_ms: float | None = None
+    timing: Timing | None = None
+    visibility: str = "visible"
 
 
 @dataclass(frozen=True)
@@ -91,16 +140,17 @@ class PartResult:
     status: str
     message: str = ""
     cases: tuple[CaseResult, ...] = ()
+    performance: Performance | None = None
 
     @property
     def points(self) -> float:
-        """Points earned in this part."""
-        return sum(c.points for c in self.cases)
+        """Points earned in this part: correctness cases plus performance."""
+        return sum(c.points for c in self.cases) + (self.performance.points if self.performance else 0.0)
 
     @property
     def max_points(self) -> float:
         """Points possible in this part."""
-        return sum(c.max_points for c in self.cases)
+        return sum(c.max_points for c in self.cases) + (self.performance.max_points if self.performance else 0.0)
 
 
 @dataclass(frozen=True)
@@ -162,5 +212,5 @@ class SubmissionResult:
 
 def case_from_dict(d: dict[str, Any]) -> CaseResult:
     """Rebuild a CaseResult from its ``dataclasses.asdict`` form (as the worker sends it)."""
-    mm = d.get("mismatch")
-    return CaseResult(**{**d, "mismatch": Mismatch(**mm) if mm else None})
+    mm, tm = d.get("mismatch"), d.get("timing")
+    return CaseResult(**{**d, "mismatch": Mismatch(**mm) if mm else None, "timing": Timing(**tm) if tm else None})
