@@ -7,6 +7,7 @@ file, the line and the dotted key, and what is allowed.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,9 +16,28 @@ from typing import Any, Callable
 import yaml
 
 from grader.errors import ConfigError
-from grader.parts import PARTS
+from grader.parts import DTYPES, PARTS
 
 BACKEND_CHOICES = ("auto", "pycuda", "emulator")
+
+
+@dataclass(frozen=True)
+class TimingConfig:
+    """How one part is timed on a GPU and scored for speed.
+
+    Attributes:
+        sizes: the n of each timed case.
+        points: performance points of the part.
+        full_at: full points when the weighted geometric mean of (time / reference time) is at most this.
+        zero_at: no points at this ratio or above; linear in between.
+        reference: the part whose reference solution sets the bar (default: the part itself).
+    """
+
+    sizes: tuple[int, ...]
+    points: float
+    full_at: float = 1.2
+    zero_at: float = 10.0
+    reference: str = ""
 
 
 @dataclass(frozen=True)
@@ -25,12 +45,22 @@ class PartConfig:
     """How one part is graded.
 
     Attributes:
-        sizes: the n of each case, in order.
+        sizes: the n of each visible case, in order.
         points_per_case: points for each passing case.
+        dtypes: the scan_t types graded (``int32``, ``float32``); every size runs for each.
+        block_size: BLOCK_SIZE for this part (the top-level block_size unless overridden).
+        items_per_thread: ITEMS_PER_THREAD (Part 5 only), else None.
+        hidden_sizes: sizes from the private config; students see these cases by name and status only.
+        timing: GPU timing and performance points, or None when the part is not timed.
     """
 
     sizes: tuple[int, ...]
     points_per_case: float = 1.0
+    dtypes: tuple[str, ...] = ("int32",)
+    block_size: int = 512
+    items_per_thread: int | None = None
+    hidden_sizes: tuple[int, ...] = ()
+    timing: TimingConfig | None = None
 
 
 @dataclass(frozen=True)
@@ -38,13 +68,18 @@ class Config:
     """A validated configuration.
 
     Attributes:
-        path: the file it was read from.
-        block_size: threads per block (BLOCK_SIZE), a power of two in [32, 1024].
+        path: the file it was read from; private_path: the private overlay, if any.
+        block_size: default threads per block (BLOCK_SIZE), a power of two in [32, 1024].
         seed: base seed of the input generator.
-        input_low, input_high: inclusive range of the integer inputs.
+        input_low, input_high: inclusive range of the integer inputs (float inputs are uniform in [0, 1)).
+        float_rtol: float32 outputs must be within float_rtol * sqrt(n) of the float64 reference, relative.
         backend: ``auto``, ``pycuda`` or ``emulator``.
         part_timeout_s: seconds allowed to one part, compile and cases together.
+        case_timeout_s: seconds allowed to one case.
         emulator_workers: emulator worker threads (0: one per core).
+        timing_warmup, timing_runs: untimed and timed repetitions per timed case.
+        flush_bytes: bytes written before each timed run to empty the L2 cache.
+        expected_copy_gbps: GPU name -> the device-to-device copy bandwidth (GB/s) it should reach.
         parts: part key -> PartConfig, in handout order; parts absent from the file are not graded.
     """
 
@@ -57,6 +92,19 @@ class Config:
     part_timeout_s: float
     emulator_workers: int
     parts: dict[str, PartConfig] = field(default_factory=dict)
+    float_rtol: float = 1e-5
+    case_timeout_s: float = 120.0
+    timing_warmup: int = 10
+    timing_runs: int = 30
+    flush_bytes: int = 512 * 2**20
+    expected_copy_gbps: dict[str, float] = field(default_factory=dict)
+    private_path: str | None = None
+    hidden_seed_value: int | None = None
+
+    @property
+    def hidden_seed(self) -> int:
+        """The seed of hidden cases: the private config's, else the public seed."""
+        return self.seed if self.hidden_seed_value is None else self.hidden_seed_value
 
 
 class _Lines(yaml.SafeLoader):
@@ -140,6 +188,21 @@ def _positive(v: float) -> str | None:
     return None if v > 0 else "must be positive"
 
 
+def _read_yaml(p: str):
+    try:
+        text = Path(p).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read the file ({exc.strerror}); pass an existing file with --config",
+                          path=p) from None
+    try:
+        return yaml.load(text, Loader=_Lines)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(f"not valid YAML: {problem}", path=p,
+                          line=mark.line + 1 if mark else None) from None
+
+
 def load_config(path: str | os.PathLike) -> Config:
     """Read and validate a configuration file.
 
@@ -154,18 +217,7 @@ def load_config(path: str | os.PathLike) -> Config:
             value that is not allowed; the message names the file, the line and the key.
     """
     p = str(path)
-    try:
-        text = Path(p).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read the file ({exc.strerror}); pass an existing file with --config",
-                          path=p) from None
-    try:
-        data = yaml.load(text, Loader=_Lines)  # noqa: S506 - a SafeLoader subclass
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ConfigError(f"not valid YAML: {problem}", path=p,
-                          line=mark.line + 1 if mark else None) from None
+    data = _read_yaml(p)
     top = _Reader(p, data if data is not None else {}, "", 1)
     block_size = top.take("block_size", int, 512, check=_power_of_two_block,
                           what="a power of two from 32 to 1024 (threads per block)")
@@ -181,11 +233,27 @@ def load_config(path: str | os.PathLike) -> Config:
                        what="one of " + ", ".join(BACKEND_CHOICES))
     timeouts = top.sub("timeouts")
     part_s = timeouts.take("part_s", (int, float), 300, check=_positive, what="a positive number of seconds")
+    case_s = timeouts.take("case_s", (int, float), 120, check=_positive, what="a positive number of seconds")
     timeouts.finish()
     emulator = top.sub("emulator")
     workers = emulator.take("workers", int, 0, check=lambda v: None if v >= 0 else "must not be negative",
                             what="a number of worker threads (0: one per core)")
     emulator.finish()
+    float_rtol = top.take("float_rtol", float, 1e-5, check=_positive,
+                          what="a positive number (float32 tolerance per sqrt(n), relative)")
+    timing = top.sub("timing")
+    warmup = timing.take("warmup", int, 10, check=lambda v: None if v >= 0 else "must not be negative",
+                         what="a number of untimed runs")
+    runs = timing.take("runs", int, 30, check=lambda v: None if v >= 3 else "must be at least 3",
+                       what="a number of timed runs (at least 3)")
+    flush_mib = timing.take("flush_mib", int, 512, check=lambda v: None if v >= 0 else "must not be negative",
+                            what="MiB written before each timed run to empty the L2 cache")
+    expected = timing.take("expected_copy_gbps", dict, {},
+                           check=lambda v: None if all(isinstance(k, str) and isinstance(x, (int, float))
+                                                       and not isinstance(x, bool) and x > 0 for k, x in v.items())
+                           else "must map GPU names to positive GB/s",
+                           what="a mapping of GPU name to device-to-device copy GB/s")
+    timing.finish()
 
     parts_reader = top.sub("parts", required=True)
     parts: dict[str, PartConfig] = {}
@@ -195,24 +263,97 @@ def load_config(path: str | os.PathLike) -> Config:
     for key, spec in PARTS.items():
         if key not in parts_reader.data:
             continue
-        pr = parts_reader.sub(key, required=True)
-        limit = spec.limit(block_size)
-        sizes = pr.take("sizes", list, check=lambda v: None if v else "must not be empty",
-                        what="a non-empty list of sizes n")
-        for i, n in enumerate(sizes):
-            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-                raise pr.error("sizes", f"sizes[{i}] = {n!r} is not a positive integer")
-            if limit is not None and n > limit:
-                raise pr.error("sizes", f"sizes[{i}] = {n} exceeds this part's limit of {limit} elements "
-                                        f"(with block_size {block_size})")
-            if n >= 2**31:
-                raise pr.error("sizes", f"sizes[{i}] = {n} does not fit the contract's int n")
-        points = pr.take("points_per_case", (int, float), 1, check=lambda v: None if v >= 0 else "must not be negative",
-                         what="a non-negative number of points")
-        pr.finish()
-        parts[key] = PartConfig(sizes=tuple(sizes), points_per_case=float(points))
+        parts[key] = _part(parts_reader.sub(key, required=True), spec, block_size)
+    for key, pc in parts.items():
+        if pc.timing and pc.timing.reference not in PARTS:
+            raise parts_reader.error(key, f"timing.reference {pc.timing.reference!r} is not a part")
     parts_reader.finish(allowed_extra=tuple(PARTS))
     top.finish()
     return Config(path=p, block_size=block_size, seed=seed, input_low=low, input_high=high, backend=backend,
-                  part_timeout_s=float(part_s),
-                  emulator_workers=workers, parts=parts)
+                  part_timeout_s=float(part_s), case_timeout_s=float(case_s), emulator_workers=workers,
+                  parts=parts, float_rtol=float(float_rtol), timing_warmup=warmup, timing_runs=runs,
+                  flush_bytes=flush_mib * 2**20, expected_copy_gbps={k: float(v) for k, v in expected.items()})
+
+
+def _sizes(reader: _Reader, name: str, limit: int | None, block_size: int, required: bool) -> tuple[int, ...]:
+    sizes = reader.take(name, list, ... if required else [],
+                        check=(lambda v: None if v else "must not be empty") if required else None,
+                        what="a list of sizes n" + (" (not empty)" if required else ""))
+    for i, n in enumerate(sizes):
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise reader.error(name, f"{name}[{i}] = {n!r} is not a positive integer")
+        if limit is not None and n > limit:
+            raise reader.error(name, f"{name}[{i}] = {n} exceeds this part's limit of {limit} elements "
+                                     f"(with block_size {block_size})")
+        if n >= 2**31:
+            raise reader.error(name, f"{name}[{i}] = {n} does not fit the contract's int n")
+    return tuple(sizes)
+
+
+def _part(pr: _Reader, spec, default_block: int) -> PartConfig:
+    block = pr.take("block_size", int, default_block, check=_power_of_two_block,
+                    what="a power of two from 32 to 1024 (this part's BLOCK_SIZE)")
+    limit = spec.limit(block)
+    sizes = _sizes(pr, "sizes", limit, block, required=True)
+    hidden = _sizes(pr, "hidden_sizes", limit, block, required=False)
+    points = pr.take("points_per_case", (int, float), 1, check=lambda v: None if v >= 0 else "must not be negative",
+                     what="a non-negative number of points")
+    dtypes = pr.take("dtypes", list, ["int32"],
+                     check=lambda v: None if v and all(d in DTYPES for d in v) and len(set(v)) == len(v)
+                     else "unknown or repeated dtype",
+                     what="a non-empty list of " + " and ".join(DTYPES))
+    items = None
+    if spec.items_per_thread:
+        items = pr.take("items_per_thread", int, check=lambda v: None if 1 <= v <= 64 else "must be from 1 to 64",
+                        what="ITEMS_PER_THREAD, from 1 to 64")
+        if block * items * 4 > 48 * 1024:
+            raise pr.error("items_per_thread", f"block_size {block} x items_per_thread {items} x 4 bytes of "
+                                               "shared memory exceeds 48 KiB")
+    timing = None
+    if "timing" in pr.data:
+        tr = pr.sub("timing", required=True)
+        t_sizes = _sizes(tr, "sizes", limit, block, required=True)
+        t_points = tr.take("points", (int, float), check=lambda v: None if v >= 0 else "must not be negative",
+                           what="a non-negative number of performance points")
+        full_at = tr.take("full_at", (int, float), 1.2, check=lambda v: None if v >= 1 else "must be at least 1",
+                          what="the time ratio to the reference at or below which all points are given")
+        zero_at = tr.take("zero_at", (int, float), 10.0,
+                          check=lambda v: None if v > full_at else "must be above full_at",
+                          what="the time ratio to the reference at or above which no points are given")
+        reference = tr.take("reference", str, spec.key,
+                            what="the key of the part whose reference solution sets the bar")
+        tr.finish()
+        timing = TimingConfig(sizes=t_sizes, points=float(t_points), full_at=float(full_at),
+                              zero_at=float(zero_at), reference=reference)
+    pr.finish()
+    return PartConfig(sizes=sizes, points_per_case=float(points), dtypes=tuple(dtypes), block_size=block,
+                      items_per_thread=items, hidden_sizes=hidden, timing=timing)
+
+
+def load_private(cfg: Config, path: str | os.PathLike) -> Config:
+    """Layer a TA's private configuration over a public one.
+
+    The private file may hold ``seed`` (the seed of the hidden cases; visible cases keep the
+    public seed) and, per part, ``hidden_sizes``: cases that students see by name and status only. Nothing else, so a private file cannot silently
+    change what the public config promises.
+
+    Raises:
+        ConfigError: as :func:`load_config`, naming the private file.
+    """
+    p = str(path)
+    top = _Reader(p, _read_yaml(p) or {}, "", 1)
+    seed = top.take("seed", int, None, check=lambda v: None if v >= 0 else "must not be negative",
+                    what="a non-negative integer (the hidden cases' seed)")
+    parts_reader = top.sub("parts")
+    parts = dict(cfg.parts)
+    for key in parts_reader.data:
+        if key not in cfg.parts:
+            raise parts_reader.error(str(key), "not a part of the public config; its parts: " + ", ".join(cfg.parts))
+        pr = parts_reader.sub(key, required=True)
+        pc = cfg.parts[key]
+        hidden = _sizes(pr, "hidden_sizes", PARTS[key].limit(pc.block_size), pc.block_size, required=False)
+        pr.finish()
+        parts[key] = dataclasses.replace(pc, hidden_sizes=pc.hidden_sizes + hidden)
+    parts_reader.finish(allowed_extra=tuple(parts_reader.data))
+    top.finish()
+    return dataclasses.replace(cfg, hidden_seed_value=seed, parts=parts, private_path=p)

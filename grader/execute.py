@@ -1,41 +1,84 @@
-"""Running one case of one part on a backend, and checking its output.
+"""Running one case of one part on a backend: inputs, launch plans, checks and GPU timing.
 
 The grader owns the host side: it draws the input, allocates every device buffer with guard
 zones filled with a poison value, launches the part's kernels following the part's launch plan
 (see :mod:`grader.parts`), reads everything back, and checks, in order: writes outside any buffer
 (guard zones), changes to the input, then the output against the sequential reference scan.
+
+Timing (GPU backends): the same plan is replayed ``timing.runs`` times after warm-up, with the
+outputs poisoned and the L2 emptied before every run, and the output re-verified after the last
+run, so a kernel that skips work once the answer is in the buffer fails.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
 from grader.backends.base import Backend, DeviceArray, Module
-from grader.config import Config
+from grader.config import Config, PartConfig, TimingConfig
 from grader.errors import KernelError, LaunchError
-from grader.parts import PartSpec
-from grader.results import CaseResult, Mismatch
+from grader.parts import DTYPES, PARTS, PartSpec
+from grader.results import CaseResult, Mismatch, Performance, Timing
 from reference.scan import exclusive_scan, inclusive_scan
 
 #: Elements of poison on each side of every device buffer.
 GUARD = 256
-#: The value every output and guard element holds before a launch (0x7F7F7F7F as int32).
-POISON = {np.dtype(np.int32): np.int32(0x7F7F7F7F)}
+#: The 32-bit pattern every output and guard word holds before a launch
+#: (2139062143 as int32, about 3.39e38 as float32).
+POISON_BITS = 0x7F7F7F7F
 
 
-def case_rng(seed: int, part: PartSpec, n: int) -> np.random.Generator:
-    """The generator of one case's input: a function of the base seed, the part and n only,
+@dataclass(frozen=True)
+class CaseSpec:
+    """One case to run: a size, a dtype, a seed and whether students may see its details."""
+
+    name: str
+    n: int
+    dtype: str
+    seed: int
+    visibility: str = "visible"
+
+
+def case_list(cfg: Config, key: str) -> list[CaseSpec]:
+    """Every correctness case of a part, in the order they run: per dtype, the configured sizes
+    (with n = 1 and, for a one-block part, its largest n always included), then the hidden sizes."""
+    pc, spec = cfg.parts[key], PARTS[key]
+    sizes = list(pc.sizes)
+    if 1 not in sizes:
+        sizes.insert(0, 1)
+    limit = spec.limit(pc.block_size)
+    if limit is not None and limit not in sizes:
+        sizes.append(limit)
+    cases = []
+    for dtype in pc.dtypes:
+        cases += [CaseSpec(f"n={n} {dtype}", n, dtype, cfg.seed) for n in sizes]
+        cases += [CaseSpec(f"hidden #{i + 1} {dtype}", n, dtype, cfg.hidden_seed, "hidden")
+                  for i, n in enumerate(pc.hidden_sizes)]
+    return cases
+
+
+def case_rng(seed: int, part: PartSpec, n: int, dtype: np.dtype) -> np.random.Generator:
+    """The generator of one case's input: a function of the seed, the part, n and the dtype only,
     so any single case can be replayed with ``--seed``."""
-    return np.random.default_rng([seed, part.number, n])
+    return np.random.default_rng([seed, part.number, n, 1 if np.dtype(dtype).kind == "f" else 0])
 
 
 def make_input(cfg: Config, part: PartSpec, n: int, seed: int, dtype: np.dtype) -> np.ndarray:
-    """The input of one case: n values drawn uniformly from [inputs.low, inputs.high]."""
-    return case_rng(seed, part, n).integers(cfg.input_low, cfg.input_high, size=n, endpoint=True,
-                                            dtype=np.int64).astype(dtype)
+    """The input of one case: int32 uniform in [inputs.low, inputs.high]; float32 uniform in [0, 1)."""
+    rng = case_rng(seed, part, n, dtype)
+    if np.dtype(dtype).kind == "f":
+        return rng.random(n, dtype=np.float32)
+    return rng.integers(cfg.input_low, cfg.input_high, size=n, endpoint=True, dtype=np.int64).astype(dtype)
+
+
+def reference_output(part: PartSpec, x: np.ndarray) -> np.ndarray:
+    """The reference scan the part asks for (int32 exact, float32 as float64)."""
+    return inclusive_scan(x) if part.inclusive else exclusive_scan(x)
 
 
 @dataclass
@@ -47,9 +90,7 @@ class _Guarded:
     inner: DeviceArray
     count: int
     initial: np.ndarray  # what the whole allocation held before the launches
-
-    def read(self, backend: Backend) -> np.ndarray:
-        return backend.to_host(self.full)
+    output: bool  # poisoned before every timed run
 
 
 @dataclass
@@ -59,152 +100,330 @@ class _Run:
     dtype: np.dtype
     buffers: list[_Guarded] = field(default_factory=list)
 
-    def buffer(self, name: str, count: int, init: np.ndarray | None = None) -> _Guarded:
-        poison = POISON[self.dtype]
-        host = np.full(count + 2 * GUARD, poison, dtype=self.dtype)
+    def buffer(self, name: str, count: int, init: np.ndarray | None = None, *, dtype: np.dtype | None = None,
+               output: bool = True) -> _Guarded:
+        dtype = np.dtype(dtype or self.dtype)
+        host = np.full((count + 2 * GUARD) * dtype.itemsize // 4, POISON_BITS, dtype=np.uint32).view(dtype)
         if init is not None:
             host[GUARD:GUARD + count] = init
-        full = self.backend.alloc(count + 2 * GUARD, self.dtype)
+        full = self.backend.alloc(count + 2 * GUARD, dtype)
         self.backend.to_device(host, full)
-        g = _Guarded(name, full, full.view(GUARD, count), count, host)
+        g = _Guarded(name, full, full.view(GUARD, count), count, host, output)
         self.buffers.append(g)
         return g
+
+
+@dataclass
+class _Plan:
+    """A part's launches for one input, with every buffer allocated: replayable for timing."""
+
+    out: _Guarded
+    launches: list[Callable[[], None]]
+    resets: list[Callable[[], None]] = field(default_factory=list)
+
+    def run(self) -> None:
+        for launch in self.launches:
+            launch()
 
 
 def _tiles(n: int, tile: int) -> int:
     return (n + tile - 1) // tile
 
 
-def _run_plan(run: _Run, part: PartSpec, block_size: int, d_in: _Guarded, n: int) -> _Guarded:
-    """Launch the part's kernels; returns the buffer holding the scan of d_in."""
-    b, s = block_size, run.dtype.itemsize
-    launch = run.backend.launch
-    if part.key == "part1_naive":
+def _launcher(run: _Run, kernel: str, *, grid: int, block: int, shared_bytes: int, args: list) -> Callable[[], None]:
+    return lambda: run.backend.launch(run.module, kernel, grid=grid, block=block, shared_bytes=shared_bytes,
+                                      args=args)
+
+
+def _prepare(run: _Run, part: PartSpec, pc: PartConfig, d_in: _Guarded, n: int) -> _Plan:
+    """Allocate the part's buffers and build its launches (see :mod:`grader.parts`)."""
+    b, s = pc.block_size, run.dtype.itemsize
+    one_block = {"part1_naive": ("naive_scan", 2 * b), "part2_blelloch": ("blelloch_scan", 2 * b),
+                 "part3_conflict_free": ("blelloch_scan_cf", 2 * b + (2 * b >> 5) + (2 * b >> 10))}
+    if part.key in one_block:
+        kernel, shared_elems = one_block[part.key]
         out = run.buffer("out", n)
-        launch(run.module, "naive_scan", grid=1, block=b, shared_bytes=2 * b * s, args=[d_in.inner, out.inner, n])
-        return out
-    if part.key == "part2_blelloch":
-        out = run.buffer("out", n)
-        launch(run.module, "blelloch_scan", grid=1, block=b, shared_bytes=2 * b * s,
-               args=[d_in.inner, out.inner, n])
-        return out
+        return _Plan(out, [_launcher(run, kernel, grid=1, block=b, shared_bytes=shared_elems * s,
+                                     args=[d_in.inner, out.inner, n])])
     if part.key == "part4_any_size":
-        return _scan_any(run, b, d_in, n, level=0)
+        launches: list[Callable[[], None]] = []
+        out = _hierarchy(run, b, d_in, n, 0, launches)
+        return _Plan(out, launches)
+    if part.key == "part5_single_pass":
+        tile = b * pc.items_per_thread
+        tiles = _tiles(n, tile)
+        out = run.buffer("out", n)
+        status = run.buffer("tile_status", tiles, np.zeros(tiles, np.uint64), dtype=np.dtype(np.uint64), output=False)
+        counter = run.buffer("tile_counter", 1, np.zeros(1, np.uint32), dtype=np.dtype(np.uint32), output=False)
+        resets = [lambda: run.backend.memset32(status.inner, 0), lambda: run.backend.memset32(counter.inner, 0)]
+        launch = _launcher(run, "scan_single_pass", grid=tiles, block=b, shared_bytes=tile * s,
+                           args=[d_in.inner, out.inner, n, status.inner, counter.inner])
+
+        def zero_then_launch() -> None:
+            for reset in resets:
+                reset()
+            launch()
+        return _Plan(out, [zero_then_launch], resets)
     raise LaunchError(f"no launch plan for part {part.key}")
 
 
-def _scan_any(run: _Run, b: int, d_in: _Guarded, n: int, *, level: int) -> _Guarded:
-    """Part 4's hierarchy: scan tiles, scan the tile sums recursively, add the offsets back."""
+def _hierarchy(run: _Run, b: int, d_in: _Guarded, n: int, level: int, launches: list) -> _Guarded:
+    """Part 4: scan the tiles, scan the tile sums the same way (recursively), add the offsets back."""
     tile = 2 * b
     tiles = _tiles(n, tile)
     suffix = "" if level == 0 else f" (level {level})"
     out = run.buffer("out" + suffix, n)
     sums = run.buffer("tile_sums" + suffix, tiles)
-    run.backend.launch(run.module, "scan_tiles", grid=tiles, block=b, shared_bytes=tile * run.dtype.itemsize,
-                       args=[d_in.inner, out.inner, sums.inner, n])
+    launches.append(_launcher(run, "scan_tiles", grid=tiles, block=b, shared_bytes=tile * run.dtype.itemsize,
+                              args=[d_in.inner, out.inner, sums.inner, n]))
     if tiles > 1:
-        offsets = _scan_any(run, b, sums, tiles, level=level + 1)
-        run.backend.launch(run.module, "add_tile_offsets", grid=tiles, block=b, shared_bytes=0,
-                           args=[out.inner, offsets.inner, n])
+        offsets = _hierarchy(run, b, sums, tiles, level + 1, launches)
+        launches.append(_launcher(run, "add_tile_offsets", grid=tiles, block=b, shared_bytes=0,
+                                  args=[out.inner, offsets.inner, n]))
     return out
 
 
 def _guard_problem(g: _Guarded, whole: np.ndarray) -> str | None:
     """A message when a guard zone changed: the kernel wrote outside the buffer."""
-    before = np.flatnonzero(whole[:GUARD] != g.initial[:GUARD])
-    after = np.flatnonzero(whole[GUARD + g.count:] != g.initial[GUARD + g.count:])
+    before = np.flatnonzero(whole[:GUARD].view(np.uint8) != g.initial[:GUARD].view(np.uint8))
+    after = np.flatnonzero(whole[GUARD + g.count:].view(np.uint8) != g.initial[GUARD + g.count:].view(np.uint8))
+    size = whole.dtype.itemsize
     if before.size:
-        return f"wrote outside {g.name}: {g.name}[{before[0] - GUARD}] (before the start of the buffer)"
+        return f"wrote outside {g.name}: {g.name}[{before[0] // size - GUARD}] (before the start of the buffer)"
     if after.size:
-        return (f"wrote outside {g.name}: {g.name}[{g.count + after[0]}] "
+        return (f"wrote outside {g.name}: {g.name}[{g.count + after[0] // size}] "
                 f"(past the end; the buffer has {g.count} elements)")
     return None
 
 
+def tolerance(expected: np.ndarray, *, n: int, rtol: float) -> np.ndarray | None:
+    """Per-element absolute tolerance for a float output (None for integers: exact).
+
+    ``rtol * sqrt(n) * |expected|``, and at least that times the mean magnitude of one element,
+    so outputs near zero are not held to an impossible standard.
+    """
+    if expected.dtype.kind != "f":
+        return None
+    scale = rtol * math.sqrt(max(n, 1))
+    floor = np.abs(expected[-1]) / max(n, 1) if n else 0.0
+    return scale * np.maximum(np.abs(expected), floor)
+
+
+def _wrong(got: np.ndarray, expected: np.ndarray, tol: np.ndarray | None) -> np.ndarray:
+    if tol is None:
+        return np.flatnonzero(got != expected)
+    diff = np.abs(got.astype(np.float64) - expected)
+    return np.flatnonzero(~(diff <= tol))  # NaN counts as wrong
+
+
 def diagnose(got: np.ndarray, expected: np.ndarray, *, source: np.ndarray, inclusive: bool, tile: int,
-             poison: np.generic, buffer: str = "out") -> Mismatch | None:
-    """Compare an output with the reference; None when equal.
+             rtol: float = 1e-5, buffer: str = "out") -> Mismatch | None:
+    """Compare an output with the reference; None when equal (within tolerance for floats).
 
     Args:
-        got, expected: 1-D arrays of the same length and dtype.
+        got: 1-D output of n elements (int32 or float32).
+        expected: the reference (int32, or float64 for float32 outputs).
         source: the input, to recognise the other kind of scan.
         inclusive: whether the part asks for an inclusive scan.
-        tile: elements per tile (2*BLOCK_SIZE), to name the first wrong tile.
-        poison: the value outputs held before the launch.
+        tile: elements per tile, to name the first wrong tile.
+        rtol: float tolerance per sqrt(n), relative (see :func:`tolerance`).
 
     Returns:
         A :class:`Mismatch` with the first wrong index, got/expected, the count of wrong
         elements, the first wrong tile's start and, when recognisable, a hint.
     """
-    wrong = np.flatnonzero(got != expected)
+    n = got.size
+    tol = tolerance(expected, n=n, rtol=rtol)
+    wrong = _wrong(got, expected, tol)
     if wrong.size == 0:
         return None
     i = int(wrong[0])
-    n = got.size
     hint = None
     other = exclusive_scan(source) if inclusive else inclusive_scan(source)
-    if np.array_equal(got, other):
+    poisoned = got.view(np.uint32) == POISON_BITS
+    if _wrong(got, other, tolerance(other, n=n, rtol=rtol)).size == 0:
         hint = ("this is the exclusive scan; this part asks for the inclusive scan (out[i] includes in[i])"
                 if inclusive else
                 "this is the inclusive scan; this part asks for the exclusive scan (out[0] = 0, "
                 "out[i] = in[0] + ... + in[i-1])")
-    elif got[i] == poison:
-        unwritten = int(np.count_nonzero(got == poison))
+    elif poisoned[i]:
+        unwritten = int(np.count_nonzero(poisoned))
         hint = (f"nothing was written to {buffer}: every element still holds the grader's poison value"
                 if unwritten == n else
                 f"{buffer}[{i}] was never written ({unwritten} element(s) still hold the grader's poison value)")
     elif n % tile and i >= (n // tile) * tile:
         hint = f"only the last, partial tile is wrong: check the bounds for n = {n}, which is not a multiple of {tile}"
-    first_tile = (i // tile) * tile
     return Mismatch(buffer=buffer, index=i, got=got[i].item(), expected=expected[i].item(), wrong=int(wrong.size),
-                    first_wrong_tile=first_tile, hint=hint)
+                    first_wrong_tile=(i // tile) * tile, hint=hint)
 
 
-def run_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, n: int, seed: int,
-             dtype: np.dtype = np.dtype(np.int32)) -> CaseResult:
-    """Run and check one case; failures of the kernel become a failing CaseResult.
+def _tile_of(part: PartSpec, pc: PartConfig) -> int:
+    return pc.block_size * pc.items_per_thread if part.items_per_thread else 2 * pc.block_size
 
-    Raises nothing for problems of the submission; only grader bugs propagate.
-    """
-    points = cfg.parts[part.key].points_per_case
-    name = f"n={n}"
-    t0 = time.perf_counter()
 
-    def result(status: str, message: str = "", mismatch: Mismatch | None = None) -> CaseResult:
-        return CaseResult(name=name, n=n, dtype=str(np.dtype(dtype)), seed=seed, status=status,
-                          points=points if status == "pass" else 0.0, max_points=points, message=message,
-                          mismatch=mismatch, elapsed_ms=(time.perf_counter() - t0) * 1e3)
-
-    x = make_input(cfg, part, n, seed, np.dtype(dtype))
-    expected = inclusive_scan(x) if part.inclusive else exclusive_scan(x)
-    run = _Run(backend, module, np.dtype(dtype))
-    d_in = run.buffer("in", n, x)
-    try:
-        out = _run_plan(run, part, cfg.block_size, d_in, n)
-    except LaunchError as exc:
-        return result("error", f"launch refused: {exc}")
-    except KernelError as exc:
-        return result("error", f"the kernel failed ({exc.kind}): {exc}")
-    wholes = {id(g): g.read(backend) for g in run.buffers}
+def _check(run: _Run, plan: _Plan, d_in: _Guarded, x: np.ndarray, expected: np.ndarray, *, part: PartSpec,
+           pc: PartConfig, cfg: Config) -> tuple[str, str, Mismatch | None]:
+    """Read every buffer back and check it: ``(status, message, mismatch)``."""
+    n = x.size
+    wholes = {id(g): run.backend.to_host(g.full) for g in run.buffers}
     for g in run.buffers:
         problem = _guard_problem(g, wholes[id(g)])
         if problem:
-            return result("fail", f"out-of-bounds write: {problem}")
+            return "fail", f"out-of-bounds write: {problem}", None
     inner_in = wholes[id(d_in)][GUARD:GUARD + n]
-    changed = np.flatnonzero(inner_in != x)
+    changed = np.flatnonzero(inner_in.view(np.uint32) != x.view(np.uint32))
     if changed.size:
         j = int(changed[0])
-        return result("fail", f"the input was modified: in[{j}] = {inner_in[j]}, was {x[j]} "
-                              f"({changed.size} element(s) changed); the contract's input is read-only")
-    got = wholes[id(out)][GUARD:GUARD + n]
-    mm = diagnose(got, expected, source=x, inclusive=part.inclusive, tile=2 * cfg.block_size,
-                  poison=POISON[np.dtype(dtype)])
+        return "fail", (f"the input was modified: in[{j}] = {inner_in[j]}, was {x[j]} ({changed.size} element(s) "
+                        "changed); the contract's input is read-only"), None
+    got = wholes[id(plan.out)][GUARD:GUARD + n]
+    tile = _tile_of(part, pc)
+    mm = diagnose(got, expected, source=x, inclusive=part.inclusive, tile=tile, rtol=cfg.float_rtol)
     if mm is None:
-        return result("pass")
+        return "pass", "", None
     msg = f"out[{mm.index}] = {mm.got}, expected {mm.expected}; {mm.wrong} of {n} elements wrong"
-    tile = 2 * cfg.block_size
+    if expected.dtype.kind == "f":
+        msg = (f"out[{mm.index}] = {mm.got:.7g}, expected {mm.expected:.7g} (tolerance {cfg.float_rtol:g}·√n "
+               f"relative); {mm.wrong} of {n} elements wrong")
     if n > tile:
         msg += f"; the first wrong element is in tile {mm.index // tile} (elements from {mm.first_wrong_tile})"
     if mm.hint:
         msg += f" — {mm.hint}"
-    return result("fail", msg, mm)
+    return "fail", msg, mm
+
+
+def run_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, case: CaseSpec) -> CaseResult:
+    """Run and check one correctness case; failures of the kernel become a failing CaseResult.
+
+    Raises nothing for problems of the submission; only grader bugs propagate.
+    """
+    pc = cfg.parts[part.key]
+    points = pc.points_per_case
+    dtype = DTYPES[case.dtype]
+    t0 = time.perf_counter()
+
+    def result(status: str, message: str = "", mismatch: Mismatch | None = None) -> CaseResult:
+        return CaseResult(name=case.name, n=case.n, dtype=case.dtype, seed=case.seed, status=status,
+                          points=points if status == "pass" else 0.0, max_points=points, message=message,
+                          mismatch=mismatch, elapsed_ms=(time.perf_counter() - t0) * 1e3, visibility=case.visibility)
+
+    x = make_input(cfg, part, case.n, case.seed, dtype)
+    expected = reference_output(part, x)
+    run = _Run(backend, module, dtype)
+    d_in = run.buffer("in", case.n, x, output=False)
+    try:
+        plan = _prepare(run, part, pc, d_in, case.n)
+        plan.run()
+    except LaunchError as exc:
+        return result("error", f"launch refused: {exc}")
+    except KernelError as exc:
+        return result("error", f"the kernel failed ({exc.kind}): {exc}")
+    status, message, mm = _check(run, plan, d_in, x, expected, part=part, pc=pc, cfg=cfg)
+    return result(status, message, mm)
+
+
+def _median_spread(times: list[float]) -> tuple[float, float]:
+    a = np.asarray(times)
+    med = float(np.median(a))
+    return med, float((np.percentile(a, 90) - np.percentile(a, 10)) / med) if med > 0 else 0.0
+
+
+def _timed_plan(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, pc: PartConfig, x: np.ndarray,
+                dtype: np.dtype) -> tuple[list[float], _Run, _Plan, _Guarded]:
+    run = _Run(backend, module, dtype)
+    d_in = run.buffer("in", x.size, x, output=False)
+    plan = _prepare(run, part, pc, d_in, x.size)
+    outputs = [g for g in run.buffers if g.output]
+
+    def before() -> None:
+        for g in outputs:
+            backend.memset32(g.inner, POISON_BITS)
+        for reset in plan.resets:
+            reset()
+    times = backend.time_ms(plan.run, before=before, warmup=cfg.timing_warmup, runs=cfg.timing_runs,
+                            flush_bytes=cfg.flush_bytes)
+    return times, run, plan, d_in
+
+
+def time_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, n: int, dtype_name: str,
+              reference: tuple[PartSpec, Module] | None) -> CaseResult:
+    """Time one size on a GPU: the submission, the reference solution, a device-to-device copy and
+    the sequential CPU scan, all on the same input; the output is re-verified after the timed runs.
+
+    Returns:
+        A CaseResult named ``timed n=<n> <dtype>`` worth no correctness points, with :class:`Timing`.
+    """
+    pc = cfg.parts[part.key]
+    dtype = DTYPES[dtype_name]
+    t0 = time.perf_counter()
+    name = f"timed n={n} {dtype_name}"
+
+    def result(status: str, message: str = "", timing: Timing | None = None,
+               mismatch: Mismatch | None = None) -> CaseResult:
+        return CaseResult(name=name, n=n, dtype=dtype_name, seed=cfg.seed, status=status, points=0.0,
+                          max_points=0.0, message=message, mismatch=mismatch,
+                          elapsed_ms=(time.perf_counter() - t0) * 1e3, timing=timing)
+
+    x = make_input(cfg, part, n, cfg.seed, dtype)
+    expected = reference_output(part, x)
+    try:
+        times, run, plan, d_in = _timed_plan(backend, module, cfg=cfg, part=part, pc=pc, x=x, dtype=dtype)
+    except LaunchError as exc:
+        return result("error", f"launch refused: {exc}")
+    except KernelError as exc:
+        return result("error", f"the kernel failed while timed ({exc.kind}): {exc}")
+    status, message, mm = _check(run, plan, d_in, x, expected, part=part, pc=pc, cfg=cfg)
+    if status != "pass":
+        return result("fail", "wrong output after the timed runs (the grader poisons the output before every run, "
+                              "so every launch must compute the whole scan): " + message, mismatch=mm)
+    median, spread = _median_spread(times)
+    del run, plan, d_in
+    ref_ms = None
+    if reference is not None:
+        ref_part, ref_module = reference
+        ref_times, *_ = _timed_plan(backend, ref_module, cfg=cfg, part=ref_part, pc=cfg.parts.get(ref_part.key, pc),
+                                    x=x, dtype=dtype)
+        ref_ms = float(np.median(ref_times))
+    src = backend.alloc(n, dtype)
+    dst = backend.alloc(n, dtype)
+    copy_ms = float(np.median(backend.time_copy_ms(src, dst, warmup=cfg.timing_warmup, runs=cfg.timing_runs,
+                                                   flush_bytes=cfg.flush_bytes)))
+    del src, dst
+    cpu = []
+    for _ in range(1 if n > 2**24 else 3):
+        c0 = time.perf_counter()
+        reference_output(part, x)
+        cpu.append((time.perf_counter() - c0) * 1e3)
+    nbytes = 2 * n * dtype.itemsize
+    gbps = nbytes / (median * 1e-3) / 1e9
+    copy_gbps = nbytes / (copy_ms * 1e-3) / 1e9
+    timing = Timing(median_ms=median, spread=spread, runs=len(times), gbps=gbps, copy_fraction=gbps / copy_gbps,
+                    reference_ms=ref_ms, ratio=median / ref_ms if ref_ms else None,
+                    cpu_speedup=float(np.median(cpu)) / median)
+    return result("pass", "", timing)
+
+
+def score_performance(tc: TimingConfig, timed: list[CaseResult]) -> Performance:
+    """Performance points from timed cases: the geometric mean of time / reference time, weighted
+    by log2(n), mapped linearly from all points at ``full_at`` to none at ``zero_at``.
+
+    Performance points are given only when every timed case produced the right output.
+    """
+    if not timed:
+        return Performance(0.0, tc.points, None, "not timed")
+    if any(c.status != "pass" for c in timed):
+        return Performance(0.0, tc.points, None, "no performance points: a timed case failed (see its message)")
+    if any(c.timing is None or c.timing.ratio is None for c in timed):
+        return Performance(0.0, tc.points, None, "not scored: no reference solution on this machine to compare with")
+    weights = [math.log2(max(c.n, 2)) for c in timed]
+    geo = math.exp(sum(w * math.log(c.timing.ratio) for w, c in zip(weights, timed)) / sum(weights))
+    if geo <= tc.full_at:
+        frac = 1.0
+    elif geo >= tc.zero_at:
+        frac = 0.0
+    else:
+        frac = (tc.zero_at - geo) / (tc.zero_at - tc.full_at)
+    sizes = ", ".join(str(c.n) for c in timed)
+    return Performance(round(tc.points * frac, 2), tc.points, geo,
+                       f"time / reference time = {geo:.2f} (geometric mean over n = {sizes}, weighted by log2 n); "
+                       f"all points at or below {tc.full_at:g}, none at or above {tc.zero_at:g}")

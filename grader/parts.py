@@ -1,19 +1,24 @@
-"""The assignment's parts: each part's file, kernel contract, size limits and launch plan.
+"""The assignment's parts: each part's file, kernel contract, size limit and launch geometry.
 
 The grader owns every host-side step. Students write only kernels; the grader prepends a
-*part header* (:func:`part_header`) that defines ``scan_t`` and ``BLOCK_SIZE`` as compile-time
-constants and declares the contract's kernels ``extern "C"``, so a kernel whose signature differs
-from the contract is not found (and is reported as such) instead of being launched with the wrong
-arguments.
+*part header* (:func:`part_header`) that defines ``scan_t``, ``BLOCK_SIZE`` (and, for Part 5,
+``ITEMS_PER_THREAD``) as compile-time constants and declares the contract's kernels
+``extern "C"``, so a kernel whose signature differs from the contract is not found (and is
+reported as such) instead of being launched with the wrong arguments.
 
-Launch plans (dynamic shared memory in bytes, ``S = sizeof(scan_t)``, ``B = BLOCK_SIZE``):
+Launch plans (dynamic shared memory in bytes, ``S = sizeof(scan_t)``, ``B = BLOCK_SIZE``,
+``I = ITEMS_PER_THREAD``); the plans themselves are in :mod:`grader.execute`:
 
 - Part 1 ``naive_scan``: grid 1, block B, ``2*B*S`` bytes (room for a double buffer).
 - Part 2 ``blelloch_scan``: grid 1, block B, ``2*B*S`` bytes (two elements per thread).
+- Part 3 ``blelloch_scan_cf``: grid 1, block B, ``(2*B + (2*B >> 5) + (2*B >> 10))*S`` bytes
+  (two elements per thread plus the conflict-free padding, LOG_NUM_BANKS = 5).
 - Part 4 ``scan_tiles``: grid ``ceil(n / (2*B))``, block B, ``2*B*S`` bytes; then, when more than
   one tile, the tile sums are scanned the same way (recursively) and ``add_tile_offsets`` runs with
   grid ``ceil(n / (2*B))``, block B, no dynamic shared memory: block ``b`` adds
   ``tile_offsets[b]`` to the ``2*B`` elements of tile ``b``.
+- Part 5 ``scan_single_pass``: grid ``ceil(n / (B*I))``, block B, ``B*I*S`` bytes; ``tile_status``
+  (one 64-bit word per tile) and ``*tile_counter`` are zeroed by the grader before every launch.
 """
 
 from __future__ import annotations
@@ -26,7 +31,9 @@ import numpy as np
 from grader.backends.base import KernelSpec, Param
 
 #: The C type of ``scan_t`` for each supported numpy dtype.
-C_TYPES = {np.dtype(np.int32): "int"}
+C_TYPES = {np.dtype(np.int32): "int", np.dtype(np.float32): "float"}
+#: dtype names as config and reports spell them.
+DTYPES = {"int32": np.dtype(np.int32), "float32": np.dtype(np.float32)}
 
 
 def _scan_params() -> tuple[Param, ...]:
@@ -45,6 +52,7 @@ class PartSpec:
         kernels: the contract's kernels.
         inclusive: True for an inclusive scan, False for exclusive.
         max_n: the largest n the contract admits, as a function of BLOCK_SIZE (None: unbounded).
+        items_per_thread: whether the part takes ITEMS_PER_THREAD from the config.
     """
 
     key: str
@@ -54,10 +62,16 @@ class PartSpec:
     kernels: tuple[KernelSpec, ...]
     inclusive: bool
     max_n: Callable[[int], int] | None
+    items_per_thread: bool = False
 
     def limit(self, block_size: int) -> int | None:
         """The largest admissible n for this BLOCK_SIZE, or None when any n is allowed."""
         return None if self.max_n is None else self.max_n(block_size)
+
+    @property
+    def label(self) -> str:
+        """``Part 2`` — how the handout names it."""
+        return f"Part {self.number}"
 
 
 PARTS: dict[str, PartSpec] = {
@@ -67,6 +81,9 @@ PARTS: dict[str, PartSpec] = {
                  (KernelSpec("naive_scan", _scan_params()),), True, lambda b: b),
         PartSpec("part2_blelloch", 2, "work-efficient exclusive scan of one block (Blelloch)",
                  "part2_blelloch.cu", (KernelSpec("blelloch_scan", _scan_params()),), False, lambda b: 2 * b),
+        PartSpec("part3_conflict_free", 3, "Blelloch scan without shared-memory bank conflicts",
+                 "part3_conflict_free.cu", (KernelSpec("blelloch_scan_cf", _scan_params()),), False,
+                 lambda b: 2 * b),
         PartSpec("part4_any_size", 4, "exclusive scan of any length (hierarchical)", "part4_any_size.cu",
                  (KernelSpec("scan_tiles", (Param("in", "const scan_t*", "ptr"), Param("out", "scan_t*", "ptr"),
                                             Param("tile_sums", "scan_t*", "ptr"), Param("n", "int", "int"))),
@@ -74,19 +91,30 @@ PARTS: dict[str, PartSpec] = {
                                                   Param("tile_offsets", "const scan_t*", "ptr"),
                                                   Param("n", "int", "int")))),
                  False, None),
+        PartSpec("part5_single_pass", 5, "single-pass exclusive scan with decoupled look-back (challenge)",
+                 "part5_single_pass.cu",
+                 (KernelSpec("scan_single_pass", (Param("in", "const scan_t*", "ptr"), Param("out", "scan_t*", "ptr"),
+                                                  Param("n", "int", "int"),
+                                                  Param("tile_status", "unsigned long long*", "ptr"),
+                                                  Param("tile_counter", "unsigned int*", "ptr"))),),
+                 False, None, items_per_thread=True),
     )
 }
 
 
-def part_header(part: PartSpec, *, block_size: int, dtype: np.dtype) -> str:
+def part_header(part: PartSpec, *, block_size: int, dtype: np.dtype, items_per_thread: int | None = None) -> str:
     """The text the grader puts before a student's file, ending in ``#line 1 "<filename>"``.
 
     Raises:
         KeyError: ``dtype`` has no C type here.
+        ValueError: the part needs ITEMS_PER_THREAD and none was given.
     """
-    lines = [
-        '#line 1 "<scangrade part header>"',
-        f"#define BLOCK_SIZE {block_size}",
+    lines = ['#line 1 "<scangrade part header>"', f"#define BLOCK_SIZE {block_size}"]
+    if part.items_per_thread:
+        if items_per_thread is None:
+            raise ValueError(f"{part.key} needs items_per_thread")
+        lines.append(f"#define ITEMS_PER_THREAD {items_per_thread}")
+    lines += [
         f"typedef {C_TYPES[np.dtype(dtype)]} scan_t;",
         'extern "C" {',
         *(k.declaration() + ";" for k in part.kernels),

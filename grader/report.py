@@ -1,7 +1,7 @@
 """Rendering a :class:`~grader.results.SubmissionResult` for the terminal.
 
 Rendering is kept apart from the data: the same result is written as JSON by
-:meth:`SubmissionResult.to_json`.
+:meth:`SubmissionResult.to_json` and in other formats by :mod:`grader.render`.
 """
 
 from __future__ import annotations
@@ -16,8 +16,32 @@ def _points(x: float) -> str:
     return f"{x:g}"
 
 
-def _case_line(c: CaseResult) -> str:
-    return f"    {_MARK[c.status]:<7} {c.name:<12} {c.message}"
+def _size_list(cases: list[CaseResult]) -> str:
+    by_dtype: dict[str, list[str]] = {}
+    for c in cases:
+        label = c.name.split()[0] + " " + c.name.split()[1] if c.visibility == "hidden" else f"{c.n}"
+        by_dtype.setdefault(c.dtype, []).append(label.removeprefix("hidden "))
+    return "; ".join(f"{d}: " + ", ".join(v) for d, v in by_dtype.items())
+
+
+def _timing_lines(p: PartResult) -> list[str]:
+    timed = [c for c in p.cases if c.timing is not None]
+    lines = []
+    if timed:
+        lines.append(f"    {'timed case':<24} {'median ms':>10} {'spread':>7} {'GB/s':>8} {'% copy':>7} "
+                     f"{'ref ms':>9} {'× ref':>6} {'× CPU':>7}")
+        for c in timed:
+            t = c.timing
+            ref = f"{t.reference_ms:.4f}" if t.reference_ms else "-"
+            ratio = f"{t.ratio:.2f}" if t.ratio else "-"
+            copy = f"{100 * t.copy_fraction:.1f}" if t.copy_fraction else "-"
+            cpu = f"{t.cpu_speedup:.0f}" if t.cpu_speedup else "-"
+            lines.append(f"    {c.name:<24} {t.median_ms:>10.4f} {100 * t.spread:>6.1f}% {t.gbps:>8.1f} {copy:>7} "
+                         f"{ref:>9} {ratio:>6} {cpu:>7}")
+    if p.performance is not None:
+        perf = p.performance
+        lines.append(f"    performance: {_points(perf.points)}/{_points(perf.max_points)} points — {perf.message}")
+    return lines
 
 
 def _part_block(p: PartResult) -> list[str]:
@@ -26,33 +50,39 @@ def _part_block(p: PartResult) -> list[str]:
     if p.status in ("compile-error", "missing", "error") or (p.message and p.status in ("timeout", "crash")):
         lines += ["    " + m for m in p.message.splitlines()]
     if p.status in ("compile-error", "missing", "error"):
-        return lines
-    passed = [c.name.removeprefix("n=") for c in p.cases if c.status == "pass"]
+        return lines + _timing_lines(p)
+    checked = [c for c in p.cases if c.timing is None and not c.name.startswith("timed ")]
+    passed = [c for c in checked if c.status == "pass"]
     if passed:
-        lines.append(f"    PASS    n = {', '.join(passed)}")
+        lines.append(f"    PASS    n = {_size_list(passed)}")
     for c in p.cases:
-        if c.status != "pass" and c.status != "not-run":
-            lines.append(_case_line(c))
-    skipped = [c.name.removeprefix("n=") for c in p.cases if c.status == "not-run"]
+        if c.status not in ("pass", "not-run"):
+            lines.append(f"    {_MARK[c.status]:<7} {c.name:<16} {c.message}")
+    skipped = [c for c in checked if c.status == "not-run"]
     if skipped:
-        lines.append(f"    NOT RUN n = {', '.join(skipped)}")
-    return lines
+        lines.append(f"    NOT RUN n = {_size_list(skipped)}")
+    return lines + _timing_lines(p)
 
 
 def render_text(result: SubmissionResult) -> str:
-    """A plain-text report: a header, a block per part with every failing case, a summary table."""
+    """A plain-text report: a header, a block per part with every failing case and the timing
+    table where timed, then a summary table."""
     dev = result.device.get("device")
     lines = [f"scangrade {result.scangrade_version} — grading {result.submission}",
              f"backend: {result.backend}{f' on {dev}' if dev else ''} ({result.backend_reason})",
-             f"config: {result.config} · seed {result.seed} · BLOCK_SIZE {result.block_size} · scan_t int32",
+             f"config: {result.config} · seed {result.seed} · BLOCK_SIZE {result.block_size}",
              ""]
+    for warning in result.device.get("warnings", "").split("\n"):
+        if warning:
+            lines.insert(3, f"WARNING: {warning}")
     for p in result.parts:
         lines += _part_block(p) + [""]
     width = max([len(p.key) for p in result.parts] + [5])
     lines.append(f"{'part':<{width}}  {'status':<13}  {'cases':>7}  {'points':>11}")
     for p in result.parts:
-        ok = sum(c.status == "pass" for c in p.cases)
-        lines.append(f"{p.key:<{width}}  {p.status:<13}  {f'{ok}/{len(p.cases)}':>7}  "
+        graded = [c for c in p.cases if c.max_points > 0 or c.timing is None and not c.name.startswith("timed ")]
+        ok = sum(c.status == "pass" for c in graded)
+        lines.append(f"{p.key:<{width}}  {p.status:<13}  {f'{ok}/{len(graded)}':>7}  "
                      f"{f'{_points(p.points)}/{_points(p.max_points)}':>11}")
     lines.append(f"{'total':<{width}}  {'pass' if result.passed else 'fail':<13}  {'':>7}  "
                  f"{f'{_points(result.points)}/{_points(result.max_points)}':>11}")

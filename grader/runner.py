@@ -7,6 +7,7 @@ out or crashed, the rest as not run, and grading goes on with the next part.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import json
 import os
@@ -23,7 +24,8 @@ from grader.backends import Selection
 from grader.config import Config
 from grader.errors import UsageError
 from grader.parts import PARTS, PartSpec
-from grader.results import CaseResult, PartResult, SubmissionResult, case_from_dict
+from grader.execute import case_list
+from grader.results import CaseResult, PartResult, Performance, SubmissionResult, case_from_dict
 
 #: Bytes of a worker's own stdout/stderr kept for messages.
 _TAIL_BYTES = 4000
@@ -55,11 +57,12 @@ def resolve_submission(path: Path, parts: list[str] | None = None) -> dict[str, 
     return {k: (path / PARTS[k].filename if (path / PARTS[k].filename).is_file() else None) for k in keys}
 
 
-def _not_run(cfg: Config, part: PartSpec, seed: int, message: str, start: int = 0,
-             done: tuple[CaseResult, ...] = ()) -> tuple[CaseResult, ...]:
+def _not_run(cfg: Config, part: PartSpec, message: str, done: tuple[CaseResult, ...] = ()) -> tuple[CaseResult, ...]:
     pc = cfg.parts[part.key]
-    rest = tuple(CaseResult(name=f"n={n}", n=n, dtype="int32", seed=seed, status="not-run", points=0.0,
-                            max_points=pc.points_per_case, message=message) for n in pc.sizes[start:])
+    names = {c.name for c in done}
+    rest = tuple(CaseResult(name=c.name, n=c.n, dtype=c.dtype, seed=c.seed, status="not-run", points=0.0,
+                            max_points=pc.points_per_case, message=message, visibility=c.visibility)
+                 for c in case_list(cfg, part.key) if c.name not in names)
     return done + rest
 
 
@@ -80,7 +83,73 @@ def _signal_name(code: int) -> str:
         return f"signal {-code}"
 
 
-def grade_part(part: PartSpec, source: Path | None, *, cfg: Config, backend: str, seed: int,
+class _Events:
+    """Reads the JSON lines a worker appends to its event file, as they arrive."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.offset, self.items = path, 0, []
+
+    def poll(self) -> list[dict]:
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                data = f.read()
+        except FileNotFoundError:
+            return []
+        new = []
+        while b"\n" in data:
+            line, data = data.split(b"\n", 1)
+            self.offset += len(line) + 1
+            try:
+                new.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+        self.items += new
+        return new
+
+
+def _run_worker(job_path: Path, events: _Events, *, cfg: Config, tmpdir: Path,
+                on_event: Callable[[str, dict], None] | None) -> tuple[int | None, str | None]:
+    """Start the worker and watch it: ``(return code, why it was stopped or None)``."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_PROJECT_ROOT), env.get("PYTHONPATH")]))
+    env["PYTHONUNBUFFERED"] = "1"
+    with open(tmpdir / "stdout.txt", "wb") as out_f, open(tmpdir / "stderr.txt", "wb") as err_f:
+        proc = subprocess.Popen([sys.executable, "-m", "grader.worker", str(job_path)], cwd=tmpdir,
+                                stdout=out_f, stderr=err_f, stdin=subprocess.DEVNULL, env=env,
+                                start_new_session=True)
+        start = case_start = time.monotonic()
+        stopped = None
+        while True:
+            try:
+                proc.wait(timeout=0.1)
+                finished = True
+            except subprocess.TimeoutExpired:
+                finished = False
+            for ev in events.poll():
+                if ev.get("event") in ("case-start", "compiled"):
+                    case_start = time.monotonic()
+                if on_event:
+                    on_event(ev["event"], ev)
+            if finished:
+                break
+            now = time.monotonic()
+            running_case = bool(events.items) and events.items[-1].get("event") == "case-start"
+            if now - start > cfg.part_timeout_s:
+                stopped = f"timed out after {cfg.part_timeout_s:g} s (timeouts.part_s)"
+            elif running_case and now - case_start > cfg.case_timeout_s:
+                stopped = f"timed out after {cfg.case_timeout_s:g} s (timeouts.case_s)"
+            if stopped:
+                break
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # the worker, or anything it left behind
+        except (ProcessLookupError, PermissionError):
+            pass
+        proc.wait()
+    return proc.returncode, stopped
+
+
+def grade_part(part: PartSpec, source: Path | None, *, cfg: Config, backend: str,
                on_event: Callable[[str, dict], None] | None = None) -> tuple[PartResult, dict[str, str]]:
     """Grade one part in a child process.
 
@@ -88,106 +157,85 @@ def grade_part(part: PartSpec, source: Path | None, *, cfg: Config, backend: str
         ``(part result, device facts reported by the child)``. Never raises for problems of the
         submission; they are in the result.
     """
-    def part_result(status: str, message: str, cases: tuple[CaseResult, ...]) -> PartResult:
+    def part_result(status: str, message: str, cases: tuple[CaseResult, ...],
+                    performance: Performance | None = None) -> PartResult:
         return PartResult(key=part.key, number=part.number, title=part.title,
                           file=str(source) if source else part.filename, status=status, message=message,
-                          cases=cases)
+                          cases=cases, performance=performance)
 
+    timing = cfg.parts[part.key].timing
+    pending = Performance(0.0, timing.points, None, "not timed: the part did not finish") if timing else None
     if source is None:
         msg = f"{part.filename} is missing from the submission"
-        return part_result("missing", msg, _not_run(cfg, part, seed, "not run: " + msg)), {}
+        return part_result("missing", msg, _not_run(cfg, part, "not run: " + msg), pending), {}
 
     with tempfile.TemporaryDirectory(prefix="scangrade-part-") as tmp:
         tmpdir = Path(tmp)
-        events_path, job_path = tmpdir / "events.jsonl", tmpdir / "job.json"
-        job_path.write_text(json.dumps({"config": str(Path(cfg.path).resolve()), "part": part.key,
-                                        "source": str(source.resolve()), "backend": backend, "seed": seed,
-                                        "events": str(events_path)}))
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_PROJECT_ROOT), env.get("PYTHONPATH")]))
-        env["PYTHONUNBUFFERED"] = "1"
-        out_path, err_path = tmpdir / "stdout.txt", tmpdir / "stderr.txt"
-        with open(out_path, "wb") as out_f, open(err_path, "wb") as err_f:
-            proc = subprocess.Popen([sys.executable, "-m", "grader.worker", str(job_path)], cwd=tmpdir,
-                                    stdout=out_f, stderr=err_f, stdin=subprocess.DEVNULL, env=env,
-                                    start_new_session=True)
-            timed_out = False
-            try:
-                proc.wait(timeout=cfg.part_timeout_s)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                proc.wait()
-            else:  # reap anything the worker left behind (compilers, kernels' children)
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-        events = []
-        if events_path.exists():
-            for line in events_path.read_text(encoding="utf-8").splitlines():
-                try:
-                    events.append(json.loads(line))
-                except json.JSONDecodeError:
-                    break  # a line cut short by a kill
+        events, job_path = _Events(tmpdir / "events.jsonl"), tmpdir / "job.json"
+        job_path.write_text(json.dumps({"config": str(Path(cfg.path).resolve()), "private": cfg.private_path,
+                                        "part": part.key, "source": str(source.resolve()), "backend": backend,
+                                        "seed": cfg.seed, "events": str(events.path)}))
+        returncode, stopped = _run_worker(job_path, events, cfg=cfg, tmpdir=tmpdir, on_event=on_event)
         device: dict[str, str] = {}
         cases: list[CaseResult] = []
         current = None
         compiled = False
-        for ev in events:
+        performance = pending
+        for ev in events.items:
             kind = ev["event"]
-            if on_event:
-                on_event(kind, ev)
             if kind == "device":
                 device = ev["info"]
+            elif kind == "device-update":
+                device = {**device, **ev["info"]}
             elif kind == "error":
-                return part_result("error", ev["message"], _not_run(cfg, part, seed, "not run: " + ev["message"])), device
+                return part_result("error", ev["message"], _not_run(cfg, part, "not run: " + ev["message"]),
+                                   pending), device
             elif kind == "compile-error":
                 return part_result("compile-error", ev["message"],
-                                   _not_run(cfg, part, seed, f"not run: {part.filename} does not compile")), device
+                                   _not_run(cfg, part, f"not run: {part.filename} does not compile"), pending), device
             elif kind == "compiled":
                 compiled = True
             elif kind == "case-start":
                 current = ev["name"]
-            elif kind == "case":
+            elif kind in ("case", "timed"):
                 cases.append(case_from_dict(ev["result"]))
                 current = None
+            elif kind == "performance":
+                performance = Performance(**ev["result"])
             elif kind == "done":
                 status = "pass" if all(c.status == "pass" for c in cases) else "fail"
-                return part_result(status, "", tuple(cases)), device
+                return part_result(status, "", tuple(cases), performance), device
 
-        done = tuple(cases)
-        pc = cfg.parts[part.key]
         stage = f"case {current}" if current else ("compiling" if not compiled else "setting up")
-        if timed_out:
-            why = (f"timed out after {cfg.part_timeout_s:g} s (timeouts.part_s) while {stage}"
-                   if current is None else
-                   f"timed out after {cfg.part_timeout_s:g} s (timeouts.part_s) during {stage}: the kernel may "
-                   "never finish — check loop conditions, and that every thread reaches every __syncthreads()")
+        if stopped:
+            why = f"{stopped} during {stage}"
+            if current:
+                why += (": the kernel may never finish — check loop conditions, and that every thread reaches "
+                        "every __syncthreads()")
             status = "timeout"
-        elif proc.returncode < 0:
-            why = f"the process running this part crashed ({_signal_name(proc.returncode)}) during {stage}"
-            if proc.returncode == -signal.SIGSEGV:
+        elif returncode is not None and returncode < 0:
+            why = f"the process running this part crashed ({_signal_name(returncode)}) during {stage}"
+            if returncode == -signal.SIGSEGV:
                 why += " — often a read or write outside an array"
             status = "crash"
         else:
-            tail = _tail(err_path)
-            why = f"the grader's worker stopped unexpectedly (exit status {proc.returncode}) during {stage}"
+            tail = _tail(tmpdir / "stderr.txt")
+            why = f"the grader's worker stopped unexpectedly (exit status {returncode}) during {stage}"
             if tail:
                 why += f":\n{tail}"
             status = "error"
-        out_tail = _tail(out_path)
+        out_tail = _tail(tmpdir / "stdout.txt")
         if out_tail and status != "error":
             why += f"\nlast output of the kernel:\n{out_tail}"
+        done = tuple(cases)
         if current is not None:
-            n = pc.sizes[len(done)]
-            done += (CaseResult(name=current, n=n, dtype="int32", seed=seed, status=status, points=0.0,
-                                max_points=pc.points_per_case, message=why.splitlines()[0]),)
-        return part_result(status, why, _not_run(cfg, part, seed, f"not run: an earlier step {status}",
-                                                 start=len(done), done=done)), device
+            spec = next((c for c in case_list(cfg, part.key) if c.name == current), None)
+            done += (CaseResult(name=current, n=spec.n if spec else 0, dtype=spec.dtype if spec else "",
+                                seed=cfg.seed, status=status, points=0.0,
+                                max_points=cfg.parts[part.key].points_per_case if spec else 0.0,
+                                message=why.splitlines()[0], visibility=spec.visibility if spec else "visible"),)
+        return part_result(status, why, _not_run(cfg, part, f"not run: an earlier step ended in {status}", done),
+                           performance), device
 
 
 def grade(submission: Path, *, cfg: Config, selection: Selection, seed: int | None = None,
@@ -210,19 +258,23 @@ def grade(submission: Path, *, cfg: Config, selection: Selection, seed: int | No
         if key not in cfg.parts:
             raise UsageError(f"part {key!r} is not in {cfg.path}; configured parts: " + ", ".join(cfg.parts))
     files = resolve_submission(submission, wanted)
-    seed = cfg.seed if seed is None else seed
+    if seed is not None:
+        cfg = dataclasses.replace(cfg, seed=seed)
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     t0 = time.perf_counter()
     results, device = [], {}
     for key, source in files.items():
         if key not in cfg.parts:
             continue
-        res, dev = grade_part(PARTS[key], source, cfg=cfg, backend=selection.name, seed=seed, on_event=on_event)
+        res, dev = grade_part(PARTS[key], source, cfg=cfg, backend=selection.name, on_event=on_event)
         results.append(res)
         device = device or dev
-    note = ("not timed: the emulator runs kernels on the CPU, so its times say nothing about a GPU"
-            if selection.name == "emulator" else "not timed: timing comes in a later release")
+    timed = any(c.timing for p in results for c in p.cases)
+    note = ("timed on the GPU: CUDA events, L2 emptied before each run, median of "
+            f"{cfg.timing_runs} runs after {cfg.timing_warmup} warm-ups" if timed else
+            "not timed: the emulator runs kernels on the CPU, so its times say nothing about a GPU"
+            if selection.name == "emulator" else "not timed: no part of this run is timed")
     return SubmissionResult(submission=str(submission), backend=selection.name, backend_reason=selection.reason,
-                            device=device, config=cfg.path, seed=seed, block_size=cfg.block_size,
+                            device=device, config=cfg.path, seed=cfg.seed, block_size=cfg.block_size,
                             parts=tuple(results), scangrade_version=__version__, started_at=started,
-                            elapsed_s=round(time.perf_counter() - t0, 3), timed=False, timing_note=note)
+                            elapsed_s=round(time.perf_counter() - t0, 3), timed=timed, timing_note=note)

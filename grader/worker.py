@@ -1,12 +1,14 @@
 """The child process that grades one part: ``python -m grader.worker JOB.json``.
 
 Student code never runs in the grader's own process: the runner starts this worker for each
-part, with a deadline, and reads what it reports as JSON lines appended to the job's event file
+part, with deadlines, and reads what it reports as JSON lines appended to the job's event file
 (flushed one by one, so a crash or a kill loses nothing already reported):
 
 - ``{"event": "device", "info": {...}}`` once the backend is up;
 - ``{"event": "compile-error", "message": ...}`` and exit, or ``{"event": "compiled"}``;
 - ``{"event": "case-start", "name": ...}`` then ``{"event": "case", "result": {...}}`` per case;
+- on a GPU, for a timed part whose cases all passed: ``{"event": "case-start", ...}`` and
+  ``{"event": "timed", "result": {...}}`` per timed size, then ``{"event": "performance", ...}``;
 - ``{"event": "error", "message": ...}`` when the backend cannot start;
 - ``{"event": "done"}`` at the end.
 """
@@ -21,7 +23,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
+#: Where the reference solutions live (absent from a student release).
+SOLUTIONS = Path(__file__).resolve().parent.parent / "reference" / "solutions"
 
 
 def _emit(stream, **event) -> None:
@@ -35,14 +38,18 @@ def main(argv: list[str]) -> int:
     job = json.loads(Path(argv[0]).read_text())
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     from grader.backends import create_backend
-    from grader.config import load_config
-    from grader.errors import ScangradeError, CompileError
-    from grader.execute import run_case
-    from grader.parts import PARTS, part_header
+    from grader.config import load_config, load_private
+    from grader.errors import CompileError, ScangradeError
+    from grader.execute import case_list, run_case, score_performance, time_case
+    from grader.parts import DTYPES, PARTS, part_header
 
     cfg = load_config(job["config"])
+    if job.get("private"):
+        cfg = load_private(cfg, job["private"])
+    if job.get("seed") is not None:
+        cfg = dataclasses.replace(cfg, seed=job["seed"])
     part = PARTS[job["part"]]
-    dtype = np.dtype(np.int32)
+    pc = cfg.parts[part.key]
     with open(job["events"], "a", encoding="utf-8") as events:
         try:
             backend = create_backend(job["backend"], emulator_workers=cfg.emulator_workers)
@@ -52,23 +59,83 @@ def main(argv: list[str]) -> int:
         try:
             _emit(events, event="device", info=backend.describe())
             source = Path(job["source"]).read_text(encoding="utf-8", errors="replace")
-            text = part_header(part, block_size=cfg.block_size, dtype=dtype) + source
             with tempfile.TemporaryDirectory(prefix="scangrade-build-") as work:
+                modules = {}
+
+                def compile_part(spec, text: str, dtype: str, tag: str):
+                    header = part_header(spec, block_size=cfg.parts.get(spec.key, pc).block_size,
+                                         dtype=DTYPES[dtype], items_per_thread=cfg.parts.get(spec.key, pc).items_per_thread)
+                    folder = Path(work) / f"{tag}-{spec.key}-{dtype}"
+                    folder.mkdir()
+                    return backend.compile(source=header + text, filename=spec.filename, kernels=spec.kernels,
+                                           workdir=folder)
                 try:
-                    module = backend.compile(source=text, filename=part.filename, kernels=part.kernels,
-                                             workdir=Path(work))
+                    for dtype in pc.dtypes:
+                        modules[dtype] = compile_part(part, source, dtype, "submission")
                 except CompileError as exc:
                     _emit(events, event="compile-error", message=str(exc))
                     return 0
                 _emit(events, event="compiled")
-                for n in cfg.parts[part.key].sizes:
-                    _emit(events, event="case-start", name=f"n={n}")
-                    result = run_case(backend, module, cfg=cfg, part=part, n=n, seed=job["seed"], dtype=dtype)
+                results = []
+                for case in case_list(cfg, part.key):
+                    _emit(events, event="case-start", name=case.name)
+                    result = run_case(backend, modules[case.dtype], cfg=cfg, part=part, case=case)
+                    results.append(result)
                     _emit(events, event="case", result=dataclasses.asdict(result))
+                if pc.timing is not None:
+                    _time_part(events, backend, cfg, part, pc, modules, results, compile_part)
         finally:
             backend.close()
         _emit(events, event="done")
     return 0
+
+
+def _time_part(events, backend, cfg, part, pc, modules, results, compile_part) -> None:
+    """The timing phase of a part (GPU only), reported as ``timed`` and ``performance`` events."""
+    from grader.errors import CompileError
+    from grader.execute import score_performance, time_case
+    from grader.parts import PARTS
+    from grader.results import Performance
+
+    tc = pc.timing
+    if not backend.supports_timing:
+        _emit(events, event="performance", result=dataclasses.asdict(Performance(
+            0.0, tc.points, None, f"not timed: the {backend.name} backend cannot time kernels; "
+                                  "performance points need a run on a GPU")))
+        return
+    if any(r.status != "pass" for r in results):
+        _emit(events, event="performance", result=dataclasses.asdict(Performance(
+            0.0, tc.points, None, "not timed: performance is scored only when every case passes")))
+        return
+    ref_spec = PARTS[tc.reference]
+    ref_file = SOLUTIONS / ref_spec.filename
+    dtype = pc.dtypes[0]
+    reference = None
+    if ref_file.is_file():
+        try:
+            reference = (ref_spec, compile_part(ref_spec, ref_file.read_text(), dtype, "reference"))
+        except CompileError as exc:  # the course's own reference must compile; say so plainly
+            _emit(events, event="performance", result=dataclasses.asdict(Performance(
+                0.0, tc.points, None, f"not scored: the reference solution does not compile: {exc}")))
+            return
+    timed = []
+    for n in tc.sizes:
+        _emit(events, event="case-start", name=f"timed n={n} {dtype}")
+        result = time_case(backend, modules[dtype], cfg=cfg, part=part, n=n, dtype_name=dtype, reference=reference)
+        timed.append(result)
+        _emit(events, event="timed", result=dataclasses.asdict(result))
+    _emit(events, event="performance", result=dataclasses.asdict(score_performance(tc, timed)))
+    copies = [c.timing.gbps / c.timing.copy_fraction for c in timed if c.timing and c.timing.copy_fraction]
+    if copies:
+        copy_gbps = max(copies)
+        name = backend.describe().get("device", "")
+        expected = cfg.expected_copy_gbps.get(name)
+        info = {"copy_gbps": f"{copy_gbps:.0f}"}
+        if expected and copy_gbps < 0.5 * expected:
+            info["warnings"] = (f"device-to-device copy reached {copy_gbps:.0f} GB/s, far below the "
+                                f"{expected:.0f} GB/s a {name} should give: the GPU may be shared or throttled, "
+                                "so these timings are suspect")
+        _emit(events, event="device-update", info=info)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ BASE = "seed: 1\nparts:\n  part1_naive:\n    sizes: [1, 2]\n"
 def test_an_unknown_key_is_named_with_its_line_and_the_allowed_keys(tmp_path):
     err = _bad(tmp_path, BASE + "timeouts:\n  part_seconds: 3\n")
     assert err.key == "timeouts.part_seconds" and err.line == 6
-    assert "allowed here: part_s" in str(err)
+    assert "allowed here: case_s, part_s" in str(err)
 
 
 def test_a_block_size_that_is_not_a_power_of_two_is_refused(tmp_path):

@@ -143,7 +143,7 @@ def test_the_cli_exit_status_and_json_follow_the_result(tmp_path, backend, capsy
                  "--json", str(out)]) == 0
     doc = json.loads(out.read_text())
     assert doc["schema"] == "scangrade.result" and doc["schema_version"] == 1
-    assert doc["passed"] and doc["points"] == doc["max_points"] == 3 and doc["backend"] == backend.name
+    assert doc["passed"] and doc["points"] == doc["max_points"] == 6 and doc["backend"] == backend.name
     assert main(["grade", str(TEMPLATES), "--config", str(cfg), "--backend", backend.name]) == 1
     text = capsys.readouterr().out
     assert "FAIL" in text and "out[0]" in text

@@ -38,6 +38,15 @@ def test_exclusive_is_inclusive_shifted_with_identity_first(n):
     np.testing.assert_array_equal(ex[1:], np.cumsum(x, dtype=np.int32)[:-1])
 
 
+def test_float32_is_accumulated_in_float64():
+    x = np.full(2**20, 0.1, dtype=np.float32)
+    got = inclusive_scan(x)
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, np.arange(1, 2**20 + 1) * np.float64(np.float32(0.1)), rtol=1e-12)
+    assert abs(np.cumsum(x)[-1] - got[-1]) > 1  # a float32 running sum drifts; the reference does not
+    assert exclusive_scan(x)[0] == 0 and exclusive_scan(x).dtype == np.float64
+
+
 def test_it_rejects_other_shapes_and_dtypes():
     with pytest.raises(ValueError, match="1-D"):
         inclusive_scan(np.zeros((2, 2), dtype=np.int32))

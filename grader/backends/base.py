@@ -218,6 +218,39 @@ class Backend(abc.ABC):
     def to_host(self, src: DeviceArray) -> np.ndarray:
         """A new host copy of ``src`` (1-D, ``src.count`` elements of ``src.dtype``)."""
 
+    def memset32(self, dest: DeviceArray, value: int) -> None:
+        """Fill ``dest`` (whose size is a multiple of 4 bytes) with the 32-bit pattern ``value``.
+
+        Backends with a device memset override this; the default copies a host array.
+        """
+        if dest.nbytes % 4:
+            raise ValueError(f"memset32 of a buffer of {dest.nbytes} bytes (not a multiple of 4)")
+        self.to_device(np.full(dest.nbytes // 4, value & 0xFFFFFFFF, dtype=np.uint32).view(dest.dtype), dest)
+
+    #: Whether :meth:`time_ms` measures anything meaningful (GPU backends only).
+    supports_timing: ClassVar[bool] = False
+
+    def time_ms(self, work, *, before, warmup: int, runs: int, flush_bytes: int) -> list[float]:
+        """Time ``work()`` (which launches kernels) ``runs`` times after ``warmup`` untimed runs.
+
+        Before every run ``before()`` is called (to poison outputs, zero status words), then
+        ``flush_bytes`` are written to empty the L2 cache, queued just before the start event so
+        that host launch latency is not counted.
+
+        Returns:
+            The times of the timed runs in milliseconds (CUDA events), in order.
+
+        Raises:
+            NotImplementedError: the backend cannot time (the emulator); check :attr:`supports_timing`.
+            KernelError: a launch failed.
+        """
+        raise NotImplementedError(f"the {self.name} backend does not time kernels")
+
+    def time_copy_ms(self, src: DeviceArray, dst: DeviceArray, *, warmup: int, runs: int,
+                     flush_bytes: int) -> list[float]:
+        """Time a device-to-device copy of ``src`` into ``dst`` like :meth:`time_ms`; milliseconds per run."""
+        raise NotImplementedError(f"the {self.name} backend does not time copies")
+
     def launch(self, module: Module, kernel: str, *, grid: DimLike, block: DimLike,
                shared_bytes: int, args: Sequence[Union[DeviceArray, int]]) -> None:
         """Launch ``kernel`` of ``module`` and wait for it to finish.

@@ -99,6 +99,53 @@ class PyCudaBackend(Backend):
         self._cuda.memcpy_dtoh(out, src.address)
         return out
 
+    supports_timing = True
+    _deferred = False  # while timing: launches are queued, not synchronised one by one
+
+    def memset32(self, dest: DeviceArray, value: int) -> None:
+        count = dest.nbytes // 4
+        if dest.nbytes % 4:
+            raise ValueError(f"memset32 of a buffer of {dest.nbytes} bytes (not a multiple of 4)")
+        if self._deferred:
+            self._cuda.memset_d32_async(dest.address, value & 0xFFFFFFFF, count)
+        else:
+            self._cuda.memset_d32(dest.address, value & 0xFFFFFFFF, count)
+
+    def _timed(self, work, before, *, warmup: int, runs: int, flush_bytes: int, what: str) -> list[float]:
+        cuda = self._cuda
+        flush = cuda.mem_alloc(flush_bytes) if flush_bytes else None
+        start, end = cuda.Event(), cuda.Event()
+        times: list[float] = []
+        self._deferred = True
+        try:
+            for i in range(warmup + runs):
+                if before is not None:
+                    before()
+                if flush is not None:  # empty the L2; queued so the GPU is busy when start is recorded
+                    cuda.memset_d32_async(flush, i, flush_bytes // 4)
+                start.record()
+                work()
+                end.record()
+                end.synchronize()
+                if i >= warmup:
+                    times.append(end.time_since(start))
+        except cuda.Error as exc:
+            raise KernelError(f"{what} failed on the GPU while timed: {exc}", kind="launch-failure") from None
+        finally:
+            self._deferred = False
+            if flush is not None:
+                flush.free()
+        return times
+
+    def time_ms(self, work, *, before, warmup: int, runs: int, flush_bytes: int) -> list[float]:
+        return self._timed(work, before, warmup=warmup, runs=runs, flush_bytes=flush_bytes, what="the kernel")
+
+    def time_copy_ms(self, src: DeviceArray, dst: DeviceArray, *, warmup: int, runs: int,
+                     flush_bytes: int) -> list[float]:
+        nbytes = min(src.nbytes, dst.nbytes)
+        return self._timed(lambda: self._cuda.memcpy_dtod_async(dst.address, src.address, nbytes), None,
+                           warmup=warmup, runs=runs, flush_bytes=flush_bytes, what="a device-to-device copy")
+
     def _launch(self, module: Module, kernel: str, *, grid: Dim3, block: Dim3, shared_bytes: int,
                 args: Sequence[Union[DeviceArray, int]]) -> None:
         assert isinstance(module, PyCudaModule)
@@ -119,7 +166,8 @@ class PyCudaBackend(Backend):
         try:
             module.functions[kernel](*values, block=(block.x, block.y, block.z), grid=(grid.x, grid.y, grid.z),
                                      shared=shared_bytes)
-            cuda.Context.synchronize()
+            if not self._deferred:
+                cuda.Context.synchronize()
         except cuda.LaunchError as exc:
             raise KernelError(f"{kernel} failed on the GPU: {exc}", kind="launch-failure") from None
         except cuda.Error as exc:

@@ -1,0 +1,20 @@
+"""Renderers of a :class:`~grader.results.SubmissionResult` for Gradescope, CI and people.
+
+Pure functions of the result: nothing here reads or writes files.
+
+- :func:`gradescope` — Gradescope's ``results.json`` as a dict (student-facing);
+- :func:`junit_xml` — JUnit XML text for course CI (TA-facing: hidden cases in full);
+- :func:`markdown` — a Markdown summary for a CI job summary or a pull-request comment
+  (student-facing).
+
+Student-facing renderers show a hidden case by name and status only. ``docs/results.md`` maps
+each status to each format.
+"""
+
+from __future__ import annotations
+
+from grader.render.gradescope import gradescope
+from grader.render.junit import junit_xml
+from grader.render.markdown import markdown
+
+__all__ = ["gradescope", "junit_xml", "markdown"]

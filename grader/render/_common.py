@@ -1,0 +1,180 @@
+"""Helpers shared by the renderers: labels, number formats, and what a student may see.
+
+The student-facing renderers (Gradescope, Markdown) show a hidden case by name and status only.
+Three things need care beyond not printing the case's fields:
+
+- a hidden case's *name* may itself give the size away (the runner names cases ``n=<size>``);
+  such a name is replaced by ``hidden case K`` (:func:`public_case_name`);
+- a part's message (timeout, crash, worker error) is written by the runner for the whole part and
+  may name the hidden case it stopped on, or carry kernel output printed while hidden cases ran
+  (:func:`public_part_message`);
+- the run's base seed is a hidden case's seed when the private config gave it no seed of its own
+  (:func:`public_seed`).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+
+from grader.results import CaseResult, PartResult, SubmissionResult, Timing
+
+#: Part statuses for which a part is shown as one failing entry when none of its cases ran.
+WHOLE_PART_FAILURES = ("compile-error", "missing", "timeout", "crash", "error")
+#: Part statuses whose message belongs to the case the part stopped on (status equal to the part's).
+STOPPED_STATUSES = ("timeout", "crash", "error")
+
+#: Plain words for each part status, for readers.
+PART_STATUS_WORDS = {
+    "pass": "passed", "fail": "failed", "compile-error": "does not compile", "missing": "file missing",
+    "timeout": "timed out", "crash": "crashed", "error": "could not be graded",
+}
+#: Plain words for each case status.
+CASE_STATUS_WORDS = {
+    "pass": "passed", "fail": "failed", "error": "error", "timeout": "timed out", "crash": "crashed",
+    "not-run": "not run",
+}
+
+HIDDEN_NOTE = "hidden case: only its name and result are shown"
+
+
+def points(x: float) -> str:
+    """Points without trailing zeros (``2``, ``1.5``)."""
+    return f"{x:g}"
+
+
+def part_label(part: PartResult) -> str:
+    """The part's kernel names from the contract (``blelloch_scan``; ``scan_tiles + add_tile_offsets``).
+
+    Falls back to the part's key for a part this version of the grader does not define.
+    """
+    from grader.parts import PARTS  # late: keeps importing the renderers cheap for callers
+
+    spec = PARTS.get(part.key)
+    return " + ".join(k.name for k in spec.kernels) if spec else part.key
+
+
+def ran(case: CaseResult) -> bool:
+    """Whether the case was run at all."""
+    return case.status != "not-run"
+
+
+def is_hidden(case: CaseResult) -> bool:
+    """Whether students may see this case by name and status only."""
+    return case.visibility == "hidden"
+
+
+def whole_part_failure(part: PartResult) -> bool:
+    """True when the part failed before any case ran (compile error, missing file, ...).
+
+    Such a part is rendered as one failing entry carrying the part's message instead of one per case.
+    """
+    return part.status in WHOLE_PART_FAILURES and not any(ran(c) for c in part.cases)
+
+
+def stopped_case(part: PartResult) -> CaseResult | None:
+    """The case a timed-out, crashed or errored part stopped on (it carries the part's message)."""
+    if part.status not in STOPPED_STATUSES:
+        return None
+    return next((c for c in reversed(part.cases) if c.status == part.status), None)
+
+
+def _mentions(text: str, number: int) -> bool:
+    return re.search(rf"(?<!\d){abs(number)}(?!\d)", text) is not None
+
+
+def public_case_name(part: PartResult, case: CaseResult) -> str:
+    """The case's name as a student may see it.
+
+    Visible cases keep their name. A hidden case keeps its name unless the name contains the case's
+    size or seed as a number, in which case it becomes ``hidden case K`` (K counts the part's hidden
+    cases from 1, in config order, so it is stable between runs of one config).
+    """
+    if not is_hidden(case):
+        return case.name
+    if not (_mentions(case.name, case.n) or _mentions(case.name, case.seed)):
+        return case.name
+    hidden = [c for c in part.cases if is_hidden(c)]
+    k = next((i for i, c in enumerate(hidden, 1) if c is case), None)
+    return f"hidden case {k}" if k is not None else "hidden case"
+
+
+def public_part_message(part: PartResult) -> str:
+    """The part's message as a student may see it.
+
+    Unchanged when no hidden case of the part ran (a compile error, a missing file, or a part of
+    visible cases only). When the part stopped on a hidden case, only what happened is said. When
+    it stopped on a visible case after hidden ones ran, only the message's first line is kept: the
+    rest may hold kernel output printed while the hidden cases ran.
+    """
+    if not any(is_hidden(c) and ran(c) for c in part.cases):
+        return part.message
+    culprit = stopped_case(part)
+    if culprit is not None and is_hidden(culprit):
+        return (f"{PART_STATUS_WORDS[part.status]} during {public_case_name(part, culprit)}; "
+                "details are not shown for hidden cases")
+    lines = part.message.splitlines()
+    if len(lines) <= 1:
+        return part.message
+    return lines[0] + "\n(further output is not shown: hidden cases ran in the same process)"
+
+
+def public_seed(result: SubmissionResult) -> int | None:
+    """The run's base seed, or None when printing it would give away a hidden case's seed."""
+    cases = [c for p in result.parts for c in p.cases]
+    hidden = {c.seed for c in cases if is_hidden(c)}
+    visible = {c.seed for c in cases if not is_hidden(c)}
+    return None if result.seed in hidden and result.seed not in visible else result.seed
+
+
+def largest_timed_case(part: PartResult) -> CaseResult | None:
+    """The passing case with the largest n that has a timing, or None."""
+    timed = [c for c in part.cases if c.timing is not None and c.status == "pass"]
+    return max(timed, key=lambda c: c.n) if timed else None
+
+
+def device_text(result: SubmissionResult) -> str:
+    """The device facts as one line (``H100 ..., compute_capability 9.0``), backend left out."""
+    dev = dict(result.device)
+    dev.pop("backend", None)
+    name = dev.pop("device", None)
+    rest = ", ".join(f"{k} {v}" for k, v in dev.items())
+    return ", ".join(x for x in (name, rest) if x)
+
+
+def timing_text(t: Timing) -> str:
+    """One line about a case's timing: median, spread, runs, bandwidth, ratios."""
+    bits = [f"median {t.median_ms:.4g} ms (spread {100 * t.spread:.1f} %, {t.runs} runs)", f"{t.gbps:.1f} GB/s"]
+    if t.copy_fraction is not None:
+        bits.append(f"{100 * t.copy_fraction:.0f} % of copy bandwidth")
+    if t.ratio is not None:
+        ref = f" ({t.reference_ms:.4g} ms)" if t.reference_ms is not None else ""
+        bits.append(f"{t.ratio:.2f}× the reference{ref}")
+    if t.cpu_speedup is not None:
+        bits.append(f"{t.cpu_speedup:.1f}× faster than the CPU scan")
+    return " · ".join(bits)
+
+
+def visible_case_details(case: CaseResult, message: str | None = None) -> str:
+    """Everything about a visible case for its reader: message, size, seed and timing (multi-line).
+
+    ``message`` replaces the case's own message (the part's full message for the case a part
+    stopped on).
+    """
+    message = case.message if message is None else message
+    lines = [message] if message else []
+    lines.append(f"n = {case.n} ({case.dtype}), seed {case.seed}")
+    if case.timing is not None:
+        lines.append(timing_text(case.timing))
+    return "\n".join(lines)
+
+
+def utc_timestamp(iso: str) -> str | None:
+    """An ISO 8601 time as UTC without zone (``2026-11-22T02:43:59``), or None if unreadable."""
+    try:
+        t = _dt.datetime.fromisoformat(iso)
+    except ValueError:
+        return None
+    if t.tzinfo is not None:
+        t = t.astimezone(_dt.timezone.utc).replace(tzinfo=None)
+    return t.isoformat(timespec="seconds")

@@ -1,0 +1,154 @@
+"""Gradescope's ``results.json`` from a :class:`~grader.results.SubmissionResult`.
+
+Fields follow Gradescope's autograder specification
+(https://gradescope-autograders.readthedocs.io/en/latest/specs/): top level ``score``,
+``execution_time``, ``output``, ``visibility``, ``stdout_visibility``, ``tests``, ``leaderboard``;
+per test ``name``, ``number``, ``score``, ``max_score``, ``status``, ``output`` and, when asked
+for, ``visibility``. See ``docs/gradescope.md``.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from grader.render._common import (CASE_STATUS_WORDS, HIDDEN_NOTE, PART_STATUS_WORDS, device_text, is_hidden,
+                                   largest_timed_case, part_label, points, public_case_name, public_part_message,
+                                   public_seed, stopped_case, visible_case_details, whole_part_failure)
+from grader.results import CaseResult, PartResult, SubmissionResult
+
+#: The visibility values Gradescope documents, for the top level, ``stdout_visibility`` and each test.
+VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
+#: Keys the specification documents for the top level and for each test.
+TOP_LEVEL_KEYS = frozenset({"score", "execution_time", "output", "output_format", "test_output_format",
+                            "test_name_format", "visibility", "stdout_visibility", "extra_data", "tests",
+                            "leaderboard"})
+TEST_KEYS = frozenset({"score", "max_score", "status", "name", "name_format", "number", "output", "output_format",
+                       "tags", "visibility", "extra_data"})
+LEADERBOARD_KEYS = frozenset({"name", "value", "order"})
+
+
+def _test(part: PartResult, index: int, what: str, score: float, max_score: float, passed: bool,
+          output: str, visibility: str | None = None) -> dict[str, Any]:
+    t: dict[str, Any] = {"name": f"Part {part.number} · {part_label(part)} · {what}", "number": f"{part.number}.{index}",
+                         "score": float(score), "max_score": float(max_score),
+                         "status": "passed" if passed else "failed", "output": output}
+    if visibility is not None:
+        t["visibility"] = visibility
+    return t
+
+
+def _case_output(part: PartResult, case: CaseResult) -> str:
+    if is_hidden(case):
+        return f"{CASE_STATUS_WORDS[case.status]} ({HIDDEN_NOTE})"
+    if case is stopped_case(part) and part.message:
+        return visible_case_details(case, public_part_message(part))
+    return visible_case_details(case)
+
+
+def _part_tests(part: PartResult, hidden_case_visibility: str | None) -> list[dict[str, Any]]:
+    tests: list[dict[str, Any]] = []
+    if whole_part_failure(part):
+        tests.append(_test(part, 1, PART_STATUS_WORDS[part.status], sum(c.points for c in part.cases),
+                           sum(c.max_points for c in part.cases), False,
+                           public_part_message(part) or PART_STATUS_WORDS[part.status]))
+    else:
+        for i, case in enumerate(part.cases, 1):
+            vis = hidden_case_visibility if is_hidden(case) else None
+            tests.append(_test(part, i, public_case_name(part, case), case.points, case.max_points,
+                               case.status == "pass", _case_output(part, case), vis))
+    perf = part.performance
+    if perf is not None:
+        lines = [perf.message] if perf.message else []
+        if perf.ratio is not None:
+            lines.append(f"weighted geometric mean of the time ratios to the reference: {perf.ratio:.3f}")
+        tests.append(_test(part, len(tests) + 1, "performance", perf.points, perf.max_points,
+                           perf.points >= perf.max_points, "\n".join(lines)))
+    return tests
+
+
+def _summary(result: SubmissionResult) -> str:
+    lines = [f"scangrade {result.scangrade_version}: {points(result.points)}/{points(result.max_points)} points."]
+    dev = device_text(result)
+    lines.append(f"Backend: {result.backend} ({result.backend_reason}).")
+    if dev:
+        lines.append(f"Device: {dev}.")
+    if result.timing_note:
+        lines.append(result.timing_note.rstrip(".") + ".")
+    for p in result.parts:
+        ok = sum(c.status == "pass" for c in p.cases)
+        state = (PART_STATUS_WORDS[p.status] if whole_part_failure(p)
+                 else f"{ok} of {len(p.cases)} cases passed" + (f", {PART_STATUS_WORDS[p.status]}"
+                                                                 if p.status not in ("pass", "fail") else ""))
+        lines.append(f"Part {p.number} ({p.title}): {points(p.points)}/{points(p.max_points)} points, {state}.")
+    seed = public_seed(result)
+    if seed is not None:
+        lines.append(f"Inputs were drawn with seed {seed}; scangrade check --seed {seed} replays them.")
+    return "\n".join(lines)
+
+
+def _leaderboard(result: SubmissionResult, key: str | None) -> list[dict[str, Any]]:
+    part = next((p for p in result.parts if p.key == key), None) if key else None
+    case = largest_timed_case(part) if part else None
+    if case is None or case.timing is None:
+        return []
+    return [{"name": f"Part {part.number} time (ms)", "value": round(case.timing.median_ms, 6), "order": "asc"}]
+
+
+def gradescope(result: SubmissionResult, *, leaderboard_part: str | None = "part5_single_pass",
+               visibility: str = "visible", stdout_visibility: str = "hidden",
+               hidden_case_visibility: str | None = None) -> dict[str, Any]:
+    """Gradescope's ``results.json`` for one submission, as a JSON-ready dict (no I/O).
+
+    Tests, in part order: one per case (``"Part 2 · blelloch_scan · n=33"``, number ``"2.6"``,
+    score and max_score in points, status ``passed`` for a passing case and ``failed`` for any
+    other); a part that failed before any case ran (compile error, missing file, or a timeout,
+    crash or error while compiling) is one failing test whose max_score is the part's case points
+    and whose output is the part's message; then, when the part has a performance score, one test
+    ``"... · performance"`` (status ``passed`` only with full performance points). A timed-out or
+    crashed case's output carries the part's full message. The test scores add up to
+    ``result.points`` and the max_scores to ``result.max_points``.
+
+    Hidden cases (``CaseResult.visibility == "hidden"``) reach the student as name, score and
+    status only: the output is a fixed note, a name that gives the size or seed away becomes
+    ``hidden case K``, and part messages that could reveal one are cut (see
+    :mod:`grader.render._common`). Gradescope's own per-test ``"hidden"`` visibility would hide the
+    test, its status and the student's total score entirely, so it is not used unless asked for.
+
+    Args:
+        result: the graded submission.
+        leaderboard_part: the part key whose largest passing timed case's median time (ms, lower
+            is better) becomes the ``leaderboard`` entry ``"Part N time (ms)"``; no leaderboard
+            when None, when the part is absent or when none of its cases was timed.
+        visibility: top-level visibility of the tests (one of :data:`VISIBILITIES`).
+        stdout_visibility: who sees the autograder's stdout (default ``hidden``: the terminal
+            report there shows hidden cases in full).
+        hidden_case_visibility: a per-test ``visibility`` for hidden cases' tests (None: inherit
+            the top level).
+
+    Returns:
+        A dict with ``score`` (float points), ``execution_time`` (int seconds), ``output`` (a
+        short summary, HTML-escaped, as Gradescope renders top-level output as simple HTML),
+        ``visibility``, ``stdout_visibility``, ``tests`` (list of dicts) and, when there is one,
+        ``leaderboard`` (list of ``{"name", "value", "order": "asc"}``).
+
+    Raises:
+        ValueError: a visibility argument is not one Gradescope documents.
+    """
+    for arg, value in (("visibility", visibility), ("stdout_visibility", stdout_visibility),
+                       ("hidden_case_visibility", hidden_case_visibility)):
+        if value is not None and value not in VISIBILITIES:
+            raise ValueError(f"{arg} must be one of {', '.join(VISIBILITIES)}, not {value!r}")
+    tests = [t for p in result.parts for t in _part_tests(p, hidden_case_visibility)]
+    out: dict[str, Any] = {
+        "score": float(result.points),
+        "execution_time": max(0, int(round(result.elapsed_s))),
+        "output": html.escape(_summary(result), quote=False),
+        "visibility": visibility,
+        "stdout_visibility": stdout_visibility,
+        "tests": tests,
+    }
+    board = _leaderboard(result, leaderboard_part)
+    if board:
+        out["leaderboard"] = board
+    return out

@@ -1,0 +1,146 @@
+"""JUnit XML from a :class:`~grader.results.SubmissionResult`, for course CI (Jenkins, GitLab, GitHub).
+
+The layout is the common one those tools read (Jenkins' ``junit-10.xsd``): one ``<testsuites>``,
+a ``<testsuite>`` per part with ``<properties>``, a ``<testcase>`` per case with at most one of
+``<failure>``, ``<error>`` or ``<skipped>``, and ``<system-out>`` / ``<system-err>`` for details.
+JUnit output is for TAs: hidden cases are shown in full.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+from grader.render._common import (points, stopped_case, timing_text, utc_timestamp, visible_case_details,
+                                   whole_part_failure)
+from grader.results import CaseResult, PartResult, SubmissionResult
+
+#: Case status -> the JUnit child element marking it (None: the testcase passed).
+CASE_ELEMENT = {"pass": None, "fail": "failure", "error": "error", "timeout": "error", "crash": "error",
+                "not-run": "skipped"}
+
+# XML 1.0 admits tab, newline, carriage return and these ranges; anything else (ANSI escapes in
+# compiler or kernel output, NULs) would make the document unreadable.
+_ILLEGAL_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _clean(text: str) -> str:
+    return _ILLEGAL_XML.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                            else f"\\u{ord(m.group()):04x}", text)
+
+
+def _sub(parent: ET.Element, tag: str, text: str | None = None, **attrs: str) -> ET.Element:
+    el = ET.SubElement(parent, tag, {k: _clean(v) for k, v in attrs.items()})
+    if text:
+        el.text = _clean(text)
+    return el
+
+
+def _seconds(s: float | None) -> str:
+    return f"{max(0.0, s or 0.0):.3f}"
+
+
+def _first_line(text: str) -> str:
+    return text.splitlines()[0] if text else ""
+
+
+def _mismatch_text(case: CaseResult) -> str:
+    mm = case.mismatch
+    if mm is None:
+        return ""
+    bits = [f"buffer {mm.buffer}", f"index {mm.index}", f"got {mm.got}", f"expected {mm.expected}",
+            f"{mm.wrong} wrong"]
+    if mm.first_wrong_tile is not None:
+        bits.append(f"first wrong tile starts at {mm.first_wrong_tile}")
+    text = "first mismatch: " + ", ".join(bits)
+    return text + (f"\nhint: {mm.hint}" if mm.hint else "")
+
+
+def _case(suite: ET.Element, part: PartResult, case: CaseResult) -> None:
+    tc = _sub(suite, "testcase", name=case.name, classname=part.key,
+              time=_seconds(case.elapsed_ms / 1e3 if case.elapsed_ms is not None else None))
+    tag = CASE_ELEMENT[case.status]
+    if tag == "skipped":
+        _sub(tc, "skipped", message=case.message or "not run")
+    elif tag is not None:
+        full = part.message if case is stopped_case(part) and part.message else None
+        body = "\n".join(x for x in (visible_case_details(case, full), _mismatch_text(case)) if x)
+        _sub(tc, tag, body, message=case.message or case.status, type=case.status)
+    out = [f"visibility: {case.visibility}; points {points(case.points)}/{points(case.max_points)}"]
+    if case.timing is not None:
+        out.append(timing_text(case.timing))
+    _sub(tc, "system-out", "\n".join(out))
+
+
+def _suite(parent: ET.Element, result: SubmissionResult, part: PartResult) -> ET.Element:
+    suite = _sub(parent, "testsuite", name=part.key)
+    stamp = utc_timestamp(result.started_at)
+    if stamp:
+        suite.set("timestamp", stamp)
+    props = _sub(suite, "properties")
+    facts = {"title": part.title, "file": part.file, "status": part.status,
+             "points": points(part.points), "max_points": points(part.max_points),
+             "backend": result.backend, "seed": str(result.seed), "block_size": str(result.block_size),
+             "config": result.config, "scangrade_version": result.scangrade_version,
+             **{f"device.{k}": str(v) for k, v in result.device.items()}}
+    if part.performance is not None:
+        perf = part.performance
+        facts |= {"performance.points": points(perf.points), "performance.max_points": points(perf.max_points),
+                  "performance.ratio": "" if perf.ratio is None else f"{perf.ratio:.4f}"}
+    for name, value in facts.items():
+        _sub(props, "property", name=name, value=value)
+
+    if whole_part_failure(part):
+        tc = _sub(suite, "testcase", name=part.status, classname=part.key, time=_seconds(0))
+        _sub(tc, "error", part.message or part.status, message=_first_line(part.message) or part.status,
+             type=part.status)
+    else:
+        for case in part.cases:
+            _case(suite, part, case)
+    perf = part.performance
+    if perf is not None:
+        tc = _sub(suite, "testcase", name="performance", classname=part.key, time=_seconds(0))
+        if perf.ratio is None:
+            _sub(tc, "skipped", message=perf.message or "not timed")
+        elif perf.points < perf.max_points:
+            _sub(tc, "failure", perf.message, message=_first_line(perf.message) or "performance", type="performance")
+        _sub(tc, "system-out", f"{points(perf.points)}/{points(perf.max_points)} performance points"
+             + (f"; ratio to the reference {perf.ratio:.4f}" if perf.ratio is not None else "")
+             + (f"\n{perf.message}" if perf.message else ""))
+    if part.message and part.status != "pass":
+        _sub(suite, "system-err", part.message)
+
+    cases = suite.findall("testcase")
+    counts = {"tests": len(cases), "failures": sum(tc.find("failure") is not None for tc in cases),
+              "errors": sum(tc.find("error") is not None for tc in cases),
+              "skipped": sum(tc.find("skipped") is not None for tc in cases)}
+    for k, v in counts.items():
+        suite.set(k, str(v))
+    suite.set("time", _seconds(sum(float(tc.get("time", "0")) for tc in cases)))
+    return suite
+
+
+def junit_xml(result: SubmissionResult) -> str:
+    """The result as a JUnit XML document (a str with an XML declaration; write it as UTF-8).
+
+    Shape: ``<testsuites name="scangrade" tests failures errors time>`` holding a
+    ``<testsuite name=PART_KEY tests failures errors skipped time timestamp>`` per part, whose
+    ``<properties>`` record the part (file, status, points) and the run (backend, seed, device...).
+    Each case is a ``<testcase classname=PART_KEY name=CASE_NAME time=SECONDS>`` (host wall time of
+    the case, 3 decimals) holding ``<failure>`` for ``fail``, ``<error>`` for ``error``, ``timeout``
+    and ``crash``, ``<skipped>`` for ``not-run``, nothing for ``pass``; the ``message`` attribute is
+    the case's message, the body adds n, seed, the first mismatch and timing. A part that failed
+    before any case ran (compile error, missing file, timeout or crash while compiling) is a single
+    ``<testcase name=STATUS>`` with an ``<error>`` whose body is the part's full message (the
+    compiler output). A part with a performance score adds ``<testcase name="performance">``:
+    skipped when not timed, a failure below full performance points. Hidden cases appear in full:
+    this output is for course CI, not for students. Characters XML 1.0 cannot hold (ANSI escapes,
+    NUL) are written as ``\\xNN``.
+    """
+    root = ET.Element("testsuites", {"name": "scangrade"})
+    suites = [_suite(root, result, p) for p in result.parts]
+    for k in ("tests", "failures", "errors"):
+        root.set(k, str(sum(int(s.get(k, "0")) for s in suites)))
+    root.set("time", _seconds(result.elapsed_s))
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
