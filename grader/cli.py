@@ -11,7 +11,7 @@ from pathlib import Path
 
 from grader import __version__
 from grader.backends import select_backend
-from grader.config import load_config
+from grader.config import load_config, load_private
 from grader.errors import ScangradeError, UsageError
 from grader.report import render_text
 from grader.runner import grade
@@ -35,6 +35,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", metavar="FILE", help="configuration file (default: ./config.yaml)")
     p.add_argument("--json", metavar="FILE", help="also write the result as JSON to FILE")
     p.add_argument("--seed", type=int, help="replay with this seed instead of the config's")
+    p.add_argument("--private-config", metavar="FILE",
+                   help="a TA's private config adding hidden sizes (and their seed) to --config")
     p.add_argument("--part", action="append", metavar="KEY", dest="parts",
                    help="grade only this part (e.g. part2_blelloch); repeatable")
 
@@ -65,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         cfg = load_config(_find_config(args.config))
+        if args.private_config:
+            cfg = load_private(cfg, args.private_config)
         path = Path(args.path if args.command == "grade" else args.dir)
         if args.command == "check" and not path.is_dir():
             raise UsageError(f"{path}/ not found: run `scangrade check` from the folder that holds your "

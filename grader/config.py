@@ -92,7 +92,7 @@ class Config:
     part_timeout_s: float
     emulator_workers: int
     parts: dict[str, PartConfig] = field(default_factory=dict)
-    float_rtol: float = 1e-5
+    float_rtol: float = 1e-6
     case_timeout_s: float = 120.0
     timing_warmup: int = 10
     timing_runs: int = 30
@@ -239,7 +239,7 @@ def load_config(path: str | os.PathLike) -> Config:
     workers = emulator.take("workers", int, 0, check=lambda v: None if v >= 0 else "must not be negative",
                             what="a number of worker threads (0: one per core)")
     emulator.finish()
-    float_rtol = top.take("float_rtol", float, 1e-5, check=_positive,
+    float_rtol = top.take("float_rtol", float, 1e-6, check=_positive,
                           what="a positive number (float32 tolerance per sqrt(n), relative)")
     timing = top.sub("timing")
     warmup = timing.take("warmup", int, 10, check=lambda v: None if v >= 0 else "must not be negative",

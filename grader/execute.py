@@ -217,7 +217,7 @@ def _wrong(got: np.ndarray, expected: np.ndarray, tol: np.ndarray | None) -> np.
 
 
 def diagnose(got: np.ndarray, expected: np.ndarray, *, source: np.ndarray, inclusive: bool, tile: int,
-             rtol: float = 1e-5, buffer: str = "out") -> Mismatch | None:
+             rtol: float = 1e-6, buffer: str = "out") -> Mismatch | None:
     """Compare an output with the reference; None when equal (within tolerance for floats).
 
     Args:

@@ -268,7 +268,7 @@ def grade(submission: Path, *, cfg: Config, selection: Selection, seed: int | No
             continue
         res, dev = grade_part(PARTS[key], source, cfg=cfg, backend=selection.name, on_event=on_event)
         results.append(res)
-        device = device or dev
+        device = {**device, **dev}
     timed = any(c.timing for p in results for c in p.cases)
     note = ("timed on the GPU: CUDA events, L2 emptied before each run, median of "
             f"{cfg.timing_runs} runs after {cfg.timing_warmup} warm-ups" if timed else

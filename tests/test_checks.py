@@ -1,0 +1,164 @@
+"""Each check of the grader, proven by a kernel that defeats it when the check is off; float32
+tolerance; performance scoring; the per-case timeout; GPU timing (marked gpu)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from grader.backends import Selection
+from grader.config import load_config, load_private
+from grader.errors import ConfigError
+from grader.execute import diagnose, score_performance, tolerance
+from grader.config import TimingConfig
+from grader.results import CaseResult, Timing
+from grader.runner import grade
+from tests.conftest import BACKENDS, BROKEN, SOLUTIONS, write_config
+from tests.test_grading import parts_of, submission
+
+EMULATOR = Selection("emulator", "test")
+
+
+def test_never_writing_the_last_element_fails_at_that_index(tmp_path, backend, small_config):
+    folder = submission(tmp_path, part2_blelloch=BROKEN / "part2_skips_last.cu")
+    p = parts_of(grade(folder, cfg=small_config, selection=backend, parts=["part2_blelloch"]))["part2_blelloch"]
+    for c in p.cases:
+        assert c.status == "fail" and c.mismatch.index == c.n - 1 and c.mismatch.wrong == 1
+        assert f"out[{c.n - 1}] was never written" in c.message
+
+
+def test_modifying_the_input_fails_even_with_the_right_output(tmp_path, backend, small_config):
+    folder = submission(tmp_path, part2_blelloch=BROKEN / "part2_modifies_input.cu")
+    p = parts_of(grade(folder, cfg=small_config, selection=backend, parts=["part2_blelloch"]))["part2_blelloch"]
+    assert all(c.status == "fail" and "the input was modified: in[0]" in c.message for c in p.cases)
+
+
+def test_hidden_sizes_catch_a_kernel_that_passes_only_the_configured_sizes(tmp_path, backend, small_config):
+    private = tmp_path / "private.yaml"
+    private.write_text("seed: 99\nparts:\n  part2_blelloch:\n    hidden_sizes: [77, 129]\n")
+    cfg = load_private(small_config, private)
+    folder = submission(tmp_path, part2_blelloch=BROKEN / "part2_only_configured_sizes.cu")
+    p = parts_of(grade(folder, cfg=cfg, selection=backend, parts=["part2_blelloch"]))["part2_blelloch"]
+    visible = [c for c in p.cases if c.visibility == "visible"]
+    hidden = [c for c in p.cases if c.visibility == "hidden"]
+    assert all(c.status == "pass" for c in visible) and len(visible) == 6
+    assert [(c.name, c.n, c.seed, c.status) for c in hidden] == [
+        ("hidden #1 int32", 77, 99, "fail"), ("hidden #2 int32", 129, 99, "fail")]
+    assert all(c.seed == small_config.seed for c in visible)
+    reference = parts_of(grade(SOLUTIONS, cfg=cfg, selection=backend, parts=["part2_blelloch"]))["part2_blelloch"]
+    assert reference.status == "pass" and len(reference.cases) == 8
+
+
+def test_a_private_config_may_only_add_a_seed_and_hidden_sizes(tmp_path, small_config):
+    private = tmp_path / "private.yaml"
+    private.write_text("parts:\n  part2_blelloch:\n    sizes: [5]\n")
+    with pytest.raises(ConfigError) as info:
+        load_private(small_config, private)
+    assert info.value.path == str(private) and info.value.key == "parts.part2_blelloch.sizes"
+
+
+def test_a_case_that_hangs_is_stopped_by_the_case_timeout(tmp_path):
+    cfg = load_config(write_config(tmp_path, part_s=300, extra="", sizes={"part1_naive": [5, 7]}))
+    cfg = type(cfg)(**{**cfg.__dict__, "case_timeout_s": 4.0})
+    folder = submission(tmp_path, part1_naive=BROKEN / "part1_hang.cu")
+    result = grade(folder, cfg=cfg, selection=EMULATOR, parts=["part1_naive"])
+    p = result.parts[0]
+    assert p.status == "timeout" and "timeouts.case_s" in p.message
+    assert p.cases[0].status == "timeout" and p.cases[0].name == "n=1 int32"
+    assert result.elapsed_s < 60
+
+
+def test_float32_outputs_are_compared_within_the_tolerance():
+    x = np.random.default_rng(1).random(4096, dtype=np.float32)
+    exact = np.cumsum(x, dtype=np.float64)
+    tol = tolerance(exact, n=x.size, rtol=1e-6)
+    assert tol is not None and np.all(tol > 0)
+    float32_scan = np.cumsum(x, dtype=np.float32)  # rounding error of a float32 scan: within tolerance
+    assert diagnose(float32_scan, exact, source=x, inclusive=True, tile=1024, rtol=1e-6) is None
+    off = float32_scan.copy()
+    off[3000] += 1.0  # an element of value 1 counted twice
+    mm = diagnose(off, exact, source=x, inclusive=True, tile=1024, rtol=1e-6)
+    assert mm is not None and mm.index == 3000 and mm.wrong == 1
+    nan = float32_scan.copy()
+    nan[7] = np.nan
+    assert diagnose(nan, exact, source=x, inclusive=True, tile=1024).index == 7
+    assert tolerance(np.arange(5, dtype=np.int32), n=5, rtol=1e-5) is None  # integers: exact
+
+
+def _timed(n: int, ratio: float | None, status: str = "pass") -> CaseResult:
+    t = Timing(median_ms=ratio or 1.0, spread=0.01, runs=30, gbps=100.0, reference_ms=1.0 if ratio else None,
+               ratio=ratio)
+    return CaseResult(name=f"timed n={n} int32", n=n, dtype="int32", seed=1, status=status, points=0,
+                      max_points=0, timing=t)
+
+
+@pytest.mark.parametrize("ratios, fraction", [
+    ([1.0, 1.1], 1.0), ([1.2, 1.2], 1.0), ([10.0, 12.0], 0.0), ([5.6, 5.6], (10 - 5.6) / (10 - 1.2)),
+])
+def test_performance_points_fall_linearly_between_the_thresholds(ratios, fraction):
+    tc = TimingConfig(sizes=(2**20, 2**24), points=10.0, full_at=1.2, zero_at=10.0)
+    perf = score_performance(tc, [_timed(2**20, ratios[0]), _timed(2**24, ratios[1])])
+    assert perf.max_points == 10.0
+    assert perf.points == pytest.approx(round(10 * fraction, 2))
+
+
+def test_sizes_combine_by_a_geometric_mean_weighted_toward_large_sizes():
+    tc = TimingConfig(sizes=(2**10, 2**28), points=1.0)
+    perf = score_performance(tc, [_timed(2**10, 4.0), _timed(2**28, 1.0)])
+    assert perf.ratio == pytest.approx(math.exp((10 * math.log(4.0)) / (10 + 28)))
+    assert 1.0 < perf.ratio < 2.0  # the large size counts more than the small, launch-bound one
+
+
+def test_no_performance_points_for_a_wrong_timed_output_or_without_a_reference():
+    tc = TimingConfig(sizes=(2**20,), points=5.0)
+    assert score_performance(tc, [_timed(2**20, 1.0, status="fail")]).points == 0
+    unscored = score_performance(tc, [_timed(2**20, None)])
+    assert unscored.points == 0 and "no reference solution" in unscored.message
+
+
+def test_the_emulator_reports_timed_parts_as_not_timed(tmp_path):
+    cfg = load_config(write_config(tmp_path, sizes={"part4_any_size": [300]}).parent / "config.yaml")
+    text = (tmp_path / "config.yaml").read_text() + "    timing:\n      sizes: [4096]\n      points: 3\n"
+    (tmp_path / "config.yaml").write_text(text)
+    cfg = load_config(tmp_path / "config.yaml")
+    p = grade(SOLUTIONS, cfg=cfg, selection=EMULATOR, parts=["part4_any_size"]).parts[0]
+    assert p.status == "pass" and p.performance.points == 0 and p.performance.max_points == 3
+    assert "not timed" in p.performance.message and p.max_points == 2 + 3
+
+
+GPU = [b for b in BACKENDS if not isinstance(b, str)]
+
+
+@pytest.mark.parametrize("backend_name", GPU)
+def test_gpu_timing_reports_median_spread_bandwidth_and_ratio(tmp_path, backend_name):
+    path = write_config(tmp_path, block_size=512, sizes={"part4_any_size": [5000]},
+                        extra="timing:\n  warmup: 3\n  runs: 10\n  flush_mib: 256\n")
+    path.write_text(path.read_text() + "    timing:\n      sizes: [1048576, 16777216]\n      points: 4\n")
+    cfg = load_config(path)
+    result = grade(SOLUTIONS, cfg=cfg, selection=Selection(backend_name, "test"), parts=["part4_any_size"])
+    p = result.parts[0]
+    timed = [c for c in p.cases if c.timing]
+    assert [c.n for c in timed] == [1048576, 16777216] and all(c.status == "pass" for c in timed)
+    for c in timed:
+        t = c.timing
+        assert t.runs == 10 and t.median_ms > 0 and 0 <= t.spread < 1
+        assert t.gbps == pytest.approx(8 * c.n / (t.median_ms * 1e-3) / 1e9)
+        assert 0 < t.copy_fraction < 1.2 and 0.5 < t.ratio < 2 and t.cpu_speedup > 1
+    assert p.performance.ratio is not None and p.performance.points > 0
+    assert result.timed and float(result.device["copy_gbps"]) > 100
+
+
+@pytest.mark.parametrize("backend_name", GPU)
+def test_a_kernel_that_skips_work_on_repeated_launches_fails_when_timed(tmp_path, backend_name):
+    path = write_config(tmp_path, sizes={"part1_naive": [100]}, extra="timing:\n  warmup: 2\n  runs: 5\n")
+    path.write_text(path.read_text() + "    timing:\n      sizes: [128]\n      points: 2\n")
+    cfg = load_config(path)
+    folder = submission(tmp_path, part1_naive=BROKEN / "part1_early_return.cu")
+    p = grade(folder, cfg=cfg, selection=Selection(backend_name, "test"), parts=["part1_naive"]).parts[0]
+    correctness = [c for c in p.cases if c.timing is None and not c.name.startswith("timed")]
+    assert all(c.status == "pass" for c in correctness)
+    timed = [c for c in p.cases if c.name.startswith("timed")]
+    assert timed[0].status == "fail" and "wrong output after the timed runs" in timed[0].message
+    assert p.performance.points == 0 and p.status == "fail"
