@@ -6,10 +6,11 @@ Exit status: 0 when every case passes, 1 when any fails, 2 for a usage or config
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
-from grader import __version__
+from grader import __version__, render
 from grader.backends import select_backend
 from grader.config import load_config, load_private
 from grader.errors import ScangradeError, UsageError
@@ -34,6 +35,10 @@ def _common(p: argparse.ArgumentParser) -> None:
                         "a CUDA GPU through PyCUDA if usable, else the CPU emulator)")
     p.add_argument("--config", metavar="FILE", help="configuration file (default: ./config.yaml)")
     p.add_argument("--json", metavar="FILE", help="also write the result as JSON to FILE")
+    p.add_argument("--gradescope", metavar="FILE", help="also write Gradescope's results.json to FILE")
+    p.add_argument("--junit", metavar="FILE", help="also write JUnit XML (one testcase per case) to FILE")
+    p.add_argument("--markdown", metavar="FILE",
+                   help="also write a Markdown summary to FILE (e.g. $GITHUB_STEP_SUMMARY)")
     p.add_argument("--seed", type=int, help="replay with this seed instead of the config's")
     p.add_argument("--private-config", metavar="FILE",
                    help="a TA's private config adding hidden sizes (and their seed) to --config")
@@ -79,11 +84,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"scangrade: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     print(render_text(result))
-    if args.json:
+    outputs = {args.json: lambda: result.to_json() + "\n",
+               args.gradescope: lambda: json.dumps(render.gradescope(result), indent=2) + "\n",
+               args.junit: lambda: render.junit_xml(result),
+               args.markdown: lambda: render.markdown(result)}
+    for path, text in outputs.items():
+        if not path:
+            continue
         try:
-            Path(args.json).write_text(result.to_json() + "\n", encoding="utf-8")
+            Path(path).write_text(text(), encoding="utf-8")
         except OSError as exc:
-            print(f"scangrade: error: cannot write {args.json}: {exc.strerror}", file=sys.stderr)
+            print(f"scangrade: error: cannot write {path}: {exc.strerror}", file=sys.stderr)
             return EXIT_USAGE
     return EXIT_PASS if result.passed else EXIT_FAIL
 

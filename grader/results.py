@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -198,16 +199,26 @@ class SubmissionResult:
         return bool(self.parts) and all(p.status == "pass" for p in self.parts)
 
     def to_dict(self) -> dict[str, Any]:
-        """The versioned JSON-ready form."""
-        body = dataclasses.asdict(self)
+        """The versioned JSON-ready form (a non-finite float, such as a NaN output, becomes a string)."""
+        body = _finite(dataclasses.asdict(self))
         for part, src in zip(body["parts"], self.parts):
             part["points"], part["max_points"] = src.points, src.max_points
         return {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, **body,
                 "points": self.points, "max_points": self.max_points, "passed": self.passed}
 
     def to_json(self) -> str:
-        """:meth:`to_dict` as indented JSON text."""
-        return json.dumps(self.to_dict(), indent=2)
+        """:meth:`to_dict` as indented, strict JSON text."""
+        return json.dumps(self.to_dict(), indent=2, allow_nan=False)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 def case_from_dict(d: dict[str, Any]) -> CaseResult:

@@ -70,6 +70,18 @@ def test_a_case_that_hangs_is_stopped_by_the_case_timeout(tmp_path):
     assert result.elapsed_s < 60
 
 
+def test_a_nan_output_still_gives_strict_json(tmp_path):
+    from grader.results import Mismatch, PartResult, SubmissionResult
+    case = CaseResult(name="n=8 float32", n=8, dtype="float32", seed=1, status="fail", points=0, max_points=1,
+                      mismatch=Mismatch(buffer="out", index=7, got=float("nan"), expected=1.5, wrong=1))
+    part = PartResult(key="part1_naive", number=1, title="t", file="f.cu", status="fail", cases=(case,))
+    result = SubmissionResult(submission="s", backend="emulator", backend_reason="r", device={}, config="c",
+                              seed=1, block_size=32, parts=(part,), scangrade_version="0", started_at="t",
+                              elapsed_s=0.0)
+    import json
+    assert json.loads(result.to_json())["parts"][0]["cases"][0]["mismatch"]["got"] == "nan"
+
+
 def test_float32_outputs_are_compared_within_the_tolerance():
     x = np.random.default_rng(1).random(4096, dtype=np.float32)
     exact = np.cumsum(x, dtype=np.float64)

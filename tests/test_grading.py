@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from xml.etree import ElementTree
 from pathlib import Path
 
 import pytest
@@ -139,8 +140,12 @@ def test_correct_variants_pass(tmp_path, backend, small_config, part, file):
 def test_the_cli_exit_status_and_json_follow_the_result(tmp_path, backend, capsys):
     cfg = write_config(tmp_path, sizes={"part1_naive": [5, 128], "part2_blelloch": [7]})
     out = tmp_path / "r.json"
+    files = {k: tmp_path / f"report.{k}" for k in ("gradescope", "junit", "markdown")}
     assert main(["grade", str(SOLUTIONS), "--config", str(cfg), "--backend", backend.name,
-                 "--json", str(out)]) == 0
+                 "--json", str(out)] + [a for k, f in files.items() for a in (f"--{k}", str(f))]) == 0
+    assert json.loads(files["gradescope"].read_text())["score"] == 6
+    assert ElementTree.fromstring(files["junit"].read_text().encode()).tag == "testsuites"
+    assert "Part 2" in files["markdown"].read_text()
     doc = json.loads(out.read_text())
     assert doc["schema"] == "scangrade.result" and doc["schema_version"] == 1
     assert doc["passed"] and doc["points"] == doc["max_points"] == 6 and doc["backend"] == backend.name

@@ -37,6 +37,15 @@ def case(name: str, n: int, status: str, pts: float = 1.0, **kw) -> CaseResult:
                       max_points=pts, **kw)
 
 
+def timed(n: int, status: str = "pass", timing: Timing | None = None, **kw) -> CaseResult:
+    """A timing run as the worker reports it: named ``timed n=...``, worth no correctness points."""
+    return case(f"timed n={n} int32", n, status, 0.0, timing=timing, **kw)
+
+
+def not_timed(why: str = "not timed: the part did not finish", pts: float = 4.0) -> Performance:
+    return Performance(0.0, pts, None, why)
+
+
 TIMING = Timing(median_ms=0.0123, spread=0.021, runs=30, gbps=333.3, copy_fraction=0.42, reference_ms=0.011,
                 ratio=1.118, cpu_speedup=55.0)
 HIDDEN_TIMING = Timing(median_ms=0.7071, spread=0.03, runs=30, gbps=10.06)
@@ -44,43 +53,54 @@ HIDDEN_TIMING = Timing(median_ms=0.7071, spread=0.03, runs=30, gbps=10.06)
 PART1 = PartResult(
     key="part1_naive", number=1, title="naive inclusive scan", file="sub/part1_naive.cu", status="fail",
     cases=(
-        case("n=1", 1, "pass", elapsed_ms=1.5),
-        case("n=33", 33, "fail", message=MISMATCH_MSG,
+        case("n=1 int32", 1, "pass", elapsed_ms=1.5),
+        case("n=33 int32", 33, "fail", message=MISMATCH_MSG,
              mismatch=Mismatch("out", 3, 5, 17, 30, first_wrong_tile=0, hint="inclusive where exclusive is asked")),
-        case("n=512", 512, "pass", timing=TIMING),
-        case("n=777777", 777777, "fail", seed=HIDDEN_SEED, visibility="hidden",
+        case("hidden #1 int32", 777777, "fail", seed=HIDDEN_SEED, visibility="hidden",
              message="out[9] = 31337, expected 27182 SECRETMSG", mismatch=Mismatch("out", 9, 31337, 27182, 4)),
-        case("stress", 888883, "pass", seed=HIDDEN_SEED, visibility="hidden", timing=HIDDEN_TIMING),
+        # a hidden case whose name gives its size away, and which (unlike the runner's) carries a timing
+        case("n=888883 int32", 888883, "pass", seed=HIDDEN_SEED, visibility="hidden", timing=HIDDEN_TIMING),
+        timed(512, timing=TIMING),
     ),
     performance=Performance(points=7.5, max_points=10.0, ratio=1.4, message="ratio 1.40: 7.5 of 10 points"),
 )
 PART2 = PartResult(
     key="part2_blelloch", number=2, title="Blelloch scan", file="sub/part2_blelloch.cu", status="compile-error",
     message=COMPILER_OUTPUT,
-    cases=tuple(case(f"n={n}", n, "not-run", message="not run: part2_blelloch.cu does not compile") for n in (1, 33)),
+    cases=tuple(case(f"n={n} int32", n, "not-run", message="not run: part2_blelloch.cu does not compile")
+                for n in (1, 33)),
+    performance=not_timed(),
 )
-PART3 = PartResult(
-    key="part3_extra", number=3, title="an extra part", file="part3_extra.cu", status="missing",
-    message="part3_extra.cu is missing from the submission",
-    cases=tuple(case(f"n={n}", n, "not-run", message="not run: part3_extra.cu is missing") for n in (5, 6)),
+PART9 = PartResult(  # a part this grader does not define: labelled by its key
+    key="part9_bonus", number=9, title="a bonus part", file="part9_bonus.cu", status="missing",
+    message="part9_bonus.cu is missing from the submission",
+    cases=tuple(case(f"n={n} int32", n, "not-run", message="not run: part9_bonus.cu is missing") for n in (5, 6)),
 )
 PART4 = PartResult(
     key="part4_any_size", number=4, title="any size", file="sub/part4_any_size.cu", status="timeout",
     message=TIMEOUT_MSG,
-    cases=(case("n=1", 1, "pass", 2.0), case("n=1025", 1025, "pass", 2.0),
-           case("n=65537", 65537, "timeout", 2.0, message=TIMEOUT_FIRST),
-           case("n=1048577", 1048577, "not-run", 2.0, message="not run: an earlier step timeout"),
-           case("n=16000000", 16000000, "not-run", 2.0, message="not run: an earlier step timeout")),
+    cases=(case("n=1 int32", 1, "pass", 2.0), case("n=1025 int32", 1025, "pass", 2.0),
+           case("n=65537 int32", 65537, "timeout", 2.0, message=TIMEOUT_FIRST),
+           case("n=1048577 int32", 1048577, "not-run", 2.0, message="not run: an earlier step ended in timeout"),
+           case("n=16000000 int32", 16000000, "not-run", 2.0, message="not run: an earlier step ended in timeout")),
+    performance=not_timed(pts=6.0),
 )
 PART5 = PartResult(
     key="part5_single_pass", number=5, title="single-pass scan", file="sub/part5_single_pass.cu", status="crash",
-    message="the process running this part crashed (SIGSEGV) during case n=999331\n"
+    message="the process running this part crashed (SIGSEGV) during case hidden #1 int32\n"
             "last output of the kernel:\nSECRETOUT",
-    cases=(case("n=4096", 4096, "pass", timing=Timing(0.031, 0.01, 30, 1057.0)),
-           case("n=1048576", 1048576, "pass", timing=Timing(0.25, 0.01, 30, 33554.0)),
-           case("n=999331", 999331, "crash", seed=HIDDEN_SEED, visibility="hidden",
-                message="the process running this part crashed (SIGSEGV) during case n=999331"),
-           case("n=16777216", 16777216, "not-run", message="not run: an earlier step crash")),
+    cases=(case("n=4096 int32", 4096, "pass"),
+           case("hidden #1 int32", 999331, "crash", seed=HIDDEN_SEED, visibility="hidden",
+                message="the process running this part crashed (SIGSEGV) during case hidden #1 int32"),
+           case("n=16777216 int32", 16777216, "not-run", message="not run: an earlier step ended in crash")),
+    performance=not_timed(pts=10.0),
+)
+PART5_TIMED = PartResult(
+    key="part5_single_pass", number=5, title="single-pass scan", file="sub/part5_single_pass.cu", status="pass",
+    cases=(case("n=4096 int32", 4096, "pass"),
+           timed(1048576, timing=Timing(0.031, 0.01, 30, 270.6, ratio=0.9)),
+           timed(16777216, timing=Timing(0.25, 0.01, 30, 536.9, ratio=0.95))),
+    performance=Performance(10.0, 10.0, 0.93, "all points"),
 )
 
 
@@ -93,7 +113,7 @@ def submission(*parts: PartResult, seed: int = BASE_SEED, elapsed_s: float = 12.
                             timed=True, timing_note="timed on the GPU")
 
 
-RESULT = submission(PART1, PART2, PART3, PART4, PART5)
+RESULT = submission(PART1, PART2, PART9, PART4, PART5)
 
 
 # ----------------------------------------------------------------------------------------- JUnit XML
@@ -120,10 +140,10 @@ def test_junit_has_one_suite_per_part_in_order(junit_root):
 
 @pytest.mark.parametrize("key, tests, failures, errors, skipped", [
     ("part1_naive", 6, 3, 0, 0),        # 5 cases + performance; fail, hidden fail, performance below full points
-    ("part2_blelloch", 1, 0, 1, 0),     # compile error: one errored testcase
-    ("part3_extra", 1, 0, 1, 0),        # missing file: one errored testcase
-    ("part4_any_size", 5, 0, 1, 2),     # timeout on the third case, two not run
-    ("part5_single_pass", 4, 0, 1, 1),  # crash on a hidden case, one not run
+    ("part2_blelloch", 2, 0, 1, 1),     # compile error: one errored testcase; performance not timed
+    ("part9_bonus", 1, 0, 1, 0),        # missing file: one errored testcase
+    ("part4_any_size", 6, 0, 1, 3),     # timeout on the third case, two not run, performance not timed
+    ("part5_single_pass", 4, 0, 1, 2),  # crash on a hidden case, one not run, performance not timed
 ])
 def test_junit_suite_counts(junit_root, key, tests, failures, errors, skipped):
     suite = _suite(junit_root, key)
@@ -136,25 +156,29 @@ def test_junit_suite_counts(junit_root, key, tests, failures, errors, skipped):
     assert sum(tc.find("skipped") is not None for tc in cases) == skipped
 
 
-def test_junit_totals_add_up(junit_root):
-    suites = junit_root.findall("testsuite")
-    for attr in ("tests", "failures", "errors"):
-        assert int(junit_root.get(attr)) == sum(int(s.get(attr)) for s in suites)
+@pytest.mark.parametrize("attr, total", [("tests", 19), ("failures", 3), ("errors", 4)])
+def test_junit_totals_add_up(junit_root, attr, total):
+    assert int(junit_root.get(attr)) == total == sum(int(s.get(attr)) for s in junit_root.findall("testsuite"))
+
+
+def test_junit_total_time_is_the_run_time(junit_root):
     assert junit_root.get("time") == "12.600"
 
 
 @pytest.mark.parametrize("key, name, element", [
-    ("part1_naive", "n=1", None),
-    ("part1_naive", "n=33", "failure"),
-    ("part1_naive", "n=777777", "failure"),
+    ("part1_naive", "n=1 int32", None),
+    ("part1_naive", "n=33 int32", "failure"),
+    ("part1_naive", "hidden #1 int32", "failure"),
+    ("part1_naive", "timed n=512 int32", None),
     ("part1_naive", "performance", "failure"),
-    ("part4_any_size", "n=1025", None),
-    ("part4_any_size", "n=65537", "error"),
-    ("part4_any_size", "n=16000000", "skipped"),
-    ("part5_single_pass", "n=999331", "error"),
-    ("part5_single_pass", "n=16777216", "skipped"),
     ("part2_blelloch", "compile-error", "error"),
-    ("part3_extra", "missing", "error"),
+    ("part2_blelloch", "performance", "skipped"),
+    ("part9_bonus", "missing", "error"),
+    ("part4_any_size", "n=1025 int32", None),
+    ("part4_any_size", "n=65537 int32", "error"),
+    ("part4_any_size", "n=16000000 int32", "skipped"),
+    ("part5_single_pass", "hidden #1 int32", "error"),
+    ("part5_single_pass", "n=16777216 int32", "skipped"),
 ])
 def test_junit_element_per_status(junit_root, key, name, element):
     tc = _testcase(junit_root, key, name)
@@ -164,7 +188,7 @@ def test_junit_element_per_status(junit_root, key, name, element):
 
 
 def test_junit_failure_carries_message_and_mismatch(junit_root):
-    failure = _testcase(junit_root, "part1_naive", "n=33").find("failure")
+    failure = _testcase(junit_root, "part1_naive", "n=33 int32").find("failure")
     assert failure.get("message") == MISMATCH_MSG
     assert "index 3" in failure.text and "expected 17" in failure.text and "inclusive where" in failure.text
 
@@ -174,26 +198,33 @@ def test_junit_compile_error_body_is_compiler_output(junit_root):
     assert error.get("type") == "compile-error"
     assert error.get("message") == COMPILER_OUTPUT.splitlines()[0]
     assert "int x = <y> & z;" in error.text            # escaped on the way out, back intact
-    assert "\\x1b[31m" in error.text                    # ANSI escape made printable, not dropped
+    assert "\x1b" not in error.text                     # colour codes dropped
+
+
+def test_junit_writes_characters_xml_cannot_hold_as_escapes():
+    part = PartResult(key="part2_blelloch", number=2, title="t", file="f.cu", status="compile-error",
+                      message="bad\x00byte \ufffe", cases=())
+    error = ET.fromstring(junit_xml(submission(part))).find("testsuite/testcase/error")
+    assert error.text == "bad\\x00byte \\ufffe"
 
 
 def test_junit_timeout_case_carries_the_part_message(junit_root):
-    error = _testcase(junit_root, "part4_any_size", "n=65537").find("error")
+    error = _testcase(junit_root, "part4_any_size", "n=65537 int32").find("error")
     assert error.get("type") == "timeout" and error.get("message") == TIMEOUT_FIRST
     assert "KERNELOUT 123" in error.text
 
 
-def test_junit_times_are_seconds(junit_root):
-    assert _testcase(junit_root, "part1_naive", "n=1").get("time") == "0.002"  # 1.5 ms, 3 decimals
-    assert _testcase(junit_root, "part1_naive", "n=33").get("time") == "0.003"
+@pytest.mark.parametrize("name, seconds", [("n=1 int32", "0.002"), ("n=33 int32", "0.003")])  # 1.5 ms, 2.5 ms
+def test_junit_times_are_seconds(junit_root, name, seconds):
+    assert _testcase(junit_root, "part1_naive", name).get("time") == seconds
 
 
 def test_junit_keeps_hidden_details_for_course_ci(junit_root):
-    assert "SECRETMSG" in _testcase(junit_root, "part1_naive", "n=777777").find("failure").get("message")
+    assert "SECRETMSG" in _testcase(junit_root, "part1_naive", "hidden #1 int32").find("failure").get("message")
 
 
 def test_junit_timed_case_reports_timing(junit_root):
-    out = _testcase(junit_root, "part1_naive", "n=512").find("system-out").text
+    out = _testcase(junit_root, "part1_naive", "timed n=512 int32").find("system-out").text
     assert "0.0123 ms" in out and "333.3 GB/s" in out and "1.12× the reference" in out
 
 
@@ -205,7 +236,14 @@ GS_TOP = {"score": (int, float), "execution_time": int, "output": str, "output_f
           "extra_data": dict, "tests": list, "leaderboard": list}
 GS_TEST = {"score": (int, float), "max_score": (int, float), "status": str, "name": str, "name_format": str,
            "number": str, "output": str, "output_format": str, "tags": list, "visibility": str, "extra_data": dict}
+GS_LEADERBOARD = {"name": str, "value": (int, float, str), "order": str}
 GS_VISIBILITY = {"hidden", "after_due_date", "after_published", "visible"}
+
+
+def _check_fields(obj: dict, spec: dict) -> None:
+    assert set(obj) <= set(spec), set(obj) - set(spec)
+    for key, value in obj.items():
+        assert isinstance(value, spec[key]) and not isinstance(value, bool), key
 
 
 @pytest.fixture(scope="module")
@@ -218,81 +256,103 @@ def _gs_test(gs: dict, name: str) -> dict:
     return test
 
 
-def test_gradescope_top_level_fields_are_documented(gs):
-    assert set(gs) <= set(GS_TOP)
-    for key, value in gs.items():
-        assert isinstance(value, GS_TOP[key]) and not isinstance(value, bool), key
+@pytest.mark.parametrize("result", [RESULT, submission(PART5_TIMED)], ids=["mixed", "timed"])
+def test_gradescope_top_level_fields_are_documented(result):
+    gs = gradescope(result)
+    assert json.loads(json.dumps(gs, allow_nan=False)) == gs  # JSON as it is, strict JSON at that
+    _check_fields(gs, GS_TOP)
     assert gs["visibility"] in GS_VISIBILITY and gs["stdout_visibility"] in GS_VISIBILITY
-    assert gs["execution_time"] == 13
-    json.dumps(gs)  # JSON-ready as it is
 
 
-def test_gradescope_test_fields_are_documented(gs):
-    for test in gs["tests"]:
-        assert set(test) <= set(GS_TEST), test["name"]
-        for key, value in test.items():
-            assert isinstance(value, GS_TEST[key]) and not isinstance(value, bool), (test["name"], key)
-        assert test["status"] in ("passed", "failed")
-        assert re.fullmatch(r"\d+\.\d+", test["number"])
-        assert 0 <= test["score"] <= test["max_score"]
-        assert test.get("visibility", "visible") in GS_VISIBILITY
+ALL_GS_TESTS = gradescope(RESULT)["tests"] + gradescope(submission(PART5_TIMED))["tests"]
 
 
-def test_gradescope_scores_add_up(gs):
-    assert gs["score"] == pytest.approx(RESULT.points)
-    assert math.fsum(t["score"] for t in gs["tests"]) == pytest.approx(RESULT.points)
-    assert math.fsum(t["max_score"] for t in gs["tests"]) == pytest.approx(RESULT.max_points)
+@pytest.mark.parametrize("test", ALL_GS_TESTS, ids=[t["name"] for t in ALL_GS_TESTS])
+def test_gradescope_test_fields_are_documented(test):
+    _check_fields(test, GS_TEST)
+    assert test["status"] in ("passed", "failed")
+    assert re.fullmatch(r"\d+\.\d+", test["number"])
+    assert 0 <= test["score"] <= test["max_score"]
+    assert test.get("visibility", "visible") in GS_VISIBILITY
 
 
-@pytest.mark.parametrize("name, number, score, status", [
-    ("Part 1 · naive_scan · n=1", "1.1", 1.0, "passed"),
-    ("Part 1 · naive_scan · n=33", "1.2", 0.0, "failed"),
-    ("Part 1 · naive_scan · hidden case 1", "1.4", 0.0, "failed"),
-    ("Part 1 · naive_scan · stress", "1.5", 1.0, "passed"),
-    ("Part 1 · naive_scan · performance", "1.6", 7.5, "failed"),
-    ("Part 2 · blelloch_scan · does not compile", "2.1", 0.0, "failed"),
-    ("Part 3 · part3_extra · file missing", "3.1", 0.0, "failed"),
-    ("Part 4 · scan_tiles + add_tile_offsets · n=65537", "4.3", 0.0, "failed"),
-    ("Part 4 · scan_tiles + add_tile_offsets · n=16000000", "4.5", 0.0, "failed"),
-    ("Part 5 · part5_single_pass · hidden case 1", "5.3", 0.0, "failed"),
+def test_gradescope_leaderboard_fields_are_documented():
+    (entry,) = gradescope(submission(PART5_TIMED))["leaderboard"]
+    _check_fields(entry, GS_LEADERBOARD)
+    assert entry["order"] in ("asc", "desc")
+
+
+@pytest.mark.parametrize("result", [RESULT, submission(PART5_TIMED), submission(PART2, PART9)],
+                         ids=["mixed", "timed", "nothing-ran"])
+def test_gradescope_scores_add_up(result):
+    gs = gradescope(result)
+    assert gs["score"] == pytest.approx(result.points)
+    assert math.fsum(t["score"] for t in gs["tests"]) == pytest.approx(result.points)
+    assert math.fsum(t["max_score"] for t in gs["tests"]) == pytest.approx(result.max_points)
+
+
+@pytest.mark.parametrize("elapsed, expected", [(12.6, 13), (0.2, 0), (59.5, 60)])
+def test_gradescope_execution_time_is_whole_seconds(elapsed, expected):
+    assert gradescope(submission(PART1, elapsed_s=elapsed))["execution_time"] == expected
+
+
+@pytest.mark.parametrize("name, number, score, max_score, status", [
+    ("Part 1 · naive_scan · n=1 int32", "1.1", 1.0, 1.0, "passed"),
+    ("Part 1 · naive_scan · n=33 int32", "1.2", 0.0, 1.0, "failed"),
+    ("Part 1 · naive_scan · hidden #1 int32", "1.3", 0.0, 1.0, "failed"),
+    ("Part 1 · naive_scan · hidden case 2", "1.4", 1.0, 1.0, "passed"),
+    ("Part 1 · naive_scan · timed n=512 int32", "1.5", 0.0, 0.0, "passed"),
+    ("Part 1 · naive_scan · performance", "1.6", 7.5, 10.0, "failed"),
+    ("Part 2 · blelloch_scan · does not compile", "2.1", 0.0, 2.0, "failed"),
+    ("Part 2 · blelloch_scan · performance", "2.2", 0.0, 4.0, "failed"),
+    ("Part 9 · part9_bonus · file missing", "9.1", 0.0, 2.0, "failed"),
+    ("Part 4 · scan_tiles + add_tile_offsets · n=65537 int32", "4.3", 0.0, 2.0, "failed"),
+    ("Part 4 · scan_tiles + add_tile_offsets · n=16000000 int32", "4.5", 0.0, 2.0, "failed"),
+    ("Part 5 · scan_single_pass · hidden #1 int32", "5.2", 0.0, 1.0, "failed"),
 ])
-def test_gradescope_tests(gs, name, number, score, status):
+def test_gradescope_tests(gs, name, number, score, max_score, status):
     test = _gs_test(gs, name)
-    assert (test["number"], test["score"], test["status"]) == (number, score, status)
+    assert (test["number"], test["score"], test["max_score"], test["status"]) == (number, score, max_score, status)
 
 
-def test_gradescope_test_count(gs):
-    # 5 cases + performance, 1 for the compile error, 1 for the missing file, 5 cases, 4 cases
-    assert len(gs["tests"]) == 6 + 1 + 1 + 5 + 4
+def test_gradescope_one_test_per_case_and_performance(gs):
+    # part 1: 5 cases + performance; part 2: compile error + performance; part 9: missing;
+    # part 4: 5 cases + performance; part 5: 3 cases + performance
+    assert len(gs["tests"]) == 6 + 2 + 1 + 6 + 4
 
 
 def test_gradescope_compile_error_is_one_failing_test_with_the_compiler_output(gs):
-    part2 = [t for t in gs["tests"] if t["number"].startswith("2.")]
-    assert len(part2) == 1
-    assert part2[0]["output"] == COMPILER_OUTPUT
-    assert part2[0]["max_score"] == sum(c.max_points for c in PART2.cases)
+    test = _gs_test(gs, "Part 2 · blelloch_scan · does not compile")
+    assert "error: expected a" in test["output"] and "int x = <y> & z;" in test["output"]
+    assert "\x1b" not in test["output"]  # colour codes dropped: Gradescope shows test output as text
 
 
-def test_gradescope_failure_output_has_the_message(gs):
-    output = _gs_test(gs, "Part 1 · naive_scan · n=33")["output"]
+def test_gradescope_failure_output_has_the_message_and_seed(gs):
+    output = _gs_test(gs, "Part 1 · naive_scan · n=33 int32")["output"]
     assert MISMATCH_MSG in output and f"seed {BASE_SEED}" in output
 
 
 def test_gradescope_timeout_case_carries_the_part_message(gs):
-    assert "KERNELOUT 123" in _gs_test(gs, "Part 4 · scan_tiles + add_tile_offsets · n=65537")["output"]
+    assert "KERNELOUT 123" in _gs_test(gs, "Part 4 · scan_tiles + add_tile_offsets · n=65537 int32")["output"]
+
+
+def test_gradescope_timed_case_output_has_the_timing(gs):
+    output = _gs_test(gs, "Part 1 · naive_scan · timed n=512 int32")["output"]
+    assert "0.0123 ms" in output and "42 % of copy bandwidth" in output
 
 
 def test_gradescope_hidden_case_is_shown_by_name_and_status(gs):
-    test = _gs_test(gs, "Part 5 · part5_single_pass · hidden case 1")
+    test = _gs_test(gs, "Part 5 · scan_single_pass · hidden #1 int32")
     assert "visibility" not in test  # Gradescope's "hidden" would hide it, its status and the total score
     assert test["output"].startswith("crashed")
 
 
 def test_gradescope_hidden_case_visibility_applies_to_hidden_tests_only():
     gs = gradescope(RESULT, hidden_case_visibility="after_due_date")
-    marked = {t["name"] for t in gs["tests"] if "visibility" in t}
-    assert marked == {"Part 1 · naive_scan · hidden case 1", "Part 1 · naive_scan · stress",
-                      "Part 5 · part5_single_pass · hidden case 1"}
+    marked = {t["name"]: t["visibility"] for t in gs["tests"] if "visibility" in t}
+    assert marked == {"Part 1 · naive_scan · hidden #1 int32": "after_due_date",
+                      "Part 1 · naive_scan · hidden case 2": "after_due_date",
+                      "Part 5 · scan_single_pass · hidden #1 int32": "after_due_date"}
 
 
 @pytest.mark.parametrize("kwargs", [{"visibility": "public"}, {"stdout_visibility": "yes"},
@@ -302,23 +362,30 @@ def test_gradescope_rejects_undocumented_visibility(kwargs):
         gradescope(RESULT, **kwargs)
 
 
-def test_gradescope_leaderboard_is_the_largest_timed_case_of_the_challenge_part(gs):
+def test_gradescope_leaderboard_is_the_largest_timed_case_of_the_challenge_part():
+    gs = gradescope(submission(PART1, PART5_TIMED))
     assert gs["leaderboard"] == [{"name": "Part 5 time (ms)", "value": 0.25, "order": "asc"}]
 
 
 @pytest.mark.parametrize("result, part", [
-    (RESULT, None),                            # no leaderboard asked for
-    (RESULT, "part4_any_size"),                # a part with no timed case
-    (submission(PART1, PART4), "part5_single_pass"),  # the challenge part not graded
-])
+    (submission(PART5_TIMED), None),               # no leaderboard asked for
+    (submission(PART5_TIMED), "part4_any_size"),   # the part asked for is not graded
+    (RESULT, "part5_single_pass"),                 # the challenge part crashed: nothing timed
+    (submission(PartResult(**{**PART5_TIMED.__dict__, "status": "fail",
+                              "cases": PART5_TIMED.cases + (timed(268435456, "fail", message="wrong"),)})),
+     "part5_single_pass"),                         # a timed run gave wrong output
+], ids=["none", "absent", "crashed", "timed-run-failed"])
 def test_gradescope_no_leaderboard(result, part):
     assert "leaderboard" not in gradescope(result, leaderboard_part=part)
 
 
-def test_gradescope_top_level_output_is_a_summary(gs):
-    assert "10.5/19 points" not in gs["output"]  # parts are summarised one by one, not invented
-    for p in RESULT.parts:
-        assert f"Part {p.number} (" in gs["output"]
+@pytest.mark.parametrize("part", RESULT.parts, ids=lambda p: p.key)
+def test_gradescope_top_level_output_summarises_each_part(gs, part):
+    assert f"Part {part.number} ({part.title}): {part.points:g}/{part.max_points:g} points" in gs["output"]
+
+
+def test_gradescope_top_level_output_has_total_and_seed(gs):
+    assert f"{RESULT.points:g}/{RESULT.max_points:g} points" in gs["output"]
     assert f"seed {BASE_SEED}" in gs["output"]
 
 
@@ -329,21 +396,27 @@ def md() -> str:
     return markdown(RESULT)
 
 
+def _section(md: str, number: int) -> str:
+    return md.split(f"### Part {number}: ")[1].split("\n### ")[0]
+
+
 @pytest.mark.parametrize("part", RESULT.parts, ids=lambda p: p.key)
 def test_markdown_has_a_section_per_part(md, part):
-    assert f"### Part {part.number}: " in md
-    assert f"{part.points:g}/{part.max_points:g} points" in md
+    assert f"### Part {part.number}: {part.title} — {part.points:g}/{part.max_points:g} points" in md
 
 
-@pytest.mark.parametrize("text", [
-    "expected 17; 30 of 33 elements wrong",   # the mismatch
-    "KERNELOUT 123",                          # the timed-out case's full message
-    "int x = <y> & z;",                       # compiler output, verbatim in a code block
-    "part3\\_extra.cu is missing",            # the missing file
-    "ratio 1.40: 7.5 of 10 points",           # the performance score
+@pytest.mark.parametrize("number, text", [
+    (1, "expected 17; 30 of 33 elements wrong"),          # the mismatch
+    (1, "ratio 1.40: 7.5 of 10 points"),                  # the performance score
+    (2, "int x = <y> & z;"),                              # compiler output, verbatim in a code block
+    (9, "part9_bonus.cu is missing from the submission"),  # the missing file, in a code block
+    (4, "KERNELOUT 123"),                                 # the timed-out case's full message
+    (4, "2 case(s) not run: an earlier step ended in timeout."),  # what did not run, and why
+    (4, "| n=16000000 int32 | not run | 0/2 |"),          # ... case by case
+    (5, "| hidden #1 int32 | crashed | 0/1 | hidden case: details are not shown |"),
 ])
-def test_markdown_shows_each_failure(md, text):
-    assert text in md
+def test_markdown_shows_each_failure(md, number, text):
+    assert text in _section(md, number)
 
 
 def test_markdown_header_names_backend_and_device(md):
@@ -351,23 +424,36 @@ def test_markdown_header_names_backend_and_device(md):
     assert "pycuda" in header and "NVIDIA H100 80GB HBM3" in header and str(BASE_SEED) in header
 
 
-def test_markdown_timing_columns_when_timed(md):
-    part1 = md.split("### Part 1:")[1].split("### Part 2:")[0]
-    assert "| ms | spread | GB/s | % of copy | × reference |" in part1
-    assert "| n=512 | passed | 1/1 | 0.0123 | ±2.1 % | 333.3 | 42 % | 1.12× |" in part1
-    part4 = md.split("### Part 4:")[1]
-    assert "GB/s" not in part4.split("### Part 5:")[0]
+def test_markdown_overview_has_a_row_per_part_and_a_total(md):
+    overview = md.split("\n| Part |")[1].split("\n\n")[0]
+    rows = [r for r in overview.splitlines() if r.startswith("| ") and not r.startswith("| ---")]
+    assert len(rows) == len(RESULT.parts) + 1
+    assert rows[-1].endswith(f"| **{RESULT.points:g}/{RESULT.max_points:g}** |")
+
+
+def test_markdown_timing_table_when_timed(md):
+    part1 = _section(md, 1)
+    assert "| Timed case | Status | ms | spread | GB/s | % of copy | × reference | × CPU |" in part1
+    assert "| timed n=512 int32 | passed | 0.0123 | ±2.1 % | 333.3 | 42 % | 1.12× | 55× |" in part1
+    assert "| hidden case 2 | passed | 1/1 |  |" in part1  # a hidden case's timing is not shown
+    assert "GB/s" not in _section(md, 4)
+
+
+def test_markdown_folds_an_all_passing_case_table():
+    text = markdown(submission(PART5_TIMED))
+    assert "<details><summary>1 cases, all passed</summary>" in text
 
 
 def test_markdown_escapes_submission_text(md):
     line = next(x for x in md.splitlines() if "30 of 33 elements wrong" in x)
     assert "<b>" not in line and "&lt;b&gt;" in line
-    assert "\\|" in line  # a pipe cannot end a table cell or open one
+    assert "\\|" in line  # a pipe cannot end a table cell
 
 
-def test_markdown_compile_error_is_fenced(md):
-    block = re.search(r"```text\n(.*?)\n```", md, re.S)
-    assert block is not None and block.group(1) == COMPILER_OUTPUT
+def test_markdown_compile_error_is_fenced_without_colour_codes(md):
+    block = re.search(r"```text\n(.*?)\n```", _section(md, 2), re.S)
+    assert block is not None
+    assert block.group(1) == COMPILER_OUTPUT.replace("\x1b[31m", "").replace("\x1b[0m", "")
 
 
 # ----------------------------------------------------------------------------------------- hidden cases
@@ -376,34 +462,39 @@ def _student_views(result: SubmissionResult) -> dict[str, str]:
     return {"gradescope": json.dumps(gradescope(result), ensure_ascii=False), "markdown": markdown(result)}
 
 
+@pytest.fixture(scope="module")
+def views() -> dict[str, str]:
+    return _student_views(RESULT)
+
+
 @pytest.mark.parametrize("view", ["gradescope", "markdown"])
 @pytest.mark.parametrize("secret", HIDDEN_SECRETS)
-def test_student_views_leak_nothing_of_hidden_cases(view, secret):
-    assert secret not in _student_views(RESULT)[view]
+def test_student_views_leak_nothing_of_hidden_cases(views, view, secret):
+    assert secret not in views[view]
+
+
+@pytest.mark.parametrize("view", ["gradescope", "markdown"])
+def test_student_views_show_hidden_cases_by_name_and_status(views, view):
+    assert "hidden #1 int32" in views[view] and "hidden case 2" in views[view]
 
 
 @pytest.mark.parametrize("view", ["gradescope", "markdown"])
 def test_student_views_hide_a_base_seed_only_hidden_cases_use(view):
     seed = 5550123
-    only_hidden = PartResult(key="part1_naive", number=1, title="t", file="f.cu", status="fail",
-                             cases=(case("n=31", 31, "pass", seed=91), case("n=4321", 4321, "fail", seed=seed,
-                                                                           visibility="hidden", message="x")))
-    text = _student_views(submission(only_hidden, seed=seed))[view]
+    part = PartResult(key="part1_naive", number=1, title="t", file="f.cu", status="fail",
+                      cases=(case("n=31 int32", 31, "pass", seed=91),
+                             case("hidden #1 int32", 4321, "fail", seed=seed, visibility="hidden", message="x")))
+    text = _student_views(submission(part, seed=seed))[view]
     assert str(seed) not in text and "4321" not in text
 
 
 @pytest.mark.parametrize("view", ["gradescope", "markdown"])
-def test_student_views_still_show_hidden_cases_by_name_and_status(view):
-    text = _student_views(RESULT)[view]
-    assert "hidden case 1" in text and "stress" in text
-
-
-def test_hidden_case_after_visible_failure_keeps_first_line_only():
-    # A part that stopped on a visible case after a hidden one ran: the kernel output may come
-    # from the hidden case, so only the first line of the part's message is shown.
+def test_part_stopped_after_hidden_cases_ran_keeps_first_line_only(view):
+    # The part timed out on a visible case after a hidden one ran: the kernel output may come from
+    # the hidden case, so only the first line of the part's message is shown.
     part = PartResult(key="part4_any_size", number=4, title="t", file="f.cu", status="timeout",
                       message=TIMEOUT_FIRST + "\nlast output of the kernel:\nSECRETOUT",
-                      cases=(case("big", 777777, "pass", seed=HIDDEN_SEED, visibility="hidden"),
-                             case("n=65537", 65537, "timeout", message=TIMEOUT_FIRST)))
-    for text in _student_views(submission(part)).values():
-        assert TIMEOUT_FIRST in text and "SECRETOUT" not in text
+                      cases=(case("hidden #1 int32", 777777, "pass", seed=HIDDEN_SEED, visibility="hidden"),
+                             case("n=65537 int32", 65537, "timeout", message=TIMEOUT_FIRST)))
+    text = _student_views(submission(part))[view]
+    assert "during case n=65537: the kernel may never finish" in text and "SECRETOUT" not in text

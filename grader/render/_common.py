@@ -80,7 +80,23 @@ def stopped_case(part: PartResult) -> CaseResult | None:
 
 
 def _mentions(text: str, number: int) -> bool:
-    return re.search(rf"(?<!\d){abs(number)}(?!\d)", text) is not None
+    """Whether ``text`` holds ``number`` as a token of its own (``n=777``, ``777``, not ``int32``)."""
+    return re.search(rf"(?<![\w.]){abs(number)}(?![\w.])", text) is not None
+
+
+def is_timed_case(case: CaseResult) -> bool:
+    """Whether the case is a timing run rather than a correctness case: the worker names timing
+    runs ``timed n=<n> <dtype>`` and gives them no points (one that failed has no timing)."""
+    return case.name.startswith("timed ") or (case.timing is not None and case.max_points == 0)
+
+
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def printable(text: str) -> str:
+    """Text for a reader: ANSI colour sequences removed, other control characters as ``\\xNN``."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", _ANSI.sub("", text))
 
 
 def public_case_name(part: PartResult, case: CaseResult) -> str:
@@ -128,9 +144,12 @@ def public_seed(result: SubmissionResult) -> int | None:
 
 
 def largest_timed_case(part: PartResult) -> CaseResult | None:
-    """The passing case with the largest n that has a timing, or None."""
-    timed = [c for c in part.cases if c.timing is not None and c.status == "pass"]
-    return max(timed, key=lambda c: c.n) if timed else None
+    """The timed case with the largest n, or None when the part has no timed case or any of its
+    timed cases failed (a kernel whose output was wrong after the timed runs has no fair time)."""
+    timed = [c for c in part.cases if is_timed_case(c)]
+    if not timed or any(c.status != "pass" or c.timing is None for c in timed):
+        return None
+    return max(timed, key=lambda c: c.n)
 
 
 def device_text(result: SubmissionResult) -> str:

@@ -13,8 +13,9 @@ import html
 from typing import Any
 
 from grader.render._common import (CASE_STATUS_WORDS, HIDDEN_NOTE, PART_STATUS_WORDS, device_text, is_hidden,
-                                   largest_timed_case, part_label, points, public_case_name, public_part_message,
-                                   public_seed, stopped_case, visible_case_details, whole_part_failure)
+                                   is_timed_case, largest_timed_case, part_label, points, printable,
+                                   public_case_name, public_part_message, public_seed, stopped_case,
+                                   visible_case_details, whole_part_failure)
 from grader.results import CaseResult, PartResult, SubmissionResult
 
 #: The visibility values Gradescope documents, for the top level, ``stdout_visibility`` and each test.
@@ -30,9 +31,9 @@ LEADERBOARD_KEYS = frozenset({"name", "value", "order"})
 
 def _test(part: PartResult, index: int, what: str, score: float, max_score: float, passed: bool,
           output: str, visibility: str | None = None) -> dict[str, Any]:
-    t: dict[str, Any] = {"name": f"Part {part.number} · {part_label(part)} · {what}", "number": f"{part.number}.{index}",
-                         "score": float(score), "max_score": float(max_score),
-                         "status": "passed" if passed else "failed", "output": output}
+    t: dict[str, Any] = {"name": f"Part {part.number} · {part_label(part)} · {what}",
+                         "number": f"{part.number}.{index}", "score": float(score), "max_score": float(max_score),
+                         "status": "passed" if passed else "failed", "output": printable(output)}
     if visibility is not None:
         t["visibility"] = visibility
     return t
@@ -59,11 +60,8 @@ def _part_tests(part: PartResult, hidden_case_visibility: str | None) -> list[di
                                case.status == "pass", _case_output(part, case), vis))
     perf = part.performance
     if perf is not None:
-        lines = [perf.message] if perf.message else []
-        if perf.ratio is not None:
-            lines.append(f"weighted geometric mean of the time ratios to the reference: {perf.ratio:.3f}")
         tests.append(_test(part, len(tests) + 1, "performance", perf.points, perf.max_points,
-                           perf.points >= perf.max_points, "\n".join(lines)))
+                           perf.points >= perf.max_points, perf.message))
     return tests
 
 
@@ -76,10 +74,11 @@ def _summary(result: SubmissionResult) -> str:
     if result.timing_note:
         lines.append(result.timing_note.rstrip(".") + ".")
     for p in result.parts:
-        ok = sum(c.status == "pass" for c in p.cases)
+        checks = [c for c in p.cases if not is_timed_case(c)]
+        ok = sum(c.status == "pass" for c in checks)
         state = (PART_STATUS_WORDS[p.status] if whole_part_failure(p)
-                 else f"{ok} of {len(p.cases)} cases passed" + (f", {PART_STATUS_WORDS[p.status]}"
-                                                                 if p.status not in ("pass", "fail") else ""))
+                 else f"{ok} of {len(checks)} cases passed" + (f", {PART_STATUS_WORDS[p.status]}"
+                                                                if p.status not in ("pass", "fail") else ""))
         lines.append(f"Part {p.number} ({p.title}): {points(p.points)}/{points(p.max_points)} points, {state}.")
     seed = public_seed(result)
     if seed is not None:
@@ -100,11 +99,12 @@ def gradescope(result: SubmissionResult, *, leaderboard_part: str | None = "part
                hidden_case_visibility: str | None = None) -> dict[str, Any]:
     """Gradescope's ``results.json`` for one submission, as a JSON-ready dict (no I/O).
 
-    Tests, in part order: one per case (``"Part 2 · blelloch_scan · n=33"``, number ``"2.6"``,
-    score and max_score in points, status ``passed`` for a passing case and ``failed`` for any
-    other); a part that failed before any case ran (compile error, missing file, or a timeout,
-    crash or error while compiling) is one failing test whose max_score is the part's case points
-    and whose output is the part's message; then, when the part has a performance score, one test
+    Tests, in part order: one per case, timed runs included (name
+    ``"Part 2 · blelloch_scan · n=33 int32"``, number ``"2.6"``, score and max_score in points,
+    status ``passed`` for a passing case and ``failed`` for any other); a part that failed before
+    any case ran (compile error, missing file, or a timeout, crash or error while compiling) is
+    one failing test whose max_score is the part's case points and whose output is the part's
+    message; then, when the part has a performance score, one test
     ``"... · performance"`` (status ``passed`` only with full performance points). A timed-out or
     crashed case's output carries the part's full message. The test scores add up to
     ``result.points`` and the max_scores to ``result.max_points``.
@@ -117,9 +117,9 @@ def gradescope(result: SubmissionResult, *, leaderboard_part: str | None = "part
 
     Args:
         result: the graded submission.
-        leaderboard_part: the part key whose largest passing timed case's median time (ms, lower
-            is better) becomes the ``leaderboard`` entry ``"Part N time (ms)"``; no leaderboard
-            when None, when the part is absent or when none of its cases was timed.
+        leaderboard_part: the part key whose largest timed run's median time (ms, lower is
+            better) becomes the ``leaderboard`` entry ``"Part N time (ms)"``; no leaderboard when
+            None, when the part is absent, has no timed runs, or any of them failed.
         visibility: top-level visibility of the tests (one of :data:`VISIBILITIES`).
         stdout_visibility: who sees the autograder's stdout (default ``hidden``: the terminal
             report there shows hidden cases in full).
@@ -127,7 +127,7 @@ def gradescope(result: SubmissionResult, *, leaderboard_part: str | None = "part
             the top level).
 
     Returns:
-        A dict with ``score`` (float points), ``execution_time`` (int seconds), ``output`` (a
+        A dict with ``score`` (float points), ``execution_time`` (int, rounded seconds), ``output`` (a
         short summary, HTML-escaped, as Gradescope renders top-level output as simple HTML),
         ``visibility``, ``stdout_visibility``, ``tests`` (list of dicts) and, when there is one,
         ``leaderboard`` (list of ``{"name", "value", "order": "asc"}``).
@@ -142,7 +142,7 @@ def gradescope(result: SubmissionResult, *, leaderboard_part: str | None = "part
     tests = [t for p in result.parts for t in _part_tests(p, hidden_case_visibility)]
     out: dict[str, Any] = {
         "score": float(result.points),
-        "execution_time": max(0, int(round(result.elapsed_s))),
+        "execution_time": max(0, round(result.elapsed_s)),
         "output": html.escape(_summary(result), quote=False),
         "visibility": visibility,
         "stdout_visibility": stdout_visibility,

@@ -11,22 +11,23 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from grader.render._common import (points, stopped_case, timing_text, utc_timestamp, visible_case_details,
-                                   whole_part_failure)
+from grader.render._common import (points, printable, stopped_case, timing_text, utc_timestamp,
+                                   visible_case_details, whole_part_failure)
 from grader.results import CaseResult, PartResult, SubmissionResult
 
 #: Case status -> the JUnit child element marking it (None: the testcase passed).
 CASE_ELEMENT = {"pass": None, "fail": "failure", "error": "error", "timeout": "error", "crash": "error",
                 "not-run": "skipped"}
 
-# XML 1.0 admits tab, newline, carriage return and these ranges; anything else (ANSI escapes in
-# compiler or kernel output, NULs) would make the document unreadable.
+# XML 1.0 admits tab, newline, carriage return and these ranges; anything else (NULs, lone
+# surrogates, U+FFFE) would make the document unreadable.
 _ILLEGAL_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def _clean(text: str) -> str:
+    """Text XML 1.0 can hold: ANSI colour sequences dropped, other illegal characters as ``\\xNN``."""
     return _ILLEGAL_XML.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
-                            else f"\\u{ord(m.group()):04x}", text)
+                            else f"\\u{ord(m.group()):04x}", printable(text))
 
 
 def _sub(parent: ET.Element, tag: str, text: str | None = None, **attrs: str) -> ET.Element:
@@ -85,8 +86,9 @@ def _suite(parent: ET.Element, result: SubmissionResult, part: PartResult) -> ET
              **{f"device.{k}": str(v) for k, v in result.device.items()}}
     if part.performance is not None:
         perf = part.performance
-        facts |= {"performance.points": points(perf.points), "performance.max_points": points(perf.max_points),
-                  "performance.ratio": "" if perf.ratio is None else f"{perf.ratio:.4f}"}
+        facts |= {"performance.points": points(perf.points), "performance.max_points": points(perf.max_points)}
+        if perf.ratio is not None:
+            facts["performance.ratio"] = f"{perf.ratio:.4f}"
     for name, value in facts.items():
         _sub(props, "property", name=name, value=value)
 
@@ -107,8 +109,8 @@ def _suite(parent: ET.Element, result: SubmissionResult, part: PartResult) -> ET
         _sub(tc, "system-out", f"{points(perf.points)}/{points(perf.max_points)} performance points"
              + (f"; ratio to the reference {perf.ratio:.4f}" if perf.ratio is not None else "")
              + (f"\n{perf.message}" if perf.message else ""))
-    if part.message and part.status != "pass":
-        _sub(suite, "system-err", part.message)
+    if part.message and not whole_part_failure(part) and stopped_case(part) is None:
+        _sub(suite, "system-err", part.message)  # a part message no testcase carries
 
     cases = suite.findall("testcase")
     counts = {"tests": len(cases), "failures": sum(tc.find("failure") is not None for tc in cases),
@@ -134,8 +136,8 @@ def junit_xml(result: SubmissionResult) -> str:
     ``<testcase name=STATUS>`` with an ``<error>`` whose body is the part's full message (the
     compiler output). A part with a performance score adds ``<testcase name="performance">``:
     skipped when not timed, a failure below full performance points. Hidden cases appear in full:
-    this output is for course CI, not for students. Characters XML 1.0 cannot hold (ANSI escapes,
-    NUL) are written as ``\\xNN``.
+    this output is for course CI, not for students. ANSI colour sequences are dropped and other
+    characters XML 1.0 cannot hold (NUL, other control characters) are written as ``\\xNN``.
     """
     root = ET.Element("testsuites", {"name": "scangrade"})
     suites = [_suite(root, result, p) for p in result.parts]

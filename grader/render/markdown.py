@@ -8,37 +8,46 @@ from __future__ import annotations
 
 import re
 
-from grader.render._common import (CASE_STATUS_WORDS, PART_STATUS_WORDS, device_text, is_hidden, points,
-                                   public_case_name, public_part_message, public_seed, stopped_case,
-                                   whole_part_failure)
+from grader.render._common import (CASE_STATUS_WORDS, PART_STATUS_WORDS, device_text, is_hidden, is_timed_case,
+                                   points, printable, public_case_name, public_part_message, public_seed,
+                                   stopped_case, whole_part_failure)
 from grader.results import CaseResult, PartResult, SubmissionResult, Timing
 
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~#!])")
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 _DASH = "—"
 
 
 def _md(text: str) -> str:
     """Text safe inside a paragraph, list item or table cell: no markup, no HTML, one line."""
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = printable(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     text = _MD_SPECIAL.sub(r"\\\1", text)
     return "<br>".join(text.splitlines())
 
 
-def _code_block(text: str) -> list[str]:
+def _code_block(text: str, indent: str = "") -> list[str]:
+    """A fenced block showing ``text`` verbatim (fence longer than any run of backticks in it)."""
+    text = printable(text).rstrip("\n")
     fence = "`" * max(3, 1 + max((len(m) for m in re.findall(r"`+", text)), default=0))
-    return [fence + "text", text.rstrip("\n"), fence]
+    return [indent + line for line in [fence + "text", *text.splitlines(), fence]]
 
 
 def _row(cells: list[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
+def _table(head: list[str], rows: list[list[str]], left: int = 2) -> list[str]:
+    """A table whose first ``left`` columns and a ``Message`` column align left, the rest right."""
+    align = ["---" if i < left or h == "Message" else "---:" for i, h in enumerate(head)]
+    return [_row(head), _row(align)] + [_row(r) for r in rows]
+
+
 def _timing_cells(t: Timing | None) -> list[str]:
     if t is None:
-        return [_DASH] * 5
+        return [_DASH] * 6
     return [f"{t.median_ms:.4g}", f"±{100 * t.spread:.1f} %", f"{t.gbps:.1f}",
             _DASH if t.copy_fraction is None else f"{100 * t.copy_fraction:.0f} %",
-            _DASH if t.ratio is None else f"{t.ratio:.2f}×"]
+            _DASH if t.ratio is None else f"{t.ratio:.2f}×",
+            _DASH if t.cpu_speedup is None else f"{t.cpu_speedup:.0f}×"]
 
 
 def _case_message(part: PartResult, case: CaseResult) -> str:
@@ -47,74 +56,94 @@ def _case_message(part: PartResult, case: CaseResult) -> str:
     return case.message
 
 
-def _part_section(part: PartResult) -> list[str]:
+def _message_cell(part: PartResult, case: CaseResult, base_seed: int) -> str:
+    """The first line of a case's message for its table row (empty for passing and not-run cases)."""
+    if case.status in ("pass", "not-run"):
+        return ""
+    if is_hidden(case):
+        return "hidden case: details are not shown"
+    first = _case_message(part, case).partition("\n")[0]
+    seed = f" (seed {case.seed})" if case.seed != base_seed and not is_timed_case(case) else ""
+    return _md(first) + seed
+
+
+def _case_table(part: PartResult, cases: list[CaseResult], base_seed: int, *, timing: bool) -> list[str]:
+    head = ["Timed case" if timing else "Case", "Status"]
+    head += ["ms", "spread", "GB/s", "% of copy", "× reference", "× CPU"] if timing else ["Points"]
+    messages = [_message_cell(part, c, base_seed) for c in cases]
+    if any(messages):
+        head.append("Message")
+    rows = []
+    for c, msg in zip(cases, messages):
+        row = [_md(public_case_name(part, c)), CASE_STATUS_WORDS[c.status]]
+        if timing:
+            row += _timing_cells(None if is_hidden(c) else c.timing)
+        else:
+            row.append(f"{points(c.points)}/{points(c.max_points)}")
+        rows.append(row + ([msg] if any(messages) else []))
+    table = _table(head, rows)
+    if all(c.status == "pass" for c in cases) and not timing:  # nothing to read in it: fold it away
+        table = [f"<details><summary>{len(cases)} cases, all passed</summary>", ""] + table + ["", "</details>"]
+    return table + [""]
+
+
+def _part_section(part: PartResult, base_seed: int) -> list[str]:
     lines = [f"### Part {part.number}: {_md(part.title)} — {points(part.points)}/{points(part.max_points)} points",
              "", f"File {_md(part.file)} · {PART_STATUS_WORDS[part.status]}", ""]
+    checks = [c for c in part.cases if not is_timed_case(c)]
+    timed = [c for c in part.cases if is_timed_case(c)]
     if whole_part_failure(part):
-        lines.append(f"No case ran ({len(part.cases)} not run, {points(sum(c.max_points for c in part.cases))} "
-                     "points).")
+        lines.append(f"No case ran ({len(part.cases)} cases, "
+                     f"{points(sum(c.max_points for c in part.cases))} points).")
         msg = public_part_message(part)
         if msg:
             lines += [""] + _code_block(msg)
+        lines.append("")
     else:
-        timed = any(c.timing is not None and not is_hidden(c) for c in part.cases)
-        head = ["Case", "Status", "Points"] + (["ms", "spread", "GB/s", "% of copy", "× reference"] if timed else [])
-        table = [_row(head), _row(["---", "---"] + ["---:"] * (len(head) - 2))]
-        for c in part.cases:
-            cells = [_md(public_case_name(part, c)), CASE_STATUS_WORDS[c.status],
-                     f"{points(c.points)}/{points(c.max_points)}"]
-            if timed:
-                cells += _timing_cells(None if is_hidden(c) else c.timing)
-            table.append(_row(cells))
-        if part.status == "pass" and not timed:  # nothing to read in it: fold it away
-            table = [f"<details><summary>{len(part.cases)} cases, all passed</summary>", ""] + table + ["", "</details>"]
-        lines += table
-        failing = [c for c in part.cases if c.status not in ("pass", "not-run")]
-        if failing:
-            lines += ["", "Failing cases:", ""]
-            for c in failing:
-                name, status = _md(public_case_name(part, c)), CASE_STATUS_WORDS[c.status]
-                if is_hidden(c):
-                    lines.append(f"- {name} — {status} (hidden case: details are not shown)")
-                    continue
-                msg = _case_message(part, c)
-                first, _, rest = msg.partition("\n")
-                lines.append(f"- {name} — {status}: {_md(first)}" + (f" (seed {c.seed})" if first else ""))
-                if rest.strip():
-                    lines += [""] + ["  " + x for x in _code_block(rest)]
+        if checks:
+            lines += _case_table(part, checks, base_seed, timing=False)
+        if timed:
+            lines += _case_table(part, timed, base_seed, timing=True)
+        stopped = stopped_case(part)
+        if stopped is not None and not is_hidden(stopped):
+            rest = _case_message(part, stopped).partition("\n")[2]
+            if rest.strip():
+                lines += [f"More on {_md(stopped.name)}:", ""] + _code_block(rest) + [""]
         skipped = [c for c in part.cases if c.status == "not-run"]
         if skipped:
-            lines += ["", f"Not run: {len(skipped)} case(s) — {_md(skipped[0].message or 'not run')}"]
+            why = (skipped[0].message or "").removeprefix("not run: ")
+            lines += [f"{len(skipped)} case(s) not run" + (f": {_md(why)}." if why else "."), ""]
     perf = part.performance
     if perf is not None:
-        ratio = f" (ratio to the reference {perf.ratio:.2f})" if perf.ratio is not None else ""
-        lines += ["", f"Performance: {points(perf.points)}/{points(perf.max_points)} points{ratio} — "
-                      f"{_md(perf.message)}"]
-    return lines + [""]
+        ratio = f" (time / reference time {perf.ratio:.2f})" if perf.ratio is not None else ""
+        lines += [f"Performance: {points(perf.points)}/{points(perf.max_points)} points{ratio} — {_md(perf.message)}",
+                  ""]
+    return lines
 
 
 def markdown(result: SubmissionResult) -> str:
     """A Markdown summary of the result (GitHub-flavoured; a str ending in a newline, no I/O).
 
-    Layout: a ``##`` header with the total points; a line with submission, backend and device,
-    seed, BLOCK_SIZE and grader version; the timing note; an overview table (part, status, cases
-    passed, points, and a total row); then per part a ``###`` section with a table of its cases
-    (case, status, points, and — when any visible case was timed — median ms, spread, GB/s, % of
-    copy bandwidth, ratio to the reference), its failing cases with their messages (a timed-out or
-    crashed case's multi-line message in a code block), the count of cases not run, and the
-    performance score. A part that failed before any case ran shows its message (compiler output)
-    in a code block instead of the table.
+    Layout: a ``##`` header with the total points; a line with submission, backend, device facts,
+    seed, BLOCK_SIZE, grader version and wall time; the timing note; an overview table (part,
+    status, cases passed, points, and a total row); then per part a ``###`` section with a table of
+    its correctness cases (case, status, points, and the first line of each failing case's
+    message; folded into ``<details>`` when all passed), a table of its timed cases when it has any
+    (median ms, spread, GB/s, % of copy bandwidth, ratio to the reference, speed-up over the CPU
+    scan), the rest of a multi-line message (a timeout's or crash's) in a code block, how many
+    cases did not run and why, and the performance score. A part that failed before any case ran
+    shows its message (the compiler output) in a code block instead of tables. A case's seed is
+    shown only where it differs from the run's seed in the header.
 
     Student-facing: a hidden case shows its name (``hidden case K`` when the name gives its size
     away), status and points only — no size, seed, values, message or timing. Text from the
     submission (messages, compiler output, paths) is escaped or fenced, so it cannot inject
-    Markdown or HTML.
+    Markdown or HTML; ANSI colour sequences are dropped.
     """
-    ok = result.passed
     lines = [f"## scangrade: {points(result.points)}/{points(result.max_points)} points — "
-             f"{'all cases passed' if ok else 'some cases did not pass'}", ""]
-    dev = device_text(result)
+             f"{'all cases passed' if result.passed else 'some cases did not pass'}", ""]
     facts = [f"Submission {_md(result.submission)}", f"backend {_md(result.backend)}"]
+    dev = device_text(result)
     if dev:
         facts.append(f"device: {_md(dev)}")
     seed = public_seed(result)
@@ -125,15 +154,17 @@ def markdown(result: SubmissionResult) -> str:
     lines += [" · ".join(facts), ""]
     if result.timing_note:
         lines += [f"_{_md(result.timing_note)}_", ""]
-    lines += [_row(["Part", "Status", "Cases passed", "Points"]), _row(["---", "---", "---:", "---:"])]
+    rows = []
     for p in result.parts:
-        passed = sum(c.status == "pass" for c in p.cases)
-        lines.append(_row([f"{p.number}. {_md(p.title)}", PART_STATUS_WORDS[p.status], f"{passed}/{len(p.cases)}",
-                           f"{points(p.points)}/{points(p.max_points)}"]))
-    total_cases = sum(len(p.cases) for p in result.parts)
-    total_passed = sum(c.status == "pass" for p in result.parts for c in p.cases)
-    lines += [_row(["**Total**", "**passed**" if ok else "**failed**", f"{total_passed}/{total_cases}",
-                    f"**{points(result.points)}/{points(result.max_points)}**"]), ""]
+        checks = [c for c in p.cases if not is_timed_case(c)]
+        rows.append([f"{p.number}. {_md(p.title)}", PART_STATUS_WORDS[p.status],
+                     f"{sum(c.status == 'pass' for c in checks)}/{len(checks)}",
+                     f"{points(p.points)}/{points(p.max_points)}"])
+    all_checks = [c for p in result.parts for c in p.cases if not is_timed_case(c)]
+    rows.append(["**Total**", "**passed**" if result.passed else "**failed**",
+                 f"{sum(c.status == 'pass' for c in all_checks)}/{len(all_checks)}",
+                 f"**{points(result.points)}/{points(result.max_points)}**"])
+    lines += _table(["Part", "Status", "Cases passed", "Points"], rows) + [""]
     for p in result.parts:
-        lines += _part_section(p)
+        lines += _part_section(p, result.seed)
     return "\n".join(lines).rstrip("\n") + "\n"

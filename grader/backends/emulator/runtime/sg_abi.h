@@ -88,8 +88,10 @@ __SG_HIDDEN int __sg_barrier(int kind, int predicate, const char *file, int line
 __SG_HIDDEN unsigned long long __sg_warp_op(int op, unsigned mask, unsigned long long value, int arg, int width,
                                             const char *file, int line);
 __SG_HIDDEN unsigned __sg_activemask(void);
-__SG_HIDDEN unsigned long long __sg_atomic(int op, void *addr, int size, unsigned long long a, unsigned long long b);
+__SG_HIDDEN unsigned long long __sg_atomic(int op, void *addr, int size, unsigned long long a, unsigned long long b,
+                                           const char *file, int line);
 __SG_HIDDEN void __sg_yield_at(int what, const char *file, int line);
+__SG_HIDDEN int __sg_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 __SG_HIDDEN __attribute__((noreturn)) void __sg_trap(const char *file, int line, const char *func);
 __SG_HIDDEN __attribute__((noreturn)) void __sg_unsupported(const char *what, const char *file, int line);
 __SG_HIDDEN __attribute__((noreturn)) void __sg_assert_fail(const char *expr, const char *file, unsigned int line,
