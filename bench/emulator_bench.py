@@ -6,7 +6,8 @@ are scanned the same way, recursively; then ``add_tile_offsets`` adds each tile'
 result is checked against numpy. Compile time is measured separately and excluded from the scan
 times.
 
-Usage: ``python bench/emulator_bench.py [--repeat 5] [--workers 1 2] [--sizes 1048576 16000000]``.
+Usage: ``python bench/emulator_bench.py [--repeat 5] [--workers 1 2] [--sizes 1048576 16000000]
+[--checks off|on|both]`` (checking is timed for sizes up to 2^22 only).
 Prints a table of medians: wall-clock seconds, and the process's CPU seconds over the same runs
 (with 2 workers on 2 idle cores, CPU ~ 2 x wall; much less means other processes took the cores:
 the 1-minute load average before the runs is printed for that reason).
@@ -107,13 +108,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--sizes", type=int, nargs="+", default=[1 << 20, 16_000_000])
     ap.add_argument("--cache-dir", type=Path, default=None)
+    ap.add_argument("--checks", choices=("off", "on", "both"), default="both",
+                    help="checking mode (races, bounds...) for the timed runs; 'both' times each size both ways")
     args = ap.parse_args(argv)
 
     rng = np.random.default_rng(20240611)
     rows: list[tuple[str, str, str, str, str]] = []
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="scangrade-bench-") as tmp:
-        be = EmulatorBackend(workers=1, cache_dir=args.cache_dir)
+        be = EmulatorBackend(workers=1, cache_dir=args.cache_dir, nvcc_check=False)
         be.toolchain.runtime_object()  # build (or find) the cached runtime before timing compiles
         t0 = time.perf_counter()
         module = be.compile(source=header(BLOCK) + SOURCE, filename="bench_scan.cu", kernels=KERNELS,
@@ -126,8 +129,12 @@ def main(argv: list[str] | None = None) -> int:
             np.cumsum(x[:-1], out=expected[1:])
             src, out = be.alloc(n, np.int32), be.alloc(n, np.int32)
             be.to_device(x, src)
-            for workers in args.workers:
+            modes = {"off": [False], "on": [True], "both": [False, True]}[args.checks]
+            for workers, checks in [(w, c) for c in modes for w in args.workers]:
+                if checks and n > (1 << 22):
+                    continue  # checking is meant for small sizes
                 be.workers = workers
+                be.checks = checks
                 hierarchical_scan(be, module, src, out, n)  # warm-up: fiber pools, page faults
                 times, cpu = [], []
                 for _ in range(args.repeat):
@@ -136,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
                     times.append(time.perf_counter() - t0)
                     cpu.append(time.process_time() - c0)
                 ok = np.array_equal(be.to_host(out), expected)
-                rows.append((f"hierarchical exclusive scan n={n:,}", str(workers), "ok" if ok else "WRONG",
+                rows.append((f"hierarchical exclusive scan n={n:,}{' (checks)' if checks else ''}", str(workers),
+                             "ok" if ok else "WRONG",
                              f"{statistics.median(times):.3f}", f"{statistics.median(cpu):.3f}"))
         be.close()
 

@@ -53,9 +53,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     g = sub.add_parser("grade", help="grade a submission folder or one part's .cu file")
     g.add_argument("path", help="a folder holding part1_naive.cu, part2_blelloch.cu, ... or one of those files")
+    g.add_argument("--checks", action="store_true",
+                   help="on the emulator: check for races, out-of-bounds accesses and barrier divergence, "
+                        "under three thread orders (slower)")
     _common(g)
     c = sub.add_parser("check", help="grade your work in assignment/ on this machine (GPU or emulator)")
     c.add_argument("--dir", default="assignment", help="the folder holding your .cu files (default: assignment)")
+    c.add_argument("--no-checks", dest="checks", action="store_false",
+                   help="skip the emulator's race, bounds and barrier checks (faster)")
     _common(c)
     return parser
 
@@ -79,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
             raise UsageError(f"{path}/ not found: run `scangrade check` from the folder that holds your "
                              "assignment/ folder, or pass --dir")
         selection = select_backend(args.backend, config_value=cfg.backend)
-        result = grade(path, cfg=cfg, selection=selection, seed=args.seed, parts=args.parts, on_event=_progress)
+        result = grade(path, cfg=cfg, selection=selection, seed=args.seed, parts=args.parts,
+                       checks=args.checks and selection.name == "emulator", on_event=_progress)
     except ScangradeError as exc:
         print(f"scangrade: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -77,6 +77,8 @@ class Config:
         part_timeout_s: seconds allowed to one part, compile and cases together.
         case_timeout_s: seconds allowed to one case.
         emulator_workers: emulator worker threads (0: one per core).
+        emulator_checks_max_n: with checks on, cases up to this n run with race, bounds and barrier
+            checks under three thread orders; larger ones run once, unchecked (checking is ~3x slower).
         timing_warmup, timing_runs: untimed and timed repetitions per timed case.
         flush_bytes: bytes written before each timed run to empty the L2 cache.
         expected_copy_gbps: GPU name -> the device-to-device copy bandwidth (GB/s) it should reach.
@@ -93,6 +95,7 @@ class Config:
     emulator_workers: int
     parts: dict[str, PartConfig] = field(default_factory=dict)
     float_rtol: float = 1e-6
+    emulator_checks_max_n: int = 70000
     case_timeout_s: float = 120.0
     timing_warmup: int = 10
     timing_runs: int = 30
@@ -238,6 +241,8 @@ def load_config(path: str | os.PathLike) -> Config:
     emulator = top.sub("emulator")
     workers = emulator.take("workers", int, 0, check=lambda v: None if v >= 0 else "must not be negative",
                             what="a number of worker threads (0: one per core)")
+    checks_max_n = emulator.take("checks_max_n", int, 70000, check=_positive,
+                                 what="the largest n checked for races under three thread orders")
     emulator.finish()
     float_rtol = top.take("float_rtol", float, 1e-6, check=_positive,
                           what="a positive number (float32 tolerance per sqrt(n), relative)")
@@ -271,7 +276,8 @@ def load_config(path: str | os.PathLike) -> Config:
     top.finish()
     return Config(path=p, block_size=block_size, seed=seed, input_low=low, input_high=high, backend=backend,
                   part_timeout_s=float(part_s), case_timeout_s=float(case_s), emulator_workers=workers,
-                  parts=parts, float_rtol=float(float_rtol), timing_warmup=warmup, timing_runs=runs,
+                  parts=parts, float_rtol=float(float_rtol), emulator_checks_max_n=checks_max_n,
+                  timing_warmup=warmup, timing_runs=runs,
                   flush_bytes=flush_mib * 2**20, expected_copy_gbps={k: float(v) for k, v in expected.items()})
 
 

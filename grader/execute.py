@@ -292,8 +292,21 @@ def _check(run: _Run, plan: _Plan, d_in: _Guarded, x: np.ndarray, expected: np.n
     return "fail", msg, mm
 
 
-def run_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, case: CaseSpec) -> CaseResult:
+#: KernelError kinds that are findings of the emulator's checks: the case fails (rather than errs).
+CHECK_KINDS = frozenset({"race", "out-of-bounds", "misaligned", "uninitialized-read", "barrier-divergence",
+                         "deadlock"})
+#: Thread orders a checking run of the emulator tries, in turn: ascending order hides races.
+CHECK_SCHEDULES = ("ascending", "descending", "random")
+
+
+def run_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, case: CaseSpec,
+             schedules: tuple[str, ...] = ()) -> CaseResult:
     """Run and check one correctness case; failures of the kernel become a failing CaseResult.
+
+    Args:
+        schedules: on a backend with ``set_schedule`` (the emulator), run the case under each of
+            these thread orders in turn (the random one seeded by the case's seed); the first
+            order that fails is reported. Empty: the backend's current order only.
 
     Raises nothing for problems of the submission; only grader bugs propagate.
     """
@@ -309,17 +322,28 @@ def run_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, c
 
     x = make_input(cfg, part, case.n, case.seed, dtype)
     expected = reference_output(part, x)
-    run = _Run(backend, module, dtype)
-    d_in = run.buffer("in", case.n, x, output=False)
-    try:
-        plan = _prepare(run, part, pc, d_in, case.n)
-        plan.run()
-    except LaunchError as exc:
-        return result("error", f"launch refused: {exc}")
-    except KernelError as exc:
-        return result("error", f"the kernel failed ({exc.kind}): {exc}")
-    status, message, mm = _check(run, plan, d_in, x, expected, part=part, pc=pc, cfg=cfg)
-    return result(status, message, mm)
+    set_schedule = getattr(backend, "set_schedule", None) if schedules else None
+    for schedule in (schedules if set_schedule else [None]):
+        where = f" (emulator thread order: {schedule})" if schedule and schedule != schedules[0] else ""
+        if set_schedule:
+            set_schedule(schedule, seed=case.seed)
+        run = _Run(backend, module, dtype)
+        d_in = run.buffer("in", case.n, x, output=False)
+        try:
+            plan = _prepare(run, part, pc, d_in, case.n)
+            plan.run()
+        except LaunchError as exc:
+            return result("error", f"launch refused: {exc}")
+        except KernelError as exc:
+            status = "fail" if exc.kind in CHECK_KINDS else "error"
+            return result(status, f"the kernel failed ({exc.kind}){where}: {exc}")
+        status, message, mm = _check(run, plan, d_in, x, expected, part=part, pc=pc, cfg=cfg)
+        if status != "pass":
+            if where and schedule != schedules[0]:
+                message += f"{where} — it passed in {schedules[0]} order, so the result depends on the order " \
+                           "threads run in: a race (a missing __syncthreads() or __syncwarp()?)"
+            return result(status, message, mm)
+    return result("pass")
 
 
 def _median_spread(times: list[float]) -> tuple[float, float]:

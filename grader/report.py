@@ -57,7 +57,9 @@ def _part_block(p: PartResult) -> list[str]:
         lines.append(f"    PASS    n = {_size_list(passed)}")
     for c in p.cases:
         if c.status not in ("pass", "not-run"):
-            lines.append(f"    {_MARK[c.status]:<7} {c.name:<16} {c.message}")
+            first, *rest = c.message.splitlines() or [""]
+            lines.append(f"    {_MARK[c.status]:<7} {c.name:<16} {first}")
+            lines += [f"{'':<29}{line}" for line in rest]
     skipped = [c for c in checked if c.status == "not-run"]
     if skipped:
         lines.append(f"    NOT RUN n = {_size_list(skipped)}")

@@ -149,9 +149,9 @@ def _run_worker(job_path: Path, events: _Events, *, cfg: Config, tmpdir: Path,
     return proc.returncode, stopped
 
 
-def grade_part(part: PartSpec, source: Path | None, *, cfg: Config, backend: str,
+def grade_part(part: PartSpec, source: Path | None, *, cfg: Config, backend: str, checks: bool = False,
                on_event: Callable[[str, dict], None] | None = None) -> tuple[PartResult, dict[str, str]]:
-    """Grade one part in a child process.
+    """Grade one part in a child process (``checks``: the emulator's checking mode and thread orders).
 
     Returns:
         ``(part result, device facts reported by the child)``. Never raises for problems of the
@@ -174,7 +174,7 @@ def grade_part(part: PartSpec, source: Path | None, *, cfg: Config, backend: str
         events, job_path = _Events(tmpdir / "events.jsonl"), tmpdir / "job.json"
         job_path.write_text(json.dumps({"config": str(Path(cfg.path).resolve()), "private": cfg.private_path,
                                         "part": part.key, "source": str(source.resolve()), "backend": backend,
-                                        "seed": cfg.seed, "events": str(events.path)}))
+                                        "seed": cfg.seed, "checks": checks, "events": str(events.path)}))
         returncode, stopped = _run_worker(job_path, events, cfg=cfg, tmpdir=tmpdir, on_event=on_event)
         device: dict[str, str] = {}
         cases: list[CaseResult] = []
@@ -239,7 +239,8 @@ def grade_part(part: PartSpec, source: Path | None, *, cfg: Config, backend: str
 
 
 def grade(submission: Path, *, cfg: Config, selection: Selection, seed: int | None = None,
-          parts: list[str] | None = None, on_event: Callable[[str, dict], None] | None = None) -> SubmissionResult:
+          parts: list[str] | None = None, checks: bool = False,
+          on_event: Callable[[str, dict], None] | None = None) -> SubmissionResult:
     """Grade a submission folder (or one part's file) against the configured cases.
 
     Args:
@@ -248,6 +249,8 @@ def grade(submission: Path, *, cfg: Config, selection: Selection, seed: int | No
         selection: the backend chosen (see :func:`grader.backends.select_backend`).
         seed: overrides the config's seed.
         parts: part keys to grade (default: every part in the config).
+        checks: on the emulator, check for races, out-of-bounds accesses and barrier divergence,
+            and run every case under ascending, descending and random thread orders.
         on_event: called with each event a worker reports (for progress display).
 
     Raises:
@@ -266,7 +269,7 @@ def grade(submission: Path, *, cfg: Config, selection: Selection, seed: int | No
     for key, source in files.items():
         if key not in cfg.parts:
             continue
-        res, dev = grade_part(PARTS[key], source, cfg=cfg, backend=selection.name, on_event=on_event)
+        res, dev = grade_part(PARTS[key], source, cfg=cfg, backend=selection.name, checks=checks, on_event=on_event)
         results.append(res)
         device = {**device, **dev}
     timed = any(c.timing for p in results for c in p.cases)

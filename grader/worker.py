@@ -40,7 +40,7 @@ def main(argv: list[str]) -> int:
     from grader.backends import create_backend
     from grader.config import load_config, load_private
     from grader.errors import CompileError, ScangradeError
-    from grader.execute import case_list, run_case, score_performance, time_case
+    from grader.execute import CHECK_SCHEDULES, case_list, run_case
     from grader.parts import DTYPES, PARTS, part_header
 
     cfg = load_config(job["config"])
@@ -52,7 +52,8 @@ def main(argv: list[str]) -> int:
     pc = cfg.parts[part.key]
     with open(job["events"], "a", encoding="utf-8") as events:
         try:
-            backend = create_backend(job["backend"], emulator_workers=cfg.emulator_workers)
+            backend = create_backend(job["backend"], emulator_workers=cfg.emulator_workers,
+                                     checks=bool(job.get("checks")))
         except ScangradeError as exc:
             _emit(events, event="error", message=str(exc))
             return 0
@@ -79,7 +80,11 @@ def main(argv: list[str]) -> int:
                 results = []
                 for case in case_list(cfg, part.key):
                     _emit(events, event="case-start", name=case.name)
-                    result = run_case(backend, modules[case.dtype], cfg=cfg, part=part, case=case)
+                    checked = bool(job.get("checks")) and case.n <= cfg.emulator_checks_max_n
+                    if job.get("checks"):
+                        backend.checks = backend.detect_deadlock = checked  # large sizes: plain runs
+                    result = run_case(backend, modules[case.dtype], cfg=cfg, part=part, case=case,
+                                      schedules=CHECK_SCHEDULES if checked else ())
                     results.append(result)
                     _emit(events, event="case", result=dataclasses.asdict(result))
                 if pc.timing is not None:

@@ -175,3 +175,24 @@ def test_a_kernel_that_skips_work_on_repeated_launches_fails_when_timed(tmp_path
     timed = [c for c in p.cases if c.name.startswith("timed")]
     assert timed[0].status == "fail" and "wrong output after the timed runs" in timed[0].message
     assert p.performance.points == 0 and p.status == "fail"
+
+
+def test_check_mode_names_the_race_of_a_missing_barrier_with_its_line(tmp_path, small_config):
+    folder = submission(tmp_path, part1_naive=BROKEN / "part1_missing_sync.cu")
+    p = grade(folder, cfg=small_config, selection=EMULATOR, parts=["part1_naive"], checks=True).parts[0]
+    failed = [c for c in p.cases if c.status == "fail"]
+    assert len(failed) == len(p.cases) - 1  # n = 1 runs no step of the loop, so it has no race
+    assert all("(race)" in c.message and "part1_naive.cu:" in c.message for c in failed)
+
+
+def test_check_mode_reports_a_spin_that_can_never_end_as_a_deadlock_without_waiting(tmp_path, small_config):
+    folder = submission(tmp_path, part1_naive=BROKEN / "part1_hang.cu")
+    result = grade(folder, cfg=small_config, selection=EMULATOR, parts=["part1_naive"], checks=True)
+    p = result.parts[0]
+    assert all(c.status == "fail" and "(deadlock)" in c.message for c in p.cases)
+    assert result.elapsed_s < small_config.case_timeout_s
+
+
+def test_check_mode_passes_the_reference_solutions(small_config):
+    result = grade(SOLUTIONS, cfg=small_config, selection=EMULATOR, checks=True)
+    assert result.passed, [(c.name, c.message) for p in result.parts for c in p.cases if c.status != "pass"]

@@ -26,7 +26,7 @@ __global__ void static_plus_dynamic(int* out, int n) {
 }
 
 __global__ void warp_shuffle(int* out, int n) {
-    int v = __shfl_up_sync(0xffffffffu, n, 1);  // LINE:shfl
+    int v = __shfl_up(n, 1);  // LINE:shfl  (pre-Volta, without a mask)
     out[threadIdx.x] = v;
 }
 

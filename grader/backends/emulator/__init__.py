@@ -5,7 +5,7 @@ source rewrite), :mod:`.build` (toolchain and runtime cache) and ``runtime/`` (t
 prelude, fibers, scheduler, shared-memory arena).
 """
 
-from grader.backends.emulator.backend import (KERNEL_ERROR_KINDS, EmulatorArray, EmulatorBackend,
-                                              EmulatorModule)
+from grader.backends.emulator.backend import (KERNEL_ERROR_KINDS, SCHEDULES, EmulatorArray, EmulatorBackend,
+                                              EmulatorModule, Finding)
 
-__all__ = ["EmulatorBackend", "EmulatorArray", "EmulatorModule", "KERNEL_ERROR_KINDS"]
+__all__ = ["EmulatorBackend", "EmulatorArray", "EmulatorModule", "Finding", "KERNEL_ERROR_KINDS", "SCHEDULES"]

@@ -10,11 +10,14 @@ Faults of emulated threads (an unmapped address, a stack overflow, an integer di
 end the launch with a KernelError naming the block and thread, not the process. A wild write that
 lands in mapped memory is not detected, so run emulated code in a child process, as the grader does.
 
+Warp intrinsics are a rendezvous of the lanes named in the mask; atomics, volatile accesses,
+fences and ``__nanosleep`` are yield points, and several blocks are resident per worker, so
+spin-waits on other threads or blocks (a decoupled look-back) make progress. With ``checks=True``
+every memory access is checked (races, bounds, alignment, uninitialised shared memory, barrier
+divergence, deadlock); findings come as :class:`Finding` objects on the KernelError.
+
 What it does not do: timing (emulated kernels run orders of magnitude slower than on a GPU and
-say nothing about GPU performance), warp-level primitives (``__shfl_*_sync``, ``__ballot_sync``,
-``__syncwarp``: a KernelError of kind ``"unsupported"``), race/bounds/barrier-divergence checking,
-schedules other than ascending thread ids, and progress for spin-waits on other threads (such a
-kernel runs until the grader's timeout).
+say nothing about GPU performance), and memory-model effects weaker than sequential consistency.
 """
 
 from __future__ import annotations
@@ -22,26 +25,39 @@ from __future__ import annotations
 import ctypes
 import os
 import re
+import shlex
+import shutil
+import subprocess
 import threading
 import uuid
+import weakref
+from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Sequence, Union
 
 import numpy as np
 
 from grader.backends.base import Backend, DeviceArray, Dim3, KernelSpec, Module
-from grader.backends.emulator.build import GLUE_FILENAME, Toolchain, kernel_glue
+from grader.backends.emulator.build import GLUE_FILENAME, RUNTIME_DIR, Toolchain, kernel_glue
 from grader.backends.emulator.rewrite import find_definitions, rewrite_source
 from grader.errors import CompileError, KernelError, LaunchError
 
-__all__ = ["EmulatorBackend", "EmulatorArray", "EmulatorModule", "KERNEL_ERROR_KINDS"]
+__all__ = ["EmulatorBackend", "EmulatorArray", "EmulatorModule", "Finding", "KERNEL_ERROR_KINDS", "SCHEDULES",
+           "OUTPUT_CAP"]
 
 #: The ``kind`` of every KernelError the emulator raises.
 KERNEL_ERROR_KINDS = {
     "assert": "a device assert() failed",
     "trap": "__trap() or __brkpt() was called",
     "shared-memory-limit": "static + dynamic shared memory of a block exceed the limit (48 KiB)",
-    "unsupported": "the kernel used a feature the emulator does not emulate (warp-level primitives)",
+    "unsupported": "the kernel used a feature the emulator does not emulate (e.g. pre-Volta __shfl without _sync)",
+    "race": "checks: two threads accessed the same memory, at least one writing, with no barrier between",
+    "out-of-bounds": "checks: an access outside every device allocation, the block's shared memory and locals",
+    "misaligned": "checks: an access at an address that is not a multiple of its size",
+    "uninitialized-read": "checks: a read of shared memory that no thread of the block has written",
+    "barrier-divergence": "threads of a block wait at different barriers, some exited while others wait (checks), "
+                          "or a warp intrinsic's mask is wrong (caller or source lane not in it)",
+    "deadlock": "checks: every thread polls (spin-waits) and nothing it reads changes",
     "illegal-address": "a thread accessed an unmapped address (a wild or null pointer), or shared memory "
                        "past the 48 KiB arena",
     "stack-overflow": "a thread overflowed its 64 KiB stack (a large local array or deep recursion)",
@@ -50,19 +66,59 @@ KERNEL_ERROR_KINDS = {
     "internal": "the emulator itself failed (out of memory for fiber stacks...)",
 }
 
+#: Thread orders within a block (the numbers are the runtime's).
+SCHEDULES = {"ascending": 0, "descending": 1, "random": 2}
+#: Device printf output kept between two :meth:`EmulatorBackend.take_output` calls, in bytes.
+OUTPUT_CAP = 64 * 1024
+#: Kinds reported by the checks (they come with :class:`Finding` objects).
+CHECK_KINDS = ("race", "out-of-bounds", "misaligned", "uninitialized-read", "barrier-divergence", "deadlock")
+
 _ALIGNMENT = 256
-_ABI_VERSION = 1
+_ABI_VERSION = 2
+
+
+class _Alloc(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_uint64), ("size", ctypes.c_uint64)]
 
 
 class _LaunchConfig(ctypes.Structure):
     _fields_ = [("kernel", ctypes.c_char_p), ("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3),
                 ("dyn_shared", ctypes.c_uint64), ("shared_limit", ctypes.c_uint64),
-                ("workers", ctypes.c_int), ("schedule", ctypes.c_int)]
+                ("workers", ctypes.c_int), ("schedule", ctypes.c_int), ("seed", ctypes.c_uint64),
+                ("checks", ctypes.c_int), ("detect_deadlock", ctypes.c_int),
+                ("allocs", ctypes.POINTER(_Alloc)), ("nallocs", ctypes.c_int)]
 
 
 class _LaunchResult(ctypes.Structure):
     _fields_ = [("status", ctypes.c_int), ("has_ids", ctypes.c_int), ("block", ctypes.c_uint * 3),
-                ("thread", ctypes.c_uint * 3), ("kind", ctypes.c_char * 32), ("message", ctypes.c_char * 2048)]
+                ("thread", ctypes.c_uint * 3), ("kind", ctypes.c_char * 32), ("message", ctypes.c_char * 2048),
+                ("nfindings", ctypes.c_int)]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One diagnosis of the emulator's checks (or a barrier divergence / deadlock).
+
+    Attributes:
+        kind: one of ``race``, ``out-of-bounds``, ``misaligned``, ``uninitialized-read``,
+            ``barrier-divergence``, ``deadlock``.
+        message: one line for a student: what, where (file:line), which block and thread.
+        file, line: where it happened (the access, the barrier, the polling loop); ``None`` if unknown.
+        other_file, other_line: for a race, the other access; for a divergence, the other barrier.
+        block, thread: ids ``(x, y, z)`` of the thread that made the access.
+        other_block, other_thread: ids of the other thread, where relevant.
+    """
+
+    kind: str
+    message: str
+    file: str | None = None
+    line: int | None = None
+    other_line: int | None = None
+    other_file: str | None = None
+    block: tuple[int, int, int] | None = None
+    thread: tuple[int, int, int] | None = None
+    other_block: tuple[int, int, int] | None = None
+    other_thread: tuple[int, int, int] | None = None
 
 
 _SG_OK, _SG_KERNEL_ERROR, _SG_LAUNCH_ERROR = 0, 1, 2
@@ -129,6 +185,10 @@ class EmulatorModule(Module):
                                   ctypes.POINTER(_LaunchResult)]
         lib.sg_launch.restype = ctypes.c_int
         lib.sg_trim.restype = None
+        lib.sg_take_output.argtypes = [ctypes.c_char_p, ctypes.c_long]
+        lib.sg_take_output.restype = ctypes.c_long
+        lib.sg_findings.argtypes = [ctypes.c_char_p, ctypes.c_long]
+        lib.sg_findings.restype = ctypes.c_long
         if lib.sg_abi_version() != _ABI_VERSION:
             raise CompileError(f"{filename}: the emulator runtime's ABI version does not match this grader")
 
@@ -140,6 +200,25 @@ class EmulatorModule(Module):
         """Free the fiber stacks and shared-memory arenas kept for the next launch."""
         self._lib.sg_trim()
 
+    def take_output(self) -> tuple[str, bool]:
+        """Device printf output since the last call, and whether it was cut at the cap."""
+        buf = ctypes.create_string_buffer(OUTPUT_CAP + 1)
+        n = self._lib.sg_take_output(buf, len(buf))
+        cut = n < 0
+        n = -1 - n if cut else n
+        return buf.raw[:n].decode(errors="replace"), cut
+
+    def findings_text(self) -> str:
+        """The runtime's findings of the last launch (tab-separated lines)."""
+        size = self._lib.sg_findings(None, 0) if False else 1 << 20
+        buf = ctypes.create_string_buffer(size)
+        n = self._lib.sg_findings(buf, size)
+        return buf.raw[:min(n, size - 1)].decode(errors="replace")
+
+    def resolve(self, offsets: Sequence[int]) -> dict[int, tuple[str, int] | None]:
+        """Source (file, line) of code addresses of this module (offsets from its load base)."""
+        return _addr2line(self.path, offsets)
+
 
 class EmulatorBackend(Backend):
     """Runs CUDA kernels on the CPU: the host C++ compiler plus a fiber-based runtime.
@@ -150,6 +229,19 @@ class EmulatorBackend(Backend):
         cache_dir: where the compiled runtime object is cached; default
             ``$XDG_CACHE_HOME/scangrade`` or ``~/.cache/scangrade``.
         compile_timeout_s: wall-clock limit of one compiler run, in seconds.
+        checks: check every memory access and barrier (races, out-of-bounds and misaligned
+            accesses, uninitialised shared memory, barrier divergence, deadlock); slower.
+        schedule: the order of the threads of a block in each round: ``"ascending"``,
+            ``"descending"`` or ``"random"`` (seeded by ``schedule_seed``). The next resident block
+            to run is always chosen at random, seeded by ``schedule_seed``.
+        schedule_seed: seed of the random choices.
+        nvcc_check: also compile each part with ``nvcc -ptx`` so code that would not build for a
+            GPU is a CompileError; default: when ``nvcc`` is on the PATH.
+
+    Attributes:
+        detect_deadlock: a deadlock (every thread polls, nothing changes) is a KernelError of kind
+            ``"deadlock"``; default ``checks``. Off, a deadlocked launch waits like a hung GPU
+            (for the grader's timeout).
 
     Raises:
         BackendUnavailable: no working C++ compiler.
@@ -158,14 +250,56 @@ class EmulatorBackend(Backend):
     name: ClassVar[str] = "emulator"
 
     def __init__(self, *, workers: int = 0, cxx: str | None = None, cache_dir: Path | None = None,
-                 compile_timeout_s: float = 60.0) -> None:
+                 compile_timeout_s: float = 60.0, checks: bool = False, schedule: str = "ascending",
+                 schedule_seed: int = 0, nvcc_check: bool | None = None) -> None:
         if workers < 0:
             raise ValueError(f"workers must be >= 0 (got {workers})")
         self.workers = workers or os.cpu_count() or 1
         self.toolchain = Toolchain(cxx=cxx, cache_dir=cache_dir, timeout_s=compile_timeout_s)
+        self.checks = bool(checks)
+        self.detect_deadlock = bool(checks)
+        self.schedule, self.schedule_seed = "ascending", 0
+        self.set_schedule(schedule, schedule_seed)
+        self.nvcc = shutil.which("nvcc")
+        self.nvcc_check = bool(self.nvcc) if nvcc_check is None else bool(nvcc_check and self.nvcc)
         self._active: EmulatorModule | None = None  # the module whose worker pools are warm
         self._modules: list[EmulatorModule] = []
         self._lock = threading.Lock()
+        self._allocs: dict[int, tuple[int, int]] = {}  # id -> (base, size) of live device buffers
+        self._output: list[str] = []
+        self._output_len = 0
+        self._output_cut = False
+
+    def set_schedule(self, name: str, seed: int = 0) -> None:
+        """Use the thread order ``name`` (``ascending``, ``descending``, ``random``) from the next launch.
+
+        Raises:
+            ValueError: an unknown schedule name.
+        """
+        if name not in SCHEDULES:
+            raise ValueError(f"unknown schedule {name!r}: choose one of {', '.join(SCHEDULES)}")
+        self.schedule, self.schedule_seed = name, int(seed) & (2**64 - 1)
+
+    def take_output(self) -> str:
+        """What device ``printf`` wrote since the last call (at most 64 KiB, then an ``[output cut]`` note)."""
+        with self._lock:
+            self._collect_output()
+            text = "".join(self._output)
+            if self._output_cut:
+                text += "\n[output cut: device printf wrote more than 64 KiB]\n"
+            self._output, self._output_len, self._output_cut = [], 0, False
+        return text
+
+    def _collect_output(self) -> None:
+        if self._active is None:
+            return
+        text, cut = self._active.take_output()
+        room = OUTPUT_CAP - self._output_len
+        if len(text) > room:
+            text, cut = text[:max(room, 0)], True
+        self._output.append(text)
+        self._output_len += len(text)
+        self._output_cut |= cut
 
     # -- compile --------------------------------------------------------------------------------
     def compile(self, *, source: str, filename: str, kernels: Sequence[KernelSpec], workdir: Path) -> Module:
@@ -199,7 +333,16 @@ class EmulatorBackend(Backend):
         src = workdir / f"{stem}.emu-{token}.cpp"
         so = workdir / f"{stem}.emu-{token}.so"
         src.write_text(text, encoding="utf-8")
-        self.toolchain.compile_module(source=src, output=so, filename=filename, workdir=workdir)
+        nvcc = self._start_nvcc(source, workdir / f"{stem}.nvcc-{token}.cu") if self.nvcc_check else None
+        try:
+            self.toolchain.compile_module(source=src, output=so, filename=filename, workdir=workdir)
+        except BaseException:
+            if nvcc is not None:
+                nvcc[0].kill()
+                nvcc[0].wait()
+            raise
+        if nvcc is not None:
+            self._finish_nvcc(nvcc, filename=filename, workdir=workdir)
         lib = ctypes.CDLL(str(so.resolve()), mode=os.RTLD_LOCAL)
         module = EmulatorModule(lib=lib, path=so, filename=filename, kernels=kernels)
         missing = [k for k in kernels if not module.has_kernel(k.name)]
@@ -208,6 +351,33 @@ class EmulatorBackend(Backend):
         with self._lock:
             self._modules.append(module)
         return module
+
+    def _start_nvcc(self, source: str, path: Path) -> tuple[subprocess.Popen, list[str]] | None:
+        """Start ``nvcc -ptx`` on the same source text (in parallel with the host compiler)."""
+        path.write_text(source, encoding="utf-8")
+        cmd = [str(self.nvcc), "-ptx", "-x", "cu", str(path), "-o", os.devnull]
+        try:
+            return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                    cwd=path.parent), cmd
+        except OSError:
+            return None  # nvcc does not run here: the emulator alone decides
+
+    def _finish_nvcc(self, started: tuple[subprocess.Popen, list[str]], *, filename: str, workdir: Path) -> None:
+        proc, cmd = started
+        try:
+            out, _ = proc.communicate(timeout=self.toolchain.timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            return  # a slow nvcc is not the student's fault
+        if proc.returncode == 0:
+            return
+        log = out.strip()
+        for prefix in {str(workdir.resolve()), str(workdir)}:
+            log = log.replace(prefix + os.sep, "").replace(prefix, ".")
+        log = re.sub(r"\S*\.nvcc-[0-9a-f]{12}\.cu", filename, log)
+        raise CompileError(f"{filename} compiles under the CPU emulator but not with nvcc, so it would not build "
+                           "for a GPU (nvcc -ptx)", command=shlex.join(cmd), log=log)
 
     # -- memory ---------------------------------------------------------------------------------
     def alloc(self, count: int, dtype: np.dtype) -> EmulatorArray:
@@ -224,6 +394,9 @@ class EmulatorBackend(Backend):
         raw = np.empty(nbytes + _ALIGNMENT, dtype=np.uint8)
         shift = (-raw.ctypes.data) % _ALIGNMENT
         elements = raw[shift:shift + nbytes].view(dtype)
+        key = id(raw)
+        self._allocs[key] = (int(raw.ctypes.data) + shift, nbytes)
+        weakref.finalize(raw, self._allocs.pop, key, None)
         return EmulatorArray(elements, raw)
 
     def to_device(self, host: np.ndarray, dest: DeviceArray) -> None:
@@ -283,27 +456,56 @@ class EmulatorBackend(Backend):
                 raise LaunchError(f"{where}: parameter kind {param.kind!r} is not supported by the emulator")
         argv = (ctypes.c_void_p * max(1, len(slots)))(
             *(ctypes.cast(ctypes.pointer(s), ctypes.c_void_p) for s in slots))
+        allocs = list(self._allocs.values()) if self.checks else []
+        table = (_Alloc * max(1, len(allocs)))(*(_Alloc(b, n) for b, n in allocs))
         cfg = _LaunchConfig(kernel.encode(), (ctypes.c_uint * 3)(grid.x, grid.y, grid.z),
                             (ctypes.c_uint * 3)(block.x, block.y, block.z), shared_bytes,
-                            self.limits.max_shared_bytes, self.workers, 0)
+                            self.limits.max_shared_bytes, self.workers, SCHEDULES[self.schedule],
+                            self.schedule_seed, int(self.checks), int(self.detect_deadlock), table, len(allocs))
         res = _LaunchResult()
         with self._lock:
             if self._active is not None and self._active is not module:
+                self._collect_output()
                 self._active.trim()  # keep one module's fiber pools warm, not all of them
             self._active = module
             status = module._lib.sg_launch(ctypes.byref(cfg), argv, len(slots), ctypes.byref(res))
-        if status == _SG_OK:
+            findings = _parse_findings(module, module.findings_text()) if res.nfindings else []
+            self._collect_output()
+        if status == _SG_OK and not findings:
             return
         kind = res.kind.decode(errors="replace")
-        message = res.message.decode(errors="replace")
+        message = _substitute(res.message.decode(errors="replace"), module, findings)
         if status == _SG_LAUNCH_ERROR:
             raise LaunchError(f"launch of {kernel}: {message}")
-        raise KernelError(f"{kernel}: {message}", kind=kind)
+        if findings:
+            first = findings[0]
+            if status == _SG_OK or kind in CHECK_KINDS:
+                fatal = [f for f in findings if f.kind == kind and status != _SG_OK][:1]
+                ordered = fatal + [f for f in findings if f not in fatal]
+                first = ordered[0]
+                text = f"{kernel}: {first.message}"
+                if first.block is not None:
+                    text += f" (block {_ids(first.block)}, thread {_ids(first.thread)})"
+                findings, kind = ordered, first.kind
+            else:
+                text = f"{kernel}: {message}"
+            rest = len(findings) - (1 if text.startswith(f"{kernel}: {first.message}") else 0)
+            if rest > 0:
+                others = "; ".join(f"{f.kind} at {f.file}:{f.line}" for f in findings[1:4] if f.file)
+                text += f"\n{rest} more distinct finding{'s' if rest > 1 else ''}" + (f": {others}" if others else "")
+            err = KernelError(text, kind=kind)
+            err.findings = findings
+            raise err
+        err = KernelError(f"{kernel}: {message}", kind=kind)
+        err.findings = []
+        raise err
 
     def describe(self) -> dict[str, str]:
         """Facts for the report: backend, compiler, workers, schedule."""
+        schedule = self.schedule + (f" (seed {self.schedule_seed})" if self.schedule == "random" else "")
         return {"backend": self.name, "compiler": self.toolchain.version_line, "workers": str(self.workers),
-                "schedule": "ascending thread ids"}
+                "schedule": schedule, "checks": "on" if self.checks else "off",
+                "nvcc check": "on" if self.nvcc_check else "off"}
 
     def close(self) -> None:
         """Free every loaded module's fiber stacks and arenas. Idempotent; modules stay loaded."""
@@ -311,6 +513,95 @@ class EmulatorBackend(Backend):
             for m in self._modules:
                 m.trim()
             self._active = None
+
+
+def _ids(t: tuple[int, int, int] | None) -> str:
+    return "(?)" if t is None else f"({t[0]}, {t[1]}, {t[2]})"
+
+
+_RUNTIME_FILES = ("prelude.h", "sg_abi.h")
+
+
+def _addr2line(path: Path, offsets: Sequence[int]) -> dict[int, tuple[str, int] | None]:
+    """(file, line) of each code offset of a shared object: the innermost frame in the student's
+    code (frames in the emulator's prelude and in system headers are skipped)."""
+    out: dict[int, tuple[str, int] | None] = {o: None for o in offsets}
+    tool = shutil.which("addr2line")
+    if not tool or not offsets:
+        return out
+    try:
+        proc = subprocess.run([tool, "-e", str(path), "-i", "-a", *(hex(o) for o in offsets)],
+                              capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return out
+    current: int | None = None
+    frames: dict[int, list[tuple[str, int]]] = {}
+    for line in proc.stdout.splitlines():
+        if line.startswith("0x"):
+            current = int(line, 16)
+            frames[current] = []
+            continue
+        m = re.match(r"(.*):(\d+)(?: \(discriminator \d+\))?$", line.strip())
+        if current is not None and m:
+            frames[current].append((m.group(1), int(m.group(2))))
+    folder = str(Path(path).parent.resolve()) + os.sep
+    for o in offsets:
+        cands = [(f[len(folder):] if f.startswith(folder) else f, n) for f, n in frames.get(o, [])]
+        good = [c for c in cands if not c[0].endswith(_RUNTIME_FILES) and not c[0].startswith("/usr/")
+                and c[1] > 0 and not c[0].startswith(str(RUNTIME_DIR))]
+        if good:
+            out[o] = good[0]
+    return out
+
+
+def _split_loc(loc: str, resolved: dict[int, tuple[str, int] | None]) -> tuple[str | None, int | None]:
+    if not loc:
+        return None, None
+    if loc.startswith("@"):
+        r = resolved.get(int(loc[1:], 16))
+        return (r[0], r[1]) if r else (None, None)
+    file, _, line = loc.rpartition(":")
+    return (file, int(line)) if line.isdigit() else (loc, None)
+
+
+def _triple(text: str) -> tuple[int, int, int]:
+    x, y, z = (int(v) for v in text.split(","))
+    return (x, y, z)
+
+
+def _parse_findings(module: EmulatorModule, text: str) -> list[Finding]:
+    rows = [line.split("\t", 9) for line in text.splitlines() if line.count("\t") >= 9]
+    offsets = sorted({int(loc[1:], 16) for r in rows for loc in (r[1], r[2]) if loc.startswith("@")})
+    resolved = module.resolve(offsets)
+    findings: list[Finding] = []
+    seen: set[tuple] = set()
+    for kind, loc, other, block, thread, oblock, othread, has_other, _linear, message in rows:
+        file, line = _split_loc(loc, resolved)
+        ofile, oline = _split_loc(other, resolved)
+        where = f"{file}:{line}" if file else "an unknown line"
+        owhere = f"{ofile}:{oline}" if ofile else "an unknown line"
+        message = message.replace("{L}", where).replace("{O}", owhere)
+        key = (kind, file, line, ofile, oline)
+        if key in seen:
+            continue  # distinct code addresses of one source line
+        seen.add(key)
+        relevant = has_other == "1"
+        findings.append(Finding(kind=kind, message=message, file=file, line=line,
+                                other_line=oline if relevant else None, other_file=ofile if relevant else None,
+                                block=_triple(block), thread=_triple(thread),
+                                other_block=_triple(oblock) if relevant else None,
+                                other_thread=_triple(othread) if relevant else None))
+    return findings
+
+
+def _substitute(message: str, module: EmulatorModule, findings: list[Finding]) -> str:
+    """A fatal error's message with the first matching finding's locations filled in."""
+    if "{L}" not in message and "{O}" not in message:
+        return message
+    for f in findings:
+        if f.message and message.startswith(f.message[:20]):
+            return f.message + message[message.rfind(" (block"):] if " (block" in message else f.message
+    return message.replace("{L}", "an unknown line").replace("{O}", "an unknown line")
 
 
 def _own(array: DeviceArray) -> EmulatorArray:

@@ -36,12 +36,16 @@ GLUE_FILENAME = "<scangrade emulator glue>"
 
 #: Flags for the runtime object (compiled once, optimised).
 RUNTIME_FLAGS = ("-std=c++17", "-O2", "-g", "-fPIC", "-fvisibility=hidden", "-pthread")
-#: Flags for the emulated translation unit (the student's file).
-MODULE_FLAGS = ("-std=c++17", "-O1", "-g", "-fPIC", "-shared", "-fvisibility=hidden", "-fno-strict-aliasing",
-                "-fstack-clash-protection",
+#: Flags for the emulated translation unit (the student's file). ``-fsanitize=thread`` makes every
+#: load and store call a ``__tsan_*`` hook, which the runtime defines (no sanitizer runtime is
+#: linked): volatile accesses become yield points, and with checks on every access is checked.
+MODULE_FLAGS = ("-std=c++17", "-O1", "-g", "-fPIC", "-fvisibility=hidden", "-fno-strict-aliasing",
+                "-fstack-clash-protection", "-fsanitize=thread", "--param", "tsan-distinguish-volatile=1",
+                "--param", "tsan-instrument-func-entry-exit=0",
                 "-Wno-unknown-pragmas")
-#: Link flags: every symbol must resolve inside the module (plus libc/libstdc++/libm/pthread).
-LINK_FLAGS = ("-Wl,-z,defs", "-pthread")
+#: Link flags: every symbol must resolve inside the module (plus libc/libstdc++/libm/pthread); no
+#: -fsanitize here, so libtsan is not linked.
+LINK_FLAGS = ("-shared", "-Wl,-z,defs", "-pthread")
 
 
 def default_cache_dir() -> Path:
@@ -144,9 +148,13 @@ class Toolchain:
         return target
 
     def module_command(self, source: Path, output: Path, runtime: Path) -> list[str]:
-        """The compiler command line building one emulated module (a shared object)."""
+        """The compiler command line compiling one emulated module to an object (``output`` + ``.o``)."""
         return [*self.argv, *MODULE_FLAGS, "-include", str(PRELUDE), "-I", str(STUB_INCLUDE_DIR),
-                "-x", "c++", str(source), "-x", "none", str(runtime), "-o", str(output), *LINK_FLAGS]
+                "-x", "c++", "-c", str(source), "-o", str(output) + ".o"]
+
+    def link_command(self, output: Path, runtime: Path) -> list[str]:
+        """The command line linking the module object and the runtime into a shared object."""
+        return [*self.argv, str(output) + ".o", str(runtime), "-o", str(output), *LINK_FLAGS]
 
     def compile_module(self, *, source: Path, output: Path, filename: str, workdir: Path) -> None:
         """Compile and link ``source`` into the shared object ``output``.
@@ -156,7 +164,10 @@ class Toolchain:
                 diagnostics (the workdir path stripped), or a timeout message.
         """
         runtime = self.runtime_object()
-        cmd = self.module_command(source, output, runtime)
+        for cmd in (self.module_command(source, output, runtime), self.link_command(output, runtime)):
+            self._run(cmd, filename=filename, workdir=workdir)
+
+    def _run(self, cmd: list[str], *, filename: str, workdir: Path) -> None:
         command = shlex.join(cmd)
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=self.timeout_s, cwd=workdir)

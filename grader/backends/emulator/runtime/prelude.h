@@ -68,14 +68,25 @@
 #define assert(e) ((e) ? (void)0 : __sg_assert_fail(#e, __FILE__, __LINE__, __func__))
 #endif
 #endif
+/* Device printf: captured per launch by the runtime (EmulatorBackend.take_output). */
+#define printf(...) __sg_printf(__VA_ARGS__)
+namespace std {
+using ::__sg_printf;
+}
 #define __trap() __sg_trap(__FILE__, __LINE__, __func__)
 #define __brkpt() __sg_trap(__FILE__, __LINE__, __func__)
 
-/* ---- memory fences and timing ----------------------------------------------------------- */
-static inline void __threadfence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
-static inline void __threadfence_block(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
-static inline void __threadfence_system(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
-static inline void __nanosleep(unsigned int) {}
+/* ---- barriers, memory fences and timing (call sites recorded for diagnostics) ------------- */
+#define __SG_SITE const char *__sg_f = __builtin_FILE(), int __sg_l = __builtin_LINE()
+static inline void __syncthreads(__SG_SITE) { __sg_barrier(0, 1, __sg_f, __sg_l); }
+static inline int __syncthreads_count(int p, __SG_SITE) { return __sg_barrier(1, p, __sg_f, __sg_l); }
+static inline int __syncthreads_and(int p, __SG_SITE) { return __sg_barrier(2, p, __sg_f, __sg_l); }
+static inline int __syncthreads_or(int p, __SG_SITE) { return __sg_barrier(3, p, __sg_f, __sg_l); }
+/* Fences and __nanosleep are yield points: a spin-wait on another thread or block makes progress. */
+static inline void __threadfence(__SG_SITE) { __sg_yield_at(__SG_Y_FENCE, __sg_f, __sg_l); }
+static inline void __threadfence_block(__SG_SITE) { __sg_yield_at(__SG_Y_FENCE, __sg_f, __sg_l); }
+static inline void __threadfence_system(__SG_SITE) { __sg_yield_at(__SG_Y_FENCE, __sg_f, __sg_l); }
+static inline void __nanosleep(unsigned int, __SG_SITE) { __sg_yield_at(__SG_Y_SLEEP, __sg_f, __sg_l); }
 static inline long long __sg_clock64(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -83,32 +94,31 @@ static inline long long __sg_clock64(void) {
 }
 #define clock64() __sg_clock64()
 
-/* ---- atomics (sequentially consistent; return the old value, as CUDA does) --------------- */
-#define __SG_ATOMIC_RMW(name, builtin, T)                                                          \
-    static inline T name(T *address, T val) { return builtin(address, val, __ATOMIC_SEQ_CST); }
+/* ---- atomics: one runtime call each (a yield point; sequentially consistent; old value) ---- */
+template <class T>
+static inline T __sg_atom(int op, T *address, T a, T b, const char *file, int line) {
+    static_assert(sizeof(T) <= 8, "atomic operand too large");
+    unsigned long long ua = 0, ub = 0;
+    memcpy(&ua, &a, sizeof(T));
+    memcpy(&ub, &b, sizeof(T));
+    int flags = (std::is_floating_point<T>::value ? __SG_A_FLOAT : 0) | (std::is_signed<T>::value ? __SG_A_SIGNED : 0);
+    unsigned long long r = __sg_atomic(op | flags, (void *)address, (int)sizeof(T), ua, ub, file, line);
+    T out;
+    memcpy(&out, &r, sizeof(T));
+    return out;
+}
+#define __SG_ATOMIC_OP(name, op, T) \
+    static inline T name(T *address, T val, __SG_SITE) { return __sg_atom<T>(op, address, val, (T)0, __sg_f, __sg_l); }
 #define __SG_ATOMIC_INT_FAMILY(T)                                                                  \
-    __SG_ATOMIC_RMW(atomicAdd, __atomic_fetch_add, T)                                             \
-    __SG_ATOMIC_RMW(atomicAnd, __atomic_fetch_and, T)                                             \
-    __SG_ATOMIC_RMW(atomicOr, __atomic_fetch_or, T)                                               \
-    __SG_ATOMIC_RMW(atomicXor, __atomic_fetch_xor, T)                                             \
-    __SG_ATOMIC_RMW(atomicExch, __atomic_exchange_n, T)                                           \
-    static inline T atomicCAS(T *address, T compare, T val) {                                      \
-        __atomic_compare_exchange_n(address, &compare, val, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST); \
-        return compare;                                                                            \
-    }                                                                                              \
-    static inline T atomicMin(T *address, T val) {                                                 \
-        T old = __atomic_load_n(address, __ATOMIC_SEQ_CST);                                        \
-        while (val < old &&                                                                        \
-               !__atomic_compare_exchange_n(address, &old, val, true, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) { \
-        }                                                                                          \
-        return old;                                                                                \
-    }                                                                                              \
-    static inline T atomicMax(T *address, T val) {                                                 \
-        T old = __atomic_load_n(address, __ATOMIC_SEQ_CST);                                        \
-        while (val > old &&                                                                        \
-               !__atomic_compare_exchange_n(address, &old, val, true, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) { \
-        }                                                                                          \
-        return old;                                                                                \
+    __SG_ATOMIC_OP(atomicAdd, __SG_A_ADD, T)                                                       \
+    __SG_ATOMIC_OP(atomicAnd, __SG_A_AND, T)                                                       \
+    __SG_ATOMIC_OP(atomicOr, __SG_A_OR, T)                                                         \
+    __SG_ATOMIC_OP(atomicXor, __SG_A_XOR, T)                                                       \
+    __SG_ATOMIC_OP(atomicExch, __SG_A_EXCH, T)                                                     \
+    __SG_ATOMIC_OP(atomicMin, __SG_A_MIN, T)                                                       \
+    __SG_ATOMIC_OP(atomicMax, __SG_A_MAX, T)                                                       \
+    static inline T atomicCAS(T *address, T compare, T val, __SG_SITE) {                           \
+        return __sg_atom<T>(__SG_A_CAS, address, compare, val, __sg_f, __sg_l);                    \
     }
 
 __SG_ATOMIC_INT_FAMILY(int)
@@ -116,48 +126,19 @@ __SG_ATOMIC_INT_FAMILY(unsigned int)
 __SG_ATOMIC_INT_FAMILY(unsigned long long)
 __SG_ATOMIC_INT_FAMILY(long long)
 #undef __SG_ATOMIC_INT_FAMILY
-#undef __SG_ATOMIC_RMW
 
-static inline int atomicSub(int *address, int val) { return __atomic_fetch_sub(address, val, __ATOMIC_SEQ_CST); }
-static inline unsigned int atomicSub(unsigned int *address, unsigned int val) {
-    return __atomic_fetch_sub(address, val, __ATOMIC_SEQ_CST);
+__SG_ATOMIC_OP(atomicSub, __SG_A_SUB, int)
+__SG_ATOMIC_OP(atomicSub, __SG_A_SUB, unsigned int)
+__SG_ATOMIC_OP(atomicInc, __SG_A_INC, unsigned int)
+__SG_ATOMIC_OP(atomicDec, __SG_A_DEC, unsigned int)
+__SG_ATOMIC_OP(atomicAdd, __SG_A_ADD, float)
+__SG_ATOMIC_OP(atomicAdd, __SG_A_ADD, double)
+__SG_ATOMIC_OP(atomicExch, __SG_A_EXCH, float)
+#undef __SG_ATOMIC_OP
+static inline unsigned short atomicCAS(unsigned short *address, unsigned short compare, unsigned short val,
+                                       __SG_SITE) {
+    return __sg_atom<unsigned short>(__SG_A_CAS, address, compare, val, __sg_f, __sg_l);
 }
-static inline unsigned short atomicCAS(unsigned short *address, unsigned short compare, unsigned short val) {
-    __atomic_compare_exchange_n(address, &compare, val, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-    return compare;
-}
-static inline unsigned int atomicInc(unsigned int *address, unsigned int val) {
-    unsigned int old = __atomic_load_n(address, __ATOMIC_SEQ_CST);
-    while (!__atomic_compare_exchange_n(address, &old, old >= val ? 0u : old + 1u, true, __ATOMIC_SEQ_CST,
-                                        __ATOMIC_SEQ_CST)) {
-    }
-    return old;
-}
-static inline unsigned int atomicDec(unsigned int *address, unsigned int val) {
-    unsigned int old = __atomic_load_n(address, __ATOMIC_SEQ_CST);
-    while (!__atomic_compare_exchange_n(address, &old, (old == 0u || old > val) ? val : old - 1u, true,
-                                        __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
-    }
-    return old;
-}
-
-template <class F, class B>
-static inline F __sg_atomic_float_op(F *address, F val, int op) {
-    static_assert(sizeof(F) == sizeof(B), "bit type must match");
-    B *bits = reinterpret_cast<B *>(address);
-    B old = __atomic_load_n(bits, __ATOMIC_SEQ_CST);
-    for (;;) {
-        F cur;
-        memcpy(&cur, &old, sizeof cur);
-        F next = op == 0 ? cur + val : op == 1 ? (val < cur ? val : cur) : op == 2 ? (val > cur ? val : cur) : val;
-        B nb;
-        memcpy(&nb, &next, sizeof nb);
-        if (__atomic_compare_exchange_n(bits, &old, nb, true, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) return cur;
-    }
-}
-static inline float atomicAdd(float *a, float v) { return __sg_atomic_float_op<float, uint32_t>(a, v, 0); }
-static inline double atomicAdd(double *a, double v) { return __sg_atomic_float_op<double, uint64_t>(a, v, 0); }
-static inline float atomicExch(float *a, float v) { return __sg_atomic_float_op<float, uint32_t>(a, v, 3); }
 
 #define atomicAdd_block atomicAdd
 #define atomicAdd_system atomicAdd
@@ -263,26 +244,82 @@ static inline T __ldca(const T *p) { return *p; }
 template <class T>
 static inline T __ldcs(const T *p) { return *p; }
 
-/* ---- warp-level primitives: not emulated yet (a clear error, not a wrong answer) ----------- */
-#define __SG_WARP_UNSUPPORTED(name) __sg_unsupported(name, __FILE__, __LINE__)
-#define __shfl_sync(mask, var, ...) (__SG_WARP_UNSUPPORTED("__shfl_sync"), (var))
-#define __shfl_up_sync(mask, var, ...) (__SG_WARP_UNSUPPORTED("__shfl_up_sync"), (var))
-#define __shfl_down_sync(mask, var, ...) (__SG_WARP_UNSUPPORTED("__shfl_down_sync"), (var))
-#define __shfl_xor_sync(mask, var, ...) (__SG_WARP_UNSUPPORTED("__shfl_xor_sync"), (var))
-#define __shfl(var, ...) (__SG_WARP_UNSUPPORTED("__shfl"), (var))
-#define __shfl_up(var, ...) (__SG_WARP_UNSUPPORTED("__shfl_up"), (var))
-#define __shfl_down(var, ...) (__SG_WARP_UNSUPPORTED("__shfl_down"), (var))
-#define __shfl_xor(var, ...) (__SG_WARP_UNSUPPORTED("__shfl_xor"), (var))
-#define __ballot_sync(...) (__SG_WARP_UNSUPPORTED("__ballot_sync"), 0u)
-#define __any_sync(...) (__SG_WARP_UNSUPPORTED("__any_sync"), 0)
-#define __all_sync(...) (__SG_WARP_UNSUPPORTED("__all_sync"), 0)
-#define __ballot(...) (__SG_WARP_UNSUPPORTED("__ballot"), 0u)
-#define __any(...) (__SG_WARP_UNSUPPORTED("__any"), 0)
-#define __all(...) (__SG_WARP_UNSUPPORTED("__all"), 0)
-#define __activemask() (__SG_WARP_UNSUPPORTED("__activemask"), 0u)
-#define __syncwarp(...) __SG_WARP_UNSUPPORTED("__syncwarp")
-#define __match_any_sync(...) (__SG_WARP_UNSUPPORTED("__match_any_sync"), 0u)
-#define __reduce_add_sync(...) (__SG_WARP_UNSUPPORTED("__reduce_add_sync"), 0u)
+/* ---- warp-level primitives: a rendezvous of the lanes named in the mask ------------------- */
+template <class T>
+static inline unsigned long long __sg_bits(T v) {
+    static_assert(sizeof(T) <= 8 && std::is_trivially_copyable<T>::value,
+                  "not supported by the emulator: a warp shuffle of a type larger than 8 bytes");
+    unsigned long long u = 0;
+    memcpy(&u, &v, sizeof(T));
+    return u;
+}
+template <class T>
+static inline T __sg_from_bits(unsigned long long u) {
+    T v;
+    memcpy(&v, &u, sizeof(T));
+    return v;
+}
+template <class T>
+static inline T __shfl_sync(unsigned mask, T var, int srcLane, int width = 32, __SG_SITE) {
+    return __sg_from_bits<T>(__sg_warp_op(__SG_W_IDX, mask, __sg_bits(var), srcLane, width, __sg_f, __sg_l));
+}
+template <class T>
+static inline T __shfl_up_sync(unsigned mask, T var, unsigned int delta, int width = 32, __SG_SITE) {
+    return __sg_from_bits<T>(__sg_warp_op(__SG_W_UP, mask, __sg_bits(var), (int)delta, width, __sg_f, __sg_l));
+}
+template <class T>
+static inline T __shfl_down_sync(unsigned mask, T var, unsigned int delta, int width = 32, __SG_SITE) {
+    return __sg_from_bits<T>(__sg_warp_op(__SG_W_DOWN, mask, __sg_bits(var), (int)delta, width, __sg_f, __sg_l));
+}
+template <class T>
+static inline T __shfl_xor_sync(unsigned mask, T var, int laneMask, int width = 32, __SG_SITE) {
+    return __sg_from_bits<T>(__sg_warp_op(__SG_W_XOR, mask, __sg_bits(var), laneMask, width, __sg_f, __sg_l));
+}
+static inline void __syncwarp(unsigned mask = 0xffffffffu, __SG_SITE) {
+    __sg_warp_op(__SG_W_SYNC, mask, 0, 0, 32, __sg_f, __sg_l);
+}
+static inline unsigned __ballot_sync(unsigned mask, int pred, __SG_SITE) {
+    return (unsigned)__sg_warp_op(__SG_W_BALLOT, mask, pred != 0, 0, 32, __sg_f, __sg_l);
+}
+static inline int __any_sync(unsigned mask, int pred, __SG_SITE) {
+    return (int)__sg_warp_op(__SG_W_ANY, mask, pred != 0, 0, 32, __sg_f, __sg_l);
+}
+static inline int __all_sync(unsigned mask, int pred, __SG_SITE) {
+    return (int)__sg_warp_op(__SG_W_ALL, mask, pred != 0, 0, 32, __sg_f, __sg_l);
+}
+static inline unsigned __reduce_add_sync(unsigned mask, unsigned v, __SG_SITE) {
+    return (unsigned)__sg_warp_op(__SG_W_RADD, mask, v, 0, 32, __sg_f, __sg_l);
+}
+static inline int __reduce_add_sync(unsigned mask, int v, __SG_SITE) {
+    return (int)__sg_warp_op(__SG_W_RADD, mask, (unsigned)v, 0, 32, __sg_f, __sg_l);
+}
+static inline unsigned __reduce_min_sync(unsigned mask, unsigned v, __SG_SITE) {
+    return (unsigned)__sg_warp_op(__SG_W_RMIN, mask, v, 0, 32, __sg_f, __sg_l);
+}
+static inline int __reduce_min_sync(unsigned mask, int v, __SG_SITE) {
+    return (int)__sg_warp_op(__SG_W_RMIN, mask, (unsigned)v, 1, 32, __sg_f, __sg_l);
+}
+static inline unsigned __reduce_max_sync(unsigned mask, unsigned v, __SG_SITE) {
+    return (unsigned)__sg_warp_op(__SG_W_RMAX, mask, v, 0, 32, __sg_f, __sg_l);
+}
+static inline int __reduce_max_sync(unsigned mask, int v, __SG_SITE) {
+    return (int)__sg_warp_op(__SG_W_RMAX, mask, (unsigned)v, 1, 32, __sg_f, __sg_l);
+}
+template <class T>
+static inline unsigned __match_any_sync(unsigned mask, T value, __SG_SITE) {
+    return (unsigned)__sg_warp_op(__SG_W_MATCH_ANY, mask, __sg_bits(value), 0, 32, __sg_f, __sg_l);
+}
+/* The lanes of the caller's warp that have not exited (the emulator cannot see divergence). */
+static inline unsigned __activemask(void) { return __sg_activemask(); }
+/* Pre-Volta intrinsics without a mask were removed in CUDA 9 for Volta and later GPUs. */
+#define __SG_LEGACY(name) __sg_unsupported(name " (deprecated: use the _sync variant with a mask)", __FILE__, __LINE__)
+#define __shfl(var, ...) (__SG_LEGACY("__shfl"), (var))
+#define __shfl_up(var, ...) (__SG_LEGACY("__shfl_up"), (var))
+#define __shfl_down(var, ...) (__SG_LEGACY("__shfl_down"), (var))
+#define __shfl_xor(var, ...) (__SG_LEGACY("__shfl_xor"), (var))
+#define __ballot(...) (__SG_LEGACY("__ballot"), 0u)
+#define __any(...) (__SG_LEGACY("__any"), 0)
+#define __all(...) (__SG_LEGACY("__all"), 0)
 
 /* ---- vector types (uint3 and dim3 come from sg_abi.h) -------------------------------------- */
 #define __SG_VEC_ALIGN(T, n) __attribute__((aligned(sizeof(T) * (n) > 16 ? 16 : sizeof(T) * (n))))
@@ -332,10 +369,10 @@ static inline constexpr size_t __sg_align(size_t natural, size_t requested) {
 template <class... A>
 struct __sg_kernel_invoker {
     template <size_t... I>
-    static void call(void (*f)(A...), void *const *args, std::index_sequence<I...>) {
+    __attribute__((no_sanitize("thread"))) static void call(void (*f)(A...), void *const *args, std::index_sequence<I...>) {
         f(*static_cast<typename std::remove_reference<A>::type *>(args[I])...);
     }
-    static void invoke(void *fn, void *const *args) {
+    __attribute__((no_sanitize("thread"))) static void invoke(void *fn, void *const *args) {
         call(reinterpret_cast<void (*)(A...)>(fn), args, std::index_sequence_for<A...>{});
     }
 };

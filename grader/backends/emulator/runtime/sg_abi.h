@@ -67,14 +67,31 @@ struct __sg_slot {
 /* Type-erased kernel call: invoke(fn, args) calls fn with *(T_i*)args[i]. */
 typedef void (*__sg_invoke_fn)(void *fn, void *const *args);
 
+/* Warp operations (__sg_warp_op) and atomic operations (__sg_atomic). */
+enum {
+    __SG_W_SYNC = 0, __SG_W_IDX, __SG_W_UP, __SG_W_DOWN, __SG_W_XOR, __SG_W_BALLOT, __SG_W_ANY, __SG_W_ALL,
+    __SG_W_RADD, __SG_W_RMIN, __SG_W_RMAX, __SG_W_MATCH_ANY, __SG_W_COUNT
+};
+enum {
+    __SG_A_ADD = 0, __SG_A_SUB, __SG_A_AND, __SG_A_OR, __SG_A_XOR, __SG_A_EXCH, __SG_A_CAS, __SG_A_MIN, __SG_A_MAX,
+    __SG_A_INC, __SG_A_DEC, __SG_A_LOAD,
+    __SG_A_SIGNED = 0x100, __SG_A_FLOAT = 0x200
+};
+/* Yield points that are not memory accesses. */
+enum { __SG_Y_FENCE = 1, __SG_Y_SLEEP = 2 };
+
 extern "C" {
 __SG_HIDDEN int __sg_register_kernel(const char *name, void *fn, __sg_invoke_fn invoke, int nargs);
 __SG_HIDDEN void *__sg_shared(__sg_slot *slot, size_t size, size_t align);
 __SG_HIDDEN void *__sg_dyn_shared(void);
-__SG_HIDDEN void __syncthreads(void);
-__SG_HIDDEN int __syncthreads_count(int predicate);
-__SG_HIDDEN int __syncthreads_and(int predicate);
-__SG_HIDDEN int __syncthreads_or(int predicate);
+__SG_HIDDEN int __sg_barrier(int kind, int predicate, const char *file, int line);
+__SG_HIDDEN unsigned long long __sg_warp_op(int op, unsigned mask, unsigned long long value, int arg, int width,
+                                            const char *file, int line);
+__SG_HIDDEN unsigned __sg_activemask(void);
+__SG_HIDDEN unsigned long long __sg_atomic(int op, void *addr, int size, unsigned long long a, unsigned long long b,
+                                           const char *file, int line);
+__SG_HIDDEN void __sg_yield_at(int what, const char *file, int line);
+__SG_HIDDEN int __sg_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 __SG_HIDDEN __attribute__((noreturn)) void __sg_trap(const char *file, int line, const char *func);
 __SG_HIDDEN __attribute__((noreturn)) void __sg_unsupported(const char *what, const char *file, int line);
 __SG_HIDDEN __attribute__((noreturn)) void __sg_assert_fail(const char *expr, const char *file, unsigned int line,
