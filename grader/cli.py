@@ -14,6 +14,7 @@ from grader import __version__, render
 from grader.backends import select_backend
 from grader.config import load_config, load_private
 from grader.errors import ScangradeError, UsageError
+from grader.execute import case_list
 from grader.report import render_text
 from grader.runner import grade
 
@@ -65,11 +66,62 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _progress(kind: str, ev: dict) -> None:
-    if kind == "case-start" and sys.stderr.isatty():
-        print(f"\r  running {ev['name']:<12}", end="", file=sys.stderr, flush=True)
-    elif kind in ("case", "done") and sys.stderr.isatty():
-        print("\r" + " " * 24 + "\r", end="", file=sys.stderr, flush=True)
+class _Progress:
+    """A progress bar on stderr while cases run (rich, when installed and stderr is a terminal)."""
+
+    def __init__(self, total: int) -> None:
+        self.bar = None
+        if total and sys.stderr.isatty():
+            try:
+                from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+            except ImportError:
+                return
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                TimeElapsedColumn(), transient=True, console=_console(sys.stderr))
+            self.task = self.bar.add_task("grading", total=total)
+
+    def __enter__(self) -> "_Progress":
+        if self.bar:
+            self.bar.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.bar:
+            self.bar.stop()
+
+    def __call__(self, kind: str, ev: dict) -> None:
+        if not self.bar:
+            return
+        if kind == "case-start":
+            self.bar.update(self.task, description=f"case {ev['name']}")
+        elif kind == "case":
+            self.bar.advance(self.task)
+
+
+def _console(stream):
+    from rich.console import Console
+    return Console(file=stream, highlight=False)
+
+
+_STYLES = (("PASS", "green"), ("FAIL", "bold red"), ("ERROR", "bold red"), ("TIMEOUT", "bold red"),
+           ("CRASH", "bold red"), ("NOT RUN", "yellow"), ("WARNING", "bold yellow"))
+
+
+def _print_report(text: str) -> None:
+    """The report on stdout, coloured when stdout is a terminal and rich is installed."""
+    if sys.stdout.isatty():
+        try:
+            from rich.text import Text
+        except ImportError:
+            pass
+        else:
+            styled = Text(text)
+            for word, style in _STYLES:
+                styled.highlight_regex(rf"^\s*{word}\b", style)
+            styled.highlight_regex(r"^Part \d+:.*$", "bold")
+            _console(sys.stdout).print(styled, soft_wrap=True)
+            return
+    print(text)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -84,12 +136,14 @@ def main(argv: list[str] | None = None) -> int:
             raise UsageError(f"{path}/ not found: run `scangrade check` from the folder that holds your "
                              "assignment/ folder, or pass --dir")
         selection = select_backend(args.backend, config_value=cfg.backend)
-        result = grade(path, cfg=cfg, selection=selection, seed=args.seed, parts=args.parts,
-                       checks=args.checks and selection.name == "emulator", on_event=_progress)
+        total = sum(len(case_list(cfg, k)) for k in (args.parts or cfg.parts) if k in cfg.parts)
+        with _Progress(total) as progress:
+            result = grade(path, cfg=cfg, selection=selection, seed=args.seed, parts=args.parts,
+                           checks=args.checks and selection.name == "emulator", on_event=progress)
     except ScangradeError as exc:
         print(f"scangrade: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    print(render_text(result))
+    _print_report(render_text(result))
     outputs = {args.json: lambda: result.to_json() + "\n",
                args.gradescope: lambda: json.dumps(render.gradescope(result), indent=2) + "\n",
                args.junit: lambda: render.junit_xml(result),
