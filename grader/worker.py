@@ -23,6 +23,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+#: The smallest copy (bytes read + written) whose bandwidth the report records and checks.
+COPY_BANDWIDTH_MIN_BYTES = 128 * 2**20
 #: Where the reference solutions live (absent from a student release).
 SOLUTIONS = Path(__file__).resolve().parent.parent / "reference" / "solutions"
 
@@ -130,7 +132,9 @@ def _time_part(events, backend, cfg, part, pc, modules, results, compile_part) -
         timed.append(result)
         _emit(events, event="timed", result=dataclasses.asdict(result))
     _emit(events, event="performance", result=dataclasses.asdict(score_performance(tc, timed)))
-    copies = [c.timing.gbps / c.timing.copy_fraction for c in timed if c.timing and c.timing.copy_fraction]
+    # Copy bandwidth is only meaningful for a copy large enough to leave launch latency behind.
+    copies = [c.timing.gbps / c.timing.copy_fraction for c in timed
+              if c.timing and c.timing.copy_fraction and c.n * 8 >= COPY_BANDWIDTH_MIN_BYTES]
     if copies:
         copy_gbps = max(copies)
         name = backend.describe().get("device", "")
