@@ -31,6 +31,8 @@ class TimingConfig:
         full_at: full points when the weighted geometric mean of (time / reference time) is at most this.
         zero_at: no points at this ratio or above; linear in between.
         reference: the part whose reference solution sets the bar (default: the part itself).
+        absolute_ms: GPU name -> {n: ms}: where no reference solution can be timed (a student
+            release), these times set the bar instead, on the GPUs named.
     """
 
     sizes: tuple[int, ...]
@@ -38,6 +40,7 @@ class TimingConfig:
     full_at: float = 1.2
     zero_at: float = 10.0
     reference: str = ""
+    absolute_ms: dict[str, dict[int, float]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,8 @@ class Config:
         backend: ``auto``, ``pycuda`` or ``emulator``.
         part_timeout_s: seconds allowed to one part, compile and cases together.
         case_timeout_s: seconds allowed to one case.
+        submission_timeout_s: seconds allowed to a whole submission; parts not started by then are
+            reported as timed out.
         emulator_workers: emulator worker threads (0: one per core).
         emulator_checks_max_n: with checks on, cases up to this n run with race, bounds and barrier
             checks under three thread orders; larger ones run once, unchecked (checking is ~3x slower).
@@ -97,6 +102,7 @@ class Config:
     float_rtol: float = 1e-6
     emulator_checks_max_n: int = 70000
     case_timeout_s: float = 120.0
+    submission_timeout_s: float = 1800.0
     timing_warmup: int = 10
     timing_runs: int = 30
     flush_bytes: int = 512 * 2**20
@@ -187,6 +193,17 @@ def _power_of_two_block(v: int) -> str | None:
     return None
 
 
+def _absolute_problem(v: dict) -> str | None:
+    for gpu, times in v.items():
+        if not isinstance(gpu, str) or not isinstance(times, dict):
+            return f"{gpu!r} must map to a mapping of n to milliseconds"
+        for n, ms in times.items():
+            if isinstance(n, bool) or not isinstance(n, int) or isinstance(ms, bool) or \
+                    not isinstance(ms, (int, float)) or ms <= 0:
+                return f"{gpu}: {n!r}: {ms!r} is not a size mapped to positive milliseconds"
+    return None
+
+
 def _positive(v: float) -> str | None:
     return None if v > 0 else "must be positive"
 
@@ -237,6 +254,8 @@ def load_config(path: str | os.PathLike) -> Config:
     timeouts = top.sub("timeouts")
     part_s = timeouts.take("part_s", (int, float), 300, check=_positive, what="a positive number of seconds")
     case_s = timeouts.take("case_s", (int, float), 120, check=_positive, what="a positive number of seconds")
+    submission_s = timeouts.take("submission_s", (int, float), 1800, check=_positive,
+                                 what="a positive number of seconds")
     timeouts.finish()
     emulator = top.sub("emulator")
     workers = emulator.take("workers", int, 0, check=lambda v: None if v >= 0 else "must not be negative",
@@ -275,7 +294,8 @@ def load_config(path: str | os.PathLike) -> Config:
     parts_reader.finish(allowed_extra=tuple(PARTS))
     top.finish()
     return Config(path=p, block_size=block_size, seed=seed, input_low=low, input_high=high, backend=backend,
-                  part_timeout_s=float(part_s), case_timeout_s=float(case_s), emulator_workers=workers,
+                  part_timeout_s=float(part_s), case_timeout_s=float(case_s),
+                  submission_timeout_s=float(submission_s), emulator_workers=workers,
                   parts=parts, float_rtol=float(float_rtol), emulator_checks_max_n=checks_max_n,
                   timing_warmup=warmup, timing_runs=runs,
                   flush_bytes=flush_mib * 2**20, expected_copy_gbps={k: float(v) for k, v in expected.items()})
@@ -328,9 +348,12 @@ def _part(pr: _Reader, spec, default_block: int) -> PartConfig:
                           what="the time ratio to the reference at or above which no points are given")
         reference = tr.take("reference", str, spec.key,
                             what="the key of the part whose reference solution sets the bar")
+        absolute = tr.take("absolute_ms", dict, {}, check=_absolute_problem,
+                           what="a mapping of GPU name to a mapping of timed size n to milliseconds")
         tr.finish()
         timing = TimingConfig(sizes=t_sizes, points=float(t_points), full_at=float(full_at),
-                              zero_at=float(zero_at), reference=reference)
+                              zero_at=float(zero_at), reference=reference,
+                              absolute_ms={g: {int(n): float(ms) for n, ms in v.items()} for g, v in absolute.items()})
     pr.finish()
     return PartConfig(sizes=sizes, points_per_case=float(points), dtypes=tuple(dtypes), block_size=block,
                       items_per_thread=items, hidden_sizes=hidden, timing=timing)

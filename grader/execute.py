@@ -427,20 +427,31 @@ def time_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, 
     return result("pass", "", timing)
 
 
-def score_performance(tc: TimingConfig, timed: list[CaseResult]) -> Performance:
+def score_performance(tc: TimingConfig, timed: list[CaseResult], *, gpu: str = "") -> Performance:
     """Performance points from timed cases: the geometric mean of time / reference time, weighted
     by log2(n), mapped linearly from all points at ``full_at`` to none at ``zero_at``.
 
-    Performance points are given only when every timed case produced the right output.
+    Where no reference solution was timed, the config's ``absolute_ms`` for this ``gpu`` (its
+    name as the driver reports it) sets the bar instead. Performance points are given only when
+    every timed case produced the right output.
     """
     if not timed:
         return Performance(0.0, tc.points, None, "not timed")
     if any(c.status != "pass" for c in timed):
         return Performance(0.0, tc.points, None, "no performance points: a timed case failed (see its message)")
-    if any(c.timing is None or c.timing.ratio is None for c in timed):
-        return Performance(0.0, tc.points, None, "not scored: no reference solution on this machine to compare with")
+    bars = tc.absolute_ms.get(gpu, {})
+    ratios, against = [], "reference time"
+    for c in timed:
+        if c.timing is not None and c.timing.ratio is not None:
+            ratios.append(c.timing.ratio)
+        elif c.timing is not None and c.n in bars:
+            ratios.append(c.timing.median_ms / bars[c.n])
+            against = f"the configured time for {gpu}"
+        else:
+            return Performance(0.0, tc.points, None, "not scored: no reference solution on this machine to compare "
+                                                     f"with, and no timing.absolute_ms for {gpu or 'this GPU'}")
     weights = [math.log2(max(c.n, 2)) for c in timed]
-    geo = math.exp(sum(w * math.log(c.timing.ratio) for w, c in zip(weights, timed)) / sum(weights))
+    geo = math.exp(sum(w * math.log(r) for w, r in zip(weights, ratios)) / sum(weights))
     if geo <= tc.full_at:
         frac = 1.0
     elif geo >= tc.zero_at:
@@ -449,5 +460,5 @@ def score_performance(tc: TimingConfig, timed: list[CaseResult]) -> Performance:
         frac = (tc.zero_at - geo) / (tc.zero_at - tc.full_at)
     sizes = ", ".join(str(c.n) for c in timed)
     return Performance(round(tc.points * frac, 2), tc.points, geo,
-                       f"time / reference time = {geo:.2f} (geometric mean over n = {sizes}, weighted by log2 n); "
+                       f"time / {against} = {geo:.2f} (geometric mean over n = {sizes}, weighted by log2 n); "
                        f"all points at or below {tc.full_at:g}, none at or above {tc.zero_at:g}")

@@ -269,7 +269,18 @@ def grade(submission: Path, *, cfg: Config, selection: Selection, seed: int | No
     for key, source in files.items():
         if key not in cfg.parts:
             continue
-        res, dev = grade_part(PARTS[key], source, cfg=cfg, backend=selection.name, checks=checks, on_event=on_event)
+        left = cfg.submission_timeout_s - (time.perf_counter() - t0)
+        if left <= 0:
+            msg = f"not graded: the submission used up its {cfg.submission_timeout_s:g} s (timeouts.submission_s)"
+            pending = cfg.parts[key].timing
+            results.append(PartResult(key=key, number=PARTS[key].number, title=PARTS[key].title,
+                                      file=str(source) if source else PARTS[key].filename, status="timeout",
+                                      message=msg, cases=_not_run(cfg, PARTS[key], msg),
+                                      performance=Performance(0.0, pending.points, None, msg) if pending else None))
+            continue
+        part_cfg = dataclasses.replace(cfg, part_timeout_s=min(cfg.part_timeout_s, left))
+        res, dev = grade_part(PARTS[key], source, cfg=part_cfg, backend=selection.name, checks=checks,
+                              on_event=on_event)
         results.append(res)
         device = {**device, **dev}
     timed = any(c.timing for p in results for c in p.cases)

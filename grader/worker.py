@@ -131,13 +131,14 @@ def _time_part(events, backend, cfg, part, pc, modules, results, compile_part) -
         result = time_case(backend, modules[dtype], cfg=cfg, part=part, n=n, dtype_name=dtype, reference=reference)
         timed.append(result)
         _emit(events, event="timed", result=dataclasses.asdict(result))
-    _emit(events, event="performance", result=dataclasses.asdict(score_performance(tc, timed)))
+    gpu = backend.describe().get("device", "")
+    _emit(events, event="performance", result=dataclasses.asdict(score_performance(tc, timed, gpu=gpu)))
     # Copy bandwidth is only meaningful for a copy large enough to leave launch latency behind.
     copies = [c.timing.gbps / c.timing.copy_fraction for c in timed
               if c.timing and c.timing.copy_fraction and c.n * 8 >= COPY_BANDWIDTH_MIN_BYTES]
     if copies:
         copy_gbps = max(copies)
-        name = backend.describe().get("device", "")
+        name = gpu
         expected = cfg.expected_copy_gbps.get(name)
         info = {"copy_gbps": f"{copy_gbps:.0f}"}
         if expected and copy_gbps < 0.5 * expected:

@@ -196,3 +196,21 @@ def test_check_mode_reports_a_spin_that_can_never_end_as_a_deadlock_without_wait
 def test_check_mode_passes_the_reference_solutions(small_config):
     result = grade(SOLUTIONS, cfg=small_config, selection=EMULATOR, checks=True)
     assert result.passed, [(c.name, c.message) for p in result.parts for c in p.cases if c.status != "pass"]
+
+
+def test_absolute_times_for_the_gpu_set_the_bar_where_no_reference_was_timed():
+    tc = TimingConfig(sizes=(2**20,), points=4.0, full_at=1.2, zero_at=10.0,
+                      absolute_ms={"NVIDIA H100 80GB HBM3": {2**20: 0.5}})
+    case = _timed(2**20, None)  # median 1.0 ms, twice the configured 0.5 ms
+    perf = score_performance(tc, [case], gpu="NVIDIA H100 80GB HBM3")
+    assert perf.ratio == pytest.approx(2.0) and "configured time" in perf.message
+    assert perf.points == pytest.approx(round(4 * (10 - 2) / (10 - 1.2), 2))
+    assert score_performance(tc, [case], gpu="NVIDIA H200").points == 0
+
+
+def test_parts_not_started_within_the_submission_timeout_are_reported(tmp_path):
+    path = write_config(tmp_path, sizes={"part1_naive": [5], "part2_blelloch": [5]})
+    path.write_text(path.read_text().replace("  part_s: 120\n", "  part_s: 120\n  submission_s: 0.001\n"))
+    result = grade(SOLUTIONS, cfg=load_config(path), selection=EMULATOR)
+    assert [p.status for p in result.parts] == ["timeout", "timeout"]
+    assert "timeouts.submission_s" in result.parts[1].message
