@@ -44,6 +44,7 @@ def main(argv: list[str]) -> int:
     from grader.errors import CompileError, ScangradeError
     from grader.execute import CHECK_SCHEDULES, case_list, run_case
     from grader.parts import DTYPES, PARTS, part_header
+    from grader.sandbox import check_includes
 
     cfg = load_config(job["config"])
     if job.get("private"):
@@ -73,6 +74,7 @@ def main(argv: list[str]) -> int:
                     return backend.compile(source=header + text, filename=spec.filename, kernels=spec.kernels,
                                            workdir=folder)
                 try:
+                    check_includes(source, filename=part.filename)
                     for dtype in pc.dtypes:
                         modules[dtype] = compile_part(part, source, dtype, "submission")
                 except CompileError as exc:
