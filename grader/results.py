@@ -225,3 +225,25 @@ def case_from_dict(d: dict[str, Any]) -> CaseResult:
     """Rebuild a CaseResult from its ``dataclasses.asdict`` form (as the worker sends it)."""
     mm, tm = d.get("mismatch"), d.get("timing")
     return CaseResult(**{**d, "mismatch": Mismatch(**mm) if mm else None, "timing": Timing(**tm) if tm else None})
+
+
+def result_from_dict(d: dict[str, Any]) -> SubmissionResult:
+    """Rebuild a SubmissionResult from :meth:`SubmissionResult.to_dict` (a saved ``--json`` file).
+
+    Raises:
+        ValueError: the document is not a ``scangrade.result`` of a version this grader reads.
+        KeyError, TypeError: a field is missing or has the wrong shape.
+    """
+    if d.get("schema") != SCHEMA or d.get("schema_version") != SCHEMA_VERSION:
+        raise ValueError(f"not a {SCHEMA} version {SCHEMA_VERSION} document "
+                         f"(schema {d.get('schema')!r}, version {d.get('schema_version')!r})")
+    fields = {f.name for f in dataclasses.fields(SubmissionResult)}
+    parts = []
+    for p in d["parts"]:
+        perf = p.get("performance")
+        parts.append(PartResult(key=p["key"], number=p["number"], title=p["title"], file=p["file"],
+                                status=p["status"], message=p.get("message", ""),
+                                cases=tuple(case_from_dict(c) for c in p["cases"]),
+                                performance=Performance(**perf) if perf else None))
+    body = {k: v for k, v in d.items() if k in fields and k != "parts"}
+    return SubmissionResult(**body, parts=tuple(parts))

@@ -109,9 +109,10 @@ class _Events:
 
 
 def _run_worker(job_path: Path, events: _Events, *, cfg: Config, tmpdir: Path,
-                on_event: Callable[[str, dict], None] | None) -> tuple[int | None, str | None]:
+                on_event: Callable[[str, dict], None] | None,
+                extra_env: dict[str, str] | None = None) -> tuple[int | None, str | None]:
     """Start the worker and watch it: ``(return code, why it was stopped or None)``."""
-    env = dict(os.environ)
+    env = {**os.environ, **(extra_env or {})}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_PROJECT_ROOT), env.get("PYTHONPATH")]))
     env["PYTHONUNBUFFERED"] = "1"
     with open(tmpdir / "stdout.txt", "wb") as out_f, open(tmpdir / "stderr.txt", "wb") as err_f:
@@ -150,7 +151,8 @@ def _run_worker(job_path: Path, events: _Events, *, cfg: Config, tmpdir: Path,
 
 
 def grade_part(part: PartSpec, source: Path | None, *, cfg: Config, backend: str, checks: bool = False,
-               on_event: Callable[[str, dict], None] | None = None) -> tuple[PartResult, dict[str, str]]:
+               on_event: Callable[[str, dict], None] | None = None,
+               env: dict[str, str] | None = None) -> tuple[PartResult, dict[str, str]]:
     """Grade one part in a child process (``checks``: the emulator's checking mode and thread orders).
 
     Returns:
@@ -175,7 +177,8 @@ def grade_part(part: PartSpec, source: Path | None, *, cfg: Config, backend: str
         job_path.write_text(json.dumps({"config": str(Path(cfg.path).resolve()), "private": cfg.private_path,
                                         "part": part.key, "source": str(source.resolve()), "backend": backend,
                                         "seed": cfg.seed, "checks": checks, "events": str(events.path)}))
-        returncode, stopped = _run_worker(job_path, events, cfg=cfg, tmpdir=tmpdir, on_event=on_event)
+        returncode, stopped = _run_worker(job_path, events, cfg=cfg, tmpdir=tmpdir, on_event=on_event,
+                                          extra_env=env)
         device: dict[str, str] = {}
         cases: list[CaseResult] = []
         current = None
@@ -240,7 +243,8 @@ def grade_part(part: PartSpec, source: Path | None, *, cfg: Config, backend: str
 
 def grade(submission: Path, *, cfg: Config, selection: Selection, seed: int | None = None,
           parts: list[str] | None = None, checks: bool = False,
-          on_event: Callable[[str, dict], None] | None = None) -> SubmissionResult:
+          on_event: Callable[[str, dict], None] | None = None,
+          env: dict[str, str] | None = None) -> SubmissionResult:
     """Grade a submission folder (or one part's file) against the configured cases.
 
     Args:
@@ -252,6 +256,7 @@ def grade(submission: Path, *, cfg: Config, selection: Selection, seed: int | No
         checks: on the emulator, check for races, out-of-bounds accesses and barrier divergence,
             and run every case under ascending, descending and random thread orders.
         on_event: called with each event a worker reports (for progress display).
+        env: extra environment for the part workers (e.g. ``CUDA_VISIBLE_DEVICES``).
 
     Raises:
         UsageError: the submission path is unusable, or a requested part is not configured.
@@ -280,7 +285,7 @@ def grade(submission: Path, *, cfg: Config, selection: Selection, seed: int | No
             continue
         part_cfg = dataclasses.replace(cfg, part_timeout_s=min(cfg.part_timeout_s, left))
         res, dev = grade_part(PARTS[key], source, cfg=part_cfg, backend=selection.name, checks=checks,
-                              on_event=on_event)
+                              on_event=on_event, env=env)
         results.append(res)
         device = {**device, **dev}
     timed = any(c.timing for p in results for c in p.cases)

@@ -58,6 +58,16 @@ def probe_pycuda(timeout_s: float = 60.0) -> tuple[bool, str]:
     return False, last
 
 
+def probe_gpu_count(timeout_s: float = 60.0) -> int:
+    """How many CUDA devices PyCUDA sees, counted in a child process (0 when none or no PyCUDA)."""
+    code = "import pycuda.driver as d; d.init(); print(d.Device.count())"
+    try:
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return 0
+    return int(proc.stdout.strip()) if proc.returncode == 0 and proc.stdout.strip().isdigit() else 0
+
+
 def select_backend(option: str | None, *, config_value: str = "auto", env: dict[str, str] | None = None) -> Selection:
     """Choose the backend: option > environment > config > auto.
 

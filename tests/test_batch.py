@@ -1,0 +1,82 @@
+"""Batch grading a class: gradebook, per-student reports, resume, zips and Gradescope's export."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import zipfile
+from pathlib import Path
+
+from grader.backends import Selection
+from grader.batch import batch, find_submissions
+from grader.config import load_config
+from tests.conftest import BROKEN, SOLUTIONS, TEMPLATES, write_config
+
+EMULATOR = Selection("emulator", "test")
+
+
+def _class(tmp_path: Path) -> Path:
+    root = tmp_path / "class"
+    (root / "alice" / "work" / "scan").mkdir(parents=True)
+    for f in SOLUTIONS.glob("*.cu"):
+        shutil.copy(f, root / "alice" / "work" / "scan" / f.name)  # nested: found anyway
+    shutil.copytree(TEMPLATES, root / "bob")
+    with zipfile.ZipFile(root / "carol.zip", "w") as z:
+        for f in SOLUTIONS.glob("*.cu"):
+            z.write(f, f"carol/{f.name}")
+        z.writestr("../../escaped.cu", "int x;")  # zip slip: must never be written outside
+    (root / "dave").mkdir()
+    for f in SOLUTIONS.glob("*.cu"):
+        shutil.copy(f, root / "dave" / f.name)
+    shutil.copy(BROKEN / "part1_hang.cu", root / "dave" / "part1_naive.cu")
+    return root
+
+
+def _config(tmp_path: Path):
+    return load_config(write_config(tmp_path, part_s=8, sizes={"part1_naive": [5, 128], "part2_blelloch": [7]}))
+
+
+def test_a_class_is_graded_into_a_gradebook_and_reports_even_with_a_hanging_submission(tmp_path):
+    root, out = _class(tmp_path), tmp_path / "out"
+    rows = batch(root, out=out, cfg=_config(tmp_path), selection=EMULATOR, jobs=2)
+    assert [sid for sid, _ in rows] == ["alice", "bob", "carol", "dave"]
+    book = list(csv.DictReader((out / "gradebook.csv").open()))
+    by_id = {r["student"]: r for r in book}
+    # 3 cases a part: the configured sizes plus n = 1 and the one-block maximum, always graded
+    assert by_id["alice"]["total"] == by_id["alice"]["max"] == "6"
+    assert by_id["carol"]["total"] == "6" and by_id["bob"]["total"] == "0"
+    assert by_id["dave"]["part1_naive"] == "0" and by_id["dave"]["part2_blelloch"] == "3"
+    assert [r["status"] for r in book] == ["pass", "fail", "pass", "fail"]
+    assert all(r["backend"] == "emulator" for r in book)
+    for sid in by_id:
+        for name in ("result.json", "report.txt", "report.md", "results.json", "junit.xml"):
+            assert (out / sid / name).is_file(), (sid, name)
+    dave = json.loads((out / "dave" / "result.json").read_text())
+    assert dave["parts"][0]["status"] == "timeout"
+    assert (out / "summary.txt").read_text().startswith("4 submissions")
+    assert not (tmp_path / "escaped.cu").exists() and not list(tmp_path.rglob("escaped.cu"))
+
+
+def test_resume_skips_intact_results_and_regrades_broken_ones(tmp_path):
+    root, out = _class(tmp_path), tmp_path / "out"
+    shutil.rmtree(root / "dave")
+    cfg = _config(tmp_path)
+    batch(root, out=out, cfg=cfg, selection=EMULATOR, jobs=1)
+    (out / "bob" / "result.json").write_text('{"schema": "scangrade.result", "schema_ver')  # cut short
+    before = (out / "alice" / "result.json").read_text()
+    seen = []
+    batch(root, out=out, cfg=cfg, selection=EMULATOR, resume=True, jobs=1,
+          on_done=lambda sid, result, resumed: seen.append((sid, resumed)))
+    assert sorted(seen) == [("alice", True), ("bob", False), ("carol", True)]
+    assert (out / "alice" / "result.json").read_text() == before
+    assert json.loads((out / "bob" / "result.json").read_text())["schema_version"] == 1
+
+
+def test_gradescope_export_metadata_names_the_rows(tmp_path):
+    root = tmp_path / "export"
+    shutil.copytree(SOLUTIONS, root / "submission_101")
+    (root / "submission_metadata.yml").write_text(
+        "submission_101:\n  :submitters:\n  - :name: Ada\n    :sid: s1815\n    :email: ada@example.edu\n")
+    subs = find_submissions(root, work=tmp_path / "work")
+    assert [(s.id, s.path) for s in subs] == [("s1815", root / "submission_101")]
