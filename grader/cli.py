@@ -63,6 +63,27 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--no-checks", dest="checks", action="store_false",
                    help="skip the emulator's race, bounds and barrier checks (faster)")
     _common(c)
+    t = sub.add_parser("batch", help="grade a class: one folder or .zip per submission (or Gradescope's export) "
+                                     "into a gradebook and per-student reports")
+    t.add_argument("submissions", help="the folder holding one folder or .zip per submission")
+    t.add_argument("--out", required=True, metavar="DIR", help="where the gradebook and reports go")
+    t.add_argument("--resume", action="store_true", help="skip submissions whose result is already written and intact")
+    t.add_argument("--jobs", type=int, default=0,
+                   help="submissions graded at once (default: one per GPU, or one per core on the emulator)")
+    t.add_argument("--checks", action="store_true", help="the emulator's race, bounds and barrier checks")
+    t.add_argument("--backend", choices=("auto", "pycuda", "emulator"), default=None, help="as for grade")
+    t.add_argument("--config", metavar="FILE", help="configuration file (default: ./config.yaml)")
+    t.add_argument("--private-config", metavar="FILE", help="hidden sizes and their seed, as for grade")
+    b = sub.add_parser("bench", help="time the reference solutions against a copy, CUB and library scans "
+                                     "(GPU only; a benchmark, not a grade)")
+    b.add_argument("--sizes", nargs="+", metavar="N",
+                   help="sizes as integers or 2^k, comma- or space-separated (default: 2^16, 2^18, ..., 2^28)")
+    b.add_argument("--dtypes", metavar="LIST", help="int32, float32 or both, comma-separated (default: both)")
+    b.add_argument("--runs", type=int, default=30, help="timed runs per measurement; the median is reported "
+                                                        "(default: 30)")
+    b.add_argument("--json", metavar="FILE", help="also write the table as JSON to FILE")
+    b.add_argument("--plot", metavar="FILE.png", help="also plot GB/s against n to FILE.png (needs matplotlib)")
+    b.add_argument("--config", metavar="FILE", help="configuration file (default: ./config.yaml)")
     return parser
 
 
@@ -124,9 +145,54 @@ def _print_report(text: str) -> None:
     print(text)
 
 
+def _batch(args: argparse.Namespace) -> int:
+    """``scangrade batch``: exit 0 when every submission passed, 1 otherwise, 2 on usage errors."""
+    from grader.batch import batch, find_submissions
+    try:
+        cfg = load_config(_find_config(args.config))
+        if args.private_config:
+            cfg = load_private(cfg, args.private_config)
+        if args.jobs < 0:
+            raise UsageError("--jobs must be 0 (automatic) or more")
+        selection = select_backend(args.backend, config_value=cfg.backend)
+        total = len(find_submissions(Path(args.submissions), work=Path(args.out) / ".work"))
+        bar = _Progress(total)
+        done = []
+
+        def on_done(sid: str, result, resumed: bool) -> None:
+            done.append(sid)
+            if bar.bar:
+                bar.bar.update(bar.task, description=f"{sid} {'(resumed)' if resumed else ''}")
+                bar.bar.advance(bar.task)
+            else:
+                print(f"[{len(done)}/{total}] {sid}: {result.points:g}/{result.max_points:g}"
+                      f"{' (resumed)' if resumed else ''}", file=sys.stderr)
+        with bar:
+            rows = batch(Path(args.submissions), out=Path(args.out), cfg=cfg, selection=selection,
+                         resume=args.resume, jobs=args.jobs, checks=args.checks and selection.name == "emulator",
+                         on_done=on_done)
+    except ScangradeError as exc:
+        print(f"scangrade: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print((Path(args.out) / "summary.txt").read_text(), end="")
+    print(f"gradebook: {Path(args.out) / 'gradebook.csv'}")
+    return EXIT_PASS if all(r.passed for _, r in rows) else EXIT_FAIL
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the exit status."""
     args = build_parser().parse_args(argv)
+    if args.command == "bench":
+        from grader import bench
+        try:
+            return bench.command(config=_find_config(args.config), sizes=args.sizes, dtypes=args.dtypes,
+                                 runs=args.runs, json_path=args.json, plot_path=args.plot,
+                                 argv=sys.argv[1:] if argv is None else argv)
+        except ScangradeError as exc:
+            print(f"scangrade: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    if args.command == "batch":
+        return _batch(args)
     try:
         cfg = load_config(_find_config(args.config))
         if args.private_config:

@@ -80,3 +80,16 @@ def test_gradescope_export_metadata_names_the_rows(tmp_path):
         "submission_101:\n  :submitters:\n  - :name: Ada\n    :sid: s1815\n    :email: ada@example.edu\n")
     subs = find_submissions(root, work=tmp_path / "work")
     assert [(s.id, s.path) for s in subs] == [("s1815", root / "submission_101")]
+
+
+def test_the_batch_command_prints_the_summary_and_exits_1_when_someone_fails(tmp_path, capsys):
+    from grader.cli import main
+    root = _class(tmp_path)
+    shutil.rmtree(root / "dave")
+    cfg = write_config(tmp_path, sizes={"part1_naive": [5]})
+    assert main(["batch", str(root), "--out", str(tmp_path / "o"), "--config", str(cfg),
+                 "--backend", "emulator", "--jobs", "2"]) == 1
+    printed = capsys.readouterr()
+    assert printed.out.startswith("3 submissions") and "gradebook:" in printed.out
+    assert "[3/3]" in printed.err
+    assert main(["batch", str(tmp_path / "none"), "--out", str(tmp_path / "o2"), "--config", str(cfg)]) == 2
