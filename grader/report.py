@@ -6,6 +6,7 @@ Rendering is kept apart from the data: the same result is written as JSON by
 
 from __future__ import annotations
 
+from grader.render._common import is_timed_case
 from grader.results import CaseResult, PartResult, SubmissionResult
 
 _MARK = {"pass": "PASS", "fail": "FAIL", "error": "ERROR", "timeout": "TIMEOUT", "crash": "CRASH",
@@ -18,9 +19,8 @@ def _points(x: float) -> str:
 
 def _size_list(cases: list[CaseResult]) -> str:
     by_dtype: dict[str, list[str]] = {}
-    for c in cases:
-        label = c.name.split()[0] + " " + c.name.split()[1] if c.visibility == "hidden" else f"{c.n}"
-        by_dtype.setdefault(c.dtype, []).append(label.removeprefix("hidden "))
+    for c in cases:  # a hidden case shows its number (``#2``), never its size
+        by_dtype.setdefault(c.dtype, []).append(c.name.split()[1] if c.visibility == "hidden" else str(c.n))
     return "; ".join(f"{d}: " + ", ".join(v) for d, v in by_dtype.items())
 
 
@@ -51,7 +51,7 @@ def _part_block(p: PartResult) -> list[str]:
         lines += ["    " + m for m in p.message.splitlines()]
     if p.status in ("compile-error", "missing", "error"):
         return lines + _timing_lines(p)
-    checked = [c for c in p.cases if c.timing is None and not c.name.startswith("timed ")]
+    checked = [c for c in p.cases if not is_timed_case(c)]
     passed = [c for c in checked if c.status == "pass"]
     if passed:
         lines.append(f"    PASS    n = {_size_list(passed)}")
@@ -82,7 +82,7 @@ def render_text(result: SubmissionResult) -> str:
     width = max([len(p.key) for p in result.parts] + [5])
     lines.append(f"{'part':<{width}}  {'status':<13}  {'cases':>7}  {'points':>11}")
     for p in result.parts:
-        graded = [c for c in p.cases if c.max_points > 0 or c.timing is None and not c.name.startswith("timed ")]
+        graded = [c for c in p.cases if not is_timed_case(c)]
         ok = sum(c.status == "pass" for c in graded)
         lines.append(f"{p.key:<{width}}  {p.status:<13}  {f'{ok}/{len(graded)}':>7}  "
                      f"{f'{_points(p.points)}/{_points(p.max_points)}':>11}")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from grader.backends import Selection
 from grader.errors import CompileError
 from grader.runner import grade
 from grader.sandbox import check_includes
