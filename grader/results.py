@@ -132,6 +132,11 @@ class PartResult:
         status: one of :data:`PART_STATUSES`.
         message: the part-level message (compiler output, timeout, crash).
         cases: every configured case, in config order (not-run ones included).
+        performance: the part's performance score, for a timed part.
+        phases_s: wall seconds of the part's phases, as far as they ran: ``startup`` (the child
+            process and the backend: interpreter, compiler probe, CUDA context), ``compile``,
+            ``cases`` (the correctness cases), ``timing`` (GPU timing, the reference included) and
+            ``total``; empty for a missing part.
     """
 
     key: str
@@ -142,6 +147,7 @@ class PartResult:
     message: str = ""
     cases: tuple[CaseResult, ...] = ()
     performance: Performance | None = None
+    phases_s: dict[str, float] = field(default_factory=dict)
 
     @property
     def points(self) -> float:
@@ -244,6 +250,7 @@ def result_from_dict(d: dict[str, Any]) -> SubmissionResult:
         parts.append(PartResult(key=p["key"], number=p["number"], title=p["title"], file=p["file"],
                                 status=p["status"], message=p.get("message", ""),
                                 cases=tuple(case_from_dict(c) for c in p["cases"]),
-                                performance=Performance(**perf) if perf else None))
+                                performance=Performance(**perf) if perf else None,
+                                phases_s=dict(p.get("phases_s") or {})))
     body = {k: v for k, v in d.items() if k in fields and k != "parts"}
     return SubmissionResult(**body, parts=tuple(parts))

@@ -108,6 +108,21 @@ class _Events:
         return new
 
 
+def _phases(events: list[dict], started: float, ended: float) -> dict[str, float]:
+    """Wall seconds per phase of a part, from the times the worker stamped on its events."""
+    first: dict[str, float] = {}
+    for ev in events:
+        if isinstance(ev.get("t"), (int, float)):
+            first.setdefault(ev["event"], ev["t"])
+    marks = [("startup", started), ("compile", first.get("device")),
+             ("cases", first.get("compiled")), ("timing", first.get("timing-start"))]
+    marks = [(name, t) for name, t in marks if t is not None]
+    phases = {name: round(max(0.0, (marks[i + 1][1] if i + 1 < len(marks) else ended) - t), 3)
+              for i, (name, t) in enumerate(marks)}
+    phases["total"] = round(ended - started, 3)
+    return phases
+
+
 def _run_worker(job_path: Path, events: _Events, *, cfg: Config, tmpdir: Path,
                 on_event: Callable[[str, dict], None] | None,
                 extra_env: dict[str, str] | None = None) -> tuple[int | None, str | None]:
@@ -159,11 +174,13 @@ def grade_part(part: PartSpec, source: Path | None, *, cfg: Config, backend: str
         ``(part result, device facts reported by the child)``. Never raises for problems of the
         submission; they are in the result.
     """
+    phases: dict[str, float] = {}
+
     def part_result(status: str, message: str, cases: tuple[CaseResult, ...],
                     performance: Performance | None = None) -> PartResult:
         return PartResult(key=part.key, number=part.number, title=part.title,
                           file=str(source) if source else part.filename, status=status, message=message,
-                          cases=cases, performance=performance)
+                          cases=cases, performance=performance, phases_s=phases)
 
     timing = cfg.parts[part.key].timing
     pending = Performance(0.0, timing.points, None, "not timed: the part did not finish") if timing else None
@@ -177,8 +194,10 @@ def grade_part(part: PartSpec, source: Path | None, *, cfg: Config, backend: str
         job_path.write_text(json.dumps({"config": str(Path(cfg.path).resolve()), "private": cfg.private_path,
                                         "part": part.key, "source": str(source.resolve()), "backend": backend,
                                         "seed": cfg.seed, "checks": checks, "events": str(events.path)}))
+        started = time.time()
         returncode, stopped = _run_worker(job_path, events, cfg=cfg, tmpdir=tmpdir, on_event=on_event,
                                           extra_env=env)
+        phases.update(_phases(events.items, started, time.time()))
         device: dict[str, str] = {}
         cases: list[CaseResult] = []
         current = None

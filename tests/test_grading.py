@@ -42,6 +42,11 @@ def test_the_reference_solutions_pass_every_case(tmp_path, backend, small_config
         assert p.status == "pass", (p.key, p.message, [c.message for c in p.cases if c.status != "pass"])
     assert result.passed and result.points == result.max_points == 17
     assert result.backend == backend.name
+    for p in result.parts:  # where the time went: every phase that ran, adding up to the part's wall time
+        assert set(p.phases_s) >= {"startup", "compile", "cases", "total"}, p.phases_s
+        assert all(v > 0 for v in p.phases_s.values()), p.phases_s
+        phases = sum(v for k, v in p.phases_s.items() if k != "total")
+        assert abs(phases - p.phases_s["total"]) < 0.01 and p.phases_s["total"] <= result.elapsed_s
 
 
 def test_the_untouched_templates_fail_every_case_with_a_result(tmp_path, backend, small_config):
