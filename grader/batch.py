@@ -6,6 +6,8 @@ files are looked for below it) or a ``.zip`` — and optionally Gradescope's exp
 
     OUT/gradebook.csv                 one row per submission (written last, atomically)
     OUT/summary.txt                   the class summary
+    OUT/batch.json                    what was graded (config fingerprint, shard, students), written
+                                      after the gradebook: its presence means the run finished
     OUT/<id>/result.json              the result (scangrade.result), written atomically
     OUT/<id>/report.txt, report.md, results.json (Gradescope), junit.xml
 
@@ -188,7 +190,7 @@ def class_summary(rows: list[tuple[str, SubmissionResult]], part_keys: list[str]
 
 def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume: bool = False, jobs: int = 0,
           checks: bool = False, on_done: Callable[[str, SubmissionResult, bool], None] | None = None,
-          ) -> list[tuple[str, SubmissionResult]]:
+          shard: tuple[int, int] | None = None) -> list[tuple[str, SubmissionResult]]:
     """Grade every submission of ``folder`` into ``out``.
 
     Args:
@@ -198,16 +200,23 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
             pinned with ``CUDA_VISIBLE_DEVICES``), one per CPU core on the emulator (each emulator
             then runs one worker thread).
         on_done: called as ``(id, result, was_resumed)`` after each submission.
+        shard: ``(I, K)``: grade only shard I of K (0-based), the submissions at positions I, I+K,
+            I+2K, ... of the sorted list (see :mod:`grader.slurm`; ``scangrade merge`` joins shards).
 
     Returns:
-        ``(id, result)`` per submission, in id order; the gradebook and summary are written.
+        ``(id, result)`` per submission (of the shard), in id order; the gradebook, summary and
+        ``batch.json`` manifest (config fingerprint, shard, students) are written.
 
     Raises:
-        UsageError: ``folder`` is unusable.
+        UsageError: ``folder`` is unusable, or the shard is not 0 <= I < K.
     """
     out.mkdir(parents=True, exist_ok=True)
     work = out / ".work"
     subs = find_submissions(folder, work=work)
+    from grader.slurm import MANIFEST, shard_positions, write_manifest
+    (out / MANIFEST).unlink(missing_ok=True)  # a run cut short must not look finished to scangrade merge
+    everyone, positions = [s.id for s in subs], shard_positions(len(subs), shard)
+    subs = [subs[p] for p in positions]
     gpus = [g for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g.strip()]
     if selection.name == "pycuda":
         if not gpus:
@@ -251,5 +260,8 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
     keys = [k for k in PARTS if k in cfg.parts]
     _write_atomic(out / "gradebook.csv", gradebook_csv(rows, keys))
     _write_atomic(out / "summary.txt", class_summary(rows, keys))
+    write_manifest(out, cfg=cfg, backend=selection.name, checks=checks, shard=shard, part_keys=keys,
+                   everyone=everyone, positions=positions, submissions=folder)
+    render.write_class_report(out, rows=rows)  # OUT/class_report.html, after batch.json: it shows the fingerprint
     shutil.rmtree(work, ignore_errors=True)
     return rows

@@ -74,6 +74,41 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--backend", choices=("auto", "pycuda", "emulator"), default=None, help="as for grade")
     t.add_argument("--config", metavar="FILE", help="configuration file (default: ./config.yaml)")
     t.add_argument("--private-config", metavar="FILE", help="hidden sizes and their seed, as for grade")
+    t.add_argument("--shard", metavar="I/K", help="grade only shard I of K (0-based): every K-th submission of the "
+                                                  "sorted list, from the I-th; scangrade merge joins the shards")
+    t.add_argument("--slurm", action="store_true",
+                   help="grade on a Slurm cluster: write OUT/slurm/grade.sbatch (an array job, one shard a task) "
+                        "and merge.sbatch, and submit both with sbatch (see docs/slurm.md)")
+    t.add_argument("--slurm-shards", type=int, metavar="K",
+                   help="with --slurm: the array's tasks (default: one per 10 submissions)")
+    t.add_argument("--slurm-option", action="append", default=[], metavar="ARG",
+                   help="with --slurm: one more '#SBATCH ARG' line, written --slurm-option=--partition=gpu; "
+                        "repeatable")
+    t.add_argument("--no-submit", action="store_true", help="with --slurm: write the job scripts, do not submit them")
+    m = sub.add_parser("merge", help="join the shards of scangrade batch --shard (or --slurm) into one gradebook")
+    m.add_argument("shards", nargs="+", metavar="SHARD_DIR", help="the shards' output folders (e.g. OUT/shards/*)")
+    m.add_argument("--out", required=True, metavar="DIR", help="where the gradebook, summary and reports go")
+    m.add_argument("--allow-partial", action="store_true",
+                   help="when shards are missing, write a gradebook of those there are anyway (exit status 1)")
+    r = sub.add_parser("report", help="rebuild the class report (one HTML page) from a batch output folder")
+    r.add_argument("folder", metavar="DIR", help="the output folder of scangrade batch (its --out)")
+    r.add_argument("--out", metavar="FILE.html", help="where the page goes (default: DIR/class_report.html)")
+    r.add_argument("--title", help="the page's heading, e.g. the course and term (default: scangrade class report)")
+    rel = sub.add_parser("release", help="build what students get: assignment/, the grader and the public config, "
+                                         "with no reference solution or private setting (see docs/release.md)")
+    rel.add_argument("out", metavar="OUT", help="the release folder to create, outside this checkout")
+    rel.add_argument("--zip", action="store_true", help="also write OUT.zip (one top folder, OUT's name)")
+    rel.add_argument("--force", action="store_true", help="replace an existing, non-empty OUT (and OUT.zip)")
+    rel.add_argument("--config", metavar="FILE", help="the public config students get (default: ./config.yaml)")
+    rel.add_argument("--private-config", metavar="FILE",
+                     help="a TA's private config: only checked not to leak into the release, never copied")
+    gsb = sub.add_parser("gradescope-bundle", help="build the autograder zip for Gradescope (setup.sh, "
+                                                   "run_autograder, the grader, config; see docs/release.md)")
+    gsb.add_argument("out", metavar="OUT.zip", help="the zip to write")
+    gsb.add_argument("--force", action="store_true", help="replace an existing OUT.zip")
+    gsb.add_argument("--config", metavar="FILE", help="the course's config (default: ./config.yaml)")
+    gsb.add_argument("--private-config", metavar="FILE",
+                     help="a private config (hidden sizes, their seed), put in the bundle and used for every submission")
     b = sub.add_parser("bench", help="time the reference solutions against a copy, CUB and library scans "
                                      "(GPU only; a benchmark, not a grade)")
     b.add_argument("--sizes", nargs="+", metavar="N",
@@ -148,14 +183,21 @@ def _print_report(text: str) -> None:
 def _batch(args: argparse.Namespace) -> int:
     """``scangrade batch``: exit 0 when every submission passed, 1 otherwise, 2 on usage errors."""
     from grader.batch import batch, find_submissions
+    from grader.slurm import parse_shard, shard_positions
     try:
         cfg = load_config(_find_config(args.config))
         if args.private_config:
             cfg = load_private(cfg, args.private_config)
         if args.jobs < 0:
             raise UsageError("--jobs must be 0 (automatic) or more")
+        if args.slurm:
+            return _batch_slurm(args, cfg)
+        if args.slurm_shards is not None or args.slurm_option or args.no_submit:
+            raise UsageError("--slurm-shards, --slurm-option and --no-submit go with --slurm")
+        shard = parse_shard(args.shard) if args.shard else None
         selection = select_backend(args.backend, config_value=cfg.backend)
-        total = len(find_submissions(Path(args.submissions), work=Path(args.out) / ".work"))
+        total = len(shard_positions(len(find_submissions(Path(args.submissions), work=Path(args.out) / ".work")),
+                                    shard))
         bar = _Progress(total)
         done = []
 
@@ -170,13 +212,77 @@ def _batch(args: argparse.Namespace) -> int:
         with bar:
             rows = batch(Path(args.submissions), out=Path(args.out), cfg=cfg, selection=selection,
                          resume=args.resume, jobs=args.jobs, checks=args.checks and selection.name == "emulator",
-                         on_done=on_done)
+                         on_done=on_done, shard=shard)
     except ScangradeError as exc:
         print(f"scangrade: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     print((Path(args.out) / "summary.txt").read_text(), end="")
     print(f"gradebook: {Path(args.out) / 'gradebook.csv'}")
     return EXIT_PASS if all(r.passed for _, r in rows) else EXIT_FAIL
+
+
+def _batch_slurm(args: argparse.Namespace, cfg) -> int:
+    """``scangrade batch --slurm``: write the job scripts, submit them unless --no-submit (exit 0)."""
+    from grader.slurm import slurm_backend, slurm_batch
+    if args.shard:
+        raise UsageError("--shard and --slurm do not go together: --slurm writes one array task per shard")
+    backend = slurm_backend(args.backend, config_value=cfg.backend)
+    plan = slurm_batch(Path(args.submissions), out=Path(args.out), config=Path(cfg.path),
+                       private_config=Path(cfg.private_path) if cfg.private_path else None, backend=backend,
+                       checks=args.checks and backend == "emulator", jobs=args.jobs, shards=args.slurm_shards,
+                       options=args.slurm_option, resume=args.resume, submit_jobs=not args.no_submit)
+    print(plan.describe(), end="")
+    return EXIT_PASS
+
+
+def _report(args: argparse.Namespace) -> int:
+    """``scangrade report``: write the class report page (exit 0), 2 when DIR holds no results."""
+    from grader.render.class_report import write_class_report
+    try:
+        page = write_class_report(Path(args.folder), out=Path(args.out) if args.out else None, title=args.title)
+    except ScangradeError as exc:
+        print(f"scangrade: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"class report: {page}")
+    return EXIT_PASS
+
+
+def _merge(args: argparse.Namespace) -> int:
+    """``scangrade merge``: 0 when every student passed, 1 when any failed or shards are missing, 2 on
+    shards that do not fit together."""
+    from grader.slurm import IncompleteMerge, merge
+    try:
+        merged = merge([Path(p) for p in args.shards], out=Path(args.out), allow_partial=args.allow_partial)
+    except IncompleteMerge as exc:
+        print(f"scangrade: error: {exc}", file=sys.stderr)
+        return EXIT_FAIL
+    except ScangradeError as exc:
+        print(f"scangrade: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    for line in merged.missing:
+        print(f"scangrade: warning: not in the gradebook: {line}", file=sys.stderr)
+    print((merged.out / "summary.txt").read_text(), end="")
+    print(f"gradebook: {merged.out / 'gradebook.csv'}")
+    return EXIT_PASS if not merged.missing and all(r.passed for _, r in merged.rows) else EXIT_FAIL
+
+
+def _package(args: argparse.Namespace) -> int:
+    """``scangrade release`` and ``scangrade gradescope-bundle``: 0 when written, 2 on usage errors."""
+    private = Path(args.private_config) if args.private_config else None
+    try:
+        if args.command == "release":
+            from grader.release import build_release
+            made = build_release(Path(args.out), config=_find_config(args.config), private_config=private,
+                                 zip_archive=args.zip, force=args.force)
+        else:
+            from grader.gradescope_bundle import build_bundle
+            made = build_bundle(Path(args.out), config=_find_config(args.config), private_config=private,
+                                force=args.force)
+    except ScangradeError as exc:
+        print(f"scangrade: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(made.describe(), end="")
+    return EXIT_PASS
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -193,6 +299,12 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_USAGE
     if args.command == "batch":
         return _batch(args)
+    if args.command == "merge":
+        return _merge(args)
+    if args.command in ("release", "gradescope-bundle"):
+        return _package(args)
+    if args.command == "report":
+        return _report(args)
     try:
         cfg = load_config(_find_config(args.config))
         if args.private_config:

@@ -19,6 +19,8 @@ from grader.errors import ConfigError
 from grader.parts import DTYPES, PARTS
 
 BACKEND_CHOICES = ("auto", "pycuda", "emulator")
+#: Values of ``emulator.sandbox`` (grader.backends.emulator.sandbox.POLICIES).
+SANDBOX_CHOICES = ("auto", "required", "off")
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,9 @@ class Config:
         emulator_workers: emulator worker threads (0: one per core).
         emulator_checks_max_n: with checks on, cases up to this n run with race, bounds and barrier
             checks under three thread orders; larger ones run once, unchecked (checking is ~3x slower).
+        emulator_sandbox: how the emulator isolates student code: ``auto`` (bubblewrap when it
+            works here, else resource limits and seccomp only), ``required`` (no emulator without
+            bubblewrap) or ``off`` (see ``docs/security.md``).
         timing_warmup, timing_runs: untimed and timed repetitions per timed case.
         flush_bytes: bytes written before each timed run to empty the L2 cache.
         expected_copy_gbps: GPU name -> the device-to-device copy bandwidth (GB/s) it should reach.
@@ -101,6 +106,7 @@ class Config:
     parts: dict[str, PartConfig] = field(default_factory=dict)
     float_rtol: float = 1e-6
     emulator_checks_max_n: int = 70000
+    emulator_sandbox: str = "auto"
     case_timeout_s: float = 120.0
     submission_timeout_s: float = 1800.0
     timing_warmup: int = 10
@@ -262,6 +268,9 @@ def load_config(path: str | os.PathLike) -> Config:
                             what="a number of worker threads (0: one per core)")
     checks_max_n = emulator.take("checks_max_n", int, 70000, check=_positive,
                                  what="the largest n checked for races under three thread orders")
+    sandbox = emulator.take("sandbox", str, "auto",
+                            check=lambda v: None if v in SANDBOX_CHOICES else "unknown sandbox policy",
+                            what="one of " + ", ".join(SANDBOX_CHOICES))
     emulator.finish()
     float_rtol = top.take("float_rtol", float, 1e-6, check=_positive,
                           what="a positive number (float32 tolerance per sqrt(n), relative)")
@@ -297,6 +306,7 @@ def load_config(path: str | os.PathLike) -> Config:
                   part_timeout_s=float(part_s), case_timeout_s=float(case_s),
                   submission_timeout_s=float(submission_s), emulator_workers=workers,
                   parts=parts, float_rtol=float(float_rtol), emulator_checks_max_n=checks_max_n,
+                  emulator_sandbox=sandbox,
                   timing_warmup=warmup, timing_runs=runs,
                   flush_bytes=flush_mib * 2**20, expected_copy_gbps={k: float(v) for k, v in expected.items()})
 

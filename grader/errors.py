@@ -45,10 +45,18 @@ class CompileError(ScangradeError):
 
     Attributes:
         command: the compiler command line, as a string.
-        log: the compiler's diagnostics (stderr and stdout), with paths as the student knows them.
+        log: the compiler's diagnostics (stderr and stdout), with paths as the student knows them, cut
+            after :attr:`LOG_LIMIT` characters (a flood of errors stays readable and small).
     """
 
+    #: Characters of compiler diagnostics kept (the first errors; a flood of them is cut).
+    LOG_LIMIT = 16_000
+
     def __init__(self, message: str, *, command: str = "", log: str = "") -> None:
+        if len(log) > self.LOG_LIMIT:
+            kept = log[:self.LOG_LIMIT].rsplit("\n", 1)[0]
+            cut = log.count("\n", len(kept)) + 1
+            log = f"{kept}\n... ({cut} more line(s) of compiler output cut: fix the first errors first)"
         self.command, self.log = command, log
         super().__init__(message if not log else f"{message}\n{log}")
 

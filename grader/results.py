@@ -59,7 +59,8 @@ class Timing:
         copy_fraction: gbps over the device-to-device copy bandwidth measured in the same run.
         reference_ms: median time of the reference solution on the same case, same GPU, same process.
         ratio: median_ms / reference_ms (1.0 is as fast as the reference; lower is faster).
-        cpu_speedup: time of the sequential CPU scan (numpy) over median_ms.
+        cpu_speedup: time of the sequential CPU scan (numpy, one thread) over median_ms; above 2^24
+            elements the CPU time is measured on the first 2^24 and scaled linearly to n.
     """
 
     median_ms: float

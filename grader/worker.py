@@ -58,7 +58,7 @@ def main(argv: list[str]) -> int:
     with open(job["events"], "a", encoding="utf-8") as events:
         try:
             backend = create_backend(job["backend"], emulator_workers=cfg.emulator_workers,
-                                     checks=bool(job.get("checks")))
+                                     checks=bool(job.get("checks")), emulator_sandbox=cfg.emulator_sandbox)
         except ScangradeError as exc:
             _emit(events, event="error", message=str(exc))
             return 0
@@ -153,5 +153,22 @@ def _time_part(events, backend, cfg, part, pc, modules, results, compile_part) -
         _emit(events, event="device-update", info=info)
 
 
+def _profiled(argv: list[str]) -> int:
+    """:func:`main` under cProfile when ``SCANGRADE_PROFILE`` names a folder: ``<part>-<pid>.prof``
+    there, for ``python -m pstats`` (see docs/benchmarks.md); plain :func:`main` otherwise."""
+    folder = os.environ.get("SCANGRADE_PROFILE")
+    if not folder:
+        return main(argv)
+    import cProfile
+
+    profile = cProfile.Profile()
+    try:
+        return profile.runcall(main, argv)
+    finally:
+        part = json.loads(Path(argv[0]).read_text()).get("part", "part")
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        profile.dump_stats(str(Path(folder) / f"{part}-{os.getpid()}.prof"))
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(_profiled(sys.argv[1:]))

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from reference.scan import exclusive_scan, inclusive_scan
+from reference.scan import exclusive_scan, inclusive_scan, scan_int32_threaded
 
 
 def _loop_inclusive(x):
@@ -52,3 +52,20 @@ def test_it_rejects_other_shapes_and_dtypes():
         inclusive_scan(np.zeros((2, 2), dtype=np.int32))
     with pytest.raises(TypeError, match="int64"):
         exclusive_scan(np.zeros(3, dtype=np.int64))
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 1000, 4096, 4097, 100_003])
+@pytest.mark.parametrize("inclusive", [True, False])
+def test_the_threaded_int32_scan_equals_the_sequential_one_bit_for_bit(n, inclusive):
+    # Large values so the running sums wrap around many times; small chunks so there are many.
+    x = np.random.default_rng(n).integers(2**29, 2**31 - 1, n, dtype=np.int32)
+    for chunk, threads in ((1024, 3), (4096, 1), (7, 2), (1 << 22, None)):
+        got = scan_int32_threaded(x, inclusive=inclusive, chunk=chunk, threads=threads)
+        want = inclusive_scan(x) if inclusive else exclusive_scan(x)
+        assert got.dtype == np.int32
+        np.testing.assert_array_equal(got, want)
+
+
+def test_the_threaded_scan_takes_int32_only():
+    with pytest.raises(TypeError, match="int32"):
+        scan_int32_threaded(np.zeros(3, dtype=np.float32), inclusive=True)

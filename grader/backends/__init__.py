@@ -100,12 +100,15 @@ def select_backend(option: str | None, *, config_value: str = "auto", env: dict[
     return Selection("emulator", f"auto: no usable CUDA GPU ({why})")
 
 
-def create_backend(name: str, *, emulator_workers: int = 0, checks: bool = False) -> Backend:
+def create_backend(name: str, *, emulator_workers: int = 0, checks: bool = False,
+                   emulator_sandbox: str = "auto") -> Backend:
     """Instantiate a backend by name (in the process that will run the kernels).
 
     Args:
         emulator_workers: the emulator's worker threads (0: one per core).
         checks: the emulator's race, bounds and barrier checks (ignored by the GPU backend).
+        emulator_sandbox: the emulator's sandbox policy, ``auto``, ``required`` or ``off``
+            (ignored by the GPU backend).
 
     Raises:
         BackendUnavailable: the backend cannot start here.
@@ -115,7 +118,5 @@ def create_backend(name: str, *, emulator_workers: int = 0, checks: bool = False
         return PyCudaBackend()
     if name == "emulator":
         from grader.backends.emulator import EmulatorBackend
-        if checks:
-            return EmulatorBackend(workers=emulator_workers, checks=True)
-        return EmulatorBackend(workers=emulator_workers)
+        return EmulatorBackend(workers=emulator_workers, checks=checks, sandbox=emulator_sandbox)
     raise UsageError(f"unknown backend {name!r}; choose pycuda or emulator")

@@ -73,6 +73,10 @@ def _summary(result: SubmissionResult) -> str:
         lines.append(f"Device: {dev}.")
     if result.timing_note:
         lines.append(result.timing_note.rstrip(".") + ".")
+    pending = sum(p.performance.max_points for p in result.parts if p.performance) if not result.timed else 0
+    if pending and result.backend == "emulator":
+        lines.append(f"Performance ({points(pending)} points) is pending a run on a GPU: "
+                     "this score counts correctness only.")
     for p in result.parts:
         checks = [c for c in p.cases if not is_timed_case(c)]
         ok = sum(c.status == "pass" for c in checks)

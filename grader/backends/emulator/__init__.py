@@ -1,8 +1,10 @@
 """The CPU emulator backend: CUDA kernels compiled by the host C++ compiler and run on the CPU.
 
 See :mod:`grader.backends.emulator.backend` (the backend), :mod:`.rewrite` (the ``__shared__``
-source rewrite), :mod:`.build` (toolchain and runtime cache) and ``runtime/`` (the C++ runtime:
-prelude, fibers, scheduler, shared-memory arena).
+source rewrite), :mod:`.build` (toolchain, runtime and executor cache, the sandboxed compile),
+:mod:`.executor` (the process that loads a module, and device memory shared with it),
+:mod:`.sandbox` (bubblewrap, resource limits, the policy) and ``runtime/`` (the C++ runtime:
+prelude, fibers, scheduler, shared-memory arena; the executor program).
 """
 
 from grader.backends.emulator.backend import (KERNEL_ERROR_KINDS, SCHEDULES, EmulatorArray, EmulatorBackend,

@@ -1,14 +1,18 @@
 """The CPU emulator backend: CUDA kernels compiled by the host C++ compiler, run on the CPU.
 
 Staged like the GPU backend: :meth:`EmulatorBackend.compile` rewrites the source
-(:mod:`.rewrite`), compiles it with the force-included prelude into a shared object linked with
-the emulator runtime, and loads it with ctypes; :meth:`Backend.launch` validates the launch (shared
-with the GPU backend) and runs every block of the grid on ``workers`` OS threads, each CUDA thread a
-fiber. Device memory is host memory (:class:`EmulatorArray`).
+(:mod:`.rewrite`) and compiles it, in the sandbox (:mod:`.sandbox`), with the force-included
+prelude into a shared object linked with the emulator runtime; an executor process (:mod:`.executor`)
+loads it, sandboxed, so student code never runs in the grader's process. :meth:`Backend.launch`
+validates the launch (shared with the GPU backend) and the executor runs every block of the grid
+on ``workers`` OS threads, each CUDA thread a fiber. Device memory (:class:`EmulatorArray`) is
+shared memory mapped at the same address in the grader and in the executor.
 
 Faults of emulated threads (an unmapped address, a stack overflow, an integer division by zero)
-end the launch with a KernelError naming the block and thread, not the process. A wild write that
-lands in mapped memory is not detected, so run emulated code in a child process, as the grader does.
+end the launch with a KernelError naming the block and thread. A crash elsewhere, a system call the
+sandbox forbids or a resource limit ends the executor: a KernelError of kind ``crash``,
+``sandbox-violation`` or ``resource-limit``, and the next launch starts a new executor. A wild
+write that lands in device memory is not detected (the grader's guard zones and the checks are).
 
 Warp intrinsics are a rendezvous of the lanes named in the mask; atomics, volatile accesses,
 fences and ``__nanosleep`` are yield points, and several blocks are resident per worker, so
@@ -27,19 +31,22 @@ import os
 import re
 import shlex
 import shutil
+import struct
 import subprocess
 import threading
 import uuid
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, Sequence, Union
+from typing import Callable, ClassVar, Sequence, Union
 
 import numpy as np
 
 from grader.backends.base import Backend, DeviceArray, Dim3, KernelSpec, Module
-from grader.backends.emulator.build import GLUE_FILENAME, RUNTIME_DIR, Toolchain, kernel_glue
+from grader.backends.emulator.build import GLUE_FILENAME, RUNTIME_DIR, Toolchain, kernel_glue, kill_group
+from grader.backends.emulator.executor import ARENA_BYTES, Arena, Executor, ExecutorDied, probe_seccomp
 from grader.backends.emulator.rewrite import find_definitions, rewrite_source
+from grader.backends.emulator.sandbox import Sandbox, executor_limits
 from grader.errors import CompileError, KernelError, LaunchError
 
 __all__ = ["EmulatorBackend", "EmulatorArray", "EmulatorModule", "Finding", "KERNEL_ERROR_KINDS", "SCHEDULES",
@@ -64,6 +71,10 @@ KERNEL_ERROR_KINDS = {
     "division-by-zero": "a thread divided an integer by zero (or INT_MIN by -1)",
     "illegal-instruction": "a thread executed an illegal instruction (undefined behaviour)",
     "internal": "the emulator itself failed (out of memory for fiber stacks...)",
+    "crash": "the process running the module died outside the emulated threads' fault handling (a static "
+             "constructor, a thread the module started, exit())",
+    "sandbox-violation": "the module made a system call the sandbox forbids (fork, exec, sockets...)",
+    "resource-limit": "the module exceeded a limit of the sandbox (CPU time, file size)",
 }
 
 #: Thread orders within a block (the numbers are the runtime's).
@@ -73,23 +84,14 @@ OUTPUT_CAP = 64 * 1024
 #: Kinds reported by the checks (they come with :class:`Finding` objects).
 CHECK_KINDS = ("race", "out-of-bounds", "misaligned", "uninitialized-read", "barrier-divergence", "deadlock")
 
-_ALIGNMENT = 256
 _ABI_VERSION = 2
-
-
-class _Alloc(ctypes.Structure):
-    _fields_ = [("base", ctypes.c_uint64), ("size", ctypes.c_uint64)]
-
-
-class _LaunchConfig(ctypes.Structure):
-    _fields_ = [("kernel", ctypes.c_char_p), ("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3),
-                ("dyn_shared", ctypes.c_uint64), ("shared_limit", ctypes.c_uint64),
-                ("workers", ctypes.c_int), ("schedule", ctypes.c_int), ("seed", ctypes.c_uint64),
-                ("checks", ctypes.c_int), ("detect_deadlock", ctypes.c_int),
-                ("allocs", ctypes.POINTER(_Alloc)), ("nallocs", ctypes.c_int)]
+#: The head of a launch request (see executor.cpp's handle_launch).
+_LAUNCH_HEAD = struct.Struct("<3I3IQQiiQiiiiI")
 
 
 class _LaunchResult(ctypes.Structure):
+    """``sg_result`` (sg_host.h), as the executor sends it back."""
+
     _fields_ = [("status", ctypes.c_int), ("has_ids", ctypes.c_int), ("block", ctypes.c_uint * 3),
                 ("thread", ctypes.c_uint * 3), ("kind", ctypes.c_char * 32), ("message", ctypes.c_char * 2048),
                 ("nfindings", ctypes.c_int)]
@@ -165,59 +167,83 @@ class EmulatorArray(DeviceArray):
 
 
 class EmulatorModule(Module):
-    """A compiled, loaded emulated translation unit.
+    """A compiled emulated translation unit, loaded in its own sandboxed executor process.
 
     Attributes:
-        path: the shared object (unique per compile; never loaded twice).
+        path: the shared object (unique per compile).
         filename: the student's file name.
         kernels: the contract's kernels by name.
     """
 
-    def __init__(self, *, lib: ctypes.CDLL, path: Path, filename: str, kernels: Sequence[KernelSpec]) -> None:
-        self._lib = lib
+    def __init__(self, *, path: Path, filename: str, kernels: Sequence[KernelSpec],
+                 start: Callable[[Path], Executor], sandbox: Sandbox) -> None:
         self.path = path
         self.filename = filename
         self.kernels = {k.name: k for k in kernels}
-        lib.sg_abi_version.restype = ctypes.c_int
-        lib.sg_kernel_defined.argtypes = [ctypes.c_char_p]
-        lib.sg_kernel_defined.restype = ctypes.c_int
-        lib.sg_launch.argtypes = [ctypes.POINTER(_LaunchConfig), ctypes.POINTER(ctypes.c_void_p), ctypes.c_int,
-                                  ctypes.POINTER(_LaunchResult)]
-        lib.sg_launch.restype = ctypes.c_int
-        lib.sg_trim.restype = None
-        lib.sg_take_output.argtypes = [ctypes.c_char_p, ctypes.c_long]
-        lib.sg_take_output.restype = ctypes.c_long
-        lib.sg_findings.argtypes = [ctypes.c_char_p, ctypes.c_long]
-        lib.sg_findings.restype = ctypes.c_long
-        if lib.sg_abi_version() != _ABI_VERSION:
-            raise CompileError(f"{filename}: the emulator runtime's ABI version does not match this grader")
+        self._start = start
+        self._sandbox = sandbox
+        self._executor: Executor | None = None
+        self._defined: dict[str, int] = {}
+
+    def load(self) -> Executor:
+        """The running executor, started (the module loaded, its static constructors run) if needed.
+
+        Raises:
+            ExecutorDied: the executor could not start or load the module.
+        """
+        if self._executor is None or not self._executor.alive:
+            self._executor = None
+            executor = self._start(self.path)
+            if executor.hello.abi != _ABI_VERSION:
+                executor.stop()
+                raise ExecutorDied("crash", "the emulator runtime's ABI version does not match this grader")
+            self._defined = {name: defined for name, (defined, _) in executor.hello.kernels.items()}
+            self._executor = executor
+        return self._executor
+
+    def launch(self, request: bytes) -> tuple[bytes, str, str, bool]:
+        """Run a launch request in the executor (starting it if needed); see :meth:`Executor.launch`."""
+        executor = self.load()
+        try:
+            return executor.launch(request)
+        except ExecutorDied:
+            self._executor = None
+            raise
+
+    @property
+    def pid(self) -> int | None:
+        """The process running the module (bubblewrap's, when sandboxed), or None when stopped."""
+        return self._executor.pid if self._executor is not None and self._executor.alive else None
 
     def has_kernel(self, name: str) -> bool:
         """Whether the module defines ``name`` with the contract's signature."""
-        return name in self.kernels and self._lib.sg_kernel_defined(name.encode()) == 1
+        return name in self.kernels and self._defined.get(name) == 1
 
     def trim(self) -> None:
-        """Free the fiber stacks and shared-memory arenas kept for the next launch."""
-        self._lib.sg_trim()
+        """Free the runtime's fiber stacks and shared-memory arenas kept for the next launch."""
+        if self._executor is not None and self._executor.alive:
+            try:
+                self._executor.trim()
+            except ExecutorDied:
+                self._executor = None
 
-    def take_output(self) -> tuple[str, bool]:
-        """Device printf output since the last call, and whether it was cut at the cap."""
-        buf = ctypes.create_string_buffer(OUTPUT_CAP + 1)
-        n = self._lib.sg_take_output(buf, len(buf))
-        cut = n < 0
-        n = -1 - n if cut else n
-        return buf.raw[:n].decode(errors="replace"), cut
-
-    def findings_text(self) -> str:
-        """The runtime's findings of the last launch (tab-separated lines)."""
-        size = self._lib.sg_findings(None, 0) if False else 1 << 20
-        buf = ctypes.create_string_buffer(size)
-        n = self._lib.sg_findings(buf, size)
-        return buf.raw[:min(n, size - 1)].decode(errors="replace")
+    def stop(self) -> None:
+        """Stop the executor; the next launch starts a new one. Idempotent."""
+        if self._executor is not None:
+            self._executor.stop()
+            self._executor = None
 
     def resolve(self, offsets: Sequence[int]) -> dict[int, tuple[str, int] | None]:
         """Source (file, line) of code addresses of this module (offsets from its load base)."""
-        return _addr2line(self.path, offsets)
+        return _addr2line(self.path, offsets, self._sandbox)
+
+
+class _Block:
+    """One device allocation: back to the arena when the last array viewing it is gone."""
+
+    def __init__(self, arena: Arena, address: int) -> None:
+        self.arena = arena
+        weakref.finalize(self, arena.release, address)
 
 
 class EmulatorBackend(Backend):
@@ -226,9 +252,10 @@ class EmulatorBackend(Backend):
     Args:
         workers: OS threads a launch spreads its blocks over; 0 means ``os.cpu_count()``.
         cxx: the host C++ compiler command; default ``$CXX`` or ``"c++"``.
-        cache_dir: where the compiled runtime object is cached; default
+        cache_dir: where the compiled runtime object and the executor are cached; default
             ``$XDG_CACHE_HOME/scangrade`` or ``~/.cache/scangrade``.
-        compile_timeout_s: wall-clock limit of one compiler run, in seconds.
+        compile_timeout_s: wall-clock limit of one compiler run, and of loading a module (its
+            static constructors), in seconds.
         checks: check every memory access and barrier (races, out-of-bounds and misaligned
             accesses, uninitialised shared memory, barrier divergence, deadlock); slower.
         schedule: the order of the threads of a block in each round: ``"ascending"``,
@@ -237,25 +264,36 @@ class EmulatorBackend(Backend):
         schedule_seed: seed of the random choices.
         nvcc_check: also compile each part with ``nvcc -ptx`` so code that would not build for a
             GPU is a CompileError; default: when ``nvcc`` is on the PATH.
+        sandbox: ``"auto"`` (bubblewrap when it works here), ``"required"`` or ``"off"``; see
+            :mod:`.sandbox`.
 
     Attributes:
         detect_deadlock: a deadlock (every thread polls, nothing changes) is a KernelError of kind
             ``"deadlock"``; default ``checks``. Off, a deadlocked launch waits like a hung GPU
             (for the grader's timeout).
+        sandbox: the :class:`.sandbox.Sandbox` compiles and executors run in.
 
     Raises:
-        BackendUnavailable: no working C++ compiler.
+        BackendUnavailable: no working C++ compiler, the executor does not build, or the sandbox is
+            ``required`` and bubblewrap does not work here.
+        ValueError: an unknown sandbox policy or schedule, or negative ``workers``.
     """
 
     name: ClassVar[str] = "emulator"
 
     def __init__(self, *, workers: int = 0, cxx: str | None = None, cache_dir: Path | None = None,
                  compile_timeout_s: float = 60.0, checks: bool = False, schedule: str = "ascending",
-                 schedule_seed: int = 0, nvcc_check: bool | None = None) -> None:
+                 schedule_seed: int = 0, nvcc_check: bool | None = None, sandbox: str = "auto") -> None:
         if workers < 0:
             raise ValueError(f"workers must be >= 0 (got {workers})")
         self.workers = workers or os.cpu_count() or 1
-        self.toolchain = Toolchain(cxx=cxx, cache_dir=cache_dir, timeout_s=compile_timeout_s)
+        self.sandbox = Sandbox(sandbox)
+        self.toolchain = Toolchain(cxx=cxx, cache_dir=cache_dir, timeout_s=compile_timeout_s, sandbox=self.sandbox)
+        executor, problem = self.toolchain.executor_binary()
+        if self.sandbox.seccomp and problem is None:
+            problem = probe_seccomp(executor, self.sandbox)
+        self._seccomp_problem = problem if self.sandbox.seccomp else None
+        self._seccomp = self.sandbox.seccomp and problem is None
         self.checks = bool(checks)
         self.detect_deadlock = bool(checks)
         self.schedule, self.schedule_seed = "ascending", 0
@@ -263,9 +301,10 @@ class EmulatorBackend(Backend):
         self.nvcc = shutil.which("nvcc")
         self.nvcc_check = bool(self.nvcc) if nvcc_check is None else bool(nvcc_check and self.nvcc)
         self._active: EmulatorModule | None = None  # the module whose worker pools are warm
-        self._modules: list[EmulatorModule] = []
+        self._modules: weakref.WeakSet[EmulatorModule] = weakref.WeakSet()
         self._lock = threading.Lock()
-        self._allocs: dict[int, tuple[int, int]] = {}  # id -> (base, size) of live device buffers
+        self._arena: Arena | None = None  # device memory, mapped on first use
+        self._arena_lock = threading.Lock()
         self._output: list[str] = []
         self._output_len = 0
         self._output_cut = False
@@ -283,17 +322,13 @@ class EmulatorBackend(Backend):
     def take_output(self) -> str:
         """What device ``printf`` wrote since the last call (at most 64 KiB, then an ``[output cut]`` note)."""
         with self._lock:
-            self._collect_output()
             text = "".join(self._output)
             if self._output_cut:
                 text += "\n[output cut: device printf wrote more than 64 KiB]\n"
             self._output, self._output_len, self._output_cut = [], 0, False
         return text
 
-    def _collect_output(self) -> None:
-        if self._active is None:
-            return
-        text, cut = self._active.take_output()
+    def _add_output(self, text: str, cut: bool) -> None:
         room = OUTPUT_CAP - self._output_len
         if len(text) > room:
             text, cut = text[:max(room, 0)], True
@@ -338,27 +373,46 @@ class EmulatorBackend(Backend):
             self.toolchain.compile_module(source=src, output=so, filename=filename, workdir=workdir)
         except BaseException:
             if nvcc is not None:
-                nvcc[0].kill()
-                nvcc[0].wait()
+                kill_group(nvcc[0])
             raise
         if nvcc is not None:
             self._finish_nvcc(nvcc, filename=filename, workdir=workdir)
-        lib = ctypes.CDLL(str(so.resolve()), mode=os.RTLD_LOCAL)
-        module = EmulatorModule(lib=lib, path=so, filename=filename, kernels=kernels)
+        module = EmulatorModule(path=so, filename=filename, kernels=kernels, start=self._start_executor,
+                                sandbox=self.sandbox)
+        try:
+            module.load()
+        except ExecutorDied as exc:
+            raise CompileError(f"{filename} compiles, but loading it failed: {exc}") from None
         missing = [k for k in kernels if not module.has_kernel(k.name)]
         if missing:
             raise CompileError("\n".join(f"{filename}: {_missing_message(k, source)}" for k in missing))
         with self._lock:
-            self._modules.append(module)
+            self._modules.add(module)
         return module
 
+    def _start_executor(self, module: Path) -> Executor:
+        """A new executor process with ``module`` loaded (see :class:`.executor.Executor`)."""
+        binary, _ = self.toolchain.executor_binary()
+        return Executor(binary=binary, module=module, arena=self._device_memory(), sandbox=self.sandbox,
+                        seccomp=self._seccomp, limits=executor_limits(arena_bytes=ARENA_BYTES, workers=self.workers),
+                        load_timeout_s=self.toolchain.timeout_s)
+
+    def _device_memory(self) -> Arena:
+        with self._arena_lock:  # not self._lock: a launch holding it may restart an executor
+            if self._arena is None:
+                self._arena = Arena(ARENA_BYTES)
+            return self._arena
+
     def _start_nvcc(self, source: str, path: Path) -> tuple[subprocess.Popen, list[str]] | None:
-        """Start ``nvcc -ptx`` on the same source text (in parallel with the host compiler)."""
+        """Start ``nvcc -ptx`` on the same source text, in the compile sandbox (in parallel with the
+        host compiler)."""
         path.write_text(source, encoding="utf-8")
-        cmd = [str(self.nvcc), "-ptx", "-x", "cu", str(path), "-o", os.devnull]
+        cmd = self.toolchain.sandboxed([str(self.nvcc), "-ptx", "-x", "cu", str(path), "-o", os.devnull],
+                                       workdir=path.parent, tools=[str(self.nvcc)])
         try:
-            return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                    cwd=path.parent), cmd
+            return subprocess.Popen(cmd.argv, env=cmd.env, cwd=cmd.cwd, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
+                                    start_new_session=True), cmd.shown
         except OSError:
             return None  # nvcc does not run here: the emulator alone decides
 
@@ -367,8 +421,7 @@ class EmulatorBackend(Backend):
         try:
             out, _ = proc.communicate(timeout=self.toolchain.timeout_s)
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
+            kill_group(proc)
             return  # a slow nvcc is not the student's fault
         if proc.returncode == 0:
             return
@@ -381,23 +434,25 @@ class EmulatorBackend(Backend):
 
     # -- memory ---------------------------------------------------------------------------------
     def alloc(self, count: int, dtype: np.dtype) -> EmulatorArray:
-        """An uninitialised buffer of ``count`` elements of ``dtype``, 256-byte aligned.
+        """An uninitialised buffer of ``count`` elements of ``dtype``, 256-byte aligned, in device
+        memory shared with the executors (freed when the last array viewing it is gone).
 
         Raises:
             ValueError: ``count`` is negative.
+            MemoryError: more than ``ARENA_BYTES`` (16 GiB) of device memory would be live.
         """
         dtype = np.dtype(dtype)
         count = int(count)
         if count < 0:
             raise ValueError(f"cannot allocate {count} elements")
         nbytes = count * dtype.itemsize
-        raw = np.empty(nbytes + _ALIGNMENT, dtype=np.uint8)
-        shift = (-raw.ctypes.data) % _ALIGNMENT
-        elements = raw[shift:shift + nbytes].view(dtype)
-        key = id(raw)
-        self._allocs[key] = (int(raw.ctypes.data) + shift, nbytes)
-        weakref.finalize(raw, self._allocs.pop, key, None)
-        return EmulatorArray(elements, raw)
+        arena = self._device_memory()
+        address = arena.alloc(nbytes)
+        block = _Block(arena, address)
+        memory = (ctypes.c_char * max(nbytes, 1)).from_address(address)
+        memory._block = block  # numpy views keep the block alive through their base
+        elements = np.frombuffer(memory, dtype=dtype, count=count)
+        return EmulatorArray(elements, block)
 
     def to_device(self, host: np.ndarray, dest: DeviceArray) -> None:
         """Copy a 1-D host array into ``dest``.
@@ -438,39 +493,43 @@ class EmulatorBackend(Backend):
             names = ", ".join(p.name for p in spec.params)
             raise LaunchError(f"launch of {kernel}: the kernel takes {len(spec.params)} arguments ({names}), "
                               f"got {len(args)}")
-        slots: list[object] = []
+        slots: list[tuple[int, int]] = []  # (0 pointer / 1 int, value)
         for n, (param, arg) in enumerate(zip(spec.params, args), start=1):
             where = f"launch of {kernel}: argument {n} `{param.name}` ({param.ctype})"
             if param.kind == "ptr":
                 if not isinstance(arg, EmulatorArray):
                     raise LaunchError(f"{where} must be a device array of the emulator backend "
                                       f"(got {type(arg).__name__})")
-                slots.append(ctypes.c_void_p(arg.address))
+                slots.append((0, arg.address))
             elif param.kind == "int":
                 if isinstance(arg, bool) or not isinstance(arg, (int, np.integer)):
                     raise LaunchError(f"{where} must be an int (got {type(arg).__name__})")
                 if not -2**31 <= int(arg) < 2**31:
                     raise LaunchError(f"{where} = {int(arg)} does not fit a 32-bit int")
-                slots.append(ctypes.c_int(int(arg)))
+                slots.append((1, int(arg)))
             else:
                 raise LaunchError(f"{where}: parameter kind {param.kind!r} is not supported by the emulator")
-        argv = (ctypes.c_void_p * max(1, len(slots)))(
-            *(ctypes.cast(ctypes.pointer(s), ctypes.c_void_p) for s in slots))
-        allocs = list(self._allocs.values()) if self.checks else []
-        table = (_Alloc * max(1, len(allocs)))(*(_Alloc(b, n) for b, n in allocs))
-        cfg = _LaunchConfig(kernel.encode(), (ctypes.c_uint * 3)(grid.x, grid.y, grid.z),
-                            (ctypes.c_uint * 3)(block.x, block.y, block.z), shared_bytes,
-                            self.limits.max_shared_bytes, self.workers, SCHEDULES[self.schedule],
-                            self.schedule_seed, int(self.checks), int(self.detect_deadlock), table, len(allocs))
-        res = _LaunchResult()
+        allocs = self._device_memory().live() if self.checks else []
+        name = kernel.encode()
+        request = b"".join([
+            _LAUNCH_HEAD.pack(grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes,
+                              self.limits.max_shared_bytes, self.workers, SCHEDULES[self.schedule], self.schedule_seed,
+                              int(self.checks), int(self.detect_deadlock), len(allocs), len(slots), len(name)),
+            name, *(struct.pack("<QQ", b, n) for b, n in allocs), *(struct.pack("<iq", k, v) for k, v in slots)])
         with self._lock:
             if self._active is not None and self._active is not module:
-                self._collect_output()
                 self._active.trim()  # keep one module's fiber pools warm, not all of them
             self._active = module
-            status = module._lib.sg_launch(ctypes.byref(cfg), argv, len(slots), ctypes.byref(res))
-            findings = _parse_findings(module, module.findings_text()) if res.nfindings else []
-            self._collect_output()
+            try:
+                raw, findings_text, output, cut = module.launch(request)
+            except ExecutorDied as exc:
+                err = KernelError(f"{kernel}: {exc}", kind=exc.kind)
+                err.findings = []
+                raise err from None
+            self._add_output(output, cut)
+        res = _LaunchResult.from_buffer_copy(raw)
+        status = res.status
+        findings = _parse_findings(module, findings_text) if res.nfindings else []
         if status == _SG_OK and not findings:
             return
         kind = res.kind.decode(errors="replace")
@@ -501,17 +560,19 @@ class EmulatorBackend(Backend):
         raise err
 
     def describe(self) -> dict[str, str]:
-        """Facts for the report: backend, compiler, workers, schedule."""
+        """Facts for the report: backend, compiler, workers, schedule, checks, sandbox."""
         schedule = self.schedule + (f" (seed {self.schedule_seed})" if self.schedule == "random" else "")
         return {"backend": self.name, "compiler": self.toolchain.version_line, "workers": str(self.workers),
                 "schedule": schedule, "checks": "on" if self.checks else "off",
-                "nvcc check": "on" if self.nvcc_check else "off"}
+                "nvcc check": "on" if self.nvcc_check else "off",
+                "sandbox": self.sandbox.describe(seccomp_problem=self._seccomp_problem)}
 
     def close(self) -> None:
-        """Free every loaded module's fiber stacks and arenas. Idempotent; modules stay loaded."""
+        """Stop every module's executor (freeing its fiber stacks and arenas). Idempotent; a module
+        launched again afterwards starts a new executor."""
         with self._lock:
-            for m in self._modules:
-                m.trim()
+            for m in list(self._modules):
+                m.stop()
             self._active = None
 
 
@@ -522,16 +583,18 @@ def _ids(t: tuple[int, int, int] | None) -> str:
 _RUNTIME_FILES = ("prelude.h", "sg_abi.h")
 
 
-def _addr2line(path: Path, offsets: Sequence[int]) -> dict[int, tuple[str, int] | None]:
+def _addr2line(path: Path, offsets: Sequence[int], sandbox: Sandbox) -> dict[int, tuple[str, int] | None]:
     """(file, line) of each code offset of a shared object: the innermost frame in the student's
-    code (frames in the emulator's prelude and in system headers are skipped)."""
+    code (frames in the emulator's prelude and in system headers are skipped). addr2line runs in
+    the sandbox: the shared object is a file the student shaped."""
     out: dict[int, tuple[str, int] | None] = {o: None for o in offsets}
     tool = shutil.which("addr2line")
     if not tool or not offsets:
         return out
+    cmd = sandbox.command([tool, "-e", str(path), "-i", "-a", *(hex(o) for o in offsets)], read_only=[path])
     try:
-        proc = subprocess.run([tool, "-e", str(path), "-i", "-a", *(hex(o) for o in offsets)],
-                              capture_output=True, text=True, timeout=30)
+        proc = subprocess.run(cmd.argv, env=cmd.env, cwd=cmd.cwd, capture_output=True, text=True, errors="replace",
+                              timeout=30, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired):
         return out
     current: int | None = None

@@ -1,9 +1,15 @@
-"""Building emulated modules: the host C++ toolchain, the cached runtime object, the glue.
+"""Building emulated modules: the host C++ toolchain, the cached runtime and executor, the glue.
 
 The runtime (``runtime/runtime.cpp``) is compiled once per (runtime sources, flags, compiler
-identity) into ``<cache_dir>/emulator/runtime-<hash>.o`` and linked into every module. Several
-processes may build it at once: each compiles to a private temporary name and renames it into
-place atomically, so readers only ever see a complete object.
+identity) into ``<cache_dir>/emulator/runtime-<hash>.o`` and linked into every module; the
+executor (``runtime/executor.cpp``, the sandboxed process that loads a module, see
+:mod:`.executor`) likewise into ``executor-<hash>-seccomp`` (or ``-plain`` where libseccomp's
+header is missing). Several processes may build them at once: each compiles to a private
+temporary name and renames it into place atomically, so readers only ever see a complete file.
+
+The student's translation unit is compiled and linked in the sandbox (:mod:`.sandbox`): under
+bubblewrap when it works, always under resource limits, seeing the part's scratch folder, the
+runtime's sources and object and the system's read-only folders only.
 
 Public API: :class:`Toolchain`, :func:`kernel_glue`, :data:`RUNTIME_DIR`.
 """
@@ -15,12 +21,14 @@ import hashlib
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from grader.backends.base import KernelSpec
+from grader.backends.emulator.sandbox import COMPILE_MEMORY, COMPILE_TMP, FILE_SIZE, Command, Sandbox, compile_limits
 from grader.errors import BackendUnavailable, CompileError
 
 __all__ = ["Toolchain", "kernel_glue", "RUNTIME_DIR", "PRELUDE", "STUB_INCLUDE_DIR", "GLUE_FILENAME"]
@@ -33,6 +41,12 @@ PRELUDE = RUNTIME_DIR / "prelude.h"
 STUB_INCLUDE_DIR = RUNTIME_DIR / "include"
 #: The file name diagnostics show for the registration lines appended after the student's text.
 GLUE_FILENAME = "<scangrade emulator glue>"
+#: The executor's source (a host program, built once and cached like the runtime object).
+EXECUTOR_SOURCE = RUNTIME_DIR / "executor.cpp"
+#: Flags for the executor.
+EXECUTOR_FLAGS = ("-std=c++17", "-O2", "-g", "-pthread")
+#: Where libseccomp's header is looked for (its presence selects the seccomp build of the executor).
+SECCOMP_HEADERS = (Path("/usr/include/seccomp.h"), Path("/usr/local/include/seccomp.h"))
 
 #: Flags for the runtime object (compiled once, optimised).
 RUNTIME_FLAGS = ("-std=c++17", "-O2", "-g", "-fPIC", "-fvisibility=hidden", "-pthread")
@@ -77,20 +91,25 @@ class Toolchain:
     Args:
         cxx: compiler command (may include arguments, e.g. ``"ccache g++"``); default ``$CXX`` or
             ``"c++"``.
-        cache_dir: where the runtime object is cached; default :func:`default_cache_dir`.
+        cache_dir: where the runtime object and the executor are cached; default
+            :func:`default_cache_dir`.
         timeout_s: wall-clock limit of one compiler run, in seconds.
+        sandbox: how the student's translation unit is compiled (default ``Sandbox("auto")``).
 
     Raises:
         BackendUnavailable: the compiler is missing or does not run.
     """
 
-    def __init__(self, *, cxx: str | None = None, cache_dir: Path | None = None, timeout_s: float = 60.0) -> None:
+    def __init__(self, *, cxx: str | None = None, cache_dir: Path | None = None, timeout_s: float = 60.0,
+                 sandbox: Sandbox | None = None) -> None:
         self.cxx = cxx or os.environ.get("CXX") or "c++"
         self.argv = shlex.split(self.cxx)
         self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         self.timeout_s = timeout_s
+        self.sandbox = sandbox if sandbox is not None else Sandbox("auto")
         self.path, self.version = _compiler_identity(self.cxx)
         self._runtime: Path | None = None
+        self._executor: tuple[Path, str | None] | None = None
 
     @property
     def version_line(self) -> str:
@@ -100,7 +119,7 @@ class Toolchain:
     def runtime_key(self, extra_flags: Sequence[str] = ()) -> str:
         """Hash of the runtime sources, the runtime flags and the compiler identity (hex, 20 chars)."""
         h = hashlib.sha256()
-        for f in sorted(p for p in RUNTIME_DIR.rglob("*") if p.is_file()):
+        for f in sorted(p for p in RUNTIME_DIR.rglob("*") if p.is_file() and p != EXECUTOR_SOURCE):
             h.update(f.relative_to(RUNTIME_DIR).as_posix().encode() + b"\0")
             h.update(f.read_bytes() + b"\0")
         h.update("\0".join((*RUNTIME_FLAGS, *extra_flags)).encode() + b"\0")
@@ -120,31 +139,73 @@ class Toolchain:
         if self._runtime is not None and not extra_flags and self._runtime.exists():
             return self._runtime
         name = f"runtime-{self.runtime_key(extra_flags)}.o"
-        target = self.cache_dir / "emulator" / name
-        if not target.exists():
-            try:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                fd, tmp = tempfile.mkstemp(prefix=".runtime-", suffix=".o.tmp", dir=target.parent)
-            except OSError:
-                # An unwritable cache (read-only home): build into a private folder for this process.
-                private = Path(tempfile.mkdtemp(prefix="scangrade-emulator-"))
-                target = private / name
-                fd, tmp = tempfile.mkstemp(prefix=".runtime-", suffix=".o.tmp", dir=private)
-            os.close(fd)
-            cmd = [*self.argv, *RUNTIME_FLAGS, *extra_flags, "-c", str(RUNTIME_DIR / "runtime.cpp"), "-o", tmp]
-            try:
-                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=max(self.timeout_s, 120.0))
-                if proc.returncode != 0:
-                    raise BackendUnavailable("the emulator runtime does not compile with "
-                                             f"`{self.cxx}` ({self.version_line}):\n{proc.stderr}")
-                os.replace(tmp, target)
-            except subprocess.TimeoutExpired:
-                raise BackendUnavailable(f"compiling the emulator runtime with `{self.cxx}` timed out") from None
-            finally:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
+        target = self._cached(name, lambda tmp: [*self.argv, *RUNTIME_FLAGS, *extra_flags, "-c",
+                                                 str(RUNTIME_DIR / "runtime.cpp"), "-o", tmp],
+                              what="the emulator runtime")
         if not extra_flags:
             self._runtime = target
+        return target
+
+    def executor_binary(self) -> tuple[Path, str | None]:
+        """The executor program, built on first use and cached: ``(path, seccomp problem)``.
+
+        The seccomp build is used where libseccomp's header is installed; the problem is None
+        then, else why the executor has no seccomp filter (what to install).
+
+        Raises:
+            BackendUnavailable: the executor does not build with this compiler.
+        """
+        if self._executor is not None and self._executor[0].exists():
+            return self._executor
+        digest = hashlib.sha256()
+        for f in (EXECUTOR_SOURCE, RUNTIME_DIR / "sg_host.h"):
+            digest.update(f.read_bytes() + b"\0")
+        digest.update("\0".join(EXECUTOR_FLAGS).encode() + b"\0" + self.path.encode() + b"\0"
+                      + self.version.encode())
+        key = digest.hexdigest()[:20]
+
+        def command(defines: Sequence[str], libs: Sequence[str]) -> Callable[[str], list[str]]:
+            return lambda tmp: [*self.argv, *EXECUTOR_FLAGS, *defines, "-I", str(RUNTIME_DIR), str(EXECUTOR_SOURCE),
+                                "-o", tmp, *libs]
+        if any(header.exists() for header in SECCOMP_HEADERS):
+            try:
+                path = self._cached(f"executor-{key}-seccomp", command(["-DSG_SECCOMP"], ["-lseccomp"]),
+                                    what="the emulator's executor (with libseccomp)")
+                self._executor = (path, None)
+                return self._executor
+            except BackendUnavailable as exc:
+                problem = f"libseccomp could not be linked ({str(exc).strip().splitlines()[-1].strip()})"
+        else:
+            problem = "libseccomp-dev was not installed when the executor was built"
+        path = self._cached(f"executor-{key}-plain", command([], []), what="the emulator's executor")
+        self._executor = (path, problem)
+        return self._executor
+
+    def _cached(self, name: str, command: Callable[[str], list[str]], *, what: str) -> Path:
+        """``<cache_dir>/emulator/<name>``, built by ``command(temporary path)`` unless present."""
+        target = self.cache_dir / "emulator" / name
+        if target.exists():
+            return target
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{name}-", suffix=".tmp", dir=target.parent)
+        except OSError:
+            # An unwritable cache (read-only home): build into a private folder for this process.
+            private = Path(tempfile.mkdtemp(prefix="scangrade-emulator-"))
+            target = private / name
+            fd, tmp = tempfile.mkstemp(prefix=f".{name}-", suffix=".tmp", dir=private)
+        os.close(fd)
+        try:
+            proc = subprocess.run(command(tmp), capture_output=True, text=True, timeout=max(self.timeout_s, 120.0))
+            if proc.returncode != 0:
+                raise BackendUnavailable(f"{what} does not compile with `{self.cxx}` ({self.version_line}):\n"
+                                         f"{proc.stderr}")
+            os.replace(tmp, target)
+        except subprocess.TimeoutExpired:
+            raise BackendUnavailable(f"compiling {what} with `{self.cxx}` timed out") from None
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
         return target
 
     def module_command(self, source: Path, output: Path, runtime: Path) -> list[str]:
@@ -157,7 +218,7 @@ class Toolchain:
         return [*self.argv, str(output) + ".o", str(runtime), "-o", str(output), *LINK_FLAGS]
 
     def compile_module(self, *, source: Path, output: Path, filename: str, workdir: Path) -> None:
-        """Compile and link ``source`` into the shared object ``output``.
+        """Compile and link ``source`` into the shared object ``output``, in the sandbox.
 
         Raises:
             CompileError: ``"<filename> does not compile"`` with the command and the compiler's
@@ -165,24 +226,61 @@ class Toolchain:
         """
         runtime = self.runtime_object()
         for cmd in (self.module_command(source, output, runtime), self.link_command(output, runtime)):
-            self._run(cmd, filename=filename, workdir=workdir)
+            self._run(self.sandboxed(cmd, workdir=workdir, read_only=[RUNTIME_DIR, runtime], tools=[self.path]),
+                      filename=filename, workdir=workdir)
 
-    def _run(self, cmd: list[str], *, filename: str, workdir: Path) -> None:
-        command = shlex.join(cmd)
+    def sandboxed(self, cmd: Sequence[str], *, workdir: Path, read_only: Sequence[Path] = (),
+                  tools: Sequence[str | Path] = ()) -> Command:
+        """``cmd`` as it runs in the compile sandbox: the scratch folder ``workdir`` read-write (and the
+        working folder), ``read_only`` visible, a private /tmp, and :func:`.sandbox.compile_limits`."""
+        executor, _ = self.executor_binary()
+        return self.sandbox.command(cmd, read_only=[*read_only, executor], writable=[workdir], cwd=workdir,
+                                    tools=tools, tmp_bytes=COMPILE_TMP, limits=compile_limits(self.timeout_s),
+                                    limiter=executor)
+
+    def _run(self, cmd: Command, *, filename: str, workdir: Path) -> None:
+        command = shlex.join(cmd.shown)
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=self.timeout_s, cwd=workdir)
-        except subprocess.TimeoutExpired:
-            raise CompileError(f"{filename} does not compile: the C++ compiler did not finish within "
-                               f"{self.timeout_s:g} s", command=command) from None
+            proc = subprocess.Popen(cmd.argv, env=cmd.env, cwd=cmd.cwd, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
+                                    start_new_session=True)
         except OSError as exc:
             raise CompileError(f"{filename} does not compile: the C++ compiler could not run ({exc})",
                                command=command) from None
+        try:
+            out, err = proc.communicate(timeout=self.timeout_s)
+        except subprocess.TimeoutExpired:
+            kill_group(proc)
+            raise CompileError(f"{filename} does not compile: the C++ compiler did not finish within "
+                               f"{self.timeout_s:g} s", command=command) from None
         if proc.returncode != 0:
-            log = (proc.stderr + proc.stdout).strip()
+            log = (err + out).strip()
             for prefix in {str(workdir.resolve()), str(workdir)}:
                 log = log.replace(prefix + os.sep, "").replace(prefix, ".")
-            raise CompileError(f"{filename} does not compile (host C++ compiler under the CPU emulator)",
-                               command=command, log=log)
+            raise CompileError(f"{filename} does not compile (host C++ compiler under the CPU emulator)"
+                               + limit_note(log, self.timeout_s), command=command, log=log)
+
+
+#: Compiler messages that mean a sandbox limit stopped it.
+_LIMIT_SIGNS = ("virtual memory exhausted", "out of memory", "Cannot allocate memory", "Killed signal",
+                "CPU time limit exceeded", "File size limit exceeded", "No space left on device")
+
+
+def limit_note(log: str, timeout_s: float) -> str:
+    """``"; it hit the sandbox's limits (...)"`` when a compiler log shows one, else ``""``."""
+    if not any(s in log for s in _LIMIT_SIGNS):
+        return ""
+    return (f"; it hit the sandbox's limits for a compile ({COMPILE_MEMORY // 2**30} GiB of memory, "
+            f"{int(timeout_s)} s, {FILE_SIZE // 2**20} MiB per file): simplify heavy templates or macros")
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """Kill a process started with ``start_new_session=True`` and everything in its session, and reap it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+    proc.communicate()
 
 
 def kernel_glue(kernels: Sequence[KernelSpec]) -> str:

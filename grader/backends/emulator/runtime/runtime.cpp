@@ -1,7 +1,8 @@
 // scangrade CPU emulator runtime: runs CUDA kernels on the CPU, CUDA threads as fibers.
 //
 // Compiled once per (sources, flags, compiler) into an object file and linked into every emulated
-// module, with hidden visibility except the sg_* C ABI below, which Python calls through ctypes.
+// module, with hidden visibility except the sg_* C ABI below (sg_host.h), which the executor calls
+// (executor.cpp: the sandboxed process that loads the module for the grader).
 //
 // Execution model
 //   * A launch spreads its blocks over `workers` OS threads (the caller is worker 0). Each worker
@@ -57,42 +58,8 @@
 #define SG_EXPORT extern "C" __attribute__((visibility("default")))
 #define SG_HOOK extern "C" __attribute__((visibility("hidden")))
 
-// ---------------------------------------------------------------------------------------------
-// The C ABI structures (mirrored by ctypes in backend.py; keep in sync, bump SG_ABI_VERSION).
-// ---------------------------------------------------------------------------------------------
-#define SG_ABI_VERSION 2
-
-struct sg_alloc {
-    uint64_t base;
-    uint64_t size;
-};
-
-struct sg_launch_config {
-    const char *kernel;
-    unsigned int grid[3];
-    unsigned int block[3];
-    uint64_t dyn_shared;    // dynamic shared memory, bytes
-    uint64_t shared_limit;  // static + dynamic limit per block, bytes
-    int workers;            // OS threads (>= 1)
-    int schedule;           // 0 ascending, 1 descending, 2 random (linear thread ids)
-    uint64_t seed;          // random schedule and block choice
-    int checks;             // 1: check every memory access and barrier
-    int detect_deadlock;    // 1: a deadlock is a KernelError; 0: wait (the grader's timeout)
-    const sg_alloc *allocs; // device allocations (checks: global bounds)
-    int nallocs;
-};
-
-enum { SG_OK = 0, SG_KERNEL_ERROR = 1, SG_LAUNCH_ERROR = 2, SG_INTERNAL_ERROR = 3 };
-
-struct sg_result {
-    int status;             // SG_OK, SG_KERNEL_ERROR, SG_LAUNCH_ERROR, SG_INTERNAL_ERROR
-    int has_ids;            // block/thread below are meaningful
-    unsigned int block[3];
-    unsigned int thread[3];
-    char kind[32];
-    char message[2048];
-    int nfindings;          // findings of the checks (sg_findings)
-};
+// The C ABI structures (sg_host.h, shared with the executor).
+#include "sg_host.h"
 
 namespace sg {
 namespace {

@@ -1,0 +1,558 @@
+// scangrade CPU emulator: the executor, the process that runs a student's emulated module.
+//
+// A student's .cu becomes native code under the emulator, so it never runs in the grader's own
+// process (which holds the config, the hidden sizes and the expected outputs). The grader execs
+// this small program, fresh, for each module, usually under bubblewrap (see sandbox.py):
+//
+//   executor serve --socket FD --memfd FD --arena ADDR SIZE --module PATH [--seccomp 0|1]
+//                  [--as BYTES] [--fsize BYTES] [--nofile N] [--cpu SECONDS] [--parent PID]
+//   executor limit [--as BYTES] [--fsize BYTES] [--nofile N] [--cpu SECONDS] -- COMMAND ARGS...
+//   executor probe
+//
+// serve: sets its resource limits, maps the device-memory arena (a memfd the grader created) at
+// the address the grader mapped it at, so device pointers mean the same in both processes,
+// installs a seccomp filter (an allow-list: no fork, exec, sockets, ptrace... ), and only then
+// dlopens the module, whose static constructors run here. It then answers the grader's requests
+// on the socket: launch a kernel (sg_launch, then the findings and the device printf output), and
+// trim (sg_trim). It exits when the grader closes the socket.
+//
+// limit: sets the resource limits and execs COMMAND (the sandboxed compiler runs under it).
+// probe: installs the seccomp filter and checks that it stops fork(), for describe().
+//
+// Wire format: frames of a little header {uint32 payload length, uint32 type} and the payload,
+// on a stream socket. See executor.py for the payloads; both sides are in this repository and
+// change together (SG_EXECUTOR_PROTOCOL).
+
+#include "sg_host.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#if defined(SG_SECCOMP)
+#include <sched.h>
+#include <seccomp.h>
+#endif
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+
+namespace {
+
+constexpr uint32_t SG_EXECUTOR_PROTOCOL = 1;
+
+// Frame types: requests from the grader, replies from the executor.
+enum : uint32_t {
+    REQ_LAUNCH = 1,
+    REQ_TRIM = 2,
+    REP_HELLO = 0x81,
+    REP_LAUNCHED = 0x82,
+    REP_TRIMMED = 0x83,
+    REP_VIOLATION = 0xEE,
+};
+
+constexpr uint32_t kMaxRequest = 16u << 20;  // bytes of one request's payload
+constexpr long kFindingsCap = 1 << 20;       // bytes of findings text sent back per launch
+constexpr long kOutputCap = 64 * 1024 + 1;   // device printf output (the runtime keeps 64 KiB)
+constexpr int kViolationExit = 97;           // exit status after reporting a seccomp violation
+
+int g_sock = -1;
+
+// ---- plumbing -----------------------------------------------------------------------------------
+
+bool write_all(int fd, const void *data, size_t n) {
+    const char *p = static_cast<const char *>(data);
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return false;
+        p += w, n -= size_t(w);
+    }
+    return true;
+}
+
+bool read_all(int fd, void *data, size_t n) {
+    char *p = static_cast<char *>(data);
+    while (n) {
+        ssize_t r = read(fd, p, n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return false;
+        p += r, n -= size_t(r);
+    }
+    return true;
+}
+
+struct Writer {
+    std::string buf;
+    template <class T> void put(const T &v) { buf.append(reinterpret_cast<const char *>(&v), sizeof v); }
+    void bytes(const void *p, size_t n) { buf.append(static_cast<const char *>(p), n); }
+};
+
+struct Reader {
+    const char *p, *end;
+    bool ok = true;
+    template <class T> T get() {
+        T v{};
+        if (size_t(end - p) < sizeof v) {
+            ok = false;
+            return v;
+        }
+        memcpy(&v, p, sizeof v);
+        p += sizeof v;
+        return v;
+    }
+    const char *take(size_t n) {
+        if (size_t(end - p) < n) {
+            ok = false;
+            return nullptr;
+        }
+        const char *q = p;
+        p += n;
+        return q;
+    }
+};
+
+bool send_frame(uint32_t type, const std::string &payload) {
+    uint32_t head[2] = {uint32_t(payload.size()), type};
+    std::string frame(reinterpret_cast<const char *>(head), sizeof head);
+    frame += payload;
+    return write_all(g_sock, frame.data(), frame.size());
+}
+
+// HELLO: status (0 ready, 1 failed), protocol, module ABI version, seccomp active, sizeof(sg_result),
+// then text: the kernels ("name\tdefined\tarity\n"...) or why loading failed.
+[[noreturn]] void hello_failed(const std::string &why) {
+    Writer w;
+    w.put<int32_t>(1), w.put<int32_t>(int32_t(SG_EXECUTOR_PROTOCOL)), w.put<int32_t>(0), w.put<int32_t>(0);
+    w.put<int32_t>(int32_t(sizeof(sg_result)));
+    w.bytes(why.data(), why.size());
+    send_frame(REP_HELLO, w.buf);
+    _exit(1);
+}
+
+bool parse_u64(const char *s, unsigned long long *out) {
+    if (!s || !*s) return false;
+    char *end = nullptr;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 0);
+    if (errno || *end) return false;
+    *out = v;
+    return true;
+}
+
+// ---- resource limits ------------------------------------------------------------------------------
+
+struct Limits {
+    unsigned long long as = 0, fsize = 0, nofile = 0, cpu = 0;  // 0: leave as is
+};
+
+bool set_limit(int resource, unsigned long long value, std::string &why, const char *name) {
+    if (!value) return true;
+    struct rlimit cur;
+    if (getrlimit(resource, &cur) != 0) cur.rlim_max = RLIM_INFINITY;
+    rlim_t v = rlim_t(value);
+    if (cur.rlim_max != RLIM_INFINITY && cur.rlim_max < v) v = cur.rlim_max;  // only ever lower
+    struct rlimit r = {v, v};
+    if (setrlimit(resource, &r) != 0) {
+        why = std::string("cannot set ") + name + ": " + strerror(errno);
+        return false;
+    }
+    return true;
+}
+
+bool apply_limits(const Limits &L, std::string &why) {
+    struct rlimit none = {0, 0};
+    setrlimit(RLIMIT_CORE, &none);
+    return set_limit(RLIMIT_AS, L.as, why, "RLIMIT_AS") && set_limit(RLIMIT_FSIZE, L.fsize, why, "RLIMIT_FSIZE") &&
+           set_limit(RLIMIT_NOFILE, L.nofile, why, "RLIMIT_NOFILE") && set_limit(RLIMIT_CPU, L.cpu, why, "RLIMIT_CPU");
+}
+
+// Parses "--as N --fsize N --nofile N --cpu N" at argv[*i]; false when argv[*i] is not one of them.
+bool limit_option(char **argv, int argc, int *i, Limits &L, bool *bad) {
+    const char *opt = argv[*i];
+    unsigned long long *slot = !strcmp(opt, "--as") ? &L.as : !strcmp(opt, "--fsize") ? &L.fsize
+                               : !strcmp(opt, "--nofile") ? &L.nofile : !strcmp(opt, "--cpu") ? &L.cpu : nullptr;
+    if (!slot) return false;
+    if (*i + 1 >= argc || !parse_u64(argv[*i + 1], slot)) *bad = true;
+    *i += 2;
+    return true;
+}
+
+// ---- seccomp ----------------------------------------------------------------------------------------
+//
+// An allow-list: what glibc, the dynamic loader, libstdc++'s threads and the emulator runtime need
+// (memory, threads, futexes, signals for the fault handler, time, reading already-open descriptors
+// and read-only opens for dlopen). Opening a file for writing fails with EACCES; clone3 fails with
+// ENOSYS so that glibc falls back to clone, whose flags the filter can see: clone is allowed for
+// threads only. Anything else (fork, vfork, execve, socket, connect, ptrace, process_vm_*, mount,
+// kill of another process, ...) raises SIGSYS before the call runs: the handler reports the
+// system call to the grader and exits.
+
+#if defined(SG_SECCOMP)
+constexpr int kMaxNames = 512;
+const char *g_syscall_names[kMaxNames];
+
+void on_sigsys(int, siginfo_t *si, void *) {
+    static std::atomic<int> reported{0};
+    if (reported.exchange(1)) {
+        for (;;) pause();  // another thread is reporting; the process exits soon
+    }
+    int32_t nr = si->si_syscall;
+    const char *name = nr >= 0 && nr < kMaxNames && g_syscall_names[nr] ? g_syscall_names[nr] : "?";
+    size_t len = strnlen(name, 63);
+    char frame[8 + sizeof nr + 64];
+    uint32_t head[2] = {uint32_t(sizeof nr + len), REP_VIOLATION};
+    memcpy(frame, head, sizeof head);
+    memcpy(frame + sizeof head, &nr, sizeof nr);
+    memcpy(frame + sizeof head + sizeof nr, name, len);
+    if (g_sock >= 0) write_all(g_sock, frame, sizeof head + sizeof nr + len);
+    _exit(kViolationExit);
+}
+
+bool install_seccomp(std::string &why) {
+    for (int nr = 0; nr < kMaxNames; ++nr) g_syscall_names[nr] = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = &on_sigsys;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGSYS, &sa, nullptr) != 0) {
+        why = std::string("cannot install the SIGSYS handler: ") + strerror(errno);
+        return false;
+    }
+    scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_TRAP);
+    if (!ctx) {
+        why = "seccomp_init failed";
+        return false;
+    }
+    const int allowed[] = {
+        // memory
+        SCMP_SYS(brk), SCMP_SYS(mmap), SCMP_SYS(munmap), SCMP_SYS(mprotect), SCMP_SYS(mremap), SCMP_SYS(madvise),
+        // threads and synchronisation
+        SCMP_SYS(futex), SCMP_SYS(set_robust_list), SCMP_SYS(get_robust_list), SCMP_SYS(rseq),
+        SCMP_SYS(set_tid_address), SCMP_SYS(sched_yield), SCMP_SYS(sched_getaffinity), SCMP_SYS(gettid),
+        SCMP_SYS(getpid), SCMP_SYS(getppid), SCMP_SYS(exit), SCMP_SYS(exit_group), SCMP_SYS(restart_syscall),
+        // signals (the runtime's fault handler runs on an alternate stack)
+        SCMP_SYS(rt_sigaction), SCMP_SYS(rt_sigprocmask), SCMP_SYS(rt_sigreturn), SCMP_SYS(sigaltstack),
+        // time
+        SCMP_SYS(clock_gettime), SCMP_SYS(clock_getres), SCMP_SYS(gettimeofday), SCMP_SYS(time),
+        SCMP_SYS(nanosleep), SCMP_SYS(clock_nanosleep),
+        // descriptors already open, and read-only file access (dlopen)
+        SCMP_SYS(read), SCMP_SYS(pread64), SCMP_SYS(readv), SCMP_SYS(write), SCMP_SYS(writev), SCMP_SYS(close),
+        SCMP_SYS(lseek), SCMP_SYS(fstat), SCMP_SYS(newfstatat), SCMP_SYS(stat), SCMP_SYS(lstat), SCMP_SYS(statx),
+        SCMP_SYS(fcntl), SCMP_SYS(getdents64), SCMP_SYS(readlink), SCMP_SYS(readlinkat), SCMP_SYS(access),
+        SCMP_SYS(faccessat), SCMP_SYS(faccessat2), SCMP_SYS(getcwd),
+        // harmless facts
+        SCMP_SYS(uname), SCMP_SYS(sysinfo), SCMP_SYS(getuid), SCMP_SYS(geteuid), SCMP_SYS(getgid),
+        SCMP_SYS(getegid), SCMP_SYS(getrandom), SCMP_SYS(getrlimit),
+    };
+    int rc = 0;
+    for (int nr : allowed)
+        if (nr >= 0) rc |= seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0);
+    // Opening read-only is allowed (under bubblewrap only the sandbox's few files are there to see);
+    // opening with any of the write flags fails with EACCES. The rules do not overlap.
+    const scmp_datum_t write_flags = O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND;
+    rc |= seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(openat), 1, SCMP_A2(SCMP_CMP_MASKED_EQ, write_flags, 0));
+    if (SCMP_SYS(open) >= 0)
+        rc |= seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(open), 1, SCMP_A1(SCMP_CMP_MASKED_EQ, write_flags, 0));
+    for (scmp_datum_t bit : {scmp_datum_t(O_WRONLY), scmp_datum_t(O_RDWR), scmp_datum_t(O_CREAT),
+                             scmp_datum_t(O_TRUNC), scmp_datum_t(O_APPEND)}) {
+        rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(openat), 1, SCMP_A2(SCMP_CMP_MASKED_EQ, bit, bit));
+        if (SCMP_SYS(open) >= 0)
+            rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(open), 1, SCMP_A1(SCMP_CMP_MASKED_EQ, bit, bit));
+    }
+    if (SCMP_SYS(creat) >= 0) rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(creat), 0);
+    rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(openat2), 0);
+    // Threads only: clone must carry CLONE_THREAD; clone3 hides its flags in memory, so refuse it
+    // (glibc then uses clone).
+    rc |= seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1, SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD));
+    rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+    // Signals to itself only (abort(), raise()).
+    pid_t self = getpid();
+    rc |= seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(kill), 1, SCMP_A0(SCMP_CMP_EQ, scmp_datum_t(self)));
+    rc |= seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 1, SCMP_A0(SCMP_CMP_EQ, scmp_datum_t(self)));
+    // Reading limits is fine; changing them is not.
+    rc |= seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prlimit64), 2, SCMP_A0(SCMP_CMP_EQ, 0),
+                           SCMP_A2(SCMP_CMP_EQ, 0));
+    rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(setrlimit), 0);
+    // Terminal queries of stdio (isatty): not a terminal.
+    rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOTTY), SCMP_SYS(ioctl), 0);
+    if (rc != 0) {
+        why = std::string("building the seccomp filter failed: ") + strerror(-rc);
+        seccomp_release(ctx);
+        return false;
+    }
+    int lr = seccomp_load(ctx);
+    seccomp_release(ctx);
+    if (lr != 0) {
+        why = std::string("loading the seccomp filter failed: ") + strerror(-lr);
+        return false;
+    }
+    return true;
+}
+#else
+bool install_seccomp(std::string &why) {
+    why = "the executor was built without libseccomp (install libseccomp-dev)";
+    return false;
+}
+#endif
+
+// ---- serve ------------------------------------------------------------------------------------------
+
+struct Module {
+    sg_abi_version_fn abi_version;
+    sg_kernel_count_fn kernel_count;
+    sg_kernel_name_fn kernel_name;
+    sg_kernel_defined_fn kernel_defined;
+    sg_kernel_arity_fn kernel_arity;
+    sg_trim_fn trim;
+    sg_take_output_fn take_output;
+    sg_findings_fn findings;
+    sg_launch_fn launch;
+};
+
+template <class F> bool bind(void *lib, const char *name, F *out) {
+    *out = reinterpret_cast<F>(dlsym(lib, name));
+    return *out != nullptr;
+}
+
+// LAUNCH payload: grid[3], block[3] (uint32), dyn_shared, shared_limit (uint64), workers, schedule
+// (int32), seed (uint64), checks, detect_deadlock, nallocs, nargs (int32), kernel name length
+// (uint32) and name, nallocs x {base, size} (uint64), nargs x {kind (int32: 0 pointer, 1 int),
+// value (int64)}.
+// LAUNCHED payload: sg_result (raw), findings length (int64) and text, output code (int64: n, or
+// -1 - n when cut) and the n bytes of output.
+void handle_launch(const Module &M, const std::string &req) {
+    Reader r{req.data(), req.data() + req.size()};
+    sg_launch_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    for (unsigned &g : cfg.grid) g = r.get<uint32_t>();
+    for (unsigned &b : cfg.block) b = r.get<uint32_t>();
+    cfg.dyn_shared = r.get<uint64_t>();
+    cfg.shared_limit = r.get<uint64_t>();
+    cfg.workers = r.get<int32_t>();
+    cfg.schedule = r.get<int32_t>();
+    cfg.seed = r.get<uint64_t>();
+    cfg.checks = r.get<int32_t>();
+    cfg.detect_deadlock = r.get<int32_t>();
+    int32_t nallocs = r.get<int32_t>();
+    int32_t nargs = r.get<int32_t>();
+    uint32_t name_len = r.get<uint32_t>();
+    const char *name = r.take(name_len);
+    sg_result res;
+    memset(&res, 0, sizeof res);
+    std::string kernel(name ? name : "", name ? name_len : 0);
+    std::vector<sg_alloc> allocs;
+    union Slot {
+        void *ptr;
+        int32_t i32;
+    };
+    std::vector<Slot> slots;
+    std::vector<void *> argv;
+    if (r.ok && nallocs >= 0 && nargs >= 0 && nargs <= 64 && size_t(nallocs) <= req.size() / 16) {
+        allocs.resize(size_t(nallocs));
+        for (sg_alloc &a : allocs) a.base = r.get<uint64_t>(), a.size = r.get<uint64_t>();
+        slots.resize(size_t(nargs));
+        for (Slot &s : slots) {
+            int32_t kind = r.get<int32_t>();
+            int64_t value = r.get<int64_t>();
+            if (kind == 0)
+                s.ptr = reinterpret_cast<void *>(uintptr_t(value));
+            else
+                s.i32 = int32_t(value);
+        }
+    } else {
+        r.ok = false;
+    }
+    if (!r.ok) {
+        snprintf(res.kind, sizeof res.kind, "protocol");
+        snprintf(res.message, sizeof res.message, "malformed launch request");
+        res.status = SG_LAUNCH_ERROR;
+    } else {
+        for (Slot &s : slots) argv.push_back(&s);
+        cfg.kernel = kernel.c_str();
+        cfg.allocs = allocs.data();
+        cfg.nallocs = int(allocs.size());
+        M.launch(&cfg, argv.empty() ? nullptr : argv.data(), int(argv.size()), &res);  // the status is in res
+    }
+    Writer w;
+    w.bytes(&res, sizeof res);
+    std::string findings;
+    if (res.nfindings > 0) {
+        findings.resize(size_t(kFindingsCap));
+        long n = M.findings(&findings[0], kFindingsCap);
+        findings.resize(size_t(n < 0 ? 0 : n >= kFindingsCap ? kFindingsCap - 1 : n));
+    }
+    w.put<int64_t>(int64_t(findings.size()));
+    w.bytes(findings.data(), findings.size());
+    std::string out(size_t(kOutputCap), '\0');
+    long code = M.take_output(&out[0], kOutputCap);
+    long len = code < 0 ? -1 - code : code;
+    w.put<int64_t>(int64_t(code));
+    w.bytes(out.data(), size_t(len));
+    if (!send_frame(REP_LAUNCHED, w.buf)) _exit(0);
+}
+
+int serve(int argc, char **argv) {
+    unsigned long long sock = ~0ull, memfd = ~0ull, arena = 0, arena_size = 0, parent = 0, seccomp = 1;
+    const char *module = nullptr;
+    Limits L;
+    bool bad = false;
+    for (int i = 2; i < argc && !bad;) {
+        if (limit_option(argv, argc, &i, L, &bad)) continue;
+        const char *opt = argv[i];
+        if (!strcmp(opt, "--arena") && i + 2 < argc) {
+            bad |= !parse_u64(argv[i + 1], &arena) || !parse_u64(argv[i + 2], &arena_size);
+            i += 3;
+            continue;
+        }
+        if (i + 1 >= argc) {
+            bad = true;
+            break;
+        }
+        const char *val = argv[i + 1];
+        if (!strcmp(opt, "--socket")) bad |= !parse_u64(val, &sock);
+        else if (!strcmp(opt, "--memfd")) bad |= !parse_u64(val, &memfd);
+        else if (!strcmp(opt, "--parent")) bad |= !parse_u64(val, &parent);
+        else if (!strcmp(opt, "--seccomp")) bad |= !parse_u64(val, &seccomp);
+        else if (!strcmp(opt, "--module")) module = val;
+        else bad = true;
+        i += 2;
+    }
+    if (bad || sock > 1u << 20 || memfd > 1u << 20 || !arena || !arena_size || !module) {
+        fprintf(stderr, "executor: usage: executor serve --socket FD --memfd FD --arena ADDR SIZE --module PATH\n");
+        return 2;
+    }
+    g_sock = int(sock);
+    // Die with the grader, even without bubblewrap's --die-with-parent.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (parent && getppid() != pid_t(parent)) _exit(1);
+    signal(SIGPIPE, SIG_IGN);
+    fcntl(g_sock, F_SETFD, FD_CLOEXEC);
+    fcntl(int(memfd), F_SETFD, FD_CLOEXEC);
+
+    // Device memory at the grader's address: device pointers are the same numbers in both.
+    void *want = reinterpret_cast<void *>(uintptr_t(arena));
+    void *got = mmap(want, size_t(arena_size), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE | MAP_NORESERVE,
+                     int(memfd), 0);
+    if (got != want) {
+        char at[32];
+        snprintf(at, sizeof at, "%#llx", arena);
+        std::string why = std::string("cannot map device memory at the grader's address ") + at + ": " +
+                          (got == MAP_FAILED ? strerror(errno) : "the kernel chose another address");
+        if (got != MAP_FAILED) munmap(got, size_t(arena_size));
+        hello_failed(why);
+    }
+    close(int(memfd));  // the mapping stays; the module cannot resize the memory through the fd
+    std::string why;
+    if (!apply_limits(L, why)) hello_failed(why);
+    int seccomp_on = 0;
+    if (seccomp) {
+        if (!install_seccomp(why)) hello_failed(why);
+        seccomp_on = 1;
+    }
+
+    // Only now does student code run: its static constructors, inside dlopen.
+    void *lib = dlopen(module, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        const char *e = dlerror();
+        hello_failed(std::string("cannot load the module: ") + (e ? e : "unknown error"));
+    }
+    Module M;
+    if (!bind(lib, "sg_abi_version", &M.abi_version) || !bind(lib, "sg_kernel_count", &M.kernel_count) ||
+        !bind(lib, "sg_kernel_name", &M.kernel_name) || !bind(lib, "sg_kernel_defined", &M.kernel_defined) ||
+        !bind(lib, "sg_kernel_arity", &M.kernel_arity) || !bind(lib, "sg_trim", &M.trim) ||
+        !bind(lib, "sg_take_output", &M.take_output) || !bind(lib, "sg_findings", &M.findings) ||
+        !bind(lib, "sg_launch", &M.launch))
+        hello_failed("the module does not export the emulator runtime's functions");
+    Writer hello;
+    hello.put<int32_t>(0), hello.put<int32_t>(int32_t(SG_EXECUTOR_PROTOCOL)), hello.put<int32_t>(M.abi_version());
+    hello.put<int32_t>(seccomp_on), hello.put<int32_t>(int32_t(sizeof(sg_result)));
+    for (int k = 0, n = M.kernel_count(); k < n && k < 256; ++k) {
+        const char *kn = M.kernel_name(k);
+        if (!kn) continue;
+        std::string line = std::string(kn) + "\t" + std::to_string(M.kernel_defined(kn)) + "\t" +
+                           std::to_string(M.kernel_arity(kn)) + "\n";
+        hello.bytes(line.data(), line.size());
+    }
+    if (!send_frame(REP_HELLO, hello.buf)) return 0;
+
+    std::string req;
+    for (;;) {
+        uint32_t head[2];
+        if (!read_all(g_sock, head, sizeof head)) return 0;  // the grader closed the socket: done
+        if (head[0] > kMaxRequest) return 3;
+        req.resize(head[0]);
+        if (head[0] && !read_all(g_sock, &req[0], head[0])) return 0;
+        if (head[1] == REQ_LAUNCH) {
+            handle_launch(M, req);
+        } else if (head[1] == REQ_TRIM) {
+            M.trim();
+            if (!send_frame(REP_TRIMMED, std::string())) return 0;
+        } else {
+            return 3;
+        }
+    }
+}
+
+// ---- limit, probe -------------------------------------------------------------------------------------
+
+int limit(int argc, char **argv) {
+    Limits L;
+    bool bad = false;
+    int i = 2;
+    while (i < argc && !bad && strcmp(argv[i], "--")) {
+        if (!limit_option(argv, argc, &i, L, &bad)) bad = true;
+    }
+    if (bad || i + 1 >= argc) {
+        fprintf(stderr, "executor: usage: executor limit [--as B] [--fsize B] [--nofile N] [--cpu S] -- COMMAND...\n");
+        return 2;
+    }
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    std::string why;
+    if (!apply_limits(L, why)) {
+        fprintf(stderr, "executor: %s\n", why.c_str());
+        return 2;
+    }
+    execvp(argv[i + 1], argv + i + 1);
+    fprintf(stderr, "executor: cannot run %s: %s\n", argv[i + 1], strerror(errno));
+    return 127;
+}
+
+// Exit status kViolationExit: the filter is installed and stops fork() (the grader checks this once
+// per process, for describe()); 1 with a message on stderr: it cannot be installed.
+int probe() {
+    std::string why;
+    if (!install_seccomp(why)) {
+        fprintf(stderr, "%s\n", why.c_str());
+        return 1;
+    }
+    pid_t pid = fork();  // the filter's SIGSYS handler exits with kViolationExit before fork runs
+    if (pid == 0) _exit(0);
+    fprintf(stderr, "the seccomp filter did not stop fork()\n");
+    return 1;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    if (argc >= 2 && !strcmp(argv[1], "serve")) return serve(argc, argv);
+    if (argc >= 2 && !strcmp(argv[1], "limit")) return limit(argc, argv);
+    if (argc >= 2 && !strcmp(argv[1], "probe")) return probe();
+    fprintf(stderr, "executor: usage: executor serve|limit|probe ... (run by scangrade's emulator backend)\n");
+    return 2;
+}

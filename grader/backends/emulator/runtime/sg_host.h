@@ -1,0 +1,57 @@
+/* scangrade CPU emulator: the C ABI between an emulated module's runtime and the executor.
+ *
+ * Included by runtime.cpp (which exports the sg_* functions of every module) and by executor.cpp
+ * (the sandboxed process that loads a module and calls them for the grader). Not included into
+ * the student's translation unit. Change a structure: bump SG_ABI_VERSION.
+ */
+#ifndef SCANGRADE_SG_HOST_H
+#define SCANGRADE_SG_HOST_H
+
+#include <stdint.h>
+
+#define SG_ABI_VERSION 2
+
+struct sg_alloc {
+    uint64_t base;
+    uint64_t size;
+};
+
+struct sg_launch_config {
+    const char *kernel;
+    unsigned int grid[3];
+    unsigned int block[3];
+    uint64_t dyn_shared;    // dynamic shared memory, bytes
+    uint64_t shared_limit;  // static + dynamic limit per block, bytes
+    int workers;            // OS threads (>= 1)
+    int schedule;           // 0 ascending, 1 descending, 2 random (linear thread ids)
+    uint64_t seed;          // random schedule and block choice
+    int checks;             // 1: check every memory access and barrier
+    int detect_deadlock;    // 1: a deadlock is a KernelError; 0: wait (the grader's timeout)
+    const sg_alloc *allocs; // device allocations (checks: global bounds)
+    int nallocs;
+};
+
+enum { SG_OK = 0, SG_KERNEL_ERROR = 1, SG_LAUNCH_ERROR = 2, SG_INTERNAL_ERROR = 3 };
+
+struct sg_result {
+    int status;             // SG_OK, SG_KERNEL_ERROR, SG_LAUNCH_ERROR, SG_INTERNAL_ERROR
+    int has_ids;            // block/thread below are meaningful
+    unsigned int block[3];
+    unsigned int thread[3];
+    char kind[32];
+    char message[2048];
+    int nfindings;          // findings of the checks (sg_findings)
+};
+
+/* The sg_* functions every module exports (runtime.cpp). */
+typedef int (*sg_abi_version_fn)(void);
+typedef int (*sg_kernel_count_fn)(void);
+typedef const char *(*sg_kernel_name_fn)(int);
+typedef int (*sg_kernel_defined_fn)(const char *);
+typedef int (*sg_kernel_arity_fn)(const char *);
+typedef void (*sg_trim_fn)(void);
+typedef long (*sg_take_output_fn)(char *, long);
+typedef long (*sg_findings_fn)(char *, long);
+typedef int (*sg_launch_fn)(const sg_launch_config *, void *const *, int, sg_result *);
+
+#endif

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Gradescope runs this once, as root, while it builds the autograder's image. It installs a C++
+# compiler (scangrade's CPU emulator compiles the kernels with it), Python 3.11 or newer, and
+# scangrade from the sources in this bundle into a virtual environment of its own, then grades one
+# reference solution to check the installation and fill the emulator's build cache.
+# Written by `scangrade gradescope-bundle`; see docs/release.md in scangrade.
+set -euo pipefail
+
+SOURCE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"   # /autograder/source
+ROOT="${AUTOGRADER_ROOT:-/autograder}"
+VENV="$ROOT/scangrade-venv"
+export DEBIAN_FRONTEND=noninteractive
+
+apt-get update
+apt-get install -y --no-install-recommends ca-certificates g++ python3 python3-venv libseccomp-dev bubblewrap
+
+python_ok() { "$1" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; }
+PYTHON=""
+for candidate in python3.13 python3.12 python3.11 python3; do
+    if command -v "$candidate" >/dev/null && python_ok "$candidate"; then
+        PYTHON="$(command -v "$candidate")"
+        break
+    fi
+done
+if [ -z "$PYTHON" ]; then
+    # Ubuntu 22.04's python3 is 3.10; its 3.11 is a package of its own.
+    apt-get install -y --no-install-recommends python3.11 python3.11-venv || {
+        echo "setup.sh: scangrade needs Python 3.11 or newer and none could be installed;" \
+             "choose a newer Ubuntu base image in the autograder settings" >&2
+        exit 1
+    }
+    PYTHON="$(command -v python3.11)"
+fi
+name="$(basename "$PYTHON")"
+if [ "$name" != python3 ]; then
+    apt-get install -y --no-install-recommends "$name-venv" || true   # ensurepip for that version
+fi
+
+"$PYTHON" -m venv "$VENV"
+"$VENV/bin/python" -m pip install --upgrade pip
+# Editable, so that the grader finds the reference solutions beside its own sources (a GPU run
+# times every submission against them).
+"$VENV/bin/python" -m pip install -e "$SOURCE/scangrade"
+
+warm="$(mktemp -d)"
+printf 'seed: 1\nparts:\n  part1_naive:\n    sizes: [2]\n' > "$warm/config.yaml"
+if ! "$VENV/bin/python" -m grader grade "$SOURCE/scangrade/reference/solutions/part1_naive.cu" \
+        --config "$warm/config.yaml" --backend emulator; then
+    echo "setup.sh: the installed scangrade could not grade the Part 1 reference solution (output above)" >&2
+    exit 1
+fi
+rm -rf "$warm"
+echo "setup.sh: scangrade is installed in $VENV"

@@ -1,0 +1,214 @@
+"""A pytest plugin: the grading cases of a submission as pytest items.
+
+Installed with scangrade (entry point ``pytest11``, name ``scangrade``), it does nothing unless
+``--scangrade`` is given::
+
+    pytest --scangrade SUBMISSION [--scangrade-config FILE] [--scangrade-backend auto|pycuda|emulator]
+           [--scangrade-private-config FILE] [--scangrade-checks] [-k EXPR] [--junitxml FILE]
+
+SUBMISSION is a folder holding the part files (``part1_naive.cu`` ...) or one part's file. Every
+case of :func:`grader.execute.case_list` becomes one item, ``PART[DTYPE-n=N]`` (hidden cases from a
+private config ``PART[DTYPE-hidden-K]``), under a collector named after the submission
+(``assignment::part2_blelloch[int32-n=1000]``); a part with GPU timing in the config adds
+``PART[performance]``, skipped where nothing is timed (the emulator). ``-k`` selects by name
+(``-k "part2_blelloch and float32"``); each item also carries the keywords ``n<N>`` and its dtype
+(``-k n1000``).
+
+A part is graded once, through :func:`grader.runner.grade` with ``parts=[key]`` (its own child
+process, as ``scangrade grade`` does), when the first selected item of that part runs; parts with
+no selected item are not graded. An item passes when its case passed; otherwise it fails with the
+case's message (the first mismatch and the hint, n, dtype and seed) as the failure text, no
+traceback; a part that does not compile fails every item with the compiler's log. pytest's own
+``--junitxml`` then gives one testcase per case. The config is ``--scangrade-config``, else
+``./config.yaml``, else the one beside the grader; the backend as for ``scangrade grade``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+#: Part statuses whose message explains every case of the part (compile log, missing file, ...).
+_PART_MESSAGE_STATUSES = ("compile-error", "missing", "timeout", "crash", "error")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """The plugin's options (group ``scangrade``)."""
+    group = parser.getgroup("scangrade", "grade CUDA scan kernels with scangrade (one item per case)")
+    group.addoption("--scangrade", metavar="SUBMISSION", default=None,
+                    help="grade SUBMISSION (a folder of part files, or one part's .cu file): one test item per "
+                         "part, size and dtype")
+    group.addoption("--scangrade-config", metavar="FILE", default=None,
+                    help="scangrade's config (default: ./config.yaml, else the one beside the grader)")
+    group.addoption("--scangrade-backend", choices=("auto", "pycuda", "emulator"), default=None,
+                    help="where kernels run (default: SCANGRADE_BACKEND, then the config, then auto)")
+    group.addoption("--scangrade-private-config", metavar="FILE", default=None,
+                    help="a TA's private config adding hidden cases")
+    group.addoption("--scangrade-checks", action="store_true", default=False,
+                    help="on the emulator: race, bounds and barrier checks under three thread orders (slower)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """With ``--scangrade``: load the config, choose the backend and register the grading session."""
+    submission = config.getoption("scangrade")
+    if submission is None:
+        return
+    config.pluginmanager.register(_Grading.from_options(config), "scangrade-grading")
+
+
+class _CaseFailed(Exception):
+    """A case that did not pass; its text is the item's whole failure report."""
+
+
+class _Grading:
+    """The submission, its config and backend, and the parts graded so far (each graded once)."""
+
+    def __init__(self, *, submission: Path, cfg, selection, checks: bool, keys: list[str]) -> None:
+        self.submission, self.cfg, self.selection, self.checks = submission, cfg, selection, checks
+        self.keys = keys  # the parts to collect: every configured one, or a single file's part
+        self.parts: dict = {}
+
+    @classmethod
+    def from_options(cls, config: pytest.Config) -> _Grading:
+        from grader.backends import select_backend
+        from grader.config import load_config, load_private
+        from grader.errors import ScangradeError
+        from grader.release import PROJECT_ROOT
+        from grader.runner import resolve_submission
+
+        here = Path(config.invocation_params.dir)
+        submission = here / config.getoption("scangrade")
+        option = config.getoption("scangrade_config")
+        if option:
+            path = here / option
+        else:
+            path = next((p for p in (here / "config.yaml", PROJECT_ROOT / "config.yaml") if p.is_file()), None)
+            if path is None:
+                raise pytest.UsageError("--scangrade: no config.yaml in this folder or beside the grader; "
+                                        "pass one with --scangrade-config FILE")
+        try:
+            cfg = load_config(path)
+            private = config.getoption("scangrade_private_config")
+            if private:
+                cfg = load_private(cfg, here / private)
+            found = resolve_submission(submission)  # raises for a path that is not there
+            keys = [k for k in found if k in cfg.parts] if submission.is_file() else list(cfg.parts)
+            selection = select_backend(config.getoption("scangrade_backend"), config_value=cfg.backend)
+        except ScangradeError as exc:
+            raise pytest.UsageError(f"--scangrade: {exc}") from None
+        checks = config.getoption("scangrade_checks") and selection.name == "emulator"
+        return cls(submission=submission, cfg=cfg, selection=selection, checks=checks, keys=keys)
+
+    def pytest_report_header(self, config: pytest.Config) -> list[str]:
+        line = (f"scangrade: {self.submission} · config {self.cfg.path} · backend {self.selection.name} "
+                f"({self.selection.reason}){' · checks' if self.checks else ''}")
+        return [line]
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_make_collect_report(self, collector: pytest.Collector):
+        """Adds the submission's collector to what the session collects from its arguments."""
+        outcome = yield
+        report = outcome.get_result()
+        if isinstance(collector, pytest.Session) and report.passed:
+            name = self.submission.name or "submission"
+            report.result.append(SubmissionCollector.from_parent(collector, name=name, nodeid=name, grading=self))
+
+    def part(self, key: str):
+        """The :class:`~grader.results.PartResult` of part ``key``, graded on first use."""
+        if key not in self.parts:
+            from grader.runner import grade
+            result = grade(self.submission, cfg=self.cfg, selection=self.selection, parts=[key], checks=self.checks)
+            self.parts[key] = result.parts[0]
+        return self.parts[key]
+
+
+class SubmissionCollector(pytest.Collector):
+    """The submission: one :class:`CaseItem` per grading case, and a performance item per timed part."""
+
+    def __init__(self, *, grading: _Grading, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.grading = grading
+
+    def collect(self):
+        from grader.execute import case_list
+        from grader.parts import PARTS
+
+        cfg = self.grading.cfg
+        for key in (k for k in PARTS if k in self.grading.keys):
+            seen: dict[str, int] = {}
+            hidden = 0
+            for case in case_list(cfg, key):
+                if case.visibility == "hidden":
+                    hidden += 1
+                    label = f"{case.dtype}-hidden-{hidden}"
+                else:
+                    label = f"{case.dtype}-n={case.n}"
+                occurrence = seen.get(case.name, 0)
+                seen[case.name] = occurrence + 1
+                name = f"{key}[{label}{f'-{occurrence + 1}' if occurrence else ''}]"
+                item = CaseItem.from_parent(self, name=name, key=key, case_name=case.name, occurrence=occurrence)
+                item.extra_keyword_matches.update({case.dtype, f"n{case.n}", key, case.visibility})
+                yield item
+            if cfg.parts[key].timing is not None:
+                yield PerformanceItem.from_parent(self, name=f"{key}[performance]", key=key)
+
+
+class _PartItem(pytest.Item):
+    def __init__(self, *, key: str, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.key = key
+
+    def _part(self):
+        from grader.errors import ScangradeError
+        try:
+            return self.parent.grading.part(self.key)
+        except ScangradeError as exc:
+            raise _CaseFailed(f"scangrade could not grade {self.key}: {exc}") from None
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, _CaseFailed):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self):
+        from grader.parts import PARTS
+        sub = self.parent.grading.submission
+        path = sub / PARTS[self.key].filename if sub.is_dir() else sub
+        return path, None, self.name
+
+
+class CaseItem(_PartItem):
+    """One grading case: passes when the case passed, else fails with its message."""
+
+    def __init__(self, *, case_name: str, occurrence: int, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.case_name, self.occurrence = case_name, occurrence
+
+    def runtest(self) -> None:
+        from grader.render._common import visible_case_details
+        part = self._part()
+        matches = [c for c in part.cases if c.name == self.case_name]
+        if len(matches) <= self.occurrence:
+            raise _CaseFailed(f"{self.case_name}: no result from the grader (part status {part.status})")
+        case = matches[self.occurrence]
+        if case.status == "pass":
+            return
+        text = visible_case_details(case)
+        if part.status in _PART_MESSAGE_STATUSES and part.message and part.message not in case.message:
+            text += "\n\n" + part.message
+        raise _CaseFailed(f"{case.status}: {text}")
+
+
+class PerformanceItem(_PartItem):
+    """A timed part's performance score: skipped when not timed, failed when a timed run was wrong."""
+
+    def runtest(self) -> None:
+        part = self._part()
+        perf = part.performance
+        if perf is None or perf.message.startswith(("not timed", "not scored")):
+            pytest.skip(perf.message if perf else "not timed")
+        self.user_properties.append(("performance_points", f"{perf.points:g}/{perf.max_points:g}"))
+        failed = [c for c in part.cases if c.name.startswith("timed ") and c.status != "pass"]
+        if failed:
+            raise _CaseFailed(perf.message + "\n" + "\n".join(f"{c.name}: {c.message}" for c in failed))

@@ -1,0 +1,108 @@
+"""docs/ci: the GitHub Actions workflow and GitLab CI job parse, have their jobs, and run real commands."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import pytest
+import yaml
+
+from grader.cli import build_parser
+from tests.conftest import ROOT
+
+CI = ROOT / "docs" / "ci"
+
+
+def _load(name: str) -> dict:
+    data = yaml.safe_load((CI / name).read_text())
+    assert isinstance(data, dict), name
+    return data
+
+
+def scangrade_commands(script: str) -> list[list[str]]:
+    """The arguments of every ``scangrade`` command of a shell script: a simple command (between
+    ``&&``, ``||``, ``;`` and ``|``) whose program is ``scangrade`` (continuation lines joined)."""
+    commands = []
+    for line in script.replace("\\\n", " ").splitlines():
+        lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
+        lexer.whitespace_split, lexer.commenters = True, "#"
+        command: list[str] = []
+        for word in [*lexer, ";"]:
+            if word in ("&&", "||", ";", "|"):
+                words = [w for i, w in enumerate(command) if "=" not in w or any("=" not in v for v in command[:i])]
+                if words and Path(words[0]).name == "scangrade":
+                    commands.append(words[1:])
+                command = []
+            else:
+                command.append(word)
+    return commands
+
+
+def _parsed(args: list[str]):
+    try:
+        return build_parser().parse_args(args)
+    except SystemExit:
+        pytest.fail(f"not a scangrade command line: scangrade {shlex.join(args)}")
+
+
+def test_scangrade_commands_are_found_in_scripts_and_bad_ones_are_refused():
+    script = ("set -e\n.venv/bin/scangrade check --junit a.xml \\\n  --markdown \"$X\"  # the cases\n"
+              "echo scangrade\ncd x && SCANGRADE_BACKEND=emulator scangrade grade a; ls\n")
+    assert scangrade_commands(script) == [["check", "--junit", "a.xml", "--markdown", "$X"], ["grade", "a"]]
+    with pytest.raises(pytest.fail.Exception, match="not a scangrade command line"):
+        _parsed(["check", "--junit-xml", "a.xml"])
+
+
+def test_the_github_workflow_grades_on_push_with_the_emulator_and_on_a_self_hosted_gpu_runner():
+    wf = _load("github-actions.yml")
+    triggers = wf.get("on", wf.get(True))  # YAML 1.1 reads a bare `on` key as true
+    assert "push" in triggers
+    jobs = wf["jobs"]
+    assert set(jobs) == {"emulator", "gpu"}
+    assert jobs["emulator"]["runs-on"] == "ubuntu-latest"
+    assert set(jobs["gpu"]["runs-on"]) == {"self-hosted", "gpu"} and "SCANGRADE_GPU" in jobs["gpu"]["if"]
+
+    for name, backend, command in (("emulator", "emulator", "check"), ("gpu", "pycuda", "grade")):
+        steps = jobs[name]["steps"]
+        runs = [scangrade_commands(s["run"]) for s in steps if "run" in s]
+        graded = [_parsed(c) for cmds in runs for c in cmds]
+        assert [(a.command, a.backend) for a in graded] == [(command, backend)], name
+        args = graded[0]
+        assert args.markdown == "$GITHUB_STEP_SUMMARY" and args.json
+        if command == "grade":
+            assert args.path == "assignment"
+        uses = {s["uses"].split("@")[0]: s for s in steps if "uses" in s}
+        assert uses["actions/checkout"]
+        report, upload = uses["mikepenz/action-junit-report"], uses["actions/upload-artifact"]
+        assert report["with"]["report_paths"] == args.junit  # the file scangrade wrote is the one published
+        assert args.junit in upload["with"]["path"].split() and args.json in upload["with"]["path"].split()
+        assert "cancelled()" in report["if"] and "cancelled()" in upload["if"]  # also when cases fail
+    assert wf["permissions"]["checks"] == "write"
+
+
+def test_the_gitlab_jobs_grade_with_the_emulator_and_on_a_gpu_runner_and_publish_junit():
+    ci = _load("gitlab-ci.yml")
+    assert ci["stages"] == ["grade"]
+    jobs = {k: v for k, v in ci.items() if isinstance(v, dict) and "script" in v}
+    assert set(jobs) == {"scangrade-emulator", "scangrade-gpu"}
+    assert "gpu" in jobs["scangrade-gpu"]["tags"]
+    assert any("SCANGRADE_GPU" in rule["if"] for rule in jobs["scangrade-gpu"]["rules"])
+    for name, backend, command in (("scangrade-emulator", "emulator", "check"), ("scangrade-gpu", "pycuda", "grade")):
+        job = jobs[name]
+        assert job["stage"] in ci["stages"]
+        graded = [_parsed(c) for line in job["script"] for c in scangrade_commands(line)]
+        assert [(a.command, a.backend) for a in graded] == [(command, backend)], name
+        args = graded[0]
+        artifacts = job["artifacts"]
+        assert artifacts["when"] == "always" and artifacts["reports"]["junit"] == args.junit
+        assert {args.junit, args.json, args.markdown} <= set(artifacts["paths"])
+    install = " ".join(jobs["scangrade-emulator"]["before_script"])
+    assert "pip install ." in install and "g++" in install
+
+
+def test_the_readme_names_both_files_and_the_commands():
+    text = (CI / "README.md").read_text()
+    for needle in ("github-actions.yml", "gitlab-ci.yml", "scangrade check --backend emulator",
+                   "self-hosted", "SCANGRADE_GPU", "artifacts:reports:junit"):
+        assert needle in text, needle
