@@ -83,6 +83,12 @@ def main(argv: list[str] | None = None) -> int:
         "submission_s_max": max(r.elapsed_s for r in results),
         "phases_s_mean": {k: round(v, 2) for k, v in phases.items()},
         "part_s_mean": {k: round(v, 2) for k, v in per_part.items()}, "all_cases_passed": perfect,
+        "points": [r.points for r in results], "max_points": first.max_points,
+        # Every timed case of every submission: how steady the timing (and so the score) is.
+        "timed": [{"submission": sid, "part": p.key, "n": c.n, "median_ms": round(c.timing.median_ms, 5),
+                   "reference_ms": c.timing.reference_ms and round(c.timing.reference_ms, 5),
+                   "ratio": c.timing.ratio and round(c.timing.ratio, 4), "spread": round(c.timing.spread, 3)}
+                  for sid, r in rows for p in r.parts for c in p.cases if c.timing],
     }
     print(f"backend {summary['backend']}  device {', '.join(gpus) or '-'}  jobs {summary['jobs']}")
     print(f"{'submissions':<34}{len(results)}")
@@ -99,6 +105,16 @@ def main(argv: list[str] | None = None) -> int:
     for k, v in per_part.items():
         print(f"  {k:<32}{v:8.2f} s")
     print(f"{'every case passed':<34}{perfect}/{len(results)}")
+    full = sum(r.points == r.max_points for r in results)
+    print(f"{'all points (timing included)':<34}{full}/{len(results)}")
+    ratios: dict[tuple[str, int], list[float]] = {}
+    for t in summary["timed"]:
+        if t["ratio"]:
+            ratios.setdefault((t["part"], t["n"]), []).append(t["ratio"])
+    if ratios:
+        print("time / reference time over the submissions (all are the reference): min median max")
+        for (part, n), rs in ratios.items():
+            print(f"  {part} n={n:<12}{min(rs):6.3f} {statistics.median(rs):6.3f} {max(rs):6.3f}")
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=2) + "\n")
     return 0 if perfect == len(results) else 1

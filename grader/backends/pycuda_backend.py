@@ -7,6 +7,7 @@ signature has C++ linkage, is not found, and is reported as not matching the con
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 from typing import Sequence, Union
 
@@ -117,6 +118,8 @@ class PyCudaBackend(Backend):
         start, end = cuda.Event(), cuda.Event()
         times: list[float] = []
         self._deferred = True
+        collecting = gc.isenabled()
+        gc.disable()  # a collection between two launches of a multi-launch part would be timed
         try:
             for i in range(warmup + runs):
                 if before is not None:
@@ -133,6 +136,8 @@ class PyCudaBackend(Backend):
             raise KernelError(f"{what} failed on the GPU while timed: {exc}", kind="launch-failure") from None
         finally:
             self._deferred = False
+            if collecting:
+                gc.enable()
             if flush is not None:
                 flush.free()
         return times
