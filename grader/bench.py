@@ -471,8 +471,10 @@ class _Bench:
             name += f" (B={pc.block_size})"
         cfg = dataclasses.replace(self.cfg, timing_runs=self.runs)
         try:
-            times, run, plan, d_in = _timed_plan(self.backend, self.modules[key, case.dtype], cfg=cfg, part=spec,
-                                                 pc=pc, x=case.x, dtype=DTYPES[case.dtype])
+            run, plan, d_in, before = _timed_plan(self.backend, self.modules[key, case.dtype], part=spec, pc=pc,
+                                                  x=case.x, dtype=DTYPES[case.dtype])
+            times = self.backend.time_ms(plan.run, before=before, warmup=cfg.timing_warmup, runs=cfg.timing_runs,
+                                         flush_bytes=cfg.flush_bytes)
             status, message, _ = _check(run, plan, d_in, case.x, case.inclusive if spec.inclusive else case.exclusive,
                                         part=spec, pc=pc, cfg=cfg)
         except (KernelError, LaunchError) as exc:

@@ -53,3 +53,78 @@ def test_bad_launches_are_refused_with_the_limit(grid, block, shared, words):
 
 def test_a_good_launch_is_normalised_to_dim3():
     assert validate_launch(kernel="k", grid=(4, 2), block=256, shared_bytes=1024) == (Dim3(4, 2, 1), Dim3(256, 1, 1))
+
+
+class _FakeDriver:
+    """The part of pycuda.driver that timing uses, on a fake clock: a launch of job ``j`` "takes"
+    ``cost[j]`` ms, plus ``drift`` ms more for every launch before it (a GPU slowing down)."""
+
+    class Error(Exception):
+        pass
+
+    def __init__(self, cost, drift=0.0):
+        self.cost, self.drift, self.log, self.clock, self.launches = cost, drift, [], 0.0, 0
+        driver = self
+
+        class Event:
+            def record(self):
+                self.t = driver.clock
+
+            def synchronize(self):
+                pass
+
+            def time_since(self, other):
+                return self.t - other.t
+        self.Event = Event
+
+    def mem_alloc(self, nbytes):
+        class Flush:
+            def free(self):
+                pass
+        return Flush()
+
+    def memset_d32_async(self, *args):
+        self.log.append("flush")
+
+    def work(self, j):
+        def run():
+            if j == "boom":
+                raise self.Error("an illegal memory access was encountered")
+            self.log.append(j)
+            self.clock += self.cost[j] + self.drift * self.launches
+            self.launches += 1
+        return run
+
+
+def _fake_pycuda(driver):
+    from grader.backends.pycuda_backend import PyCudaBackend
+    backend = object.__new__(PyCudaBackend)  # no GPU: only the timing loop is under test
+    backend._cuda, backend._deferred = driver, False
+    return backend
+
+
+def test_interleaved_timing_alternates_the_order_and_splits_the_times_per_job():
+    driver = _FakeDriver({0: 1.0, 1: 2.0}, drift=0.01)
+    backend = _fake_pycuda(driver)
+    before = []
+    times = backend.time_interleaved_ms([("a", driver.work(0), lambda: before.append(0)),
+                                         ("b", driver.work(1), lambda: before.append(1))],
+                                        warmup=1, runs=4, flush_bytes=1024)
+    launches = [e for e in driver.log if e != "flush"]
+    assert launches == [0, 1, 1, 0, 0, 1, 1, 0, 0, 1]  # A B, B A, ...
+    assert before == launches and driver.log.count("flush") == 10  # poisoned and flushed before every launch
+    assert len(times) == 2 and len(times[0]) == len(times[1]) == 4  # the warm-up is not kept
+    # A GPU slowing down at a steady rate costs both jobs the same on average (ABBA).
+    extra_a = sum(times[0]) - 4 * 1.0
+    extra_b = sum(times[1]) - 4 * 2.0
+    assert extra_a == pytest.approx(extra_b)
+
+
+def test_a_failure_while_timed_names_the_job_and_is_a_kernel_error():
+    from grader.errors import KernelError
+    driver = _FakeDriver({0: 1.0})
+    backend = _fake_pycuda(driver)
+    with pytest.raises(KernelError, match="the submission's kernel failed on the GPU while timed: an illegal"):
+        backend.time_interleaved_ms([("the reference", driver.work(0), None), ("the submission", driver.work("boom"), None)],
+                                    warmup=0, runs=2, flush_bytes=0)
+    assert backend._deferred is False

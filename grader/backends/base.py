@@ -13,7 +13,7 @@ from __future__ import annotations
 import abc
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, Sequence, Union
+from typing import Callable, ClassVar, Sequence, Union
 
 import numpy as np
 
@@ -243,6 +243,24 @@ class Backend(abc.ABC):
         Raises:
             NotImplementedError: the backend cannot time (the emulator); check :attr:`supports_timing`.
             KernelError: a launch failed.
+        """
+        raise NotImplementedError(f"the {self.name} backend does not time kernels")
+
+    def time_interleaved_ms(self, jobs: Sequence[tuple[str, Callable[[], None], Callable[[], None] | None]], *,
+                            warmup: int, runs: int, flush_bytes: int) -> list[list[float]]:
+        """Time several works like :meth:`time_ms`, interleaved: each run times every job once, in
+        turn, in reverse order on every other run (A B, B A, ...), so that clock changes, thermal
+        drift or another process's load fall on all of them alike (a submission and the reference
+        it is compared with).
+
+        Args:
+            jobs: ``(name, work, before)`` per job; ``name`` says whose launch failed in errors.
+
+        Returns:
+            Per job, the times of its timed runs in milliseconds, in order.
+
+        Raises:
+            NotImplementedError: the backend cannot time; KernelError: a launch failed.
         """
         raise NotImplementedError(f"the {self.name} backend does not time kernels")
 

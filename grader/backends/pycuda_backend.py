@@ -112,26 +112,32 @@ class PyCudaBackend(Backend):
         else:
             self._cuda.memset_d32(dest.address, value & 0xFFFFFFFF, count)
 
-    def _timed(self, work, before, *, warmup: int, runs: int, flush_bytes: int, what: str) -> list[float]:
+    def _timed(self, jobs, *, warmup: int, runs: int, flush_bytes: int) -> list[list[float]]:
+        """Time ``jobs`` (``(work, before, what)`` triples) interleaved: run i times every job once,
+        in turn, the order reversed on odd i (A B, B A, ...), so drift hits them alike."""
         cuda = self._cuda
         flush = cuda.mem_alloc(flush_bytes) if flush_bytes else None
         start, end = cuda.Event(), cuda.Event()
-        times: list[float] = []
+        times: list[list[float]] = [[] for _ in jobs]
         self._deferred = True
         collecting = gc.isenabled()
         gc.disable()  # a collection between two launches of a multi-launch part would be timed
+        what = jobs[0][2]
         try:
             for i in range(warmup + runs):
-                if before is not None:
-                    before()
-                if flush is not None:  # empty the L2; queued so the GPU is busy when start is recorded
-                    cuda.memset_d32_async(flush, i, flush_bytes // 4)
-                start.record()
-                work()
-                end.record()
-                end.synchronize()
-                if i >= warmup:
-                    times.append(end.time_since(start))
+                order = range(len(jobs)) if i % 2 == 0 else range(len(jobs) - 1, -1, -1)
+                for j in order:
+                    work, before, what = jobs[j]
+                    if before is not None:
+                        before()
+                    if flush is not None:  # empty the L2; queued so the GPU is busy when start is recorded
+                        cuda.memset_d32_async(flush, i, flush_bytes // 4)
+                    start.record()
+                    work()
+                    end.record()
+                    end.synchronize()
+                    if i >= warmup:
+                        times[j].append(end.time_since(start))
         except cuda.Error as exc:
             raise KernelError(f"{what} failed on the GPU while timed: {exc}", kind="launch-failure") from None
         finally:
@@ -143,13 +149,17 @@ class PyCudaBackend(Backend):
         return times
 
     def time_ms(self, work, *, before, warmup: int, runs: int, flush_bytes: int) -> list[float]:
-        return self._timed(work, before, warmup=warmup, runs=runs, flush_bytes=flush_bytes, what="the kernel")
+        return self._timed([(work, before, "the kernel")], warmup=warmup, runs=runs, flush_bytes=flush_bytes)[0]
+
+    def time_interleaved_ms(self, jobs, *, warmup: int, runs: int, flush_bytes: int) -> list[list[float]]:
+        return self._timed([(work, before, f"{name}'s kernel") for name, work, before in jobs],
+                           warmup=warmup, runs=runs, flush_bytes=flush_bytes)
 
     def time_copy_ms(self, src: DeviceArray, dst: DeviceArray, *, warmup: int, runs: int,
                      flush_bytes: int) -> list[float]:
         nbytes = min(src.nbytes, dst.nbytes)
-        return self._timed(lambda: self._cuda.memcpy_dtod_async(dst.address, src.address, nbytes), None,
-                           warmup=warmup, runs=runs, flush_bytes=flush_bytes, what="a device-to-device copy")
+        return self._timed([(lambda: self._cuda.memcpy_dtod_async(dst.address, src.address, nbytes), None,
+                             "a device-to-device copy")], warmup=warmup, runs=runs, flush_bytes=flush_bytes)[0]
 
     def _launch(self, module: Module, kernel: str, *, grid: Dim3, block: Dim3, shared_bytes: int,
                 args: Sequence[Union[DeviceArray, int]]) -> None:
