@@ -123,6 +123,51 @@ def _phases(events: list[dict], started: float, ended: float) -> dict[str, float
     return phases
 
 
+def _session_members(sid: int) -> list[int]:
+    """Processes (not zombies) of session ``sid``, from /proc; empty where there is no /proc."""
+    found = []
+    try:
+        entries = os.scandir("/proc")
+    except OSError:
+        return found
+    with entries:
+        for entry in entries:
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry.name}/stat", "rb") as f:
+                    stat = f.read().decode(errors="replace")
+            except OSError:
+                continue
+            fields = stat[stat.rfind(")") + 2:].split()  # after "pid (comm) ": state ppid pgrp session ...
+            if len(fields) > 3 and fields[0] not in ("Z", "X") and fields[3] == str(sid):
+                found.append(int(entry.name))
+    return found
+
+
+def kill_session(sid: int) -> None:
+    """SIGKILL every process of the session the worker leads (``sid``: the worker's pid, started with
+    ``start_new_session=True``): its process group, and the groups compilers run in
+    (``process_group=0``), which leave the group but not the session. Orphans keep their session when
+    their parent dies, so a compiler still running when its worker is stopped goes too. A process
+    that calls ``setsid()`` itself escapes this; under the emulator's sandbox the seccomp filter
+    refuses it, and bubblewrap's ``--die-with-parent`` ends what runs inside."""
+    try:
+        os.killpg(sid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    for _ in range(3):  # a process may fork while we look: look again
+        members = [pid for pid in _session_members(sid) if pid != os.getpid()]
+        if not members:
+            return
+        for pid in members:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.05)
+
+
 def _run_worker(job_path: Path, events: _Events, *, cfg: Config, tmpdir: Path,
                 on_event: Callable[[str, dict], None] | None,
                 extra_env: dict[str, str] | None = None) -> tuple[int | None, str | None]:
@@ -157,10 +202,7 @@ def _run_worker(job_path: Path, events: _Events, *, cfg: Config, tmpdir: Path,
                 stopped = f"timed out after {cfg.case_timeout_s:g} s (timeouts.case_s)"
             if stopped:
                 break
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)  # the worker, or anything it left behind
-        except (ProcessLookupError, PermissionError):
-            pass
+        kill_session(proc.pid)  # the worker, and anything it started (compilers, executors) or left behind
         proc.wait()
     return proc.returncode, stopped
 

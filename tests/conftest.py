@@ -23,6 +23,33 @@ def gpu_available() -> tuple[bool, str]:
     return probe_pycuda()
 
 
+@functools.lru_cache(maxsize=1)
+def os_sandbox() -> tuple[bool, str]:
+    """Whether the emulator runs modules in its whole operating-system sandbox here (bubblewrap and
+    the seccomp filter): ``(True, "")``, or ``(False, what is missing and how to install it)``."""
+    from grader.backends import create_backend
+    from grader.errors import ScangradeError
+    try:
+        backend = create_backend("emulator", emulator_workers=1, checks=False, emulator_sandbox="auto")
+    except ScangradeError as exc:
+        return False, f"the emulator is unavailable: {exc}"
+    try:
+        described = backend.describe().get("sandbox", "")
+    finally:
+        backend.close()
+    if described == "bubblewrap + seccomp":
+        return True, ""
+    return False, (f"the emulator's sandbox here is '{described}', not bubblewrap + seccomp "
+                   "(apt install bubblewrap libseccomp-dev; .ci/system-deps.sh does it in CI)")
+
+
+def needs_os_sandbox():
+    """Skip marker for tests of what only bubblewrap and seccomp contain (docs/security.md says what
+    the fallback without them does not)."""
+    ok, why = os_sandbox()
+    return pytest.mark.skipif(not ok, reason=why)
+
+
 def _gpu_param():
     ok, why = gpu_available()
     return pytest.param("pycuda", marks=[pytest.mark.gpu,

@@ -22,6 +22,7 @@ import pytest
 import grader.backends.emulator.sandbox as sandbox_module
 from grader.backends.base import KernelSpec, Param
 from grader.backends.emulator import EmulatorBackend
+from grader.backends.emulator.build import Toolchain
 from grader.backends.emulator.executor import Arena
 from grader.config import load_config
 from grader.errors import BackendUnavailable, CompileError, ConfigError, KernelError
@@ -29,6 +30,8 @@ from tests.conftest import ROOT
 
 BWRAP, WHY_NOT = sandbox_module.probe_bubblewrap()
 needs_bwrap = pytest.mark.skipif(BWRAP is None, reason=f"bubblewrap does not work here: {WHY_NOT}")
+_SECCOMP_PROBLEM = Toolchain().executor_binary()[1]
+needs_seccomp = pytest.mark.skipif(_SECCOMP_PROBLEM is not None, reason=f"no seccomp filter: {_SECCOMP_PROBLEM}")
 KERNELS = (KernelSpec("k", (Param("out", "int*", "ptr"), Param("n", "int", "int"))),)
 HEADER = '#define scan_t int\nextern "C" __global__ void k(int* out, int n);\n'
 
@@ -128,6 +131,7 @@ __global__ void k(int* out, int n) { if (n == 1) out[0] = (int)fork(); else out[
 """
 
 
+@needs_seccomp
 @pytest.mark.parametrize("bubblewrap", [pytest.param(True, marks=needs_bwrap), False], ids=["bwrap", "no-bwrap"])
 def test_fork_is_a_sandbox_violation_and_the_next_launch_gets_a_new_executor(tmp_path, monkeypatch,
                                                                              bubblewrap) -> None:
@@ -247,6 +251,7 @@ def test_the_arena_reuses_freed_memory_zeroed_and_gives_pages_back() -> None:
         arena.alloc(2**30)
 
 
+@needs_seccomp
 def test_describe_names_the_sandbox_and_required_refuses_without_bubblewrap(be, monkeypatch) -> None:
     if BWRAP is not None:
         assert be.describe()["sandbox"] == "bubblewrap + seccomp"

@@ -412,7 +412,7 @@ class EmulatorBackend(Backend):
         try:
             return subprocess.Popen(cmd.argv, env=cmd.env, cwd=cmd.cwd, stdin=subprocess.DEVNULL,
                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
-                                    start_new_session=True), cmd.shown
+                                    process_group=0), cmd.shown
         except OSError:
             return None  # nvcc does not run here: the emulator alone decides
 

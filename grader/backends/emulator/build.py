@@ -243,7 +243,7 @@ class Toolchain:
         try:
             proc = subprocess.Popen(cmd.argv, env=cmd.env, cwd=cmd.cwd, stdin=subprocess.DEVNULL,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
-                                    start_new_session=True)
+                                    process_group=0)
         except OSError as exc:
             raise CompileError(f"{filename} does not compile: the C++ compiler could not run ({exc})",
                                command=command) from None
@@ -275,7 +275,10 @@ def limit_note(log: str, timeout_s: float) -> str:
 
 
 def kill_group(proc: subprocess.Popen) -> None:
-    """Kill a process started with ``start_new_session=True`` and everything in its session, and reap it."""
+    """Kill a process started with ``process_group=0`` and everything in its process group, and reap it.
+
+    (A group, not a session of its own: the worker's session holds every process a part starts, so
+    the runner can stop them all when it stops the worker; see :func:`grader.runner.kill_session`.)"""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
