@@ -13,7 +13,6 @@ run, so a kernel that skips work once the answer is in the buffer fails.
 from __future__ import annotations
 
 import math
-import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -26,7 +25,7 @@ from grader.config import Config, PartConfig, TimingConfig
 from grader.errors import KernelError, LaunchError
 from grader.parts import DTYPES, PARTS, PartSpec
 from grader.results import CaseResult, Mismatch, Performance, Timing
-from reference.scan import exclusive_scan, inclusive_scan, scan_int32_threaded
+from reference.scan import default_threads, exclusive_scan, inclusive_scan, scan_int32_threaded
 
 #: Elements of poison on each side of every device buffer.
 GUARD = 256
@@ -75,11 +74,6 @@ def case_rng(seed: int, part: PartSpec, n: int, dtype: np.dtype) -> np.random.Ge
 CHUNK = 1 << 22
 
 
-def _threads() -> int:
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return max(1, min(16, cpus))
-
-
 def make_input(cfg: Config, part: PartSpec, n: int, seed: int, dtype: np.dtype) -> np.ndarray:
     """The input of one case: int32 uniform in [inputs.low, inputs.high]; float32 uniform in [0, 1).
 
@@ -99,14 +93,14 @@ def make_input(cfg: Config, part: PartSpec, n: int, seed: int, dtype: np.dtype) 
         return rng.integers(cfg.input_low, cfg.input_high, size=count, endpoint=True, dtype=np.int32)
 
     if n <= CHUNK:
-        return draw(case_rng(seed, part, n, dtype), n).astype(dtype, copy=False)
+        return draw(case_rng(seed, part, n, dtype), n)
     out = np.empty(n, dtype=dtype)
     children = np.random.SeedSequence([seed, part.number, n, 1 if dtype.kind == "f" else 0]).spawn(_tiles(n, CHUNK))
 
     def fill(i: int) -> None:
         start = i * CHUNK
         out[start:start + CHUNK] = draw(np.random.default_rng(children[i]), min(CHUNK, n - start))
-    with ThreadPoolExecutor(_threads()) as pool:
+    with ThreadPoolExecutor(default_threads()) as pool:
         list(pool.map(fill, range(len(children))))
     return out
 
@@ -116,7 +110,7 @@ def reference_output(part: PartSpec, x: np.ndarray) -> np.ndarray:
     than :data:`CHUNK` are scanned by threads, with the same bits (see
     :func:`reference.scan.scan_int32_threaded`)."""
     if x.dtype == np.int32 and x.size > CHUNK:
-        return scan_int32_threaded(x, inclusive=part.inclusive, chunk=CHUNK, threads=_threads())
+        return scan_int32_threaded(x, inclusive=part.inclusive, chunk=CHUNK, threads=default_threads())
     return inclusive_scan(x) if part.inclusive else exclusive_scan(x)
 
 
@@ -458,12 +452,12 @@ def time_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, 
     expected = reference_output(part, x)
     try:
         run, plan, d_in, before = _timed_plan(backend, module, part=part, pc=pc, x=x, dtype=dtype)
-        jobs = [("the submission", plan.run, before)]
+        jobs = [("the submission's kernel", plan.run, before)]
         if reference is not None:  # the same input on the device; the reference never writes it
             ref_part, ref_module = reference
             _, ref_plan, _, ref_before = _timed_plan(backend, ref_module, part=ref_part,
                                                      pc=cfg.parts.get(ref_part.key, pc), x=x, dtype=dtype, d_in=d_in)
-            jobs.append(("the reference solution", ref_plan.run, ref_before))
+            jobs.append(("the reference solution's kernel", ref_plan.run, ref_before))
         all_times = backend.time_interleaved_ms(jobs, warmup=cfg.timing_warmup, runs=cfg.timing_runs,
                                                 flush_bytes=cfg.flush_bytes)
     except LaunchError as exc:

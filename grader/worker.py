@@ -155,7 +155,7 @@ def _time_part(events, backend, cfg, part, pc, modules, results, compile_part) -
 
 def _profiled(argv: list[str]) -> int:
     """:func:`main` under cProfile when ``SCANGRADE_PROFILE`` names a folder: ``<part>-<pid>.prof``
-    there, for ``python -m pstats`` (see docs/benchmarks.md); plain :func:`main` otherwise."""
+    there, for ``bench/profile_summary.py`` (see docs/throughput.md); plain :func:`main` otherwise."""
     folder = os.environ.get("SCANGRADE_PROFILE")
     if not folder:
         return main(argv)

@@ -62,6 +62,12 @@ def exclusive_scan(x: np.ndarray) -> np.ndarray:
     return out
 
 
+def default_threads() -> int:
+    """Threads for the threaded helpers: the CPUs this process may use, at most 16."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(16, cpus))
+
+
 def scan_int32_threaded(x: np.ndarray, *, inclusive: bool, chunk: int = 1 << 22,
                         threads: int | None = None) -> np.ndarray:
     """The int32 result of :func:`inclusive_scan` or :func:`exclusive_scan`, bit for bit, computed
@@ -77,7 +83,7 @@ def scan_int32_threaded(x: np.ndarray, *, inclusive: bool, chunk: int = 1 << 22,
         x: 1-D int32 array of n elements.
         inclusive: inclusive scan (else exclusive, ``out[0] = 0``).
         chunk: elements per chunk (at least 1).
-        threads: worker threads (default: the CPUs this process may use, at most 16).
+        threads: worker threads (default: :func:`default_threads`).
 
     Returns:
         A new 1-D int32 array of n elements.
@@ -98,8 +104,7 @@ def scan_int32_threaded(x: np.ndarray, *, inclusive: bool, chunk: int = 1 << 22,
         src, dst = x[:-1], out[1:]
     starts = range(0, src.size, max(1, chunk))
     if threads is None:
-        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-        threads = min(16, cpus)
+        threads = default_threads()
     with ThreadPoolExecutor(max(1, threads)) as pool:
         totals = np.array(list(pool.map(lambda s: np.add.reduce(src[s:s + chunk], dtype=np.int32), starts)),
                           dtype=np.int32)

@@ -125,6 +125,7 @@ def test_a_failure_while_timed_names_the_job_and_is_a_kernel_error():
     driver = _FakeDriver({0: 1.0})
     backend = _fake_pycuda(driver)
     with pytest.raises(KernelError, match="the submission's kernel failed on the GPU while timed: an illegal"):
-        backend.time_interleaved_ms([("the reference", driver.work(0), None), ("the submission", driver.work("boom"), None)],
+        backend.time_interleaved_ms([("the reference's kernel", driver.work(0), None),
+                                     ("the submission's kernel", driver.work("boom"), None)],
                                     warmup=0, runs=2, flush_bytes=0)
     assert backend._deferred is False

@@ -244,7 +244,8 @@ class Backend(abc.ABC):
             NotImplementedError: the backend cannot time (the emulator); check :attr:`supports_timing`.
             KernelError: a launch failed.
         """
-        raise NotImplementedError(f"the {self.name} backend does not time kernels")
+        return self.time_interleaved_ms([("the kernel", work, before)], warmup=warmup, runs=runs,
+                                        flush_bytes=flush_bytes)[0]
 
     def time_interleaved_ms(self, jobs: Sequence[tuple[str, Callable[[], None], Callable[[], None] | None]], *,
                             warmup: int, runs: int, flush_bytes: int) -> list[list[float]]:
@@ -254,13 +255,16 @@ class Backend(abc.ABC):
         it is compared with).
 
         Args:
-            jobs: ``(name, work, before)`` per job; ``name`` says whose launch failed in errors.
+            jobs: ``(what, work, before)`` per job; ``what`` names it in errors ("the submission's
+                kernel failed on the GPU while timed: ...").
 
         Returns:
             Per job, the times of its timed runs in milliseconds, in order.
 
         Raises:
-            NotImplementedError: the backend cannot time; KernelError: a launch failed.
+            NotImplementedError: the backend cannot time (the emulator: it runs kernels on the CPU,
+                so its times say nothing about a GPU); check :attr:`supports_timing`.
+            KernelError: a launch failed.
         """
         raise NotImplementedError(f"the {self.name} backend does not time kernels")
 

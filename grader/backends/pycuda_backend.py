@@ -112,9 +112,7 @@ class PyCudaBackend(Backend):
         else:
             self._cuda.memset_d32(dest.address, value & 0xFFFFFFFF, count)
 
-    def _timed(self, jobs, *, warmup: int, runs: int, flush_bytes: int) -> list[list[float]]:
-        """Time ``jobs`` (``(work, before, what)`` triples) interleaved: run i times every job once,
-        in turn, the order reversed on odd i (A B, B A, ...), so drift hits them alike."""
+    def time_interleaved_ms(self, jobs, *, warmup: int, runs: int, flush_bytes: int) -> list[list[float]]:
         cuda = self._cuda
         flush = cuda.mem_alloc(flush_bytes) if flush_bytes else None
         start, end = cuda.Event(), cuda.Event()
@@ -122,12 +120,12 @@ class PyCudaBackend(Backend):
         self._deferred = True
         collecting = gc.isenabled()
         gc.disable()  # a collection between two launches of a multi-launch part would be timed
-        what = jobs[0][2]
+        what = jobs[0][0]
         try:
             for i in range(warmup + runs):
                 order = range(len(jobs)) if i % 2 == 0 else range(len(jobs) - 1, -1, -1)
                 for j in order:
-                    work, before, what = jobs[j]
+                    what, work, before = jobs[j]
                     if before is not None:
                         before()
                     if flush is not None:  # empty the L2; queued so the GPU is busy when start is recorded
@@ -148,18 +146,12 @@ class PyCudaBackend(Backend):
                 flush.free()
         return times
 
-    def time_ms(self, work, *, before, warmup: int, runs: int, flush_bytes: int) -> list[float]:
-        return self._timed([(work, before, "the kernel")], warmup=warmup, runs=runs, flush_bytes=flush_bytes)[0]
-
-    def time_interleaved_ms(self, jobs, *, warmup: int, runs: int, flush_bytes: int) -> list[list[float]]:
-        return self._timed([(work, before, f"{name}'s kernel") for name, work, before in jobs],
-                           warmup=warmup, runs=runs, flush_bytes=flush_bytes)
-
     def time_copy_ms(self, src: DeviceArray, dst: DeviceArray, *, warmup: int, runs: int,
                      flush_bytes: int) -> list[float]:
         nbytes = min(src.nbytes, dst.nbytes)
-        return self._timed([(lambda: self._cuda.memcpy_dtod_async(dst.address, src.address, nbytes), None,
-                             "a device-to-device copy")], warmup=warmup, runs=runs, flush_bytes=flush_bytes)[0]
+        copy = lambda: self._cuda.memcpy_dtod_async(dst.address, src.address, nbytes)  # noqa: E731
+        return self.time_interleaved_ms([("a device-to-device copy", copy, None)], warmup=warmup, runs=runs,
+                                        flush_bytes=flush_bytes)[0]
 
     def _launch(self, module: Module, kernel: str, *, grid: Dim3, block: Dim3, shared_bytes: int,
                 args: Sequence[Union[DeviceArray, int]]) -> None:

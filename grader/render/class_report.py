@@ -33,7 +33,6 @@ import datetime as _dt
 import hashlib
 import html
 import io
-import json
 import os
 import re
 import statistics
@@ -728,13 +727,13 @@ def load_batch(folder: Path) -> tuple[list[tuple[str, SubmissionResult]], list[s
 
 
 def _manifest(folder: Path) -> dict | None:
-    """``batch.json`` of a batch folder as a dict, or None when absent or unreadable (the page
-    then has no fingerprint)."""
+    """``batch.json`` of a batch folder (:func:`grader.slurm.read_manifest`), or None when absent or
+    unusable: the page then has no fingerprint."""
+    from grader.slurm import read_manifest
     try:
-        data = json.loads((folder / "batch.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return read_manifest(folder)
+    except UsageError:
         return None
-    return data if isinstance(data, dict) and data.get("schema") == "scangrade.batch" else None
 
 
 def write_class_report(folder: Path, *, out: Path | None = None,
