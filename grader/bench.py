@@ -1,8 +1,8 @@
 """``scangrade bench``: the reference solutions against a copy, CUB and library scans, on a GPU.
 
-A benchmark, not a graded test. For each size n and dtype it times, with one method (see
-``/work/shared/design/TIMING.md``: CUDA events, warm-up, the L2 emptied before every run by the
-config's flush write queued just before the start event, the median of N runs):
+A benchmark, not a graded test. For each size n and dtype it times, with one method (CUDA events,
+warm-up, the L2 emptied before every run by the config's flush write queued just before the start
+event, the median of N runs):
 
 - a device-to-device copy of the same bytes (the roofline), through the backend's ``time_copy_ms``;
 - the reference solution of every part that handles n (Parts 4 and 5; one-block parts are
