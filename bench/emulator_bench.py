@@ -6,7 +6,7 @@ are scanned the same way, recursively; then ``add_tile_offsets`` adds each tile'
 result is checked against numpy. Compile time is measured separately and excluded from the scan
 times.
 
-Usage: ``python bench/emulator_bench.py [--repeat 5] [--workers 1 2] [--sizes 1048576 16000000]
+Usage (with scangrade installed, ``pip install -e .``): ``python bench/emulator_bench.py [--repeat 5] [--workers 1 2] [--sizes 1048576 16000000]
 [--checks off|on|both]`` (checking is timed for sizes up to 2^22 only).
 Prints a table of medians: wall-clock seconds, and the process's CPU seconds over the same runs
 (with 2 workers on 2 idle cores, CPU ~ 2 x wall; much less means other processes took the cores:
@@ -25,10 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from grader.backends.base import KernelSpec, Param  # noqa: E402
-from grader.backends.emulator import EmulatorBackend  # noqa: E402
+from grader.backends.base import KernelSpec, Param
+from grader.backends.emulator import EmulatorBackend
 
 BLOCK = 512
 TILE = 2 * BLOCK

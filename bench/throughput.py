@@ -6,7 +6,7 @@ submissions per minute, the wall time of one submission (the first, with a cold 
 the rest), and where a submission's time goes, summed over its parts (``PartResult.phases_s``):
 starting the part's child process and backend, compiling, the correctness cases, GPU timing.
 
-Usage (from the repository root)::
+Usage (from the repository root, with scangrade installed: ``pip install -e .``)::
 
     python bench/throughput.py --submissions 50                 # backend as scangrade chooses
     python bench/throughput.py --submissions 4 --backend emulator
@@ -29,12 +29,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-from grader.backends import select_backend  # noqa: E402
-from grader.batch import batch  # noqa: E402
-from grader.config import load_config  # noqa: E402
-from grader.worker import SOLUTIONS  # noqa: E402
+from grader.backends import select_backend
+from grader.batch import batch
+from grader.config import load_config
+from grader.worker import SOLUTIONS
 
 PHASES = ("startup", "compile", "cases", "timing")
 
