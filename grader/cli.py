@@ -182,7 +182,7 @@ def _print_report(text: str) -> None:
 
 def _batch(args: argparse.Namespace) -> int:
     """``scangrade batch``: exit 0 when every submission passed, 1 otherwise, 2 on usage errors."""
-    from grader.batch import batch, find_submissions
+    from grader.batch import batch, count_submissions
     from grader.slurm import parse_shard, shard_positions
     try:
         cfg = load_config(_find_config(args.config))
@@ -196,8 +196,7 @@ def _batch(args: argparse.Namespace) -> int:
             raise UsageError("--slurm-shards, --slurm-option and --no-submit go with --slurm")
         shard = parse_shard(args.shard) if args.shard else None
         selection = select_backend(args.backend, config_value=cfg.backend)
-        total = len(shard_positions(len(find_submissions(Path(args.submissions), work=Path(args.out) / ".work")),
-                                    shard))
+        total = len(shard_positions(count_submissions(Path(args.submissions)), shard))
         bar = _Progress(total)
         done = []
 
