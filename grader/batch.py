@@ -61,12 +61,15 @@ class Submission:
         path: the folder of part files to grade (a folder's own, or the grader's copy of a zip's).
         notes: part key -> why that part's file is not graded (see :class:`grader.submission.Intake`).
         refused: why the whole submission is not graded ("" when it is).
+        sources: part key -> where its file was (``alice/src/part1_naive.cu``, ``bob.zip:part1_naive.cu``),
+            shown in the reports instead of the grader's copy.
     """
 
     id: str
     path: Path
     notes: dict = dataclasses.field(default_factory=dict, compare=False)
     refused: str = ""
+    sources: dict = dataclasses.field(default_factory=dict, compare=False)
 
 
 def _safe_id(name: str, taken: set[str]) -> str:
@@ -140,7 +143,9 @@ def find_submissions(folder: Path, *, work: Path) -> list[Submission]:
             intake = snapshot_folder(entry, dest)
         else:
             intake = snapshot_zip(entry, dest)
-        found.append(Submission(sid, intake.path, intake.notes, intake.refused))
+        sep = ":" if entry.suffix.lower() == ".zip" else "/"
+        found.append(Submission(sid, intake.path, intake.notes, intake.refused,
+                                {k: f"{show(entry.name)}{sep}{rel}" for k, rel in intake.sources.items()}))
     return found
 
 
@@ -162,11 +167,14 @@ def _not_graded(sub: Submission, *, cfg: Config, selection: Selection, why: str)
                             elapsed_s=0.0, timing_note="not timed: the submission was not graded")
 
 
-def _with_notes(result: SubmissionResult, notes: dict) -> SubmissionResult:
-    """The parts graded as missing whose file intake had more to say about (misnamed, a link...)."""
+def _with_notes(result: SubmissionResult, sub: Submission) -> SubmissionResult:
+    """The result with each part's file where it was in the submission, and the parts graded as
+    missing whose file intake had more to say about (misnamed, a link...)."""
     parts = []
     for p in result.parts:
-        note = notes.get(p.key)
+        note = sub.notes.get(p.key)
+        if p.key in sub.sources:  # graded, or refused: where it was
+            p = dataclasses.replace(p, file=sub.sources[p.key])
         if note is not None and p.status == "missing":
             p = dataclasses.replace(p, status=note.status, message=note.message,
                                     cases=tuple(dataclasses.replace(c, message="not run: " + note.message)
@@ -297,7 +305,7 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
             else:
                 try:
                     result = _with_notes(grade(sub.path, cfg=cfg, selection=selection, checks=checks, env=env),
-                                         sub.notes)
+                                         sub)
                 except Exception as exc:  # noqa: BLE001 - one submission must never stop the batch
                     result = _not_graded(sub, cfg=cfg, selection=selection,
                                          why=f"the grader failed on this submission ({type(exc).__name__}: {exc})")

@@ -80,11 +80,14 @@ class Intake:
         notes: part key -> why that part's file is not graded, where there is more to say than
             "missing" (a suggestion for a misnamed file, a refused link...).
         refused: why the whole submission is not graded ("" when it is).
+        sources: part key -> where its file was in the submission (a path relative to it, or in
+            the zip), for the reports: ``path`` is the grader's copy.
     """
 
     path: Path
     notes: dict[str, Absent] = field(default_factory=dict)
     refused: str = ""
+    sources: dict[str, str] = field(default_factory=dict)
 
 
 def show(name: str) -> str:
@@ -212,14 +215,15 @@ def resolve_parts(path: Path, keys: list[str]) -> dict[str, Path | Absent]:
     if not path.exists():
         raise UsageError(f"{path}: no such file or folder; give a submission folder or one part's .cu file")
     if path.is_file():
+        too_big = _check_file(path, show(path.name), os.stat(path))  # a link here was named on purpose
         if len(keys) == 1:
-            return {keys[0]: path}
+            return {keys[0]: path if too_big is None else too_big}
         if path.name not in _PART_FILES:
             guess = suggestions(list(PARTS), [(path.name, path.name)])
             hint = "".join(f"; did you mean {PARTS[k].filename}? Rename it" for k in guess)
             raise UsageError(f"{path}: not a part's file{hint}; the files are named " + ", ".join(_PART_FILES)
                              + " (or name the part with --part KEY)")
-        return {_PART_FILES[path.name]: path}
+        return {_PART_FILES[path.name]: path if too_big is None else too_big}
     out: dict[str, Path | Absent] = {}
     for k in keys:
         f = path / PARTS[k].filename
@@ -309,6 +313,7 @@ def snapshot_folder(folder: Path, dest: Path) -> Intake:
     root = min(counts, key=lambda p: (-counts[p][0], counts[p][1], str(p)))
     prefix = counts[root][2]
     notes: dict[str, Absent] = {}
+    sources: dict[str, str] = {}
     missing = []
     for key, spec in PARTS.items():
         src = root / spec.filename
@@ -321,10 +326,12 @@ def snapshot_folder(folder: Path, dest: Path) -> Intake:
             note = _copy_capped(src, dest / spec.filename, shown)
         if note is not None:
             notes[key] = note
+        if st is not None:
+            sources[key] = shown
     names = [(path.name, show(shown)) for path, shown, st, _ in entries if not stat.S_ISDIR(st.st_mode)]
     for key, found in suggestions(missing, names).items():
         notes[key] = _missing(key, found)
-    return Intake(dest, notes)
+    return Intake(dest, notes, sources=sources)
 
 
 def _is_link(info: zipfile.ZipInfo) -> bool:
@@ -364,8 +371,9 @@ def snapshot_zip(archive: Path, dest: Path) -> Intake:
             if key and (key not in chosen or len(parts) < chosen[key].filename.count("/") + 1):
                 chosen[key] = info
         notes: dict[str, Absent] = {}
+        sources: dict[str, str] = {}
         for key, info in chosen.items():
-            shown = show(info.filename)
+            shown = sources[key] = show(info.filename)
             if _is_link(info):
                 notes[key] = Absent(f"{shown} is a symbolic link in the zip; it was not read: links are refused "
                                     "in submissions, submit the file itself", "error")
@@ -388,4 +396,4 @@ def snapshot_zip(archive: Path, dest: Path) -> Intake:
     missing = [k for k in PARTS if k not in chosen]
     for key, found in suggestions(missing, names).items():
         notes[key] = _missing(key, found)
-    return Intake(dest, notes)
+    return Intake(dest, notes, sources=sources)

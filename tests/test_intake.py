@@ -89,6 +89,7 @@ def test_links_oversized_files_and_hostile_names_fail_only_their_own_submission(
     assert "over the 1 MiB limit" in msg["gradebook.csv_2"] and "over the 1 MiB limit" in msg["bomb"]
     assert "not a readable zip" in msg["summary.txt_2"]
     assert "symbolic link" in msg["linked"] and "not graded" in msg["linked"]
+    assert rows["mallory"].parts[0].file == "mallory/part1_naive.cu"
     assert "nested more than 32 folders deep" in msg["deep"]
     assert "more than 40 files and folders" in msg["many"]
     assert "missing" in msg["caf"]
@@ -150,6 +151,14 @@ def test_read_source_drops_a_bom_and_reads_other_encodings_without_loss(tmp_path
         read_source(f, limit=10)
 
 
+def test_a_part_file_over_the_cap_is_not_read_when_given_alone_or_in_a_folder(tmp_path):
+    big = tmp_path / "part1_naive.cu"
+    big.write_bytes(b"/" * (intake.MAX_SOURCE_BYTES + 1))
+    for got in (resolve_parts(big, ["part1_naive", "part2_blelloch"]), resolve_parts(big, ["part1_naive"]),
+                resolve_parts(tmp_path, ["part1_naive"])):
+        assert got["part1_naive"].status == "error" and "over the 1 MiB limit" in got["part1_naive"].message
+
+
 def test_a_bom_or_latin1_file_grades_like_the_plain_one_in_a_batch_and_alone(tmp_path):
     root = tmp_path / "class"
     for name, data in (("bom", b"\xef\xbb\xbf" + PART1), ("latin1", b"// r\xe9sum\xe9\n" + PART1)):
@@ -160,6 +169,7 @@ def test_a_bom_or_latin1_file_grades_like_the_plain_one_in_a_batch_and_alone(tmp
     for sid, r in rows.items():
         assert r.parts[0].status == "pass", (sid, r.parts[0].message)
         assert r.points == r.max_points > 0
+        assert r.parts[0].file == f"{sid}/part1_naive.cu"  # where it was, not the grader's copy
     alone = grade(root / "bom" / "part1_naive.cu", cfg=cfg, selection=EMULATOR)
     assert alone.points == rows["bom"].points
 
