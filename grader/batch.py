@@ -10,8 +10,11 @@ files are looked for below it) or a ``.zip`` — and optionally Gradescope's exp
                                       after the gradebook: its presence means the run finished
     OUT/<id>/result.json              the result (scangrade.result), written atomically
     OUT/<id>/report.txt, report.md, results.json (Gradescope), junit.xml
+    OUT/.work/<id>/                   the grader's copy of the part files, graded; removed at the end
 
-A submission that breaks, hangs or attacks is graded as such; the batch goes on. With
+Intake (:mod:`grader.submission`) copies each submission's part files, refusing links and capping
+sizes; a student's id is safe as a file name, unique, and never one of the outputs above. A
+submission that breaks, hangs, attacks or is refused is graded as such; the batch goes on. With
 ``resume``, submissions whose ``result.json`` is already there and intact are not graded again.
 """
 

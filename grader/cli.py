@@ -181,7 +181,8 @@ def _print_report(text: str) -> None:
 
 
 def _batch(args: argparse.Namespace) -> int:
-    """``scangrade batch``: exit 0 when every submission passed, 1 otherwise, 2 on usage errors."""
+    """``scangrade batch``: exit 0 when every submission passed, 1 otherwise, 2 on usage errors (no
+    submission found included)."""
     from grader.batch import batch, count_submissions
     from grader.slurm import parse_shard, shard_positions
     try:
