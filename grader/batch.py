@@ -106,12 +106,12 @@ def _gradescope_ids(folder: Path) -> dict[str, str]:
 
 
 def _entries(folder: Path) -> list[Path]:
-    """The entries of ``folder`` that are submissions: folders and ``.zip`` files, and links (which are
-    graded as refused, never followed); hidden entries are skipped."""
+    """The entries of ``folder`` that are submissions: folders and ``.zip`` files, links to them
+    included (graded as refused, never followed); hidden entries are skipped."""
     if not folder.is_dir():
         raise UsageError(f"{folder}: not a folder of submissions (one folder or .zip per submission)")
     return [e for e in sorted(folder.iterdir()) if not e.name.startswith(".")
-            and (e.is_symlink() or e.is_dir() or e.suffix.lower() == ".zip")]
+            and (e.is_dir() or e.suffix.lower() == ".zip")]  # is_dir() follows a link: one to a folder counts
 
 
 def count_submissions(folder: Path) -> int:
@@ -121,6 +121,19 @@ def count_submissions(folder: Path) -> int:
         UsageError: ``folder`` is not a folder.
     """
     return len(_entries(folder))
+
+
+def require_submissions(folder: Path) -> int:
+    """How many submissions ``folder`` holds, at least one.
+
+    Raises:
+        UsageError: ``folder`` is not a folder, or holds no submission (the message says what was
+            looked for).
+    """
+    count = count_submissions(folder)
+    if not count:
+        raise UsageError(f"{folder}: no submissions found; looked for {_LOOKED_FOR}. Nothing was written")
+    return count
 
 
 def find_submissions(folder: Path, *, work: Path) -> list[Submission]:
@@ -268,8 +281,7 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
         UsageError: ``folder`` is unusable or holds no submission (nothing is written then), or the
             shard is not 0 <= I < K.
     """
-    if not count_submissions(folder):
-        raise UsageError(f"{folder}: no submissions found; looked for {_LOOKED_FOR}. Nothing was written")
+    require_submissions(folder)
     out.mkdir(parents=True, exist_ok=True)
     work = out / ".work"
     subs = find_submissions(folder, work=work)

@@ -220,3 +220,6 @@ def test_an_empty_batch_exits_2_saying_what_was_looked_for_and_writes_nothing(tm
     err = capsys.readouterr().err
     assert "no submissions found" in err and ".zip" in err and "submission_metadata.yml" in err
     assert not out.exists()
+    assert main(["batch", str(tmp_path / "empty"), "--out", str(out), "--config", str(cfg),
+                 "--backend", "emulator", "--slurm", "--no-submit"]) == 2
+    assert "no submissions found" in capsys.readouterr().err and not out.exists()
