@@ -171,6 +171,11 @@ def _missing(key: str, found: str | None) -> Absent:
     return Absent(msg)
 
 
+def _too_big(shown: str, size: int | None = None) -> Absent:
+    what = f" is {size} bytes," if size is not None else " is"
+    return Absent(f"{shown}{what} over the {_size(MAX_SOURCE_BYTES)} limit of a part file; it was not read", "error")
+
+
 def _check_file(path: Path, shown: str, st: os.stat_result | None) -> Absent | None:
     """Why the entry at ``path`` (its ``lstat``) cannot be graded, or None when it can."""
     if st is None:
@@ -185,8 +190,7 @@ def _check_file(path: Path, shown: str, st: os.stat_result | None) -> Absent | N
     if not stat.S_ISREG(st.st_mode):
         return Absent(f"{shown} is not a regular file; it was not read", "error")
     if st.st_size > MAX_SOURCE_BYTES:
-        return Absent(f"{shown} is {st.st_size} bytes, over the {_size(MAX_SOURCE_BYTES)} limit of a part file; it was not read",
-                      "error")
+        return _too_big(shown, st.st_size)
     return None
 
 
@@ -290,7 +294,7 @@ def _copy_capped(src: Path, dest: Path, shown: str) -> Absent | None:
             return Absent(f"{shown} is not a regular file; it was not read", "error")
         data = f.read(MAX_SOURCE_BYTES + 1)
     if len(data) > MAX_SOURCE_BYTES:
-        return Absent(f"{shown} is over the {_size(MAX_SOURCE_BYTES)} limit of a part file; it was not read", "error")
+        return _too_big(shown)
     dest.write_bytes(data)
     return None
 
@@ -379,8 +383,7 @@ def snapshot_zip(archive: Path, dest: Path) -> Intake:
                                     "in submissions, submit the file itself", "error")
                 continue
             if info.file_size > MAX_SOURCE_BYTES:
-                notes[key] = Absent(f"{shown} is {info.file_size} bytes, over the {_size(MAX_SOURCE_BYTES)} limit of a part file; "
-                                    "it was not read", "error")
+                notes[key] = _too_big(shown, info.file_size)
                 continue
             try:
                 with z.open(info) as f:
@@ -390,7 +393,7 @@ def snapshot_zip(archive: Path, dest: Path) -> Intake:
                                     "error")
                 continue
             if len(data) > MAX_SOURCE_BYTES:
-                notes[key] = Absent(f"{shown} is over the {_size(MAX_SOURCE_BYTES)} limit of a part file; it was not read", "error")
+                notes[key] = _too_big(shown)
                 continue
             (dest / PARTS[key].filename).write_bytes(data)
     missing = [k for k in PARTS if k not in chosen]
