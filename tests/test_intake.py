@@ -75,7 +75,8 @@ def test_links_oversized_files_and_hostile_names_fail_only_their_own_submission(
         d = d / "d"
     d.mkdir(parents=True)
     (d / "part1_naive.cu").write_bytes(PART1)
-    (root / os.fsdecode(b"caf\xe9")).mkdir()  # a non-UTF-8 name
+    (root / os.fsdecode(b"caf\xe9")).mkdir()  # non-UTF-8 names, of the submission and of a file in it
+    (root / os.fsdecode(b"caf\xe9") / os.fsdecode(b"part1_na\xefve.cu")).write_bytes(PART1)
     with zipfile.ZipFile(root / "bomb.zip", "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr("part1_naive.cu", b"\0" * (2 * intake.MAX_SOURCE_BYTES))  # 2 MiB of zeros, 2 KiB packed
     (root / "many").mkdir()
@@ -92,7 +93,7 @@ def test_links_oversized_files_and_hostile_names_fail_only_their_own_submission(
     assert rows["mallory"].parts[0].file == "mallory/part1_naive.cu"
     assert "nested more than 32 folders deep" in msg["deep"]
     assert "more than 40 files and folders" in msg["many"]
-    assert "missing" in msg["caf"]
+    assert "found part1_na\ufffdve.cu: did you mean part1_naive.cu?" in msg["caf"]
     assert all(r.points == 0 for r in rows.values())
     book = list(csv.DictReader((out / "gradebook.csv").open()))  # still the batch's gradebook, a file
     assert sorted(r["student"] for r in book) == sorted(rows)
@@ -109,6 +110,18 @@ def test_a_zip_declaring_more_than_the_cap_is_refused_before_anything_is_extract
     got = intake.snapshot_zip(tmp_path / "big.zip", tmp_path / "dest")
     assert "declares" in got.refused and "more than 1 MiB" in got.refused
     assert list((tmp_path / "dest").iterdir()) == []
+
+
+def test_a_zip_entry_larger_than_its_declared_size_is_not_graded(tmp_path):
+    with zipfile.ZipFile(tmp_path / "lie.zip", "w", zipfile.ZIP_STORED) as z:
+        z.writestr("part1_naive.cu", PART1)
+    data = bytearray((tmp_path / "lie.zip").read_bytes())
+    central = data.index(b"PK\x01\x02")
+    data[central + 24:central + 28] = (10).to_bytes(4, "little")  # uncompressed size: says 10 bytes
+    (tmp_path / "lie.zip").write_bytes(bytes(data))
+    got = intake.snapshot_zip(tmp_path / "lie.zip", tmp_path / "dest")
+    assert got.notes["part1_naive"].status == "error" and "could not be extracted" in got.notes["part1_naive"].message
+    assert not (tmp_path / "dest" / "part1_naive.cu").exists()
 
 
 def test_a_folder_over_the_byte_cap_is_refused(tmp_path, monkeypatch):
