@@ -10,8 +10,11 @@ files are looked for below it) or a ``.zip`` — and optionally Gradescope's exp
                                       after the gradebook: its presence means the run finished
     OUT/<id>/result.json              the result (scangrade.result), written atomically
     OUT/<id>/report.txt, report.md, results.json (Gradescope), junit.xml
+    OUT/.work/<id>/                   the grader's copy of the part files, graded; removed at the end
 
-A submission that breaks, hangs or attacks is graded as such; the batch goes on. With
+Intake (:mod:`grader.submission`) copies each submission's part files, refusing links and capping
+sizes; a student's id is safe as a file name, unique, and never one of the outputs above. A
+submission that breaks, hangs, attacks or is refused is graded as such; the batch goes on. With
 ``resume``, submissions whose ``result.json`` is already there and intact are not graded again.
 """
 
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import datetime as _dt
 import io
 import json
 import os
@@ -26,7 +30,6 @@ import re
 import shutil
 import statistics
 import threading
-import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,30 +37,54 @@ from typing import Callable
 
 import yaml
 
-from grader import render
+from grader import __version__, render
 from grader.backends import Selection
 from grader.config import Config
 from grader.errors import UsageError
 from grader.parts import PARTS
 from grader.report import render_text
-from grader.results import SubmissionResult, result_from_dict
+from grader.execute import case_list
+from grader.results import CaseResult, PartResult, Performance, SubmissionResult, result_from_dict
 from grader.runner import grade
+from grader.submission import Intake, show, snapshot_folder, snapshot_zip
 
-_PART_FILES = {p.filename for p in PARTS.values()}
+#: Names in the output folder that belong to the batch, never to a student's folder.
+RESERVED = {"gradebook.csv", "summary.txt", "batch.json", "class_report.html", "slurm", "shards", "work"}
+_LOOKED_FOR = ("one folder or .zip per submission (hidden entries skipped), or Gradescope's export "
+               "(submission folders beside submission_metadata.yml)")
 
 
 @dataclass(frozen=True)
 class Submission:
-    """One entry of a batch: its id (a gradebook row) and the folder holding its part files."""
+    """One entry of a batch.
+
+    Attributes:
+        id: its gradebook row and output folder name (safe: no separators, no ``..``, no control
+            characters, unique in the batch, never one of the batch's own output names).
+        path: the folder of part files to grade (a folder's own, or the grader's copy of a zip's).
+        notes: part key -> why that part's file is not graded (see :class:`grader.submission.Intake`).
+        refused: why the whole submission is not graded ("" when it is).
+        sources: part key -> where its file was (``alice/src/part1_naive.cu``, ``bob.zip:part1_naive.cu``),
+            shown in the reports instead of the grader's copy.
+    """
 
     id: str
     path: Path
+    notes: dict = dataclasses.field(default_factory=dict, compare=False)
+    refused: str = ""
+    sources: dict = dataclasses.field(default_factory=dict, compare=False)
 
 
-def _safe_id(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._@-]+", "_", name).strip("._") or "submission"
-
-
+def _safe_id(name: str, taken: set[str]) -> str:
+    """A file-name-safe, unique id (compared case-insensitively) from a folder or student name."""
+    text = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    sid = re.sub(r"[^A-Za-z0-9._@-]+", "_", text).strip("._-")[:80] or "submission"
+    base, n = sid, 1
+    while sid.lower() in taken or sid.lower() in RESERVED:
+        n += 1
+        sid = f"{base}_{n}"
+    taken.add(sid.lower())
+    return sid
 def _gradescope_ids(folder: Path) -> dict[str, str]:
     """Folder name -> student id from Gradescope's ``submission_metadata.yml``, when present."""
     meta = folder / "submission_metadata.yml"
@@ -78,55 +105,98 @@ def _gradescope_ids(folder: Path) -> dict[str, str]:
     return ids
 
 
-def _unzip_parts(archive: Path, dest: Path) -> Path:
-    """Extract only the part files of a zip (by base name, flattened): no path in the archive is
-    ever used as a destination."""
-    dest.mkdir(parents=True, exist_ok=True)
-    try:
-        with zipfile.ZipFile(archive) as z:
-            for info in z.infolist():
-                name = info.filename.replace("\\", "/").rsplit("/", 1)[-1]
-                if (name in _PART_FILES and not info.is_dir() and info.file_size < 1_000_000
-                        and not (dest / name).exists()):
-                    (dest / name).write_bytes(z.read(info))
-    except (zipfile.BadZipFile, OSError):
-        pass  # graded as a submission with no files
-    return dest
+def _entries(folder: Path) -> list[Path]:
+    """The entries of ``folder`` that are submissions: folders and ``.zip`` files, links to them
+    included (graded as refused, never followed); hidden entries are skipped."""
+    if not folder.is_dir():
+        raise UsageError(f"{folder}: not a folder of submissions (one folder or .zip per submission)")
+    return [e for e in sorted(folder.iterdir()) if not e.name.startswith(".")
+            and (e.is_dir() or e.suffix.lower() == ".zip")]  # is_dir() follows a link: one to a folder counts
 
 
-def _part_root(folder: Path) -> Path:
-    """The folder below ``folder`` that holds the most part files (the shallowest on a tie)."""
-    best, best_count = folder, sum((folder / f).is_file() for f in _PART_FILES)
-    for sub in sorted(p for p in folder.rglob("*") if p.is_dir() and not p.is_symlink()):
-        count = sum((sub / f).is_file() for f in _PART_FILES)
-        if count > best_count:
-            best, best_count = sub, count
-    return best
-
-
-def find_submissions(folder: Path, *, work: Path) -> list[Submission]:
-    """Every submission in ``folder``, sorted by id.
+def count_submissions(folder: Path) -> int:
+    """How many submissions :func:`find_submissions` will find, without reading them.
 
     Raises:
         UsageError: ``folder`` is not a folder.
     """
-    if not folder.is_dir():
-        raise UsageError(f"{folder}: not a folder of submissions (one folder or .zip per submission)")
+    return len(_entries(folder))
+
+
+def require_submissions(folder: Path) -> int:
+    """How many submissions ``folder`` holds, at least one.
+
+    Raises:
+        UsageError: ``folder`` is not a folder, or holds no submission (the message says what was
+            looked for).
+    """
+    count = count_submissions(folder)
+    if not count:
+        raise UsageError(f"{folder}: no submissions found; looked for {_LOOKED_FOR}. Nothing was written")
+    return count
+
+
+def find_submissions(folder: Path, *, work: Path) -> list[Submission]:
+    """Every submission in ``folder``, sorted by entry name; the part files of each are copied into
+    ``work/<id>`` (see :mod:`grader.submission`: links refused, sizes capped), which is graded.
+
+    Raises:
+        UsageError: ``folder`` is not a folder.
+    """
+    entries = _entries(folder)
     ids = _gradescope_ids(folder)
-    found, seen = [], set()
-    for entry in sorted(folder.iterdir()):
-        if entry.name.startswith(".") or entry.is_symlink():
-            continue
-        base = entry.stem if entry.suffix == ".zip" else entry.name
-        if not (entry.is_dir() or entry.suffix == ".zip"):
-            continue
-        sid = _safe_id(ids.get(entry.name, base))
-        while sid in seen:
-            sid += "_"
-        seen.add(sid)
-        path = _unzip_parts(entry, work / sid) if entry.suffix == ".zip" else _part_root(entry)
-        found.append(Submission(sid, path))
+    found: list[Submission] = []
+    taken: set[str] = set()
+    for entry in entries:
+        base = entry.name[:-4] if entry.suffix.lower() == ".zip" else entry.name
+        sid = _safe_id(ids.get(entry.name, base), taken)
+        dest = work / sid
+        if entry.is_symlink():
+            dest.mkdir(parents=True, exist_ok=True)
+            intake = Intake(dest, refused=f"{show(entry.name)} is a symbolic link; it was not followed: "
+                                          "links are refused as submissions")
+        elif entry.is_dir():
+            intake = snapshot_folder(entry, dest)
+        else:
+            intake = snapshot_zip(entry, dest)
+        sep = ":" if entry.suffix.lower() == ".zip" else "/"
+        found.append(Submission(sid, intake.path, intake.notes, intake.refused,
+                                {k: f"{show(entry.name)}{sep}{rel}" for k, rel in intake.sources.items()}))
     return found
+
+
+def _not_graded(sub: Submission, *, cfg: Config, selection: Selection, why: str) -> SubmissionResult:
+    """The result of a submission that was not graded: every part an error saying why."""
+    parts = []
+    for key in (k for k in PARTS if k in cfg.parts):
+        spec, pc = PARTS[key], cfg.parts[key]
+        cases = tuple(CaseResult(name=c.name, n=c.n, dtype=c.dtype, seed=c.seed, status="not-run", points=0.0,
+                                 max_points=pc.points_per_case, message="not run: " + why,
+                                 visibility=c.visibility) for c in case_list(cfg, key))
+        perf = Performance(0.0, pc.timing.points, None, "not timed: " + why) if pc.timing else None
+        parts.append(PartResult(key=key, number=spec.number, title=spec.title, file=spec.filename,
+                                status="error", message=why, cases=cases, performance=perf))
+    return SubmissionResult(submission=sub.id, backend=selection.name, backend_reason=selection.reason, device={},
+                            config=cfg.path, seed=cfg.seed, block_size=cfg.block_size, parts=tuple(parts),
+                            scangrade_version=__version__,
+                            started_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                            elapsed_s=0.0, timing_note="not timed: the submission was not graded")
+
+
+def _with_notes(result: SubmissionResult, sub: Submission) -> SubmissionResult:
+    """The result with each part's file where it was in the submission, and the parts graded as
+    missing whose file intake had more to say about (misnamed, a link...)."""
+    parts = []
+    for p in result.parts:
+        note = sub.notes.get(p.key)
+        if p.key in sub.sources:  # graded, or refused: where it was
+            p = dataclasses.replace(p, file=sub.sources[p.key])
+        if note is not None and p.status == "missing":
+            p = dataclasses.replace(p, status=note.status, message=note.message,
+                                    cases=tuple(dataclasses.replace(c, message="not run: " + note.message)
+                                                for c in p.cases))
+        parts.append(p)
+    return dataclasses.replace(result, parts=tuple(parts))
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -208,8 +278,10 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
         ``batch.json`` manifest (config fingerprint, shard, students) are written.
 
     Raises:
-        UsageError: ``folder`` is unusable, or the shard is not 0 <= I < K.
+        UsageError: ``folder`` is unusable or holds no submission (nothing is written then), or the
+            shard is not 0 <= I < K.
     """
+    require_submissions(folder)
     out.mkdir(parents=True, exist_ok=True)
     work = out / ".work"
     subs = find_submissions(folder, work=work)
@@ -243,7 +315,15 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
             slot = slots.pop()
         try:
             env = {"CUDA_VISIBLE_DEVICES": gpus[slot % len(gpus)]} if selection.name == "pycuda" else None
-            result = grade(sub.path, cfg=cfg, selection=selection, checks=checks, env=env)
+            if sub.refused:
+                result = _not_graded(sub, cfg=cfg, selection=selection, why=f"not graded: {sub.refused}")
+            else:
+                try:
+                    result = _with_notes(grade(sub.path, cfg=cfg, selection=selection, checks=checks, env=env),
+                                         sub)
+                except Exception as exc:  # noqa: BLE001 - one submission must never stop the batch
+                    result = _not_graded(sub, cfg=cfg, selection=selection,
+                                         why=f"the grader failed on this submission ({type(exc).__name__}: {exc})")
         finally:
             with slot_lock:
                 slots.append(slot)

@@ -181,8 +181,9 @@ def _print_report(text: str) -> None:
 
 
 def _batch(args: argparse.Namespace) -> int:
-    """``scangrade batch``: exit 0 when every submission passed, 1 otherwise, 2 on usage errors."""
-    from grader.batch import batch, find_submissions
+    """``scangrade batch``: exit 0 when every submission passed, 1 otherwise, 2 on usage errors (no
+    submission found included)."""
+    from grader.batch import batch, require_submissions
     from grader.slurm import parse_shard, shard_positions
     try:
         cfg = load_config(_find_config(args.config))
@@ -196,8 +197,7 @@ def _batch(args: argparse.Namespace) -> int:
             raise UsageError("--slurm-shards, --slurm-option and --no-submit go with --slurm")
         shard = parse_shard(args.shard) if args.shard else None
         selection = select_backend(args.backend, config_value=cfg.backend)
-        total = len(shard_positions(len(find_submissions(Path(args.submissions), work=Path(args.out) / ".work")),
-                                    shard))
+        total = len(shard_positions(require_submissions(Path(args.submissions)), shard))
         bar = _Progress(total)
         done = []
 
@@ -226,6 +226,8 @@ def _batch_slurm(args: argparse.Namespace, cfg) -> int:
     from grader.slurm import slurm_backend, slurm_batch
     if args.shard:
         raise UsageError("--shard and --slurm do not go together: --slurm writes one array task per shard")
+    from grader.batch import require_submissions
+    require_submissions(Path(args.submissions))  # no job scripts for an empty class
     backend = slurm_backend(args.backend, config_value=cfg.backend)
     plan = slurm_batch(Path(args.submissions), out=Path(args.out), config=Path(cfg.path),
                        private_config=Path(cfg.private_path) if cfg.private_path else None, backend=backend,

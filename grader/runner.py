@@ -25,6 +25,7 @@ from grader.config import Config
 from grader.errors import UsageError
 from grader.parts import PARTS, PartSpec
 from grader.execute import case_list
+from grader.submission import Absent, resolve_parts
 from grader.results import CaseResult, PartResult, Performance, SubmissionResult, case_from_dict
 
 #: Bytes of a worker's own stdout/stderr kept for messages.
@@ -32,8 +33,9 @@ _TAIL_BYTES = 4000
 _PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
-def resolve_submission(path: Path, parts: list[str] | None = None) -> dict[str, Path | None]:
-    """Map each part to be graded to its file in the submission (None when missing).
+def resolve_submission(path: Path, parts: list[str] | None = None) -> dict[str, Path | Absent]:
+    """Map each part to be graded to its file in the submission, or why there is none (an
+    :class:`grader.submission.Absent`: missing, misnamed, a link, too large; it is false like None).
 
     Args:
         path: a folder holding the parts' ``.cu`` files, or one part's ``.cu`` file (named as the
@@ -41,20 +43,10 @@ def resolve_submission(path: Path, parts: list[str] | None = None) -> dict[str, 
         parts: part keys to grade (default: all configured).
 
     Raises:
-        UsageError: the path does not exist, or a single file's name is not a part's file name.
+        UsageError: the path does not exist, or a single file's name is not a part's file name
+            (with the part's name it most likely meant).
     """
-    if not path.exists():
-        raise UsageError(f"{path}: no such file or folder; give a submission folder or one part's .cu file")
-    if path.is_file():
-        if parts and len(parts) == 1:
-            return {parts[0]: path}
-        by_name = {p.filename: k for k, p in PARTS.items()}
-        if path.name not in by_name:
-            raise UsageError(f"{path}: not a part's file; the files are named " + ", ".join(by_name)
-                             + " (or name the part with --part KEY)")
-        return {by_name[path.name]: path}
-    keys = parts or list(PARTS)
-    return {k: (path / PARTS[k].filename if (path / PARTS[k].filename).is_file() else None) for k in keys}
+    return resolve_parts(path, parts or list(PARTS))
 
 
 def _not_run(cfg: Config, part: PartSpec, message: str, done: tuple[CaseResult, ...] = ()) -> tuple[CaseResult, ...]:
@@ -226,9 +218,10 @@ def grade_part(part: PartSpec, source: Path | None, *, cfg: Config, backend: str
 
     timing = cfg.parts[part.key].timing
     pending = Performance(0.0, timing.points, None, "not timed: the part did not finish") if timing else None
-    if source is None:
-        msg = f"{part.filename} is missing from the submission"
-        return part_result("missing", msg, _not_run(cfg, part, "not run: " + msg), pending), {}
+    if not isinstance(source, Path):  # None, or an Absent saying why (misnamed, a link, too large)
+        msg = getattr(source, "message", "") or f"{part.filename} is missing from the submission"
+        status = getattr(source, "status", "missing")
+        return part_result(status, msg, _not_run(cfg, part, "not run: " + msg), pending), {}
 
     with tempfile.TemporaryDirectory(prefix="scangrade-part-") as tmp:
         tmpdir = Path(tmp)

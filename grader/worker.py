@@ -47,6 +47,7 @@ def main(argv: list[str]) -> int:
     from grader.execute import CHECK_SCHEDULES, case_list, run_case
     from grader.parts import DTYPES, PARTS, part_header
     from grader.sandbox import check_includes
+    from grader.submission import read_source
 
     cfg = load_config(job["config"])
     if job.get("private"):
@@ -64,7 +65,7 @@ def main(argv: list[str]) -> int:
             return 0
         try:
             _emit(events, event="device", info=backend.describe())
-            source = Path(job["source"]).read_text(encoding="utf-8", errors="replace")
+            source = read_source(Path(job["source"]))  # BOM dropped; non-UTF-8 read losslessly
             with tempfile.TemporaryDirectory(prefix="scangrade-build-") as work:
                 modules = {}
 

@@ -79,7 +79,8 @@ def test_gradescope_export_metadata_names_the_rows(tmp_path):
     (root / "submission_metadata.yml").write_text(
         "submission_101:\n  :submitters:\n  - :name: Ada\n    :sid: s1815\n    :email: ada@example.edu\n")
     subs = find_submissions(root, work=tmp_path / "work")
-    assert [(s.id, s.path) for s in subs] == [("s1815", root / "submission_101")]
+    assert [(s.id, s.path) for s in subs] == [("s1815", tmp_path / "work" / "s1815")]  # the grader's copy
+    assert sorted(f.name for f in subs[0].path.iterdir()) == sorted(f.name for f in SOLUTIONS.glob("*.cu"))
 
 
 def test_the_batch_command_prints_the_summary_and_exits_1_when_someone_fails(tmp_path, capsys):

@@ -1,0 +1,238 @@
+"""Submission intake: links refused, caps, safe ids and output names, BOMs and encodings, misnamed
+part files, an empty batch."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import stat
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import grader.submission as intake
+from grader.backends import Selection
+from grader.batch import batch, find_submissions
+from grader.config import load_config
+from grader.errors import UsageError
+from grader.runner import grade, resolve_submission
+from grader.submission import Absent, read_source, resolve_parts
+from tests.conftest import SOLUTIONS, write_config
+
+EMULATOR = Selection("emulator", "test")
+PART1 = (SOLUTIONS / "part1_naive.cu").read_bytes()
+
+
+def _part1_only(tmp_path: Path):
+    return load_config(write_config(tmp_path, part_s=60, sizes={"part1_naive": [5]}))
+
+
+def _link_zip(path: Path, name: str, target: str) -> None:
+    """A zip whose entry ``name`` is a symbolic link to ``target`` (as Info-ZIP stores one)."""
+    info = zipfile.ZipInfo(name)
+    info.external_attr = (stat.S_IFLNK | 0o777) << 16
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr(info, target)
+
+
+# --- 4: links, caps, names --------------------------------------------------------------------
+
+def test_a_linked_part_file_is_refused_in_a_folder_and_in_a_zip_and_never_read(tmp_path):
+    root = tmp_path / "class"
+    (root / "bob").mkdir(parents=True)
+    (root / "bob" / "part1_naive.cu").write_bytes(PART1)
+    (root / "mallory").mkdir()
+    os.symlink(root / "bob" / "part1_naive.cu", root / "mallory" / "part1_naive.cu")  # a classmate's file
+    os.symlink("/etc/passwd", root / "mallory" / "part2_blelloch.cu")
+    _link_zip(root / "trudy.zip", "trudy/part1_naive.cu", "/etc/passwd")
+    subs = {s.id: s for s in find_submissions(root, work=tmp_path / "work")}
+    for sid, key in (("mallory", "part1_naive"), ("mallory", "part2_blelloch"), ("trudy", "part1_naive")):
+        note = subs[sid].notes[key]
+        assert note.status == "error" and "symbolic link" in note.message and "not read" in note.message
+        assert not (subs[sid].path / f"{key}.cu").exists()
+    assert (subs["bob"].path / "part1_naive.cu").read_bytes() == PART1
+    # graded in place (scangrade grade FOLDER): the same refusal
+    files = resolve_submission(root / "mallory", ["part1_naive", "part2_blelloch"])
+    assert all(isinstance(v, Absent) and v.status == "error" and "symbolic link" in v.message
+               for v in files.values())
+
+
+def test_links_oversized_files_and_hostile_names_fail_only_their_own_submission(tmp_path, monkeypatch):
+    root, out = tmp_path / "class", tmp_path / "out"
+    root.mkdir()
+    (root / "mallory").mkdir()
+    os.symlink("/etc/passwd", root / "mallory" / "part1_naive.cu")
+    (root / "gradebook.csv").mkdir()  # a student folder named like the batch's own outputs
+    (root / "gradebook.csv" / "part1_naive.cu").write_bytes(b"x" * (intake.MAX_SOURCE_BYTES + 1))
+    (root / "summary.txt.zip").write_bytes(b"not a zip")
+    os.symlink("/etc", root / "linked")  # a whole submission that is a link
+    deep = root / "deep"
+    d = deep
+    for i in range(200):
+        d = d / "d"
+    d.mkdir(parents=True)
+    (d / "part1_naive.cu").write_bytes(PART1)
+    (root / os.fsdecode(b"caf\xe9")).mkdir()  # non-UTF-8 names, of the submission and of a file in it
+    (root / os.fsdecode(b"caf\xe9") / os.fsdecode(b"part1_na\xefve.cu")).write_bytes(PART1)
+    with zipfile.ZipFile(root / "bomb.zip", "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("part1_naive.cu", b"\0" * (2 * intake.MAX_SOURCE_BYTES))  # 2 MiB of zeros, 2 KiB packed
+    (root / "many").mkdir()
+    monkeypatch.setattr(intake, "MAX_ENTRIES", 40)
+    for i in range(50):
+        (root / "many" / f"f{i}").write_text("x")
+    rows = dict(batch(root, out=out, cfg=_part1_only(tmp_path), selection=EMULATOR, jobs=1))
+    assert set(rows) == {"mallory", "gradebook.csv_2", "summary.txt_2", "linked", "deep", "caf", "bomb", "many"}
+    msg = {sid: r.parts[0].message for sid, r in rows.items()}
+    assert "symbolic link (to /etc/passwd)" in msg["mallory"] and rows["mallory"].parts[0].status == "error"
+    assert "over the 1 MiB limit" in msg["gradebook.csv_2"] and "over the 1 MiB limit" in msg["bomb"]
+    assert "not a readable zip" in msg["summary.txt_2"]
+    assert "symbolic link" in msg["linked"] and "not graded" in msg["linked"]
+    assert rows["mallory"].parts[0].file == "mallory/part1_naive.cu"
+    assert "nested more than 32 folders deep" in msg["deep"]
+    assert "more than 40 files and folders" in msg["many"]
+    assert "found part1_na\ufffdve.cu: did you mean part1_naive.cu?" in msg["caf"]
+    assert all(r.points == 0 for r in rows.values())
+    book = list(csv.DictReader((out / "gradebook.csv").open()))  # still the batch's gradebook, a file
+    assert sorted(r["student"] for r in book) == sorted(rows)
+    assert (out / "summary.txt").read_text().startswith("8 submissions")
+    for sid in rows:
+        assert json.loads((out / sid / "result.json").read_text())["submission"] == sid
+
+
+def test_a_zip_declaring_more_than_the_cap_is_refused_before_anything_is_extracted(tmp_path, monkeypatch):
+    monkeypatch.setattr(intake, "MAX_TOTAL_BYTES", 1 << 20)
+    with zipfile.ZipFile(tmp_path / "big.zip", "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("part1_naive.cu", PART1)
+        z.writestr("data.bin", b"\0" * (2 << 20))
+    got = intake.snapshot_zip(tmp_path / "big.zip", tmp_path / "dest")
+    assert "declares" in got.refused and "more than 1 MiB" in got.refused
+    assert list((tmp_path / "dest").iterdir()) == []
+
+
+def test_a_zip_entry_larger_than_its_declared_size_is_not_graded(tmp_path):
+    with zipfile.ZipFile(tmp_path / "lie.zip", "w", zipfile.ZIP_STORED) as z:
+        z.writestr("part1_naive.cu", PART1)
+    data = bytearray((tmp_path / "lie.zip").read_bytes())
+    central = data.index(b"PK\x01\x02")
+    data[central + 24:central + 28] = (10).to_bytes(4, "little")  # uncompressed size: says 10 bytes
+    (tmp_path / "lie.zip").write_bytes(bytes(data))
+    got = intake.snapshot_zip(tmp_path / "lie.zip", tmp_path / "dest")
+    assert got.notes["part1_naive"].status == "error" and "could not be extracted" in got.notes["part1_naive"].message
+    assert not (tmp_path / "dest" / "part1_naive.cu").exists()
+
+
+def test_a_folder_over_the_byte_cap_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(intake, "MAX_TOTAL_BYTES", 1000)
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "part1_naive.cu").write_bytes(PART1)
+    (tmp_path / "s" / "video.mp4").write_bytes(b"\0" * 2000)
+    got = intake.snapshot_folder(tmp_path / "s", tmp_path / "dest")
+    assert "more than 1000 bytes of files" in got.refused
+    assert not (tmp_path / "dest" / "part1_naive.cu").exists()
+
+
+def test_student_ids_are_safe_unique_and_never_the_batchs_own_names(tmp_path):
+    root = tmp_path / "class"
+    for name in ("x..", "a\tb", "A", "a", "batch.json", "class_report.html", "slurm", "s1", "s2"):
+        (root / name).mkdir(parents=True)
+    (root / "A.zip").write_bytes(b"")
+    (root / "submission_metadata.yml").write_text(
+        "s1:\n  :submitters:\n  - :sid: ../../etc/x\n" "s2:\n  :submitters:\n  - :sid: \"\\e[31mred\"\n")
+    ids = [s.id for s in find_submissions(root, work=tmp_path / "work")]
+    assert len(ids) == 10 and len({i.lower() for i in ids}) == len(ids)
+    for i in ids:
+        assert "/" not in i and ".." not in i and i.isprintable() and not i.startswith(".")
+        assert i.lower() not in {"gradebook.csv", "summary.txt", "batch.json", "class_report.html", "slurm"}
+    assert {"x", "a_b", "batch.json_2", "etc_x", "31mred"} <= set(ids)
+
+
+# --- 1: byte-order marks and encodings --------------------------------------------------------
+
+def test_read_source_drops_a_bom_and_reads_other_encodings_without_loss(tmp_path):
+    f = tmp_path / "a.cu"
+    f.write_bytes(b"\xef\xbb\xbf// ok\n")
+    assert read_source(f) == "// ok\n"
+    f.write_bytes("// caf\u00e9\n".encode("utf-16"))
+    assert read_source(f) == "// caf\u00e9\n"
+    f.write_bytes(b"// caf\xe9 \x81\n")  # Latin-1 / cp1252: every byte kept, none replaced
+    assert read_source(f).encode("latin-1") == b"// caf\xe9 \x81\n"
+    f.write_bytes(b"x" * 11)
+    with pytest.raises(intake.SubmissionError, match="larger than 10 bytes"):
+        read_source(f, limit=10)
+
+
+def test_a_part_file_over_the_cap_is_not_read_when_given_alone_or_in_a_folder(tmp_path):
+    big = tmp_path / "part1_naive.cu"
+    big.write_bytes(b"/" * (intake.MAX_SOURCE_BYTES + 1))
+    for got in (resolve_parts(big, ["part1_naive", "part2_blelloch"]), resolve_parts(big, ["part1_naive"]),
+                resolve_parts(tmp_path, ["part1_naive"])):
+        assert got["part1_naive"].status == "error" and "over the 1 MiB limit" in got["part1_naive"].message
+
+
+def test_a_bom_or_latin1_file_grades_like_the_plain_one_in_a_batch_and_alone(tmp_path):
+    root = tmp_path / "class"
+    for name, data in (("bom", b"\xef\xbb\xbf" + PART1), ("latin1", b"// r\xe9sum\xe9\n" + PART1)):
+        (root / name).mkdir(parents=True)
+        (root / name / "part1_naive.cu").write_bytes(data)
+    cfg = _part1_only(tmp_path)
+    rows = dict(batch(root, out=tmp_path / "out", cfg=cfg, selection=EMULATOR, jobs=1))
+    for sid, r in rows.items():
+        assert r.parts[0].status == "pass", (sid, r.parts[0].message)
+        assert r.points == r.max_points > 0
+        assert r.parts[0].file == f"{sid}/part1_naive.cu"  # where it was, not the grader's copy
+    alone = grade(root / "bom" / "part1_naive.cu", cfg=cfg, selection=EMULATOR)
+    assert alone.points == rows["bom"].points
+
+
+# --- 2: misnamed part files -------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["Part1_Naive.cu", "part1_naive.cu.txt", "part1-naive.cu", "part_1_naive.cu"])
+def test_a_misnamed_part_file_gets_did_you_mean(tmp_path, name):
+    sub = tmp_path / "s"
+    sub.mkdir()
+    (sub / name).write_bytes(PART1)
+    (sub / "part2_blelloch.cu").write_bytes(PART1)
+    files = resolve_parts(sub, ["part1_naive", "part2_blelloch", "part3_conflict_free"])
+    assert f"found {name}: did you mean part1_naive.cu?" in files["part1_naive"].message
+    assert files["part2_blelloch"] == sub / "part2_blelloch.cu"
+    assert "did you mean" not in files["part3_conflict_free"].message  # nothing like it there
+    with zipfile.ZipFile(tmp_path / "z.zip", "w") as z:
+        z.writestr(f"z/{name}", PART1)
+    snap = intake.snapshot_zip(tmp_path / "z.zip", tmp_path / "dest")
+    assert "did you mean part1_naive.cu?" in snap.notes["part1_naive"].message
+    with pytest.raises(UsageError, match="did you mean part1_naive.cu"):
+        resolve_parts(sub / name, ["part1_naive", "part2_blelloch"])
+
+
+def test_the_suggestion_is_in_the_parts_missing_message_of_the_result(tmp_path):
+    root = tmp_path / "class"
+    (root / "eve" / "src").mkdir(parents=True)
+    (root / "eve" / "src" / "Part1_Naive.cu").write_bytes(PART1)
+    cfg = _part1_only(tmp_path)
+    [(_, r)] = batch(root, out=tmp_path / "out", cfg=cfg, selection=EMULATOR, jobs=1)
+    assert r.parts[0].status == "missing"
+    assert "found src/Part1_Naive.cu: did you mean part1_naive.cu?" in r.parts[0].message
+    assert "did you mean part1_naive.cu?" in r.parts[0].cases[0].message
+    direct = grade(root / "eve" / "src", cfg=cfg, selection=EMULATOR)
+    assert "did you mean part1_naive.cu?" in direct.parts[0].message
+
+
+# --- 3: an empty batch ------------------------------------------------------------------------
+
+def test_an_empty_batch_exits_2_saying_what_was_looked_for_and_writes_nothing(tmp_path, capsys):
+    from grader.cli import main
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "notes.txt").write_text("no submissions here")
+    cfg = write_config(tmp_path, sizes={"part1_naive": [5]})
+    out = tmp_path / "o"
+    assert main(["batch", str(tmp_path / "empty"), "--out", str(out), "--config", str(cfg),
+                 "--backend", "emulator"]) == 2
+    err = capsys.readouterr().err
+    assert "no submissions found" in err and ".zip" in err and "submission_metadata.yml" in err
+    assert not out.exists()
+    assert main(["batch", str(tmp_path / "empty"), "--out", str(out), "--config", str(cfg),
+                 "--backend", "emulator", "--slurm", "--no-submit"]) == 2
+    assert "no submissions found" in capsys.readouterr().err and not out.exists()
