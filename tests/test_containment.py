@@ -13,6 +13,7 @@ path's compile in the sandbox, thread bombs, and signals to other processes.
 
 from __future__ import annotations
 
+import os
 import secrets
 import shutil
 import time
@@ -87,3 +88,119 @@ def test_the_reference_solutions_and_test_kernels_pass_the_filter():
     assert files
     for f in files:
         check_includes(f.read_text(errors="replace"), filename=f.name)
+
+
+# -- the attacks, through the grader (the filter refuses them before any compiler runs) -----------------------
+
+from tests.test_attacks import (  # noqa: E402  (the attack suite's scene: canaries, tokens, a private config)
+    SANDBOXED,
+    assert_no_leak,
+    assert_untouched,
+    attack_source,
+    config,
+    run,
+    scene,  # noqa: F401  (a fixture)
+    submission,
+)
+
+DIRECTIVE_ATTACKS = {  # attack: the first line the filter must name, found by this text
+    "line_private_config": '#line 1 "@@TARGET@@"',
+    "has_include_scan": '#if __has_include("@@TARGET@@")',
+    "include_spellings": '%:include "@@TARGET@@"',
+    "include_dev_zero": '#include "/dev/zero"',
+}
+
+
+def _line_of(name: str, text: str) -> int:
+    return 1 + (ATTACKS / f"{name}.cu").read_text().splitlines().index(text)
+
+
+@pytest.mark.parametrize("name", sorted(DIRECTIVE_ATTACKS))
+def test_a_directive_attack_is_a_compile_error_naming_its_line_and_nothing_leaks(scene, name):
+    before = scene.snapshot()
+    folder = submission(scene, name, TARGET=str(scene.private))
+    t0 = time.monotonic()
+    g = run(scene, folder, config(scene, private=True))
+    p = g.part()
+    assert p.status == "compile-error", g.why()
+    assert p.message.startswith(f"part1_naive.cu:{_line_of(name, DIRECTIVE_ATTACKS[name])}: `"), p.message
+    assert "is not allowed" in p.message and set(g.statuses()) == {"not-run"}
+    assert time.monotonic() - t0 < 30
+    assert_no_leak(scene, graded=g)
+    assert str(scene.hidden_seed) not in g.report  # (the JSON is the TA's and carries the seed)
+    assert_untouched(scene, before)
+
+
+# -- the GPU path's nvcc in the sandbox (the filter bypassed: what if it missed a spelling?) ------------------
+
+NVCC = shutil.which("nvcc")
+needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not on the PATH (install the CUDA toolkit)")
+
+
+def _bwrap_reason() -> str:
+    from grader.backends.emulator.sandbox import probe_bubblewrap
+    return probe_bubblewrap()[1]
+
+
+needs_bwrap = pytest.mark.skipif(bool(_bwrap_reason()), reason=_bwrap_reason() or "bubblewrap works")
+
+
+def _gpu_compile(source: str, tmp_path: Path, *, policy: str = "auto", timeout_s: float = 60.0) -> CompileError | bytes:
+    """Compile a Part 1 file (with the grader's part header) as the PyCUDA backend does, for sm_90;
+    returns the cubin or the CompileError."""
+    import numpy as np
+
+    from grader.backends.emulator.build import Toolchain
+    from grader.backends.emulator.sandbox import Sandbox
+    from grader.backends.pycuda_backend import compile_cubin
+    from grader.parts import PARTS, part_header
+
+    header = part_header(PARTS["part1_naive"], block_size=32, dtype=np.dtype(np.int32))
+    workdir = tmp_path / f"build-{secrets.token_hex(3)}"
+    workdir.mkdir()
+    toolchain = Toolchain(sandbox=Sandbox(policy), timeout_s=timeout_s)
+    try:
+        return compile_cubin(header + source, filename="part1_naive.cu", workdir=workdir, arch="sm_90",
+                             toolchain=toolchain)
+    except CompileError as exc:
+        return exc
+
+
+@needs_nvcc
+def test_the_gpu_compile_builds_an_honest_part_to_a_cubin_without_a_gpu(tmp_path):
+    cubin = _gpu_compile((ROOT / "reference" / "solutions" / "part1_naive.cu").read_text(), tmp_path)
+    assert isinstance(cubin, bytes) and cubin[:4] == b"\x7fELF", cubin
+
+
+@needs_nvcc
+@needs_bwrap
+def test_line_directives_naming_the_private_config_quote_nothing_of_it_from_the_sandboxed_nvcc(scene, tmp_path):
+    targets = [str(scene.private), f"/proc/{os.getpid()}/root{scene.private}"]
+    for target in targets:
+        error = _gpu_compile(attack_source("line_private_config", scene, TARGET=target), tmp_path)
+        assert isinstance(error, CompileError), target
+        assert "leak of line 1" in str(error), str(error)  # nvcc ran and reached the #error
+        assert_no_leak(scene, str(error), error.log, also=(str(scene.hidden_seed),))
+    # The same compile without bubblewrap quotes the file: what the sandbox is there to stop.
+    error = _gpu_compile(attack_source("line_private_config", scene, TARGET=str(scene.private)), tmp_path, policy="off")
+    assert scene.secret in str(error) and str(scene.hidden_seed) in str(error)
+
+
+@needs_nvcc
+@needs_bwrap
+def test_has_include_probes_from_the_sandboxed_nvcc_find_no_private_file(scene, tmp_path):
+    for target in (str(scene.private), f"/proc/{os.getpid()}/cwd/{os.path.relpath(scene.private)}"):
+        error = _gpu_compile(attack_source("has_include_scan", scene, TARGET=target), tmp_path)
+        assert isinstance(error, CompileError) and "the private config is absent" in str(error), str(error)
+    error = _gpu_compile(attack_source("has_include_scan", scene, TARGET=str(scene.private)), tmp_path, policy="off")
+    assert "the private config exists" in str(error)
+
+
+@needs_nvcc
+def test_including_dev_zero_stops_nvcc_at_its_limits_within_seconds(scene, tmp_path):
+    t0 = time.monotonic()
+    error = _gpu_compile(attack_source("include_dev_zero", scene), tmp_path, timeout_s=40.0)
+    wall = time.monotonic() - t0
+    assert isinstance(error, CompileError), "an endless include compiled"
+    assert wall < 45, f"nvcc ran {wall:.0f} s"
+    assert "limit" in str(error) or "did not finish" in str(error), str(error)
