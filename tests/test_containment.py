@@ -93,6 +93,7 @@ def test_the_reference_solutions_and_test_kernels_pass_the_filter():
 # -- the attacks, through the grader (the filter refuses them before any compiler runs) -----------------------
 
 from tests.test_attacks import (  # noqa: E402  (the attack suite's scene: canaries, tokens, a private config)
+    PART_S,
     SANDBOXED,
     assert_no_leak,
     assert_untouched,
@@ -204,3 +205,47 @@ def test_including_dev_zero_stops_nvcc_at_its_limits_within_seconds(scene, tmp_p
     assert isinstance(error, CompileError), "an endless include compiled"
     assert wall < 45, f"nvcc ran {wall:.0f} s"
     assert "limit" in str(error) or "did not finish" in str(error), str(error)
+
+
+# -- thread bombs -----------------------------------------------------------------------------------------------
+
+@SANDBOXED
+def test_thread_bombs_are_stopped_at_the_first_thread_and_a_classmate_in_the_batch_is_graded_as_alone(scene):
+    import csv
+    import json
+
+    from grader.batch import batch
+    from tests.test_attacks import EMULATOR, SOLUTIONS
+
+    before = scene.snapshot()
+    root, alone = scene.tmp / "class", scene.tmp / "class-alone"
+    for folder in (root / "z_honest", alone / "z_honest"):  # graded last: next to a bomb all along
+        folder.mkdir(parents=True)
+        shutil.copy(SOLUTIONS / "part1_naive.cu", folder / "part1_naive.cu")
+    for name in ("thread_bomb_host", "thread_bomb_kernel"):
+        (root / name).mkdir()
+        (root / name / "part1_naive.cu").write_text(attack_source(name, scene))
+    cfg = config(scene, sizes={"part1_naive": [5]})
+    t0 = time.monotonic()
+    batch(root, out=scene.tmp / "out", cfg=cfg, selection=EMULATOR, jobs=2)
+    wall = time.monotonic() - t0
+    batch(alone, out=scene.tmp / "out-alone", cfg=cfg, selection=EMULATOR, jobs=2)
+
+    def row(out: str, sid: str) -> tuple[dict, list]:
+        book = {r["student"]: r for r in csv.DictReader((scene.tmp / out / "gradebook.csv").open())}
+        data = json.loads((scene.tmp / out / sid / "result.json").read_text())
+        cases = [(c["name"], c["status"], c["points"], c["message"]) for p in data["parts"] for c in p["cases"]]
+        return book[sid], cases, data
+
+    honest, honest_cases, _ = row("out", "z_honest")
+    assert (honest, honest_cases) == row("out-alone", "z_honest")[:2]
+    assert honest["total"] == honest["max"], honest
+    for name, call in (("thread_bomb_host", "pthread_create()"), ("thread_bomb_kernel", "clone()")):
+        r, cases, data = row("out", name)
+        assert r["status"] == "fail", (name, r)
+        part = data["parts"][0]
+        assert part["status"] != "timeout" and part["phases_s"]["total"] < PART_S / 2, part  # stopped at once
+        text = json.dumps(data)
+        assert f"the module made {call} (thread creation" in text, (name, text[:3000])
+    assert wall < 2 * PART_S + 30, f"the batch took {wall:.0f} s"
+    assert_untouched(scene, before)  # no thread (named with the token) or process left
