@@ -250,3 +250,37 @@ def test_thread_bombs_are_stopped_at_the_first_thread_and_a_classmate_in_the_bat
         assert f"the module made {call}" in text, (name, text[:3000])
     assert wall < 2 * PART_S + 30, f"the batch took {wall:.0f} s"
     assert_untouched(scene, before)  # no thread (named with the token) or process left
+
+
+def test_a_launch_runs_on_the_executors_own_threads_and_no_more(tmp_path, monkeypatch):
+    """The executor makes ``workers`` threads before the filter; launches spread their blocks over
+    them (no new thread per launch: the filter would refuse it)."""
+    import numpy as np
+
+    import grader.backends.emulator.sandbox as sandbox_module
+    from grader.backends.emulator import EmulatorBackend
+    from tests.test_emulator_sandbox import HEADER, KERNELS, needs_seccomp
+
+    if needs_seccomp.args[0]:
+        pytest.skip(needs_seccomp.kwargs["reason"])
+    # Without bubblewrap the executor is the process the grader started, so its threads can be counted.
+    monkeypatch.setattr(sandbox_module, "probe_bubblewrap", lambda: (None, "bubblewrap not found: test"))
+    body = """
+#include <unistd.h>
+__global__ void k(int* out, int n) { if (threadIdx.x == 0) { usleep(20000); out[blockIdx.x] = (int)gettid(); } }
+"""
+    backend = EmulatorBackend(workers=3, nvcc_check=False)
+    try:
+        module = backend.compile(source=HEADER + body, filename="attempt.cu", kernels=KERNELS, workdir=tmp_path)
+        out = backend.alloc(16, np.int32)
+        seen = set()
+        for _ in range(3):  # three launches: the same threads each time
+            backend.to_device(np.zeros(16, np.int32), out)
+            backend.launch(module, "k", grid=16, block=32, shared_bytes=0, args=[out, 16])
+            seen |= set(backend.to_host(out).tolist())
+        tasks = os.listdir(f"/proc/{module.pid}/task")
+    finally:
+        backend.close()
+    assert 0 not in seen
+    assert 2 <= len(seen) <= 3, seen       # blocks ran on the pool's threads, and only on those
+    assert len(tasks) == 3, tasks          # the executor's own thread and two workers, started at load
