@@ -284,3 +284,46 @@ __global__ void k(int* out, int n) { if (threadIdx.x == 0) { usleep(20000); out[
     assert 0 not in seen
     assert 2 <= len(seen) <= 3, seen       # blocks ran on the pool's threads, and only on those
     assert len(tasks) == 3, tasks          # the executor's own thread and two workers, started at load
+
+
+# -- signals to other processes without kill(): fcntl F_SETOWN + F_SETSIG + O_ASYNC -------------------------------
+
+def test_fcntl_signal_driven_io_cannot_kill_another_process_without_bubblewrap(scene, monkeypatch):
+    import subprocess
+
+    import numpy as np
+
+    import grader.backends.emulator.sandbox as sandbox_module
+    from grader.backends.emulator import EmulatorBackend
+    from grader.errors import KernelError
+    from grader.parts import PARTS, part_header
+    from tests.test_emulator_sandbox import needs_seccomp
+
+    if needs_seccomp.args[0]:
+        pytest.skip(needs_seccomp.kwargs["reason"])
+    # The fallback without bubblewrap: the executor shares the grader's pid namespace (seccomp only).
+    monkeypatch.setattr(sandbox_module, "probe_bubblewrap", lambda: (None, "bubblewrap not found: test"))
+    victim = subprocess.Popen(["sleep", "60"])  # stands for a classmate's worker
+    backend = EmulatorBackend(workers=1, nvcc_check=False)
+    part = PARTS["part1_naive"]
+    source = part_header(part, block_size=32, dtype=np.dtype(np.int32)) + attack_source(
+        "fcntl_signal_owner", scene, VICTIM=str(victim.pid))
+    outcome = "loaded"
+    try:
+        try:
+            module = backend.compile(source=source, filename="part1_naive.cu", kernels=part.kernels,
+                                     workdir=scene.tmp)
+            data, out = backend.alloc(4, np.int32), backend.alloc(4, np.int32)
+            backend.to_device(np.arange(4, dtype=np.int32), data)
+            for _ in range(2):  # each request on the socket is I/O that would signal the owner
+                backend.launch(module, "naive_scan", grid=1, block=32, shared_bytes=0, args=[data, out, 4])
+        except (CompileError, KernelError) as exc:
+            outcome = str(exc)
+        time.sleep(0.3)
+        alive = victim.poll() is None
+    finally:
+        backend.close()
+        victim.kill()
+        victim.wait()
+    assert alive, f"the module killed another process ({outcome})"
+    assert "loading it failed" in outcome and "system call fcntl()" in outcome, outcome

@@ -345,7 +345,7 @@ bool install_seccomp(std::string &why) {
         // descriptors already open, and read-only file access (dlopen)
         SCMP_SYS(read), SCMP_SYS(pread64), SCMP_SYS(readv), SCMP_SYS(write), SCMP_SYS(writev), SCMP_SYS(close),
         SCMP_SYS(lseek), SCMP_SYS(fstat), SCMP_SYS(newfstatat), SCMP_SYS(stat), SCMP_SYS(lstat), SCMP_SYS(statx),
-        SCMP_SYS(fcntl), SCMP_SYS(getdents64), SCMP_SYS(readlink), SCMP_SYS(readlinkat), SCMP_SYS(access),
+        SCMP_SYS(getdents64), SCMP_SYS(readlink), SCMP_SYS(readlinkat), SCMP_SYS(access),
         SCMP_SYS(faccessat), SCMP_SYS(faccessat2), SCMP_SYS(getcwd),
         // harmless facts
         SCMP_SYS(uname), SCMP_SYS(sysinfo), SCMP_SYS(getuid), SCMP_SYS(geteuid), SCMP_SYS(getgid),
@@ -370,7 +370,14 @@ bool install_seccomp(std::string &why) {
     rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(openat2), 0);
     // No clone, no clone3: neither processes nor threads (the pool's threads exist already). Both
     // fall to the default action, SIGSYS.
-    // Signals to itself only (abort(), raise()).
+    // fcntl: the descriptor flags, the status flags without O_ASYNC, dup. Not F_SETOWN(_EX), F_SETSIG
+    // or O_ASYNC (signal-driven I/O: the kernel would signal, even SIGKILL, a process of the module's
+    // choosing), nor leases, directory notifications, locks, pipe sizes or seals.
+    for (int cmd : {F_GETFD, F_SETFD, F_GETFL, F_DUPFD, F_DUPFD_CLOEXEC})
+        rc |= seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(fcntl), 1, SCMP_A1(SCMP_CMP_EQ, scmp_datum_t(cmd)));
+    rc |= seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(fcntl), 2, SCMP_A1(SCMP_CMP_EQ, scmp_datum_t(F_SETFL)),
+                           SCMP_A2(SCMP_CMP_MASKED_EQ, scmp_datum_t(O_ASYNC), 0));
+    // Signals to itself only (abort(), raise()); tkill, rt_sigqueueinfo, pidfd_send_signal are refused.
     pid_t self = getpid();
     rc |= seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(kill), 1, SCMP_A0(SCMP_CMP_EQ, scmp_datum_t(self)));
     rc |= seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 1, SCMP_A0(SCMP_CMP_EQ, scmp_datum_t(self)));
