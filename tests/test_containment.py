@@ -1,14 +1,19 @@
 """Containment (the integrity issue): directives that make a compiler read or name a file, the GPU
-path's compile in the sandbox, thread bombs, and signals to other processes.
+path's compile in the sandbox, thread bombs, and signals to other processes through fcntl.
 
 - The directive filter (:func:`grader.sandbox.check_includes`) sees every spelling of a directive the
   preprocessor sees (digraphs, form feeds, comments, splices, trigraphs, literals) and refuses
   ``#line`` with a file name and ``__has_include`` of anything but a standard header.
 - The GPU path's nvcc runs in the emulator's sandbox (bubblewrap where it works, resource limits, a
-  wall-clock limit, a fresh folder): these tests run the same ``nvcc --cubin -arch=sm_90`` command the
+  wall-clock limit, a fresh folder): these tests run the same ``nvcc --cubin -arch sm_90`` command the
   PyCUDA backend runs, without a GPU, on attack sources the filter would refuse (it is bypassed here)
-  and check that no secret token of a private file reaches the compile error, and that
-  ``#include "/dev/zero"`` is stopped.
+  and check that no secret token of a private file reaches the compile error (and, as the control,
+  that it does without bubblewrap), and that ``#include "/dev/zero"`` is stopped.
+- Thread bombs (``tests/attacks/thread_bomb_*.cu``) graded in a ``--jobs 2`` batch beside an honest
+  submission: stopped at their first thread, the honest grade as alone; the executor's worker
+  threads exist from load and launches use them.
+- ``fcntl`` signal-driven I/O (``F_SETOWN`` + ``F_SETSIG`` SIGKILL + ``O_ASYNC``) cannot kill another
+  process without bubblewrap.
 """
 
 from __future__ import annotations
@@ -23,9 +28,22 @@ import pytest
 
 from grader.errors import CompileError
 from grader.sandbox import check_includes
+from tests import test_attacks
 from tests.conftest import ROOT
+from tests.test_attacks import (
+    PART_S,
+    SANDBOXED,
+    assert_no_leak,
+    assert_untouched,
+    attack_source,
+    config,
+    run,
+    submission,
+)
 
 ATTACKS = ROOT / "tests" / "attacks"
+#: The attack suite's fixture: canary files with secret tokens, a private config, a marker folder.
+scene = test_attacks.scene
 
 
 # -- the directive filter -----------------------------------------------------------------------------------
@@ -91,18 +109,6 @@ def test_the_reference_solutions_and_test_kernels_pass_the_filter():
 
 
 # -- the attacks, through the grader (the filter refuses them before any compiler runs) -----------------------
-
-from tests.test_attacks import (  # noqa: E402  (the attack suite's scene: canaries, tokens, a private config)
-    PART_S,
-    SANDBOXED,
-    assert_no_leak,
-    assert_untouched,
-    attack_source,
-    config,
-    run,
-    scene,  # noqa: F401  (a fixture)
-    submission,
-)
 
 DIRECTIVE_ATTACKS = {  # attack: the first line the filter must name, found by this text
     "line_private_config": '#line 1 "@@TARGET@@"',
