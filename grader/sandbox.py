@@ -272,6 +272,8 @@ def _check_line(toks: list[_Token], filename: str) -> None:
             after = toks[k + 1:k + 4]
             plain = (len(after) == 3 and after[0].text == "(" and after[1].kind == "header"
                      and after[1].text[1:-1] in ALLOWED_HEADERS and after[2].text == ")")
+            if after and after[0].text == "(":
+                tested = False  # an operand follows: it must be a plain header, `defined` or not
             if not (tested or plain):
                 raise _refuse(filename, tok.line, _spell(toks[k:k + 4]),
                               f"`{tok.text}` may test only for a standard C, C++ or CUDA header in angle "

@@ -77,6 +77,7 @@ scene = test_attacks.scene
     ('#define HAS(f) __has_include(f)\n', 1, "__has_include"),
     ('#define HAS __has_include\n', 1, "__has_include"),
     ('#if __has_embed("/etc/hostname")\n#endif\n', 1, "__has_embed"),
+    ('#if defined __has_include("/etc/hostname")\n#endif\n', 1, "__has_include"),
     ('_Pragma("GCC dependency \\"/etc/hostname\\"")\n', 1, "_Pragma"),
     ('#define P(x) _Pragma(#x)\n', 1, "_Pragma"),
 ])
