@@ -1,10 +1,11 @@
 // ATTACK thread_bomb_host: a static constructor starts 10,000 threads (pthread_create; std::thread
-// is the same system call) that each spin for ever, so that the
-// machine's cores go to them and classmates graded at the same time (batch --jobs 2) time out.
-// Expected: the executor started the emulator's worker threads before loading the module and its
-// seccomp filter refuses any other (clone/clone3): the process is stopped at the first thread, the
-// part fails with a sandbox violation naming thread creation, no thread is left (the test finds the executor by its module's path), and the classmate's
-// grade is the grade it gets alone.
+// is the same call) that each spin for ever, so that the machine's cores go to them and classmates
+// graded at the same time (batch --jobs 2) time out. Expected: the executor started the emulator's
+// worker threads before loading the module, and refuses any other (its seccomp filter refuses
+// clone/clone3; pthread_create is caught before the call, to name it): the process is stopped at
+// the first thread, the part fails with a sandbox violation naming thread creation, no thread is
+// left (the test finds the executor by its module's path), and the classmate's grade is the grade
+// it gets alone.
 
 extern "C" int pthread_create(unsigned long*, const void*, void* (*)(void*), void*);
 extern "C" int pthread_detach(unsigned long);
