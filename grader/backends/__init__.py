@@ -107,15 +107,15 @@ def create_backend(name: str, *, emulator_workers: int = 0, checks: bool = False
     Args:
         emulator_workers: the emulator's worker threads (0: one per core).
         checks: the emulator's race, bounds and barrier checks (ignored by the GPU backend).
-        emulator_sandbox: the emulator's sandbox policy, ``auto``, ``required`` or ``off``
-            (ignored by the GPU backend).
+        emulator_sandbox: the sandbox policy, ``auto``, ``required`` or ``off``, of the emulator and
+            of the GPU backend's nvcc.
 
     Raises:
         BackendUnavailable: the backend cannot start here.
     """
     if name == "pycuda":
         from grader.backends.pycuda_backend import PyCudaBackend
-        return PyCudaBackend()
+        return PyCudaBackend(sandbox=emulator_sandbox)
     if name == "emulator":
         from grader.backends.emulator import EmulatorBackend
         return EmulatorBackend(workers=emulator_workers, checks=checks, sandbox=emulator_sandbox)

@@ -1,13 +1,24 @@
-"""The GPU backend: PyCUDA's ``SourceModule`` compiles each part for the current device.
+"""The GPU backend: nvcc compiles each part to a cubin for the current device, PyCUDA loads and runs it.
 
-The part header declares the contract's kernels ``extern "C"``, so the module is compiled with
-``no_extern_c=True`` and kernels are found by their plain names; a kernel defined with another
-signature has C++ linkage, is not found, and is reported as not matching the contract.
+The compile is the grader's own (:func:`compile_cubin`), not PyCUDA's ``SourceModule``, so that nvcc
+runs in the emulator's compile sandbox (:mod:`grader.backends.emulator.sandbox`): bubblewrap where
+it works (no view of the grader's files, its config, other submissions or ``/proc`` of the grader),
+resource limits (address space, CPU, file size) and a wall-clock limit, in the part's fresh scratch
+folder. It runs the command ``SourceModule`` would (``nvcc --cubin -arch sm_XY``) and the cubin is
+loaded with ``pycuda.driver.module_from_buffer``; nothing is cached between parts.
+
+The part header declares the contract's kernels ``extern "C"``, so kernels are found by their plain
+names; a kernel defined with another signature has C++ linkage, is not found, and is reported as
+not matching the contract.
 """
 
 from __future__ import annotations
 
 import gc
+import os
+import shlex
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Sequence, Union
 
@@ -15,6 +26,66 @@ import numpy as np
 
 from grader.backends.base import Backend, DeviceArray, Dim3, KernelSpec, Module
 from grader.errors import BackendUnavailable, CompileError, KernelError, LaunchError
+
+
+def compile_cubin(source: str, *, filename: str, workdir: Path, arch: str, toolchain, nvcc: str | None = None,
+                  options: Sequence[str] = ("-lineinfo",)) -> bytes:
+    """Compile ``source`` to a cubin with ``nvcc --cubin -arch <arch>``, in the compile sandbox.
+
+    The source is written to ``workdir / filename`` (``workdir``: a fresh folder holding nothing
+    private; the only folder the compile may write) and compiled there as
+    ``toolchain.sandboxed(...)`` runs it: under bubblewrap where the sandbox has it, with the compile
+    limits (address space, CPU seconds, file size), and killed with its process group after
+    ``toolchain.timeout_s`` seconds. Needs no GPU.
+
+    Args:
+        source: the whole translation unit (part header and the student's text).
+        filename: the student's file name (``part1_naive.cu``), used for the file and the messages.
+        workdir: the scratch folder.
+        arch: the target, e.g. ``"sm_90"``.
+        toolchain: a :class:`grader.backends.emulator.build.Toolchain` (its sandbox, limits and
+            timeout; its executor binary sets the limits).
+        nvcc: the nvcc executable (default: ``nvcc`` on the PATH).
+        options: further nvcc options.
+
+    Returns:
+        The cubin's bytes.
+
+    Raises:
+        CompileError: nvcc is missing, fails (with its log, the scratch folder's path removed), hits a
+            limit, or does not finish in time.
+    """
+    from grader.backends.emulator.build import kill_group, limit_note
+
+    nvcc = nvcc or shutil.which("nvcc")
+    if not nvcc:
+        raise CompileError(f"{filename} cannot be compiled: nvcc is not on the PATH (install the CUDA toolkit)")
+    workdir = Path(workdir)
+    (workdir / filename).write_text(source, encoding="utf-8")
+    output = Path(filename).stem + ".cubin"
+    argv = [nvcc, "--cubin", "-arch", arch, *options, filename, "-o", output]
+    cmd = toolchain.sandboxed(argv, workdir=workdir, tools=[nvcc])
+    shown = shlex.join(cmd.shown)
+    try:
+        proc = subprocess.Popen(cmd.argv, env=cmd.env, cwd=cmd.cwd, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
+                                process_group=0)
+    except OSError as exc:
+        raise CompileError(f"{filename} cannot be compiled: nvcc could not run ({exc})", command=shown) from None
+    try:
+        out, err = proc.communicate(timeout=toolchain.timeout_s)
+    except subprocess.TimeoutExpired:
+        kill_group(proc)
+        raise CompileError(f"{filename} does not compile with nvcc: it did not finish within "
+                           f"{toolchain.timeout_s:g} s", command=shown) from None
+    log = (err + out).strip()
+    for prefix in {str(workdir.resolve()), str(workdir)}:
+        log = log.replace(prefix + os.sep, "").replace(prefix, ".")
+    cubin = workdir / output
+    if proc.returncode != 0 or not cubin.is_file():
+        raise CompileError(f"{filename} does not compile with nvcc" + limit_note(log, toolchain.timeout_s),
+                           command=shown, log=log)
+    return cubin.read_bytes()
 
 
 class PyCudaArray(DeviceArray):
@@ -47,13 +118,22 @@ class PyCudaModule(Module):
 class PyCudaBackend(Backend):
     """Runs kernels on CUDA device 0 through PyCUDA; owns one context for its lifetime.
 
+    Args:
+        device: the CUDA device's ordinal.
+        sandbox: the compile sandbox's policy (config key ``emulator.sandbox``: ``auto``,
+            ``required``, ``off``), shared with the emulator.
+
     Raises:
-        BackendUnavailable: PyCUDA is missing or no context can be created.
+        BackendUnavailable: PyCUDA is missing, no context can be created, or the compile sandbox
+            cannot be set up (``required`` without bubblewrap, no host C++ compiler).
     """
 
     name = "pycuda"
 
-    def __init__(self, device: int = 0) -> None:
+    def __init__(self, device: int = 0, *, sandbox: str = "auto") -> None:
+        from grader.backends.emulator.build import Toolchain
+        from grader.backends.emulator.sandbox import Sandbox
+        self._toolchain = Toolchain(sandbox=Sandbox(sandbox))
         try:
             import pycuda.driver as cuda
         except ImportError as exc:
@@ -67,14 +147,13 @@ class PyCudaBackend(Backend):
             raise BackendUnavailable(f"cannot create a CUDA context on device {device}: {exc}") from None
 
     def compile(self, *, source: str, filename: str, kernels: Sequence[KernelSpec], workdir: Path) -> Module:
-        from pycuda.compiler import SourceModule
-        from pycuda.driver import CompileError as PyCudaCompileError
+        major, minor = self._device.compute_capability()
+        cubin = compile_cubin(source, filename=filename, workdir=workdir, arch=f"sm_{major}{minor}",
+                              toolchain=self._toolchain)
         try:
-            module = SourceModule(source, no_extern_c=True, options=["-lineinfo"])
-        except PyCudaCompileError as exc:
-            log = (exc.stderr or exc.stdout or str(exc)).strip()
-            raise CompileError(f"{filename} does not compile with nvcc", command=" ".join(exc.command_line or []),
-                               log=log) from None
+            module = self._cuda.module_from_buffer(cubin)
+        except self._cuda.Error as exc:
+            raise CompileError(f"{filename}: the compiled module does not load on this GPU ({exc})") from None
         functions = {}
         for spec in kernels:
             try:
@@ -189,7 +268,9 @@ class PyCudaBackend(Backend):
         major, minor = self._device.compute_capability()
         return {"backend": self.name, "device": self._device.name(), "compute_capability": f"{major}.{minor}",
                 "driver_api": f"{cuda.get_driver_version() // 1000}.{cuda.get_driver_version() % 1000 // 10}",
-                "cuda": ".".join(map(str, cuda.get_version())), "pycuda": pycuda.VERSION_TEXT}
+                "cuda": ".".join(map(str, cuda.get_version())), "pycuda": pycuda.VERSION_TEXT,
+                "sandbox": "nvcc: " + ("bubblewrap + rlimits" if self._toolchain.sandbox.isolated
+                                       else f"rlimits only ({self._toolchain.sandbox.why_not})")}
 
     def close(self) -> None:
         ctx, self._context = getattr(self, "_context", None), None

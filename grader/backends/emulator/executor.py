@@ -437,8 +437,14 @@ def probe_seccomp(binary: Path, sandbox: Sandbox) -> str | None:
 
 def _violation(name: str | None) -> str:
     what = f"the system call {name}()" if name else "a system call"
+    if name in ("clone", "clone3"):
+        what += (" (thread or process creation: a submission runs on the emulator's worker threads and may "
+                 "start no thread or process of its own)")
+    elif name == "pthread_create":
+        what = ("pthread_create() (thread creation: a submission runs on the emulator's worker threads and may "
+                "start no thread of its own)")
     return (f"the module made {what}, which the emulator's sandbox does not allow (submissions may not start "
-            "processes, run programs, open sockets, or touch other processes); the process was stopped")
+            "threads or processes, run programs, open sockets, or touch other processes); the process was stopped")
 
 
 def _reap(proc: subprocess.Popen, sock: socket.socket, stderr) -> None:

@@ -77,24 +77,30 @@ class Limits:
         file_size: RLIMIT_FSIZE, bytes of the largest file it may write.
         open_files: RLIMIT_NOFILE, open descriptors.
         cpu_s: RLIMIT_CPU, CPU seconds.
+        threads: the executor only (0 elsewhere): the OS threads a launch may use, the executor's
+            own included; it starts them before its seccomp filter, which then refuses every new
+            thread or process, so a module never has more.
     """
 
     address_space: int
     file_size: int
     open_files: int
     cpu_s: int
+    threads: int = 0
 
     def options(self) -> list[str]:
-        """The executor's options setting these limits (``--as B --fsize B --nofile N --cpu S``)."""
+        """The executor's options setting these limits (``--as B --fsize B --nofile N --cpu S``, and
+        ``--threads N`` when set)."""
         return ["--as", str(self.address_space), "--fsize", str(self.file_size), "--nofile", str(self.open_files),
-                "--cpu", str(self.cpu_s)]
+                "--cpu", str(self.cpu_s), *(["--threads", str(self.threads)] if self.threads else [])]
 
 
 def executor_limits(*, arena_bytes: int, workers: int) -> Limits:
     """Limits of an executor: its device-memory mapping (``arena_bytes``, shared with the grader and
-    capped there), the fiber stacks of ``workers`` OS threads, and :data:`MODULE_MEMORY` of its own."""
+    capped there), the fiber stacks of ``workers`` OS threads, and :data:`MODULE_MEMORY` of its own; at
+    most ``workers`` threads (capped at 64, the runtime's most), all started before the module loads."""
     return Limits(address_space=arena_bytes + max(workers, 1) * STACKS_PER_WORKER + MODULE_MEMORY,
-                  file_size=FILE_SIZE, open_files=64, cpu_s=EXECUTOR_CPU_S)
+                  file_size=FILE_SIZE, open_files=64, cpu_s=EXECUTOR_CPU_S, threads=min(max(workers, 1), 64))
 
 
 def compile_limits(timeout_s: float) -> Limits:

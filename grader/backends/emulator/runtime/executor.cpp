@@ -5,14 +5,15 @@
 // this small program, fresh, for each module, usually under bubblewrap (see sandbox.py):
 //
 //   executor serve --socket FD --memfd FD --arena ADDR SIZE --module PATH [--seccomp 0|1]
-//                  [--as BYTES] [--fsize BYTES] [--nofile N] [--cpu SECONDS] [--parent PID]
+//                  [--as BYTES] [--fsize BYTES] [--nofile N] [--cpu SECONDS] [--threads N] [--parent PID]
 //   executor limit [--as BYTES] [--fsize BYTES] [--nofile N] [--cpu SECONDS] -- COMMAND ARGS...
 //   executor probe
 //
 // serve: sets its resource limits, maps the device-memory arena (a memfd the grader created) at
 // the address the grader mapped it at, so device pointers mean the same in both processes,
-// installs a seccomp filter (an allow-list: no fork, exec, sockets, ptrace... ), and only then
-// dlopens the module, whose static constructors run here. It then answers the grader's requests
+// starts the N - 1 worker threads launches may use besides its own (--threads N: the only threads
+// the module ever gets), installs a seccomp filter (an allow-list: no threads, fork, exec, sockets,
+// ptrace...), and only then dlopens the module, whose static constructors run here. It then answers the grader's requests
 // on the socket: launch a kernel (sg_launch, then the findings and the device printf output), and
 // trim (sg_trim). It exits when the grader closes the socket.
 //
@@ -26,6 +27,7 @@
 #include "sg_host.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -39,7 +41,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #if defined(SG_SECCOMP)
@@ -158,6 +163,7 @@ bool parse_u64(const char *s, unsigned long long *out) {
 
 struct Limits {
     unsigned long long as = 0, fsize = 0, nofile = 0, cpu = 0;  // 0: leave as is
+    unsigned long long threads = 0;  // serve: worker threads of a launch, its own included (0: 1)
 };
 
 bool set_limit(int resource, unsigned long long value, std::string &why, const char *name) {
@@ -181,26 +187,119 @@ bool apply_limits(const Limits &L, std::string &why) {
            set_limit(RLIMIT_NOFILE, L.nofile, why, "RLIMIT_NOFILE") && set_limit(RLIMIT_CPU, L.cpu, why, "RLIMIT_CPU");
 }
 
-// Parses "--as N --fsize N --nofile N --cpu N" at argv[*i]; false when argv[*i] is not one of them.
+// Parses "--as N --fsize N --nofile N --cpu N --threads N" at argv[*i]; false when argv[*i] is not
+// one of them.
 bool limit_option(char **argv, int argc, int *i, Limits &L, bool *bad) {
     const char *opt = argv[*i];
     unsigned long long *slot = !strcmp(opt, "--as") ? &L.as : !strcmp(opt, "--fsize") ? &L.fsize
-                               : !strcmp(opt, "--nofile") ? &L.nofile : !strcmp(opt, "--cpu") ? &L.cpu : nullptr;
+                               : !strcmp(opt, "--nofile") ? &L.nofile : !strcmp(opt, "--cpu") ? &L.cpu
+                               : !strcmp(opt, "--threads") ? &L.threads : nullptr;
     if (!slot) return false;
     if (*i + 1 >= argc || !parse_u64(argv[*i + 1], slot)) *bad = true;
     *i += 2;
     return true;
 }
 
+// Tells the grader which system call the sandbox refused (a VIOLATION frame) and exits.
+[[noreturn]] void report_violation(int32_t nr, const char *name) {
+    size_t len = strnlen(name, 63);
+    char frame[8 + sizeof nr + 64];
+    uint32_t head[2] = {uint32_t(sizeof nr + len), REP_VIOLATION};
+    memcpy(frame, head, sizeof head);
+    memcpy(frame + sizeof head, &nr, sizeof nr);
+    memcpy(frame + sizeof head + sizeof nr, name, len);
+    if (g_sock >= 0) write_all(g_sock, frame, sizeof head + sizeof nr + len);
+    _exit(kViolationExit);
+}
+
+// ---- the thread pool --------------------------------------------------------------------------------
+//
+// A module gets no thread it did not get before its first instruction ran: the executor starts the
+// runtime's worker threads here, before the seccomp filter (which then refuses clone and clone3) and
+// before dlopen, and hands them to the runtime (sg_set_thread_pool). A submission that starts threads
+// of its own (a thread bomb in a static constructor or a kernel) is stopped at the first one.
+
+struct Pool {
+    std::mutex mu;
+    std::condition_variable work, done;
+    std::vector<std::pair<void (*)(void *), void *>> tasks;  // one slot per thread; fn null: idle
+    int pending = 0;
+};
+Pool *g_pool = nullptr;  // never freed: its threads live as long as the process
+
+void pool_thread(unsigned slot) {
+    std::unique_lock<std::mutex> lock(g_pool->mu);
+    for (;;) {
+        g_pool->work.wait(lock, [slot] { return g_pool->tasks[slot].first != nullptr; });
+        auto task = g_pool->tasks[slot];
+        lock.unlock();
+        task.first(task.second);
+        lock.lock();
+        g_pool->tasks[slot].first = nullptr;
+        if (--g_pool->pending == 0) g_pool->done.notify_all();
+    }
+}
+
+int pool_start(void (*fn)(void *), void *const *args, int n) {
+    std::lock_guard<std::mutex> lock(g_pool->mu);
+    int started = 0;
+    for (size_t slot = 0; slot < g_pool->tasks.size() && started < n; ++slot) {
+        if (g_pool->tasks[slot].first) continue;
+        g_pool->tasks[slot] = {fn, args[started++]};
+        ++g_pool->pending;
+    }
+    if (started) g_pool->work.notify_all();
+    return started;
+}
+
+void pool_wait() {
+    std::unique_lock<std::mutex> lock(g_pool->mu);
+    g_pool->done.wait(lock, [] { return g_pool->pending == 0; });
+}
+
+const sg_thread_pool kPool = {&pool_start, &pool_wait};
+
+// Set once the pool is started: from then on no thread may be created.
+std::atomic<bool> g_threads_closed{false};
+
+}  // namespace
+
+// pthread_create (and std::thread, through libstdc++) of the module resolves to this definition,
+// the executable's: glibc blocks every signal around its clone, so the filter's SIGSYS would kill the
+// process without the handler naming the call; this names it. The pool's own threads are started
+// before, through glibc's.
+extern "C" int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *), void *arg) {
+    if (g_threads_closed.load()) report_violation(-1, "pthread_create");
+    using Create = int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+    static Create real = reinterpret_cast<Create>(dlsym(RTLD_NEXT, "pthread_create"));
+    return real ? real(thread, attr, start, arg) : EAGAIN;
+}
+
+namespace {
+
+// Starts `count` threads; false (with why) when the system refuses one.
+bool start_pool(unsigned long long count, std::string &why) {
+    g_pool = new Pool();
+    g_pool->tasks.assign(size_t(count), {nullptr, nullptr});
+    for (unsigned slot = 0; slot < count; ++slot) {
+        try {
+            std::thread(pool_thread, slot).detach();
+        } catch (const std::exception &e) {
+            why = std::string("cannot start the emulator's worker threads: ") + e.what();
+            return false;
+        }
+    }
+    return true;
+}
+
 // ---- seccomp ----------------------------------------------------------------------------------------
 //
 // An allow-list: what glibc, the dynamic loader, libstdc++'s threads and the emulator runtime need
-// (memory, threads, futexes, signals for the fault handler, time, reading already-open descriptors
-// and read-only opens for dlopen). Opening a file for writing fails with EACCES; clone3 fails with
-// ENOSYS so that glibc falls back to clone, whose flags the filter can see: clone is allowed for
-// threads only. Anything else (fork, vfork, execve, socket, connect, ptrace, process_vm_*, mount,
-// kill of another process, ...) raises SIGSYS before the call runs: the handler reports the
-// system call to the grader and exits.
+// (memory, futexes, signals for the fault handler, time, reading already-open descriptors and
+// read-only opens for dlopen). Opening a file for writing fails with EACCES. No new thread: the
+// pool's threads are started before the filter. Anything else (clone, clone3, fork, vfork, execve,
+// socket, connect, ptrace, process_vm_*, mount, kill of another process, ...) raises SIGSYS before
+// the call runs: the handler reports the system call to the grader and exits.
 
 #if defined(SG_SECCOMP)
 constexpr int kMaxNames = 512;
@@ -212,15 +311,7 @@ void on_sigsys(int, siginfo_t *si, void *) {
         for (;;) pause();  // another thread is reporting; the process exits soon
     }
     int32_t nr = si->si_syscall;
-    const char *name = nr >= 0 && nr < kMaxNames && g_syscall_names[nr] ? g_syscall_names[nr] : "?";
-    size_t len = strnlen(name, 63);
-    char frame[8 + sizeof nr + 64];
-    uint32_t head[2] = {uint32_t(sizeof nr + len), REP_VIOLATION};
-    memcpy(frame, head, sizeof head);
-    memcpy(frame + sizeof head, &nr, sizeof nr);
-    memcpy(frame + sizeof head + sizeof nr, name, len);
-    if (g_sock >= 0) write_all(g_sock, frame, sizeof head + sizeof nr + len);
-    _exit(kViolationExit);
+    report_violation(nr, nr >= 0 && nr < kMaxNames && g_syscall_names[nr] ? g_syscall_names[nr] : "?");
 }
 
 bool install_seccomp(std::string &why) {
@@ -254,7 +345,7 @@ bool install_seccomp(std::string &why) {
         // descriptors already open, and read-only file access (dlopen)
         SCMP_SYS(read), SCMP_SYS(pread64), SCMP_SYS(readv), SCMP_SYS(write), SCMP_SYS(writev), SCMP_SYS(close),
         SCMP_SYS(lseek), SCMP_SYS(fstat), SCMP_SYS(newfstatat), SCMP_SYS(stat), SCMP_SYS(lstat), SCMP_SYS(statx),
-        SCMP_SYS(fcntl), SCMP_SYS(getdents64), SCMP_SYS(readlink), SCMP_SYS(readlinkat), SCMP_SYS(access),
+        SCMP_SYS(getdents64), SCMP_SYS(readlink), SCMP_SYS(readlinkat), SCMP_SYS(access),
         SCMP_SYS(faccessat), SCMP_SYS(faccessat2), SCMP_SYS(getcwd),
         // harmless facts
         SCMP_SYS(uname), SCMP_SYS(sysinfo), SCMP_SYS(getuid), SCMP_SYS(geteuid), SCMP_SYS(getgid),
@@ -277,11 +368,16 @@ bool install_seccomp(std::string &why) {
     }
     if (SCMP_SYS(creat) >= 0) rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(creat), 0);
     rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(openat2), 0);
-    // Threads only: clone must carry CLONE_THREAD; clone3 hides its flags in memory, so refuse it
-    // (glibc then uses clone).
-    rc |= seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1, SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD));
-    rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
-    // Signals to itself only (abort(), raise()).
+    // No clone, no clone3: neither processes nor threads (the pool's threads exist already). Both
+    // fall to the default action, SIGSYS.
+    // fcntl: the descriptor flags, the status flags without O_ASYNC, dup. Not F_SETOWN(_EX), F_SETSIG
+    // or O_ASYNC (signal-driven I/O: the kernel would signal, even SIGKILL, a process of the module's
+    // choosing), nor leases, directory notifications, locks, pipe sizes or seals.
+    for (int cmd : {F_GETFD, F_SETFD, F_GETFL, F_DUPFD, F_DUPFD_CLOEXEC})
+        rc |= seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(fcntl), 1, SCMP_A1(SCMP_CMP_EQ, scmp_datum_t(cmd)));
+    rc |= seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(fcntl), 2, SCMP_A1(SCMP_CMP_EQ, scmp_datum_t(F_SETFL)),
+                           SCMP_A2(SCMP_CMP_MASKED_EQ, scmp_datum_t(O_ASYNC), 0));
+    // Signals to itself only (abort(), raise()); tkill, rt_sigqueueinfo, pidfd_send_signal are refused.
     pid_t self = getpid();
     rc |= seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(kill), 1, SCMP_A0(SCMP_CMP_EQ, scmp_datum_t(self)));
     rc |= seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 1, SCMP_A0(SCMP_CMP_EQ, scmp_datum_t(self)));
@@ -460,6 +556,8 @@ int serve(int argc, char **argv) {
     close(int(memfd));  // the mapping stays; the module cannot resize the memory through the fd
     std::string why;
     if (!apply_limits(L, why)) hello_failed(why);
+    if (!start_pool(L.threads > 1 ? std::min(L.threads, 64ull) - 1 : 0, why)) hello_failed(why);
+    g_threads_closed.store(true);
     int seccomp_on = 0;
     if (seccomp) {
         if (!install_seccomp(why)) hello_failed(why);
@@ -479,6 +577,8 @@ int serve(int argc, char **argv) {
         !bind(lib, "sg_take_output", &M.take_output) || !bind(lib, "sg_findings", &M.findings) ||
         !bind(lib, "sg_launch", &M.launch))
         hello_failed("the module does not export the emulator runtime's functions");
+    sg_set_thread_pool_fn set_pool = nullptr;
+    if (bind(lib, "sg_set_thread_pool", &set_pool)) set_pool(&kPool);
     Writer hello;
     hello.put<int32_t>(0), hello.put<int32_t>(int32_t(SG_EXECUTOR_PROTOCOL)), hello.put<int32_t>(M.abi_version());
     hello.put<int32_t>(seccomp_on), hello.put<int32_t>(int32_t(sizeof(sg_result)));

@@ -1939,6 +1939,16 @@ int find_segments(struct dl_phdr_info *info, size_t, void *) {
     return 1;
 }
 
+// The executor's threads (see sg_thread_pool in sg_host.h), or null: the runtime starts its own.
+const sg_thread_pool *g_pool = nullptr;
+
+SG_EXPORT void sg_set_thread_pool(const sg_thread_pool *pool) { g_pool = pool; }
+
+void run_pooled_worker(void *worker) {
+    Worker *w = static_cast<Worker *>(worker);
+    w->run(w->launch);
+}
+
 SG_EXPORT int sg_launch(const sg_launch_config *cfg, void *const *args, int nargs, sg_result *res) {
     std::memset(res, 0, sizeof *res);
     const Kernel *k = find_kernel(cfg->kernel);
@@ -2025,7 +2035,11 @@ SG_EXPORT int sg_launch(const sg_launch_config *cfg, void *const *args, int narg
     g_checks = L->checks;
     g_active.store(1);
     std::vector<std::thread> threads;
-    for (unsigned i = 1; i < nworkers; ++i) {
+    std::vector<void *> pooled;  // with the executor's pool: its threads, made before the filter went on
+    for (unsigned i = 1; g_pool && i < nworkers; ++i) pooled.push_back(g_workers[i].get());
+    int started = pooled.empty() ? 0 : std::max(0, g_pool->start(&run_pooled_worker, pooled.data(), int(pooled.size())));
+    for (unsigned i = 1 + unsigned(started); g_pool && i < nworkers; ++i) g_workers[i]->idle.store(true);
+    for (unsigned i = 1; !g_pool && i < nworkers; ++i) {
         try {
             Worker *w = g_workers[i].get();
             Launch *lp = L.get();
@@ -2035,6 +2049,7 @@ SG_EXPORT int sg_launch(const sg_launch_config *cfg, void *const *args, int narg
         }
     }
     g_workers[0]->run(L.get());
+    if (started) g_pool->wait();
     for (std::thread &t : threads) t.join();
     g_active.store(0);
     g_checks = 0;

@@ -43,6 +43,16 @@ struct sg_result {
     int nfindings;          // findings of the checks (sg_findings)
 };
 
+/* OS threads the host (the executor) started before it loaded the module: its seccomp filter then
+ * refuses every new thread, so a launch runs its workers on these. start() runs fn(args[i]) for
+ * i < n, each on a thread of its own, and returns how many it started (fewer when it has fewer
+ * threads); wait() returns when all of them have returned. Given by sg_set_thread_pool() (optional:
+ * without a pool the runtime starts its own threads per launch). */
+struct sg_thread_pool {
+    int (*start)(void (*fn)(void *), void *const *args, int n);
+    void (*wait)(void);
+};
+
 /* The sg_* functions every module exports (runtime.cpp). */
 typedef int (*sg_abi_version_fn)(void);
 typedef int (*sg_kernel_count_fn)(void);
@@ -53,5 +63,6 @@ typedef void (*sg_trim_fn)(void);
 typedef long (*sg_take_output_fn)(char *, long);
 typedef long (*sg_findings_fn)(char *, long);
 typedef int (*sg_launch_fn)(const sg_launch_config *, void *const *, int, sg_result *);
+typedef void (*sg_set_thread_pool_fn)(const struct sg_thread_pool *);
 
 #endif
