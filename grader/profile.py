@@ -1,0 +1,186 @@
+"""The memory-access profile of a kernel, counted by the CPU emulator: shared-memory bank
+conflicts and global-memory sectors per request.
+
+Both depend only on the addresses the 32 lanes of a warp touch in one instruction, so the counts
+are the same on a laptop as on any GPU with 32 banks of 4 bytes and 32-byte sectors (every NVIDIA
+GPU since Maxwell). The runtime's side is ``grader/backends/emulator/runtime/profile.inc`` (what is
+counted, exactly); docs/emulator.md ("What the profile counts") maps the numbers to Nsight Compute.
+
+Public API: :class:`AccessSite`, :class:`MemoryProfile`, :func:`parse_profile`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Callable, Sequence
+
+__all__ = ["AccessSite", "MemoryProfile", "parse_profile"]
+
+
+@dataclass(frozen=True)
+class AccessSite:
+    """The accesses of one source line of one kernel to one memory space, loads or stores.
+
+    Attributes:
+        kernel: the kernel's name.
+        file, line: the source line (``None`` when the address could not be resolved).
+        space: ``"shared"`` or ``"global"``.
+        store: True for stores, False for loads.
+        size: bytes per lane per access (1, 2, 4, 8 or 16).
+        requests: warp-wide instructions (one per warp per execution).
+        wavefronts: shared: the wavefronts those requests took (``ideal_wavefronts`` plus the
+            conflicts); 0 for global.
+        ideal_wavefronts: shared: the wavefronts without bank conflicts (one per request, two for
+            8-byte and four for 16-byte accesses of a full warp).
+        worst_degree: shared: the largest n-way bank conflict of one request (1: none).
+        worst_stride: shared: in that request, the bytes between the addresses of two neighbouring
+            active lanes.
+        sectors: global: the distinct 32-byte sectors the requests touched, summed over requests.
+        ideal_sectors: global: ``ceil(active lanes * size / 32)`` summed over requests.
+    """
+
+    kernel: str
+    file: str | None
+    line: int | None
+    space: str
+    store: bool
+    size: int
+    requests: int
+    wavefronts: int = 0
+    ideal_wavefronts: int = 0
+    worst_degree: int = 0
+    worst_stride: int = 0
+    sectors: int = 0
+    ideal_sectors: int = 0
+
+    @property
+    def conflict_wavefronts(self) -> int:
+        """Extra wavefronts caused by bank conflicts (Nsight Compute's l1tex__data_bank_conflicts)."""
+        return self.wavefronts - self.ideal_wavefronts
+
+    @property
+    def where(self) -> str:
+        """``file:line``, or ``"an unknown line"``."""
+        return f"{self.file}:{self.line}" if self.file else "an unknown line"
+
+    def describe(self) -> str:
+        """One line for a report, e.g. ``"line 23: 16-way bank conflict (shared load, lanes 64 bytes
+        apart; 480 of 510 wavefronts are conflicts)"``."""
+        what = f"shared {'store' if self.store else 'load'}"
+        where = f"line {self.line}" if self.line is not None else "an unknown line"
+        return (f"{where}: {self.worst_degree}-way bank conflict ({what}, lanes {abs(self.worst_stride)} bytes "
+                f"apart; {self.conflict_wavefronts} of {self.wavefronts} wavefronts are conflicts)")
+
+
+@dataclass(frozen=True)
+class MemoryProfile:
+    """The profile of the profiled blocks of every launch between start and take.
+
+    Attributes:
+        sites: one :class:`AccessSite` per (kernel, source line, space, load/store), in kernel,
+            line order.
+        blocks: how many blocks of each launch were profiled (0: all).
+    """
+
+    sites: tuple[AccessSite, ...] = ()
+    blocks: int = 1
+
+    def _shared(self) -> list[AccessSite]:
+        return [s for s in self.sites if s.space == "shared"]
+
+    def _global(self) -> list[AccessSite]:
+        return [s for s in self.sites if s.space == "global"]
+
+    @property
+    def wavefronts(self) -> int:
+        """Shared-memory wavefronts of all requests."""
+        return sum(s.wavefronts for s in self._shared())
+
+    @property
+    def ideal_wavefronts(self) -> int:
+        """Shared-memory wavefronts the same requests would take without bank conflicts."""
+        return sum(s.ideal_wavefronts for s in self._shared())
+
+    @property
+    def conflict_wavefronts(self) -> int:
+        """Extra shared-memory wavefronts caused by bank conflicts (0: conflict-free)."""
+        return self.wavefronts - self.ideal_wavefronts
+
+    @property
+    def global_requests(self) -> int:
+        """Global-memory load and store requests (warp-wide instructions)."""
+        return sum(s.requests for s in self._global())
+
+    @property
+    def global_sectors(self) -> int:
+        """32-byte sectors of all global-memory requests."""
+        return sum(s.sectors for s in self._global())
+
+    @property
+    def sectors_per_request(self) -> float | None:
+        """Global sectors per request (4 for 32 coalesced 4-byte lanes, 32 for a stride of 32 bytes
+        or more); None without global accesses."""
+        return self.global_sectors / self.global_requests if self.global_requests else None
+
+    @property
+    def worst(self) -> AccessSite | None:
+        """The shared-memory site with the most conflict wavefronts (ties: the higher degree), or
+        None when no access conflicts."""
+        conflicted = [s for s in self._shared() if s.conflict_wavefronts > 0]
+        if not conflicted:
+            return None
+        return max(conflicted, key=lambda s: (s.conflict_wavefronts, s.worst_degree, -(s.line or 0)))
+
+    def summary(self) -> str:
+        """The report's lines: the conflict wavefronts, the worst line, sectors per request."""
+        spr = self.sectors_per_request
+        head = (f"shared memory: {self.conflict_wavefronts} bank-conflict wavefronts of {self.wavefronts} "
+                f"(ideal {self.ideal_wavefronts})")
+        worst = self.worst
+        lines = [head + ("; conflict-free" if worst is None else f"; worst {worst.describe()}")]
+        if spr is not None:
+            lines.append(f"global memory: {spr:.2f} sectors per request ({self.global_sectors} sectors, "
+                         f"{self.global_requests} requests)")
+        return "\n".join(lines)
+
+
+def parse_profile(text: str, resolve: Callable[[Sequence[int]], dict[int, tuple[str, int] | None]], *,
+                  blocks: int = 1) -> MemoryProfile:
+    """A :class:`MemoryProfile` from the runtime's ``sg_profile_take`` text.
+
+    Args:
+        text: one line per (kernel, program point): kernel, ``@<hex pc offset>``, ``s``/``g``,
+            store (0/1), size, requests, wavefronts, ideal wavefronts, worst degree, worst stride,
+            sectors, ideal sectors; tab-separated. Malformed lines are skipped.
+        resolve: maps code offsets to (file, line) (:meth:`EmulatorModule.resolve`).
+        blocks: recorded on the result.
+    """
+    rows = []
+    for raw in text.splitlines():
+        cols = raw.split("\t")
+        if len(cols) != 12 or not cols[1].startswith("@"):
+            continue
+        try:
+            nums = [int(c) for c in cols[3:]]
+            pc = int(cols[1][1:], 16)
+        except ValueError:
+            continue
+        rows.append((cols[0], pc, "shared" if cols[2] == "s" else "global", nums))
+    where = resolve(sorted({r[1] for r in rows})) if rows else {}
+    merged: dict[tuple, AccessSite] = {}
+    for kernel, pc, space, (store, size, req, wf, ideal, deg, stride, sec, isec) in rows:
+        file, line = where.get(pc) or (None, None)
+        key = (kernel, file, line, space, bool(store))
+        site = AccessSite(kernel=kernel, file=file, line=line, space=space, store=bool(store), size=size,
+                          requests=req, wavefronts=wf, ideal_wavefronts=ideal, worst_degree=deg,
+                          worst_stride=stride, sectors=sec, ideal_sectors=isec)
+        old = merged.get(key)
+        if old is not None:  # several program points of one line (unrolled loops, inlined helpers)
+            worst = site if site.worst_degree > old.worst_degree else old
+            site = replace(old, requests=old.requests + req, wavefronts=old.wavefronts + wf,
+                           ideal_wavefronts=old.ideal_wavefronts + ideal, worst_degree=worst.worst_degree,
+                           worst_stride=worst.worst_stride, sectors=old.sectors + sec,
+                           ideal_sectors=old.ideal_sectors + isec, size=max(old.size, size))
+        merged[key] = site
+    order = sorted(merged.values(), key=lambda s: (s.kernel, s.file or "", s.line or 0, s.space, s.store))
+    return MemoryProfile(sites=tuple(order), blocks=blocks)

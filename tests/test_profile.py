@@ -1,0 +1,200 @@
+"""The emulator's memory-access profile: shared-memory bank conflicts and global sectors per
+request, counted from the addresses the lanes of a warp touch, against hand-computed values.
+
+Kernels: tests/emulator_kernels/bank_conflicts.cu and blelloch_profile.cu (one warp of 32 threads).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grader.backends.base import KernelSpec, Param
+from grader.backends.emulator import EmulatorBackend
+from grader.parts import PartSpec, part_header
+from grader.profile import AccessSite, MemoryProfile
+
+KERNEL_DIR = Path(__file__).parent / "emulator_kernels"
+INT = np.dtype(np.int32)
+
+
+def spec(name: str, *params: tuple[str, str, str]) -> KernelSpec:
+    return KernelSpec(name, tuple(Param(*p) for p in params))
+
+
+OUT_INT = (("out", "int*", "ptr"), ("k", "int", "int"))
+IN_OUT_INT = (("in", "const int*", "ptr"), ("out", "int*", "ptr"), ("k", "int", "int"))
+CONFLICT_KERNELS = (spec("strided_shared", *OUT_INT), spec("broadcast", *OUT_INT), spec("shared64", *OUT_INT),
+                    spec("global_stride", *IN_OUT_INT))
+SCAN_KERNELS = (spec("blelloch_unpadded", *IN_OUT_INT), spec("blelloch_padded", *IN_OUT_INT))
+
+
+def marker_line(filename: str, marker: str) -> int:
+    """1-based line of ``// LINE:<marker>`` in a kernel file."""
+    for n, line in enumerate((KERNEL_DIR / filename).read_text().splitlines(), start=1):
+        if f"LINE:{marker}" in line:
+            return n
+    raise AssertionError(f"no LINE:{marker} in {filename}")
+
+
+@pytest.fixture(scope="module")
+def emu(tmp_path_factory: pytest.TempPathFactory) -> EmulatorBackend:
+    be = EmulatorBackend(workers=1, cache_dir=tmp_path_factory.mktemp("emulator-cache"), nvcc_check=False)
+    yield be
+    be.close()
+
+
+def _compile(emu: EmulatorBackend, folder: Path, filename: str, kernels: tuple[KernelSpec, ...]):
+    part = PartSpec("test_part", 0, "test", filename, kernels, False, None)
+    text = part_header(part, block_size=32, dtype=INT) + (KERNEL_DIR / filename).read_text()
+    return emu.compile(source=text, filename=filename, kernels=kernels, workdir=folder)
+
+
+@pytest.fixture(scope="module")
+def conflicts(emu: EmulatorBackend, tmp_path_factory: pytest.TempPathFactory):
+    return _compile(emu, tmp_path_factory.mktemp("conflicts"), "bank_conflicts.cu", CONFLICT_KERNELS)
+
+
+@pytest.fixture(scope="module")
+def scans(emu: EmulatorBackend, tmp_path_factory: pytest.TempPathFactory):
+    return _compile(emu, tmp_path_factory.mktemp("scans"), "blelloch_profile.cu", SCAN_KERNELS)
+
+
+def profile_of(emu: EmulatorBackend, module, kernel: str, k: int, *, with_input: bool = False, grid: int = 1,
+               blocks: int = 1) -> tuple[MemoryProfile, np.ndarray]:
+    """Launch ``kernel`` (``grid`` blocks of 32 threads) with the profile on; its profile and output."""
+    out = emu.alloc(64 * grid, INT)
+    emu.to_device(np.zeros(64 * grid, INT), out)
+    args: list = [out, k]
+    if with_input:
+        src = emu.alloc(32 * 16, INT)
+        emu.to_device(np.arange(32 * 16, dtype=INT), src)
+        args = [src, out, k]
+    emu.start_profile(module, blocks=blocks)
+    emu.launch(module, kernel, grid=grid, block=32, shared_bytes=0, args=args)
+    return emu.take_profile(module, blocks=blocks), emu.to_host(out)
+
+
+def site(profile: MemoryProfile, marker: str, filename: str = "bank_conflicts.cu", *, space: str = "shared",
+         store: bool | None = None) -> AccessSite:
+    line = marker_line(filename, marker)
+    found = [s for s in profile.sites if s.line == line and s.space == space and (store is None or s.store == store)]
+    assert len(found) == 1, (marker, profile.sites)
+    return found[0]
+
+
+# ---- shared memory: n-way conflicts ---------------------------------------------------------------
+
+@pytest.mark.parametrize("stride, degree", [(1, 1), (2, 2), (4, 4), (8, 8), (16, 16), (32, 32), (3, 1)])
+def test_strided_shared_access_has_the_hand_computed_conflict_degree(emu, conflicts, stride, degree):
+    # 32 lanes at words 0, stride, 2*stride...: a power-of-two stride puts min(32, stride) lanes
+    # on each used bank; an odd stride spreads them over all 32 banks.
+    profile, out = profile_of(emu, conflicts, "strided_shared", stride)
+    assert list(out[:32]) == list(range(32))
+    for marker, store in (("strided_store", True), ("strided_load", False)):
+        s = site(profile, marker, store=store)
+        assert (s.requests, s.wavefronts, s.ideal_wavefronts) == (1, degree, 1)
+        assert s.conflict_wavefronts == degree - 1
+        assert s.worst_degree == degree
+        assert s.worst_stride == 4 * stride
+    assert profile.conflict_wavefronts == 2 * (degree - 1)
+    worst = profile.worst
+    if degree == 1:
+        assert worst is None and "conflict-free" in profile.summary()
+    else:
+        assert worst is not None and worst.worst_degree == degree
+        assert f"{degree}-way bank conflict" in profile.summary()
+
+
+def test_broadcast_is_one_wavefront_and_two_words_of_a_bank_are_two(emu, conflicts):
+    profile, out = profile_of(emu, conflicts, "broadcast", 5)
+    assert list(out[:4]) == [5 + 5, 5 + 6, 5 + 5, 5 + 6]
+    b = site(profile, "broadcast_load")  # all 32 lanes read word 0: a broadcast
+    assert (b.requests, b.wavefronts, b.ideal_wavefronts, b.worst_degree) == (1, 1, 1, 1)
+    two = site(profile, "two_words_load")  # words 0 and 32, both in bank 0, each read by 16 lanes
+    assert (two.requests, two.wavefronts, two.ideal_wavefronts, two.worst_degree) == (1, 2, 1, 2)
+    # Only lanes 0 and 1 store (a diverged warp): one request of 2 lanes, words 0 and 32.
+    st = site(profile, "two_lanes_store", store=True)
+    assert (st.requests, st.wavefronts, st.ideal_wavefronts, st.worst_degree) == (1, 2, 1, 2)
+    assert profile.conflict_wavefronts == 2
+
+
+@pytest.mark.parametrize("stride, wavefronts, degree", [(1, 2, 1), (2, 4, 2), (16, 32, 16)])
+def test_8_byte_accesses_are_counted_in_half_warps(emu, conflicts, stride, wavefronts, degree):
+    # Lane t touches words 2*t*stride and 2*t*stride + 1. Half-warp phases of 16 lanes:
+    # stride 1: words 0..31 in each phase, 1 wavefront each; stride 2: lanes t and t + 8 share
+    # banks, 2 each; stride 16: every lane in banks 0 and 1, 16 each. Ideal: 2 (one per phase).
+    profile, out = profile_of(emu, conflicts, "shared64", stride)
+    assert list(out[:32]) == list(range(32))
+    for marker, store in (("wide_store", True), ("wide_load", False)):
+        s = site(profile, marker, store=store)
+        assert s.size == 8
+        assert (s.requests, s.wavefronts, s.ideal_wavefronts, s.worst_degree) == (1, wavefronts, 2, degree)
+
+
+# ---- global memory: sectors per request -----------------------------------------------------------
+
+@pytest.mark.parametrize("stride, sectors", [(1, 4), (2, 8), (4, 16), (8, 32), (16, 32)])
+def test_global_sectors_per_request_follow_the_stride(emu, conflicts, stride, sectors):
+    # 32 lanes x 4 bytes, lane t at byte 4*t*stride of a 256-byte aligned buffer: 128 * stride
+    # bytes spanned, one sector per 32 bytes until every lane has its own (stride >= 8).
+    profile, out = profile_of(emu, conflicts, "global_stride", stride, with_input=True)
+    assert list(out[:32]) == [t * stride for t in range(32)]
+    load = site(profile, "global_load", space="global", store=False)
+    assert (load.requests, load.sectors, load.ideal_sectors) == (1, sectors, 4)
+    store = site(profile, "global_store", space="global", store=True)
+    assert (store.requests, store.sectors, store.ideal_sectors) == (1, 4, 4)
+    assert profile.sectors_per_request == pytest.approx((sectors + 4) / 2)
+    assert profile.wavefronts == 0 and profile.worst is None
+
+
+# ---- Blelloch scans --------------------------------------------------------------------------------
+
+def test_unpadded_blelloch_scan_has_the_hand_computed_conflicts(emu, scans):
+    # 64 elements, 32 threads. At tree offset o (1..32) the d = 32 / o active lanes touch words
+    # 2*o apart: lanes t and t + 16/o share a bank, a 2-way conflict for o <= 16 (one lane at
+    # o = 32). Up-sweep: 3 accesses x (5 levels x 2 + 1) = 33 wavefronts; down-sweep 4 x 11 = 44;
+    # loading and storing the 64 elements: 4 conflict-free requests; clearing the root: 1.
+    # Requests: 2 + 18 + 1 + 24 + 2 = 47 (the ideal); wavefronts 82; conflicts 15 + 20 = 35.
+    x = np.arange(1, 65, dtype=INT)
+    profile, out = _scan(emu, scans, "blelloch_unpadded", x)
+    assert list(out) == list(np.concatenate([[0], np.cumsum(x)[:-1]]))
+    assert (profile.wavefronts, profile.ideal_wavefronts, profile.conflict_wavefronts) == (82, 47, 35)
+    worst = profile.worst
+    assert worst is not None and worst.worst_degree == 2
+    # global: 2 loads and 2 stores of 32 consecutive ints, 4 sectors each
+    assert (profile.global_requests, profile.global_sectors) == (4, 16)
+    assert profile.sectors_per_request == 4.0
+
+
+def test_padded_blelloch_scan_is_conflict_free(emu, scans):
+    # i + (i >> 5) moves the second 32 words one bank on: every level's lanes fall in distinct
+    # banks (worked through in blelloch_profile.cu's levels), so 47 requests take 47 wavefronts.
+    x = np.arange(1, 65, dtype=INT)
+    profile, out = _scan(emu, scans, "blelloch_padded", x)
+    assert list(out) == list(np.concatenate([[0], np.cumsum(x)[:-1]]))
+    assert (profile.wavefronts, profile.ideal_wavefronts, profile.conflict_wavefronts) == (47, 47, 0)
+    assert profile.worst is None
+
+
+def _scan(emu, module, kernel: str, x: np.ndarray) -> tuple[MemoryProfile, np.ndarray]:
+    src, out = emu.alloc(64, INT), emu.alloc(64, INT)
+    emu.to_device(x, src)
+    emu.start_profile(module)
+    emu.launch(module, kernel, grid=1, block=32, shared_bytes=0, args=[src, out, 64])
+    return emu.take_profile(module), emu.to_host(out)
+
+
+# ---- on only when asked, for the blocks asked --------------------------------------------------------
+
+def test_profile_is_off_unless_started_and_counts_only_the_blocks_asked(emu, conflicts):
+    out = emu.alloc(64, INT)
+    emu.launch(conflicts, "strided_shared", grid=1, block=32, shared_bytes=0, args=[out, 2])
+    assert emu.take_profile(conflicts).sites == ()  # not started: nothing counted
+    one, _ = profile_of(emu, conflicts, "strided_shared", 2, grid=3, blocks=1)
+    every, _ = profile_of(emu, conflicts, "strided_shared", 2, grid=3, blocks=0)
+    assert site(one, "strided_load").requests == 1
+    assert site(every, "strided_load").requests == 3
+    assert every.conflict_wavefronts == 3 * one.conflict_wavefronts == 3 * 2
