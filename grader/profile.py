@@ -64,12 +64,14 @@ class AccessSite:
         return f"{self.file}:{self.line}" if self.file else "an unknown line"
 
     def describe(self) -> str:
-        """One line for a report, e.g. ``"line 23: 16-way bank conflict (shared load, lanes 64 bytes
-        apart; 480 of 510 wavefronts are conflicts)"``."""
+        """One line for a report, e.g. ``"line 23: 16-way bank conflict (shared load, neighbouring
+        lanes 16 words (64 bytes) apart; 480 of 510 wavefronts are conflicts)"``."""
         what = f"shared {'store' if self.store else 'load'}"
         where = f"line {self.line}" if self.line is not None else "an unknown line"
-        return (f"{where}: {self.worst_degree}-way bank conflict ({what}, lanes {abs(self.worst_stride)} bytes "
-                f"apart; {self.conflict_wavefronts} of {self.wavefronts} wavefronts are conflicts)")
+        stride = abs(self.worst_stride)
+        apart = f"{stride // 4} words ({stride} bytes)" if stride % 4 == 0 else f"{stride} bytes"
+        return (f"{where}: {self.worst_degree}-way bank conflict ({what}, neighbouring lanes {apart} apart; "
+                f"{self.conflict_wavefronts} of {self.wavefronts} wavefronts are conflicts)")
 
 
 @dataclass(frozen=True)
@@ -184,3 +186,158 @@ def parse_profile(text: str, resolve: Callable[[Sequence[int]], dict[int, tuple[
         merged[key] = site
     order = sorted(merged.values(), key=lambda s: (s.kernel, s.file or "", s.line or 0, s.space, s.store))
     return MemoryProfile(sites=tuple(order), blocks=blocks)
+
+
+# ---- the profile phase of a part (the worker) -------------------------------------------------------
+
+def profile_run(backend, module, *, cfg, part, n: int, dtype_name: str, blocks: int = 1) -> MemoryProfile:
+    """Run ``part``'s launches once on the input of size ``n`` with the profile on (the emulator).
+
+    Args:
+        backend: an :class:`~grader.backends.emulator.EmulatorBackend`.
+        module: ``part``'s module compiled by it.
+        cfg: the :class:`~grader.config.Config` (inputs, block size, seed).
+        part: the :class:`~grader.parts.PartSpec` whose launch plan runs.
+        n, dtype_name: the input's size and ``scan_t`` (``int32``...).
+        blocks: the blocks of each launch profiled (0: all).
+
+    Raises:
+        KernelError, LaunchError: the kernel failed.
+    """
+    from grader.execute import _prepare, _Run, make_input
+    from grader.parts import DTYPES
+
+    pc = cfg.parts[part.key]
+    dtype = DTYPES[dtype_name]
+    run = _Run(backend, module, dtype)
+    d_in = run.buffer("in", n, make_input(cfg, part, n, cfg.seed, dtype), output=False)
+    plan = _prepare(run, part, pc, d_in, n)
+    backend.start_profile(module, blocks=blocks)
+    try:
+        plan.run()
+    finally:
+        profile = backend.take_profile(module, blocks=blocks)
+    return profile
+
+
+def score_profile(pconf, sub: MemoryProfile, reference_wavefronts: int | None, *, n: int, against: str = ""):
+    """The part's :class:`~grader.results.Profile`: points from the ratio of its shared-memory
+    wavefronts (conflicts included) to the reference's, all at or below ``pconf.full_at``, none at
+    or above ``pconf.zero_at``, linear in between.
+
+    Args:
+        pconf: the part's :class:`~grader.config.ProfileConfig`.
+        sub: the submission's profile.
+        reference_wavefronts: the reference's wavefronts on the same input; None: not scored
+            (the message says so) unless ``pconf.points`` is 0.
+        n: the profiled size.
+        against: what the reference is, for the message.
+    """
+    from grader.results import Profile
+
+    worst = sub.worst
+    facts = dict(n=n, blocks=pconf.blocks, wavefronts=sub.wavefronts, ideal_wavefronts=sub.ideal_wavefronts,
+                 conflict_wavefronts=sub.conflict_wavefronts, worst=worst.describe() if worst else "",
+                 worst_file=worst.file if worst else None, worst_line=worst.line if worst else None,
+                 worst_degree=worst.worst_degree if worst else None, sectors_per_request=sub.sectors_per_request)
+    counted = (f"{sub.conflict_wavefronts} bank-conflict wavefronts of {sub.wavefronts} "
+               f"(ideal {sub.ideal_wavefronts})")
+    if not pconf.points:
+        return Profile(0.0, 0.0, f"shared memory: {counted}", **facts)
+    if reference_wavefronts is None:
+        return Profile(0.0, pconf.points, f"not scored: no reference solution on this machine to compare with, and "
+                                          f"no profile.reference_wavefronts in the config; shared memory: {counted}",
+                       **facts)
+    ratio = sub.wavefronts / reference_wavefronts if reference_wavefronts else (1.0 if not sub.wavefronts else
+                                                                                  float("inf"))
+    if ratio <= pconf.full_at:
+        frac = 1.0
+    elif ratio >= pconf.zero_at:
+        frac = 0.0
+    else:
+        frac = (pconf.zero_at - ratio) / (pconf.zero_at - pconf.full_at)
+    message = (f"shared-memory wavefronts {sub.wavefronts} = {ratio:.2f}x {against or 'the reference'}'s "
+               f"{reference_wavefronts} at n = {n} ({sub.conflict_wavefronts} from bank conflicts); all points "
+               f"at or below {pconf.full_at:g}x, none at or above {pconf.zero_at:g}x")
+    if worst is not None and frac < 1.0:
+        message += f"; worst {worst.describe()}"
+    return Profile(round(pconf.points * frac, 2), pconf.points, message, reference_wavefronts=reference_wavefronts,
+                   ratio=ratio, **facts)
+
+
+def profile_phase(backend, *, cfg, part, source: str, modules: dict, results: list, workdir, solutions,
+                  emulator_factory=None):
+    """The profile phase of a part (the worker, after its cases): its
+    :class:`~grader.results.Profile`. Never raises for problems of the submission.
+
+    The counts do not depend on the machine, so they are always taken by the CPU emulator: by
+    ``backend`` when it is one, else by an emulator backend made for the phase (on a GPU machine).
+
+    Args:
+        backend: the backend the cases ran on.
+        cfg: the Config; part: the PartSpec; source: the submission's text.
+        modules: dtype -> the submission's modules compiled by ``backend`` (reused on the emulator).
+        results: the part's CaseResults (profiled only when every one passed).
+        workdir: a folder for the compiles (a pathlib.Path).
+        solutions: the folder of the reference solutions (absent from a student release).
+        emulator_factory: makes the emulator backend when ``backend`` is not one (default:
+            ``create_backend("emulator", ...)`` with the config's workers and sandbox).
+    """
+    from grader.errors import CompileError, ScangradeError
+    from grader.parts import DTYPES, PARTS, part_header
+    from grader.results import Profile
+
+    pconf = cfg.parts[part.key].profile
+    if any(r.status != "pass" for r in results):
+        return Profile(0.0, pconf.points, "not profiled: the profile is scored only when every case passes")
+    dtype = cfg.parts[part.key].dtypes[0]
+    own = None
+    emu = backend
+    if getattr(backend, "name", "") != "emulator":
+        try:
+            if emulator_factory is None:
+                from grader.backends import create_backend
+                own = create_backend("emulator", emulator_workers=cfg.emulator_workers, checks=False,
+                                     emulator_sandbox=cfg.emulator_sandbox)
+            else:
+                own = emulator_factory()
+        except ScangradeError as exc:
+            return Profile(0.0, pconf.points, f"not profiled: the CPU emulator, which counts bank conflicts, "
+                                              f"cannot start here: {exc}")
+        emu = own
+
+    def compile_for(spec, text: str, tag: str):
+        pcfg = cfg.parts.get(spec.key, cfg.parts[part.key])
+        header = part_header(spec, block_size=pcfg.block_size, dtype=DTYPES[dtype],
+                             items_per_thread=pcfg.items_per_thread)
+        folder = workdir / f"profile-{tag}-{spec.key}-{dtype}"
+        folder.mkdir(parents=True, exist_ok=True)
+        return emu.compile(source=header + text, filename=spec.filename, kernels=spec.kernels, workdir=folder)
+
+    try:
+        try:
+            module = modules[dtype] if own is None else compile_for(part, source, "submission")
+        except CompileError as exc:
+            return Profile(0.0, pconf.points, f"not profiled: the CPU emulator cannot compile the part: {exc}")
+        try:
+            sub = profile_run(emu, module, cfg=cfg, part=part, n=pconf.size, dtype_name=dtype, blocks=pconf.blocks)
+        except ScangradeError as exc:
+            return Profile(0.0, pconf.points, f"not profiled: the kernel failed under the CPU emulator: {exc}")
+        ref_wf, against = None, ""
+        ref_spec = PARTS[pconf.reference]
+        ref_file = solutions / ref_spec.filename
+        if pconf.points and ref_file.is_file():
+            try:
+                ref_module = compile_for(ref_spec, ref_file.read_text(), "reference")
+                ref = profile_run(emu, ref_module, cfg=cfg, part=ref_spec, n=pconf.size, dtype_name=dtype,
+                                  blocks=pconf.blocks)
+            except ScangradeError as exc:  # the course's own reference must work; say so plainly
+                return Profile(0.0, pconf.points, f"not scored: the reference solution fails under the emulator: "
+                                                  f"{exc}")
+            ref_wf, against = ref.wavefronts, f"the {ref_spec.label} reference"
+        elif pconf.points and pconf.reference_wavefronts is not None:
+            ref_wf, against = pconf.reference_wavefronts, "the configured reference"
+        return score_profile(pconf, sub, ref_wf, n=pconf.size, against=against)
+    finally:
+        if own is not None:
+            own.close()
