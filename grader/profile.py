@@ -341,3 +341,22 @@ def profile_phase(backend, *, cfg, part, source: str, modules: dict, results: li
     finally:
         if own is not None:
             own.close()
+
+
+def report_lines(profile) -> list[str]:
+    """Plain-text lines (no indent) for a part's :class:`~grader.results.Profile` in a report:
+    the points and how they follow, the worst conflicted line, global sectors per request;
+    [] for None."""
+    if profile is None:
+        return []
+    where = f" (CPU emulator, n = {profile.n})" if profile.n else ""
+    head = f"bank conflicts{where}: "
+    if profile.max_points:
+        head += f"{profile.points:g}/{profile.max_points:g} points — "
+    lines = [head + profile.message]
+    if profile.worst and profile.worst not in profile.message:
+        lines.append(f"worst {profile.worst}")
+    if profile.sectors_per_request is not None:
+        lines.append(f"global memory: {profile.sectors_per_request:.2f} sectors per request "
+                     "(4 is coalesced for 4-byte elements, 32 is one sector a lane)")
+    return lines

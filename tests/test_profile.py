@@ -198,3 +198,137 @@ def test_profile_is_off_unless_started_and_counts_only_the_blocks_asked(emu, con
     assert site(one, "strided_load").requests == 1
     assert site(every, "strided_load").requests == 3
     assert every.conflict_wavefronts == 3 * one.conflict_wavefronts == 3 * 2
+
+
+# ---- Part 3's profile points: config, scoring, grading, reports ----------------------------------------
+
+import json  # noqa: E402
+import re  # noqa: E402
+import textwrap  # noqa: E402
+
+from grader.backends import Selection  # noqa: E402
+from grader.config import ProfileConfig, load_config  # noqa: E402
+from grader.errors import ConfigError  # noqa: E402
+from grader.profile import report_lines, score_profile  # noqa: E402
+from grader.results import result_from_dict  # noqa: E402
+from grader.runner import grade  # noqa: E402
+from tests.conftest import SOLUTIONS, write_config  # noqa: E402
+
+P3_PROFILE = """\
+    profile:
+      size: 256
+      points: 4
+      full_at: 1.1
+      zero_at: 4.0
+      reference: part3_conflict_free
+"""
+
+
+def _part3_config(tmp_path: Path, profile: str = P3_PROFILE):
+    path = write_config(tmp_path, sizes={"part3_conflict_free": [1, 33, 256]})
+    path.write_text(path.read_text() + profile)
+    return path
+
+
+def test_a_profile_block_is_read_and_a_wrong_one_names_the_file_line_and_key(tmp_path):
+    cfg = load_config(_part3_config(tmp_path))
+    assert cfg.parts["part3_conflict_free"].profile == ProfileConfig(
+        size=256, points=4.0, full_at=1.1, zero_at=4.0, reference="part3_conflict_free")
+    bad = _part3_config(tmp_path, P3_PROFILE.replace("zero_at: 4.0", "zero_at: 1.0"))
+    with pytest.raises(ConfigError) as err:
+        load_config(bad)
+    assert "parts.part3_conflict_free.profile.zero_at" in str(err.value) and "above full_at" in str(err.value)
+    assert re.search(r"config\.yaml.*line \d+|config\.yaml:\d+", str(err.value))
+    for wrong, needle in (("size: 256", "size: 100000"), ("reference: part3_conflict_free", "reference: part9"),
+                          ("points: 4", "pointz: 4")):
+        path = _part3_config(tmp_path, P3_PROFILE.replace(wrong, needle))
+        with pytest.raises(ConfigError) as err:
+            load_config(path)
+        assert "profile" in str(err.value)
+
+
+def test_profile_points_fall_linearly_from_full_at_to_zero_at():
+    pconf = ProfileConfig(size=1024, points=4, full_at=1.1, zero_at=4.0, reference="part3_conflict_free")
+
+    def points(wavefronts: int) -> float:
+        sub = MemoryProfile(sites=(AccessSite("k", "f.cu", 3, "shared", False, 4, requests=100,
+                                              wavefronts=wavefronts, ideal_wavefronts=100, worst_degree=2,
+                                              worst_stride=8),))
+        return score_profile(pconf, sub, 100, n=1024).points
+
+    assert points(100) == points(110) == 4.0
+    assert points(400) == points(1000) == 0.0
+    assert points(255) == pytest.approx(4 * (4.0 - 2.55) / 2.9, abs=0.01)
+    reported = score_profile(ProfileConfig(size=8), MemoryProfile(), None, n=8)
+    assert (reported.points, reported.max_points) == (0.0, 0.0)
+
+
+def _shipped_part3_config(tmp: Path) -> Path:
+    """The project's config.yaml for Part 3 (its BLOCK_SIZE and its profile block as shipped), with
+    two int32 cases only, so the test grades what students are graded on, quickly."""
+    import yaml
+
+    shipped = yaml.safe_load((Path(__file__).resolve().parent.parent / "config.yaml").read_text())
+    part3 = shipped["parts"]["part3_conflict_free"]
+    doc = {"block_size": shipped["block_size"], "seed": 7,
+           "parts": {"part3_conflict_free": {"sizes": [1, part3["profile"]["size"]], "dtypes": ["int32"],
+                                             "profile": part3["profile"]}}}
+    path = tmp / "config.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+@pytest.fixture(scope="module")
+def graded_part3(tmp_path_factory: pytest.TempPathFactory):
+    """Part 3 graded on the emulator twice, with the shipped profile settings: Part 2's reference
+    (renamed) and Part 3's reference."""
+    tmp = tmp_path_factory.mktemp("graded")
+    cfg = load_config(_shipped_part3_config(tmp))
+    p2 = tmp / "p2" / "part3_conflict_free.cu"
+    p2.parent.mkdir()
+    p2.write_text((SOLUTIONS / "part2_blelloch.cu").read_text().replace("blelloch_scan(", "blelloch_scan_cf("))
+    emulator = Selection("emulator", "test")
+    as_part2 = grade(p2.parent, cfg=cfg, selection=emulator, parts=["part3_conflict_free"])
+    reference = grade(SOLUTIONS, cfg=cfg, selection=emulator, parts=["part3_conflict_free"])
+    return as_part2, reference
+
+
+def test_part2_submitted_as_part3_loses_the_profile_points_naming_the_conflicted_line(graded_part3):
+    result, _ = graded_part3
+    part = result.parts[0]
+    assert all(c.status == "pass" for c in part.cases)  # correct, so only the profile costs points
+    prof = part.profile
+    assert prof is not None and (prof.points, prof.max_points) == (0.0, 4.0)
+    assert prof.conflict_wavefronts > 0 and prof.ratio >= 4.0
+    text = (SOLUTIONS / "part2_blelloch.cu").read_text().splitlines()
+    assert prof.worst_line is not None and "s[" in text[prof.worst_line - 1]
+    assert prof.worst_degree >= 16
+    assert f"line {prof.worst_line}: {prof.worst_degree}-way bank conflict" in prof.message
+    assert part.points == sum(c.points for c in part.cases) and part.max_points == part.points + 4
+
+
+def test_part3_reference_gets_the_profile_points(graded_part3):
+    _, result = graded_part3
+    prof = result.parts[0].profile
+    assert prof is not None and (prof.points, prof.max_points) == (4.0, 4.0)
+    assert prof.conflict_wavefronts == 0 and prof.ratio == 1.0 and prof.worst == ""
+    assert prof.sectors_per_request == 4.0
+
+
+def test_the_reports_show_the_profile_and_json_keeps_it(graded_part3):
+    from grader.render.junit import junit_xml
+    from grader.render.markdown import markdown
+    from grader.report import render_text
+
+    result, _ = graded_part3
+    prof = result.parts[0].profile
+    again = result_from_dict(json.loads(result.to_json()))
+    assert again.parts[0].profile == prof and again.points == result.points
+    text = render_text(result)
+    assert f"bank conflicts (CPU emulator, n = {prof.n}): 0/4 points" in text
+    assert f"line {prof.worst_line}: {prof.worst_degree}-way bank conflict" in text
+    assert "sectors per request" in text
+    assert f"Bank conflicts (CPU emulator, n = {prof.n}): 0/4 points" in markdown(result)
+    xml = junit_xml(result)
+    assert 'name="bank conflicts"' in xml and 'type="profile"' in xml
+    assert report_lines(None) == []
