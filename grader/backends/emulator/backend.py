@@ -21,7 +21,9 @@ every memory access is checked (races, bounds, alignment, uninitialised shared m
 divergence, deadlock); findings come as :class:`Finding` objects on the KernelError.
 
 What it does not do: timing (emulated kernels run orders of magnitude slower than on a GPU and
-say nothing about GPU performance), and memory-model effects weaker than sequential consistency.
+say nothing about GPU speed; the address patterns, bank conflicts and sectors per request, are
+counted by :meth:`EmulatorBackend.start_profile`), and memory-model effects weaker than sequential
+consistency.
 """
 
 from __future__ import annotations
