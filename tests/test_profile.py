@@ -6,15 +6,24 @@ Kernels: tests/emulator_kernels/bank_conflicts.cu and blelloch_profile.cu (one w
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from grader.backends import Selection
 from grader.backends.base import KernelSpec, Param
 from grader.backends.emulator import EmulatorBackend
+from grader.config import ProfileConfig, load_config
+from grader.errors import ConfigError
 from grader.parts import PartSpec, part_header
-from grader.profile import AccessSite, MemoryProfile
+from grader.profile import AccessSite, MemoryProfile, report_lines, score_profile
+from grader.results import result_from_dict
+from grader.runner import grade
+from tests.conftest import SOLUTIONS, write_config
 
 KERNEL_DIR = Path(__file__).parent / "emulator_kernels"
 INT = np.dtype(np.int32)
@@ -202,18 +211,6 @@ def test_profile_is_off_unless_started_and_counts_only_the_blocks_asked(emu, con
 
 # ---- Part 3's profile points: config, scoring, grading, reports ----------------------------------------
 
-import json  # noqa: E402
-import re  # noqa: E402
-import textwrap  # noqa: E402
-
-from grader.backends import Selection  # noqa: E402
-from grader.config import ProfileConfig, load_config  # noqa: E402
-from grader.errors import ConfigError  # noqa: E402
-from grader.profile import report_lines, score_profile  # noqa: E402
-from grader.results import result_from_dict  # noqa: E402
-from grader.runner import grade  # noqa: E402
-from tests.conftest import SOLUTIONS, write_config  # noqa: E402
-
 P3_PROFILE = """\
     profile:
       size: 256
@@ -332,3 +329,38 @@ def test_the_reports_show_the_profile_and_json_keeps_it(graded_part3):
     xml = junit_xml(result)
     assert 'name="bank conflicts"' in xml and 'type="profile"' in xml
     assert report_lines(None) == []
+
+
+def test_on_a_gpu_backend_the_profile_is_taken_by_an_emulator_of_its_own(tmp_path):
+    from grader.errors import BackendUnavailable
+    from grader.parts import PARTS
+    from grader.profile import profile_phase
+    from grader.results import CaseResult
+
+    cfg = load_config(_shipped_part3_config(tmp_path))
+    part = PARTS["part3_conflict_free"]
+
+    class Gpu:  # the cases ran elsewhere; the profile phase must not use this backend
+        name = "pycuda"
+
+    made: list[EmulatorBackend] = []
+
+    def factory() -> EmulatorBackend:
+        made.append(EmulatorBackend(workers=1, nvcc_check=False))
+        return made[-1]
+
+    passed = [CaseResult(name="n=1", n=1, dtype="int32", seed=1, status="pass", points=1, max_points=1)]
+    source = (SOLUTIONS / "part3_conflict_free.cu").read_text()
+    common = dict(cfg=cfg, part=part, source=source, modules={}, workdir=tmp_path, solutions=SOLUTIONS)
+    prof = profile_phase(Gpu(), results=passed, emulator_factory=factory, **common)
+    assert len(made) == 1 and (prof.points, prof.max_points) == (4.0, 4.0) and prof.conflict_wavefronts == 0
+
+    def unavailable() -> EmulatorBackend:
+        raise BackendUnavailable("no C++ compiler")
+
+    prof = profile_phase(Gpu(), results=passed, emulator_factory=unavailable, **common)
+    assert (prof.points, prof.max_points) == (0.0, 4.0)
+    assert prof.message.startswith("not profiled") and "no C++ compiler" in prof.message
+    failed = [dataclasses.replace(passed[0], status="fail", points=0)]
+    prof = profile_phase(Gpu(), results=failed, emulator_factory=unavailable, **common)
+    assert prof.message == "not profiled: the profile is scored only when every case passes"
