@@ -173,7 +173,8 @@ class PartResult:
         performance: the part's performance score, for a timed part.
         phases_s: wall seconds of the part's phases, as far as they ran: ``startup`` (the child
             process and the backend: interpreter, compiler probe, CUDA context), ``compile``,
-            ``cases`` (the correctness cases), ``timing`` (GPU timing, the reference included) and
+            ``cases`` (the correctness cases), ``timing`` (GPU timing, the reference included),
+            ``profile`` (the bank-conflict profile, the reference included) and
             ``total``; empty for a missing part.
         profile: the part's memory-access profile (bank conflicts, sectors per request) and its
             points, for a profiled part.

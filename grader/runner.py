@@ -115,7 +115,8 @@ def _phases(events: list[dict], started: float, ended: float) -> dict[str, float
         if isinstance(ev.get("t"), (int, float)):
             first.setdefault(ev["event"], ev["t"])
     marks = [("startup", started), ("compile", first.get("device")),
-             ("cases", first.get("compiled")), ("timing", first.get("timing-start"))]
+             ("cases", first.get("compiled")), ("timing", first.get("timing-start")),
+             ("profile", first.get("profile-start"))]
     marks = [(name, t) for name, t in marks if t is not None]
     phases = {name: round(max(0.0, (marks[i + 1][1] if i + 1 < len(marks) else ended) - t), 3)
               for i, (name, t) in enumerate(marks)}

@@ -313,6 +313,7 @@ def test_part3_reference_gets_the_profile_points(graded_part3):
 
 
 def test_the_reports_show_the_profile_and_json_keeps_it(graded_part3):
+    from grader.render.gradescope import gradescope
     from grader.render.junit import junit_xml
     from grader.render.markdown import markdown
     from grader.report import render_text
@@ -328,6 +329,11 @@ def test_the_reports_show_the_profile_and_json_keeps_it(graded_part3):
     assert f"Bank conflicts (CPU emulator, n = {prof.n}): 0/4 points" in markdown(result)
     xml = junit_xml(result)
     assert 'name="bank conflicts"' in xml and 'type="profile"' in xml
+    tests = gradescope(result)["tests"]
+    conflict_tests = [t for t in tests if t["name"].endswith("bank conflicts")]
+    assert len(conflict_tests) == 1 and (conflict_tests[0]["score"], conflict_tests[0]["max_score"]) == (0.0, 4.0)
+    assert f"line {prof.worst_line}" in conflict_tests[0]["output"]
+    assert "profile" in result.parts[0].phases_s
     assert report_lines(None) == []
 
 
