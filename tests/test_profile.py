@@ -310,6 +310,9 @@ def test_part3_reference_gets_the_profile_points(graded_part3):
     assert prof is not None and (prof.points, prof.max_points) == (4.0, 4.0)
     assert prof.conflict_wavefronts == 0 and prof.ratio == 1.0 and prof.worst == ""
     assert prof.sectors_per_request == 4.0
+    # the bar a student release uses (no reference solution there) is the reference's count
+    shipped = load_config(Path(__file__).resolve().parent.parent / "config.yaml")
+    assert shipped.parts["part3_conflict_free"].profile.reference_wavefronts == prof.reference_wavefronts
 
 
 def test_the_reports_show_the_profile_and_json_keeps_it(graded_part3):
