@@ -119,6 +119,12 @@ class MemoryProfile:
         return sum(s.sectors for s in self._global())
 
     @property
+    def ideal_sectors_per_request(self) -> float | None:
+        """The fewest sectors the same requests could touch (their bytes packed), per request; None
+        without global accesses."""
+        return sum(s.ideal_sectors for s in self._global()) / self.global_requests if self.global_requests else None
+
+    @property
     def sectors_per_request(self) -> float | None:
         """Global sectors per request (4 for 32 coalesced 4-byte lanes, 32 for a stride of 32 bytes
         or more); None without global accesses."""
@@ -141,8 +147,8 @@ class MemoryProfile:
         worst = self.worst
         lines = [head + ("; conflict-free" if worst is None else f"; worst {worst.describe()}")]
         if spr is not None:
-            lines.append(f"global memory: {spr:.2f} sectors per request ({self.global_sectors} sectors, "
-                         f"{self.global_requests} requests)")
+            lines.append(f"global memory: {spr:.2f} sectors per request, ideal {self.ideal_sectors_per_request:.2f} "
+                         f"({self.global_sectors} sectors, {self.global_requests} requests)")
         return "\n".join(lines)
 
 
@@ -239,7 +245,8 @@ def score_profile(pconf, sub: MemoryProfile, reference_wavefronts: int | None, *
     facts = dict(n=n, blocks=pconf.blocks, wavefronts=sub.wavefronts, ideal_wavefronts=sub.ideal_wavefronts,
                  conflict_wavefronts=sub.conflict_wavefronts, worst=worst.describe() if worst else "",
                  worst_file=worst.file if worst else None, worst_line=worst.line if worst else None,
-                 worst_degree=worst.worst_degree if worst else None, sectors_per_request=sub.sectors_per_request)
+                 worst_degree=worst.worst_degree if worst else None, sectors_per_request=sub.sectors_per_request,
+                 ideal_sectors_per_request=sub.ideal_sectors_per_request)
     counted = (f"{sub.conflict_wavefronts} bank-conflict wavefronts of {sub.wavefronts} "
                f"(ideal {sub.ideal_wavefronts})")
     if not pconf.points:
@@ -357,6 +364,8 @@ def report_lines(profile) -> list[str]:
     if profile.worst and profile.worst not in profile.message:
         lines.append(f"worst {profile.worst}")
     if profile.sectors_per_request is not None:
-        lines.append(f"global memory: {profile.sectors_per_request:.2f} sectors per request "
-                     "(4 is coalesced for 4-byte elements, 32 is one sector a lane)")
+        ideal = profile.ideal_sectors_per_request
+        lines.append(f"global memory: {profile.sectors_per_request:.2f} sectors per request"
+                     + (f", ideal {ideal:.2f}" if ideal is not None else "")
+                     + " (32-byte sectors a warp's load or store touches: 4 for 32 consecutive 4-byte elements)")
     return lines

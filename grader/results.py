@@ -108,6 +108,7 @@ class Profile:
             (``"line 36: 32-way bank conflict (shared load, lanes 128 bytes apart; ...)"``), or "".
         worst_file, worst_line, worst_degree: that line, and its largest n-way conflict.
         sectors_per_request: global-memory 32-byte sectors per request (4: coalesced 4-byte lanes).
+        ideal_sectors_per_request: the fewest the same requests could touch, per request.
     """
 
     points: float
@@ -125,6 +126,7 @@ class Profile:
     worst_line: int | None = None
     worst_degree: int | None = None
     sectors_per_request: float | None = None
+    ideal_sectors_per_request: float | None = None
 
 
 @dataclass(frozen=True)

@@ -156,6 +156,7 @@ def test_global_sectors_per_request_follow_the_stride(emu, conflicts, stride, se
     store = site(profile, "global_store", space="global", store=True)
     assert (store.requests, store.sectors, store.ideal_sectors) == (1, 4, 4)
     assert profile.sectors_per_request == pytest.approx((sectors + 4) / 2)
+    assert profile.ideal_sectors_per_request == 4.0
     assert profile.wavefronts == 0 and profile.worst is None
 
 
@@ -309,7 +310,7 @@ def test_part3_reference_gets_the_profile_points(graded_part3):
     prof = result.parts[0].profile
     assert prof is not None and (prof.points, prof.max_points) == (4.0, 4.0)
     assert prof.conflict_wavefronts == 0 and prof.ratio == 1.0 and prof.worst == ""
-    assert prof.sectors_per_request == 4.0
+    assert prof.sectors_per_request == prof.ideal_sectors_per_request == 4.0
     # the bar a student release uses (no reference solution there) is the reference's count
     shipped = load_config(Path(__file__).resolve().parent.parent / "config.yaml")
     assert shipped.parts["part3_conflict_free"].profile.reference_wavefronts == prof.reference_wavefronts
