@@ -36,7 +36,7 @@ def spec(name: str, *params: tuple[str, str, str]) -> KernelSpec:
 OUT_INT = (("out", "int*", "ptr"), ("k", "int", "int"))
 IN_OUT_INT = (("in", "const int*", "ptr"), ("out", "int*", "ptr"), ("k", "int", "int"))
 CONFLICT_KERNELS = (spec("strided_shared", *OUT_INT), spec("broadcast", *OUT_INT), spec("shared64", *OUT_INT),
-                    spec("global_stride", *IN_OUT_INT))
+                    spec("global_stride", *IN_OUT_INT), spec("repeated", *OUT_INT))
 SCAN_KERNELS = (spec("blelloch_unpadded", *IN_OUT_INT), spec("blelloch_padded", *IN_OUT_INT))
 
 
@@ -374,3 +374,23 @@ def test_on_a_gpu_backend_the_profile_is_taken_by_an_emulator_of_its_own(tmp_pat
     failed = [dataclasses.replace(passed[0], status="fail", points=0)]
     prof = profile_phase(Gpu(), results=failed, emulator_factory=unavailable, **common)
     assert prof.message == "not profiled: the profile is scored only when every case passes"
+
+
+def test_a_partial_last_warp_is_complete_with_its_own_lanes(emu, conflicts):
+    # 40 threads: warp 0 has 32 lanes (stride 2: 2-way), warp 1 lanes 32..39 only, at words
+    # 64, 66, ..., 78: 8 distinct banks, no conflict. 2 requests, 3 wavefronts, 2 ideal.
+    out = emu.alloc(64, INT)
+    emu.start_profile(conflicts)
+    emu.launch(conflicts, "strided_shared", grid=1, block=40, shared_bytes=0, args=[out, 2])
+    profile = emu.take_profile(conflicts)
+    assert list(emu.to_host(out)[:40]) == list(range(40))
+    load = site(profile, "strided_load", store=False)
+    assert (load.requests, load.wavefronts, load.ideal_wavefronts, load.worst_degree) == (2, 3, 2, 2)
+
+
+def test_the_kth_execution_of_an_instruction_by_each_lane_is_one_request(emu, conflicts):
+    # Lanes run one after another here, each through all 3 iterations; grouping by execution
+    # count still gives the GPU's 3 requests with strides 1, 2 and 4 words: 1 + 2 + 4 wavefronts.
+    profile, _ = profile_of(emu, conflicts, "repeated", 3)
+    st = site(profile, "repeated_store", store=True)
+    assert (st.requests, st.wavefronts, st.ideal_wavefronts, st.worst_degree) == (3, 7, 3, 4)

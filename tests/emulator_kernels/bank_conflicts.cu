@@ -42,3 +42,16 @@ __global__ void global_stride(const int* in, int* out, int stride)
     int v = in[t * stride];              // LINE:global_load
     out[t] = v;                          // LINE:global_store
 }
+
+// One store executed `iterations` times by every lane with no barrier between: iteration i is
+// the i-th request of the warp (stride 2^i: a 1-, 2-, 4-way... conflict), although lane 0 runs
+// all its iterations before lane 1 starts its first.
+__global__ void repeated(int* out, int iterations)
+{
+    __shared__ int s[32 * 32];
+    int t = threadIdx.x;
+    for (int i = 0; i < iterations; ++i)
+        s[t << i] = i;                   // LINE:repeated_store
+    __syncthreads();
+    out[t] = s[t];
+}
