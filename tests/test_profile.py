@@ -36,7 +36,8 @@ def spec(name: str, *params: tuple[str, str, str]) -> KernelSpec:
 OUT_INT = (("out", "int*", "ptr"), ("k", "int", "int"))
 IN_OUT_INT = (("in", "const int*", "ptr"), ("out", "int*", "ptr"), ("k", "int", "int"))
 CONFLICT_KERNELS = (spec("strided_shared", *OUT_INT), spec("broadcast", *OUT_INT), spec("shared64", *OUT_INT),
-                    spec("global_stride", *IN_OUT_INT), spec("repeated", *OUT_INT))
+                    spec("global_stride", *IN_OUT_INT), spec("repeated", *OUT_INT),
+                    spec("one_lane_loop", *OUT_INT))
 SCAN_KERNELS = (spec("blelloch_unpadded", *IN_OUT_INT), spec("blelloch_padded", *IN_OUT_INT))
 
 
@@ -394,3 +395,11 @@ def test_the_kth_execution_of_an_instruction_by_each_lane_is_one_request(emu, co
     profile, _ = profile_of(emu, conflicts, "repeated", 3)
     st = site(profile, "repeated_store", store=True)
     assert (st.requests, st.wavefronts, st.ideal_wavefronts, st.worst_degree) == (3, 7, 3, 4)
+
+
+def test_a_long_loop_of_one_lane_counts_one_request_per_iteration(emu, conflicts):
+    # 70,000 executions by lane 0 with no barrier: more than the records the profile keeps open
+    # (65,536), after which it closes them as at a barrier; every request has one lane either way.
+    profile, _ = profile_of(emu, conflicts, "one_lane_loop", 70_000)
+    st = site(profile, "one_lane_store", store=True)
+    assert (st.requests, st.wavefronts, st.ideal_wavefronts, st.worst_degree) == (70_000, 70_000, 70_000, 1)

@@ -55,3 +55,16 @@ __global__ void repeated(int* out, int iterations)
     __syncthreads();
     out[t] = s[t];
 }
+
+// Lane 0 alone stores `iterations` times with no barrier (a sequential loop in one thread): one
+// single-lane request per iteration, however long the loop (the profile bounds its memory).
+__global__ void one_lane_loop(int* out, int iterations)
+{
+    __shared__ int s[1024];
+    int t = threadIdx.x;
+    if (t == 0)
+        for (int i = 0; i < iterations; ++i)
+            s[i & 1023] = i;             // LINE:one_lane_store
+    __syncthreads();
+    out[t] = s[t];
+}
