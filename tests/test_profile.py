@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +26,8 @@ from grader.profile import AccessSite, MemoryProfile, report_lines, score_profil
 from grader.results import result_from_dict
 from grader.runner import grade
 from tests.conftest import SOLUTIONS, write_config
+
+pytest_plugins = ["pytester"]
 
 KERNEL_DIR = Path(__file__).parent / "emulator_kernels"
 INT = np.dtype(np.int32)
@@ -403,3 +407,19 @@ def test_a_long_loop_of_one_lane_counts_one_request_per_iteration(emu, conflicts
     profile, _ = profile_of(emu, conflicts, "one_lane_loop", 70_000)
     st = site(profile, "one_lane_store", store=True)
     assert (st.requests, st.wavefronts, st.ideal_wavefronts, st.worst_degree) == (70_000, 70_000, 70_000, 1)
+
+
+def test_the_pytest_plugin_fails_the_bank_conflicts_item_naming_the_line(pytester: pytest.Pytester, monkeypatch,
+                                                                         tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache"))
+    monkeypatch.delenv("SCANGRADE_BACKEND", raising=False)
+    shutil.copy(_shipped_part3_config(tmp_path), pytester.path / "config.yaml")
+    sub = pytester.path / "sub"
+    sub.mkdir()
+    (sub / "part3_conflict_free.cu").write_text(
+        (SOLUTIONS / "part2_blelloch.cu").read_text().replace("blelloch_scan(", "blelloch_scan_cf("))
+    result = pytester.runpytest_subprocess("--scangrade", "sub", "--scangrade-backend", "emulator",
+                                           "-p", "no:cacheprovider", "-p", "no:randomly", timeout=300)
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*part3_conflict_free[[]bank-conflicts[]]*",
+                                 "*line *: 32-way bank conflict*"])
