@@ -281,6 +281,8 @@ def grade_part(part: PartSpec, source: Path | None, *, cfg: Config, backend: str
                 return part_result(status, "", tuple(cases), performance), device
 
         stage = f"case {current}" if current else ("compiling" if not compiled else "setting up")
+        if current is None and any(ev["event"] == "profile-start" for ev in events.items):
+            stage = "the bank-conflict profile"
         if stopped:
             why = f"{stopped} during {stage}"
             if current:
