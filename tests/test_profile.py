@@ -423,3 +423,20 @@ def test_the_pytest_plugin_fails_the_bank_conflicts_item_naming_the_line(pyteste
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["*part3_conflict_free[[]bank-conflicts[]]*",
                                  "*line *: 32-way bank conflict*"])
+
+
+def test_a_part_that_hangs_in_its_profile_run_is_stopped_and_says_so(tmp_path):
+    # Correct at the case sizes, spinning forever at the profiled size only.
+    path = write_config(tmp_path, part_s=10, sizes={"part3_conflict_free": [1, 33]})
+    path.write_text(path.read_text() + P3_PROFILE.replace("size: 256", "size: 64"))
+    cfg = load_config(path)
+    source = (SOLUTIONS / "part3_conflict_free.cu").read_text()
+    hang = source.replace("    int tid = threadIdx.x;\n", "    int tid = threadIdx.x;\n"
+                          "    volatile int spin = (n == 64);\n    while (spin) {}\n", 1)
+    assert hang != source
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "part3_conflict_free.cu").write_text(hang)
+    part = grade(tmp_path / "sub", cfg=cfg, selection=Selection("emulator", "test")).parts[0]
+    assert all(c.status == "pass" for c in part.cases)
+    assert part.status == "timeout" and "during the bank-conflict profile" in part.message
+    assert part.profile is not None and (part.profile.points, part.profile.max_points) == (0.0, 4.0)
