@@ -440,3 +440,16 @@ def test_a_part_that_hangs_in_its_profile_run_is_stopped_and_says_so(tmp_path):
     assert all(c.status == "pass" for c in part.cases)
     assert part.status == "timeout" and "during the bank-conflict profile" in part.message
     assert part.profile is not None and (part.profile.points, part.profile.max_points) == (0.0, 4.0)
+
+
+def test_student_code_cannot_call_the_profile_switch(emu, tmp_path):
+    from grader.errors import CompileError
+
+    body = ('extern "C" void sg_profile_set(int, unsigned long long);\n'
+            "__global__ void strided_shared(int* out, int k) { sg_profile_set(0, 0); out[threadIdx.x] = k; }\n")
+    kernels = (spec("strided_shared", *OUT_INT),)
+    part = PartSpec("test_part", 0, "test", "cheat.cu", kernels, False, None)
+    with pytest.raises(CompileError) as err:
+        emu.compile(source=part_header(part, block_size=32, dtype=INT) + body, filename="cheat.cu", kernels=kernels,
+                    workdir=tmp_path)
+    assert "sg_profile_set" in str(err.value) + str(getattr(err.value, "log", ""))
