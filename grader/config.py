@@ -46,6 +46,32 @@ class TimingConfig:
 
 
 @dataclass(frozen=True)
+class ProfileConfig:
+    """The memory-access profile of one part (bank conflicts, sectors per request; see
+    :mod:`grader.profile`), counted by the CPU emulator on any machine, and its points.
+
+    Attributes:
+        size: the n of the profiled run (one input, the part's first dtype).
+        points: points for shared-memory traffic close to the reference's (0: reported only).
+        full_at: all points when the part's shared-memory wavefronts (conflicts included) are at
+            most this multiple of the reference's.
+        zero_at: no points at this multiple or above; linear in between.
+        reference: the part whose reference solution sets the bar (default: the part itself).
+        reference_wavefronts: the reference's wavefronts at ``size``, used where the reference
+            solution is absent (a student release); None: not scored there.
+        blocks: the blocks of each launch that are profiled (the first ones; 0: all).
+    """
+
+    size: int
+    points: float = 0.0
+    full_at: float = 1.1
+    zero_at: float = 4.0
+    reference: str = ""
+    reference_wavefronts: int | None = None
+    blocks: int = 1
+
+
+@dataclass(frozen=True)
 class PartConfig:
     """How one part is graded.
 
@@ -57,6 +83,7 @@ class PartConfig:
         items_per_thread: ITEMS_PER_THREAD (Part 5 only), else None.
         hidden_sizes: sizes from the private config; students see these cases by name and status only.
         timing: GPU timing and performance points, or None when the part is not timed.
+        profile: the memory-access profile and its points, or None when the part is not profiled.
     """
 
     sizes: tuple[int, ...]
@@ -66,6 +93,7 @@ class PartConfig:
     items_per_thread: int | None = None
     hidden_sizes: tuple[int, ...] = ()
     timing: TimingConfig | None = None
+    profile: ProfileConfig | None = None
 
 
 @dataclass(frozen=True)
@@ -300,6 +328,9 @@ def load_config(path: str | os.PathLike) -> Config:
     for key, pc in parts.items():
         if pc.timing and pc.timing.reference not in PARTS:
             raise parts_reader.error(key, f"timing.reference {pc.timing.reference!r} is not a part")
+        if pc.profile and pc.profile.reference not in PARTS:
+            raise parts_reader.error(key, f"profile.reference {pc.profile.reference!r} is not a part; "
+                                          "known parts: " + ", ".join(PARTS))
     parts_reader.finish(allowed_extra=tuple(PARTS))
     top.finish()
     return Config(path=p, block_size=block_size, seed=seed, input_low=low, input_high=high, backend=backend,
@@ -364,9 +395,34 @@ def _part(pr: _Reader, spec, default_block: int) -> PartConfig:
         timing = TimingConfig(sizes=t_sizes, points=float(t_points), full_at=float(full_at),
                               zero_at=float(zero_at), reference=reference,
                               absolute_ms={g: {int(n): float(ms) for n, ms in v.items()} for g, v in absolute.items()})
+    profile = _profile(pr.sub("profile", required=True), spec, limit, block) if "profile" in pr.data else None
     pr.finish()
     return PartConfig(sizes=sizes, points_per_case=float(points), dtypes=tuple(dtypes), block_size=block,
-                      items_per_thread=items, hidden_sizes=hidden, timing=timing)
+                      items_per_thread=items, hidden_sizes=hidden, timing=timing, profile=profile)
+
+
+def _profile(pf: _Reader, spec, limit: int | None, block: int) -> ProfileConfig:
+    """A part's ``profile:`` block (see :class:`ProfileConfig`)."""
+    size = pf.take("size", int, check=lambda v: None if v >= 1 and (limit is None or v <= limit) else
+                   f"must be from 1 to this part's limit of {limit} elements (with block_size {block})"
+                   if limit is not None else "must be positive",
+                   what="the n of the profiled run")
+    points = pf.take("points", (int, float), 0, check=lambda v: None if v >= 0 else "must not be negative",
+                     what="a non-negative number of points for conflict-free shared memory")
+    full_at = pf.take("full_at", (int, float), 1.1, check=lambda v: None if v >= 1 else "must be at least 1",
+                      what="the ratio of shared-memory wavefronts to the reference's at or below which all "
+                           "points are given")
+    zero_at = pf.take("zero_at", (int, float), 4.0, check=lambda v: None if v > full_at else "must be above full_at",
+                      what="the ratio of shared-memory wavefronts to the reference's at or above which no points "
+                           "are given")
+    reference = pf.take("reference", str, spec.key, what="the key of the part whose reference solution sets the bar")
+    ref_wf = pf.take("reference_wavefronts", int, None, check=lambda v: None if v >= 1 else "must be positive",
+                     what="the reference's shared-memory wavefronts at size (used without the reference solution)")
+    blocks = pf.take("blocks", int, 1, check=lambda v: None if v >= 0 else "must not be negative",
+                     what="how many blocks of each launch are profiled (0: all)")
+    pf.finish()
+    return ProfileConfig(size=size, points=float(points), full_at=float(full_at), zero_at=float(zero_at),
+                         reference=reference, reference_wavefronts=ref_wf, blocks=blocks)
 
 
 def load_private(cfg: Config, path: str | os.PathLike) -> Config:

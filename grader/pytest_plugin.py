@@ -10,7 +10,9 @@ SUBMISSION is a folder holding the part files (``part1_naive.cu`` ...) or one pa
 case of :func:`grader.execute.case_list` becomes one item, ``PART[DTYPE-n=N]`` (hidden cases from a
 private config ``PART[DTYPE-hidden-K]``), under a collector named after the submission
 (``assignment::part2_blelloch[int32-n=1000]``); a part with GPU timing in the config adds
-``PART[performance]``, skipped where nothing is timed (the emulator). ``-k`` selects by name
+``PART[performance]``, skipped where nothing is timed (the emulator), and a part whose config
+profile earns points adds ``PART[bank-conflicts]`` (failed below full profile points, with the
+worst line; counted by the emulator on any machine). ``-k`` selects by name
 (``-k "part2_blelloch and float32"``); each item also carries the keywords ``n<N>`` and its dtype
 (``-k n1000``).
 
@@ -152,6 +154,8 @@ class SubmissionCollector(pytest.Collector):
                 yield item
             if cfg.parts[key].timing is not None:
                 yield PerformanceItem.from_parent(self, name=f"{key}[performance]", key=key)
+            if cfg.parts[key].profile is not None and cfg.parts[key].profile.points:
+                yield ProfileItem.from_parent(self, name=f"{key}[bank-conflicts]", key=key)
 
 
 class _PartItem(pytest.Item):
@@ -212,3 +216,17 @@ class PerformanceItem(_PartItem):
         failed = [c for c in part.cases if c.name.startswith("timed ") and c.status != "pass"]
         if failed:
             raise _CaseFailed(perf.message + "\n" + "\n".join(f"{c.name}: {c.message}" for c in failed))
+
+
+class ProfileItem(_PartItem):
+    """A part's bank-conflict profile points: skipped when not profiled, failed below full points
+    with the report's lines (the worst line and its n-way conflict)."""
+
+    def runtest(self) -> None:
+        from grader.profile import report_lines
+        prof = self._part().profile
+        if prof is None or prof.wavefronts is None:
+            pytest.skip(prof.message if prof else "not profiled")
+        self.user_properties.append(("profile_points", f"{prof.points:g}/{prof.max_points:g}"))
+        if prof.points < prof.max_points:
+            raise _CaseFailed("\n".join(report_lines(prof)))

@@ -50,7 +50,7 @@ def _part_block(p: PartResult) -> list[str]:
     if p.status in ("compile-error", "missing", "error") or (p.message and p.status in ("timeout", "crash")):
         lines += ["    " + m for m in p.message.splitlines()]
     if p.status in ("compile-error", "missing", "error"):
-        return lines + _timing_lines(p)
+        return lines + _timing_lines(p) + _profile_lines(p)
     checked = [c for c in p.cases if not is_timed_case(c)]
     passed = [c for c in checked if c.status == "pass"]
     if passed:
@@ -63,7 +63,12 @@ def _part_block(p: PartResult) -> list[str]:
     skipped = [c for c in checked if c.status == "not-run"]
     if skipped:
         lines.append(f"    NOT RUN n = {_size_list(skipped)}")
-    return lines + _timing_lines(p)
+    return lines + _timing_lines(p) + _profile_lines(p)
+
+
+def _profile_lines(p: PartResult) -> list[str]:
+    from grader.profile import report_lines
+    return ["    " + line for line in report_lines(p.profile)]
 
 
 def render_text(result: SubmissionResult) -> str:

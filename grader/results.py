@@ -91,6 +91,45 @@ class Performance:
 
 
 @dataclass(frozen=True)
+class Profile:
+    """A part's memory-access profile, counted by the CPU emulator (machine-independent), and the
+    points it earns (see :mod:`grader.profile` and docs/emulator.md, "What the profile counts").
+
+    Attributes:
+        points, max_points: profile points earned and possible (0 and 0: reported only).
+        message: how the points follow from the counts, or why the part was not profiled
+            (``"not profiled: ..."``).
+        n: the profiled size; blocks: the blocks of each launch profiled (0: all).
+        wavefronts, ideal_wavefronts, conflict_wavefronts: shared-memory wavefronts of the
+            profiled blocks, without bank conflicts, and the extra ones from conflicts.
+        reference_wavefronts: the reference solution's wavefronts on the same input.
+        ratio: wavefronts / reference_wavefronts.
+        worst: the line with the most conflict wavefronts, described
+            (``"line 36: 32-way bank conflict (shared load, lanes 128 bytes apart; ...)"``), or "".
+        worst_file, worst_line, worst_degree: that line, and its largest n-way conflict.
+        sectors_per_request: global-memory 32-byte sectors per request (4: coalesced 4-byte lanes).
+        ideal_sectors_per_request: the fewest the same requests could touch, per request.
+    """
+
+    points: float
+    max_points: float
+    message: str
+    n: int | None = None
+    blocks: int = 1
+    wavefronts: int | None = None
+    ideal_wavefronts: int | None = None
+    conflict_wavefronts: int | None = None
+    reference_wavefronts: int | None = None
+    ratio: float | None = None
+    worst: str = ""
+    worst_file: str | None = None
+    worst_line: int | None = None
+    worst_degree: int | None = None
+    sectors_per_request: float | None = None
+    ideal_sectors_per_request: float | None = None
+
+
+@dataclass(frozen=True)
 class CaseResult:
     """One case: one part at one size with one seed.
 
@@ -136,8 +175,11 @@ class PartResult:
         performance: the part's performance score, for a timed part.
         phases_s: wall seconds of the part's phases, as far as they ran: ``startup`` (the child
             process and the backend: interpreter, compiler probe, CUDA context), ``compile``,
-            ``cases`` (the correctness cases), ``timing`` (GPU timing, the reference included) and
+            ``cases`` (the correctness cases), ``timing`` (GPU timing, the reference included),
+            ``profile`` (the bank-conflict profile, the reference included) and
             ``total``; empty for a missing part.
+        profile: the part's memory-access profile (bank conflicts, sectors per request) and its
+            points, for a profiled part.
     """
 
     key: str
@@ -149,16 +191,19 @@ class PartResult:
     cases: tuple[CaseResult, ...] = ()
     performance: Performance | None = None
     phases_s: dict[str, float] = field(default_factory=dict)
+    profile: Profile | None = None
 
     @property
     def points(self) -> float:
-        """Points earned in this part: correctness cases plus performance."""
-        return sum(c.points for c in self.cases) + (self.performance.points if self.performance else 0.0)
+        """Points earned in this part: correctness cases plus performance plus profile."""
+        return (sum(c.points for c in self.cases) + (self.performance.points if self.performance else 0.0)
+                + (self.profile.points if self.profile else 0.0))
 
     @property
     def max_points(self) -> float:
         """Points possible in this part."""
-        return sum(c.max_points for c in self.cases) + (self.performance.max_points if self.performance else 0.0)
+        return (sum(c.max_points for c in self.cases) + (self.performance.max_points if self.performance else 0.0)
+                + (self.profile.max_points if self.profile else 0.0))
 
 
 @dataclass(frozen=True)
@@ -252,6 +297,7 @@ def result_from_dict(d: dict[str, Any]) -> SubmissionResult:
                                 status=p["status"], message=p.get("message", ""),
                                 cases=tuple(case_from_dict(c) for c in p["cases"]),
                                 performance=Performance(**perf) if perf else None,
-                                phases_s=dict(p.get("phases_s") or {})))
+                                phases_s=dict(p.get("phases_s") or {}),
+                                profile=Profile(**p["profile"]) if p.get("profile") else None))
     body = {k: v for k, v in d.items() if k in fields and k != "parts"}
     return SubmissionResult(**body, parts=tuple(parts))

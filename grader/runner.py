@@ -26,7 +26,7 @@ from grader.errors import UsageError
 from grader.parts import PARTS, PartSpec
 from grader.execute import case_list
 from grader.submission import Absent, resolve_parts
-from grader.results import CaseResult, PartResult, Performance, SubmissionResult, case_from_dict
+from grader.results import CaseResult, PartResult, Performance, Profile, SubmissionResult, case_from_dict
 
 #: Bytes of a worker's own stdout/stderr kept for messages.
 _TAIL_BYTES = 4000
@@ -107,7 +107,8 @@ def _phases(events: list[dict], started: float, ended: float) -> dict[str, float
         if isinstance(ev.get("t"), (int, float)):
             first.setdefault(ev["event"], ev["t"])
     marks = [("startup", started), ("compile", first.get("device")),
-             ("cases", first.get("compiled")), ("timing", first.get("timing-start"))]
+             ("cases", first.get("compiled")), ("timing", first.get("timing-start")),
+             ("profile", first.get("profile-start"))]
     marks = [(name, t) for name, t in marks if t is not None]
     phases = {name: round(max(0.0, (marks[i + 1][1] if i + 1 < len(marks) else ended) - t), 3)
               for i, (name, t) in enumerate(marks)}
@@ -199,6 +200,12 @@ def _run_worker(job_path: Path, events: _Events, *, cfg: Config, tmpdir: Path,
     return proc.returncode, stopped
 
 
+def _pending_profile(cfg: Config, key: str, message: str) -> Profile | None:
+    """The Profile of a profiled part that was not profiled (0 of its points), else None."""
+    pconf = cfg.parts[key].profile
+    return Profile(0.0, pconf.points, message) if pconf else None
+
+
 def grade_part(part: PartSpec, source: Path | None, *, cfg: Config, backend: str, checks: bool = False,
                on_event: Callable[[str, dict], None] | None = None,
                env: dict[str, str] | None = None) -> tuple[PartResult, dict[str, str]]:
@@ -214,10 +221,11 @@ def grade_part(part: PartSpec, source: Path | None, *, cfg: Config, backend: str
                     performance: Performance | None = None) -> PartResult:
         return PartResult(key=part.key, number=part.number, title=part.title,
                           file=str(source) if source else part.filename, status=status, message=message,
-                          cases=cases, performance=performance, phases_s=phases)
+                          cases=cases, performance=performance, phases_s=phases, profile=profile[0])
 
     timing = cfg.parts[part.key].timing
     pending = Performance(0.0, timing.points, None, "not timed: the part did not finish") if timing else None
+    profile = [_pending_profile(cfg, part.key, "not profiled: the part did not finish")]
     if not isinstance(source, Path):  # None, or an Absent saying why (misnamed, a link, too large)
         msg = getattr(source, "message", "") or f"{part.filename} is missing from the submission"
         status = getattr(source, "status", "missing")
@@ -259,11 +267,15 @@ def grade_part(part: PartSpec, source: Path | None, *, cfg: Config, backend: str
                 current = None
             elif kind == "performance":
                 performance = Performance(**ev["result"])
+            elif kind == "profile":
+                profile[0] = Profile(**ev["result"])
             elif kind == "done":
                 status = "pass" if all(c.status == "pass" for c in cases) else "fail"
                 return part_result(status, "", tuple(cases), performance), device
 
         stage = f"case {current}" if current else ("compiling" if not compiled else "setting up")
+        if current is None and any(ev["event"] == "profile-start" for ev in events.items):
+            stage = "the bank-conflict profile"
         if stopped:
             why = f"{stopped} during {stage}"
             if current:
@@ -335,7 +347,8 @@ def grade(submission: Path, *, cfg: Config, selection: Selection, seed: int | No
             results.append(PartResult(key=key, number=PARTS[key].number, title=PARTS[key].title,
                                       file=str(source) if source else PARTS[key].filename, status="timeout",
                                       message=msg, cases=_not_run(cfg, PARTS[key], msg),
-                                      performance=Performance(0.0, pending.points, None, msg) if pending else None))
+                                      performance=Performance(0.0, pending.points, None, msg) if pending else None,
+                                      profile=_pending_profile(cfg, key, msg)))
             continue
         part_cfg = dataclasses.replace(cfg, part_timeout_s=min(cfg.part_timeout_s, left))
         res, dev = grade_part(PARTS[key], source, cfg=part_cfg, backend=selection.name, checks=checks,

@@ -9,6 +9,8 @@ part, with deadlines, and reads what it reports as JSON lines appended to the jo
 - ``{"event": "case-start", "name": ...}`` then ``{"event": "case", "result": {...}}`` per case;
 - on a GPU, for a timed part whose cases all passed: ``{"event": "case-start", ...}`` and
   ``{"event": "timed", "result": {...}}`` per timed size, then ``{"event": "performance", ...}``;
+- for a profiled part: ``{"event": "profile-start"}`` and ``{"event": "profile", "result": {...}}``
+  (bank conflicts and sectors per request, counted by the CPU emulator);
 - ``{"event": "error", "message": ...}`` when the backend cannot start;
 - ``{"event": "done"}`` at the end.
 """
@@ -96,6 +98,8 @@ def main(argv: list[str]) -> int:
                     _emit(events, event="case", result=dataclasses.asdict(result))
                 if pc.timing is not None:
                     _time_part(events, backend, cfg, part, pc, modules, results, compile_part)
+                if pc.profile is not None:
+                    _profile_part(events, backend, cfg, part, source, modules, results, Path(work))
         finally:
             backend.close()
         _emit(events, event="done")
@@ -152,6 +156,17 @@ def _time_part(events, backend, cfg, part, pc, modules, results, compile_part) -
                                 f"{expected:.0f} GB/s a {name} should give: the GPU may be shared or throttled, "
                                 "so these timings are suspect")
         _emit(events, event="device-update", info=info)
+
+
+def _profile_part(events, backend, cfg, part, source, modules, results, work: Path) -> None:
+    """The memory-access profile of a part (bank conflicts, sectors per request), counted by the
+    CPU emulator on any machine: ``profile-start``, then a ``profile`` event (grader.profile)."""
+    from grader.profile import profile_phase
+
+    _emit(events, event="profile-start")
+    result = profile_phase(backend, cfg=cfg, part=part, source=source, modules=modules, results=results,
+                           workdir=work, solutions=SOLUTIONS)
+    _emit(events, event="profile", result=dataclasses.asdict(result))
 
 
 def _profiled(argv: list[str]) -> int:

@@ -62,6 +62,11 @@ def _part_tests(part: PartResult, hidden_case_visibility: str | None) -> list[di
     if perf is not None:
         tests.append(_test(part, len(tests) + 1, "performance", perf.points, perf.max_points,
                            perf.points >= perf.max_points, perf.message))
+    prof = part.profile
+    if prof is not None and prof.max_points:
+        from grader.profile import report_lines
+        tests.append(_test(part, len(tests) + 1, "bank conflicts", prof.points, prof.max_points,
+                           prof.points >= prof.max_points, "\n".join(report_lines(prof))))
     return tests
 
 

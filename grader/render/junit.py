@@ -109,6 +109,7 @@ def _suite(parent: ET.Element, result: SubmissionResult, part: PartResult) -> ET
         _sub(tc, "system-out", f"{points(perf.points)}/{points(perf.max_points)} performance points"
              + (f"; ratio to the reference {perf.ratio:.4f}" if perf.ratio is not None else "")
              + (f"\n{perf.message}" if perf.message else ""))
+    _profile_case(suite, part)
     if part.message and not whole_part_failure(part) and stopped_case(part) is None:
         _sub(suite, "system-err", part.message)  # a part message no testcase carries
 
@@ -146,3 +147,19 @@ def junit_xml(result: SubmissionResult) -> str:
     root.set("time", _seconds(result.elapsed_s))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _profile_case(suite, part: PartResult) -> None:
+    """``<testcase name="bank conflicts">`` for a part whose profile earns points: skipped when not
+    profiled, a failure below full points; the report lines as system-out."""
+    from grader.profile import report_lines
+    prof = part.profile
+    if prof is None or not prof.max_points:
+        return
+    tc = _sub(suite, "testcase", name="bank conflicts", classname=part.key, time=_seconds(0))
+    if prof.wavefronts is None:
+        _sub(tc, "skipped", message=prof.message or "not profiled")
+    elif prof.points < prof.max_points:
+        _sub(tc, "failure", prof.message, message=_first_line(prof.message) or "bank conflicts", type="profile")
+    _sub(tc, "system-out", f"{points(prof.points)}/{points(prof.max_points)} profile points\n"
+         + "\n".join(report_lines(prof)))

@@ -118,6 +118,18 @@ def _part_section(part: PartResult, base_seed: int) -> list[str]:
         ratio = f" (time / reference time {perf.ratio:.2f})" if perf.ratio is not None else ""
         lines += [f"Performance: {points(perf.points)}/{points(perf.max_points)} points{ratio} — {_md(perf.message)}",
                   ""]
+    return lines + _profile_md(part)
+
+
+def _profile_md(part: PartResult) -> list[str]:
+    """The part's bank-conflict profile (grader.profile), one paragraph line per report line."""
+    from grader.profile import report_lines
+    found = report_lines(part.profile)
+    if not found:
+        return []
+    lines = [_md(found[0][:1].upper() + found[0][1:]), ""]
+    for extra in found[1:]:
+        lines += [_md(extra[:1].upper() + extra[1:]), ""]
     return lines
 
 

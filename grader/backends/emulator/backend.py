@@ -21,7 +21,9 @@ every memory access is checked (races, bounds, alignment, uninitialised shared m
 divergence, deadlock); findings come as :class:`Finding` objects on the KernelError.
 
 What it does not do: timing (emulated kernels run orders of magnitude slower than on a GPU and
-say nothing about GPU performance), and memory-model effects weaker than sequential consistency.
+say nothing about GPU speed; the address patterns, bank conflicts and sectors per request, are
+counted by :meth:`EmulatorBackend.start_profile`), and memory-model effects weaker than sequential
+consistency.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ import uuid
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, ClassVar, Sequence, Union
+from typing import TYPE_CHECKING, Callable, ClassVar, Sequence, Union
 
 import numpy as np
 
@@ -48,6 +50,9 @@ from grader.backends.emulator.executor import ARENA_BYTES, Arena, Executor, Exec
 from grader.backends.emulator.rewrite import find_definitions, rewrite_source
 from grader.backends.emulator.sandbox import Sandbox, executor_limits
 from grader.errors import CompileError, KernelError, LaunchError
+
+if TYPE_CHECKING:
+    from grader.profile import MemoryProfile
 
 __all__ = ["EmulatorBackend", "EmulatorArray", "EmulatorModule", "Finding", "KERNEL_ERROR_KINDS", "SCHEDULES",
            "OUTPUT_CAP"]
@@ -233,6 +238,20 @@ class EmulatorModule(Module):
             self._executor.stop()
             self._executor = None
 
+    def profile(self, *, on: bool, max_blocks: int = 1) -> str:
+        """Take the runtime's profile totals since the last call, then set the profile on or off
+        (see :meth:`Executor.profile`); starts the executor if needed.
+
+        Raises:
+            ExecutorDied: the executor could not start or died.
+        """
+        executor = self.load()
+        try:
+            return executor.profile(on=on, max_blocks=max_blocks)
+        except ExecutorDied:
+            self._executor = None
+            raise
+
     def resolve(self, offsets: Sequence[int]) -> dict[int, tuple[str, int] | None]:
         """Source (file, line) of code addresses of this module (offsets from its load base)."""
         return _addr2line(self.path, offsets, self._sandbox)
@@ -308,6 +327,7 @@ class EmulatorBackend(Backend):
         self._output: list[str] = []
         self._output_len = 0
         self._output_cut = False
+        self._profiling: set[int] = set()  # ids of the modules whose launches are profiled
 
     def set_schedule(self, name: str, seed: int = 0) -> None:
         """Use the thread order ``name`` (``ascending``, ``descending``, ``random``) from the next launch.
@@ -509,7 +529,7 @@ class EmulatorBackend(Backend):
                 slots.append((1, int(arg)))
             else:
                 raise LaunchError(f"{where}: parameter kind {param.kind!r} is not supported by the emulator")
-        allocs = self._device_memory().live() if self.checks else []
+        allocs = self._device_memory().live() if self.checks or id(module) in self._profiling else []
         name = kernel.encode()
         request = b"".join([
             _LAUNCH_HEAD.pack(grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes,
@@ -558,6 +578,49 @@ class EmulatorBackend(Backend):
         err = KernelError(f"{kernel}: {message}", kind=kind)
         err.findings = []
         raise err
+
+    # -- profile --------------------------------------------------------------------------------
+    def start_profile(self, module: Module, *, blocks: int = 1) -> None:
+        """Count bank conflicts and global sectors in the next launches of ``module``, in blocks
+        ``0 .. blocks - 1`` of each launch (0: every block); see :mod:`grader.profile`. Totals from
+        earlier launches are dropped.
+
+        Raises:
+            LaunchError: ``module`` was not compiled by this backend.
+            KernelError: the module's executor could not start (kind ``crash``...).
+        """
+        mod = self._profile_module(module)
+        self._profiling.add(id(mod))
+        self._profile_call(mod, on=True, blocks=blocks)
+
+    def take_profile(self, module: Module, *, blocks: int = 1) -> "MemoryProfile":
+        """The profile of ``module``'s launches since :meth:`start_profile`, with source lines
+        resolved; the profile is off afterwards.
+
+        Raises:
+            LaunchError: ``module`` was not compiled by this backend.
+            KernelError: the module's executor died.
+        """
+        from grader.profile import parse_profile
+
+        mod = self._profile_module(module)
+        self._profiling.discard(id(mod))
+        text = self._profile_call(mod, on=False, blocks=0)
+        return parse_profile(text, mod.resolve, blocks=blocks)
+
+    def _profile_module(self, module: Module) -> EmulatorModule:
+        if not isinstance(module, EmulatorModule):
+            raise LaunchError("profile: the module was not compiled by the emulator backend")
+        return module
+
+    def _profile_call(self, module: EmulatorModule, *, on: bool, blocks: int) -> str:
+        with self._lock:
+            try:
+                return module.profile(on=on, max_blocks=blocks)
+            except ExecutorDied as exc:
+                err = KernelError(f"profile: {exc}", kind=exc.kind)
+                err.findings = []
+                raise err from None
 
     def describe(self) -> dict[str, str]:
         """Facts for the report: backend, compiler, workers, schedule, checks, sandbox."""

@@ -48,6 +48,7 @@ _STEP = 2 * 2**20
 
 _PROTOCOL = 1
 _REQ_LAUNCH, _REQ_TRIM = 1, 2
+_REQ_PROFILE, _REP_PROFILE = 3, 0x84  # the memory-access profile (runtime/profile.inc)
 _REP_HELLO, _REP_LAUNCHED, _REP_TRIMMED, _REP_VIOLATION = 0x81, 0x82, 0x83, 0xEE
 _MAX_REPLY = 4 * 2**20
 _VIOLATION_EXIT = 97
@@ -336,6 +337,20 @@ class Executor:
         kind, _ = self._receive(timeout=None)
         if kind != _REP_TRIMMED:
             raise self._broken("a malformed reply")
+
+    def profile(self, *, on: bool, max_blocks: int = 1) -> str:
+        """Take the memory-access profile totals gathered since the last call (the runtime's
+        ``sg_profile_take`` text, one line per kernel and program point), then turn the profile on
+        (for blocks ``0 .. max_blocks - 1`` of each launch; 0: every block) or off.
+
+        Raises:
+            ExecutorDied: the executor died or broke the protocol.
+        """
+        self._send(_REQ_PROFILE, struct.pack("<iQ", int(bool(on)), max(0, int(max_blocks))))
+        kind, body = self._receive(timeout=None)
+        if kind != _REP_PROFILE:
+            raise self._broken("a malformed profile reply")
+        return body.decode(errors="replace")
 
     def stop(self) -> None:
         """Kill the process (and its sandbox) and reap it. Idempotent."""

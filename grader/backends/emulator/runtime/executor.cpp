@@ -64,9 +64,11 @@ constexpr uint32_t SG_EXECUTOR_PROTOCOL = 1;
 enum : uint32_t {
     REQ_LAUNCH = 1,
     REQ_TRIM = 2,
+    REQ_PROFILE = 3,  // the memory-access profile: set on/off, take the totals (handle_profile)
     REP_HELLO = 0x81,
     REP_LAUNCHED = 0x82,
     REP_TRIMMED = 0x83,
+    REP_PROFILE = 0x84,
     REP_VIOLATION = 0xEE,
 };
 
@@ -419,6 +421,8 @@ struct Module {
     sg_take_output_fn take_output;
     sg_findings_fn findings;
     sg_launch_fn launch;
+    sg_profile_set_fn profile_set = nullptr;    // optional (modules built before the profile)
+    sg_profile_take_fn profile_take = nullptr;
 };
 
 template <class F> bool bind(void *lib, const char *name, F *out) {
@@ -503,6 +507,22 @@ void handle_launch(const Module &M, const std::string &req) {
     if (!send_frame(REP_LAUNCHED, w.buf)) _exit(0);
 }
 
+// PROFILE payload: on (int32), max_blocks (uint64). PROFILE reply: the totals since the last request
+// (sg_profile_take's text), then the profile is set as asked.
+void handle_profile(const Module &M, const std::string &req) {
+    Reader r{req.data(), req.data() + req.size()};
+    int32_t on = r.get<int32_t>();
+    uint64_t max_blocks = r.get<uint64_t>();
+    std::string text;
+    if (M.profile_take) {
+        text.resize(size_t(kFindingsCap));
+        long n = M.profile_take(&text[0], kFindingsCap);
+        text.resize(size_t(n < 0 ? 0 : n >= kFindingsCap ? kFindingsCap - 1 : n));
+    }
+    if (M.profile_set && r.ok) M.profile_set(on, max_blocks);
+    if (!send_frame(REP_PROFILE, text)) _exit(0);
+}
+
 int serve(int argc, char **argv) {
     unsigned long long sock = ~0ull, memfd = ~0ull, arena = 0, arena_size = 0, parent = 0, seccomp = 1;
     const char *module = nullptr;
@@ -579,6 +599,7 @@ int serve(int argc, char **argv) {
         hello_failed("the module does not export the emulator runtime's functions");
     sg_set_thread_pool_fn set_pool = nullptr;
     if (bind(lib, "sg_set_thread_pool", &set_pool)) set_pool(&kPool);
+    bind(lib, "sg_profile_set", &M.profile_set), bind(lib, "sg_profile_take", &M.profile_take);
     Writer hello;
     hello.put<int32_t>(0), hello.put<int32_t>(int32_t(SG_EXECUTOR_PROTOCOL)), hello.put<int32_t>(M.abi_version());
     hello.put<int32_t>(seccomp_on), hello.put<int32_t>(int32_t(sizeof(sg_result)));
@@ -600,6 +621,8 @@ int serve(int argc, char **argv) {
         if (head[0] && !read_all(g_sock, &req[0], head[0])) return 0;
         if (head[1] == REQ_LAUNCH) {
             handle_launch(M, req);
+        } else if (head[1] == REQ_PROFILE) {
+            handle_profile(M, req);
         } else if (head[1] == REQ_TRIM) {
             M.trim();
             if (!send_frame(REP_TRIMMED, std::string())) return 0;

@@ -383,4 +383,8 @@ static inline int __sg_register(const char *name, void (*f)(A...)) {
                                 (int)sizeof...(A));
 }
 
+/* The memory-access profile is the runtime's (runtime/profile.inc): student code may not switch it
+ * off or take its counts. */
+#pragma GCC poison sg_profile_set sg_profile_take
+
 #endif

@@ -43,11 +43,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <new>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #if !defined(__x86_64__) || defined(SG_USE_UCONTEXT)
@@ -531,6 +533,8 @@ int g_checks = 0;
 uintptr_t g_module_base = 0;
 std::vector<std::pair<uintptr_t, uintptr_t>> g_segments;  // this module's loaded segments
 
+#include "profile.inc"  // the memory-access profile (bank conflicts, sectors per request)
+
 // ---------------------------------------------------------------------------------------------
 // Findings (checks) and failures.
 // ---------------------------------------------------------------------------------------------
@@ -751,6 +755,7 @@ std::string ids_text(uint3 t) { return format("(%u, %u, %u)", t.x, t.y, t.z); }
 
 void Worker::release_barrier(Block *B) {
     Launch *L = launch;
+    if (g_profile) profile_barrier(B);
     if (L->checks) {
         Fiber *first = nullptr;
         for (unsigned t = 0; t < B->n; ++t) {
@@ -1192,6 +1197,7 @@ void Worker::run(Launch *L) {
             continue;
         }
         if (B->live == 0) {
+            if (g_profile) profile_block_end(B);
             B->busy = false, --nres, last = nullptr;
             progress.fetch_add(1, std::memory_order_release);
             stuck.store(0);
@@ -1772,23 +1778,29 @@ int __sg_printf(const char *fmt, ...) {
 #define SG_PLAIN(n)                                                                                   \
     SG_HOOK void __tsan_read##n(void *a) {                                                            \
         if (__builtin_expect(g_checks, 0)) check_access(reinterpret_cast<uintptr_t>(a), n, 0, false, SG_PC); \
+        if (__builtin_expect(g_profile, 0)) profile_access(reinterpret_cast<uintptr_t>(a), n, 0, SG_PC); \
     }                                                                                                 \
     SG_HOOK void __tsan_write##n(void *a) {                                                           \
         if (__builtin_expect(g_checks, 0)) check_access(reinterpret_cast<uintptr_t>(a), n, 1, false, SG_PC); \
+        if (__builtin_expect(g_profile, 0)) profile_access(reinterpret_cast<uintptr_t>(a), n, 1, SG_PC); \
     }                                                                                                 \
     SG_HOOK void __tsan_unaligned_read##n(void *a) {                                                  \
         if (__builtin_expect(g_checks, 0)) check_access(reinterpret_cast<uintptr_t>(a), n, 0, false, SG_PC); \
+        if (__builtin_expect(g_profile, 0)) profile_access(reinterpret_cast<uintptr_t>(a), n, 0, SG_PC); \
     }                                                                                                 \
     SG_HOOK void __tsan_unaligned_write##n(void *a) {                                                 \
         if (__builtin_expect(g_checks, 0)) check_access(reinterpret_cast<uintptr_t>(a), n, 1, false, SG_PC); \
+        if (__builtin_expect(g_profile, 0)) profile_access(reinterpret_cast<uintptr_t>(a), n, 1, SG_PC); \
     }                                                                                                 \
     SG_HOOK void __tsan_volatile_read##n(void *a) {                                                   \
         if (!on_fiber()) return;                                                                      \
+        if (g_profile) profile_access(reinterpret_cast<uintptr_t>(a), n, 0, SG_PC); \
         if (g_checks) check_access(reinterpret_cast<uintptr_t>(a), n, 0, true, SG_PC);               \
         yield_here(current_fiber(), "a volatile load", nullptr, 0, SG_PC, a, n);                      \
     }                                                                                                 \
     SG_HOOK void __tsan_volatile_write##n(void *a) {                                                  \
         if (!on_fiber()) return;                                                                      \
+        if (g_profile) profile_access(reinterpret_cast<uintptr_t>(a), n, 1, SG_PC); \
         if (g_checks) check_access(reinterpret_cast<uintptr_t>(a), n, 1, true, SG_PC);               \
         current_fiber()->blk->progress = true;                                                        \
     }
@@ -2033,6 +2045,7 @@ SG_EXPORT int sg_launch(const sg_launch_config *cfg, void *const *args, int narg
 
     install_fault_handlers();
     g_checks = L->checks;
+    profile_launch_begin(L.get(), cfg);
     g_active.store(1);
     std::vector<std::thread> threads;
     std::vector<void *> pooled;  // with the executor's pool: its threads, made before the filter went on
@@ -2053,6 +2066,7 @@ SG_EXPORT int sg_launch(const sg_launch_config *cfg, void *const *args, int narg
     for (std::thread &t : threads) t.join();
     g_active.store(0);
     g_checks = 0;
+    profile_launch_end();
     remove_fault_handlers();
     for (auto &s : shadows) munmap(s.first, s.second);
     delete[] L->rel_ring;
