@@ -169,6 +169,8 @@ class _Plan:
     out: _Guarded
     launches: list[Callable[[], None]]
     resets: list[Callable[[], None]] = field(default_factory=list)
+    #: Part 5: the ``tile_counter`` buffer and the tiles (gridDim.x) it must count up to.
+    ticket: tuple[_Guarded, int] | None = None
 
     def run(self) -> None:
         for launch in self.launches:
@@ -212,7 +214,7 @@ def _prepare(run: _Run, part: PartSpec, pc: PartConfig, d_in: _Guarded, n: int) 
             for reset in resets:
                 reset()
             launch()
-        return _Plan(out, [zero_then_launch], resets)
+        return _Plan(out, [zero_then_launch], resets, ticket=(counter, tiles))
     raise LaunchError(f"no launch plan for part {part.key}")
 
 
@@ -307,6 +309,20 @@ def diagnose(got: np.ndarray, expected: np.ndarray, *, source: np.ndarray, inclu
                     first_wrong_tile=(i // tile) * tile, hint=hint)
 
 
+def _ticket_problem(counter: int, tiles: int) -> str | None:
+    """Part 5's ticket rule: every block takes one ticket, so ``*tile_counter`` (zeroed before the
+    launch) ends equal to gridDim.x. A message when it does not, None when it does."""
+    if int(counter) == tiles:
+        return None
+    return (f"*tile_counter is {int(counter)} after the launch, expected {tiles} (one ticket per block, "
+            f"gridDim.x = {tiles} tiles): take each block's tile index from a ticket, "
+            "t = atomicAdd(tile_counter, 1), shared through shared memory, not from blockIdx.x. CUDA does "
+            "not promise that blocks start in blockIdx order, and the look-back makes a tile wait for the "
+            "tiles before it: with blockIdx.x a block can wait on a tile whose block never gets a "
+            "multiprocessor, and the GPU hangs; a ticket is only taken by a running block, so tile t's "
+            "predecessors are always running")
+
+
 def _tile_of(part: PartSpec, pc: PartConfig) -> int:
     return pc.block_size * pc.items_per_thread if part.items_per_thread else 2 * pc.block_size
 
@@ -330,7 +346,8 @@ def _check(run: _Run, plan: _Plan, d_in: _Guarded, x: np.ndarray, expected: np.n
     tile = _tile_of(part, pc)
     mm = diagnose(got, expected, source=x, inclusive=part.inclusive, tile=tile, rtol=cfg.float_rtol)
     if mm is None:
-        return "pass", "", None
+        problem = plan.ticket and _ticket_problem(wholes[id(plan.ticket[0])][GUARD], plan.ticket[1])
+        return ("fail", problem, None) if problem else ("pass", "", None)
     msg = f"out[{mm.index}] = {mm.got}, expected {mm.expected}; {mm.wrong} of {n} elements wrong"
     if expected.dtype.kind == "f":
         msg = (f"out[{mm.index}] = {mm.got:.7g}, expected {mm.expected:.7g} (tolerance {cfg.float_rtol:g}·√n "
