@@ -47,6 +47,15 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="grade only this part (e.g. part2_blelloch); repeatable")
 
 
+def _checks_options(p: argparse.ArgumentParser) -> None:
+    """``--checks`` (the default) and ``--no-checks``: the emulator's checks, as in every official grade."""
+    p.add_argument("--checks", dest="checks", action="store_true", default=True,
+                   help="on the emulator: check for races, out-of-bounds accesses and barrier divergence under "
+                        "three thread orders, on sizes up to emulator.checks_max_n (the default)")
+    p.add_argument("--no-checks", dest="checks", action="store_false",
+                   help="skip the emulator's checks (faster; the grade may then differ from the official one)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``scangrade``."""
     parser = argparse.ArgumentParser(prog="scangrade", description="Grade CUDA prefix-sum (scan) kernels.")
@@ -54,14 +63,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     g = sub.add_parser("grade", help="grade a submission folder or one part's .cu file")
     g.add_argument("path", help="a folder holding part1_naive.cu, part2_blelloch.cu, ... or one of those files")
-    g.add_argument("--checks", action="store_true",
-                   help="on the emulator: check for races, out-of-bounds accesses and barrier divergence, "
-                        "under three thread orders (slower)")
+    _checks_options(g)
     _common(g)
     c = sub.add_parser("check", help="grade your work in assignment/ on this machine (GPU or emulator)")
     c.add_argument("--dir", default="assignment", help="the folder holding your .cu files (default: assignment)")
-    c.add_argument("--no-checks", dest="checks", action="store_false",
-                   help="skip the emulator's race, bounds and barrier checks (faster)")
+    _checks_options(c)
     _common(c)
     t = sub.add_parser("batch", help="grade a class: one folder or .zip per submission (or Gradescope's export) "
                                      "into a gradebook and per-student reports")
@@ -70,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--resume", action="store_true", help="skip submissions whose result is already written and intact")
     t.add_argument("--jobs", type=int, default=0,
                    help="submissions graded at once (default: one per GPU, or one per core on the emulator)")
-    t.add_argument("--checks", action="store_true", help="the emulator's race, bounds and barrier checks")
+    _checks_options(t)
     t.add_argument("--backend", choices=("auto", "pycuda", "emulator"), default=None, help="as for grade")
     t.add_argument("--config", metavar="FILE", help="configuration file (default: ./config.yaml)")
     t.add_argument("--private-config", metavar="FILE", help="hidden sizes and their seed, as for grade")

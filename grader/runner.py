@@ -207,10 +207,11 @@ def _run_worker(job_path: Path, events: _Events, *, cfg: Config, tmpdir: Path,
     return proc.returncode, stopped
 
 
-def grade_part(part: PartSpec, source: Path | None, *, cfg: Config, backend: str, checks: bool = False,
+def grade_part(part: PartSpec, source: Path | None, *, cfg: Config, backend: str, checks: bool = True,
                on_event: Callable[[str, dict], None] | None = None,
                env: dict[str, str] | None = None) -> tuple[PartResult, dict[str, str]]:
-    """Grade one part in a child process (``checks``: the emulator's checking mode and thread orders).
+    """Grade one part in a child process (``checks``: the emulator's checking mode and thread orders,
+    on cases up to ``emulator.checks_max_n``; the default, as every official grade uses them).
 
     Returns:
         ``(part result, device facts reported by the child)``. Never raises for problems of the
@@ -303,7 +304,7 @@ def grade_part(part: PartSpec, source: Path | None, *, cfg: Config, backend: str
 
 
 def grade(submission: Path, *, cfg: Config, selection: Selection, seed: int | None = None,
-          parts: list[str] | None = None, checks: bool = False,
+          parts: list[str] | None = None, checks: bool = True,
           on_event: Callable[[str, dict], None] | None = None,
           env: dict[str, str] | None = None) -> SubmissionResult:
     """Grade a submission folder (or one part's file) against the configured cases.
@@ -315,7 +316,10 @@ def grade(submission: Path, *, cfg: Config, selection: Selection, seed: int | No
         seed: overrides the config's seed.
         parts: part keys to grade (default: every part in the config).
         checks: on the emulator, check for races, out-of-bounds accesses and barrier divergence,
-            and run every case under ascending, descending and random thread orders.
+            and run every case up to ``emulator.checks_max_n`` under ascending, descending and random
+            thread orders (larger cases run once, unchecked). On by default, so every path that
+            grades (check, grade, batch, Gradescope, the pytest plugin) gives the same grade;
+            False only to go faster (``--no-checks``). Ignored by GPU backends.
         on_event: called with each event a worker reports (for progress display).
         env: extra environment for the part workers (e.g. ``CUDA_VISIBLE_DEVICES``).
 

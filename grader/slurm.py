@@ -470,6 +470,8 @@ def sbatch_scripts(submissions: Path, *, out: Path, shards: int, config: Path, p
         cmd += ["--private-config", q(str(private_config.resolve()))]
     if checks:
         cmd.append("--checks")
+    elif backend == "emulator":  # checks are the default there
+        cmd.append("--no-checks")
     if resume:
         cmd.append("--resume")
     if jobs > 0:

@@ -8,13 +8,20 @@ sandbox required on grading machines.
 
 from __future__ import annotations
 
+import json
+import shutil
+
 import pytest
 
 from grader.backends import Selection
+from grader.cli import main
 from grader.config import load_config
 from grader.runner import grade
 from tests.conftest import BROKEN, write_config
 from tests.test_grading import submission
+from tests.test_pytest_plugin import CACHE_HOME
+
+pytest_plugins = ["pytester"]
 
 EMULATOR = Selection("emulator", "test")
 
@@ -46,3 +53,81 @@ def test_part5_with_a_ticket_passes(tmp_path):
     folder = submission(tmp_path, part5_single_pass=BROKEN / "part5_correct_serial_lookback.cu")
     p = grade(folder, cfg=cfg, selection=EMULATOR, parts=["part5_single_pass"], checks=False).parts[0]
     assert p.status == "pass", [(c.name, c.message) for c in p.cases if c.status != "pass"]
+
+
+# --- 2. Every grade on the emulator runs its checks ----------------------------------------------
+
+#: Part 3 padded for 16 banks: right in a plain run, an out-of-bounds shared-memory write under checks.
+RACY_PART3 = BROKEN / "part3_gems_16_banks.cu"
+
+
+def _part3_config(tmp_path):
+    return write_config(tmp_path, sizes={"part3_conflict_free": [1, 33]})
+
+
+def _racy_submission(tmp_path):
+    folder = tmp_path / "racy"
+    folder.mkdir()
+    shutil.copy(RACY_PART3, folder / "part3_conflict_free.cu")
+    return folder
+
+
+def test_grade_runs_the_checks_unless_told_not_to(tmp_path):
+    cfg = load_config(_part3_config(tmp_path))
+    folder = _racy_submission(tmp_path)
+    checked = grade(folder, cfg=cfg, selection=EMULATOR, parts=["part3_conflict_free"])
+    assert checked.device["checks"] == "on"
+    assert all(c.status == "fail" and "(out-of-bounds)" in c.message for c in checked.parts[0].cases)
+    plain = grade(folder, cfg=cfg, selection=EMULATOR, parts=["part3_conflict_free"], checks=False)
+    assert plain.device["checks"] == "off" and plain.parts[0].status == "pass"
+
+
+def test_the_grade_command_checks_by_default_and_no_checks_opts_out(tmp_path, capsys):
+    config = _part3_config(tmp_path)
+    folder = _racy_submission(tmp_path)
+    argv = ["grade", str(folder), "--config", str(config), "--backend", "emulator"]
+    assert main(argv + ["--json", str(tmp_path / "a.json")]) == 1
+    assert json.loads((tmp_path / "a.json").read_text())["device"]["checks"] == "on"
+    assert main(argv + ["--no-checks"]) == 0
+    capsys.readouterr()
+
+
+def test_batch_checks_by_default(tmp_path, capsys):
+    config = _part3_config(tmp_path)
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    shutil.copytree(_racy_submission(tmp_path), subs / "alice")
+    out = tmp_path / "out"
+    assert main(["batch", str(subs), "--out", str(out), "--config", str(config), "--backend", "emulator",
+                 "--jobs", "1"]) == 1
+    saved = json.loads((out / "alice" / "result.json").read_text())
+    assert saved["device"]["checks"] == "on" and [p["status"] for p in saved["parts"]] == ["fail"]
+    capsys.readouterr()
+
+
+def test_the_gradescope_autograder_checks(tmp_path):
+    from grader.gradescope_bundle import build_bundle
+    from tests.test_gradescope_bundle import _run, _unpack
+
+    made = build_bundle(tmp_path / "ag.zip", config=_part3_config(tmp_path))
+    root = tmp_path / "autograder"
+    _unpack(made.archive, root)
+    shutil.copytree(_racy_submission(tmp_path), root / "submission")
+    assert _run(root).returncode == 0
+    full = json.loads((root / "results" / "scangrade.json").read_text())
+    assert full["device"]["checks"] == "on"
+    assert [p["status"] for p in full["parts"] if p["key"] == "part3_conflict_free"] == ["fail"]
+
+
+def test_the_pytest_plugin_checks_by_default(pytester, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", CACHE_HOME)
+    monkeypatch.delenv("SCANGRADE_BACKEND", raising=False)
+    _part3_config(pytester.path)
+    sub = pytester.path / "sub"
+    sub.mkdir()
+    shutil.copy(RACY_PART3, sub / "part3_conflict_free.cu")
+    args = ("--scangrade", "sub/part3_conflict_free.cu", "--scangrade-backend", "emulator", "-p", "no:cacheprovider")
+    checked = pytester.runpytest_subprocess(*args, timeout=300)
+    checked.assert_outcomes(failed=3)  # n = 1, 33 and the block's 256
+    assert "(out-of-bounds)" in checked.stdout.str()
+    pytester.runpytest_subprocess(*args, "--scangrade-no-checks", timeout=300).assert_outcomes(passed=3)
