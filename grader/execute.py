@@ -46,8 +46,10 @@ class CaseSpec:
 
 
 def case_list(cfg: Config, key: str) -> list[CaseSpec]:
-    """Every correctness case of a part, in the order they run: per dtype, the configured sizes
-    (with n = 1 and, for a one-block part, its largest n always included), then the hidden sizes."""
+    """Every correctness case of a part, in the order they run: the visible cases of every dtype
+    (per dtype, the configured sizes, with n = 1 and, for a one-block part, its largest n always
+    included), then the hidden cases of every dtype. A kernel can keep state from one launch to the
+    next (a ``__device__`` global), so no visible case may run after a hidden one."""
     pc, spec = cfg.parts[key], PARTS[key]
     sizes = list(pc.sizes)
     if 1 not in sizes:
@@ -55,12 +57,10 @@ def case_list(cfg: Config, key: str) -> list[CaseSpec]:
     limit = spec.limit(pc.block_size)
     if limit is not None and limit not in sizes:
         sizes.append(limit)
-    cases = []
-    for dtype in pc.dtypes:
-        cases += [CaseSpec(f"n={n} {dtype}", n, dtype, cfg.seed) for n in sizes]
-        cases += [CaseSpec(f"hidden #{i + 1} {dtype}", n, dtype, cfg.hidden_seed, "hidden")
-                  for i, n in enumerate(pc.hidden_sizes)]
-    return cases
+    visible = [CaseSpec(f"n={n} {dtype}", n, dtype, cfg.seed) for dtype in pc.dtypes for n in sizes]
+    hidden = [CaseSpec(f"hidden #{i + 1} {dtype}", n, dtype, cfg.hidden_seed, "hidden")
+              for dtype in pc.dtypes for i, n in enumerate(pc.hidden_sizes)]
+    return visible + hidden
 
 
 def case_rng(seed: int, part: PartSpec, n: int, dtype: np.dtype) -> np.random.Generator:

@@ -132,7 +132,8 @@ class PartResult:
         file: the graded file's path as given, or the expected name when missing.
         status: one of :data:`PART_STATUSES`.
         message: the part-level message (compiler output, timeout, crash).
-        cases: every configured case, in config order (not-run ones included).
+        cases: every configured case (not-run ones included): the visible ones, the hidden ones,
+            then the timed ones.
         performance: the part's performance score, for a timed part.
         phases_s: wall seconds of the part's phases, as far as they ran: ``startup`` (the child
             process and the backend: interpreter, compiler probe, CUDA context), ``compile``,

@@ -66,6 +66,13 @@ def _not_run(cfg: Config, part: PartSpec, message: str, done: tuple[CaseResult, 
     return done + rest
 
 
+def _report_order(cases: tuple[CaseResult, ...]) -> tuple[CaseResult, ...]:
+    """Cases as reports list them: the visible ones, then the hidden ones, then the timed ones, each
+    group in the order it ran (the worker times a part between its visible and its hidden cases)."""
+    return tuple(sorted(cases, key=lambda c: (c.timing is not None or c.name.startswith("timed "),
+                                              c.visibility == "hidden")))
+
+
 def _tail(path: Path) -> str:
     try:
         data = path.read_bytes()
@@ -115,7 +122,8 @@ def _phases(events: list[dict], started: float, ended: float) -> dict[str, float
         if isinstance(ev.get("t"), (int, float)):
             first.setdefault(ev["event"], ev["t"])
     marks = [("startup", started), ("compile", first.get("device")),
-             ("cases", first.get("compiled")), ("timing", first.get("timing-start"))]
+             ("cases", first.get("compiled")), ("timing", first.get("timing-start")),
+             ("hidden", first.get("hidden-start"))]
     marks = [(name, t) for name, t in marks if t is not None]
     phases = {name: round(max(0.0, (marks[i + 1][1] if i + 1 < len(marks) else ended) - t), 3)
               for i, (name, t) in enumerate(marks)}
@@ -223,7 +231,7 @@ def grade_part(part: PartSpec, source: Path | None, *, cfg: Config, backend: str
                     performance: Performance | None = None) -> PartResult:
         return PartResult(key=part.key, number=part.number, title=part.title,
                           file=str(source) if source else part.filename, status=status, message=message,
-                          cases=cases, performance=performance, phases_s=phases)
+                          cases=_report_order(cases), performance=performance, phases_s=phases)
 
     timing = cfg.parts[part.key].timing
     pending = Performance(0.0, timing.points, None, "not timed: the part did not finish") if timing else None

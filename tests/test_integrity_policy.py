@@ -15,7 +15,8 @@ import pytest
 
 from grader.backends import Selection
 from grader.cli import main
-from grader.config import load_config
+from grader.config import load_config, load_private
+from grader.execute import case_list
 from grader.runner import grade
 from tests.conftest import BROKEN, write_config
 from tests.test_grading import submission
@@ -131,3 +132,49 @@ def test_the_pytest_plugin_checks_by_default(pytester, monkeypatch):
     checked.assert_outcomes(failed=3)  # n = 1, 33 and the block's 256
     assert "(out-of-bounds)" in checked.stdout.str()
     pytester.runpytest_subprocess(*args, "--scangrade-no-checks", timeout=300).assert_outcomes(passed=3)
+
+
+# --- 5. No visible result carries anything from a hidden case ------------------------------------
+
+def _stash_config(tmp_path):
+    path = tmp_path / "stash.yaml"
+    path.write_text("block_size: 128\nseed: 7\nparts:\n  part1_naive:\n    points_per_case: 1\n"
+                    "    dtypes: [int32, float32]\n    sizes: [1, 3, 33]\n")
+    private = tmp_path / "stash-private.yaml"
+    private.write_text("seed: 99\nparts:\n  part1_naive:\n    hidden_sizes: [77]\n")
+    return load_private(load_config(path), private)
+
+
+def test_every_visible_case_of_every_dtype_runs_before_any_hidden_case(tmp_path):
+    cfg = _stash_config(tmp_path)
+    order = [(c.visibility, c.dtype) for c in case_list(cfg, "part1_naive")]
+    assert order == [("visible", "int32")] * 4 + [("visible", "float32")] * 4 + [("hidden", "int32"),
+                                                                                 ("hidden", "float32")]
+
+
+def test_a_kernel_that_stashes_n_in_a_device_global_shows_no_hidden_size(tmp_path):
+    cfg = _stash_config(tmp_path)
+    folder = tmp_path / "stash"
+    folder.mkdir()
+    shutil.copy(BROKEN / "part1_stash_n.cu", folder / "part1_naive.cu")
+    p = grade(folder, cfg=cfg, selection=EMULATOR, parts=["part1_naive"], checks=False).parts[0]
+    visible = [c for c in p.cases if c.visibility == "visible"]
+    assert [c.visibility for c in p.cases] == ["visible"] * 8 + ["hidden"] * 2  # reports: visible, then hidden
+    # the kernel writes the previous launch's n into out[0]: each visible case shows a visible size
+    shown = {c.mismatch.got for c in visible if c.mismatch is not None}
+    assert shown and shown <= {1, 3, 33, 128}
+    assert not any("77" in c.message for c in visible)
+
+
+def test_performance_is_scored_after_the_hidden_cases_and_only_when_they_pass():
+    from grader.worker import performance_after_hidden
+    from grader.results import CaseResult, Performance
+
+    def case(status, visibility="hidden"):
+        return CaseResult(name="hidden #1 int32", n=5, dtype="int32", seed=1, status=status, points=0.0,
+                          max_points=1.0, visibility=visibility)
+    scored = Performance(4.0, 6.0, 1.1, "time / reference time = 1.10")
+    assert performance_after_hidden(scored, [case("pass")]) == scored
+    lost = performance_after_hidden(scored, [case("pass"), case("fail")])
+    assert lost.points == 0.0 and lost.max_points == 6.0 and "hidden case" in lost.message
+    assert performance_after_hidden(None, [case("fail")]) is None
