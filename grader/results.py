@@ -32,7 +32,8 @@ class Mismatch:
         index: the first wrong element's index.
         got, expected: the values there (as Python ints or floats; ``got`` may be the poison).
         wrong: how many elements are wrong.
-        first_wrong_tile: index of the first element of the tile holding ``index`` (tile = 2*BLOCK_SIZE).
+        first_wrong_tile: index of the first element of the tile holding ``index`` (Part 4's tile is
+            2*BLOCK_SIZE elements, Part 5's BLOCK_SIZE*ITEMS_PER_THREAD); None for a one-block part.
         hint: a likely cause, when one is recognisable (inclusive vs exclusive, never written...).
     """
 

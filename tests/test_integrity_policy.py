@@ -8,19 +8,24 @@ sandbox required on grading machines.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
+
+import numpy as np
 
 import pytest
 
 from grader.backends import Selection
 from grader.cli import main
 from grader.config import load_config, load_private
-from grader.execute import case_list
+from grader.execute import _tile_of, case_list, diagnose
+from grader.parts import PARTS
 from grader.runner import grade
 from tests.conftest import BROKEN, write_config
 from tests.test_grading import submission
 from tests.test_pytest_plugin import CACHE_HOME
+from reference.scan import exclusive_scan, inclusive_scan
 
 pytest_plugins = ["pytester"]
 
@@ -178,3 +183,59 @@ def test_performance_is_scored_after_the_hidden_cases_and_only_when_they_pass():
     lost = performance_after_hidden(scored, [case("pass"), case("fail")])
     assert lost.points == 0.0 and lost.max_points == 6.0 and "hidden case" in lost.message
     assert performance_after_hidden(None, [case("fail")]) is None
+
+
+# --- 3. Hints are right ---------------------------------------------------------------------------
+
+def _int32(values):
+    return np.asarray(values, dtype=np.int32)
+
+
+def test_at_n_1_a_copy_of_the_input_is_not_called_the_inclusive_scan():
+    x = _int32([5])
+    mm = diagnose(_int32([5]), exclusive_scan(x), source=x, inclusive=False, tile=None)
+    assert mm is not None and "inclusive scan" not in (mm.hint or "")
+    assert "out[0]" in mm.hint and "0" in mm.hint  # an exclusive scan starts with 0
+    mm = diagnose(_int32([0]), inclusive_scan(x), source=x, inclusive=True, tile=None)
+    assert mm is not None and "exclusive scan" not in (mm.hint or "")
+    assert "in[0]" in mm.hint
+
+
+def test_the_other_kind_of_scan_is_still_named_where_it_can_be_told_apart():
+    x = _int32([3, 1, 4, 1, 5])
+    mm = diagnose(inclusive_scan(x).astype(np.int32), exclusive_scan(x), source=x, inclusive=False, tile=None)
+    assert mm.hint.startswith("this is the inclusive scan")
+    mm = diagnose(exclusive_scan(x).astype(np.int32), inclusive_scan(x), source=x, inclusive=True, tile=None)
+    assert mm.hint.startswith("this is the exclusive scan")
+
+
+def test_at_n_2_the_input_shifted_by_one_is_not_called_the_exclusive_scan():
+    x = _int32([3, 1])
+    mm = diagnose(_int32([0, 3]), inclusive_scan(x), source=x, inclusive=True, tile=None)
+    assert mm is not None and "exclusive scan" not in (mm.hint or "")
+
+
+def _last_tile_wrong(n, tile):
+    x = np.ones(n, dtype=np.int32)
+    expected = exclusive_scan(x)
+    got = expected.astype(np.int32).copy()
+    got[-1] += 1
+    return diagnose(got, expected, source=x, inclusive=False, tile=tile)
+
+
+def test_the_partial_tile_hint_needs_more_than_one_tile():
+    assert "tile" not in (_last_tile_wrong(100, 512).hint or "")  # one tile: nothing to single out
+    assert _last_tile_wrong(100, None).hint is None and _last_tile_wrong(100, None).first_wrong_tile is None
+    mm = _last_tile_wrong(1100, 512)
+    assert mm.first_wrong_tile == 1024
+    assert "only the last, partial tile is wrong" in mm.hint and "512" in mm.hint and "n = 1100" in mm.hint
+
+
+@pytest.mark.parametrize("key, tile", [("part1_naive", None), ("part2_blelloch", None),
+                                       ("part3_conflict_free", None), ("part4_any_size", 2 * 256),
+                                       ("part5_single_pass", 64 * 4)])
+def test_each_part_names_its_own_tile(tmp_path, key, tile):
+    cfg = _part5_config(tmp_path)
+    pc = cfg.parts["part5_single_pass"]
+    pc4 = dataclasses.replace(pc, block_size=256)
+    assert _tile_of(PARTS[key], pc4 if key == "part4_any_size" else pc) == tile
