@@ -25,7 +25,8 @@ from grader.config import Config
 from grader.errors import UsageError
 from grader.parts import PARTS, PartSpec
 from grader.execute import case_list
-from grader.results import CaseResult, PartResult, Performance, SubmissionResult, case_from_dict
+from grader.results import (PART_CASES_BYTES, CaseResult, PartResult, Performance, SubmissionResult, case_from_dict,
+                            clean_case, clean_part_message)
 
 #: Bytes of a worker's own stdout/stderr kept for messages.
 _TAIL_BYTES = 4000
@@ -90,6 +91,19 @@ def _signal_name(code: int) -> str:
         return f"signal {-code}"
 
 
+def _capped(value):
+    """An event from a worker with every string in it made safe and capped at a part message's
+    size (:func:`grader.results.clean_part_message`): text from a worker may carry the student's
+    (device printf, compiler output) and must not reach a terminal or report unchecked."""
+    if isinstance(value, str):
+        return clean_part_message(value)
+    if isinstance(value, dict):
+        return {k: _capped(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_capped(v) for v in value]
+    return value
+
+
 class _Events:
     """Reads the JSON lines a worker appends to its event file, as they arrive."""
 
@@ -108,9 +122,11 @@ class _Events:
             line, data = data.split(b"\n", 1)
             self.offset += len(line) + 1
             try:
-                new.append(json.loads(line))
+                ev = json.loads(line)
             except json.JSONDecodeError:
                 continue
+            if isinstance(ev, dict) and isinstance(ev.get("event"), str):
+                new.append(_capped(ev))
         self.items += new
         return new
 
@@ -229,9 +245,12 @@ def grade_part(part: PartSpec, source: Path | None, *, cfg: Config, backend: str
 
     def part_result(status: str, message: str, cases: tuple[CaseResult, ...],
                     performance: Performance | None = None) -> PartResult:
+        budget = [PART_CASES_BYTES]  # all the part's case messages together
         return PartResult(key=part.key, number=part.number, title=part.title,
-                          file=str(source) if source else part.filename, status=status, message=message,
-                          cases=_report_order(cases), performance=performance, phases_s=phases)
+                          file=str(source) if source else part.filename, status=status,
+                          message=clean_part_message(message),
+                          cases=tuple(clean_case(c, budget) for c in _report_order(cases)),
+                          performance=performance, phases_s=phases)
 
     timing = cfg.parts[part.key].timing
     pending = Performance(0.0, timing.points, None, "not timed: the part did not finish") if timing else None

@@ -21,8 +21,10 @@ from grader.cli import main
 from grader.config import load_config, load_private
 from grader.execute import _tile_of, case_list, diagnose
 from grader.parts import PARTS
+from grader.results import (MESSAGE_BYTES, MESSAGE_LINES, PART_CASES_BYTES, PART_MESSAGE_BYTES, CaseResult,
+                            case_from_dict, clean_case, clean_text)
 from grader.runner import grade
-from tests.conftest import BROKEN, write_config
+from tests.conftest import BROKEN, ROOT, write_config
 from tests.test_grading import submission
 from tests.test_pytest_plugin import CACHE_HOME
 from reference.scan import exclusive_scan, inclusive_scan
@@ -30,6 +32,7 @@ from reference.scan import exclusive_scan, inclusive_scan
 pytest_plugins = ["pytester"]
 
 EMULATOR = Selection("emulator", "test")
+ATTACKS = ROOT / "tests" / "attacks"
 
 
 def _part5_config(tmp_path, sizes=(1, 257, 5000)):
@@ -239,3 +242,63 @@ def test_each_part_names_its_own_tile(tmp_path, key, tile):
     pc = cfg.parts["part5_single_pass"]
     pc4 = dataclasses.replace(pc, block_size=256)
     assert _tile_of(PARTS[key], pc4 if key == "part4_any_size" else pc) == tile
+
+
+# --- 6. Worker text is capped and made safe ----------------------------------------------------------
+
+CONTROLS = ("\x1b", "\x07", "\x9b", "\x00")
+
+
+def test_clean_text_removes_escape_sequences_and_escapes_control_characters():
+    text = "a\x1b[2J\x1b[31mred\x1b[0m\x1b]0;title\x07 \x9b31mC1 \x00nul\x07\r\nnext\tcol"
+    assert clean_text(text) == "ared C1 \\x00nul\\x07\nnext\tcol"
+
+
+def test_clean_text_cuts_by_bytes_and_lines_and_says_how_much():
+    long = clean_text("é" * 5000)  # 10,000 bytes
+    assert len(long.encode()) < MESSAGE_BYTES + 40 and long.endswith(f"… (cut: {10000 - MESSAGE_BYTES} bytes)")
+    many = clean_text("\n".join(["line"] * 1000))
+    assert many.count("\n") == MESSAGE_LINES and "(cut: " in many
+
+
+def test_a_forged_4_mib_frame_from_a_worker_is_capped_and_cleaned(tmp_path):
+    from grader.runner import _Events
+    path = tmp_path / "events.jsonl"
+    result = {"name": "n=1 int32", "n": 1, "dtype": "int32", "seed": 1, "status": "fail", "points": 0.0,
+              "max_points": 1.0, "message": "\x1b[2J" + "x" * (4 << 20), "visibility": "visible"}
+    path.write_text(json.dumps({"event": "case", "result": result}) + "\n"
+                    + json.dumps({"event": "compile-error", "message": "\x1b]0;t\x07" + "y\n" * 100000}) + "\n")
+    case_ev, compile_ev = _Events(path).poll()
+    case = case_from_dict(case_ev["result"])
+    assert len(case.message.encode()) < MESSAGE_BYTES + 40 and "\x1b" not in case.message
+    assert "(cut: " in case.message
+    assert len(compile_ev["message"].encode()) < 20000 and not any(ch in compile_ev["message"] for ch in CONTROLS)
+
+
+def test_a_parts_case_messages_share_one_budget():
+    budget = [PART_CASES_BYTES]
+    big = CaseResult(name="n=1 int32", n=1, dtype="int32", seed=1, status="fail", points=0.0, max_points=1.0,
+                     message="first line\n" + "z" * 10000)
+    kept = [clean_case(big, budget) for _ in range(40)]
+    assert sum(len(c.message.encode()) for c in kept) <= PART_CASES_BYTES + 40 * 300
+    assert kept[0].message.startswith("first line\nzzz") and kept[-1].message.startswith("first line\n… (cut")
+
+
+def test_escape_sequences_in_compiler_output_reach_no_report(tmp_path, capsys):
+    folder = tmp_path / "sub"
+    folder.mkdir()
+    shutil.copy(ATTACKS / "compile_error_ansi.cu", folder / "part1_naive.cu")
+    config = write_config(tmp_path, sizes={"part1_naive": [5]})
+    outputs = {k: tmp_path / f"out.{k}" for k in ("json", "junit", "markdown", "gradescope")}
+    argv = ["grade", str(folder), "--config", str(config), "--backend", "emulator"]
+    for k, path in outputs.items():
+        argv += [f"--{k}", str(path)]
+    assert main(argv) == 1
+    printed = capsys.readouterr()
+    texts = [printed.out, printed.err] + [p.read_text(encoding="utf-8") for p in outputs.values()]
+    for text in texts:
+        assert not any(ch in text for ch in CONTROLS), repr(text[:300])
+        assert "\\u001b" not in text and "&#27;" not in text  # nor escaped into JSON or XML
+    part = json.loads(outputs["json"].read_text())["parts"][0]
+    assert part["status"] == "compile-error" and "PASS all cases" in part["message"]
+    assert len(part["message"].encode()) <= PART_MESSAGE_BYTES + 40
