@@ -2,7 +2,9 @@
 
 A part that does not compile, crashes, hangs or corrupts memory costs that part only: its child
 process is killed at the deadline (``timeouts.part_s``), the case it was on is reported as timed
-out or crashed, the rest as not run, and grading goes on with the next part.
+out or crashed, the rest as not run, and grading goes on with the next part. A case that hangs
+(``timeouts.case_s``) costs that case only: a new child process grades the cases after it, within
+the part's ``part_s``.
 """
 
 from __future__ import annotations
@@ -194,8 +196,11 @@ def kill_session(sid: int) -> None:
 
 def _run_worker(job_path: Path, events: _Events, *, cfg: Config, tmpdir: Path,
                 on_event: Callable[[str, dict], None] | None,
-                extra_env: dict[str, str] | None = None) -> tuple[int | None, str | None]:
-    """Start the worker and watch it: ``(return code, why it was stopped or None)``."""
+                extra_env: dict[str, str] | None = None,
+                deadline: float | None = None) -> tuple[int | None, str | None]:
+    """Start the worker and watch it: ``(return code, why it was stopped or None)``. ``deadline``
+    (``time.monotonic()``) is when the part's ``timeouts.part_s`` runs out, shared by the workers
+    of one part; by default part_s from this worker's start."""
     env = {**os.environ, **(extra_env or {})}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_PROJECT_ROOT), env.get("PYTHONPATH")]))
     env["PYTHONUNBUFFERED"] = "1"
@@ -220,7 +225,7 @@ def _run_worker(job_path: Path, events: _Events, *, cfg: Config, tmpdir: Path,
                 break
             now = time.monotonic()
             running_case = bool(events.items) and events.items[-1].get("event") == "case-start"
-            if now - start > cfg.part_timeout_s:
+            if now > (deadline if deadline is not None else start + cfg.part_timeout_s):
                 stopped = f"timed out after {cfg.part_timeout_s:g} s (timeouts.part_s)"
             elif running_case and now - case_start > cfg.case_timeout_s:
                 stopped = f"timed out after {cfg.case_timeout_s:g} s (timeouts.case_s)"
@@ -260,74 +265,116 @@ def grade_part(part: PartSpec, source: Path | None, *, cfg: Config, backend: str
 
     with tempfile.TemporaryDirectory(prefix="scangrade-part-") as tmp:
         tmpdir = Path(tmp)
-        events, job_path = _Events(tmpdir / "events.jsonl"), tmpdir / "job.json"
-        job_path.write_text(json.dumps({"config": str(Path(cfg.path).resolve()), "private": cfg.private_path,
-                                        "part": part.key, "source": str(source.resolve()), "backend": backend,
-                                        "seed": cfg.seed, "checks": checks, "events": str(events.path)}))
+        specs = case_list(cfg, part.key)
+        names = [c.name for c in specs]
         started = time.time()
-        returncode, stopped = _run_worker(job_path, events, cfg=cfg, tmpdir=tmpdir, on_event=on_event,
-                                          extra_env=env)
-        phases.update(_phases(events.items, started, time.time()))
+        deadline = time.monotonic() + cfg.part_timeout_s
         device: dict[str, str] = {}
         cases: list[CaseResult] = []
-        current = None
-        compiled = False
+        hung: list[str] = []  # cases stopped at timeouts.case_s; the next worker starts after each
+        items: list[dict] = []
         performance = pending
-        for ev in events.items:
-            kind = ev["event"]
-            if kind == "device":
-                device = ev["info"]
-            elif kind == "device-update":
-                device = {**device, **ev["info"]}
-            elif kind == "error":
-                return part_result("error", ev["message"], _not_run(cfg, part, "not run: " + ev["message"]),
-                                   pending), device
-            elif kind == "compile-error":
-                return part_result("compile-error", ev["message"],
-                                   _not_run(cfg, part, f"not run: {part.filename} does not compile"), pending), device
-            elif kind == "compiled":
-                compiled = True
-            elif kind == "case-start":
-                current = ev["name"]
-            elif kind in ("case", "timed"):
-                cases.append(case_from_dict(ev["result"]))
-                current = None
-            elif kind == "performance":
-                performance = Performance(**ev["result"])
-            elif kind == "done":
-                status = "pass" if all(c.status == "pass" for c in cases) else "fail"
-                return part_result(status, "", tuple(cases), performance), device
+        start = 0
+        while True:
+            attempt = len(hung)
+            events, job_path = _Events(tmpdir / f"events-{attempt}.jsonl"), tmpdir / f"job-{attempt}.json"
+            job_path.write_text(json.dumps({"config": str(Path(cfg.path).resolve()), "private": cfg.private_path,
+                                            "part": part.key, "source": str(source.resolve()), "backend": backend,
+                                            "seed": cfg.seed, "checks": checks, "events": str(events.path),
+                                            "start": start, "earlier_failed": bool(hung),
+                                            "settings": _effective_settings(cfg)}))
+            returncode, stopped = _run_worker(job_path, events, cfg=cfg, tmpdir=tmpdir, on_event=on_event,
+                                              extra_env=env, deadline=deadline)
+            items += events.items
+            phases.clear()
+            phases.update(_phases(items, started, time.time()))
+            current = None
+            compiled = False
+            for ev in events.items:
+                kind = ev["event"]
+                if kind == "device":
+                    device = {**device, **ev["info"]}
+                elif kind == "device-update":
+                    device = {**device, **ev["info"]}
+                elif kind == "error":
+                    return part_result("error", ev["message"],
+                                       _not_run(cfg, part, "not run: " + ev["message"], tuple(cases)), pending), device
+                elif kind == "compile-error":
+                    return part_result("compile-error", ev["message"],
+                                       _not_run(cfg, part, f"not run: {part.filename} does not compile", tuple(cases)),
+                                       pending), device
+                elif kind == "compiled":
+                    compiled = True
+                elif kind == "case-start":
+                    current = ev["name"]
+                elif kind in ("case", "timed"):
+                    cases.append(case_from_dict(ev["result"]))
+                    current = None
+                elif kind == "performance":
+                    performance = Performance(**ev["result"])
+                elif kind == "done":
+                    if hung:
+                        return part_result("timeout", _hung_message(hung, cfg), tuple(cases), performance), device
+                    status = "pass" if all(c.status == "pass" for c in cases) else "fail"
+                    return part_result(status, "", tuple(cases), performance), device
 
-        stage = f"case {current}" if current else ("compiling" if not compiled else "setting up")
-        if stopped:
-            why = f"{stopped} during {stage}"
-            if current:
-                why += (": the kernel may never finish — check loop conditions, and that every thread reaches "
-                        "every __syncthreads()")
-            status = "timeout"
-        elif returncode is not None and returncode < 0:
-            why = f"the process running this part crashed ({_signal_name(returncode)}) during {stage}"
-            if returncode == -signal.SIGSEGV:
-                why += " — often a read or write outside an array"
-            status = "crash"
-        else:
-            tail = _tail(tmpdir / "stderr.txt")
-            why = f"the grader's worker stopped unexpectedly (exit status {returncode}) during {stage}"
-            if tail:
-                why += f":\n{tail}"
-            status = "error"
-        out_tail = _tail(tmpdir / "stdout.txt")
-        if out_tail and status != "error":
-            why += f"\nlast output of the kernel:\n{out_tail}"
-        done = tuple(cases)
-        if current is not None:
-            spec = next((c for c in case_list(cfg, part.key) if c.name == current), None)
-            done += (CaseResult(name=current, n=spec.n if spec else 0, dtype=spec.dtype if spec else "",
-                                seed=cfg.seed, status=status, points=0.0,
-                                max_points=cfg.parts[part.key].points_per_case if spec else 0.0,
-                                message=why.splitlines()[0], visibility=spec.visibility if spec else "visible"),)
-        return part_result(status, why, _not_run(cfg, part, f"not run: an earlier step ended in {status}", done),
-                           performance), device
+            stage = f"case {current}" if current else ("compiling" if not compiled else "setting up")
+            if stopped:
+                why = f"{stopped} during {stage}"
+                if current:
+                    why += (": the kernel may never finish — check loop conditions, and that every thread reaches "
+                            "every __syncthreads()")
+                status = "timeout"
+            elif returncode is not None and returncode < 0:
+                why = f"the process running this part crashed ({_signal_name(returncode)}) during {stage}"
+                if returncode == -signal.SIGSEGV:
+                    why += " — often a read or write outside an array"
+                status = "crash"
+            else:
+                tail = _tail(tmpdir / "stderr.txt")
+                why = f"the grader's worker stopped unexpectedly (exit status {returncode}) during {stage}"
+                if tail:
+                    why += f":\n{tail}"
+                status = "error"
+            out_tail = _tail(tmpdir / "stdout.txt")
+            if out_tail and status != "error":
+                why += f"\nlast output of the kernel:\n{out_tail}"
+            if current is not None:
+                spec = specs[names.index(current)] if current in names else None
+                cases.append(CaseResult(name=current, n=spec.n if spec else 0, dtype=spec.dtype if spec else "",
+                                        seed=spec.seed if spec else cfg.seed, status=status, points=0.0,
+                                        max_points=cfg.parts[part.key].points_per_case if spec else 0.0,
+                                        message=why.splitlines()[0],
+                                        visibility=spec.visibility if spec else "visible"))
+            # A case that hung (timeouts.case_s) costs that case only: a new worker grades the cases
+            # after it, while the part's time (timeouts.part_s) lasts.
+            if (stopped and "timeouts.case_s" in stopped and current in names
+                    and names.index(current) + 1 < len(names) and time.monotonic() < deadline):
+                hung.append(current)
+                start = names.index(current) + 1
+                continue
+            if hung:
+                why = _hung_message(hung, cfg) + "\n" + why
+            return part_result(status, why, _not_run(cfg, part, f"not run: an earlier step ended in {status}",
+                                                     tuple(cases)), performance), device
+
+
+#: Config fields a run may set otherwise than its config file (``batch --jobs`` sets the emulator's
+#: workers to 1; a batch may require the sandbox): sent to the worker in the job, which would
+#: otherwise read the file's values.
+EFFECTIVE_SETTINGS = ("emulator_workers", "emulator_sandbox", "emulator_checks_max_n", "case_timeout_s")
+
+
+def _effective_settings(cfg: Config) -> dict:
+    """The values of :data:`EFFECTIVE_SETTINGS` this run grades with."""
+    return {name: getattr(cfg, name) for name in EFFECTIVE_SETTINGS}
+
+
+def _hung_message(hung: list[str], cfg: Config) -> str:
+    """The part's message when cases were stopped at ``timeouts.case_s`` and the rest graded anyway."""
+    return (f"case{'s' if len(hung) > 1 else ''} {', '.join(hung)} timed out after {cfg.case_timeout_s:g} s "
+            "(timeouts.case_s): the kernel may never finish there — check loop conditions, and that every "
+            "thread reaches every __syncthreads(); the cases after each were graded in a new worker")
 
 
 def grade(submission: Path, *, cfg: Config, selection: Selection, seed: int | None = None,

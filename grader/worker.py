@@ -14,6 +14,12 @@ part, with deadlines, and reads what it reports as JSON lines appended to the jo
   case failed). Nothing a student sees runs after a hidden case;
 - ``{"event": "error", "message": ...}`` when the backend cannot start;
 - ``{"event": "done"}`` at the end.
+
+The job (JSON) names the config (and private config), the part, the source file, the backend, the
+seed, whether to run the emulator's checks, the event file, ``settings`` (the config fields the
+run set otherwise than its file, :data:`grader.runner.EFFECTIVE_SETTINGS`: they win); ``start`` (default 0) skips the
+first cases of :func:`grader.execute.case_list`, for a worker started after a case that hung, and
+``earlier_failed`` says a case before them did not pass (so the part is not timed).
 """
 
 from __future__ import annotations
@@ -56,6 +62,8 @@ def main(argv: list[str]) -> int:
         cfg = load_private(cfg, job["private"])
     if job.get("seed") is not None:
         cfg = dataclasses.replace(cfg, seed=job["seed"])
+    if job.get("settings"):  # what the runner decided (batch --jobs: one emulator thread), not the file's
+        cfg = dataclasses.replace(cfg, **job["settings"])
     part = PARTS[job["part"]]
     pc = cfg.parts[part.key]
     with open(job["events"], "a", encoding="utf-8") as events:
@@ -99,19 +107,22 @@ def main(argv: list[str]) -> int:
                     _emit(events, event="case", result=dataclasses.asdict(result))
                 # Every visible case, and the timing, before any hidden case: a kernel can keep state
                 # across launches (a __device__ global), so nothing a student sees may run after one.
-                cases = case_list(cfg, part.key)
+                # A worker started after a case that hung (job "start") grades the cases after it.
+                cases = case_list(cfg, part.key)[int(job.get("start") or 0):]
                 for case in (c for c in cases if c.visibility != "hidden"):
                     run(case)
                 performance = None
                 if pc.timing is not None:
-                    performance = _time_part(events, backend, cfg, part, pc, modules, results, compile_part)
+                    performance = _time_part(events, backend, cfg, part, pc, modules, results, compile_part,
+                                             earlier_failed=bool(job.get("earlier_failed")))
                 hidden = [c for c in cases if c.visibility == "hidden"]
                 if hidden:
                     _emit(events, event="hidden-start")
                 for case in hidden:
                     run(case)
                 if performance is not None:
-                    performance = performance_after_hidden(performance, results[-len(hidden):] if hidden else [])
+                    performance = performance_after_hidden(performance,
+                                                           [r for r in results if r.visibility == "hidden"])
                     _emit(events, event="performance", result=dataclasses.asdict(performance))
         finally:
             backend.close()
@@ -119,10 +130,11 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def _time_part(events, backend, cfg, part, pc, modules, results, compile_part):
+def _time_part(events, backend, cfg, part, pc, modules, results, compile_part, *, earlier_failed: bool = False):
     """The timing phase of a part (GPU only), after the visible cases and before the hidden ones:
     ``timed`` events, and the :class:`~grader.results.Performance` they earn (returned; the caller
-    reports it once the hidden cases have run, see :func:`performance_after_hidden`)."""
+    reports it once the hidden cases have run, see :func:`performance_after_hidden`).
+    ``earlier_failed``: a case before this worker's first failed (it hung), so nothing is timed."""
     from grader.errors import CompileError
     from grader.execute import score_performance, time_case
     from grader.parts import PARTS
@@ -132,7 +144,7 @@ def _time_part(events, backend, cfg, part, pc, modules, results, compile_part):
     if not backend.supports_timing:
         return Performance(0.0, tc.points, None, f"not timed: the {backend.name} backend cannot time kernels; "
                                                  "performance points need a run on a GPU")
-    if any(r.status != "pass" for r in results):
+    if earlier_failed or any(r.status != "pass" for r in results):
         return Performance(0.0, tc.points, None, "not timed: performance is scored only when every case passes")
     _emit(events, event="timing-start")
     ref_spec = PARTS[tc.reference]

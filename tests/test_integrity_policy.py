@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
+import time
 
 import numpy as np
 
@@ -302,3 +303,62 @@ def test_escape_sequences_in_compiler_output_reach_no_report(tmp_path, capsys):
     part = json.loads(outputs["json"].read_text())["parts"][0]
     assert part["status"] == "compile-error" and "PASS all cases" in part["message"]
     assert len(part["message"].encode()) <= PART_MESSAGE_BYTES + 40
+
+
+# --- 4. A hang costs its case only ------------------------------------------------------------------
+
+def _hang_config(tmp_path, *, part_s, case_s):
+    path = write_config(tmp_path, part_s=part_s, sizes={"part1_naive": [1, 3, 33, 100]},
+                        extra=f"  case_s: {case_s}\n")
+    return load_config(path)
+
+
+def test_the_cases_after_a_hung_case_are_graded_in_a_new_worker(tmp_path):
+    cfg = _hang_config(tmp_path, part_s=60, case_s=2)
+    folder = tmp_path / "hang"
+    folder.mkdir()
+    shutil.copy(BROKEN / "part1_hang_some_n.cu", folder / "part1_naive.cu")
+    p = grade(folder, cfg=cfg, selection=EMULATOR, parts=["part1_naive"], checks=False).parts[0]
+    status = {c.n: c.status for c in p.cases}
+    assert status == {1: "pass", 3: "pass", 33: "timeout", 100: "pass", 128: "pass"}, \
+        [(c.name, c.status, c.message) for c in p.cases]
+    assert p.status == "timeout" and p.points == 4
+    assert "n=33 int32" in p.message and "timeouts.case_s" in p.message
+
+
+def test_a_kernel_that_hangs_at_every_n_still_ends_within_the_part_timeout(tmp_path):
+    cfg = _hang_config(tmp_path, part_s=5, case_s=1.5)
+    folder = tmp_path / "hang"
+    folder.mkdir()
+    shutil.copy(BROKEN / "part1_hang.cu", folder / "part1_naive.cu")
+    t0 = time.monotonic()
+    p = grade(folder, cfg=cfg, selection=EMULATOR, parts=["part1_naive"], checks=False).parts[0]
+    assert time.monotonic() - t0 < 5 + 4  # part_s, and the time to stop the last worker
+    statuses = [c.status for c in p.cases]
+    assert p.status == "timeout" and p.points == 0
+    assert statuses.count("timeout") >= 2 and set(statuses) <= {"timeout", "not-run"}, statuses
+
+
+# --- 8. The settings a run decides reach its workers ---------------------------------------------------
+
+def test_a_worker_of_a_parallel_batch_runs_the_emulator_on_one_thread(tmp_path):
+    from grader.batch import batch
+    cfg = load_config(write_config(tmp_path, sizes={"part1_naive": [5]}))
+    assert cfg.emulator_workers == 0  # the file says: one thread per core
+    subs = tmp_path / "subs"
+    (subs / "alice").mkdir(parents=True)
+    shutil.copy(BROKEN / "part1_correct_single_buffer.cu", subs / "alice" / "part1_naive.cu")
+    rows = batch(subs, out=tmp_path / "out", cfg=cfg, selection=EMULATOR, jobs=2, checks=False)
+    assert rows[0][1].device["workers"] == "1"
+
+
+def test_the_worker_takes_the_effective_settings_from_the_job_not_from_the_file(tmp_path):
+    import dataclasses
+    from grader.runner import grade_part
+    cfg = load_config(write_config(tmp_path, sizes={"part1_naive": [5]}))
+    folder = tmp_path / "sub"
+    folder.mkdir()
+    shutil.copy(BROKEN / "part1_correct_single_buffer.cu", folder / "part1_naive.cu")
+    part, device = grade_part(PARTS["part1_naive"], folder / "part1_naive.cu", backend="emulator", checks=False,
+                              cfg=dataclasses.replace(cfg, emulator_workers=3, emulator_sandbox="off"))
+    assert part.status == "pass" and device["workers"] == "3" and device["sandbox"].startswith("off")
