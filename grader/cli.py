@@ -16,7 +16,7 @@ from grader.config import load_config, load_private
 from grader.errors import ScangradeError, UsageError
 from grader.execute import case_list
 from grader.report import render_text
-from grader.runner import grade
+from grader.runner import check_sandbox, grade, grading_sandbox
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -64,6 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
     g = sub.add_parser("grade", help="grade a submission folder or one part's .cu file")
     g.add_argument("path", help="a folder holding part1_naive.cu, part2_blelloch.cu, ... or one of those files")
     _checks_options(g)
+    g.add_argument("--require-sandbox", action="store_true",
+                   help="grade for the record: on the emulator, refuse to run without its OS sandbox (bubblewrap) "
+                        "unless the config sets emulator.sandbox (the Gradescope autograder passes it)")
     _common(g)
     c = sub.add_parser("check", help="grade your work in assignment/ on this machine (GPU or emulator)")
     c.add_argument("--dir", default="assignment", help="the folder holding your .cu files (default: assignment)")
@@ -77,6 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--jobs", type=int, default=0,
                    help="submissions graded at once (default: one per GPU, or one per core on the emulator)")
     _checks_options(t)
+    t.add_argument("--allow-unsandboxed", action="store_true",
+                   help="grade on the emulator even where its OS sandbox (bubblewrap) is unusable, with resource "
+                        "limits and the seccomp filter only (by default batch refuses; docs/security.md)")
     t.add_argument("--backend", choices=("auto", "pycuda", "emulator"), default=None, help="as for grade")
     t.add_argument("--config", metavar="FILE", help="configuration file (default: ./config.yaml)")
     t.add_argument("--private-config", metavar="FILE", help="hidden sizes and their seed, as for grade")
@@ -202,6 +208,8 @@ def _batch(args: argparse.Namespace) -> int:
             raise UsageError("--slurm-shards, --slurm-option and --no-submit go with --slurm")
         shard = parse_shard(args.shard) if args.shard else None
         selection = select_backend(args.backend, config_value=cfg.backend)
+        cfg = grading_sandbox(cfg, official=True, allow_unsandboxed=args.allow_unsandboxed)
+        check_sandbox(cfg, selection.name, command="batch")
         total = len(shard_positions(len(find_submissions(Path(args.submissions), work=Path(args.out) / ".work")),
                                     shard))
         bar = _Progress(total)
@@ -236,7 +244,8 @@ def _batch_slurm(args: argparse.Namespace, cfg) -> int:
     plan = slurm_batch(Path(args.submissions), out=Path(args.out), config=Path(cfg.path),
                        private_config=Path(cfg.private_path) if cfg.private_path else None, backend=backend,
                        checks=args.checks and backend == "emulator", jobs=args.jobs, shards=args.slurm_shards,
-                       options=args.slurm_option, resume=args.resume, submit_jobs=not args.no_submit)
+                       options=args.slurm_option, resume=args.resume, submit_jobs=not args.no_submit,
+                       allow_unsandboxed=args.allow_unsandboxed)
     print(plan.describe(), end="")
     return EXIT_PASS
 
@@ -320,6 +329,8 @@ def main(argv: list[str] | None = None) -> int:
             raise UsageError(f"{path}/ not found: run `scangrade check` from the folder that holds your "
                              "assignment/ folder, or pass --dir")
         selection = select_backend(args.backend, config_value=cfg.backend)
+        cfg = grading_sandbox(cfg, official=args.command == "grade" and args.require_sandbox)
+        check_sandbox(cfg, selection.name, command="grade")
         total = sum(len(case_list(cfg, k)) for k in (args.parts or cfg.parts) if k in cfg.parts)
         with _Progress(total) as progress:
             result = grade(path, cfg=cfg, selection=selection, seed=args.seed, parts=args.parts,

@@ -24,7 +24,7 @@ from typing import Callable
 from grader import __version__
 from grader.backends import Selection
 from grader.config import Config
-from grader.errors import UsageError
+from grader.errors import BackendUnavailable, UsageError
 from grader.parts import PARTS, PartSpec
 from grader.execute import case_list
 from grader.results import (PART_CASES_BYTES, CaseResult, PartResult, Performance, SubmissionResult, case_from_dict,
@@ -368,6 +368,42 @@ EFFECTIVE_SETTINGS = ("emulator_workers", "emulator_sandbox", "emulator_checks_m
 def _effective_settings(cfg: Config) -> dict:
     """The values of :data:`EFFECTIVE_SETTINGS` this run grades with."""
     return {name: getattr(cfg, name) for name in EFFECTIVE_SETTINGS}
+
+
+def grading_sandbox(cfg: Config, *, official: bool, allow_unsandboxed: bool = False) -> Config:
+    """``cfg`` with the emulator's sandbox policy this command grades under (docs/security.md):
+
+    - ``allow_unsandboxed`` (``batch --allow-unsandboxed``): ``auto`` (``off`` where the config
+      says off), whatever the config says;
+    - else a policy the config file sets (``emulator.sandbox``) holds for every command;
+    - else ``required`` for ``official`` grading (``batch``, the Gradescope autograder's
+      ``grade --require-sandbox``), ``auto`` for the rest (``grade``, ``check`` on a laptop).
+    """
+    if allow_unsandboxed:
+        policy = "off" if cfg.emulator_sandbox_explicit and cfg.emulator_sandbox == "off" else "auto"
+    elif cfg.emulator_sandbox_explicit:
+        policy = cfg.emulator_sandbox
+    else:
+        policy = "required" if official else "auto"
+    return dataclasses.replace(cfg, emulator_sandbox=policy)
+
+
+def check_sandbox(cfg: Config, backend: str, *, command: str) -> None:
+    """Refuse, before grading anything, where the emulator must run in its OS sandbox
+    (``emulator.sandbox`` resolved to ``required``) and bubblewrap is unusable here.
+
+    Raises:
+        UsageError: the message says why bubblewrap does not work and the ways to go on.
+    """
+    if backend != "emulator" or cfg.emulator_sandbox != "required":
+        return
+    from grader.backends.emulator.sandbox import probe_bubblewrap
+    bwrap, why = probe_bubblewrap()
+    if bwrap is None:
+        how = ("pass --allow-unsandboxed" if command == "batch" else "set emulator.sandbox: auto in the config")
+        raise UsageError(f"{command} grades on the emulator only inside its OS sandbox (bubblewrap), and {why}. "
+                         f"Install bubblewrap, or, to grade with resource limits and the seccomp filter only, "
+                         f"{how} (docs/security.md)")
 
 
 def _hung_message(hung: list[str], cfg: Config) -> str:

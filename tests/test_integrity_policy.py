@@ -362,3 +362,90 @@ def test_the_worker_takes_the_effective_settings_from_the_job_not_from_the_file(
     part, device = grade_part(PARTS["part1_naive"], folder / "part1_naive.cu", backend="emulator", checks=False,
                               cfg=dataclasses.replace(cfg, emulator_workers=3, emulator_sandbox="off"))
     assert part.status == "pass" and device["workers"] == "3" and device["sandbox"].startswith("off")
+
+
+# --- 7. Grading machines refuse to run without the OS sandbox unless told ---------------------------
+
+@pytest.mark.parametrize("explicit, official, allow, expected", [
+    (None, True, False, "required"), (None, False, False, "auto"), (None, True, True, "auto"),
+    ("auto", True, False, "auto"), ("off", True, False, "off"), ("required", False, False, "required"),
+    ("required", True, True, "auto"), ("off", True, True, "off")])
+def test_the_sandbox_policy_of_each_command(tmp_path, explicit, official, allow, expected):
+    from grader.runner import grading_sandbox
+    extra = f"emulator:\n  sandbox: '{explicit}'\n" if explicit else ""  # quoted: YAML reads a bare off as false
+    cfg = load_config(write_config(tmp_path, sizes={"part1_naive": [5]}, extra=extra))
+    assert cfg.emulator_sandbox_explicit == (explicit is not None)
+    assert grading_sandbox(cfg, official=official, allow_unsandboxed=allow).emulator_sandbox == expected
+
+
+@pytest.fixture
+def no_bubblewrap(monkeypatch):
+    from grader.backends.emulator import sandbox as sandbox_module
+    monkeypatch.setattr(sandbox_module, "probe_bubblewrap",
+                        lambda: (None, "bubblewrap does not work here (no user namespaces)"))
+
+
+def test_batch_refuses_without_bubblewrap_unless_allowed(tmp_path, capsys, no_bubblewrap):
+    config = write_config(tmp_path, sizes={"part1_naive": [5]})
+    subs = tmp_path / "subs"
+    (subs / "alice").mkdir(parents=True)
+    shutil.copy(BROKEN / "part1_correct_single_buffer.cu", subs / "alice" / "part1_naive.cu")
+    argv = ["batch", str(subs), "--config", str(config), "--backend", "emulator", "--no-checks", "--jobs", "1"]
+    assert main(argv + ["--out", str(tmp_path / "refused")]) == 2
+    err = capsys.readouterr().err
+    assert "only inside its OS sandbox" in err and "no user namespaces" in err and "--allow-unsandboxed" in err
+    assert not (tmp_path / "refused" / "gradebook.csv").exists()
+    assert main(argv + ["--out", str(tmp_path / "allowed"), "--allow-unsandboxed"]) == 0
+    assert (tmp_path / "allowed" / "gradebook.csv").is_file()
+
+
+def test_grade_on_a_laptop_runs_without_bubblewrap_and_the_autograders_grade_refuses(tmp_path, capsys, no_bubblewrap):
+    config = write_config(tmp_path, sizes={"part1_naive": [5]})
+    folder = tmp_path / "sub"
+    folder.mkdir()
+    shutil.copy(BROKEN / "part1_correct_single_buffer.cu", folder / "part1_naive.cu")
+    argv = ["grade", str(folder), "--config", str(config), "--backend", "emulator", "--no-checks"]
+    assert main(argv) == 0
+    assert main(argv + ["--require-sandbox"]) == 2
+    assert "emulator.sandbox: auto" in capsys.readouterr().err
+    config.write_text(config.read_text().replace("parts:\n", "emulator:\n  sandbox: auto\nparts:\n"))
+    assert main(argv + ["--require-sandbox"]) == 0  # the config's own choice holds
+
+
+def _path_without_bubblewrap(tmp_path) -> str:
+    """A PATH holding every program of this one's folders but bwrap (symbolic links in one folder)."""
+    import os
+    fake = tmp_path / "bin-without-bwrap"
+    fake.mkdir()
+    for folder in os.environ["PATH"].split(os.pathsep):
+        if not os.path.isdir(folder):
+            continue
+        for entry in os.scandir(folder):
+            if entry.name != "bwrap" and not (fake / entry.name).exists():
+                (fake / entry.name).symlink_to(entry.path)
+    return str(fake)
+
+
+def test_the_gradescope_autograder_requires_the_sandbox_unless_its_config_says_otherwise(tmp_path):
+    from grader.gradescope_bundle import build_bundle
+    from tests.test_gradescope_bundle import _run, _unpack
+
+    path = _path_without_bubblewrap(tmp_path)
+    for policy, graded in ((None, False), ("auto", True)):
+        base = tmp_path / (policy or "unset")
+        base.mkdir()
+        config = write_config(base, sizes={"part1_naive": [5]},
+                              extra=f"emulator:\n  sandbox: {policy}\n" if policy else "")
+        made = build_bundle(base / "ag.zip", config=config)
+        root = base / "autograder"
+        _unpack(made.archive, root)
+        (root / "submission").mkdir()
+        shutil.copy(BROKEN / "part1_correct_single_buffer.cu", root / "submission" / "part1_naive.cu")
+        run = _run(root, PATH=path)
+        assert run.returncode == 0, run.stdout + run.stderr
+        data = json.loads((root / "results" / "results.json").read_text())
+        if graded:
+            assert data["score"] == 3, data
+        else:
+            assert data["score"] == 0 and "could not grade" in data["output"]
+            assert "only inside its OS sandbox" in run.stderr
