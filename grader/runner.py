@@ -362,7 +362,7 @@ def grade_part(part: PartSpec, source: Path | None, *, cfg: Config, backend: str
 #: Config fields a run may set otherwise than its config file (``batch --jobs`` sets the emulator's
 #: workers to 1; a batch may require the sandbox): sent to the worker in the job, which would
 #: otherwise read the file's values.
-EFFECTIVE_SETTINGS = ("emulator_workers", "emulator_sandbox", "emulator_checks_max_n", "case_timeout_s")
+EFFECTIVE_SETTINGS = ("emulator_workers", "emulator_sandbox", "emulator_checks_max_n")
 
 
 def _effective_settings(cfg: Config) -> dict:
