@@ -24,7 +24,7 @@ from typing import Callable
 from grader import __version__
 from grader.backends import Selection
 from grader.config import Config
-from grader.errors import BackendUnavailable, UsageError
+from grader.errors import UsageError
 from grader.parts import PARTS, PartSpec
 from grader.execute import case_list
 from grader.results import (PART_CASES_BYTES, CaseResult, PartResult, Performance, SubmissionResult, case_from_dict,
