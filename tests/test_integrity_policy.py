@@ -449,3 +449,13 @@ def test_the_gradescope_autograder_requires_the_sandbox_unless_its_config_says_o
         else:
             assert data["score"] == 0 and "could not grade" in data["output"]
             assert "only inside its OS sandbox" in run.stderr
+
+
+def test_slurm_tasks_carry_the_checks_and_sandbox_choices(tmp_path):
+    from grader.slurm import sbatch_scripts
+    config = write_config(tmp_path, sizes={"part1_naive": [5]})
+    common = dict(out=tmp_path / "out", shards=2, config=config, private_config=None, backend="emulator")
+    plain, _ = sbatch_scripts(tmp_path, checks=False, allow_unsandboxed=True, **common)
+    assert "--no-checks" in plain and "--allow-unsandboxed" in plain
+    default, _ = sbatch_scripts(tmp_path, checks=True, **common)
+    assert "--checks" in default and "--no-checks" not in default and "--allow-unsandboxed" not in default
