@@ -259,13 +259,14 @@ def class_summary(rows: list[tuple[str, SubmissionResult]], part_keys: list[str]
 
 
 def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume: bool = False, jobs: int = 0,
-          checks: bool = False, on_done: Callable[[str, SubmissionResult, bool], None] | None = None,
+          checks: bool = True, on_done: Callable[[str, SubmissionResult, bool], None] | None = None,
           shard: tuple[int, int] | None = None) -> list[tuple[str, SubmissionResult]]:
     """Grade every submission of ``folder`` into ``out``.
 
     Args:
         out: the output folder (created).
         resume: skip submissions whose ``result.json`` is already written and intact.
+        checks: the emulator's checks (see :func:`grader.runner.grade`); on by default.
         jobs: submissions graded at once; 0 means one per visible GPU on the pycuda backend (each
             pinned with ``CUDA_VISIBLE_DEVICES``), one per CPU core on the emulator (each emulator
             then runs one worker thread).

@@ -16,7 +16,7 @@ from grader.config import load_config, load_private
 from grader.errors import ScangradeError, UsageError
 from grader.execute import case_list
 from grader.report import render_text
-from grader.runner import grade
+from grader.runner import check_sandbox, grade, grading_sandbox
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -47,6 +47,15 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="grade only this part (e.g. part2_blelloch); repeatable")
 
 
+def _checks_options(p: argparse.ArgumentParser) -> None:
+    """``--checks`` (the default) and ``--no-checks``: the emulator's checks, as in every official grade."""
+    p.add_argument("--checks", dest="checks", action="store_true", default=True,
+                   help="on the emulator: check for races, out-of-bounds accesses and barrier divergence under "
+                        "three thread orders, on sizes up to emulator.checks_max_n (the default)")
+    p.add_argument("--no-checks", dest="checks", action="store_false",
+                   help="skip the emulator's checks (faster; the grade may then differ from the official one)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``scangrade``."""
     parser = argparse.ArgumentParser(prog="scangrade", description="Grade CUDA prefix-sum (scan) kernels.")
@@ -54,14 +63,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     g = sub.add_parser("grade", help="grade a submission folder or one part's .cu file")
     g.add_argument("path", help="a folder holding part1_naive.cu, part2_blelloch.cu, ... or one of those files")
-    g.add_argument("--checks", action="store_true",
-                   help="on the emulator: check for races, out-of-bounds accesses and barrier divergence, "
-                        "under three thread orders (slower)")
+    _checks_options(g)
+    g.add_argument("--require-sandbox", action="store_true",
+                   help="grade for the record: on the emulator, refuse to run without its OS sandbox (bubblewrap) "
+                        "unless the config sets emulator.sandbox (the Gradescope autograder passes it)")
     _common(g)
     c = sub.add_parser("check", help="grade your work in assignment/ on this machine (GPU or emulator)")
     c.add_argument("--dir", default="assignment", help="the folder holding your .cu files (default: assignment)")
-    c.add_argument("--no-checks", dest="checks", action="store_false",
-                   help="skip the emulator's race, bounds and barrier checks (faster)")
+    _checks_options(c)
     _common(c)
     t = sub.add_parser("batch", help="grade a class: one folder or .zip per submission (or Gradescope's export) "
                                      "into a gradebook and per-student reports")
@@ -70,7 +79,10 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--resume", action="store_true", help="skip submissions whose result is already written and intact")
     t.add_argument("--jobs", type=int, default=0,
                    help="submissions graded at once (default: one per GPU, or one per core on the emulator)")
-    t.add_argument("--checks", action="store_true", help="the emulator's race, bounds and barrier checks")
+    _checks_options(t)
+    t.add_argument("--allow-unsandboxed", action="store_true",
+                   help="grade on the emulator even where its OS sandbox (bubblewrap) is unusable, with resource "
+                        "limits and the seccomp filter only (by default batch refuses; docs/security.md)")
     t.add_argument("--backend", choices=("auto", "pycuda", "emulator"), default=None, help="as for grade")
     t.add_argument("--config", metavar="FILE", help="configuration file (default: ./config.yaml)")
     t.add_argument("--private-config", metavar="FILE", help="hidden sizes and their seed, as for grade")
@@ -197,6 +209,8 @@ def _batch(args: argparse.Namespace) -> int:
             raise UsageError("--slurm-shards, --slurm-option and --no-submit go with --slurm")
         shard = parse_shard(args.shard) if args.shard else None
         selection = select_backend(args.backend, config_value=cfg.backend)
+        cfg = grading_sandbox(cfg, official=True, allow_unsandboxed=args.allow_unsandboxed)
+        check_sandbox(cfg, selection.name, command="batch")
         total = len(shard_positions(require_submissions(Path(args.submissions)), shard))
         bar = _Progress(total)
         done = []
@@ -232,7 +246,8 @@ def _batch_slurm(args: argparse.Namespace, cfg) -> int:
     plan = slurm_batch(Path(args.submissions), out=Path(args.out), config=Path(cfg.path),
                        private_config=Path(cfg.private_path) if cfg.private_path else None, backend=backend,
                        checks=args.checks and backend == "emulator", jobs=args.jobs, shards=args.slurm_shards,
-                       options=args.slurm_option, resume=args.resume, submit_jobs=not args.no_submit)
+                       options=args.slurm_option, resume=args.resume, submit_jobs=not args.no_submit,
+                       allow_unsandboxed=args.allow_unsandboxed)
     print(plan.describe(), end="")
     return EXIT_PASS
 
@@ -316,6 +331,8 @@ def main(argv: list[str] | None = None) -> int:
             raise UsageError(f"{path}/ not found: run `scangrade check` from the folder that holds your "
                              "assignment/ folder, or pass --dir")
         selection = select_backend(args.backend, config_value=cfg.backend)
+        cfg = grading_sandbox(cfg, official=args.command == "grade" and args.require_sandbox)
+        check_sandbox(cfg, selection.name, command="grade")
         total = sum(len(case_list(cfg, k)) for k in (args.parts or cfg.parts) if k in cfg.parts)
         with _Progress(total) as progress:
             result = grade(path, cfg=cfg, selection=selection, seed=args.seed, parts=args.parts,

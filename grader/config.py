@@ -116,7 +116,10 @@ class Config:
             checks under three thread orders; larger ones run once, unchecked (checking is ~3x slower).
         emulator_sandbox: how the emulator isolates student code: ``auto`` (bubblewrap when it
             works here, else resource limits and seccomp only), ``required`` (no emulator without
-            bubblewrap) or ``off`` (see ``docs/security.md``).
+            bubblewrap) or ``off`` (see ``docs/security.md``); ``auto`` when the file does not set it.
+        emulator_sandbox_explicit: whether the file sets ``emulator.sandbox``; where it does not,
+            ``batch`` and the Gradescope autograder require the sandbox (``grading_sandbox`` in
+            :mod:`grader.runner`).
         timing_warmup, timing_runs: untimed and timed repetitions per timed case.
         flush_bytes: bytes written before each timed run to empty the L2 cache.
         expected_copy_gbps: GPU name -> the device-to-device copy bandwidth (GB/s) it should reach.
@@ -135,6 +138,7 @@ class Config:
     float_rtol: float = 1e-6
     emulator_checks_max_n: int = 70000
     emulator_sandbox: str = "auto"
+    emulator_sandbox_explicit: bool = False  # emulator.sandbox is in the file (see grader.runner.grading_sandbox)
     case_timeout_s: float = 120.0
     submission_timeout_s: float = 1800.0
     timing_warmup: int = 10
@@ -337,7 +341,7 @@ def load_config(path: str | os.PathLike) -> Config:
                   part_timeout_s=float(part_s), case_timeout_s=float(case_s),
                   submission_timeout_s=float(submission_s), emulator_workers=workers,
                   parts=parts, float_rtol=float(float_rtol), emulator_checks_max_n=checks_max_n,
-                  emulator_sandbox=sandbox,
+                  emulator_sandbox=sandbox, emulator_sandbox_explicit="sandbox" in emulator.data,
                   timing_warmup=warmup, timing_runs=runs,
                   flush_bytes=flush_mib * 2**20, expected_copy_gbps={k: float(v) for k, v in expected.items()})
 

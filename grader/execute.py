@@ -46,8 +46,10 @@ class CaseSpec:
 
 
 def case_list(cfg: Config, key: str) -> list[CaseSpec]:
-    """Every correctness case of a part, in the order they run: per dtype, the configured sizes
-    (with n = 1 and, for a one-block part, its largest n always included), then the hidden sizes."""
+    """Every correctness case of a part, in the order they run: the visible cases of every dtype
+    (per dtype, the configured sizes, with n = 1 and, for a one-block part, its largest n always
+    included), then the hidden cases of every dtype. A kernel can keep state from one launch to the
+    next (a ``__device__`` global), so no visible case may run after a hidden one."""
     pc, spec = cfg.parts[key], PARTS[key]
     sizes = list(pc.sizes)
     if 1 not in sizes:
@@ -55,12 +57,10 @@ def case_list(cfg: Config, key: str) -> list[CaseSpec]:
     limit = spec.limit(pc.block_size)
     if limit is not None and limit not in sizes:
         sizes.append(limit)
-    cases = []
-    for dtype in pc.dtypes:
-        cases += [CaseSpec(f"n={n} {dtype}", n, dtype, cfg.seed) for n in sizes]
-        cases += [CaseSpec(f"hidden #{i + 1} {dtype}", n, dtype, cfg.hidden_seed, "hidden")
-                  for i, n in enumerate(pc.hidden_sizes)]
-    return cases
+    visible = [CaseSpec(f"n={n} {dtype}", n, dtype, cfg.seed) for dtype in pc.dtypes for n in sizes]
+    hidden = [CaseSpec(f"hidden #{i + 1} {dtype}", n, dtype, cfg.hidden_seed, "hidden")
+              for dtype in pc.dtypes for i, n in enumerate(pc.hidden_sizes)]
+    return visible + hidden
 
 
 def case_rng(seed: int, part: PartSpec, n: int, dtype: np.dtype) -> np.random.Generator:
@@ -169,6 +169,8 @@ class _Plan:
     out: _Guarded
     launches: list[Callable[[], None]]
     resets: list[Callable[[], None]] = field(default_factory=list)
+    #: Part 5: the ``tile_counter`` buffer and the tiles (gridDim.x) it must count up to.
+    ticket: tuple[_Guarded, int] | None = None
 
     def run(self) -> None:
         for launch in self.launches:
@@ -212,7 +214,7 @@ def _prepare(run: _Run, part: PartSpec, pc: PartConfig, d_in: _Guarded, n: int) 
             for reset in resets:
                 reset()
             launch()
-        return _Plan(out, [zero_then_launch], resets)
+        return _Plan(out, [zero_then_launch], resets, ticket=(counter, tiles))
     raise LaunchError(f"no launch plan for part {part.key}")
 
 
@@ -266,7 +268,7 @@ def _wrong(got: np.ndarray, expected: np.ndarray, tol: np.ndarray | None) -> np.
     return np.flatnonzero(~(diff <= tol))  # NaN counts as wrong
 
 
-def diagnose(got: np.ndarray, expected: np.ndarray, *, source: np.ndarray, inclusive: bool, tile: int,
+def diagnose(got: np.ndarray, expected: np.ndarray, *, source: np.ndarray, inclusive: bool, tile: int | None,
              rtol: float = 1e-6, buffer: str = "out") -> Mismatch | None:
     """Compare an output with the reference; None when equal (within tolerance for floats).
 
@@ -275,12 +277,18 @@ def diagnose(got: np.ndarray, expected: np.ndarray, *, source: np.ndarray, inclu
         expected: the reference (int32, or float64 for float32 outputs).
         source: the input, to recognise the other kind of scan.
         inclusive: whether the part asks for an inclusive scan.
-        tile: elements per tile, to name the first wrong tile.
+        tile: elements per tile of the part (Part 4: 2*BLOCK_SIZE; Part 5:
+            BLOCK_SIZE*ITEMS_PER_THREAD), to name the first wrong tile; None for a one-block part
+            (Parts 1-3), which names no tile.
         rtol: float tolerance per sqrt(n), relative (see :func:`tolerance`).
 
     Returns:
         A :class:`Mismatch` with the first wrong index, got/expected, the count of wrong
-        elements, the first wrong tile's start and, when recognisable, a hint.
+        elements, the first wrong tile's start (None without tiles) and, when recognisable, a
+        hint. Each hint fires only where it is the one reading of the output: the other kind of
+        scan is named only where it differs from a copy of the input and from the input shifted
+        by one (not at n = 1, where the inclusive scan is the input); the last, partial tile only
+        when there is more than one tile.
     """
     n = got.size
     tol = tolerance(expected, n=n, rtol=rtol)
@@ -291,7 +299,12 @@ def diagnose(got: np.ndarray, expected: np.ndarray, *, source: np.ndarray, inclu
     hint = None
     other = exclusive_scan(source) if inclusive else inclusive_scan(source)
     poisoned = got.view(np.uint32) == POISON_BITS
-    if _wrong(got, other, tolerance(other, n=n, rtol=rtol)).size == 0:
+
+    def same(reference: np.ndarray) -> bool:
+        return _wrong(got, reference, tolerance(reference, n=n, rtol=rtol)).size == 0
+    copy = source.astype(np.float64 if source.dtype.kind == "f" else source.dtype)
+    shifted = np.concatenate([np.zeros(1, copy.dtype), copy[:-1]])
+    if n >= 2 and same(other) and not same(copy) and not same(shifted):
         hint = ("this is the exclusive scan; this part asks for the inclusive scan (out[i] includes in[i])"
                 if inclusive else
                 "this is the inclusive scan; this part asks for the exclusive scan (out[0] = 0, "
@@ -301,14 +314,38 @@ def diagnose(got: np.ndarray, expected: np.ndarray, *, source: np.ndarray, inclu
         hint = (f"nothing was written to {buffer}: every element still holds the grader's poison value"
                 if unwritten == n else
                 f"{buffer}[{i}] was never written ({unwritten} element(s) still hold the grader's poison value)")
-    elif n % tile and i >= (n // tile) * tile:
-        hint = f"only the last, partial tile is wrong: check the bounds for n = {n}, which is not a multiple of {tile}"
+    elif n == 1 and not inclusive and same(copy):
+        hint = "out[0] = in[0], but an exclusive scan starts with out[0] = 0 (the sum of no elements)"
+    elif n == 1 and inclusive and same(shifted):
+        hint = "out[0] = 0, but an inclusive scan starts with out[0] = in[0]"
+    elif tile and n > tile and n % tile and i >= (n // tile) * tile:
+        last = n // tile
+        hint = (f"only the last, partial tile is wrong (tile {last}, elements {last * tile} to {n - 1}; a tile "
+                f"is {tile} elements): check the bounds for n = {n}, which is not a multiple of {tile}")
     return Mismatch(buffer=buffer, index=i, got=got[i].item(), expected=expected[i].item(), wrong=int(wrong.size),
-                    first_wrong_tile=(i // tile) * tile, hint=hint)
+                    first_wrong_tile=(i // tile) * tile if tile else None, hint=hint)
 
 
-def _tile_of(part: PartSpec, pc: PartConfig) -> int:
+def _tile_of(part: PartSpec, pc: PartConfig) -> int | None:
+    """Elements per tile of a multi-block part (Part 4: 2*BLOCK_SIZE, Part 5:
+    BLOCK_SIZE*ITEMS_PER_THREAD); None for a one-block part (Parts 1-3)."""
+    if part.limit(pc.block_size) is not None:
+        return None
     return pc.block_size * pc.items_per_thread if part.items_per_thread else 2 * pc.block_size
+
+
+def _ticket_problem(counter: int, tiles: int) -> str | None:
+    """Part 5's ticket rule: every block takes one ticket, so ``*tile_counter`` (zeroed before the
+    launch) ends equal to gridDim.x. A message when it does not, None when it does."""
+    if int(counter) == tiles:
+        return None
+    return (f"*tile_counter is {int(counter)} after the launch, expected {tiles} (one ticket per block, "
+            f"gridDim.x = {tiles} tiles): take each block's tile index from a ticket, "
+            "t = atomicAdd(tile_counter, 1), shared through shared memory, not from blockIdx.x. CUDA does "
+            "not promise that blocks start in blockIdx order, and the look-back makes a tile wait for the "
+            "tiles before it: with blockIdx.x a block can wait on a tile whose block never gets a "
+            "multiprocessor, and the GPU hangs; a ticket is only taken by a running block, so tile t's "
+            "predecessors are always running")
 
 
 def _check(run: _Run, plan: _Plan, d_in: _Guarded, x: np.ndarray, expected: np.ndarray, *, part: PartSpec,
@@ -330,12 +367,13 @@ def _check(run: _Run, plan: _Plan, d_in: _Guarded, x: np.ndarray, expected: np.n
     tile = _tile_of(part, pc)
     mm = diagnose(got, expected, source=x, inclusive=part.inclusive, tile=tile, rtol=cfg.float_rtol)
     if mm is None:
-        return "pass", "", None
+        problem = plan.ticket and _ticket_problem(wholes[id(plan.ticket[0])][GUARD], plan.ticket[1])
+        return ("fail", problem, None) if problem else ("pass", "", None)
     msg = f"out[{mm.index}] = {mm.got}, expected {mm.expected}; {mm.wrong} of {n} elements wrong"
     if expected.dtype.kind == "f":
         msg = (f"out[{mm.index}] = {mm.got:.7g}, expected {mm.expected:.7g} (tolerance {cfg.float_rtol:g}·√n "
                f"relative); {mm.wrong} of {n} elements wrong")
-    if n > tile:
+    if tile and n > tile:
         msg += f"; the first wrong element is in tile {mm.index // tile} (elements from {mm.first_wrong_tile})"
     if mm.hint:
         msg += f" — {mm.hint}"

@@ -4,7 +4,7 @@ Installed with scangrade (entry point ``pytest11``, name ``scangrade``), it does
 ``--scangrade`` is given::
 
     pytest --scangrade SUBMISSION [--scangrade-config FILE] [--scangrade-backend auto|pycuda|emulator]
-           [--scangrade-private-config FILE] [--scangrade-checks] [-k EXPR] [--junitxml FILE]
+           [--scangrade-private-config FILE] [--scangrade-no-checks] [-k EXPR] [--junitxml FILE]
 
 SUBMISSION is a folder holding the part files (``part1_naive.cu`` ...) or one part's file. Every
 case of :func:`grader.execute.case_list` becomes one item, ``PART[DTYPE-n=N]`` (hidden cases from a
@@ -22,7 +22,9 @@ no selected item are not graded. An item passes when its case passed; otherwise 
 case's message (the first mismatch and the hint, n, dtype and seed) as the failure text, no
 traceback; a part that does not compile fails every item with the compiler's log. pytest's own
 ``--junitxml`` then gives one testcase per case. The config is ``--scangrade-config``, else
-``./config.yaml``, else the one beside the grader; the backend as for ``scangrade grade``.
+``./config.yaml``, else the one beside the grader; the backend as for ``scangrade grade``. On the
+emulator the race, bounds and barrier checks are on, as in every official grade
+(``--scangrade-no-checks`` turns them off, for speed).
 """
 
 from __future__ import annotations
@@ -47,8 +49,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="where kernels run (default: SCANGRADE_BACKEND, then the config, then auto)")
     group.addoption("--scangrade-private-config", metavar="FILE", default=None,
                     help="a TA's private config adding hidden cases")
-    group.addoption("--scangrade-checks", action="store_true", default=False,
-                    help="on the emulator: race, bounds and barrier checks under three thread orders (slower)")
+    group.addoption("--scangrade-checks", dest="scangrade_checks", action="store_true", default=True,
+                    help="on the emulator: race, bounds and barrier checks under three thread orders (the default)")
+    group.addoption("--scangrade-no-checks", dest="scangrade_checks", action="store_false",
+                    help="skip the emulator's checks (faster; the grade may then differ from the official one)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -104,7 +108,7 @@ class _Grading:
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         line = (f"scangrade: {self.submission} · config {self.cfg.path} · backend {self.selection.name} "
-                f"({self.selection.reason}){' · checks' if self.checks else ''}")
+                f"({self.selection.reason}){'' if self.checks or self.selection.name != 'emulator' else ' · no checks'}")
         return [line]
 
     @pytest.hookimpl(hookwrapper=True)

@@ -10,8 +10,80 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
+
+#: Bytes (UTF-8) kept of one message from a worker: a case's message, a hint; a part's message
+#: (a compiler log) gets :data:`PART_MESSAGE_BYTES`. Longer text is cut with "… (cut: N bytes)".
+MESSAGE_BYTES = 4096
+PART_MESSAGE_BYTES = 16384
+#: Lines kept of one message (a case's; a part's gets four times as many).
+MESSAGE_LINES = 60
+#: Bytes of case messages kept in one part, all cases together; past it a case keeps its first line.
+PART_CASES_BYTES = 65536
+
+#: ANSI/VT escape sequences: CSI (ESC [ or the one-character C1 CSI), OSC, DCS/SOS/PM/APC strings
+#: up to their terminator (BEL or ST), and two-character escapes.
+_ESCAPE = re.compile(r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"
+                     r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f]).*?(?:\x07|\x1b\\|\x9c|$)"
+                     r"|\x1b[ -/]*[0-~]", re.S)
+#: C0 and C1 control characters other than newline and tab, and DEL.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def clean_text(text: str, *, max_bytes: int = MESSAGE_BYTES, max_lines: int = MESSAGE_LINES) -> str:
+    """Student-controlled text (compiler output quoting the source, device printf, kernel output)
+    made safe for a terminal and for every report: ANSI escape sequences removed, every other C0 or
+    C1 control character but newline and tab written as ``\\xNN`` (a carriage return ending a line
+    is dropped), and the text cut to ``max_lines`` lines and ``max_bytes`` UTF-8 bytes, ending in
+    ``… (cut: N bytes)`` with the number of bytes left out.
+
+    Args:
+        text: any string (non-strings are returned as they are).
+    """
+    if not isinstance(text, str):
+        return text
+    text = _ESCAPE.sub("", text.replace("\r\n", "\n"))
+    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    lines = text.split("\n")
+    kept = "\n".join(lines[:max_lines])
+    data = kept.encode("utf-8", errors="replace")
+    if len(data) > max_bytes:
+        kept = data[:max_bytes].decode("utf-8", errors="ignore")
+    cut = len(text.encode("utf-8", errors="replace")) - len(kept.encode("utf-8", errors="replace"))
+    return kept if cut <= 0 else kept.rstrip() + f"\n… (cut: {cut} bytes)"
+
+
+def clean_part_message(text: str) -> str:
+    """A part's message (a compiler log, a crash with the kernel's last output) made safe and capped
+    as :func:`clean_text` does, with room for a compiler log."""
+    return clean_text(text, max_bytes=PART_MESSAGE_BYTES, max_lines=4 * MESSAGE_LINES)
+
+
+def clean_case(case: "CaseResult", budget: list[int] | None = None) -> "CaseResult":
+    """``case`` with its message and mismatch hint passed through :func:`clean_text`. ``budget``, a
+    one-element list of bytes left for the part's case messages (see :data:`PART_CASES_BYTES`), is
+    drawn down; once it is spent a message keeps its first line only."""
+    message = clean_text(case.message)
+    if budget is not None:
+        size = len(message.encode("utf-8", errors="replace"))
+        if size > budget[0]:
+            first = clean_text(message.split("\n", 1)[0], max_bytes=256, max_lines=1)
+            message = first + ("\n… (cut: the part's messages passed "
+                               f"{PART_CASES_BYTES} bytes)" if first != message else "")
+            size = len(message.encode("utf-8", errors="replace"))
+        budget[0] = max(0, budget[0] - size)
+    mm = case.mismatch
+    if mm is not None:
+        mm = dataclasses.replace(mm, buffer=clean_text(mm.buffer, max_bytes=200, max_lines=1),
+                                 hint=clean_text(mm.hint) if mm.hint else mm.hint,
+                                 got=clean_text(mm.got, max_bytes=200, max_lines=1),
+                                 expected=clean_text(mm.expected, max_bytes=200, max_lines=1))
+    return dataclasses.replace(case, message=message, mismatch=mm,
+                               name=clean_text(case.name, max_bytes=200, max_lines=1),
+                               dtype=clean_text(case.dtype, max_bytes=50, max_lines=1))
+
 
 SCHEMA = "scangrade.result"
 SCHEMA_VERSION = 1
@@ -32,7 +104,8 @@ class Mismatch:
         index: the first wrong element's index.
         got, expected: the values there (as Python ints or floats; ``got`` may be the poison).
         wrong: how many elements are wrong.
-        first_wrong_tile: index of the first element of the tile holding ``index`` (tile = 2*BLOCK_SIZE).
+        first_wrong_tile: index of the first element of the tile holding ``index`` (Part 4's tile is
+            2*BLOCK_SIZE elements, Part 5's BLOCK_SIZE*ITEMS_PER_THREAD); None for a one-block part.
         hint: a likely cause, when one is recognisable (inclusive vs exclusive, never written...).
     """
 
@@ -171,7 +244,8 @@ class PartResult:
         file: the graded file's path as given, or the expected name when missing.
         status: one of :data:`PART_STATUSES`.
         message: the part-level message (compiler output, timeout, crash).
-        cases: every configured case, in config order (not-run ones included).
+        cases: every configured case (not-run ones included): the visible ones, the hidden ones,
+            then the timed ones.
         performance: the part's performance score, for a timed part.
         phases_s: wall seconds of the part's phases, as far as they ran: ``startup`` (the child
             process and the backend: interpreter, compiler probe, CUDA context), ``compile``,
@@ -274,9 +348,11 @@ def _finite(value: Any) -> Any:
 
 
 def case_from_dict(d: dict[str, Any]) -> CaseResult:
-    """Rebuild a CaseResult from its ``dataclasses.asdict`` form (as the worker sends it)."""
+    """Rebuild a CaseResult from its ``dataclasses.asdict`` form (as the worker sends it), its text
+    made safe and capped (:func:`clean_case`): where text from a worker enters results."""
     mm, tm = d.get("mismatch"), d.get("timing")
-    return CaseResult(**{**d, "mismatch": Mismatch(**mm) if mm else None, "timing": Timing(**tm) if tm else None})
+    return clean_case(CaseResult(**{**d, "mismatch": Mismatch(**mm) if mm else None,
+                                    "timing": Timing(**tm) if tm else None}))
 
 
 def result_from_dict(d: dict[str, Any]) -> SubmissionResult:
@@ -294,7 +370,7 @@ def result_from_dict(d: dict[str, Any]) -> SubmissionResult:
     for p in d["parts"]:
         perf = p.get("performance")
         parts.append(PartResult(key=p["key"], number=p["number"], title=p["title"], file=p["file"],
-                                status=p["status"], message=p.get("message", ""),
+                                status=p["status"], message=clean_part_message(p.get("message", "")),
                                 cases=tuple(case_from_dict(c) for c in p["cases"]),
                                 performance=Performance(**perf) if perf else None,
                                 phases_s=dict(p.get("phases_s") or {}),

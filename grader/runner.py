@@ -2,7 +2,9 @@
 
 A part that does not compile, crashes, hangs or corrupts memory costs that part only: its child
 process is killed at the deadline (``timeouts.part_s``), the case it was on is reported as timed
-out or crashed, the rest as not run, and grading goes on with the next part.
+out or crashed, the rest as not run, and grading goes on with the next part. A case that hangs
+(``timeouts.case_s``) costs that case only: a new child process grades the cases after it, within
+the part's ``part_s``.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from grader.errors import UsageError
 from grader.parts import PARTS, PartSpec
 from grader.execute import case_list
 from grader.submission import Absent, resolve_parts
-from grader.results import CaseResult, PartResult, Performance, Profile, SubmissionResult, case_from_dict
+from grader.results import (PART_CASES_BYTES, CaseResult, PartResult, Performance, Profile, SubmissionResult,
+                            case_from_dict, clean_case, clean_part_message)
 
 #: Bytes of a worker's own stdout/stderr kept for messages.
 _TAIL_BYTES = 4000
@@ -58,6 +61,13 @@ def _not_run(cfg: Config, part: PartSpec, message: str, done: tuple[CaseResult, 
     return done + rest
 
 
+def _report_order(cases: tuple[CaseResult, ...]) -> tuple[CaseResult, ...]:
+    """Cases as reports list them: the visible ones, then the hidden ones, then the timed ones, each
+    group in the order it ran (the worker times a part between its visible and its hidden cases)."""
+    return tuple(sorted(cases, key=lambda c: (c.timing is not None or c.name.startswith("timed "),
+                                              c.visibility == "hidden")))
+
+
 def _tail(path: Path) -> str:
     try:
         data = path.read_bytes()
@@ -73,6 +83,19 @@ def _signal_name(code: int) -> str:
         return f"{sig.name}: {signal.strsignal(sig) or ''}".rstrip(": ")
     except ValueError:
         return f"signal {-code}"
+
+
+def _capped(value):
+    """An event from a worker with every string in it made safe and capped at a part message's
+    size (:func:`grader.results.clean_part_message`): text from a worker may carry the student's
+    (device printf, compiler output) and must not reach a terminal or report unchecked."""
+    if isinstance(value, str):
+        return clean_part_message(value)
+    if isinstance(value, dict):
+        return {k: _capped(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_capped(v) for v in value]
+    return value
 
 
 class _Events:
@@ -93,9 +116,11 @@ class _Events:
             line, data = data.split(b"\n", 1)
             self.offset += len(line) + 1
             try:
-                new.append(json.loads(line))
+                ev = json.loads(line)
             except json.JSONDecodeError:
                 continue
+            if isinstance(ev, dict) and isinstance(ev.get("event"), str):
+                new.append(_capped(ev))
         self.items += new
         return new
 
@@ -108,7 +133,7 @@ def _phases(events: list[dict], started: float, ended: float) -> dict[str, float
             first.setdefault(ev["event"], ev["t"])
     marks = [("startup", started), ("compile", first.get("device")),
              ("cases", first.get("compiled")), ("timing", first.get("timing-start")),
-             ("profile", first.get("profile-start"))]
+             ("hidden", first.get("hidden-start")), ("profile", first.get("profile-start"))]
     marks = [(name, t) for name, t in marks if t is not None]
     phases = {name: round(max(0.0, (marks[i + 1][1] if i + 1 < len(marks) else ended) - t), 3)
               for i, (name, t) in enumerate(marks)}
@@ -163,8 +188,11 @@ def kill_session(sid: int) -> None:
 
 def _run_worker(job_path: Path, events: _Events, *, cfg: Config, tmpdir: Path,
                 on_event: Callable[[str, dict], None] | None,
-                extra_env: dict[str, str] | None = None) -> tuple[int | None, str | None]:
-    """Start the worker and watch it: ``(return code, why it was stopped or None)``."""
+                extra_env: dict[str, str] | None = None,
+                deadline: float | None = None) -> tuple[int | None, str | None]:
+    """Start the worker and watch it: ``(return code, why it was stopped or None)``. ``deadline``
+    (``time.monotonic()``) is when the part's ``timeouts.part_s`` runs out, shared by the workers
+    of one part; by default part_s from this worker's start."""
     env = {**os.environ, **(extra_env or {})}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_PROJECT_ROOT), env.get("PYTHONPATH")]))
     env["PYTHONUNBUFFERED"] = "1"
@@ -189,7 +217,7 @@ def _run_worker(job_path: Path, events: _Events, *, cfg: Config, tmpdir: Path,
                 break
             now = time.monotonic()
             running_case = bool(events.items) and events.items[-1].get("event") == "case-start"
-            if now - start > cfg.part_timeout_s:
+            if now > (deadline if deadline is not None else start + cfg.part_timeout_s):
                 stopped = f"timed out after {cfg.part_timeout_s:g} s (timeouts.part_s)"
             elif running_case and now - case_start > cfg.case_timeout_s:
                 stopped = f"timed out after {cfg.case_timeout_s:g} s (timeouts.case_s)"
@@ -206,10 +234,11 @@ def _pending_profile(cfg: Config, key: str, message: str) -> Profile | None:
     return Profile(0.0, pconf.points, message) if pconf else None
 
 
-def grade_part(part: PartSpec, source: Path | None, *, cfg: Config, backend: str, checks: bool = False,
+def grade_part(part: PartSpec, source: Path | None, *, cfg: Config, backend: str, checks: bool = True,
                on_event: Callable[[str, dict], None] | None = None,
                env: dict[str, str] | None = None) -> tuple[PartResult, dict[str, str]]:
-    """Grade one part in a child process (``checks``: the emulator's checking mode and thread orders).
+    """Grade one part in a child process (``checks``: the emulator's checking mode and thread orders,
+    on cases up to ``emulator.checks_max_n``; the default, as every official grade uses them).
 
     Returns:
         ``(part result, device facts reported by the child)``. Never raises for problems of the
@@ -219,9 +248,12 @@ def grade_part(part: PartSpec, source: Path | None, *, cfg: Config, backend: str
 
     def part_result(status: str, message: str, cases: tuple[CaseResult, ...],
                     performance: Performance | None = None) -> PartResult:
+        budget = [PART_CASES_BYTES]  # all the part's case messages together
         return PartResult(key=part.key, number=part.number, title=part.title,
-                          file=str(source) if source else part.filename, status=status, message=message,
-                          cases=cases, performance=performance, phases_s=phases, profile=profile[0])
+                          file=str(source) if source else part.filename, status=status,
+                          message=clean_part_message(message),
+                          cases=tuple(clean_case(c, budget) for c in _report_order(cases)),
+                          performance=performance, phases_s=phases, profile=profile[0])
 
     timing = cfg.parts[part.key].timing
     pending = Performance(0.0, timing.points, None, "not timed: the part did not finish") if timing else None
@@ -233,82 +265,160 @@ def grade_part(part: PartSpec, source: Path | None, *, cfg: Config, backend: str
 
     with tempfile.TemporaryDirectory(prefix="scangrade-part-") as tmp:
         tmpdir = Path(tmp)
-        events, job_path = _Events(tmpdir / "events.jsonl"), tmpdir / "job.json"
-        job_path.write_text(json.dumps({"config": str(Path(cfg.path).resolve()), "private": cfg.private_path,
-                                        "part": part.key, "source": str(source.resolve()), "backend": backend,
-                                        "seed": cfg.seed, "checks": checks, "events": str(events.path)}))
+        specs = case_list(cfg, part.key)
+        names = [c.name for c in specs]
         started = time.time()
-        returncode, stopped = _run_worker(job_path, events, cfg=cfg, tmpdir=tmpdir, on_event=on_event,
-                                          extra_env=env)
-        phases.update(_phases(events.items, started, time.time()))
+        deadline = time.monotonic() + cfg.part_timeout_s
         device: dict[str, str] = {}
         cases: list[CaseResult] = []
-        current = None
-        compiled = False
+        hung: list[str] = []  # cases stopped at timeouts.case_s; the next worker starts after each
+        items: list[dict] = []
         performance = pending
-        for ev in events.items:
-            kind = ev["event"]
-            if kind == "device":
-                device = ev["info"]
-            elif kind == "device-update":
-                device = {**device, **ev["info"]}
-            elif kind == "error":
-                return part_result("error", ev["message"], _not_run(cfg, part, "not run: " + ev["message"]),
-                                   pending), device
-            elif kind == "compile-error":
-                return part_result("compile-error", ev["message"],
-                                   _not_run(cfg, part, f"not run: {part.filename} does not compile"), pending), device
-            elif kind == "compiled":
-                compiled = True
-            elif kind == "case-start":
-                current = ev["name"]
-            elif kind in ("case", "timed"):
-                cases.append(case_from_dict(ev["result"]))
-                current = None
-            elif kind == "performance":
-                performance = Performance(**ev["result"])
-            elif kind == "profile":
-                profile[0] = Profile(**ev["result"])
-            elif kind == "done":
-                status = "pass" if all(c.status == "pass" for c in cases) else "fail"
-                return part_result(status, "", tuple(cases), performance), device
+        start = 0
+        while True:
+            attempt = len(hung)
+            events, job_path = _Events(tmpdir / f"events-{attempt}.jsonl"), tmpdir / f"job-{attempt}.json"
+            job_path.write_text(json.dumps({"config": str(Path(cfg.path).resolve()), "private": cfg.private_path,
+                                            "part": part.key, "source": str(source.resolve()), "backend": backend,
+                                            "seed": cfg.seed, "checks": checks, "events": str(events.path),
+                                            "start": start, "earlier_failed": bool(hung),
+                                            "settings": _effective_settings(cfg)}))
+            returncode, stopped = _run_worker(job_path, events, cfg=cfg, tmpdir=tmpdir, on_event=on_event,
+                                              extra_env=env, deadline=deadline)
+            items += events.items
+            phases.clear()
+            phases.update(_phases(items, started, time.time()))
+            current = None
+            compiled = False
+            for ev in events.items:
+                kind = ev["event"]
+                if kind == "device":
+                    device = {**device, **ev["info"]}
+                elif kind == "device-update":
+                    device = {**device, **ev["info"]}
+                elif kind == "error":
+                    return part_result("error", ev["message"],
+                                       _not_run(cfg, part, "not run: " + ev["message"], tuple(cases)), pending), device
+                elif kind == "compile-error":
+                    return part_result("compile-error", ev["message"],
+                                       _not_run(cfg, part, f"not run: {part.filename} does not compile", tuple(cases)),
+                                       pending), device
+                elif kind == "compiled":
+                    compiled = True
+                elif kind == "case-start":
+                    current = ev["name"]
+                elif kind in ("case", "timed"):
+                    cases.append(case_from_dict(ev["result"]))
+                    current = None
+                elif kind == "performance":
+                    performance = Performance(**ev["result"])
+                elif kind == "profile":
+                    profile[0] = Profile(**ev["result"])
+                elif kind == "done":
+                    if hung:
+                        return part_result("timeout", _hung_message(hung, cfg), tuple(cases), performance), device
+                    status = "pass" if all(c.status == "pass" for c in cases) else "fail"
+                    return part_result(status, "", tuple(cases), performance), device
 
-        stage = f"case {current}" if current else ("compiling" if not compiled else "setting up")
-        if current is None and any(ev["event"] == "profile-start" for ev in events.items):
-            stage = "the bank-conflict profile"
-        if stopped:
-            why = f"{stopped} during {stage}"
-            if current:
-                why += (": the kernel may never finish — check loop conditions, and that every thread reaches "
-                        "every __syncthreads()")
-            status = "timeout"
-        elif returncode is not None and returncode < 0:
-            why = f"the process running this part crashed ({_signal_name(returncode)}) during {stage}"
-            if returncode == -signal.SIGSEGV:
-                why += " — often a read or write outside an array"
-            status = "crash"
-        else:
-            tail = _tail(tmpdir / "stderr.txt")
-            why = f"the grader's worker stopped unexpectedly (exit status {returncode}) during {stage}"
-            if tail:
-                why += f":\n{tail}"
-            status = "error"
-        out_tail = _tail(tmpdir / "stdout.txt")
-        if out_tail and status != "error":
-            why += f"\nlast output of the kernel:\n{out_tail}"
-        done = tuple(cases)
-        if current is not None:
-            spec = next((c for c in case_list(cfg, part.key) if c.name == current), None)
-            done += (CaseResult(name=current, n=spec.n if spec else 0, dtype=spec.dtype if spec else "",
-                                seed=cfg.seed, status=status, points=0.0,
-                                max_points=cfg.parts[part.key].points_per_case if spec else 0.0,
-                                message=why.splitlines()[0], visibility=spec.visibility if spec else "visible"),)
-        return part_result(status, why, _not_run(cfg, part, f"not run: an earlier step ended in {status}", done),
-                           performance), device
+            stage = f"case {current}" if current else ("compiling" if not compiled else "setting up")
+            if current is None and any(ev["event"] == "profile-start" for ev in events.items):
+                stage = "the bank-conflict profile"
+            if stopped:
+                why = f"{stopped} during {stage}"
+                if current:
+                    why += (": the kernel may never finish — check loop conditions, and that every thread reaches "
+                            "every __syncthreads()")
+                status = "timeout"
+            elif returncode is not None and returncode < 0:
+                why = f"the process running this part crashed ({_signal_name(returncode)}) during {stage}"
+                if returncode == -signal.SIGSEGV:
+                    why += " — often a read or write outside an array"
+                status = "crash"
+            else:
+                tail = _tail(tmpdir / "stderr.txt")
+                why = f"the grader's worker stopped unexpectedly (exit status {returncode}) during {stage}"
+                if tail:
+                    why += f":\n{tail}"
+                status = "error"
+            out_tail = _tail(tmpdir / "stdout.txt")
+            if out_tail and status != "error":
+                why += f"\nlast output of the kernel:\n{out_tail}"
+            if current is not None:
+                spec = specs[names.index(current)] if current in names else None
+                cases.append(CaseResult(name=current, n=spec.n if spec else 0, dtype=spec.dtype if spec else "",
+                                        seed=spec.seed if spec else cfg.seed, status=status, points=0.0,
+                                        max_points=cfg.parts[part.key].points_per_case if spec else 0.0,
+                                        message=why.splitlines()[0],
+                                        visibility=spec.visibility if spec else "visible"))
+            # A case that hung (timeouts.case_s) costs that case only: a new worker grades the cases
+            # after it, while the part's time (timeouts.part_s) lasts.
+            if (stopped and "timeouts.case_s" in stopped and current in names
+                    and names.index(current) + 1 < len(names) and time.monotonic() < deadline):
+                hung.append(current)
+                start = names.index(current) + 1
+                continue
+            if hung:
+                why = _hung_message(hung, cfg) + "\n" + why
+            return part_result(status, why, _not_run(cfg, part, f"not run: an earlier step ended in {status}",
+                                                     tuple(cases)), performance), device
+
+
+#: Config fields a run may set otherwise than its config file (``batch --jobs`` sets the emulator's
+#: workers to 1; a batch may require the sandbox): sent to the worker in the job, which would
+#: otherwise read the file's values.
+EFFECTIVE_SETTINGS = ("emulator_workers", "emulator_sandbox", "emulator_checks_max_n")
+
+
+def _effective_settings(cfg: Config) -> dict:
+    """The values of :data:`EFFECTIVE_SETTINGS` this run grades with."""
+    return {name: getattr(cfg, name) for name in EFFECTIVE_SETTINGS}
+
+
+def grading_sandbox(cfg: Config, *, official: bool, allow_unsandboxed: bool = False) -> Config:
+    """``cfg`` with the emulator's sandbox policy this command grades under (docs/security.md):
+
+    - ``allow_unsandboxed`` (``batch --allow-unsandboxed``): ``auto`` (``off`` where the config
+      says off), whatever the config says;
+    - else a policy the config file sets (``emulator.sandbox``) holds for every command;
+    - else ``required`` for ``official`` grading (``batch``, the Gradescope autograder's
+      ``grade --require-sandbox``), ``auto`` for the rest (``grade``, ``check`` on a laptop).
+    """
+    if allow_unsandboxed:
+        policy = "off" if cfg.emulator_sandbox_explicit and cfg.emulator_sandbox == "off" else "auto"
+    elif cfg.emulator_sandbox_explicit:
+        policy = cfg.emulator_sandbox
+    else:
+        policy = "required" if official else "auto"
+    return dataclasses.replace(cfg, emulator_sandbox=policy)
+
+
+def check_sandbox(cfg: Config, backend: str, *, command: str) -> None:
+    """Refuse, before grading anything, where the emulator must run in its OS sandbox
+    (``emulator.sandbox`` resolved to ``required``) and bubblewrap is unusable here.
+
+    Raises:
+        UsageError: the message says why bubblewrap does not work and the ways to go on.
+    """
+    if backend != "emulator" or cfg.emulator_sandbox != "required":
+        return
+    from grader.backends.emulator.sandbox import probe_bubblewrap
+    bwrap, why = probe_bubblewrap()
+    if bwrap is None:
+        how = ("pass --allow-unsandboxed" if command == "batch" else "set emulator.sandbox: auto in the config")
+        raise UsageError(f"{command} grades on the emulator only inside its OS sandbox (bubblewrap), and {why}. "
+                         f"Install bubblewrap, or, to grade with resource limits and the seccomp filter only, "
+                         f"{how} (docs/security.md)")
+
+
+def _hung_message(hung: list[str], cfg: Config) -> str:
+    """The part's message when cases were stopped at ``timeouts.case_s`` and the rest graded anyway."""
+    return (f"case{'s' if len(hung) > 1 else ''} {', '.join(hung)} timed out after {cfg.case_timeout_s:g} s "
+            "(timeouts.case_s): the kernel may never finish there — check loop conditions, and that every "
+            "thread reaches every __syncthreads(); the cases after each were graded in a new worker")
 
 
 def grade(submission: Path, *, cfg: Config, selection: Selection, seed: int | None = None,
-          parts: list[str] | None = None, checks: bool = False,
+          parts: list[str] | None = None, checks: bool = True,
           on_event: Callable[[str, dict], None] | None = None,
           env: dict[str, str] | None = None) -> SubmissionResult:
     """Grade a submission folder (or one part's file) against the configured cases.
@@ -320,7 +430,10 @@ def grade(submission: Path, *, cfg: Config, selection: Selection, seed: int | No
         seed: overrides the config's seed.
         parts: part keys to grade (default: every part in the config).
         checks: on the emulator, check for races, out-of-bounds accesses and barrier divergence,
-            and run every case under ascending, descending and random thread orders.
+            and run every case up to ``emulator.checks_max_n`` under ascending, descending and random
+            thread orders (larger cases run once, unchecked). On by default, so every path that
+            grades (check, grade, batch, Gradescope, the pytest plugin) gives the same grade;
+            False only to go faster (``--no-checks``). Ignored by GPU backends.
         on_event: called with each event a worker reports (for progress display).
         env: extra environment for the part workers (e.g. ``CUDA_VISIBLE_DEVICES``).
 

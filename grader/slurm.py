@@ -428,7 +428,8 @@ def _option_name(opt: str) -> str:
 
 def sbatch_scripts(submissions: Path, *, out: Path, shards: int, config: Path, private_config: Path | None,
                    backend: str, checks: bool = False, jobs: int = 0, options: list[str] | tuple[str, ...] = (),
-                   resume: bool = False, python: str | None = None) -> tuple[str, str]:
+                   resume: bool = False, python: str | None = None,
+                   allow_unsandboxed: bool = False) -> tuple[str, str]:
     """The text of the array job script and of the merge job script.
 
     Array task I runs ``python -P -m grader batch SUBMISSIONS --out OUT/shards/I --shard I/K`` with
@@ -470,8 +471,12 @@ def sbatch_scripts(submissions: Path, *, out: Path, shards: int, config: Path, p
         cmd += ["--private-config", q(str(private_config.resolve()))]
     if checks:
         cmd.append("--checks")
+    elif backend == "emulator":  # checks are the default there
+        cmd.append("--no-checks")
     if resume:
         cmd.append("--resume")
+    if allow_unsandboxed:
+        cmd.append("--allow-unsandboxed")
     if jobs > 0:
         cmd += ["--jobs", str(jobs)]
     elif backend == "emulator":
@@ -572,7 +577,7 @@ def submit(plan: SlurmPlan, *, sbatch: str = "sbatch") -> SlurmPlan:
 def slurm_batch(submissions: Path, *, out: Path, config: Path, private_config: Path | None, backend: str,
                 checks: bool = False, jobs: int = 0, shards: int | None = None,
                 options: list[str] | tuple[str, ...] = (), resume: bool = False, submit_jobs: bool = True,
-                sbatch: str = "sbatch", python: str | None = None) -> SlurmPlan:
+                sbatch: str = "sbatch", python: str | None = None, allow_unsandboxed: bool = False) -> SlurmPlan:
     """Write ``OUT/slurm/grade.sbatch`` and ``merge.sbatch`` for a class and (unless told not to)
     submit them: the Python API of ``scangrade batch --slurm``.
 
@@ -593,7 +598,8 @@ def slurm_batch(submissions: Path, *, out: Path, config: Path, private_config: P
     k = shards if shards is not None else max(1, math.ceil(students / DEFAULT_PER_SHARD))
     grade_text, merge_text = sbatch_scripts(submissions, out=out, shards=k, config=config,
                                             private_config=private_config, backend=backend, checks=checks,
-                                            jobs=jobs, options=options, resume=resume, python=python)
+                                            jobs=jobs, options=options, resume=resume, python=python,
+                                            allow_unsandboxed=allow_unsandboxed)
     folder = out.resolve() / "slurm"
     try:
         folder.mkdir(parents=True, exist_ok=True)

@@ -7,12 +7,22 @@ part, with deadlines, and reads what it reports as JSON lines appended to the jo
 - ``{"event": "device", "info": {...}}`` once the backend is up;
 - ``{"event": "compile-error", "message": ...}`` and exit, or ``{"event": "compiled"}``;
 - ``{"event": "case-start", "name": ...}`` then ``{"event": "case", "result": {...}}`` per case;
-- on a GPU, for a timed part whose cases all passed: ``{"event": "case-start", ...}`` and
-  ``{"event": "timed", "result": {...}}`` per timed size, then ``{"event": "performance", ...}``;
-- for a profiled part: ``{"event": "profile-start"}`` and ``{"event": "profile", "result": {...}}``
-  (bank conflicts and sectors per request, counted by the CPU emulator);
+- the visible cases first (every dtype); then, on a GPU, for a timed part whose visible cases all
+  passed: ``{"event": "timing-start"}``, ``{"event": "case-start", ...}`` and
+  ``{"event": "timed", "result": {...}}`` per timed size; then ``{"event": "hidden-start"}`` and the
+  hidden cases; then, for a timed part, ``{"event": "performance", ...}`` (no points when a hidden
+  case failed). Nothing a student sees runs after a hidden case;
+- for a profiled part, after that: ``{"event": "profile-start"}`` and
+  ``{"event": "profile", "result": {...}}`` (bank conflicts and sectors per request, counted by
+  the CPU emulator);
 - ``{"event": "error", "message": ...}`` when the backend cannot start;
 - ``{"event": "done"}`` at the end.
+
+The job (JSON) names the config (and private config), the part, the source file, the backend, the
+seed, whether to run the emulator's checks, the event file, ``settings`` (the config fields the
+run set otherwise than its file, :data:`grader.runner.EFFECTIVE_SETTINGS`: they win); ``start`` (default 0) skips the
+first cases of :func:`grader.execute.case_list`, for a worker started after a case that hung, and
+``earlier_failed`` says a case before them did not pass (so the part is not timed).
 """
 
 from __future__ import annotations
@@ -56,6 +66,8 @@ def main(argv: list[str]) -> int:
         cfg = load_private(cfg, job["private"])
     if job.get("seed") is not None:
         cfg = dataclasses.replace(cfg, seed=job["seed"])
+    if job.get("settings"):  # what the runner decided (batch --jobs: one emulator thread), not the file's
+        cfg = dataclasses.replace(cfg, **job["settings"])
     part = PARTS[job["part"]]
     pc = cfg.parts[part.key]
     with open(job["events"], "a", encoding="utf-8") as events:
@@ -87,7 +99,8 @@ def main(argv: list[str]) -> int:
                     return 0
                 _emit(events, event="compiled")
                 results = []
-                for case in case_list(cfg, part.key):
+
+                def run(case) -> None:
                     _emit(events, event="case-start", name=case.name)
                     checked = bool(job.get("checks")) and case.n <= cfg.emulator_checks_max_n
                     if job.get("checks"):
@@ -96,8 +109,25 @@ def main(argv: list[str]) -> int:
                                       schedules=CHECK_SCHEDULES if checked else ())
                     results.append(result)
                     _emit(events, event="case", result=dataclasses.asdict(result))
+                # Every visible case, and the timing, before any hidden case: a kernel can keep state
+                # across launches (a __device__ global), so nothing a student sees may run after one.
+                # A worker started after a case that hung (job "start") grades the cases after it.
+                cases = case_list(cfg, part.key)[int(job.get("start") or 0):]
+                for case in (c for c in cases if c.visibility != "hidden"):
+                    run(case)
+                performance = None
                 if pc.timing is not None:
-                    _time_part(events, backend, cfg, part, pc, modules, results, compile_part)
+                    performance = _time_part(events, backend, cfg, part, pc, modules, results, compile_part,
+                                             earlier_failed=bool(job.get("earlier_failed")))
+                hidden = [c for c in cases if c.visibility == "hidden"]
+                if hidden:
+                    _emit(events, event="hidden-start")
+                for case in hidden:
+                    run(case)
+                if performance is not None:
+                    performance = performance_after_hidden(performance,
+                                                           [r for r in results if r.visibility == "hidden"])
+                    _emit(events, event="performance", result=dataclasses.asdict(performance))
                 if pc.profile is not None:
                     _profile_part(events, backend, cfg, part, source, modules, results, Path(work))
         finally:
@@ -106,8 +136,11 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def _time_part(events, backend, cfg, part, pc, modules, results, compile_part) -> None:
-    """The timing phase of a part (GPU only), reported as ``timed`` and ``performance`` events."""
+def _time_part(events, backend, cfg, part, pc, modules, results, compile_part, *, earlier_failed: bool = False):
+    """The timing phase of a part (GPU only), after the visible cases and before the hidden ones:
+    ``timed`` events, and the :class:`~grader.results.Performance` they earn (returned; the caller
+    reports it once the hidden cases have run, see :func:`performance_after_hidden`).
+    ``earlier_failed``: a case before this worker's first failed (it hung), so nothing is timed."""
     from grader.errors import CompileError
     from grader.execute import score_performance, time_case
     from grader.parts import PARTS
@@ -115,14 +148,10 @@ def _time_part(events, backend, cfg, part, pc, modules, results, compile_part) -
 
     tc = pc.timing
     if not backend.supports_timing:
-        _emit(events, event="performance", result=dataclasses.asdict(Performance(
-            0.0, tc.points, None, f"not timed: the {backend.name} backend cannot time kernels; "
-                                  "performance points need a run on a GPU")))
-        return
-    if any(r.status != "pass" for r in results):
-        _emit(events, event="performance", result=dataclasses.asdict(Performance(
-            0.0, tc.points, None, "not timed: performance is scored only when every case passes")))
-        return
+        return Performance(0.0, tc.points, None, f"not timed: the {backend.name} backend cannot time kernels; "
+                                                 "performance points need a run on a GPU")
+    if earlier_failed or any(r.status != "pass" for r in results):
+        return Performance(0.0, tc.points, None, "not timed: performance is scored only when every case passes")
     _emit(events, event="timing-start")
     ref_spec = PARTS[tc.reference]
     ref_file = SOLUTIONS / ref_spec.filename
@@ -132,9 +161,7 @@ def _time_part(events, backend, cfg, part, pc, modules, results, compile_part) -
         try:
             reference = (ref_spec, compile_part(ref_spec, ref_file.read_text(), dtype, "reference"))
         except CompileError as exc:  # the course's own reference must compile; say so plainly
-            _emit(events, event="performance", result=dataclasses.asdict(Performance(
-                0.0, tc.points, None, f"not scored: the reference solution does not compile: {exc}")))
-            return
+            return Performance(0.0, tc.points, None, f"not scored: the reference solution does not compile: {exc}")
     timed = []
     for n in tc.sizes:
         _emit(events, event="case-start", name=f"timed n={n} {dtype}")
@@ -142,7 +169,7 @@ def _time_part(events, backend, cfg, part, pc, modules, results, compile_part) -
         timed.append(result)
         _emit(events, event="timed", result=dataclasses.asdict(result))
     gpu = backend.describe().get("device", "")
-    _emit(events, event="performance", result=dataclasses.asdict(score_performance(tc, timed, gpu=gpu)))
+    performance = score_performance(tc, timed, gpu=gpu)
     # Copy bandwidth is only meaningful for a copy large enough to leave launch latency behind.
     copies = [c.timing.gbps / c.timing.copy_fraction for c in timed
               if c.timing and c.timing.copy_fraction and c.n * 8 >= COPY_BANDWIDTH_MIN_BYTES]
@@ -156,6 +183,19 @@ def _time_part(events, backend, cfg, part, pc, modules, results, compile_part) -
                                 f"{expected:.0f} GB/s a {name} should give: the GPU may be shared or throttled, "
                                 "so these timings are suspect")
         _emit(events, event="device-update", info=info)
+    return performance
+
+
+def performance_after_hidden(performance, hidden: list):
+    """The performance a part earns once its hidden cases have run: ``performance`` as scored from
+    the timed cases, or no points when a hidden case did not pass (performance is scored only when
+    every case passes). None stays None; a part that was not scored keeps its reason."""
+    from grader.results import Performance
+
+    if performance is None or performance.ratio is None or all(c.status == "pass" for c in hidden):
+        return performance
+    return Performance(0.0, performance.max_points, None, "no performance points: a hidden case did not pass "
+                                                          "(performance is scored only when every case passes)")
 
 
 def _profile_part(events, backend, cfg, part, source, modules, results, work: Path) -> None:

@@ -528,11 +528,12 @@ def test_a_static_constructor_that_never_returns_is_a_timeout_within_the_part_ti
 
 def test_a_kernel_that_never_returns_is_a_timeout_within_the_case_timeout(scene):
     before = scene.snapshot()
-    g = run(scene, submission(scene, "hang_kernel"), config(scene, part_s=30, case_s=3))
+    g = run(scene, submission(scene, "hang_kernel"), config(scene, part_s=7, case_s=3))
     p = g.part()
     assert p.status == "timeout" and "timeouts.case_s" in p.message, g.why()
-    assert g.statuses()[0] == "timeout" and set(g.statuses()[1:]) == {"not-run"}, g.why()
-    assert g.wall_s < 3 + SLACK_S, g.wall_s
+    # each hung case costs itself only: the next one runs in a new worker, until part_s runs out
+    assert g.statuses()[:2] == ["timeout", "timeout"] and set(g.statuses()) <= {"timeout", "not-run"}, g.why()
+    assert g.wall_s < 7 + SLACK_S, g.wall_s
     assert_untouched(scene, before)
 
 
@@ -699,9 +700,9 @@ def test_a_class_with_ten_attackers_grades_the_forty_honest_submissions_as_witho
         before = scene.snapshot()
         cfg = config(scene, private=True, sizes={"part1_naive": [5]})
         t0 = time.monotonic()
-        rows = batch(root_all, out=scene.tmp / "batch-out", cfg=cfg, selection=EMULATOR, jobs=2)
+        rows = batch(root_all, out=scene.tmp / "batch-out", cfg=cfg, selection=EMULATOR, jobs=2, checks=False)
         t_all = time.monotonic() - t0
-        batch(root_honest, out=scene.tmp / "batch-honest", cfg=cfg, selection=EMULATOR, jobs=2)
+        batch(root_honest, out=scene.tmp / "batch-honest", cfg=cfg, selection=EMULATOR, jobs=2, checks=False)
         t_honest = time.monotonic() - t0 - t_all
         server.settimeout(0.2)
         with pytest.raises((TimeoutError, socket.timeout)):
@@ -745,12 +746,12 @@ def test_a_class_with_ten_attackers_grades_the_forty_honest_submissions_as_witho
 @GPU
 def test_gpu_a_kernel_that_never_returns_is_killed_at_the_case_timeout_and_the_next_part_passes(scene):
     folder = submission(scene, "hang_kernel", honest=("part2_blelloch",))
-    cfg = config(scene, part_s=60, case_s=5, sizes={"part1_naive": PART1_SIZES, "part2_blelloch": [5]})
+    cfg = config(scene, part_s=12, case_s=5, sizes={"part1_naive": PART1_SIZES, "part2_blelloch": [5]})
     g = run(scene, folder, cfg, parts=["part1_naive", "part2_blelloch"], selection=PYCUDA)
     p = g.part()
     assert p.status == "timeout" and "timeouts.case_s" in p.message, g.why()
     assert g.part("part2_blelloch").status == "pass", g.why("part2_blelloch")
-    assert g.part().phases_s["total"] < 5 + 2 * SLACK_S
+    assert g.part().phases_s["total"] < 12 + 2 * SLACK_S  # every case hangs: part_s ends it
     assert not scene.leftovers()
 
 

@@ -61,10 +61,10 @@ def test_a_private_config_may_only_add_a_seed_and_hidden_sizes(tmp_path, small_c
 
 
 def test_a_case_that_hangs_is_stopped_by_the_case_timeout(tmp_path):
-    cfg = load_config(write_config(tmp_path, part_s=300, extra="", sizes={"part1_naive": [5, 7]}))
-    cfg = type(cfg)(**{**cfg.__dict__, "case_timeout_s": 4.0})
+    cfg = load_config(write_config(tmp_path, part_s=300, extra="", sizes={"part1_naive": [5]}))
+    cfg = type(cfg)(**{**cfg.__dict__, "case_timeout_s": 2.0})  # n = 1, 5, 128: each hangs, each stopped
     folder = submission(tmp_path, part1_naive=BROKEN / "part1_hang.cu")
-    result = grade(folder, cfg=cfg, selection=EMULATOR, parts=["part1_naive"])
+    result = grade(folder, cfg=cfg, selection=EMULATOR, parts=["part1_naive"], checks=False)  # checks: a deadlock
     p = result.parts[0]
     assert p.status == "timeout" and "timeouts.case_s" in p.message
     assert p.cases[0].status == "timeout" and p.cases[0].name == "n=1 int32"

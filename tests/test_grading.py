@@ -90,7 +90,8 @@ def test_a_missing_barrier_fails(tmp_path, small_config, part, file):
     # Emulator only: its thread schedule is deterministic, so the race shows every time; on a GPU
     # it shows only by chance (seen on an H200 at BLOCK_SIZE 512 and n >= 500, not at 128).
     folder = submission(tmp_path, **{part: BROKEN / file})
-    p = parts_of(grade(folder, cfg=small_config, selection=Selection("emulator", "test"), parts=[part]))[part]
+    p = parts_of(grade(folder, cfg=small_config, selection=Selection("emulator", "test"), parts=[part],
+                       checks=False))[part]  # a plain run: the checks would name the race instead
     assert p.status == "fail"
     failed = [c for c in p.cases if c.status == "fail"]
     assert failed and all(c.mismatch is not None for c in failed)
@@ -111,7 +112,9 @@ def test_inclusive_where_exclusive_is_asked_fails_with_that_hint(tmp_path, backe
     folder = submission(tmp_path, **{part: BROKEN / file})
     p = parts_of(grade(folder, cfg=small_config, selection=backend, parts=[part]))[part]
     assert all(c.status == "fail" for c in p.cases)
-    assert all("this is the inclusive scan" in c.message for c in p.cases), [c.message for c in p.cases]
+    # at n = 1 the inclusive scan is a copy of the input: the hint says what out[0] must be instead
+    assert all("this is the inclusive scan" in c.message if c.n > 1 else "exclusive scan starts with out[0] = 0"
+               in c.message for c in p.cases), [c.message for c in p.cases]
     assert p.cases[0].mismatch.index == 0 and p.cases[0].mismatch.expected == 0
 
 
@@ -126,7 +129,7 @@ def test_an_out_of_bounds_write_fails_with_the_index(tmp_path, backend, small_co
 def test_a_hanging_kernel_is_killed_at_the_timeout_and_the_run_goes_on(tmp_path, backend):
     cfg = load_config(write_config(tmp_path, part_s=12 if backend.name == "emulator" else 20))
     folder = submission(tmp_path, part1_naive=BROKEN / "part1_hang.cu")
-    parts = parts_of(grade(folder, cfg=cfg, selection=backend))
+    parts = parts_of(grade(folder, cfg=cfg, selection=backend, checks=False))  # checks would call it a deadlock
     p1 = parts["part1_naive"]
     assert p1.status == "timeout" and p1.points == 0
     assert p1.cases[0].status == "timeout" and "timed out after" in p1.cases[0].message
