@@ -300,6 +300,8 @@ def load_config(path: str | os.PathLike) -> Config:
                             what="a number of worker threads (0: one per core)")
     checks_max_n = emulator.take("checks_max_n", int, 70000, check=_positive,
                                  what="the largest n checked for races under three thread orders")
+    if emulator.data.get("sandbox") is False:  # YAML 1.1 reads a bare `off` as false
+        emulator.data["sandbox"] = "off"
     sandbox = emulator.take("sandbox", str, "auto",
                             check=lambda v: None if v in SANDBOX_CHOICES else "unknown sandbox policy",
                             what="one of " + ", ".join(SANDBOX_CHOICES))

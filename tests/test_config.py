@@ -70,3 +70,12 @@ def test_the_cli_reports_a_bad_config_with_exit_status_2_and_no_traceback(tmp_pa
     assert main(["grade", str(tmp_path), "--config", str(path), "--backend", "emulator"]) == 2
     err = capsys.readouterr().err
     assert "key 'colour': unknown key" in err and "Traceback" not in err
+
+
+
+@pytest.mark.parametrize("spelling", ["off", "'off'", "Off"])
+def test_the_sandbox_policy_off_may_be_written_bare_though_yaml_reads_it_as_false(tmp_path, spelling):
+    path = tmp_path / "c.yaml"
+    path.write_text(f"emulator:\n  sandbox: {spelling}\n" + BASE)
+    cfg = load_config(path)
+    assert cfg.emulator_sandbox == "off" and cfg.emulator_sandbox_explicit
