@@ -208,6 +208,7 @@ constexpr size_t kAltStack = 64 * 1024;
 constexpr unsigned kResident = 4;  // blocks resident per worker
 constexpr unsigned kSigs = 4;      // recent yield signatures per thread (stale-poll detection)
 constexpr unsigned kMaxFindings = 256;
+constexpr size_t kRedZone = 256;   // poisoned bytes before, between and after shared arrays (not counted)
 
 enum FiberState : unsigned char { kRunnable, kYielded, kAtBarrier, kAtWarp, kDone };
 
@@ -278,6 +279,15 @@ struct Alloc {
     uintptr_t base, size;
     Cell *shadow;
     size_t shadow_len;
+    uint64_t lo, count;  // labelled buffer: elements [lo, lo + count) of `elem` bytes are inside it
+    unsigned elem;       // 0: unlabelled (the whole allocation is inside)
+    char name[32];
+};
+
+// One shared array of a block: the dynamic part (index 0) or a __shared__ variable.
+struct ShArr {
+    size_t off, bytes, elem;
+    const char *name;
 };
 
 struct WarpGroup {
@@ -376,9 +386,11 @@ struct Block {
     unsigned nfibers = 0;
     std::vector<Chunk> chunks;
 
-    // shared memory arena: [dynamic part][static slots...], guard page after arena_cap
+    // shared memory arena: [red zone][dynamic part][red zone][array][red zone]..., guard page after
+    // arena_cap; `arrays` is the table the memory hooks check shared addresses against.
     char *arena = nullptr;
-    size_t arena_cap = 0, arena_map_len = 0, bump = 0;
+    size_t arena_cap = 0, arena_map_len = 0, bump = 0, used = 0;
+    std::vector<ShArr> arrays;
     uint64_t gen = 0;
     std::vector<SlotState> slots;
 
@@ -680,7 +692,9 @@ void Worker::arrange(Block *B, std::vector<unsigned> &v) {
 bool Worker::start_block(Block *B, uint64_t b, std::string &why) {
     Launch *L = launch;
     const unsigned n = L->nthreads;
-    if (!B->ensure_fibers(n, why) || !B->ensure_arena(std::max<size_t>(L->shared_limit, 1), why)) return false;
+    // Arrays take at most shared_limit bytes; the red zones between them come on top.
+    size_t cap = L->shared_limit + 128 * 1024;
+    if (!B->ensure_fibers(n, why) || !B->ensure_arena(cap, why)) return false;
     B->w = this;
     B->busy = true;
     B->linear = b;
@@ -689,8 +703,10 @@ bool Worker::start_block(Block *B, uint64_t b, std::string &why) {
     const dim3 g = L->grid, bd = L->block;
     uint3 bid = block_ids(L, b);
     ++B->gen;
-    if (L->dyn_shared) std::memset(B->arena, kPoison, L->dyn_shared);
-    B->bump = (L->dyn_shared + 15) & ~size_t(15);
+    std::memset(B->arena, kPoison, kRedZone + L->dyn_shared);  // reads of unwritten shared memory: poison
+    B->arrays.assign(1, ShArr{kRedZone, L->dyn_shared, 1, nullptr});
+    B->bump = (kRedZone + L->dyn_shared + kRedZone + 15) & ~size_t(15);
+    B->used = L->dyn_shared;
     B->acc_count = 0, B->acc_and = 1, B->acc_or = 0;
     B->rel_count = 0, B->rel_and = 1, B->rel_or = 0;
     B->live = n;
@@ -720,7 +736,7 @@ bool Worker::start_block(Block *B, uint64_t b, std::string &why) {
     for (unsigned t = 0; t < n; ++t) B->order.push_back(t);
     if (L->schedule != kAscending) arrange(B, B->order);
     if (L->checks) {
-        size_t granules = (L->shared_limit + 3) / 4;
+        size_t granules = (B->arena_cap + 3) / 4;
         if (B->sh.size() < granules) {
             B->sh.assign(granules, Cell{});
             B->init_inst.assign(granules, 0);
@@ -1092,8 +1108,9 @@ void on_fault(int sig, siginfo_t *si, void *) {
         uintptr_t arena = reinterpret_cast<uintptr_t>(B->arena);
         if (B->arena && addr >= arena + B->arena_cap && addr < arena + B->arena_map_len)
             w->fail(f, "illegal-address",
-                    "access %zu bytes past the end of the block's %zu bytes of shared memory",
-                    size_t(addr - arena - w->launch->shared_limit), size_t(w->launch->shared_limit));
+                    "access %zu bytes past the end of the block's shared-memory arena (its shared arrays, %zu "
+                    "bytes, and the red zones around them)",
+                    size_t(addr - arena - B->arena_cap), B->used);
         w->fail(f, "illegal-address", "invalid memory access at address 0x%lx%s", (unsigned long)addr,
                 addr < 65536 ? " (a null or small pointer)" : "");
     }
@@ -1432,6 +1449,45 @@ bool in_module(uintptr_t addr) {
     fatal_finding(f, fd);
 }
 
+const char *access_noun(int kind) { return kind == 0 ? "read" : kind == 1 ? "write" : "atomic update"; }
+
+// "name[i] (...)": element i of an array of `count` elements of `elem` bytes starting at `base`.
+std::string element_text(const char *name, const char *what, uintptr_t base, uint64_t count, size_t elem,
+                         uintptr_t addr) {
+    long long d = (long long)(addr - base), i = d >= 0 ? d / (long long)elem : -((-d + (long long)elem - 1) / (long long)elem);
+    std::string where = i < 0 ? format("%lld before the start of ", -i)
+                        : uint64_t(i) >= count ? format("%llu past the end of ", (unsigned long long)(i - count + 1))
+                                               : std::string("inside ");
+    return format("%s[%lld] (%s%s%s, %llu element%s)", name, i, where.c_str(), what, name, (unsigned long long)count,
+                  count == 1 ? "" : "s");
+}
+
+// Shared accesses (plain mode too): inside one of the block's arrays, or out of bounds naming the
+// nearest array (red zones keep the arrays apart, so an overrun of one does not land in the next).
+void shared_bounds(Fiber *f, Block *B, uintptr_t addr, unsigned size, int kind, uintptr_t pc) {
+    size_t off = addr - reinterpret_cast<uintptr_t>(B->arena), best = SIZE_MAX;
+    const ShArr *near = nullptr;
+    for (const ShArr &a : B->arrays) {
+        if (off >= a.off && off + size <= a.off + a.bytes) return;
+        size_t d = off < a.off ? a.off - off : off >= a.off + a.bytes ? off - (a.off + a.bytes) : 0;
+        if (d < best) best = d, near = &a;
+    }
+    const char *name = near->name ? near->name : "extern __shared__";
+    std::string what = element_text(name, "shared array ", reinterpret_cast<uintptr_t>(B->arena) + near->off,
+                                    near->bytes / near->elem, near->elem, addr);
+    bad_access(f, "out-of-bounds", pc,
+               format("out-of-bounds shared memory %s of %s at {L}%s", access_noun(kind), what.c_str(),
+                      near == &B->arrays[0] && near->bytes == 0 ? " (the launch gives no dynamic shared memory)" : ""));
+}
+
+// Plain mode: the cheap range test of every load and store (only shared memory is checked).
+inline void plain_access(uintptr_t addr, unsigned size, int kind, uintptr_t pc) {
+    if (!on_fiber()) return;
+    Fiber *f = current_fiber();
+    Block *B = f->blk;
+    if (addr - reinterpret_cast<uintptr_t>(B->arena) < B->arena_map_len) shared_bounds(f, B, addr, size, kind, pc);
+}
+
 // kind: 0 read, 1 write, 2 atomic
 void check_access(uintptr_t addr, unsigned size, int kind, bool vol, uintptr_t pc) {
     Fiber *f = current_fiber();
@@ -1446,12 +1502,7 @@ void check_access(uintptr_t addr, unsigned size, int kind, bool vol, uintptr_t p
                                      size, (unsigned long)addr, size));
     uintptr_t a0 = reinterpret_cast<uintptr_t>(B->arena);
     if (addr - a0 < B->arena_map_len) {
-        if (addr + size > a0 + B->bump)
-            bad_access(f, "out-of-bounds", pc,
-                       format("out-of-bounds shared memory access: thread %s of block %s %s %u bytes at {L}, %zu "
-                              "bytes past the end of the block's %zu bytes of shared memory",
-                              ids_text(f->hdr->threadIdx).c_str(), ids_text(f->hdr->blockIdx).c_str(), verb, size,
-                              size_t(addr + size - a0 - B->bump), B->bump));
+        shared_bounds(f, B, addr, size, kind, pc);
         track(L, f, B->sh.data(), addr - a0, size, kind, vol, pc, false);
         return;
     }
@@ -1462,6 +1513,11 @@ void check_access(uintptr_t addr, unsigned size, int kind, bool vol, uintptr_t p
                               "bytes past the end of a %zu-byte device allocation",
                               ids_text(f->hdr->threadIdx).c_str(), ids_text(f->hdr->blockIdx).c_str(), verb, size,
                               size_t(addr + size - al->base - al->size), size_t(al->size)));
+        uintptr_t ilo = al->base + al->lo * al->elem;
+        if (al->elem && (addr < ilo || addr + size > ilo + al->count * al->elem))
+            bad_access(f, "out-of-bounds", pc,
+                       format("out-of-bounds global memory %s of %s at {L}", access_noun(kind),
+                              element_text(al->name, "", ilo, al->count, al->elem, addr).c_str()));
         if (vol || kind == 2) {
             if (kind != 0) release(L, B);
             if (kind != 1) acquire(L, B);
@@ -1562,7 +1618,7 @@ int __sg_register_kernel(const char *name, void *fn, __sg_invoke_fn invoke, int 
     return g_nkernels++;
 }
 
-void *__sg_shared(__sg_slot *slot, size_t size, size_t align) {
+void *__sg_shared(__sg_slot *slot, size_t size, size_t align, size_t elem) {
     Fiber *f = current_fiber();
     Block *B = f->blk;
     unsigned id = __atomic_load_n(&slot->id, __ATOMIC_ACQUIRE);
@@ -1580,20 +1636,27 @@ void *__sg_shared(__sg_slot *slot, size_t size, size_t align) {
     if (align == 0 || (align & (align - 1)) != 0) align = 16;
     size_t off = (B->bump + align - 1) & ~(align - 1);
     size_t limit = B->w->launch->shared_limit;
-    if (size > limit || off + size > limit) {
+    if (size > limit || B->used + size > limit || off + size + kRedZone > B->arena_cap) {
         B->w->fail(f, "shared-memory-limit",
                    "the block needs more shared memory than the limit of %zu bytes: __shared__ %s (%s:%d) "
                    "needs %zu bytes, and %zu bytes (%zu of them dynamic) are already in use",
-                   limit, slot->name, slot->file, slot->line, size, B->bump, size_t(B->w->launch->dyn_shared));
+                   limit, slot->name, slot->file, slot->line, size, B->used, size_t(B->w->launch->dyn_shared));
     }
     s.gen = B->gen;
     s.ptr = B->arena + off;
-    B->bump = off + size;
-    std::memset(s.ptr, kPoison, size);
+    B->bump = off + size + kRedZone;
+    B->used += size;
+    B->arrays.push_back(ShArr{off, size, elem ? elem : 1, slot->name});
+    std::memset(s.ptr, kPoison, size + kRedZone);
     return s.ptr;
 }
 
-void *__sg_dyn_shared(void) { return current_fiber()->blk->arena; }
+void *__sg_dyn_shared(const char *name, size_t elem) {
+    Block *B = current_fiber()->blk;
+    ShArr &d = B->arrays[0];
+    if (!d.name) d.name = name, d.elem = elem ? elem : 1;
+    return B->arena + d.off;
+}
 
 int __sg_barrier(int kind, int predicate, const char *file, int line) {
     Fiber *f = current_fiber();
@@ -1711,6 +1774,8 @@ unsigned long long __sg_atomic(int op, void *addr, int size, unsigned long long 
     Fiber *f = current_fiber();
     if (g_checks) check_access(reinterpret_cast<uintptr_t>(addr), unsigned(size), 2, false,
                                reinterpret_cast<uintptr_t>(__builtin_return_address(0)));
+    else plain_access(reinterpret_cast<uintptr_t>(addr), unsigned(size), 2,
+                      reinterpret_cast<uintptr_t>(__builtin_return_address(0)));
     bool changed = false;
     uint64_t old = do_atomic(op, addr, size, a, b, &changed);
     if (changed) f->blk->progress = true;
@@ -1769,27 +1834,25 @@ int __sg_printf(const char *fmt, ...) {
 // accesses and atomics are yield points; with checks on, every access is checked.
 // ---------------------------------------------------------------------------------------------
 #define SG_PC reinterpret_cast<uintptr_t>(__builtin_return_address(0))
+// Checked: everything; plain: shared-memory bounds only (a range test, then the array table).
+#define SG_ACCESS(a, n, kind)                                                                         \
+    if (__builtin_expect(g_checks, 0)) check_access(reinterpret_cast<uintptr_t>(a), n, kind, false, SG_PC); \
+    else plain_access(reinterpret_cast<uintptr_t>(a), n, kind, SG_PC)
 #define SG_PLAIN(n)                                                                                   \
-    SG_HOOK void __tsan_read##n(void *a) {                                                            \
-        if (__builtin_expect(g_checks, 0)) check_access(reinterpret_cast<uintptr_t>(a), n, 0, false, SG_PC); \
-    }                                                                                                 \
-    SG_HOOK void __tsan_write##n(void *a) {                                                           \
-        if (__builtin_expect(g_checks, 0)) check_access(reinterpret_cast<uintptr_t>(a), n, 1, false, SG_PC); \
-    }                                                                                                 \
-    SG_HOOK void __tsan_unaligned_read##n(void *a) {                                                  \
-        if (__builtin_expect(g_checks, 0)) check_access(reinterpret_cast<uintptr_t>(a), n, 0, false, SG_PC); \
-    }                                                                                                 \
-    SG_HOOK void __tsan_unaligned_write##n(void *a) {                                                 \
-        if (__builtin_expect(g_checks, 0)) check_access(reinterpret_cast<uintptr_t>(a), n, 1, false, SG_PC); \
-    }                                                                                                 \
+    SG_HOOK void __tsan_read##n(void *a) { SG_ACCESS(a, n, 0); }                                      \
+    SG_HOOK void __tsan_write##n(void *a) { SG_ACCESS(a, n, 1); }                                     \
+    SG_HOOK void __tsan_unaligned_read##n(void *a) { SG_ACCESS(a, n, 0); }                            \
+    SG_HOOK void __tsan_unaligned_write##n(void *a) { SG_ACCESS(a, n, 1); }                           \
     SG_HOOK void __tsan_volatile_read##n(void *a) {                                                   \
         if (!on_fiber()) return;                                                                      \
         if (g_checks) check_access(reinterpret_cast<uintptr_t>(a), n, 0, true, SG_PC);               \
+        else plain_access(reinterpret_cast<uintptr_t>(a), n, 0, SG_PC);                               \
         yield_here(current_fiber(), "a volatile load", nullptr, 0, SG_PC, a, n);                      \
     }                                                                                                 \
     SG_HOOK void __tsan_volatile_write##n(void *a) {                                                  \
         if (!on_fiber()) return;                                                                      \
         if (g_checks) check_access(reinterpret_cast<uintptr_t>(a), n, 1, true, SG_PC);               \
+        else plain_access(reinterpret_cast<uintptr_t>(a), n, 1, SG_PC);                               \
         current_fiber()->blk->progress = true;                                                        \
     }
 SG_PLAIN(1)
@@ -1800,10 +1863,10 @@ SG_PLAIN(16)
 #undef SG_PLAIN
 
 SG_HOOK void __tsan_read_range(void *a, size_t n) {
-    if (__builtin_expect(g_checks, 0) && n) check_access(reinterpret_cast<uintptr_t>(a), 1, 0, false, SG_PC), check_access(reinterpret_cast<uintptr_t>(a) + n - 1, 1, 0, false, SG_PC);
+    if (n) { SG_ACCESS(a, 1, 0); SG_ACCESS(static_cast<char *>(a) + n - 1, 1, 0); }
 }
 SG_HOOK void __tsan_write_range(void *a, size_t n) {
-    if (__builtin_expect(g_checks, 0) && n) check_access(reinterpret_cast<uintptr_t>(a), 1, 1, false, SG_PC), check_access(reinterpret_cast<uintptr_t>(a) + n - 1, 1, 1, false, SG_PC);
+    if (n) { SG_ACCESS(a, 1, 1); SG_ACCESS(static_cast<char *>(a) + n - 1, 1, 1); }
 }
 SG_HOOK void __tsan_init(void) {}
 SG_HOOK void __tsan_func_entry(void *) {}
@@ -1816,6 +1879,7 @@ static void atomic_hook(void *a, unsigned n, uintptr_t pc, bool wrote) {
     if (!on_fiber()) return;
     Fiber *f = current_fiber();
     if (g_checks) check_access(reinterpret_cast<uintptr_t>(a), n, 2, false, pc);
+    else plain_access(reinterpret_cast<uintptr_t>(a), n, 2, pc);
     if (wrote) f->blk->progress = true;
     yield_here(f, "an atomic operation", nullptr, 0, pc, a, n);
 }
@@ -1991,7 +2055,10 @@ SG_EXPORT int sg_launch(const sg_launch_config *cfg, void *const *args, int narg
     std::vector<std::pair<void *, size_t>> shadows;
     if (L->checks) {
         for (int i = 0; i < cfg->nallocs; ++i) {
-            Alloc a{uintptr_t(cfg->allocs[i].base), uintptr_t(cfg->allocs[i].size), nullptr, 0};
+            const sg_alloc &c = cfg->allocs[i];
+            Alloc a{uintptr_t(c.base), uintptr_t(c.size), nullptr, 0, c.lo, c.count, c.elem, {0}};
+            std::memcpy(a.name, c.name, sizeof a.name - 1);
+            if (a.elem && (a.lo + a.count) * a.elem > a.size) a.elem = 0;  // a label that does not fit: ignored
             size_t len = (a.size + 3) / 4 * sizeof(Cell);
             if (len) {
                 void *m = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
