@@ -205,3 +205,38 @@ def test_reserved_names_are_refused_in_code_and_directives(text, word):
     from grader.errors import CompileError
     with pytest.raises(CompileError, match=rf"not allowed: `{word}`.*\(student\.cu:2\)"):
         rewrite_source('#line 1 "student.cu"\n// a comment\n' + text + "\n", filename="student.cu")
+
+
+# -- 3. shifts by 32 or more --------------------------------------------------------------------------
+GEMS = BROKEN / "part3_gems_macro.cu"
+
+
+@pytest.mark.parametrize("mode", ["plain", "checked"])
+def test_a_shift_by_32_or_more_is_an_undefined_shift_with_the_line(tmp_path, request, mode):
+    be = request.getfixturevalue(mode)
+    path = BROKEN / "shift_by_32.cu"
+    mod = compile_part(be, tmp_path, path, (KernelSpec("shift_kernel", (Param("out", "int*", "ptr"),
+                                                                        Param("n", "int", "int"))),), block_size=64)
+    out = be.alloc(8, INT)
+    be.launch(mod, "shift_kernel", grid=1, block=8, shared_bytes=0, args=[out, 3])  # shifts by 3..10: fine
+    assert be.to_host(out).tolist() == [i >> (3 + i) for i in range(8)]
+    with pytest.raises(KernelError) as info:
+        be.launch(mod, "shift_kernel", grid=1, block=8, shared_bytes=0, args=[out, 30])
+    assert info.value.kind == "undefined-shift"
+    assert (f"shift by 32 of a 32-bit value at {path.name}:{line_of(path, 'shift')}: undefined in C++; a GPU gives 0 "
+            "here") in str(info.value), str(info.value)
+    assert str(info.value).endswith("(block (0, 0, 0), thread (2, 0, 0))")
+
+
+def test_the_gems_macro_as_printed_fails_the_same_way_every_run_with_the_line(tmp_path):
+    """The book's CONFLICT_FREE_OFFSET parses as n >> (32 + n) >> 10: a GPU clamps (offset 0), x86
+    masks (garbage). The emulator cannot give the GPU's value: every case fails, naming the macro's line."""
+    cfg = load_config(write_config(tmp_path, block_size=64, sizes={"part3_conflict_free": [5, 128]}))
+    folder = submission(tmp_path, part3_conflict_free=GEMS)
+    runs = [parts_of(grade(folder, cfg=cfg, selection=EMULATOR, parts=["part3_conflict_free"]))["part3_conflict_free"]
+            for _ in range(2)]
+    assert [(c.status, c.message) for c in runs[0].cases] == [(c.status, c.message) for c in runs[1].cases]
+    assert runs[0].points == 0
+    for c in runs[0].cases:
+        assert "shift by 32 of a 32-bit value at part3_conflict_free.cu:" in c.message, c.message
+        assert "CONFLICT_FREE_OFFSET needs parentheses" in c.message

@@ -66,6 +66,8 @@ KERNEL_ERROR_KINDS = {
     "barrier-divergence": "threads of a block wait at different barriers, some exited while others wait (checks), "
                           "or a warp intrinsic's mask is wrong (caller or source lane not in it)",
     "deadlock": "checks: every thread polls (spin-waits) and nothing it reads changes",
+    "undefined-shift": "a shift by the width of its type or more (undefined in C++; x86 and a GPU give different "
+                       "values), with the line",
     "illegal-address": "a thread accessed an unmapped address (a wild or null pointer), or memory past the "
                        "block's shared-memory arena",
     "stack-overflow": "a thread overflowed its 64 KiB stack (a large local array or deep recursion)",

@@ -53,8 +53,11 @@ RUNTIME_FLAGS = ("-std=c++17", "-O2", "-g", "-fPIC", "-fvisibility=hidden", "-pt
 #: Flags for the emulated translation unit (the student's file). ``-fsanitize=thread`` makes every
 #: load and store call a ``__tsan_*`` hook, which the runtime defines (no sanitizer runtime is
 #: linked): volatile accesses become yield points, and with checks on every access is checked.
+#: ``-fsanitize=shift-exponent`` calls ``__ubsan_handle_shift_out_of_bounds`` (also the runtime's)
+#: before a shift by the type's width or more, which x86 and a GPU compute differently.
 MODULE_FLAGS = ("-std=c++17", "-O1", "-g", "-fPIC", "-fvisibility=hidden", "-fno-strict-aliasing",
-                "-fstack-clash-protection", "-fsanitize=thread", "--param", "tsan-distinguish-volatile=1",
+                "-fstack-clash-protection", "-fsanitize=thread", "-fsanitize=shift-exponent",
+                "--param", "tsan-distinguish-volatile=1",
                 "--param", "tsan-instrument-func-entry-exit=0",
                 "-Wno-unknown-pragmas")
 #: Link flags: every symbol must resolve inside the module (plus libc/libstdc++/libm/pthread); no

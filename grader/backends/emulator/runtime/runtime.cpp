@@ -1937,6 +1937,42 @@ SG_HOOK void __tsan_atomic_thread_fence(int) {
 }
 SG_HOOK void __tsan_atomic_signal_fence(int) {}
 
+// A shift by the width of its type or more (GCC's -fsanitize=shift-exponent, UBSan's data layout):
+// undefined in C++; x86 takes the count mod 32, a GPU clamps it (PTX shl/shr: 0, or -1 for a
+// negative value shifted right). The emulator cannot give the GPU's value, so the thread fails.
+struct UbsanType {
+    uint16_t kind, info;  // info of an integer type: log2(bits) << 1 | signed
+    char name[1];
+};
+struct UbsanShift {
+    const char *file;
+    uint32_t line, column;
+    const UbsanType *lhs, *rhs;
+};
+[[noreturn]] static void bad_shift(const UbsanShift *d, uintptr_t rhs) {
+    unsigned bits = 1u << (d->lhs->info >> 1);
+    unsigned rbits = 1u << (d->rhs->info >> 1);
+    long long amount = (long long)rhs;
+    if ((d->rhs->info & 1) && rbits < 64) amount = (long long)(int64_t(uint64_t(rhs) << (64 - rbits)) >> (64 - rbits));
+    Fiber *f = current_fiber();
+    Finding fd = make_finding(f, "undefined-shift");
+    loc_site(fd.loc, sizeof fd.loc, d->file, int(d->line));
+    std::snprintf(fd.msg, sizeof fd.msg,
+                  "shift by %lld of a %u-bit value at %s: undefined in C++; a GPU gives 0 here (-1 for a negative "
+                  "value shifted right: PTX clamps shift amounts to %u), x86 takes the amount mod %u; check the "
+                  "operator precedence of the shift (`+` binds tighter than `>>`: GPU Gems' CONFLICT_FREE_OFFSET "
+                  "needs parentheses)",
+                  amount, bits, fd.loc, bits, bits);
+    fatal_finding(f, fd);
+}
+SG_HOOK void __ubsan_handle_shift_out_of_bounds(void *data, uintptr_t, uintptr_t rhs) {
+    if (on_fiber()) bad_shift(static_cast<const UbsanShift *>(data), rhs);
+}
+SG_HOOK void __ubsan_handle_shift_out_of_bounds_abort(void *data, uintptr_t, uintptr_t rhs) {
+    if (on_fiber()) bad_shift(static_cast<const UbsanShift *>(data), rhs);
+    std::abort();
+}
+
 // ---------------------------------------------------------------------------------------------
 // The C ABI for Python.
 // ---------------------------------------------------------------------------------------------
