@@ -240,3 +240,34 @@ def test_the_gems_macro_as_printed_fails_the_same_way_every_run_with_the_line(tm
     for c in runs[0].cases:
         assert "shift by 32 of a 32-bit value at part3_conflict_free.cu:" in c.message, c.message
         assert "CONFLICT_FREE_OFFSET needs parentheses" in c.message
+
+
+# -- 5. divergent barriers, also without checks ----------------------------------------------------------
+SITES = Path(__file__).parent / "emulator_kernels" / "barrier_sites.cu"
+
+
+@pytest.fixture(scope="module")
+def sites(plain, tmp_path_factory):
+    names = ("two_sites", "barrier_in_branch", "early_return")
+    kernels = tuple(KernelSpec(k, (Param("out", "int*", "ptr"), Param("n", "int", "int"))) for k in names)
+    return compile_part(plain, tmp_path_factory.mktemp("sites"), SITES, kernels, block_size=64)
+
+
+@pytest.mark.parametrize("kernel, n, a, b", [("two_sites", 0, "site_b", "site_a"),
+                                             ("barrier_in_branch", 16, "after_branch", "in_branch")])
+def test_barriers_at_different_call_sites_are_divergence_without_checks(plain, sites, kernel, n, a, b):
+    out = plain.alloc(64, INT)
+    with pytest.raises(KernelError) as info:
+        plain.launch(sites, kernel, grid=1, block=64, shared_bytes=0, args=[out, n])
+    err = info.value
+    assert err.kind == "barrier-divergence"
+    assert (f"threads of a block wait at different __syncthreads(): thread ({16 if n else 32}, 0, 0) at "
+            f"{SITES.name}:{line_of(SITES, a)}, thread (0, 0, 0) at {SITES.name}:{line_of(SITES, b)}") in str(err), err
+
+
+def test_a_barrier_after_an_early_return_runs_without_checks(plain, sites):
+    out = plain.alloc(64, INT)
+    plain.to_device(np.full(64, -1, INT), out)
+    plain.launch(sites, "early_return", grid=1, block=64, shared_bytes=0, args=[out, 40])
+    got = plain.to_host(out)
+    assert got[:40].tolist() == list(range(39, -1, -1)) and (got[40:] == -1).all()

@@ -767,31 +767,32 @@ std::string ids_text(uint3 t) { return format("(%u, %u, %u)", t.x, t.y, t.z); }
 
 void Worker::release_barrier(Block *B) {
     Launch *L = launch;
-    if (L->checks) {
-        Fiber *first = nullptr;
-        for (unsigned t = 0; t < B->n; ++t) {
-            Fiber &f = B->fibers[t];
-            if (f.state != kAtBarrier) continue;
-            if (!first) {
-                first = &f;
-                continue;
-            }
-            if (f.site_line != first->site_line || std::strcmp(f.site_file, first->site_file) != 0) {
-                Finding fd = make_finding(&f, "barrier-divergence");
-                loc_site(fd.loc, sizeof fd.loc, f.site_file, f.site_line);
-                loc_site(fd.other, sizeof fd.other, first->site_file, first->site_line);
-                fd.has_other = 1;
-                fd.oblock = fd.block;
-                fd.othread = first->hdr->threadIdx;
-                std::snprintf(fd.msg, sizeof fd.msg,
-                              "threads of a block wait at different __syncthreads(): thread %s at {L}, thread %s "
-                              "at {O}",
-                              ids_text(f.hdr->threadIdx).c_str(), ids_text(first->hdr->threadIdx).c_str());
-                add_finding(this, fd);
-                block_error(B, &f, fd.kind, fd.msg);
-                return;
-            }
+    Fiber *first = nullptr;
+    for (unsigned t = 0; t < B->n; ++t) {  // plain mode too: a GPU does not run this as written
+        Fiber &f = B->fibers[t];
+        if (f.state != kAtBarrier) continue;
+        if (!first) {
+            first = &f;
+            continue;
         }
+        if (f.site_line != first->site_line ||
+            (f.site_file != first->site_file && std::strcmp(f.site_file, first->site_file) != 0)) {
+            Finding fd = make_finding(&f, "barrier-divergence");
+            loc_site(fd.loc, sizeof fd.loc, f.site_file, f.site_line);
+            loc_site(fd.other, sizeof fd.other, first->site_file, first->site_line);
+            fd.has_other = 1;
+            fd.oblock = fd.block;
+            fd.othread = first->hdr->threadIdx;
+            std::snprintf(fd.msg, sizeof fd.msg,
+                          "threads of a block wait at different __syncthreads(): thread %s at {L}, thread %s "
+                          "at {O}",
+                          ids_text(f.hdr->threadIdx).c_str(), ids_text(first->hdr->threadIdx).c_str());
+            add_finding(this, fd);
+            block_error(B, &f, fd.kind, fd.msg);
+            return;
+        }
+    }
+    if (L->checks) {
         if (B->live < B->n && first) {
             Fiber *gone = nullptr;
             for (unsigned t = 0; t < B->n && !gone; ++t)
