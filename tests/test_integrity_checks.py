@@ -271,3 +271,18 @@ def test_a_barrier_after_an_early_return_runs_without_checks(plain, sites):
     plain.launch(sites, "early_return", grid=1, block=64, shared_bytes=0, args=[out, 40])
     got = plain.to_host(out)
     assert got[:40].tolist() == list(range(39, -1, -1)) and (got[40:] == -1).all()
+
+
+# -- nothing else of plain mode depends on what ran before ---------------------------------------------
+def test_an_uninitialised_local_reads_a_fixed_pattern_not_what_an_earlier_launch_left(plain, tmp_path):
+    path = Path(__file__).parent / "emulator_kernels" / "uninit_local.cu"
+    kernels = tuple(KernelSpec(k, (Param("out", "int*", "ptr"), Param("n", "int", "int")))
+                    for k in ("leave", "read_uninit"))
+    mod = compile_part(plain, tmp_path, path, kernels, block_size=32)
+    out = plain.alloc(8, INT)
+    seen = set()
+    for n in (1000, 2000):
+        plain.launch(mod, "leave", grid=1, block=8, shared_bytes=0, args=[out, n])
+        plain.launch(mod, "read_uninit", grid=1, block=8, shared_bytes=0, args=[out, 0])
+        seen.add(tuple(plain.to_host(out).view(np.uint32).tolist()))
+    assert seen == {(0xFEFEFEFE,) * 8}

@@ -55,8 +55,11 @@ RUNTIME_FLAGS = ("-std=c++17", "-O2", "-g", "-fPIC", "-fvisibility=hidden", "-pt
 #: linked): volatile accesses become yield points, and with checks on every access is checked.
 #: ``-fsanitize=shift-exponent`` calls ``__ubsan_handle_shift_out_of_bounds`` (also the runtime's)
 #: before a shift by the type's width or more, which x86 and a GPU compute differently.
+#: ``-ftrivial-auto-var-init=pattern``: an uninitialised local reads the same pattern every run, not
+#: what an earlier block left on a reused fiber stack.
 MODULE_FLAGS = ("-std=c++17", "-O1", "-g", "-fPIC", "-fvisibility=hidden", "-fno-strict-aliasing",
                 "-fstack-clash-protection", "-fsanitize=thread", "-fsanitize=shift-exponent",
+                "-ftrivial-auto-var-init=pattern",
                 "--param", "tsan-distinguish-volatile=1",
                 "--param", "tsan-instrument-func-entry-exit=0",
                 "-Wno-unknown-pragmas")
