@@ -286,3 +286,9 @@ def test_an_uninitialised_local_reads_a_fixed_pattern_not_what_an_earlier_launch
         plain.launch(mod, "read_uninit", grid=1, block=8, shared_bytes=0, args=[out, 0])
         seen.add(tuple(plain.to_host(out).view(np.uint32).tolist()))
     assert seen == {(0xFEFEFEFE,) * 8}
+
+
+def test_a_label_that_does_not_fit_its_buffer_is_refused(plain):
+    full = plain.alloc(10, INT)
+    with pytest.raises(ValueError, match=r"label 'in': elements \[4, 12\) do not fit a buffer of 10 elements"):
+        plain.label(full, "in", 4, 8)
