@@ -292,3 +292,14 @@ def test_a_label_that_does_not_fit_its_buffer_is_refused(plain):
     full = plain.alloc(10, INT)
     with pytest.raises(ValueError, match=r"label 'in': elements \[4, 12\) do not fit a buffer of 10 elements"):
         plain.label(full, "in", 4, 8)
+
+
+def test_a_finding_of_several_blocks_is_reported_for_the_lowest_block_whatever_ran_first(checked, tmp_path):
+    path = Path(__file__).parent / "emulator_kernels" / "race_late_block0.cu"
+    kernels = (KernelSpec("late_race_in_block0", (Param("out", "int*", "ptr"), Param("n", "int", "int"))),)
+    mod = compile_part(checked, tmp_path, path, kernels, block_size=32)
+    out = checked.alloc(4, INT)
+    with pytest.raises(KernelError) as info:  # 2 workers: block 1 races while block 0 still computes
+        checked.launch(mod, "late_race_in_block0", grid=4, block=32, shared_bytes=0, args=[out, 3_000_000])
+    races = [f for f in info.value.findings if f.kind == "race"]
+    assert [(f.line, f.block, f.thread) for f in races] == [(line_of(path, "race"), (0, 0, 0), (31, 0, 0))]

@@ -505,6 +505,7 @@ struct Worker {
     std::atomic<uint64_t> stuck{0};  // 1 + the total progress at which all its blocks were stale
     std::atomic<bool> idle{false};
     uint64_t dedup[4096];
+    uint64_t dedup_block[4096];  // the lowest block that had it
 
     ~Worker() { trim(); }
 
@@ -560,7 +561,9 @@ void loc_site(char *dst, size_t cap, const char *file, int line) {
         dst[0] = '\0';
 }
 
-// Adds a finding unless an equal one (kind, both locations) was seen. Returns whether it is new.
+// Adds a finding unless an equal one (kind, both locations) was seen; an equal one of a lower block
+// replaces it, so the finding kept does not depend on which worker ran which block first (the
+// same message every run). Returns whether it is new.
 bool add_finding(Worker *w, const Finding &fd) {
     Launch *L = w->launch;
     uint64_t h = 1469598103934665603ull;
@@ -569,17 +572,19 @@ bool add_finding(Worker *w, const Finding &fd) {
     h |= 1;
     size_t slot = h % 4096;
     for (size_t i = 0; i < 8; ++i) {
-        uint64_t &e = w->dedup[(slot + i) % 4096];
-        if (e == h) return false;
-        if (e == 0) {
-            e = h;
+        uint64_t &e = w->dedup[(slot + i) % 4096], &eb = w->dedup_block[(slot + i) % 4096];
+        if (e == h && eb <= fd.block_linear) return false;
+        if (e == h || e == 0) {
+            e = h, eb = fd.block_linear;
             break;
         }
     }
     std::lock_guard<std::mutex> lock(L->fmu);
-    for (const Finding &o : L->findings)
-        if (!std::strcmp(o.kind, fd.kind) && !std::strcmp(o.loc, fd.loc) && !std::strcmp(o.other, fd.other))
+    for (Finding &o : L->findings)
+        if (!std::strcmp(o.kind, fd.kind) && !std::strcmp(o.loc, fd.loc) && !std::strcmp(o.other, fd.other)) {
+            if (fd.block_linear < o.block_linear) o = fd, o.seq = L->fseq++;
             return false;
+        }
     if (L->findings.size() >= kMaxFindings) {
         ++L->fdropped;
         return false;
