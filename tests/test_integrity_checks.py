@@ -2,9 +2,13 @@
 what a GPU would not run correctly is reported with the line, in plain mode too.
 
 - shared memory is bounded per array (red zones around every ``__shared__`` array and the dynamic
-  part), in plain mode as well as with checks;
+  part), in plain mode as well as with checks; uninitialised locals read a fixed pattern; a
+  finding seen in several blocks is reported for the lowest one;
 - the grader's guard zones around every device buffer count as outside the buffer (checks), and
-  accesses there name the buffer and the element.
+  accesses there name the buffer and the element;
+- a submission cannot switch the checks off (the runtime's names and no_sanitize are refused);
+- a shift by 32 or more fails as ``undefined-shift`` with its line;
+- threads at different ``__syncthreads()`` call sites are ``barrier-divergence`` without checks.
 """
 
 from __future__ import annotations
