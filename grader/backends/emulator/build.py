@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -216,7 +217,11 @@ class Toolchain:
 
     def module_command(self, source: Path, output: Path, runtime: Path) -> list[str]:
         """The compiler command line compiling one emulated module to an object (``output`` + ``.o``)."""
-        return [*self.argv, *MODULE_FLAGS, "-include", str(PRELUDE), "-I", str(STUB_INCLUDE_DIR),
+        flags = MODULE_FLAGS
+        m = re.findall(r"\b(\d+)\.\d+", self.version_line)
+        if "clang" not in self.version_line and m and int(m[-1]) < 12:  # GCC < 12: no -ftrivial-auto-var-init
+            flags = tuple(f for f in flags if not f.startswith("-ftrivial-auto-var-init"))
+        return [*self.argv, *flags, "-include", str(PRELUDE), "-I", str(STUB_INCLUDE_DIR),
                 "-x", "c++", "-c", str(source), "-o", str(output) + ".o"]
 
     def link_command(self, output: Path, runtime: Path) -> list[str]:
