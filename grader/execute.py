@@ -153,6 +153,7 @@ class _Run:
                output: bool = True) -> _Guarded:
         dtype = np.dtype(dtype or self.dtype)
         full = self.backend.alloc(count + 2 * GUARD, dtype)
+        self.backend.label(full, name, GUARD, count)  # the guard zones are outside the buffer (checks)
         self.backend.memset32(full, POISON_BITS)  # on the device: no host copy of a 1 GiB buffer
         inner = full.view(GUARD, count)
         if init is not None:
@@ -241,10 +242,11 @@ def _guard_problem(g: _Guarded, whole: np.ndarray) -> str | None:
     before = np.flatnonzero(bits[:GUARD * words] != POISON_BITS)
     after = np.flatnonzero(bits[(GUARD + g.count) * words:] != POISON_BITS)
     if before.size:
-        return f"wrote outside {g.name}: {g.name}[{before[0] // words - GUARD}] (before the start of the buffer)"
+        i = int(before[0]) // words - GUARD
+        return f"{g.name}[{i}] ({-i} before the start of {g.name}, {g.count} elements) was written"
     if after.size:
-        return (f"wrote outside {g.name}: {g.name}[{g.count + after[0] // words}] "
-                f"(past the end; the buffer has {g.count} elements)")
+        i = int(after[0]) // words
+        return f"{g.name}[{g.count + i}] ({i + 1} past the end of {g.name}, {g.count} elements) was written"
     return None
 
 

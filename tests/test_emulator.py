@@ -291,7 +291,8 @@ def test_pre_volta_warp_primitives_are_reported_as_unsupported(emu, failures) ->
     (0, 0x1234567, "illegal-address", r"invalid memory access at address 0x1234567"),
     (1, 100, "stack-overflow", r"stack overflowed \(64 KiB per emulated thread\)"),
     (2, 5, "division-by-zero", r"integer division by zero"),
-    (3, 12 * 1024 + 10, "illegal-address", r"40 bytes past the end of the block's 49152 bytes of shared memory"),
+    (3, 12 * 1024 + 10, "out-of-bounds",
+     r"out-of-bounds shared memory write of dyn\[12298\] \(12283 past the end of shared array dyn, 16 elements\)"),
 ], ids=["null-pointer", "wild-pointer", "stack-overflow", "division-by-zero", "shared-overrun"])
 def test_faults_in_device_code_fail_the_launch_with_ids(emu, failures, which, n, kind, pattern) -> None:
     with pytest.raises(KernelError, match=pattern + r".*block \(1, 0, 0\), thread \(2, 0, 0\)") as info:

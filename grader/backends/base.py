@@ -210,6 +210,21 @@ class Backend(abc.ABC):
     def alloc(self, count: int, dtype: np.dtype) -> DeviceArray:
         """An uninitialised device buffer of ``count`` elements of ``dtype``."""
 
+    def label(self, array: DeviceArray, name: str, inner_offset: int, count: int) -> None:
+        """Name a buffer allocated with guard zones, for bounds messages.
+
+        ``array`` (as returned by :meth:`alloc`) holds the buffer ``name`` in its elements
+        ``[inner_offset, inner_offset + count)``; the elements around them are guard zones, which a
+        backend that checks bounds reports as outside the buffer (``name[-1]``, ``name[count]``).
+        The default does nothing (backends without bounds checks, e.g. PyCUDA).
+
+        Raises:
+            ValueError: the inner range does not fit ``array``.
+        """
+        if inner_offset < 0 or count < 0 or inner_offset + count > array.count:
+            raise ValueError(f"label {name!r}: elements [{inner_offset}, {inner_offset + count}) do not fit a "
+                             f"buffer of {array.count} elements")
+
     @abc.abstractmethod
     def to_device(self, host: np.ndarray, dest: DeviceArray) -> None:
         """Copy a contiguous 1-D host array into ``dest`` (same count and dtype)."""

@@ -64,14 +64,17 @@ KERNEL_ERROR_KINDS = {
     "shared-memory-limit": "static + dynamic shared memory of a block exceed the limit (48 KiB)",
     "unsupported": "the kernel used a feature the emulator does not emulate (e.g. pre-Volta __shfl without _sync)",
     "race": "checks: two threads accessed the same memory, at least one writing, with no barrier between",
-    "out-of-bounds": "checks: an access outside every device allocation, the block's shared memory and locals",
+    "out-of-bounds": "an access outside its __shared__ array (in a red zone: also without checks); checks: an access "
+                     "outside every device allocation and local, or in a buffer's guard zone",
     "misaligned": "checks: an access at an address that is not a multiple of its size",
     "uninitialized-read": "checks: a read of shared memory that no thread of the block has written",
     "barrier-divergence": "threads of a block wait at different barriers, some exited while others wait (checks), "
                           "or a warp intrinsic's mask is wrong (caller or source lane not in it)",
     "deadlock": "checks: every thread polls (spin-waits) and nothing it reads changes",
-    "illegal-address": "a thread accessed an unmapped address (a wild or null pointer), or shared memory "
-                       "past the 48 KiB arena",
+    "undefined-shift": "a shift by the width of its type or more (undefined in C++; x86 and a GPU give different "
+                       "values), with the line",
+    "illegal-address": "a thread accessed an unmapped address (a wild or null pointer), or memory past the "
+                       "block's shared-memory arena",
     "stack-overflow": "a thread overflowed its 64 KiB stack (a large local array or deep recursion)",
     "division-by-zero": "a thread divided an integer by zero (or INT_MIN by -1)",
     "illegal-instruction": "a thread executed an illegal instruction (undefined behaviour)",
@@ -89,7 +92,7 @@ OUTPUT_CAP = 64 * 1024
 #: Kinds reported by the checks (they come with :class:`Finding` objects).
 CHECK_KINDS = ("race", "out-of-bounds", "misaligned", "uninitialized-read", "barrier-divergence", "deadlock")
 
-_ABI_VERSION = 2
+_ABI_VERSION = 3
 #: The head of a launch request (see executor.cpp's handle_launch).
 _LAUNCH_HEAD = struct.Struct("<3I3IQQiiQiiiiI")
 
@@ -323,6 +326,7 @@ class EmulatorBackend(Backend):
         self._modules: weakref.WeakSet[EmulatorModule] = weakref.WeakSet()
         self._lock = threading.Lock()
         self._arena: Arena | None = None  # device memory, mapped on first use
+        self._labels: dict[int, tuple[str, int, int, int]] = {}  # base -> (name, inner offset, count, itemsize)
         self._arena_lock = threading.Lock()
         self._output: list[str] = []
         self._output_len = 0
@@ -468,11 +472,24 @@ class EmulatorBackend(Backend):
         nbytes = count * dtype.itemsize
         arena = self._device_memory()
         address = arena.alloc(nbytes)
+        self._labels.pop(address, None)  # a label of a freed buffer at the same address
         block = _Block(arena, address)
         memory = (ctypes.c_char * max(nbytes, 1)).from_address(address)
         memory._block = block  # numpy views keep the block alive through their base
         elements = np.frombuffer(memory, dtype=dtype, count=count)
         return EmulatorArray(elements, block)
+
+    def label(self, array: DeviceArray, name: str, inner_offset: int, count: int) -> None:
+        """Name the buffer inside ``array`` (see :meth:`Backend.label`): with checks on, an access
+        to ``array`` outside elements ``[inner_offset, inner_offset + count)`` (its guard zones) is
+        an ``out-of-bounds`` KernelError naming ``name`` and the element (``name[-1]``).
+
+        Raises:
+            ValueError: ``array`` is not an emulator buffer, or the range does not fit it.
+        """
+        super().label(array, name, inner_offset, count)
+        array = _own(array)
+        self._labels[array.address] = (name, int(inner_offset), int(count), array.dtype.itemsize)
 
     def to_device(self, host: np.ndarray, dest: DeviceArray) -> None:
         """Copy a 1-D host array into ``dest``.
@@ -535,7 +552,7 @@ class EmulatorBackend(Backend):
             _LAUNCH_HEAD.pack(grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes,
                               self.limits.max_shared_bytes, self.workers, SCHEDULES[self.schedule], self.schedule_seed,
                               int(self.checks), int(self.detect_deadlock), len(allocs), len(slots), len(name)),
-            name, *(struct.pack("<QQ", b, n) for b, n in allocs), *(struct.pack("<iq", k, v) for k, v in slots)])
+            name, *(self._alloc_entry(b, n) for b, n in allocs), *(struct.pack("<iq", k, v) for k, v in slots)])
         with self._lock:
             if self._active is not None and self._active is not module:
                 self._active.trim()  # keep one module's fiber pools warm, not all of them
@@ -621,6 +638,11 @@ class EmulatorBackend(Backend):
                 err = KernelError(f"profile: {exc}", kind=exc.kind)
                 err.findings = []
                 raise err from None
+
+    def _alloc_entry(self, base: int, nbytes: int) -> bytes:
+        """One row of the checks' allocation table: base, bytes, inner range, element bytes, name."""
+        name, lo, count, elem = self._labels.get(base, ("", 0, 0, 0))
+        return struct.pack("<QQQQI32s", base, nbytes, lo, count, elem, name.encode()[:31])
 
     def describe(self) -> dict[str, str]:
         """Facts for the report: backend, compiler, workers, schedule, checks, sandbox."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -53,8 +54,14 @@ RUNTIME_FLAGS = ("-std=c++17", "-O2", "-g", "-fPIC", "-fvisibility=hidden", "-pt
 #: Flags for the emulated translation unit (the student's file). ``-fsanitize=thread`` makes every
 #: load and store call a ``__tsan_*`` hook, which the runtime defines (no sanitizer runtime is
 #: linked): volatile accesses become yield points, and with checks on every access is checked.
+#: ``-fsanitize=shift-exponent`` calls ``__ubsan_handle_shift_out_of_bounds`` (also the runtime's)
+#: before a shift by the type's width or more, which x86 and a GPU compute differently.
+#: ``-ftrivial-auto-var-init=pattern``: an uninitialised local reads the same pattern every run, not
+#: what an earlier block left on a reused fiber stack.
 MODULE_FLAGS = ("-std=c++17", "-O1", "-g", "-fPIC", "-fvisibility=hidden", "-fno-strict-aliasing",
-                "-fstack-clash-protection", "-fsanitize=thread", "--param", "tsan-distinguish-volatile=1",
+                "-fstack-clash-protection", "-fsanitize=thread", "-fsanitize=shift-exponent",
+                "-ftrivial-auto-var-init=pattern",
+                "--param", "tsan-distinguish-volatile=1",
                 "--param", "tsan-instrument-func-entry-exit=0",
                 "-Wno-unknown-pragmas")
 #: Link flags: every symbol must resolve inside the module (plus libc/libstdc++/libm/pthread); no
@@ -210,7 +217,11 @@ class Toolchain:
 
     def module_command(self, source: Path, output: Path, runtime: Path) -> list[str]:
         """The compiler command line compiling one emulated module to an object (``output`` + ``.o``)."""
-        return [*self.argv, *MODULE_FLAGS, "-include", str(PRELUDE), "-I", str(STUB_INCLUDE_DIR),
+        flags = MODULE_FLAGS
+        m = re.findall(r"\b(\d+)\.\d+", self.version_line)
+        if "clang" not in self.version_line and m and int(m[-1]) < 12:  # GCC < 12: no -ftrivial-auto-var-init
+            flags = tuple(f for f in flags if not f.startswith("-ftrivial-auto-var-init"))
+        return [*self.argv, *flags, "-include", str(PRELUDE), "-I", str(STUB_INCLUDE_DIR),
                 "-x", "c++", "-c", str(source), "-o", str(output) + ".o"]
 
     def link_command(self, output: Path, runtime: Path) -> list[str]:

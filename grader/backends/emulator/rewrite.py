@@ -4,11 +4,11 @@ Every ``__shared__`` declaration becomes storage in the running block's shared-m
 
 - function scope, ``__shared__ T name[A][B];`` ->
   ``typedef T __sg_T3[A][B]; static ::__sg_slot __sg_S3 = {...};
-  __sg_T3 &name = *reinterpret_cast<__sg_T3 *>(__sg_shared(&__sg_S3, sizeof(__sg_T3), <align>));``
+  __sg_T3 &name = *reinterpret_cast<__sg_T3 *>(__sg_shared(&__sg_S3, sizeof(__sg_T3), <align>, <element bytes>));``
   (the first thread of a block to reach the slot allocates it; the others get the same address;
   the slot is a function-local static, so each template instantiation has its own);
 - ``extern __shared__ T name[];`` -> a reference to the arena's dynamic part
-  (``__sg_dyn_shared()``), at function or file scope;
+  (``__sg_dyn_shared("name", <element bytes>)``), at function or file scope;
 - file scope -> an accessor function ``__sg_ref3()`` defined in place, and every later use of
   ``name`` (also inside ``#define`` bodies) replaced by ``(__sg_ref3())``.
 
@@ -52,6 +52,15 @@ _LINE_RE = re.compile(r'#\s*(?:line\s+)?(\d+)(?:\s+"((?:\\.|[^"\\])*)")?')
 _DEFINE_RE = re.compile(r"#\s*define\s+[A-Za-z_]\w*(?:\([^)]*\))?")
 _STRING_OR_ID_RE = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|/\*.*?\*/|//[^\n]*|[A-Za-z_]\w*', re.S)
 
+#: Names of the emulator's runtime (its memory-check hooks, entry points and ABI): a submission that
+#: defines or names one could switch the checks off, so it is refused.
+_RESERVED_RE = re.compile(r"__tsan_\w*|__ubsan_\w*|__asan_\w*|__sanitizer_\w*|__sg_\w*|__SG_\w*"
+                          r"|sg_(?:abi_version|kernel_\w+|trim|take_output|findings|launch\w*|alloc|result)")
+#: Attributes that turn the instrumentation (and so the emulator's checks) off for a function.
+_UNCHECKED_ATTRIBUTES = {"no_sanitize", "__no_sanitize__", "no_sanitize_thread", "__no_sanitize_thread__",
+                         "no_sanitize_undefined", "__no_sanitize_undefined__", "disable_sanitizer_instrumentation",
+                         "__disable_sanitizer_instrumentation__"}
+
 _SPEC_DROP = {"__shared__", "static", "__device__", "register", "inline", "__forceinline__"}
 _PTR_OPS = {"*", "&", "const", "volatile", "__restrict__", "__restrict", "restrict"}
 _STMT_STOP = {";", "{", "}", ":", "else", "do"}
@@ -86,9 +95,9 @@ class RewriteResult:
 
 
 class _Unsupported(Exception):
-    def __init__(self, what: str, offset: int) -> None:
+    def __init__(self, what: str, offset: int, lead: str = "not supported by the emulator") -> None:
         super().__init__(what)
-        self.what, self.offset = what, offset
+        self.what, self.offset, self.lead = what, offset, lead
 
 
 class _Locator:
@@ -257,9 +266,13 @@ class _Rewriter:
             t = toks[i]
             if t.kind == "pp":
                 self.loc.directive(t)
+                for m in _STRING_OR_ID_RE.finditer(t.text):
+                    self._refuse_reserved(m.group(), t.start)
                 self._rewrite_define(i)
                 i += 1
                 continue
+            if t.kind == "id":
+                self._refuse_reserved(t.text, t.start)
             if t.kind == "id" and t.text == "__shared__":
                 in_func = any(s == "func" for s in scopes)
                 if not in_func and any(s in ("class", "init") for s in scopes):
@@ -290,6 +303,17 @@ class _Rewriter:
                 head, paren = i + 1, 0
             i += 1
         return self._apply()
+
+    def _refuse_reserved(self, word: str, offset: int) -> None:
+        """Raise when ``word`` (an identifier of the student's code) belongs to the runtime."""
+        if _RESERVED_RE.fullmatch(word):
+            what = f"`{word}`: this name is reserved for the emulator's runtime (its memory-check hooks); rename it"
+        elif word in _UNCHECKED_ATTRIBUTES:
+            what = f"`{word}`: it would turn off the emulator's memory checks; remove it"
+        else:
+            return
+        if not self.loc.locate(offset)[0].startswith("<scangrade"):
+            raise _Unsupported(what, offset, "not allowed")
 
     def _classify(self, head: int, brace: int, scopes: list[str]) -> str:
         if any(s == "func" for s in scopes):
@@ -420,11 +444,12 @@ class _Rewriter:
             dims_text = self._join_indices(dims)
             typedef = f"typedef {specs_text} {ptr_text}{' ' if ptr_text else ''}{ty}{dims_text};"
             if dynamic:
-                addr = "__sg_dyn_shared()"
+                addr = f"__sg_dyn_shared(\"{name}\", __sg_elem_size<{ty}>())"
                 slot = ""
             else:
                 slot = (f"static ::__sg_slot __sg_S{sid} = {{0u, \"{name}\", __FILE__, __LINE__}}; ")
-                addr = f"__sg_shared(&__sg_S{sid}, sizeof({ty}), __sg_align(alignof({ty}), {align}))"
+                addr = (f"__sg_shared(&__sg_S{sid}, sizeof({ty}), __sg_align(alignof({ty}), {align}), "
+                        f"__sg_elem_size<{ty}>())")
             ref = f"*reinterpret_cast<{ty} *>({addr})"
             if function_scope:
                 parts.append(f"{typedef} {slot}{ty} &{name} = {ref};")
@@ -577,7 +602,10 @@ def rewrite_source(text: str, *, filename: str = "<source>") -> RewriteResult:
     Raises:
         CompileError: ``"not supported by the emulator: <what> (<file>:<line>)"`` for a
             ``__shared__`` declaration this rewrite cannot express (an initializer, a function
-            pointer declarator, a declaration inside a class...).
+            pointer declarator, a declaration inside a class...); ``"not allowed: `<name>`: ...
+            (<file>:<line>)"`` for a name reserved for the runtime (``__tsan_*``, ``__ubsan_*``,
+            ``__sg_*``, the ``sg_*`` ABI) or an attribute that turns the instrumentation off
+            (``no_sanitize_thread``, ``no_sanitize(...)``).
     """
     rw = _Rewriter(text, filename)
     try:
@@ -591,7 +619,7 @@ def rewrite_source(text: str, *, filename: str = "<source>") -> RewriteResult:
             if tok.kind == "pp":
                 loc.directive(tok)
         file, line = loc.locate(exc.offset)
-        raise CompileError(f"not supported by the emulator: {exc.what} ({file}:{line})") from None
+        raise CompileError(f"{exc.lead}: {exc.what} ({file}:{line})") from None
 
 
 def find_definitions(text: str, name: str) -> list[tuple[str, int, str]]:

@@ -432,7 +432,7 @@ template <class F> bool bind(void *lib, const char *name, F *out) {
 
 // LAUNCH payload: grid[3], block[3] (uint32), dyn_shared, shared_limit (uint64), workers, schedule
 // (int32), seed (uint64), checks, detect_deadlock, nallocs, nargs (int32), kernel name length
-// (uint32) and name, nallocs x {base, size} (uint64), nargs x {kind (int32: 0 pointer, 1 int),
+// (uint32) and name, nallocs x {base, size, lo, count (uint64), elem (uint32), name (32 bytes)}, nargs x {kind (int32: 0 pointer, 1 int),
 // value (int64)}.
 // LAUNCHED payload: sg_result (raw), findings length (int64) and text, output code (int64: n, or
 // -1 - n when cut) and the n bytes of output.
@@ -463,9 +463,15 @@ void handle_launch(const Module &M, const std::string &req) {
     };
     std::vector<Slot> slots;
     std::vector<void *> argv;
-    if (r.ok && nallocs >= 0 && nargs >= 0 && nargs <= 64 && size_t(nallocs) <= req.size() / 16) {
+    if (r.ok && nallocs >= 0 && nargs >= 0 && nargs <= 64 && size_t(nallocs) <= req.size() / 68) {
         allocs.resize(size_t(nallocs));
-        for (sg_alloc &a : allocs) a.base = r.get<uint64_t>(), a.size = r.get<uint64_t>();
+        for (sg_alloc &a : allocs) {
+            a.base = r.get<uint64_t>(), a.size = r.get<uint64_t>(), a.lo = r.get<uint64_t>();
+            a.count = r.get<uint64_t>(), a.elem = r.get<uint32_t>();
+            const char *nm = r.take(32);
+            memset(a.name, 0, sizeof a.name);
+            if (nm) memcpy(a.name, nm, sizeof a.name - 1);
+        }
         slots.resize(size_t(nargs));
         for (Slot &s : slots) {
             int32_t kind = r.get<int32_t>();

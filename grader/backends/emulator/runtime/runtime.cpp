@@ -210,6 +210,7 @@ constexpr size_t kAltStack = 64 * 1024;
 constexpr unsigned kResident = 4;  // blocks resident per worker
 constexpr unsigned kSigs = 4;      // recent yield signatures per thread (stale-poll detection)
 constexpr unsigned kMaxFindings = 256;
+constexpr size_t kRedZone = 256;   // poisoned bytes before, between and after shared arrays (not counted)
 
 enum FiberState : unsigned char { kRunnable, kYielded, kAtBarrier, kAtWarp, kDone };
 
@@ -280,6 +281,15 @@ struct Alloc {
     uintptr_t base, size;
     Cell *shadow;
     size_t shadow_len;
+    uint64_t lo, count;  // labelled buffer: elements [lo, lo + count) of `elem` bytes are inside it
+    unsigned elem;       // 0: unlabelled (the whole allocation is inside)
+    char name[32];
+};
+
+// One shared array of a block: the dynamic part (index 0) or a __shared__ variable.
+struct ShArr {
+    size_t off, bytes, elem;
+    const char *name;
 };
 
 struct WarpGroup {
@@ -378,9 +388,11 @@ struct Block {
     unsigned nfibers = 0;
     std::vector<Chunk> chunks;
 
-    // shared memory arena: [dynamic part][static slots...], guard page after arena_cap
+    // shared memory arena: [red zone][dynamic part][red zone][array][red zone]..., guard page after
+    // arena_cap; `arrays` is the table the memory hooks check shared addresses against.
     char *arena = nullptr;
-    size_t arena_cap = 0, arena_map_len = 0, bump = 0;
+    size_t arena_cap = 0, arena_map_len = 0, bump = 0, used = 0;
+    std::vector<ShArr> arrays;
     uint64_t gen = 0;
     std::vector<SlotState> slots;
 
@@ -495,6 +507,7 @@ struct Worker {
     std::atomic<uint64_t> stuck{0};  // 1 + the total progress at which all its blocks were stale
     std::atomic<bool> idle{false};
     uint64_t dedup[4096];
+    uint64_t dedup_block[4096];  // the lowest block that had it
 
     ~Worker() { trim(); }
 
@@ -552,7 +565,9 @@ void loc_site(char *dst, size_t cap, const char *file, int line) {
         dst[0] = '\0';
 }
 
-// Adds a finding unless an equal one (kind, both locations) was seen. Returns whether it is new.
+// Adds a finding unless an equal one (kind, both locations) was seen; an equal one of a lower block
+// replaces it, so the finding kept does not depend on which worker ran which block first (the
+// same message every run). Returns whether it is new.
 bool add_finding(Worker *w, const Finding &fd) {
     Launch *L = w->launch;
     uint64_t h = 1469598103934665603ull;
@@ -561,17 +576,19 @@ bool add_finding(Worker *w, const Finding &fd) {
     h |= 1;
     size_t slot = h % 4096;
     for (size_t i = 0; i < 8; ++i) {
-        uint64_t &e = w->dedup[(slot + i) % 4096];
-        if (e == h) return false;
-        if (e == 0) {
-            e = h;
+        uint64_t &e = w->dedup[(slot + i) % 4096], &eb = w->dedup_block[(slot + i) % 4096];
+        if (e == h && eb <= fd.block_linear) return false;
+        if (e == h || e == 0) {
+            e = h, eb = fd.block_linear;
             break;
         }
     }
     std::lock_guard<std::mutex> lock(L->fmu);
-    for (const Finding &o : L->findings)
-        if (!std::strcmp(o.kind, fd.kind) && !std::strcmp(o.loc, fd.loc) && !std::strcmp(o.other, fd.other))
+    for (Finding &o : L->findings)
+        if (!std::strcmp(o.kind, fd.kind) && !std::strcmp(o.loc, fd.loc) && !std::strcmp(o.other, fd.other)) {
+            if (fd.block_linear < o.block_linear) o = fd, o.seq = L->fseq++;
             return false;
+        }
     if (L->findings.size() >= kMaxFindings) {
         ++L->fdropped;
         return false;
@@ -684,7 +701,9 @@ void Worker::arrange(Block *B, std::vector<unsigned> &v) {
 bool Worker::start_block(Block *B, uint64_t b, std::string &why) {
     Launch *L = launch;
     const unsigned n = L->nthreads;
-    if (!B->ensure_fibers(n, why) || !B->ensure_arena(std::max<size_t>(L->shared_limit, 1), why)) return false;
+    // Arrays take at most shared_limit bytes; the red zones between them come on top.
+    size_t cap = L->shared_limit + 128 * 1024;
+    if (!B->ensure_fibers(n, why) || !B->ensure_arena(cap, why)) return false;
     B->w = this;
     B->busy = true;
     B->linear = b;
@@ -693,8 +712,10 @@ bool Worker::start_block(Block *B, uint64_t b, std::string &why) {
     const dim3 g = L->grid, bd = L->block;
     uint3 bid = block_ids(L, b);
     ++B->gen;
-    if (L->dyn_shared) std::memset(B->arena, kPoison, L->dyn_shared);
-    B->bump = (L->dyn_shared + 15) & ~size_t(15);
+    std::memset(B->arena, kPoison, kRedZone + L->dyn_shared);  // reads of unwritten shared memory: poison
+    B->arrays.assign(1, ShArr{kRedZone, L->dyn_shared, 1, nullptr});
+    B->bump = (kRedZone + L->dyn_shared + kRedZone + 15) & ~size_t(15);
+    B->used = L->dyn_shared;
     B->acc_count = 0, B->acc_and = 1, B->acc_or = 0;
     B->rel_count = 0, B->rel_and = 1, B->rel_or = 0;
     B->live = n;
@@ -724,7 +745,7 @@ bool Worker::start_block(Block *B, uint64_t b, std::string &why) {
     for (unsigned t = 0; t < n; ++t) B->order.push_back(t);
     if (L->schedule != kAscending) arrange(B, B->order);
     if (L->checks) {
-        size_t granules = (L->shared_limit + 3) / 4;
+        size_t granules = (B->arena_cap + 3) / 4;
         if (B->sh.size() < granules) {
             B->sh.assign(granules, Cell{});
             B->init_inst.assign(granules, 0);
@@ -756,31 +777,32 @@ std::string ids_text(uint3 t) { return format("(%u, %u, %u)", t.x, t.y, t.z); }
 void Worker::release_barrier(Block *B) {
     Launch *L = launch;
     if (g_profile) profile_barrier(B);
-    if (L->checks) {
-        Fiber *first = nullptr;
-        for (unsigned t = 0; t < B->n; ++t) {
-            Fiber &f = B->fibers[t];
-            if (f.state != kAtBarrier) continue;
-            if (!first) {
-                first = &f;
-                continue;
-            }
-            if (f.site_line != first->site_line || std::strcmp(f.site_file, first->site_file) != 0) {
-                Finding fd = make_finding(&f, "barrier-divergence");
-                loc_site(fd.loc, sizeof fd.loc, f.site_file, f.site_line);
-                loc_site(fd.other, sizeof fd.other, first->site_file, first->site_line);
-                fd.has_other = 1;
-                fd.oblock = fd.block;
-                fd.othread = first->hdr->threadIdx;
-                std::snprintf(fd.msg, sizeof fd.msg,
-                              "threads of a block wait at different __syncthreads(): thread %s at {L}, thread %s "
-                              "at {O}",
-                              ids_text(f.hdr->threadIdx).c_str(), ids_text(first->hdr->threadIdx).c_str());
-                add_finding(this, fd);
-                block_error(B, &f, fd.kind, fd.msg);
-                return;
-            }
+    Fiber *first = nullptr;
+    for (unsigned t = 0; t < B->n; ++t) {  // plain mode too: a GPU does not run this as written
+        Fiber &f = B->fibers[t];
+        if (f.state != kAtBarrier) continue;
+        if (!first) {
+            first = &f;
+            continue;
         }
+        if (f.site_line != first->site_line ||
+            (f.site_file != first->site_file && std::strcmp(f.site_file, first->site_file) != 0)) {
+            Finding fd = make_finding(&f, "barrier-divergence");
+            loc_site(fd.loc, sizeof fd.loc, f.site_file, f.site_line);
+            loc_site(fd.other, sizeof fd.other, first->site_file, first->site_line);
+            fd.has_other = 1;
+            fd.oblock = fd.block;
+            fd.othread = first->hdr->threadIdx;
+            std::snprintf(fd.msg, sizeof fd.msg,
+                          "threads of a block wait at different __syncthreads(): thread %s at {L}, thread %s "
+                          "at {O}",
+                          ids_text(f.hdr->threadIdx).c_str(), ids_text(first->hdr->threadIdx).c_str());
+            add_finding(this, fd);
+            block_error(B, &f, fd.kind, fd.msg);
+            return;
+        }
+    }
+    if (L->checks) {
         if (B->live < B->n && first) {
             Fiber *gone = nullptr;
             for (unsigned t = 0; t < B->n && !gone; ++t)
@@ -1097,8 +1119,9 @@ void on_fault(int sig, siginfo_t *si, void *) {
         uintptr_t arena = reinterpret_cast<uintptr_t>(B->arena);
         if (B->arena && addr >= arena + B->arena_cap && addr < arena + B->arena_map_len)
             w->fail(f, "illegal-address",
-                    "access %zu bytes past the end of the block's %zu bytes of shared memory",
-                    size_t(addr - arena - w->launch->shared_limit), size_t(w->launch->shared_limit));
+                    "access %zu bytes past the end of the block's shared-memory arena (its shared arrays, %zu "
+                    "bytes, and the red zones around them)",
+                    size_t(addr - arena - B->arena_cap), B->used);
         w->fail(f, "illegal-address", "invalid memory access at address 0x%lx%s", (unsigned long)addr,
                 addr < 65536 ? " (a null or small pointer)" : "");
     }
@@ -1438,6 +1461,45 @@ bool in_module(uintptr_t addr) {
     fatal_finding(f, fd);
 }
 
+const char *access_noun(int kind) { return kind == 0 ? "read" : kind == 1 ? "write" : "atomic update"; }
+
+// "name[i] (...)": element i of an array of `count` elements of `elem` bytes starting at `base`.
+std::string element_text(const char *name, const char *what, uintptr_t base, uint64_t count, size_t elem,
+                         uintptr_t addr) {
+    long long d = (long long)(addr - base), i = d >= 0 ? d / (long long)elem : -((-d + (long long)elem - 1) / (long long)elem);
+    std::string where = i < 0 ? format("%lld before the start of ", -i)
+                        : uint64_t(i) >= count ? format("%llu past the end of ", (unsigned long long)(i - count + 1))
+                                               : std::string("inside ");
+    return format("%s[%lld] (%s%s%s, %llu element%s)", name, i, where.c_str(), what, name, (unsigned long long)count,
+                  count == 1 ? "" : "s");
+}
+
+// Shared accesses (plain mode too): inside one of the block's arrays, or out of bounds naming the
+// nearest array (red zones keep the arrays apart, so an overrun of one does not land in the next).
+void shared_bounds(Fiber *f, Block *B, uintptr_t addr, unsigned size, int kind, uintptr_t pc) {
+    size_t off = addr - reinterpret_cast<uintptr_t>(B->arena), best = SIZE_MAX;
+    const ShArr *near = nullptr;
+    for (const ShArr &a : B->arrays) {
+        if (off >= a.off && off + size <= a.off + a.bytes) return;
+        size_t d = off < a.off ? a.off - off : off >= a.off + a.bytes ? off - (a.off + a.bytes) : 0;
+        if (d < best) best = d, near = &a;
+    }
+    const char *name = near->name ? near->name : "extern __shared__";
+    std::string what = element_text(name, "shared array ", reinterpret_cast<uintptr_t>(B->arena) + near->off,
+                                    near->bytes / near->elem, near->elem, addr);
+    bad_access(f, "out-of-bounds", pc,
+               format("out-of-bounds shared memory %s of %s at {L}%s", access_noun(kind), what.c_str(),
+                      near == &B->arrays[0] && near->bytes == 0 ? " (the launch gives no dynamic shared memory)" : ""));
+}
+
+// Plain mode: the cheap range test of every load and store (only shared memory is checked).
+inline void plain_access(uintptr_t addr, unsigned size, int kind, uintptr_t pc) {
+    if (!on_fiber()) return;
+    Fiber *f = current_fiber();
+    Block *B = f->blk;
+    if (addr - reinterpret_cast<uintptr_t>(B->arena) < B->arena_map_len) shared_bounds(f, B, addr, size, kind, pc);
+}
+
 // kind: 0 read, 1 write, 2 atomic
 void check_access(uintptr_t addr, unsigned size, int kind, bool vol, uintptr_t pc) {
     Fiber *f = current_fiber();
@@ -1452,12 +1514,7 @@ void check_access(uintptr_t addr, unsigned size, int kind, bool vol, uintptr_t p
                                      size, (unsigned long)addr, size));
     uintptr_t a0 = reinterpret_cast<uintptr_t>(B->arena);
     if (addr - a0 < B->arena_map_len) {
-        if (addr + size > a0 + B->bump)
-            bad_access(f, "out-of-bounds", pc,
-                       format("out-of-bounds shared memory access: thread %s of block %s %s %u bytes at {L}, %zu "
-                              "bytes past the end of the block's %zu bytes of shared memory",
-                              ids_text(f->hdr->threadIdx).c_str(), ids_text(f->hdr->blockIdx).c_str(), verb, size,
-                              size_t(addr + size - a0 - B->bump), B->bump));
+        shared_bounds(f, B, addr, size, kind, pc);
         track(L, f, B->sh.data(), addr - a0, size, kind, vol, pc, false);
         return;
     }
@@ -1468,6 +1525,11 @@ void check_access(uintptr_t addr, unsigned size, int kind, bool vol, uintptr_t p
                               "bytes past the end of a %zu-byte device allocation",
                               ids_text(f->hdr->threadIdx).c_str(), ids_text(f->hdr->blockIdx).c_str(), verb, size,
                               size_t(addr + size - al->base - al->size), size_t(al->size)));
+        uintptr_t ilo = al->base + al->lo * al->elem;
+        if (al->elem && (addr < ilo || addr + size > ilo + al->count * al->elem))
+            bad_access(f, "out-of-bounds", pc,
+                       format("out-of-bounds global memory %s of %s at {L}", access_noun(kind),
+                              element_text(al->name, "", ilo, al->count, al->elem, addr).c_str()));
         if (vol || kind == 2) {
             if (kind != 0) release(L, B);
             if (kind != 1) acquire(L, B);
@@ -1568,7 +1630,7 @@ int __sg_register_kernel(const char *name, void *fn, __sg_invoke_fn invoke, int 
     return g_nkernels++;
 }
 
-void *__sg_shared(__sg_slot *slot, size_t size, size_t align) {
+void *__sg_shared(__sg_slot *slot, size_t size, size_t align, size_t elem) {
     Fiber *f = current_fiber();
     Block *B = f->blk;
     unsigned id = __atomic_load_n(&slot->id, __ATOMIC_ACQUIRE);
@@ -1586,20 +1648,27 @@ void *__sg_shared(__sg_slot *slot, size_t size, size_t align) {
     if (align == 0 || (align & (align - 1)) != 0) align = 16;
     size_t off = (B->bump + align - 1) & ~(align - 1);
     size_t limit = B->w->launch->shared_limit;
-    if (size > limit || off + size > limit) {
+    if (size > limit || B->used + size > limit || off + size + kRedZone > B->arena_cap) {
         B->w->fail(f, "shared-memory-limit",
                    "the block needs more shared memory than the limit of %zu bytes: __shared__ %s (%s:%d) "
                    "needs %zu bytes, and %zu bytes (%zu of them dynamic) are already in use",
-                   limit, slot->name, slot->file, slot->line, size, B->bump, size_t(B->w->launch->dyn_shared));
+                   limit, slot->name, slot->file, slot->line, size, B->used, size_t(B->w->launch->dyn_shared));
     }
     s.gen = B->gen;
     s.ptr = B->arena + off;
-    B->bump = off + size;
-    std::memset(s.ptr, kPoison, size);
+    B->bump = off + size + kRedZone;
+    B->used += size;
+    B->arrays.push_back(ShArr{off, size, elem ? elem : 1, slot->name});
+    std::memset(s.ptr, kPoison, size + kRedZone);
     return s.ptr;
 }
 
-void *__sg_dyn_shared(void) { return current_fiber()->blk->arena; }
+void *__sg_dyn_shared(const char *name, size_t elem) {
+    Block *B = current_fiber()->blk;
+    ShArr &d = B->arrays[0];
+    if (!d.name) d.name = name, d.elem = elem ? elem : 1;
+    return B->arena + d.off;
+}
 
 int __sg_barrier(int kind, int predicate, const char *file, int line) {
     Fiber *f = current_fiber();
@@ -1717,6 +1786,8 @@ unsigned long long __sg_atomic(int op, void *addr, int size, unsigned long long 
     Fiber *f = current_fiber();
     if (g_checks) check_access(reinterpret_cast<uintptr_t>(addr), unsigned(size), 2, false,
                                reinterpret_cast<uintptr_t>(__builtin_return_address(0)));
+    else plain_access(reinterpret_cast<uintptr_t>(addr), unsigned(size), 2,
+                      reinterpret_cast<uintptr_t>(__builtin_return_address(0)));
     bool changed = false;
     uint64_t old = do_atomic(op, addr, size, a, b, &changed);
     if (changed) f->blk->progress = true;
@@ -1775,33 +1846,28 @@ int __sg_printf(const char *fmt, ...) {
 // accesses and atomics are yield points; with checks on, every access is checked.
 // ---------------------------------------------------------------------------------------------
 #define SG_PC reinterpret_cast<uintptr_t>(__builtin_return_address(0))
+// Checked: everything; plain: shared-memory bounds only (a range test, then the array table).
+#define SG_ACCESS(a, n, kind)                                                                         \
+    if (__builtin_expect(g_profile, 0)) profile_access(reinterpret_cast<uintptr_t>(a), n, kind, SG_PC);   \
+    if (__builtin_expect(g_checks, 0)) check_access(reinterpret_cast<uintptr_t>(a), n, kind, false, SG_PC); \
+    else plain_access(reinterpret_cast<uintptr_t>(a), n, kind, SG_PC)
 #define SG_PLAIN(n)                                                                                   \
-    SG_HOOK void __tsan_read##n(void *a) {                                                            \
-        if (__builtin_expect(g_checks, 0)) check_access(reinterpret_cast<uintptr_t>(a), n, 0, false, SG_PC); \
-        if (__builtin_expect(g_profile, 0)) profile_access(reinterpret_cast<uintptr_t>(a), n, 0, SG_PC); \
-    }                                                                                                 \
-    SG_HOOK void __tsan_write##n(void *a) {                                                           \
-        if (__builtin_expect(g_checks, 0)) check_access(reinterpret_cast<uintptr_t>(a), n, 1, false, SG_PC); \
-        if (__builtin_expect(g_profile, 0)) profile_access(reinterpret_cast<uintptr_t>(a), n, 1, SG_PC); \
-    }                                                                                                 \
-    SG_HOOK void __tsan_unaligned_read##n(void *a) {                                                  \
-        if (__builtin_expect(g_checks, 0)) check_access(reinterpret_cast<uintptr_t>(a), n, 0, false, SG_PC); \
-        if (__builtin_expect(g_profile, 0)) profile_access(reinterpret_cast<uintptr_t>(a), n, 0, SG_PC); \
-    }                                                                                                 \
-    SG_HOOK void __tsan_unaligned_write##n(void *a) {                                                 \
-        if (__builtin_expect(g_checks, 0)) check_access(reinterpret_cast<uintptr_t>(a), n, 1, false, SG_PC); \
-        if (__builtin_expect(g_profile, 0)) profile_access(reinterpret_cast<uintptr_t>(a), n, 1, SG_PC); \
-    }                                                                                                 \
+    SG_HOOK void __tsan_read##n(void *a) { SG_ACCESS(a, n, 0); }                                      \
+    SG_HOOK void __tsan_write##n(void *a) { SG_ACCESS(a, n, 1); }                                     \
+    SG_HOOK void __tsan_unaligned_read##n(void *a) { SG_ACCESS(a, n, 0); }                            \
+    SG_HOOK void __tsan_unaligned_write##n(void *a) { SG_ACCESS(a, n, 1); }                           \
     SG_HOOK void __tsan_volatile_read##n(void *a) {                                                   \
         if (!on_fiber()) return;                                                                      \
         if (g_profile) profile_access(reinterpret_cast<uintptr_t>(a), n, 0, SG_PC); \
         if (g_checks) check_access(reinterpret_cast<uintptr_t>(a), n, 0, true, SG_PC);               \
+        else plain_access(reinterpret_cast<uintptr_t>(a), n, 0, SG_PC);                               \
         yield_here(current_fiber(), "a volatile load", nullptr, 0, SG_PC, a, n);                      \
     }                                                                                                 \
     SG_HOOK void __tsan_volatile_write##n(void *a) {                                                  \
         if (!on_fiber()) return;                                                                      \
         if (g_profile) profile_access(reinterpret_cast<uintptr_t>(a), n, 1, SG_PC); \
         if (g_checks) check_access(reinterpret_cast<uintptr_t>(a), n, 1, true, SG_PC);               \
+        else plain_access(reinterpret_cast<uintptr_t>(a), n, 1, SG_PC);                               \
         current_fiber()->blk->progress = true;                                                        \
     }
 SG_PLAIN(1)
@@ -1812,10 +1878,10 @@ SG_PLAIN(16)
 #undef SG_PLAIN
 
 SG_HOOK void __tsan_read_range(void *a, size_t n) {
-    if (__builtin_expect(g_checks, 0) && n) check_access(reinterpret_cast<uintptr_t>(a), 1, 0, false, SG_PC), check_access(reinterpret_cast<uintptr_t>(a) + n - 1, 1, 0, false, SG_PC);
+    if (n) { SG_ACCESS(a, 1, 0); SG_ACCESS(static_cast<char *>(a) + n - 1, 1, 0); }
 }
 SG_HOOK void __tsan_write_range(void *a, size_t n) {
-    if (__builtin_expect(g_checks, 0) && n) check_access(reinterpret_cast<uintptr_t>(a), 1, 1, false, SG_PC), check_access(reinterpret_cast<uintptr_t>(a) + n - 1, 1, 1, false, SG_PC);
+    if (n) { SG_ACCESS(a, 1, 1); SG_ACCESS(static_cast<char *>(a) + n - 1, 1, 1); }
 }
 SG_HOOK void __tsan_init(void) {}
 SG_HOOK void __tsan_func_entry(void *) {}
@@ -1828,6 +1894,7 @@ static void atomic_hook(void *a, unsigned n, uintptr_t pc, bool wrote) {
     if (!on_fiber()) return;
     Fiber *f = current_fiber();
     if (g_checks) check_access(reinterpret_cast<uintptr_t>(a), n, 2, false, pc);
+    else plain_access(reinterpret_cast<uintptr_t>(a), n, 2, pc);
     if (wrote) f->blk->progress = true;
     yield_here(f, "an atomic operation", nullptr, 0, pc, a, n);
 }
@@ -1884,6 +1951,42 @@ SG_HOOK void __tsan_atomic_thread_fence(int) {
     yield_here(f, "a fence", nullptr, 0, SG_PC, nullptr, 0);
 }
 SG_HOOK void __tsan_atomic_signal_fence(int) {}
+
+// A shift by the width of its type or more (GCC's -fsanitize=shift-exponent, UBSan's data layout):
+// undefined in C++; x86 takes the count mod 32, a GPU clamps it (PTX shl/shr: 0, or -1 for a
+// negative value shifted right). The emulator cannot give the GPU's value, so the thread fails.
+struct UbsanType {
+    uint16_t kind, info;  // info of an integer type: log2(bits) << 1 | signed
+    char name[1];
+};
+struct UbsanShift {
+    const char *file;
+    uint32_t line, column;
+    const UbsanType *lhs, *rhs;
+};
+[[noreturn]] static void bad_shift(const UbsanShift *d, uintptr_t rhs) {
+    unsigned bits = 1u << (d->lhs->info >> 1);
+    unsigned rbits = 1u << (d->rhs->info >> 1);
+    long long amount = (long long)rhs;
+    if ((d->rhs->info & 1) && rbits < 64) amount = (long long)(int64_t(uint64_t(rhs) << (64 - rbits)) >> (64 - rbits));
+    Fiber *f = current_fiber();
+    Finding fd = make_finding(f, "undefined-shift");
+    loc_site(fd.loc, sizeof fd.loc, d->file, int(d->line));
+    std::snprintf(fd.msg, sizeof fd.msg,
+                  "shift by %lld of a %u-bit value at %s: undefined in C++; a GPU gives 0 here (-1 for a negative "
+                  "value shifted right: PTX clamps shift amounts to %u), x86 takes the amount mod %u; check the "
+                  "operator precedence of the shift (`+` binds tighter than `>>`: GPU Gems' CONFLICT_FREE_OFFSET "
+                  "needs parentheses)",
+                  amount, bits, fd.loc, bits, bits);
+    fatal_finding(f, fd);
+}
+SG_HOOK void __ubsan_handle_shift_out_of_bounds(void *data, uintptr_t, uintptr_t rhs) {
+    if (on_fiber()) bad_shift(static_cast<const UbsanShift *>(data), rhs);
+}
+SG_HOOK void __ubsan_handle_shift_out_of_bounds_abort(void *data, uintptr_t, uintptr_t rhs) {
+    if (on_fiber()) bad_shift(static_cast<const UbsanShift *>(data), rhs);
+    std::abort();
+}
 
 // ---------------------------------------------------------------------------------------------
 // The C ABI for Python.
@@ -2013,7 +2116,10 @@ SG_EXPORT int sg_launch(const sg_launch_config *cfg, void *const *args, int narg
     std::vector<std::pair<void *, size_t>> shadows;
     if (L->checks) {
         for (int i = 0; i < cfg->nallocs; ++i) {
-            Alloc a{uintptr_t(cfg->allocs[i].base), uintptr_t(cfg->allocs[i].size), nullptr, 0};
+            const sg_alloc &c = cfg->allocs[i];
+            Alloc a{uintptr_t(c.base), uintptr_t(c.size), nullptr, 0, c.lo, c.count, c.elem, {0}};
+            std::memcpy(a.name, c.name, sizeof a.name - 1);
+            if (a.elem && (a.lo + a.count) * a.elem > a.size) a.elem = 0;  // a label that does not fit: ignored
             size_t len = (a.size + 3) / 4 * sizeof(Cell);
             if (len) {
                 void *m = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);

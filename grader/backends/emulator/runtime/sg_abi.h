@@ -64,6 +64,12 @@ struct __sg_slot {
     int line;
 };
 
+/* Bytes of one element of a (possibly multi-dimensional) array type: bounds messages name elements. */
+template <class T> struct __sg_elem { typedef T type; };
+template <class T, size_t N> struct __sg_elem<T[N]> { typedef typename __sg_elem<T>::type type; };
+template <class T> struct __sg_elem<T[]> { typedef typename __sg_elem<T>::type type; };
+template <class T> constexpr size_t __sg_elem_size() { return sizeof(typename __sg_elem<T>::type); }
+
 /* Type-erased kernel call: invoke(fn, args) calls fn with *(T_i*)args[i]. */
 typedef void (*__sg_invoke_fn)(void *fn, void *const *args);
 
@@ -82,8 +88,8 @@ enum { __SG_Y_FENCE = 1, __SG_Y_SLEEP = 2 };
 
 extern "C" {
 __SG_HIDDEN int __sg_register_kernel(const char *name, void *fn, __sg_invoke_fn invoke, int nargs);
-__SG_HIDDEN void *__sg_shared(__sg_slot *slot, size_t size, size_t align);
-__SG_HIDDEN void *__sg_dyn_shared(void);
+__SG_HIDDEN void *__sg_shared(__sg_slot *slot, size_t size, size_t align, size_t elem);
+__SG_HIDDEN void *__sg_dyn_shared(const char *name, size_t elem);
 __SG_HIDDEN int __sg_barrier(int kind, int predicate, const char *file, int line);
 __SG_HIDDEN unsigned long long __sg_warp_op(int op, unsigned mask, unsigned long long value, int arg, int width,
                                             const char *file, int line);

@@ -9,11 +9,14 @@
 
 #include <stdint.h>
 
-#define SG_ABI_VERSION 2
+#define SG_ABI_VERSION 3
 
 struct sg_alloc {
     uint64_t base;
     uint64_t size;
+    uint64_t lo, count;  // a labelled buffer: elements [lo, lo + count) are inside it, the rest is guard zone
+    uint32_t elem;       // element bytes; 0: unlabelled (the whole allocation is inside)
+    char name[32];       // the buffer's name (NUL-terminated)
 };
 
 struct sg_launch_config {
