@@ -42,11 +42,28 @@ fi
 # times every submission against them).
 "$VENV/bin/python" -m pip install -e "$SOURCE/scangrade"
 
+# The check grades as run_autograder will (--require-sandbox, the bundle's emulator.sandbox if it
+# sets one), so a container where bubblewrap cannot run fails here, once, with the reason, instead
+# of every submission scoring 0 later.
 warm="$(mktemp -d)"
-printf 'seed: 1\nparts:\n  part1_naive:\n    sizes: [2]\n' > "$warm/config.yaml"
+"$VENV/bin/python" - "$SOURCE/config.yaml" "$warm/config.yaml" <<'PY'
+import sys
+import yaml
+with open(sys.argv[1], encoding="utf-8") as f:
+    course = yaml.safe_load(f) or {}
+warm = {"seed": 1, "parts": {"part1_naive": {"sizes": [2]}}}
+sandbox = (course.get("emulator") or {}).get("sandbox")
+if sandbox is not None:
+    warm["emulator"] = {"sandbox": sandbox}
+with open(sys.argv[2], "w", encoding="utf-8") as f:
+    yaml.safe_dump(warm, f)
+PY
 if ! "$VENV/bin/python" -m grader grade "$SOURCE/scangrade/reference/solutions/part1_naive.cu" \
-        --config "$warm/config.yaml" --backend emulator; then
-    echo "setup.sh: the installed scangrade could not grade the Part 1 reference solution (output above)" >&2
+        --config "$warm/config.yaml" --backend emulator --require-sandbox; then
+    echo "setup.sh: the installed scangrade could not grade the Part 1 reference solution (output above)." >&2
+    echo "setup.sh: if it says bubblewrap cannot run here, this container does not allow user namespaces:" \
+         "set 'emulator.sandbox: auto' in the bundle's config.yaml to grade with resource limits and" \
+         "seccomp only (docs/security.md), and build the bundle again" >&2
     exit 1
 fi
 rm -rf "$warm"
