@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# One full GPU session in one call of the device tool: the GPU tests, then `scangrade grade` of the
-# reference solutions three times (timing spread between runs), logs under $OUT (or ./gpu-logs).
+# One full GPU session in one call of the device tool: the GPU tests, the GPU-path compile attacks,
+# `scangrade grade` of the reference solutions GRADE_RUNS times (default 3; timing spread between
+# runs), `scangrade bench` of Parts 4 and 5 against CUB (BENCH_SIZES, default 2^20 2^24 2^28), and
+# Nsight Compute's shared-memory counters for Parts 2 and 3 beside the emulator's count
+# (bench/ncu_conflicts.py); logs under $OUT (or ./gpu-logs).
 # Usage on the GPU machine, from the repository root, with PyCUDA's wheels in .whl/:
 #   bash bench/gpu_check.sh
 set -uo pipefail
@@ -12,16 +15,20 @@ fi
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
 python3 -m pytest -q -m gpu ${PYTEST_ARGS:-} 2>&1 | tee "$out/pytest_gpu.txt" | tail -5
-for i in 1 2 3; do
+# The compile attacks through the GPU backend's sandboxed nvcc (no bubblewrap there: limits only).
+python3 -m pytest -q tests/test_containment.py tests/test_attacks.py -k "pycuda or gpu or include or line or dev_zero" \
+    2>&1 | tee "$out/pytest_gpu_compile.txt" | tail -3
+runs=${GRADE_RUNS:-3}
+for i in $(seq 1 "$runs"); do
   python3 -m grader grade reference/solutions --backend pycuda --json "$out/grade_$i.json" > "$out/grade_$i.txt" 2>&1
   echo "grade run $i: exit $?"
 done
 tail -40 "$out/grade_1.txt"
-python3 - "$out" <<'PY'
+python3 - "$out" "$runs" <<'PY'
 import json, sys, statistics
 from pathlib import Path
 out = Path(sys.argv[1])
-runs = [json.loads((out / f"grade_{i}.json").read_text()) for i in (1, 2, 3)]
+runs = [json.loads((out / f"grade_{i}.json").read_text()) for i in range(1, int(sys.argv[2]) + 1)]
 print(f"GPU: {runs[0]['device'].get('device')}  copy GB/s per run: {[r['device'].get('copy_gbps') for r in runs]}")
 print(f"{'part':<20} {'case':<26} {'median ms per run':<36} {'spread between runs':>20}")
 for part in runs[0]["parts"]:
@@ -36,3 +43,8 @@ for part in runs[0]["parts"]:
         spread = (max(meds) - min(meds)) / statistics.median(meds)
         print(f"{part['key']:<20} {case['name']:<26} {', '.join(f'{m:.4f}' for m in meds):<36} {100 * spread:>19.1f}%")
 PY
+python3 -m grader bench --sizes ${BENCH_SIZES:-2^20 2^24 2^28} --dtypes int32 --json "$out/bench.json" \
+    2>&1 | tee "$out/bench.txt" | tail -12
+python3 bench/ncu_conflicts.py emulator 2>&1 | tee "$out/conflicts_emulator.txt"
+ncu --metrics l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum \
+    -k regex:blelloch python3 bench/ncu_conflicts.py launch 2>&1 | tee "$out/conflicts_ncu.txt" | grep -E "blelloch|l1tex|launched"
