@@ -67,33 +67,34 @@ def test_part5_with_a_ticket_passes(tmp_path):
 
 # --- 2. Every grade on the emulator runs its checks ----------------------------------------------
 
-#: Part 3 padded for 16 banks: right in a plain run, an out-of-bounds shared-memory write under checks.
-RACY_PART3 = BROKEN / "part3_gems_16_banks.cu"
+#: Part 1 without the barrier after its loads: right in a plain (ascending) run, a race under checks.
+RACY_PART1 = BROKEN / "part1_load_race.cu"
 
 
-def _part3_config(tmp_path):
-    return write_config(tmp_path, sizes={"part3_conflict_free": [1, 33]})
+def _racy_config(tmp_path):
+    return write_config(tmp_path, sizes={"part1_naive": [1, 33]})
 
 
 def _racy_submission(tmp_path):
     folder = tmp_path / "racy"
     folder.mkdir()
-    shutil.copy(RACY_PART3, folder / "part3_conflict_free.cu")
+    shutil.copy(RACY_PART1, folder / "part1_naive.cu")
     return folder
 
 
 def test_grade_runs_the_checks_unless_told_not_to(tmp_path):
-    cfg = load_config(_part3_config(tmp_path))
+    cfg = load_config(_racy_config(tmp_path))
     folder = _racy_submission(tmp_path)
-    checked = grade(folder, cfg=cfg, selection=EMULATOR, parts=["part3_conflict_free"])
+    checked = grade(folder, cfg=cfg, selection=EMULATOR, parts=["part1_naive"])
     assert checked.device["checks"] == "on"
-    assert all(c.status == "fail" and "(out-of-bounds)" in c.message for c in checked.parts[0].cases)
-    plain = grade(folder, cfg=cfg, selection=EMULATOR, parts=["part3_conflict_free"], checks=False)
+    assert all(c.status == "fail" and "(race)" in c.message for c in checked.parts[0].cases), \
+        [c.message for c in checked.parts[0].cases]
+    plain = grade(folder, cfg=cfg, selection=EMULATOR, parts=["part1_naive"], checks=False)
     assert plain.device["checks"] == "off" and plain.parts[0].status == "pass"
 
 
 def test_the_grade_command_checks_by_default_and_no_checks_opts_out(tmp_path, capsys):
-    config = _part3_config(tmp_path)
+    config = _racy_config(tmp_path)
     folder = _racy_submission(tmp_path)
     argv = ["grade", str(folder), "--config", str(config), "--backend", "emulator"]
     assert main(argv + ["--json", str(tmp_path / "a.json")]) == 1
@@ -103,7 +104,7 @@ def test_the_grade_command_checks_by_default_and_no_checks_opts_out(tmp_path, ca
 
 
 def test_batch_checks_by_default(tmp_path, capsys):
-    config = _part3_config(tmp_path)
+    config = _racy_config(tmp_path)
     subs = tmp_path / "subs"
     subs.mkdir()
     shutil.copytree(_racy_submission(tmp_path), subs / "alice")
@@ -119,27 +120,27 @@ def test_the_gradescope_autograder_checks(tmp_path):
     from grader.gradescope_bundle import build_bundle
     from tests.test_gradescope_bundle import _run, _unpack
 
-    made = build_bundle(tmp_path / "ag.zip", config=_part3_config(tmp_path))
+    made = build_bundle(tmp_path / "ag.zip", config=_racy_config(tmp_path))
     root = tmp_path / "autograder"
     _unpack(made.archive, root)
     shutil.copytree(_racy_submission(tmp_path), root / "submission")
     assert _run(root).returncode == 0
     full = json.loads((root / "results" / "scangrade.json").read_text())
     assert full["device"]["checks"] == "on"
-    assert [p["status"] for p in full["parts"] if p["key"] == "part3_conflict_free"] == ["fail"]
+    assert [p["status"] for p in full["parts"] if p["key"] == "part1_naive"] == ["fail"]
 
 
 def test_the_pytest_plugin_checks_by_default(pytester, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", CACHE_HOME)
     monkeypatch.delenv("SCANGRADE_BACKEND", raising=False)
-    _part3_config(pytester.path)
+    _racy_config(pytester.path)
     sub = pytester.path / "sub"
     sub.mkdir()
-    shutil.copy(RACY_PART3, sub / "part3_conflict_free.cu")
-    args = ("--scangrade", "sub/part3_conflict_free.cu", "--scangrade-backend", "emulator", "-p", "no:cacheprovider")
+    shutil.copy(RACY_PART1, sub / "part1_naive.cu")
+    args = ("--scangrade", "sub/part1_naive.cu", "--scangrade-backend", "emulator", "-p", "no:cacheprovider")
     checked = pytester.runpytest_subprocess(*args, timeout=300)
-    checked.assert_outcomes(failed=3)  # n = 1, 33 and the block's 256
-    assert "(out-of-bounds)" in checked.stdout.str()
+    checked.assert_outcomes(failed=3)  # n = 1, 33 and the block's 128
+    assert "(race)" in checked.stdout.str()
     pytester.runpytest_subprocess(*args, "--scangrade-no-checks", timeout=300).assert_outcomes(passed=3)
 
 
