@@ -21,9 +21,10 @@ says how to get the plots. Sections:
 Every string that comes from a submission or a result file (ids, messages, file names, device
 names) is passed through :func:`html.escape`, so it is shown as text and never parsed as markup.
 
-:func:`class_report` renders (a pure function of the results); :func:`write_class_report` reads
-a batch folder and writes ``class_report.html`` (``scangrade batch`` calls it at the end;
-``scangrade report DIR`` rebuilds the page).
+:func:`class_report` renders (a pure function of the results: no file is read or written here);
+:func:`class_report_page` renders a folder loaded by :func:`grader.classwork.store.load_batch`.
+The CLI writes the page: ``scangrade batch`` at the end of a run, ``scangrade report DIR`` again
+from ``DIR/<id>/result.json``, both through :func:`grader.classwork.store.write_class_report`.
 """
 
 from __future__ import annotations
@@ -33,21 +34,20 @@ import datetime as _dt
 import hashlib
 import html
 import io
-import os
 import re
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from grader import __version__
-from grader.errors import UsageError
 from grader.render._common import PART_STATUS_WORDS, is_timed_case, points, printable, stopped_case
 from grader.results import CaseResult, PartResult, SubmissionResult, Timing
 
-#: The page's file name in a batch output folder.
-REPORT_NAME = "class_report.html"
+if TYPE_CHECKING:  # the loaded folder's type only: rendering reads no file
+    from grader.classwork.store import BatchFolder
+
 #: What is being graded, for the page's header.
 ASSIGNMENT = "Parallel prefix sum (scan) in CUDA"
 #: The challenge part's key (its timing section is marked as the challenge).
@@ -687,89 +687,17 @@ def class_report(rows: Sequence[tuple[str, SubmissionResult]], *, title: str | N
         *body, f"<script>{_SORT_SCRIPT}</script>", "</body></html>", ""])
 
 
-# --- files ---------------------------------------------------------------------------------------------
-
-def load_batch(folder: Path) -> tuple[list[tuple[str, SubmissionResult]], list[str]]:
-    """The results of a batch output folder: ``(rows, damaged)``.
-
-    Args:
-        folder: a ``scangrade batch --out`` folder (or a merged one): one subfolder per student
-            holding ``result.json``.
-
-    Returns:
-        ``(id, result)`` per readable ``result.json``, sorted by id (the subfolder's name), and
-        the ids of subfolders whose ``result.json`` is missing beside other reports, cut short or
-        not a scangrade result.
-
-    Raises:
-        UsageError: ``folder`` is not a folder, or holds no student's results.
-    """
-    from grader.batch import load_intact  # late: grader.batch imports this module's package
-
-    if not folder.is_dir():
-        raise UsageError(f"{folder}: not a folder; pass the output folder of scangrade batch (its --out)")
-    rows, damaged = [], []
-    for sub in sorted(folder.iterdir()):
-        if sub.name.startswith(".") or not sub.is_dir() or sub.is_symlink():
-            continue
-        saved = sub / "result.json"
-        if not saved.exists() and not (sub / "report.txt").exists():
-            continue  # not a student's folder (e.g. slurm/, shards/)
-        result = load_intact(saved)
-        if result is None:
-            damaged.append(sub.name)
-        else:
-            rows.append((sub.name, result))
-    if not rows and not damaged:
-        raise UsageError(f"{folder}: no <student>/result.json in it; pass the output folder of scangrade batch "
-                         "(its --out), after the batch has graded someone")
-    return rows, damaged
-
-
-def _manifest(folder: Path) -> dict | None:
-    """``batch.json`` of a batch folder (:func:`grader.slurm.read_manifest`), or None when absent or
-    unusable: the page then has no fingerprint."""
-    from grader.slurm import read_manifest
-    try:
-        return read_manifest(folder)
-    except UsageError:
-        return None
-
-
-def write_class_report(folder: Path, *, out: Path | None = None,
-                       rows: Sequence[tuple[str, SubmissionResult]] | None = None,
-                       title: str | None = None) -> Path:
-    """Write the class report of a batch output folder.
+def class_report_page(batch: BatchFolder, link_base: str = "", *, title: str | None = None,
+                      generated_at: str | None = None, plots: bool | None = None) -> str:
+    """The class report of a batch output folder as read back by
+    :func:`grader.classwork.store.load_batch`: :func:`class_report` of its rows, with its manifest,
+    damaged results and folder name (a pure function: no I/O).
 
     Args:
-        folder: the batch output folder (student subfolders, ``batch.json``).
-        out: the page to write (default: ``folder/class_report.html``); links to the students'
-            reports are relative to where it lies.
-        rows: ``(id, result)`` per submission, as :func:`grader.batch.batch` returns them
-            (default: read from ``folder/<id>/result.json``, see :func:`load_batch`).
-        title: the page's heading.
-
-    Returns:
-        The page's path.
-
-    Raises:
-        UsageError: ``folder`` holds no results, or ``out`` cannot be written.
+        batch: the loaded folder (``rows``, ``damaged``, ``manifest``, ``folder``).
+        link_base: the relative URL from the page to the folder (see :func:`class_report`); this is
+            the ``render`` argument of :func:`grader.classwork.store.write_class_report`.
+        title, generated_at, plots: as for :func:`class_report`.
     """
-    from grader.batch import _write_atomic
-
-    damaged: list[str] = []
-    if rows is None:
-        rows, damaged = load_batch(folder)
-    out = out or folder / REPORT_NAME
-    if out.is_dir():
-        raise UsageError(f"{out} is a folder; --out takes the page's file name (e.g. {out / REPORT_NAME})")
-    rel = os.path.relpath(folder.resolve(), out.resolve().parent).replace(os.sep, "/")
-    link_base = "" if rel == "." else quote(rel) + "/"
-    page = class_report(rows, title=title, manifest=_manifest(folder), damaged=damaged, link_base=link_base,
-                        folder_name=folder.resolve().name)
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        _write_atomic(out, page)
-    except OSError as exc:
-        raise UsageError(f"cannot write {out}: {exc.strerror or exc}") from None
-    return out
+    return class_report(batch.rows, title=title, manifest=batch.manifest, damaged=batch.damaged, link_base=link_base,
+                        folder_name=batch.folder.resolve().name, generated_at=generated_at, plots=plots)
