@@ -41,7 +41,8 @@ def _config(tmp_path: Path):
 
 def test_a_class_is_graded_into_a_gradebook_and_reports_even_with_a_hanging_submission(tmp_path):
     root, out = _class(tmp_path), tmp_path / "out"
-    rows = batch(root, out=out, cfg=_config(tmp_path), selection=EMULATOR, reports=student_reports, jobs=2, checks=False)  # a hang, not a deadlock finding
+    rows = batch(root, out=out, cfg=_config(tmp_path), selection=EMULATOR,
+                 reports=student_reports, jobs=2, checks=False)  # a hang, not a deadlock finding
     assert [sid for sid, _ in rows] == ["alice", "bob", "carol", "dave"]
     book = list(csv.DictReader((out / "gradebook.csv").open()))
     by_id = {r["student"]: r for r in book}

@@ -239,7 +239,8 @@ def graded(tmp_path_factory):
     shutil.copy(BROKEN / "part1_oob_write.cu", root / "dave" / "part1_naive.cu")
     cfg = load_config(write_config(base, sizes={"part1_naive": [5]}))
     for i in range(2):
-        batch(root, out=base / "shards" / str(i), cfg=cfg, selection=EMULATOR, reports=student_reports, jobs=2, shard=(i, 2))
+        batch(root, out=base / "shards" / str(i), cfg=cfg, selection=EMULATOR,
+              reports=student_reports, jobs=2, shard=(i, 2))
     batch(root, out=base / "whole", cfg=cfg, selection=EMULATOR, reports=student_reports, jobs=2)
     return base
 
@@ -277,8 +278,8 @@ def test_a_shard_resumes_on_its_own_and_a_run_cut_short_leaves_no_manifest(grade
     def stop(sid, result, resumed):
         raise KeyboardInterrupt
     with pytest.raises(KeyboardInterrupt):
-        batch(graded / "class", out=shards[1], cfg=load_config(graded / "config.yaml"), selection=EMULATOR, reports=student_reports,
-              resume=True, jobs=1, shard=(1, 2), on_done=stop)
+        batch(graded / "class", out=shards[1], cfg=load_config(graded / "config.yaml"), selection=EMULATOR,
+              reports=student_reports, resume=True, jobs=1, shard=(1, 2), on_done=stop)
     assert not (shards[1] / "batch.json").exists()
     with pytest.raises(IncompleteMerge, match="shard 1/2 .* has no batch.json"):
         merge(shards, out=tmp_path / "m")

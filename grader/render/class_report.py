@@ -312,12 +312,14 @@ def _tally(values: Sequence[str]) -> list[tuple[str, int]]:
 
 
 def _header(rows, *, manifest: Mapping | None) -> dict:
+    """The header's facts: counts, dates, backends, GPUs, seeds, versions, fingerprint and shard."""
     results = [r for _, r in rows]
     started = sorted(r.started_at[:10] for r in results if r.started_at)
+    graded = "—" if not started else started[0] if started[0] == started[-1] else f"{started[0]} to {started[-1]}"
     shard = (manifest or {}).get("shard")
     fingerprint = (manifest or {}).get("config_sha256")
     return {"assignment": ASSIGNMENT, "submissions": len(rows), "passed": sum(r.passed for r in results),
-            "graded": "—" if not started else started[0] if started[0] == started[-1] else f"{started[0]} to {started[-1]}",
+            "graded": graded,
             "backends": _tally([r.backend for r in results]),
             "gpus": _tally([r.device.get("device") for r in results if r.device.get("device")]),
             "fingerprint": fingerprint if isinstance(fingerprint, str) and fingerprint else None,
@@ -427,9 +429,10 @@ def _timing_part(rows, key: str, number_title: tuple[int, str], plots: bool) -> 
                 "sort": t.ratio if t.ratio is not None else t.median_ms,
                 "text": f"{t.median_ms:#.3g}" + (f" ({t.ratio:.2f}×)" if t.ratio is not None else "")})
         perf, comb = e.part.performance, combined(e)
+        known = comb != float("inf")
         out["rows"].append({
             "student": e.student, "gpu": e.gpu, "cells": cells,
-            "combined": {"sort": comb if comb != float("inf") else "", "text": f"{comb:.2f}" if comb != float("inf") else "—"},
+            "combined": {"sort": comb if known else "", "text": f"{comb:.2f}" if known else "—"},
             "performance": {"sort": perf.points if perf else "",
                             "text": f"{points(perf.points)}/{points(perf.max_points)}" if perf else "—"}})
     return out
