@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from functools import partial
 from pathlib import Path
 
 from grader import __version__, render
@@ -260,6 +259,8 @@ def _batch_slurm(args: argparse.Namespace, cfg) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     """``scangrade report``: write the class report page (exit 0), 2 when DIR holds no results."""
+    from functools import partial
+
     from grader.classwork.store import write_class_report
     from grader.render.class_report import class_report_page
     try:

@@ -4,7 +4,6 @@ and nothing in it imports a renderer (the CLI hands the report texts in)."""
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 from tests.conftest import ROOT
 
