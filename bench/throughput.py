@@ -1,7 +1,7 @@
 """Grading throughput: the reference solutions graded as a class of N submissions.
 
 Copies ``reference/solutions`` N times into a scratch folder, grades them with
-:func:`grader.batch.batch` (the code path of ``scangrade batch``), and prints a table: wall time,
+:func:`grader.classwork.batch.batch` (the code path of ``scangrade batch``), and prints a table: wall time,
 submissions per minute, the wall time of one submission (the first, with a cold compile cache, and
 the rest), and where a submission's time goes, summed over its parts (``PartResult.phases_s``):
 starting the part's child process and backend, compiling, the correctness cases, GPU timing.
@@ -31,8 +31,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 from grader.backends import select_backend
-from grader.batch import batch
+from grader.classwork.batch import batch
 from grader.config import load_config
+from grader.render.student import student_reports
 from grader.worker import SOLUTIONS
 
 PHASES = ("startup", "compile", "cases", "timing")
@@ -65,7 +66,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[{len(finished)}/{args.submissions}] {sid}: {result.points:g}/{result.max_points:g} "
                   f"in {result.elapsed_s:.1f} s", file=sys.stderr, flush=True)
 
-        rows = batch(subs, out=Path(tmp) / "out", cfg=cfg, selection=selection, jobs=args.jobs, on_done=on_done)
+        rows = batch(subs, out=Path(tmp) / "out", cfg=cfg, selection=selection, jobs=args.jobs, on_done=on_done,
+                     reports=student_reports)
         wall = time.perf_counter() - t0
 
     results = [r for _, r in rows]

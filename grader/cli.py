@@ -195,8 +195,11 @@ def _print_report(text: str) -> None:
 def _batch(args: argparse.Namespace) -> int:
     """``scangrade batch``: exit 0 when every submission passed, 1 otherwise, 2 on usage errors (no
     submission found included)."""
-    from grader.batch import batch, require_submissions
-    from grader.slurm import parse_shard, shard_positions
+    from grader.classwork.batch import batch
+    from grader.classwork.store import parse_shard, shard_positions, write_class_report
+    from grader.classwork.submissions import require_submissions
+    from grader.render.class_report import class_report_page
+    from grader.render.student import student_reports
     try:
         cfg = load_config(_find_config(args.config))
         if args.private_config:
@@ -226,7 +229,9 @@ def _batch(args: argparse.Namespace) -> int:
         with bar:
             rows = batch(Path(args.submissions), out=Path(args.out), cfg=cfg, selection=selection,
                          resume=args.resume, jobs=args.jobs, checks=args.checks and selection.name == "emulator",
-                         on_done=on_done, shard=shard)
+                         on_done=on_done, shard=shard, reports=student_reports)
+        # OUT/class_report.html, after batch.json: it shows the config fingerprint
+        write_class_report(Path(args.out), class_report_page, rows=rows)
     except ScangradeError as exc:
         print(f"scangrade: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -237,10 +242,10 @@ def _batch(args: argparse.Namespace) -> int:
 
 def _batch_slurm(args: argparse.Namespace, cfg) -> int:
     """``scangrade batch --slurm``: write the job scripts, submit them unless --no-submit (exit 0)."""
-    from grader.slurm import slurm_backend, slurm_batch
+    from grader.classwork.slurm import slurm_backend, slurm_batch
+    from grader.classwork.submissions import require_submissions
     if args.shard:
         raise UsageError("--shard and --slurm do not go together: --slurm writes one array task per shard")
-    from grader.batch import require_submissions
     require_submissions(Path(args.submissions))  # no job scripts for an empty class
     backend = slurm_backend(args.backend, config_value=cfg.backend)
     plan = slurm_batch(Path(args.submissions), out=Path(args.out), config=Path(cfg.path),
@@ -254,9 +259,13 @@ def _batch_slurm(args: argparse.Namespace, cfg) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     """``scangrade report``: write the class report page (exit 0), 2 when DIR holds no results."""
-    from grader.render.class_report import write_class_report
+    from functools import partial
+
+    from grader.classwork.store import write_class_report
+    from grader.render.class_report import class_report_page
     try:
-        page = write_class_report(Path(args.folder), out=Path(args.out) if args.out else None, title=args.title)
+        page = write_class_report(Path(args.folder), partial(class_report_page, title=args.title),
+                                  out=Path(args.out) if args.out else None)
     except ScangradeError as exc:
         print(f"scangrade: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -267,7 +276,7 @@ def _report(args: argparse.Namespace) -> int:
 def _merge(args: argparse.Namespace) -> int:
     """``scangrade merge``: 0 when every student passed, 1 when any failed or shards are missing, 2 on
     shards that do not fit together."""
-    from grader.slurm import IncompleteMerge, merge
+    from grader.classwork.merge import IncompleteMerge, merge
     try:
         merged = merge([Path(p) for p in args.shards], out=Path(args.out), allow_partial=args.allow_partial)
     except IncompleteMerge as exc:

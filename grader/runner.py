@@ -27,7 +27,7 @@ from grader.config import Config
 from grader.errors import UsageError
 from grader.parts import PARTS, PartSpec
 from grader.execute import case_list
-from grader.submission import Absent, resolve_parts
+from grader.classwork.submissions import Absent, resolve_parts
 from grader.results import (PART_CASES_BYTES, CaseResult, PartResult, Performance, Profile, SubmissionResult,
                             case_from_dict, clean_case, clean_part_message)
 
@@ -38,7 +38,7 @@ _PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 def resolve_submission(path: Path, parts: list[str] | None = None) -> dict[str, Path | Absent]:
     """Map each part to be graded to its file in the submission, or why there is none (an
-    :class:`grader.submission.Absent`: missing, misnamed, a link, too large; it is false like None).
+    :class:`grader.classwork.submissions.Absent`: missing, misnamed, a link, too large; it is false like None).
 
     Args:
         path: a folder holding the parts' ``.cu`` files, or one part's ``.cu`` file (named as the

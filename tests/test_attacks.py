@@ -48,8 +48,9 @@ import pytest
 
 from grader import render
 from grader.backends import Selection
-from grader.batch import batch
+from grader.classwork.batch import batch
 from grader.config import Config, load_config, load_private
+from grader.render.student import student_reports
 from grader.report import render_text
 from grader.results import SubmissionResult
 from grader.runner import grade
@@ -700,9 +701,11 @@ def test_a_class_with_ten_attackers_grades_the_forty_honest_submissions_as_witho
         before = scene.snapshot()
         cfg = config(scene, private=True, sizes={"part1_naive": [5]})
         t0 = time.monotonic()
-        rows = batch(root_all, out=scene.tmp / "batch-out", cfg=cfg, selection=EMULATOR, jobs=2, checks=False)
+        rows = batch(root_all, out=scene.tmp / "batch-out", cfg=cfg, selection=EMULATOR,
+                     reports=student_reports, jobs=2, checks=False)
         t_all = time.monotonic() - t0
-        batch(root_honest, out=scene.tmp / "batch-honest", cfg=cfg, selection=EMULATOR, jobs=2, checks=False)
+        batch(root_honest, out=scene.tmp / "batch-honest", cfg=cfg, selection=EMULATOR,
+              reports=student_reports, jobs=2, checks=False)
         t_honest = time.monotonic() - t0 - t_all
         server.settimeout(0.2)
         with pytest.raises((TimeoutError, socket.timeout)):

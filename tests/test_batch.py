@@ -9,8 +9,10 @@ import zipfile
 from pathlib import Path
 
 from grader.backends import Selection
-from grader.batch import batch, find_submissions
+from grader.classwork.batch import batch
+from grader.classwork.submissions import find_submissions
 from grader.config import load_config
+from grader.render.student import student_reports
 from tests.conftest import BROKEN, SOLUTIONS, TEMPLATES, write_config
 
 EMULATOR = Selection("emulator", "test")
@@ -39,7 +41,8 @@ def _config(tmp_path: Path):
 
 def test_a_class_is_graded_into_a_gradebook_and_reports_even_with_a_hanging_submission(tmp_path):
     root, out = _class(tmp_path), tmp_path / "out"
-    rows = batch(root, out=out, cfg=_config(tmp_path), selection=EMULATOR, jobs=2, checks=False)  # a hang, not a deadlock finding
+    rows = batch(root, out=out, cfg=_config(tmp_path), selection=EMULATOR,
+                 reports=student_reports, jobs=2, checks=False)  # a hang, not a deadlock finding
     assert [sid for sid, _ in rows] == ["alice", "bob", "carol", "dave"]
     book = list(csv.DictReader((out / "gradebook.csv").open()))
     by_id = {r["student"]: r for r in book}
@@ -62,11 +65,11 @@ def test_resume_skips_intact_results_and_regrades_broken_ones(tmp_path):
     root, out = _class(tmp_path), tmp_path / "out"
     shutil.rmtree(root / "dave")
     cfg = _config(tmp_path)
-    batch(root, out=out, cfg=cfg, selection=EMULATOR, jobs=1)
+    batch(root, out=out, cfg=cfg, selection=EMULATOR, reports=student_reports, jobs=1)
     (out / "bob" / "result.json").write_text('{"schema": "scangrade.result", "schema_ver')  # cut short
     before = (out / "alice" / "result.json").read_text()
     seen = []
-    batch(root, out=out, cfg=cfg, selection=EMULATOR, resume=True, jobs=1,
+    batch(root, out=out, cfg=cfg, selection=EMULATOR, reports=student_reports, resume=True, jobs=1,
           on_done=lambda sid, result, resumed: seen.append((sid, resumed)))
     assert sorted(seen) == [("alice", True), ("bob", False), ("carol", True)]
     assert (out / "alice" / "result.json").read_text() == before

@@ -3,8 +3,8 @@ the page as headless Chromium renders it.
 
 Most tests build a batch output folder without grading: results made from the dataclasses of
 :mod:`grader.results` (a GPU run with timed Part 5 cases, failures of every kind, strings that try
-to inject markup), written with :func:`grader.batch.write_reports` as ``scangrade batch`` writes
-them. One test runs ``scangrade batch`` end to end on three tiny submissions.
+to inject markup), written with :func:`grader.classwork.store.write_reports` as ``scangrade batch``
+writes them. One test runs ``scangrade batch`` end to end on three tiny submissions.
 """
 
 from __future__ import annotations
@@ -20,9 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from grader.batch import write_reports
-from grader.render.class_report import (REPORT_NAME, class_report, failure_groups, load_batch, part_failures,
-                                        write_class_report)
+from grader.classwork.store import CLASS_REPORT as REPORT_NAME
+from grader.classwork.store import load_batch, write_class_report, write_reports
+from grader.render.class_report import class_report, class_report_page, failure_groups, part_failures
+from grader.render.student import student_reports
 from grader.results import CaseResult, PartResult, Performance, SubmissionResult, Timing
 from tests.conftest import BROKEN, SOLUTIONS, write_config
 
@@ -105,7 +106,7 @@ def gpu_class() -> list[tuple[str, SubmissionResult]]:
 def _write_batch(tmp_path: Path, rows: list[tuple[str, SubmissionResult]], manifest: bool = True) -> Path:
     out = tmp_path / "out"
     for sid, result in rows:
-        write_reports(result, out / sid)
+        write_reports(result, out / sid, student_reports(result))
     if manifest:
         (out / "batch.json").write_text(json.dumps({"schema": "scangrade.batch", "schema_version": 1,
                                                     "config_sha256": FINGERPRINT, "shard": None}))
@@ -182,7 +183,7 @@ def test_failures_are_grouped_by_kind_largest_group_first_with_every_student():
 
 def test_the_page_of_a_gpu_run_has_the_header_scores_timing_failures_and_students(tmp_path):
     out = _write_batch(tmp_path, gpu_class())
-    page = write_class_report(out).read_text(encoding="utf-8")
+    page = write_class_report(out, class_report_page).read_text(encoding="utf-8")
     header = page[:page.index('<section id="scores">')]
     assert "6 (1 passed every case)" in header and GPU in header and FINGERPRINT[:16] in header
     assert "2026-11-20" in header
@@ -262,7 +263,8 @@ def test_scangrade_report_rebuilds_the_page_elsewhere_with_links_that_resolve(tm
     hrefs = [a["href"] for a in _Dom(page).tags("a") if a["href"].endswith((".md", ".txt"))]
     assert hrefs and all((target.parent / h).resolve().is_file() for h in hrefs)
     assert "../out/bob/report.md" in hrefs
-    rows, damaged = load_batch(out)
+    loaded = load_batch(out)
+    rows, damaged = loaded.rows, loaded.damaged
     assert [sid for sid, _ in rows] == ["alice", "bob", "carol"] and damaged == ["dave"]
 
 
@@ -305,7 +307,7 @@ def _blue_pixels(png: Path) -> int:
 @needs_chromium
 def test_the_page_renders_in_chromium_with_plots_and_injected_markup_as_text(tmp_path):
     pytest.importorskip("matplotlib", reason="the plots need matplotlib (pip install scangrade[report])")
-    page = write_class_report(_write_batch(tmp_path, gpu_class()))
+    page = write_class_report(_write_batch(tmp_path, gpu_class()), class_report_page)
     dom = _Dom(_chromium(tmp_path, page, "--dump-dom"))
     assert len(_plots_in_dom(dom)) == 6 and dom.inside("path", "svg") > 50
     text = "".join(dom.text)

@@ -221,7 +221,8 @@ def test_thread_bombs_are_stopped_at_the_first_thread_and_a_classmate_in_the_bat
     import csv
     import json
 
-    from grader.batch import batch
+    from grader.classwork.batch import batch
+    from grader.render.student import student_reports
     from tests.test_attacks import EMULATOR, SOLUTIONS
 
     before = scene.snapshot()
@@ -234,9 +235,9 @@ def test_thread_bombs_are_stopped_at_the_first_thread_and_a_classmate_in_the_bat
         (root / name / "part1_naive.cu").write_text(attack_source(name, scene))
     cfg = config(scene, sizes={"part1_naive": [5]})
     t0 = time.monotonic()
-    batch(root, out=scene.tmp / "out", cfg=cfg, selection=EMULATOR, jobs=2)
+    batch(root, out=scene.tmp / "out", cfg=cfg, selection=EMULATOR, reports=student_reports, jobs=2)
     wall = time.monotonic() - t0
-    batch(alone, out=scene.tmp / "out-alone", cfg=cfg, selection=EMULATOR, jobs=2)
+    batch(alone, out=scene.tmp / "out-alone", cfg=cfg, selection=EMULATOR, reports=student_reports, jobs=2)
 
     def row(out: str, sid: str) -> tuple[dict, list]:
         book = {r["student"]: r for r in csv.DictReader((scene.tmp / out / "gradebook.csv").open())}

@@ -13,13 +13,15 @@ from pathlib import Path
 
 import pytest
 
-import grader.submission as intake
+import grader.classwork.submissions as intake
 from grader.backends import Selection
-from grader.batch import batch, find_submissions
+from grader.classwork.batch import batch
+from grader.classwork.submissions import find_submissions
 from grader.config import load_config
 from grader.errors import UsageError
+from grader.render.student import student_reports
 from grader.runner import grade, resolve_submission
-from grader.submission import Absent, read_source, resolve_parts
+from grader.classwork.submissions import Absent, read_source, resolve_parts
 from tests.conftest import SOLUTIONS, write_config
 
 EMULATOR = Selection("emulator", "test")
@@ -83,7 +85,7 @@ def test_links_oversized_files_and_hostile_names_fail_only_their_own_submission(
     monkeypatch.setattr(intake, "MAX_ENTRIES", 40)
     for i in range(50):
         (root / "many" / f"f{i}").write_text("x")
-    rows = dict(batch(root, out=out, cfg=_part1_only(tmp_path), selection=EMULATOR, jobs=1))
+    rows = dict(batch(root, out=out, cfg=_part1_only(tmp_path), selection=EMULATOR, reports=student_reports, jobs=1))
     assert set(rows) == {"mallory", "gradebook.csv_2", "summary.txt_2", "linked", "deep", "caf", "bomb", "many"}
     msg = {sid: r.parts[0].message for sid, r in rows.items()}
     assert "symbolic link (to /etc/passwd)" in msg["mallory"] and rows["mallory"].parts[0].status == "error"
@@ -178,7 +180,7 @@ def test_a_bom_or_latin1_file_grades_like_the_plain_one_in_a_batch_and_alone(tmp
         (root / name).mkdir(parents=True)
         (root / name / "part1_naive.cu").write_bytes(data)
     cfg = _part1_only(tmp_path)
-    rows = dict(batch(root, out=tmp_path / "out", cfg=cfg, selection=EMULATOR, jobs=1))
+    rows = dict(batch(root, out=tmp_path / "out", cfg=cfg, selection=EMULATOR, reports=student_reports, jobs=1))
     for sid, r in rows.items():
         assert r.parts[0].status == "pass", (sid, r.parts[0].message)
         assert r.points == r.max_points > 0
@@ -212,7 +214,7 @@ def test_the_suggestion_is_in_the_parts_missing_message_of_the_result(tmp_path):
     (root / "eve" / "src").mkdir(parents=True)
     (root / "eve" / "src" / "Part1_Naive.cu").write_bytes(PART1)
     cfg = _part1_only(tmp_path)
-    [(_, r)] = batch(root, out=tmp_path / "out", cfg=cfg, selection=EMULATOR, jobs=1)
+    [(_, r)] = batch(root, out=tmp_path / "out", cfg=cfg, selection=EMULATOR, reports=student_reports, jobs=1)
     assert r.parts[0].status == "missing"
     assert "found src/Part1_Naive.cu: did you mean part1_naive.cu?" in r.parts[0].message
     assert "did you mean part1_naive.cu?" in r.parts[0].cases[0].message

@@ -343,13 +343,14 @@ def test_a_kernel_that_hangs_at_every_n_still_ends_within_the_part_timeout(tmp_p
 # --- 8. The settings a run decides reach its workers ---------------------------------------------------
 
 def test_a_worker_of_a_parallel_batch_runs_the_emulator_on_one_thread(tmp_path):
-    from grader.batch import batch
+    from grader.classwork.batch import batch
+    from grader.render.student import student_reports
     cfg = load_config(write_config(tmp_path, sizes={"part1_naive": [5]}))
     assert cfg.emulator_workers == 0  # the file says: one thread per core
     subs = tmp_path / "subs"
     (subs / "alice").mkdir(parents=True)
     shutil.copy(BROKEN / "part1_correct_single_buffer.cu", subs / "alice" / "part1_naive.cu")
-    rows = batch(subs, out=tmp_path / "out", cfg=cfg, selection=EMULATOR, jobs=2, checks=False)
+    rows = batch(subs, out=tmp_path / "out", cfg=cfg, selection=EMULATOR, reports=student_reports, jobs=2, checks=False)
     assert rows[0][1].device["workers"] == "1"
 
 
@@ -453,7 +454,7 @@ def test_the_gradescope_autograder_requires_the_sandbox_unless_its_config_says_o
 
 
 def test_slurm_tasks_carry_the_checks_and_sandbox_choices(tmp_path):
-    from grader.slurm import sbatch_scripts
+    from grader.classwork.slurm import sbatch_scripts
     config = write_config(tmp_path, sizes={"part1_naive": [5]})
     common = dict(out=tmp_path / "out", shards=2, config=config, private_config=None, backend="emulator")
     plain, _ = sbatch_scripts(tmp_path, checks=False, allow_unsandboxed=True, **common)

@@ -17,12 +17,14 @@ from pathlib import Path
 import pytest
 
 from grader.backends import Selection
-from grader.batch import batch
+from grader.classwork.batch import batch
 from grader.cli import main
 from grader.config import load_config, load_private
 from grader.errors import UsageError
-from grader.slurm import (IncompleteMerge, config_fingerprint, merge, parse_shard, sbatch_scripts, shard_positions,
-                          slurm_backend, slurm_batch)
+from grader.classwork.merge import IncompleteMerge, merge
+from grader.classwork.slurm import sbatch_scripts, slurm_backend, slurm_batch
+from grader.classwork.store import config_fingerprint, parse_shard, shard_positions
+from grader.render.student import student_reports
 from tests.conftest import BROKEN, SOLUTIONS, TEMPLATES, write_config
 
 EMULATOR = Selection("emulator", "test")
@@ -237,8 +239,9 @@ def graded(tmp_path_factory):
     shutil.copy(BROKEN / "part1_oob_write.cu", root / "dave" / "part1_naive.cu")
     cfg = load_config(write_config(base, sizes={"part1_naive": [5]}))
     for i in range(2):
-        batch(root, out=base / "shards" / str(i), cfg=cfg, selection=EMULATOR, jobs=2, shard=(i, 2))
-    batch(root, out=base / "whole", cfg=cfg, selection=EMULATOR, jobs=2)
+        batch(root, out=base / "shards" / str(i), cfg=cfg, selection=EMULATOR,
+              reports=student_reports, jobs=2, shard=(i, 2))
+    batch(root, out=base / "whole", cfg=cfg, selection=EMULATOR, reports=student_reports, jobs=2)
     return base
 
 
@@ -276,7 +279,7 @@ def test_a_shard_resumes_on_its_own_and_a_run_cut_short_leaves_no_manifest(grade
         raise KeyboardInterrupt
     with pytest.raises(KeyboardInterrupt):
         batch(graded / "class", out=shards[1], cfg=load_config(graded / "config.yaml"), selection=EMULATOR,
-              resume=True, jobs=1, shard=(1, 2), on_done=stop)
+              reports=student_reports, resume=True, jobs=1, shard=(1, 2), on_done=stop)
     assert not (shards[1] / "batch.json").exists()
     with pytest.raises(IncompleteMerge, match="shard 1/2 .* has no batch.json"):
         merge(shards, out=tmp_path / "m")

@@ -1,13 +1,15 @@
 """Renderers of a :class:`~grader.results.SubmissionResult` for Gradescope, CI and people.
 
-Pure functions of the result: nothing here reads or writes files, but :func:`write_class_report`.
+Pure functions of the result: nothing here reads or writes files.
 
 - :func:`gradescope` — Gradescope's ``results.json`` as a dict (student-facing);
 - :func:`junit_xml` — JUnit XML text for course CI (TA-facing: hidden cases in full);
 - :func:`markdown` — a Markdown summary for a CI job summary or a pull-request comment
   (student-facing);
 - :func:`class_report` — a class's results as one self-contained HTML page (TA-facing);
-  :func:`write_class_report` writes it from a batch output folder (``class_report.html``).
+  :func:`class_report_page` renders it from a folder loaded by :mod:`grader.classwork.store`;
+- :func:`grader.render.student.student_reports` — every report of one result, as the files of
+  ``OUT/<id>/`` (import it from its module: it uses :mod:`grader.report`, which imports this package).
 
 Student-facing renderers show a hidden case by name and status only. ``docs/results.md`` maps
 each status to each format.
@@ -15,9 +17,9 @@ each status to each format.
 
 from __future__ import annotations
 
-from grader.render.class_report import class_report, write_class_report
+from grader.render.class_report import class_report, class_report_page
 from grader.render.gradescope import gradescope
 from grader.render.junit import junit_xml
 from grader.render.markdown import markdown
 
-__all__ = ["class_report", "gradescope", "junit_xml", "markdown", "write_class_report"]
+__all__ = ["class_report", "class_report_page", "gradescope", "junit_xml", "markdown"]

@@ -18,36 +18,43 @@ says how to get the plots. Sections:
 - every student: points per part, total, status (a small inline script sorts the columns; the
   page's Content-Security-Policy admits that script by its hash and no other).
 
-Every string that comes from a submission or a result file (ids, messages, file names, device
-names) is passed through :func:`html.escape`, so it is shown as text and never parsed as markup.
+The markup is a Jinja2 template, ``templates/class_report.html.j2``, with its style sheet and
+script beside it (package data); autoescaping is on, so every string that comes from a submission
+or a result file (ids, messages, file names, device names) is shown as text and never parsed as
+markup. Only the style sheet, the script and matplotlib's SVG plots are inserted as markup.
 
-:func:`class_report` renders (a pure function of the results); :func:`write_class_report` reads
-a batch folder and writes ``class_report.html`` (``scangrade batch`` calls it at the end;
-``scangrade report DIR`` rebuilds the page).
+:func:`class_report` renders (a pure function of the results: no file is read or written here);
+:func:`class_report_page` renders a folder loaded by :func:`grader.classwork.store.load_batch`.
+The CLI writes the page: ``scangrade batch`` at the end of a run, ``scangrade report DIR`` again
+from ``DIR/<id>/result.json``, both through :func:`grader.classwork.store.write_class_report`.
 """
 
 from __future__ import annotations
 
 import base64
 import datetime as _dt
+import functools
 import hashlib
 import html
 import io
-import os
 import re
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from importlib import resources
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
+import jinja2
+from markupsafe import Markup
+
 from grader import __version__
-from grader.errors import UsageError
 from grader.render._common import PART_STATUS_WORDS, is_timed_case, points, printable, stopped_case
 from grader.results import CaseResult, PartResult, SubmissionResult, Timing
 
-#: The page's file name in a batch output folder.
-REPORT_NAME = "class_report.html"
+if TYPE_CHECKING:  # the loaded folder's type only: rendering reads no file
+    from grader.classwork.store import BatchFolder
+
 #: What is being graded, for the page's header.
 ASSIGNMENT = "Parallel prefix sum (scan) in CUDA"
 #: The challenge part's key (its timing section is marked as the challenge).
@@ -78,60 +85,8 @@ _KERNEL_FAILED = re.compile(r"the kernel failed(?: while timed)? \(([\w-]+)\)")
 _COMPILER_ERROR = re.compile(r"\berror\b", re.IGNORECASE)
 _MESSAGE_CHARS = 240
 
-# Sorts the students' table when a column head is clicked (numbers by data-sort, text by content).
-_SORT_SCRIPT = """
-for (const table of document.querySelectorAll("table.sortable")) {
-  const heads = table.tHead.rows[0].cells;
-  for (let col = 0; col < heads.length; col++) {
-    heads[col].addEventListener("click", () => {
-      const body = table.tBodies[0], down = heads[col].dataset.dir !== "desc";
-      const key = (row) => { const c = row.cells[col]; const v = c.dataset.sort;
-        return v !== undefined && v !== "" && !isNaN(v) ? Number(v) : c.textContent.trim().toLowerCase(); };
-      const rows = Array.from(body.rows).sort((a, b) => {
-        const x = key(a), y = key(b); return (x < y ? -1 : x > y ? 1 : 0) * (down ? -1 : 1); });
-      for (const h of heads) delete h.dataset.dir;
-      heads[col].dataset.dir = down ? "desc" : "asc";
-      for (const r of rows) body.appendChild(r);
-    });
-  }
-}
-"""
-_SCRIPT_HASH = base64.b64encode(hashlib.sha256(_SORT_SCRIPT.encode()).digest()).decode()
-#: No network, no script but the sort script above, images only from data: URIs.
-CONTENT_SECURITY_POLICY = (f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
-                           f"script-src 'sha256-{_SCRIPT_HASH}'; base-uri 'none'; form-action 'none'")
-
-_CSS = """
-body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; color: #1d1d1f;
-       margin: 0 auto; max-width: 1180px; padding: 0 24px 48px; }
-h1 { font-size: 26px; margin: 28px 0 2px; } h2 { font-size: 20px; margin: 36px 0 10px; border-bottom: 2px solid #e4e4e8;
-  padding-bottom: 4px; } h3 { font-size: 16px; margin: 22px 0 8px; }
-.sub { color: #555; margin: 0 0 14px; }
-dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 3px 18px; margin: 0 0 12px; }
-dl.facts dt { color: #555; } dl.facts dd { margin: 0; }
-.note { background: #f4f6fb; border-left: 4px solid #7a8cc4; padding: 8px 12px; margin: 10px 0; }
-.warn { background: #fff6e5; border-left: 4px solid #e0a030; padding: 8px 12px; margin: 10px 0; }
-nav a { margin-right: 16px; }
-table { border-collapse: collapse; margin: 8px 0 14px; font-size: 14px; }
-th, td { border-bottom: 1px solid #e4e4e8; padding: 4px 10px; text-align: left; vertical-align: top; }
-th { background: #f6f6f8; font-weight: 600; } td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
-table.sortable th { cursor: pointer; user-select: none; white-space: nowrap; }
-table.sortable th::after { content: " \\2195"; color: #aaa; }
-table.timing td.num { white-space: nowrap; } table.failures { width: 100%; }
-.pass { color: #16794a; } .fail { color: #b42318; font-weight: 600; }
-td.pass { background: #eef8f1; } td.fail { background: #fdf0ef; } td.partial { background: #fff8e6; }
-.plots { display: flex; flex-wrap: wrap; gap: 14px; }
-figure { margin: 0; border: 1px solid #e4e4e8; border-radius: 6px; padding: 6px; background: #fff; }
-figure { box-sizing: border-box; } figure.small { width: 360px; } figure.wide { max-width: 760px; }
-figure svg { display: block; max-width: 100%; height: auto; }
-figcaption { font-size: 13px; color: #444; padding: 2px 4px; }
-code, .msg { font-family: ui-monospace, "DejaVu Sans Mono", Menlo, monospace; font-size: 13px; }
-.msg { white-space: pre-wrap; word-break: break-word; }
-details { margin: 6px 0 12px; } summary { cursor: pointer; font-weight: 600; font-size: 15px; }
-summary .count { color: #555; font-weight: 400; }
-.nowrap { white-space: nowrap; }
-footer { margin-top: 40px; color: #666; font-size: 13px; }
-"""
+#: The page's template, style sheet and sort script: package data in ``grader/render/templates``.
+TEMPLATE_FILE, CSS_FILE, SCRIPT_FILE = "class_report.html.j2", "class_report.css", "class_report.js"
 
 
 def _e(value: object) -> str:
@@ -142,11 +97,6 @@ def _e(value: object) -> str:
 def _first_line(text: str, limit: int = _MESSAGE_CHARS) -> str:
     line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
     return line if len(line) <= limit else line[:limit - 1] + "…"
-
-
-def _size_html(n: int) -> str:
-    """A size for HTML: ``2<sup>20</sup>`` for a power of two, else the number."""
-    return f"2<sup>{n.bit_length() - 1}</sup>" if n > 1 and n & (n - 1) == 0 else str(n)
 
 
 def _size_tex(n: int) -> str:
@@ -269,8 +219,9 @@ def _mpl_text(text: str) -> str:
     return text.replace("$", r"\$")  # no mathtext from data
 
 
-def _svg(fig, label: str) -> str:
-    """A matplotlib figure as an inline ``<svg>`` element (text as text, no date, stable ids)."""
+def _svg(fig, label: str) -> Markup:
+    """A matplotlib figure as an inline ``<svg>`` element (text as text, no date, stable ids), as
+    markup for the template."""
     import matplotlib
 
     buf = io.StringIO()
@@ -278,10 +229,10 @@ def _svg(fig, label: str) -> str:
         fig.savefig(buf, format="svg", metadata={"Date": None})
     text = buf.getvalue()
     text = text[text.index("<svg"):]
-    return text.replace("<svg", f'<svg class="plot" role="img" aria-label="{_e(label)}"', 1)
+    return Markup(text.replace("<svg", f'<svg class="plot" role="img" aria-label="{_e(label)}"', 1))
 
 
-def _histogram(values: list[float], top: float, title: str) -> str:
+def _histogram(values: list[float], top: float, title: str) -> Markup:
     import numpy as np
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
@@ -307,7 +258,7 @@ def _histogram(values: list[float], top: float, title: str) -> str:
     return _svg(fig, f"histogram of points: {title}")
 
 
-def _timing_plot(sizes: list[int], series: list[dict[int, float]], *, ratio: bool, title: str) -> str:
+def _timing_plot(sizes: list[int], series: list[dict[int, float]], *, ratio: bool, title: str) -> Markup:
     import numpy as np
     from matplotlib.figure import Figure
 
@@ -341,11 +292,7 @@ def _timing_plot(sizes: list[int], series: list[dict[int, float]], *, ratio: boo
     return _svg(fig, title)
 
 
-def _figure(svg: str, caption: str, css: str = "") -> str:
-    return f'<figure class="{css}">{svg}<figcaption>{caption}</figcaption></figure>'
-
-
-# --- sections ------------------------------------------------------------------------------------------
+# --- sections: the page's data; the markup is templates/class_report.html.j2 ---------------------------
 
 def _part_titles(rows: Sequence[tuple[str, SubmissionResult]]) -> dict[str, tuple[int, str]]:
     """Part key -> (number, title), in part order, over every result."""
@@ -356,100 +303,52 @@ def _part_titles(rows: Sequence[tuple[str, SubmissionResult]]) -> dict[str, tupl
     return dict(sorted(seen.items(), key=lambda kv: (kv[1][0], kv[0])))
 
 
-def _counts(values: Sequence[str]) -> str:
+def _tally(values: Sequence[str]) -> list[tuple[str, int]]:
+    """``(value, how many)``, sorted by value."""
     tally: dict[str, int] = {}
     for v in values:
         tally[v] = tally.get(v, 0) + 1
-    return ", ".join(f"{_e(k)} ({n})" if len(tally) > 1 else _e(k) for k, n in sorted(tally.items())) or "—"
+    return sorted(tally.items())
 
 
-def _header(rows, *, title: str, manifest: Mapping | None, damaged: Sequence[str], generated_at: str,
-            folder_name: str) -> list[str]:
+def _header(rows, *, manifest: Mapping | None) -> dict:
+    """The header's facts: counts, dates, backends, GPUs, seeds, versions, fingerprint and shard."""
     results = [r for _, r in rows]
-    gpus = [r.device.get("device") for r in results if r.device.get("device")]
     started = sorted(r.started_at[:10] for r in results if r.started_at)
     graded = "—" if not started else started[0] if started[0] == started[-1] else f"{started[0]} to {started[-1]}"
-    passed = sum(r.passed for r in results)
-    facts = [("Assignment", _e(ASSIGNMENT)),
-             ("Submissions", f"{len(rows)} ({passed} passed every case)" + (f", {len(damaged)} unreadable"
-                                                                            if damaged else "")),
-             ("Graded", _e(graded)), ("Report generated", _e(generated_at)),
-             ("Backend", _counts([r.backend for r in results])),
-             ("GPU", _counts(gpus) if gpus else "none (no GPU run)")]
-    fingerprint = (manifest or {}).get("config_sha256")
-    if isinstance(fingerprint, str) and fingerprint:
-        facts.append(("Config fingerprint", (f'<code title="{_e(fingerprint)}">{_e(fingerprint[:16])}</code> '
-                                             "(SHA-256 of every setting that can change a grade)")))
     shard = (manifest or {}).get("shard")
-    if isinstance(shard, dict):
-        facts.append(("Shard", _e(f"{shard.get('index')} of {shard.get('count')}: this page covers one shard only")))
-    facts += [("Seed", _counts([str(r.seed) for r in results])),
-              ("scangrade", _counts([r.scangrade_version for r in results]))]
-    out = [f"<header><h1>{_e(title)}</h1>", f'<p class="sub">Class report of <code>{_e(folder_name)}</code></p>',
-           '<dl class="facts">']
-    out += [f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts]
-    out.append("</dl>")
-    out.append('<p class="note">For TAs: this page shows hidden cases and full messages. Do not publish it to '
-               "students; each student's own <code>report.md</code> is the version for them.</p>")
-    if damaged:
-        out.append('<p class="warn">These results could not be read (missing, cut short, or not a scangrade '
-                   "result) and are left out: " + ", ".join(f"<code>{_e(d)}</code>" for d in damaged)
-                   + ". Grade them again with <code>scangrade batch ... --resume</code>.</p>")
-    out.append('<nav><a href="#scores">Scores</a><a href="#timing">Timing</a><a href="#failures">Failures</a>'
-               '<a href="#students">All students</a></nav></header>')
-    return out
+    fingerprint = (manifest or {}).get("config_sha256")
+    return {"assignment": ASSIGNMENT, "submissions": len(rows), "passed": sum(r.passed for r in results),
+            "graded": graded,
+            "backends": _tally([r.backend for r in results]),
+            "gpus": _tally([r.device.get("device") for r in results if r.device.get("device")]),
+            "fingerprint": fingerprint if isinstance(fingerprint, str) and fingerprint else None,
+            "shard": ({"index": shard.get("index"), "count": shard.get("count")} if isinstance(shard, dict) else None),
+            "seeds": _tally([str(r.seed) for r in results]), "versions": _tally([r.scangrade_version for r in results])}
 
 
-def _scores(rows, parts: Mapping[str, tuple[int, str]], plots: bool) -> list[str]:
-    out = ['<section id="scores"><h2>Score distribution</h2>',
-           ('<table class="stats"><thead><tr><th>Part</th><th class="num">of</th><th class="num">mean</th>'
-            '<th class="num">median</th><th class="num">min</th><th class="num">max</th>'
-            '<th class="num">every case passed</th><th>not passing, by status</th></tr></thead><tbody>')]
-    figures = []
-    series: list[tuple[str, list[float], float, str]] = []  # plot title, points, of, passed
+def _scores(rows, parts: Mapping[str, tuple[int, str]], plots: bool) -> dict:
+    """Per part and for the total: the stats table's rows and (with ``plots``) the histograms."""
+    table, series = [], []  # series: plot label, points, of, passed
     for key, (number, title) in parts.items():
         got = [p for _, r in rows for p in r.parts if p.key == key]
         pts = [p.points for p in got]
         top = max((p.max_points for p in got), default=0.0)
-        passed = sum(p.status == "pass" for p in got)
-        statuses = [p.status for p in got if p.status != "pass"]
-        series.append((f"Part {number}", pts, top, f"{passed}/{len(got)}"))
-        out.append(_stats_row(f"Part {number}: {title}", pts, top, f"{passed}/{len(got)}", statuses))
+        passed = f"{sum(p.status == 'pass' for p in got)}/{len(got)}"
+        statuses = _tally([p.status for p in got if p.status != "pass"])
+        series.append((f"Part {number}", pts, top, passed))
+        table.append({"label": f"Part {number}: {title}", "points": pts, "top": top, "passed": passed, "bold": False,
+                      "statuses": [(PART_STATUS_WORDS.get(s, s), n) for s, n in statuses]})
     totals = [r.points for _, r in rows]
     top = max((r.max_points for _, r in rows), default=0.0)
-    everyone = sum(r.passed for _, r in rows)
-    series.append(("Total", totals, top, f"{everyone}/{len(rows)}"))
-    out.append(_stats_row("Total", totals, top, f"{everyone}/{len(rows)}", [], bold=True))
-    out.append("</tbody></table>")
+    passed = f"{sum(r.passed for _, r in rows)}/{len(rows)}"
+    series.append(("Total", totals, top, passed))
+    table.append({"label": "Total", "points": totals, "top": top, "passed": passed, "bold": True, "statuses": []})
+    figures = None
     if plots:
-        for label, pts, top, passed in series:
-            cap = (f"<b>{_e(label)}</b>: mean {statistics.mean(pts):.2f} (dashed) · median "
-                   f"{statistics.median(pts):g} · {passed} passed every case" if pts else f"{_e(label)}: no results")
-            figures.append(_figure(_histogram(pts, top, label), cap, css="small"))
-        out += ['<div class="plots">', *figures, "</div>"]
-    else:
-        out.append(f'<p class="note">Plots need matplotlib: <code>{PLOTS_HINT}</code>, then rebuild this page '
-                   "with <code>scangrade report DIR</code>.</p>")
-    out.append("</section>")
-    return out
-
-
-def _stats_row(label: str, pts: list[float], top: float, passed: str, statuses: list[str], bold: bool = False) -> str:
-    def num(x: float) -> str:
-        return f'<td class="num">{x:.2f}</td>'
-    cells = [f"<td>{'<b>' if bold else ''}{_e(label)}{'</b>' if bold else ''}</td>",
-             f'<td class="num">{points(top)}</td>']
-    if pts:
-        cells += [num(statistics.mean(pts)), num(statistics.median(pts)), num(min(pts)), num(max(pts))]
-    else:
-        cells += ['<td class="num">—</td>'] * 4
-    cells.append(f'<td class="num">{passed}</td>')
-    tally: dict[str, int] = {}
-    for s in statuses:
-        tally[s] = tally.get(s, 0) + 1
-    cells.append("<td>" + (", ".join(f"{_e(PART_STATUS_WORDS.get(s, s))} {n}" for s, n in sorted(tally.items()))
-                           or "—") + "</td>")
-    return "<tr>" + "".join(cells) + "</tr>"
+        figures = [{"svg": _histogram(pts, top, label), "label": label, "points": pts, "passed": passed}
+                   for label, pts, top, passed in series]
+    return {"rows": table, "figures": figures}
 
 
 @dataclass(frozen=True)
@@ -468,35 +367,27 @@ def _timed_runs(part: PartResult) -> dict[int, Timing] | None:
     return {c.n: c.timing for c in timed}
 
 
-def _timing(rows, parts: Mapping[str, tuple[int, str]], plots: bool, link_base: str) -> list[str]:
-    out = ['<section id="timing"><h2>Timing</h2>']
+def _timing(rows, parts: Mapping[str, tuple[int, str]], plots: bool) -> dict:
     timed_keys = [k for k in parts if any(p.key == k and (p.performance is not None or _timed_runs(p))
                                           for _, r in rows for p in r.parts)]
     if not timed_keys:
-        out += ['<p class="note">No part of these results is timed by the config.</p>', "</section>"]
-        return out
-    names = ", ".join(f"Part {parts[k][0]}" + (" (the challenge)" if k == CHALLENGE_PART else "") for k in timed_keys)
+        return {"state": "untimed"}
     any_timed = any(_timed_runs(p) for _, r in rows for p in r.parts if p.key in timed_keys)
     if not any_timed:
         emulated = sum(r.backend == "emulator" for _, r in rows)
         why = (f"{emulated} of {len(rows)} results come from the CPU emulator, which checks correctness only: its "
                "run times say nothing about a GPU" if emulated else "no submission of these results was timed")
-        out += [(f'<p class="warn"><b>Timing pending a GPU run.</b> The config times {names}, but {why}. '
-                 "Performance points are not given yet: grade the class with <code>scangrade batch</code> on a "
-                 "machine with a GPU (<code>--backend pycuda</code>) and this section will show each "
-                 "submission's time against the reference solution.</p>"), "</section>"]
-        return out
+        names = ", ".join(f"Part {parts[k][0]}" + (" (the challenge)" if k == CHALLENGE_PART else "")
+                          for k in timed_keys)
+        return {"state": "pending", "names": names, "why": why}
     # The challenge first, then the other timed parts in part order.
-    for key in sorted(timed_keys, key=lambda k: k != CHALLENGE_PART):
-        out += _timing_part(rows, key, parts[key], plots, link_base)
-    out.append("</section>")
-    return out
+    return {"state": "timed", "parts": [_timing_part(rows, key, parts[key], plots)
+                                        for key in sorted(timed_keys, key=lambda k: k != CHALLENGE_PART)]}
 
 
-def _timing_part(rows, key: str, number_title: tuple[int, str], plots: bool, link_base: str) -> list[str]:
+def _timing_part(rows, key: str, number_title: tuple[int, str], plots: bool) -> dict:
     number, title = number_title
-    challenge = " — the challenge" if key == CHALLENGE_PART else ""
-    out = [f'<h3 id="timing-{_e(key)}">Part {number}: {_e(title)}{challenge}</h3>']
+    out = {"key": key, "number": number, "title": title, "challenge": key == CHALLENGE_PART, "none_timed": ""}
     entries, untimed = [], []
     for sid, r in rows:
         part = next((p for p in r.parts if p.key == key), None)
@@ -510,135 +401,93 @@ def _timing_part(rows, key: str, number_title: tuple[int, str], plots: bool, lin
             untimed.append((sid, why, r.backend))
     if not entries:
         emu = sum(b == "emulator" for _, _, b in untimed)
-        why = (f"{emu} of {len(untimed)} results are from the emulator, which does not time kernels" if emu else
-               "a part is timed only when every one of its cases passes")
-        out.append(f'<p class="warn">No submission was timed in this part ({why}).</p>')
+        out["none_timed"] = (f"{emu} of {len(untimed)} results are from the emulator, which does not time kernels"
+                             if emu else "a part is timed only when every one of its cases passes")
         return out
     sizes = sorted({n for e in entries for n in e.timings})
     ratio = all(t.ratio is not None for e in entries for t in e.timings.values())
     series = [{n: (t.ratio if ratio else t.median_ms) for n, t in e.timings.items()} for e in entries]
-    if plots:
-        what = "time over the reference solution's" if ratio else "median time"
-        out.append('<div class="plots">' + _figure(
-            _timing_plot(sizes, series, ratio=ratio, title=f"Part {number}: {title}"),
-            f"Each dot is a submission's {what} on the same GPU and input, per timed size; "
-            + ("the dashed line at 1.0 is the reference solution, below it is faster. " if ratio else
-               "no reference solution was timed, so no reference is marked. ")
-            + f"{len(entries)} submission(s) timed.", css="wide") + "</div>")
-    gpus = sorted({e.gpu for e in entries if e.gpu})
-    if len(gpus) > 1:
-        out.append(f'<p class="note">Timed on {len(gpus)} kinds of GPU ({", ".join(_e(g) for g in gpus)}): '
-                   "ratios to the reference are comparable across them, milliseconds are not.</p>")
-    unit = "ms (× ref)" if ratio else "ms"
-    head = "".join(f'<th class="num">n = {_size_html(n)}<br>{unit}</th>' for n in sizes)
-    out.append(f'<table class="sortable timing"><thead><tr><th>Student</th>{head}<th class="num">combined ratio</th>'
-               '<th class="num">performance points</th><th>GPU</th></tr></thead><tbody>')
+    out.update(sizes=sizes, ratio=ratio, gpus=sorted({e.gpu for e in entries if e.gpu}), reference=None,
+               plot=_timing_plot(sizes, series, ratio=ratio, title=f"Part {number}: {title}") if plots else None,
+               untimed=[(sid, _first_line(why)) for sid, why, _ in untimed])
     if ratio:  # the reference was timed beside every submission: its median, and the range when it varied
-        ref_row = []
+        out["reference"] = []
         for n in sizes:
             refs = [e.timings[n].reference_ms for e in entries if n in e.timings and e.timings[n].reference_ms]
             spread = f" ({min(refs):#.3g}–{max(refs):#.3g})" if refs and min(refs) != max(refs) else ""
-            ref_row.append(f'<td class="num" data-sort="{statistics.median(refs)}">'
-                           f"{statistics.median(refs):#.3g}{spread}</td>" if refs else '<td class="num">—</td>')
-        out.append('<tr class="reference"><td><b>reference solution</b> (median of its runs)</td>' + "".join(ref_row)
-                   + '<td class="num" data-sort="1">1.00</td><td class="num">—</td><td>—</td></tr>')
+            out["reference"].append({"sort": statistics.median(refs), "text": f"{statistics.median(refs):#.3g}{spread}"}
+                                    if refs else None)
 
     def combined(e: _Timed) -> float:
         return e.part.performance.ratio if e.part.performance and e.part.performance.ratio is not None else float("inf")
+    out["rows"] = []
     for e in sorted(entries, key=lambda e: (combined(e), e.student)):
         cells = []
         for n in sizes:
             t = e.timings.get(n)
-            if t is None:
-                cells.append('<td class="num">—</td>')
-                continue
-            rel = f" ({t.ratio:.2f}×)" if t.ratio is not None else ""
-            cells.append(f'<td class="num" data-sort="{t.ratio if t.ratio is not None else t.median_ms}">'
-                         f"{t.median_ms:#.3g}{rel}</td>")
-        perf = e.part.performance
-        comb = combined(e)
-        cells.append(f'<td class="num" data-sort="{comb if comb != float("inf") else ""}">'
-                     + (f"{comb:.2f}" if comb != float("inf") else "—") + "</td>")
-        cells.append(f'<td class="num" data-sort="{perf.points if perf else ""}">'
-                     + (f"{points(perf.points)}/{points(perf.max_points)}" if perf else "—") + "</td>")
-        out.append(f"<tr><td>{_student_link(e.student, link_base)}</td>{''.join(cells)}"
-                   f"<td>{_e(e.gpu) or '—'}</td></tr>")
-    out.append("</tbody></table>")
-    if untimed:
-        out.append(f"<details><summary>{len(untimed)} submission(s) not timed in this part</summary><ul>"
-                   + "".join(f"<li>{_student_link(sid, link_base)}: {_e(_first_line(why))}</li>"
-                             for sid, why, _ in untimed) + "</ul></details>")
+            cells.append(None if t is None else {
+                "sort": t.ratio if t.ratio is not None else t.median_ms,
+                "text": f"{t.median_ms:#.3g}" + (f" ({t.ratio:.2f}×)" if t.ratio is not None else "")})
+        perf, comb = e.part.performance, combined(e)
+        known = comb != float("inf")
+        out["rows"].append({
+            "student": e.student, "gpu": e.gpu, "cells": cells,
+            "combined": {"sort": comb if known else "", "text": f"{comb:.2f}" if known else "—"},
+            "performance": {"sort": perf.points if perf else "",
+                            "text": f"{points(perf.points)}/{points(perf.max_points)}" if perf else "—"}})
     return out
 
 
-def _href(link_base: str, student: str, name: str) -> str:
-    return _e(link_base + quote(student, safe="") + "/" + name)
-
-
-def _student_link(student: str, link_base: str) -> str:
-    return f'<a href="{_href(link_base, student, "report.md")}">{_e(student)}</a>'
-
-
-def _report_links(student: str, link_base: str) -> str:
-    return (f'<a href="{_href(link_base, student, "report.md")}">report.md</a> · '
-            f'<a href="{_href(link_base, student, "report.txt")}">report.txt</a>')
-
-
-def _failures(rows, link_base: str) -> list[str]:
-    out = ['<section id="failures"><h2>Failures by kind</h2>']
-    groups = failure_groups(rows)
-    if not groups:
-        out += ['<p class="note">Every part of every submission passed every case.</p>', "</section>"]
-        return out
-    out.append("<p>Each part that did not pass is listed under every kind of failure among its cases (the first "
-               "case of each kind); a part that failed as a whole (compile error, missing file, timeout, crash) "
-               "under that one kind.</p>")
-    for kind, failures in groups:
+def _failures(rows) -> list[dict]:
+    groups = []
+    for kind, failures in failure_groups(rows):
         label, meaning = _kind_label(kind)
-        students = len({f.student for f in failures})
-        out.append(f'<details open class="failure-group" id="kind-{_e(kind)}"><summary>{_e(label)} '
-                   f'<span class="count">— {len(failures)} part(s), {students} student(s)'
-                   + (f": {_e(meaning)}" if meaning else "") + "</span></summary>")
-        out.append('<table class="failures"><thead><tr><th>Student</th><th>Part</th><th>Case</th>'
-                   "<th>Message (first line)</th>"
-                   "<th>Reports</th></tr></thead><tbody>")
-        for f in failures:
-            case = _e(f.case.name) if f.case is not None else "—"
-            where = f"Part {f.part.number}" if f.part is not None else "every part"
-            out.append(f'<tr><td>{_e(f.student)}</td><td class="nowrap">{where}</td><td class="nowrap">{case}</td>'
-                       f'<td class="msg">{_e(f.message)}</td>'
-                       f'<td class="nowrap">{_report_links(f.student, link_base)}</td></tr>')
-        out.append("</tbody></table></details>")
-    out.append("</section>")
-    return out
+        groups.append({"kind": kind, "label": label, "meaning": meaning, "failures": failures,
+                       "students": len({f.student for f in failures})})
+    return groups
 
 
-def _students(rows, parts: Mapping[str, tuple[int, str]], link_base: str) -> list[str]:
-    head = "".join(f'<th class="num" title="{_e(title)}">Part {number}</th>' for number, title in parts.values())
-    out = ['<section id="students"><h2>All students</h2>',
-           "<p>Click a column head to sort. Each part's cell: points, with the part's status on hover.</p>",
-           (f'<table class="sortable students"><thead><tr><th>Student</th>{head}<th class="num">Total</th>'
-            '<th class="num">of</th><th>Status</th><th>Backend</th><th>GPU</th><th>Reports</th></tr></thead>'
-            "<tbody>")]
+def _students(rows, parts: Mapping[str, tuple[int, str]]) -> list[tuple[str, SubmissionResult, list]]:
+    """``(id, result, [the part's result or None, per part column])`` per student."""
+    out = []
     for sid, r in rows:
         by_key = {p.key: p for p in r.parts}
-        cells = []
-        for key in parts:
-            p = by_key.get(key)
-            if p is None:
-                cells.append('<td class="num">—</td>')
-                continue
-            css = "pass" if p.status == "pass" else "partial" if p.points > 0 else "fail"
-            cells.append(f'<td class="num {css}" data-sort="{p.points:g}" '
-                         f'title="{_e(PART_STATUS_WORDS.get(p.status, p.status))}">{points(p.points)}</td>')
-        status = '<span class="pass">pass</span>' if r.passed else '<span class="fail">fail</span>'
-        out.append(f"<tr><td>{_student_link(sid, link_base)}</td>{''.join(cells)}"
-                   f'<td class="num" data-sort="{r.points:g}"><b>{points(r.points)}</b></td>'
-                   f'<td class="num">{points(r.max_points)}</td><td>{status}</td><td>{_e(r.backend)}</td>'
-                   f"<td>{_e(r.device.get('device', '')) or '—'}</td>"
-                   f'<td class="nowrap">{_report_links(sid, link_base)}</td></tr>')
-    out.append("</tbody></table></section>")
+        out.append((sid, r, [by_key.get(key) for key in parts]))
     return out
+
+
+def _finalize(value: object) -> object:
+    """Every ``{{ value }}`` of the template: text shown with its control characters as ``\\xNN``
+    (markup from the renderer itself, :class:`markupsafe.Markup`, as it is); escaping follows."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return printable(value)
+    return value
+
+
+def _asset(name: str) -> str:
+    """A file of ``grader/render/templates`` (package data), as text."""
+    return resources.files("grader.render").joinpath("templates", name).read_text(encoding="utf-8")
+
+
+@functools.lru_cache(maxsize=1)
+def _template() -> tuple[jinja2.Template, Markup, Markup, Markup]:
+    """The page's template, its style sheet and script (as markup), and its Content-Security-Policy."""
+    env = jinja2.Environment(autoescape=True, finalize=_finalize, undefined=jinja2.StrictUndefined,
+                             keep_trailing_newline=True)
+    env.filters.update(points=points, mean=statistics.mean, median=statistics.median,
+                       url_part=lambda s: quote(s, safe=""), status_words=lambda s: PART_STATUS_WORDS.get(s, s))
+    env.tests["power_of_two"] = lambda n: n & (n - 1) == 0
+    script = _asset(SCRIPT_FILE)
+    digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+    csp = (f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src 'sha256-{digest}'; "
+           "base-uri 'none'; form-action 'none'")
+    return env.from_string(_asset(TEMPLATE_FILE)), Markup(_asset(CSS_FILE)), Markup(script), Markup(csp)
+
+
+def content_security_policy() -> str:
+    """The page's Content-Security-Policy: no network, no script but the sort script (admitted by
+    its SHA-256), images only from ``data:`` URIs."""
+    return _template()[3]
 
 
 def class_report(rows: Sequence[tuple[str, SubmissionResult]], *, title: str | None = None,
@@ -662,114 +511,33 @@ def class_report(rows: Sequence[tuple[str, SubmissionResult]], *, title: str | N
 
     Returns:
         The HTML text (UTF-8, one file: inline CSS, inline SVG plots, one small inline script
-        that sorts tables). Every string from a result is escaped.
+        that sorts tables), from the Jinja2 template ``templates/class_report.html.j2`` with
+        autoescaping: every string from a result is escaped.
     """
     if plots is None:
         plots = matplotlib_available()
     rows = list(rows)
-    generated_at = generated_at or _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    title = title or "scangrade class report"
     parts = _part_titles(rows)
-    body = _header(rows, title=title, manifest=manifest, damaged=damaged, generated_at=generated_at,
-                   folder_name=folder_name)
-    body += _scores(rows, parts, plots)
-    body += _timing(rows, parts, plots, link_base)
-    body += _failures(rows, link_base)
-    body += _students(rows, parts, link_base)
-    body.append(f"<footer>scangrade {_e(__version__)} · rebuild this page with <code>scangrade report "
-                f"{_e(folder_name or 'DIR')}</code></footer>")
-    return "\n".join([
-        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-        f'<meta http-equiv="Content-Security-Policy" content="{CONTENT_SECURITY_POLICY}">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        '<meta name="referrer" content="no-referrer">',
-        f"<title>{_e(title)}</title>", f"<style>{_CSS}</style>", "</head><body>",
-        *body, f"<script>{_SORT_SCRIPT}</script>", "</body></html>", ""])
+    template, css, script, csp = _template()
+    return template.render(
+        title=title or "scangrade class report", folder_name=folder_name, link_base=link_base,
+        generated_at=generated_at or _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        damaged=list(damaged), header=_header(rows, manifest=manifest), scores=_scores(rows, parts, plots),
+        plots_hint=PLOTS_HINT, timing=_timing(rows, parts, plots), failures=_failures(rows),
+        parts=parts, students=_students(rows, parts), version=__version__, css=css, script=script, csp=csp)
 
 
-# --- files ---------------------------------------------------------------------------------------------
-
-def load_batch(folder: Path) -> tuple[list[tuple[str, SubmissionResult]], list[str]]:
-    """The results of a batch output folder: ``(rows, damaged)``.
+def class_report_page(batch: BatchFolder, link_base: str = "", *, title: str | None = None,
+                      generated_at: str | None = None, plots: bool | None = None) -> str:
+    """The class report of a batch output folder as read back by
+    :func:`grader.classwork.store.load_batch`: :func:`class_report` of its rows, with its manifest,
+    damaged results and folder name (a pure function: no I/O).
 
     Args:
-        folder: a ``scangrade batch --out`` folder (or a merged one): one subfolder per student
-            holding ``result.json``.
-
-    Returns:
-        ``(id, result)`` per readable ``result.json``, sorted by id (the subfolder's name), and
-        the ids of subfolders whose ``result.json`` is missing beside other reports, cut short or
-        not a scangrade result.
-
-    Raises:
-        UsageError: ``folder`` is not a folder, or holds no student's results.
+        batch: the loaded folder (``rows``, ``damaged``, ``manifest``, ``folder``).
+        link_base: the relative URL from the page to the folder (see :func:`class_report`); this is
+            the ``render`` argument of :func:`grader.classwork.store.write_class_report`.
+        title, generated_at, plots: as for :func:`class_report`.
     """
-    from grader.batch import load_intact  # late: grader.batch imports this module's package
-
-    if not folder.is_dir():
-        raise UsageError(f"{folder}: not a folder; pass the output folder of scangrade batch (its --out)")
-    rows, damaged = [], []
-    for sub in sorted(folder.iterdir()):
-        if sub.name.startswith(".") or not sub.is_dir() or sub.is_symlink():
-            continue
-        saved = sub / "result.json"
-        if not saved.exists() and not (sub / "report.txt").exists():
-            continue  # not a student's folder (e.g. slurm/, shards/)
-        result = load_intact(saved)
-        if result is None:
-            damaged.append(sub.name)
-        else:
-            rows.append((sub.name, result))
-    if not rows and not damaged:
-        raise UsageError(f"{folder}: no <student>/result.json in it; pass the output folder of scangrade batch "
-                         "(its --out), after the batch has graded someone")
-    return rows, damaged
-
-
-def _manifest(folder: Path) -> dict | None:
-    """``batch.json`` of a batch folder (:func:`grader.slurm.read_manifest`), or None when absent or
-    unusable: the page then has no fingerprint."""
-    from grader.slurm import read_manifest
-    try:
-        return read_manifest(folder)
-    except UsageError:
-        return None
-
-
-def write_class_report(folder: Path, *, out: Path | None = None,
-                       rows: Sequence[tuple[str, SubmissionResult]] | None = None,
-                       title: str | None = None) -> Path:
-    """Write the class report of a batch output folder.
-
-    Args:
-        folder: the batch output folder (student subfolders, ``batch.json``).
-        out: the page to write (default: ``folder/class_report.html``); links to the students'
-            reports are relative to where it lies.
-        rows: ``(id, result)`` per submission, as :func:`grader.batch.batch` returns them
-            (default: read from ``folder/<id>/result.json``, see :func:`load_batch`).
-        title: the page's heading.
-
-    Returns:
-        The page's path.
-
-    Raises:
-        UsageError: ``folder`` holds no results, or ``out`` cannot be written.
-    """
-    from grader.batch import _write_atomic
-
-    damaged: list[str] = []
-    if rows is None:
-        rows, damaged = load_batch(folder)
-    out = out or folder / REPORT_NAME
-    if out.is_dir():
-        raise UsageError(f"{out} is a folder; --out takes the page's file name (e.g. {out / REPORT_NAME})")
-    rel = os.path.relpath(folder.resolve(), out.resolve().parent).replace(os.sep, "/")
-    link_base = "" if rel == "." else quote(rel) + "/"
-    page = class_report(rows, title=title, manifest=_manifest(folder), damaged=damaged, link_base=link_base,
-                        folder_name=folder.resolve().name)
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        _write_atomic(out, page)
-    except OSError as exc:
-        raise UsageError(f"cannot write {out}: {exc.strerror or exc}") from None
-    return out
+    return class_report(batch.rows, title=title, manifest=batch.manifest, damaged=batch.damaged, link_base=link_base,
+                        folder_name=batch.folder.resolve().name, generated_at=generated_at, plots=plots)

@@ -1,4 +1,4 @@
-"""Submission intake: finding, checking and reading the students' part files.
+"""Submissions: finding a class's submissions, and checking and reading the students' part files.
 
 A submission is untrusted input, as a folder or a zip. Intake never follows a symbolic link in
 it, reads no part file over :data:`MAX_SOURCE_BYTES`, and refuses a whole submission that holds
@@ -8,15 +8,15 @@ nested deeper than :data:`MAX_DEPTH`. A part file that is absent, misnamed (``Pa
 ``part1_naive.cu.txt``...) or refused becomes an :class:`Absent` carrying the message the
 student sees in that part of the report.
 
-Two users:
+Users:
 
 - :func:`resolve_parts` (``scangrade grade`` and ``check``, through
   :func:`grader.runner.resolve_submission`): the part files directly in one folder, graded in place.
-- :func:`snapshot_folder` and :func:`snapshot_zip` (``scangrade batch``): the part files found
-  anywhere in the submission copied, as plain files, into a fresh folder of the grader's own, which
-  is what gets graded.
-
-:func:`read_source` decodes a part file for the compiler.
+- :func:`find_submissions` (``scangrade batch``): one :class:`Submission` per folder or ``.zip``
+  of a class folder (Gradescope's export metadata names them), its part files found anywhere in
+  it copied by :func:`snapshot_folder` or :func:`snapshot_zip`, as plain files, into a fresh
+  folder of the grader's own, which is what gets graded.
+- :func:`read_source` (the worker) decodes a part file for the compiler.
 """
 
 from __future__ import annotations
@@ -31,6 +31,9 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
+
+from grader.classwork.store import RESERVED
 from grader.errors import ScangradeError, UsageError
 from grader.parts import PARTS
 
@@ -400,3 +403,122 @@ def snapshot_zip(archive: Path, dest: Path) -> Intake:
     for key, found in suggestions(missing, names).items():
         notes[key] = _missing(key, found)
     return Intake(dest, notes, sources=sources)
+
+
+# --- a class of submissions ------------------------------------------------------------------------
+
+_LOOKED_FOR = ("one folder or .zip per submission (hidden entries skipped), or Gradescope's export "
+               "(submission folders beside submission_metadata.yml)")
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One entry of a batch.
+
+    Attributes:
+        id: its gradebook row and output folder name (safe: no separators, no ``..``, no control
+            characters, unique in the batch, never one of the batch's own output names).
+        path: the folder of part files to grade (a folder's own, or the grader's copy of a zip's).
+        notes: part key -> why that part's file is not graded (see :class:`Intake`).
+        refused: why the whole submission is not graded ("" when it is).
+        sources: part key -> where its file was (``alice/src/part1_naive.cu``, ``bob.zip:part1_naive.cu``),
+            shown in the reports instead of the grader's copy.
+    """
+
+    id: str
+    path: Path
+    notes: dict = field(default_factory=dict, compare=False)
+    refused: str = ""
+    sources: dict = field(default_factory=dict, compare=False)
+
+
+def _safe_id(name: str, taken: set[str]) -> str:
+    """A file-name-safe, unique id (compared case-insensitively) from a folder or student name."""
+    text = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    sid = re.sub(r"[^A-Za-z0-9._@-]+", "_", text).strip("._-")[:80] or "submission"
+    base, n = sid, 1
+    while sid.lower() in taken or sid.lower() in RESERVED:
+        n += 1
+        sid = f"{base}_{n}"
+    taken.add(sid.lower())
+    return sid
+
+
+def _gradescope_ids(folder: Path) -> dict[str, str]:
+    """Folder name -> student id from Gradescope's ``submission_metadata.yml``, when present."""
+    meta = folder / "submission_metadata.yml"
+    if not meta.is_file():
+        return {}
+    try:
+        data = yaml.safe_load(meta.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError:
+        return {}
+    ids = {}
+    for key, info in data.items() if isinstance(data, dict) else ():
+        submitters = (info or {}).get(":submitters") or (info or {}).get("submitters") or []
+        if submitters and isinstance(submitters[0], dict):
+            first = submitters[0]
+            sid = first.get(":sid") or first.get("sid") or first.get(":email") or first.get("email")
+            if sid:
+                ids[str(key)] = str(sid)
+    return ids
+
+
+def _entries(folder: Path) -> list[Path]:
+    """The entries of ``folder`` that are submissions: folders and ``.zip`` files, links to them
+    included (graded as refused, never followed); hidden entries are skipped."""
+    if not folder.is_dir():
+        raise UsageError(f"{folder}: not a folder of submissions (one folder or .zip per submission)")
+    return [e for e in sorted(folder.iterdir()) if not e.name.startswith(".")
+            and (e.is_dir() or e.suffix.lower() == ".zip")]  # is_dir() follows a link: one to a folder counts
+
+
+def count_submissions(folder: Path) -> int:
+    """How many submissions :func:`find_submissions` will find, without reading them.
+
+    Raises:
+        UsageError: ``folder`` is not a folder.
+    """
+    return len(_entries(folder))
+
+
+def require_submissions(folder: Path) -> int:
+    """How many submissions ``folder`` holds, at least one.
+
+    Raises:
+        UsageError: ``folder`` is not a folder, or holds no submission (the message says what was
+            looked for).
+    """
+    count = count_submissions(folder)
+    if not count:
+        raise UsageError(f"{folder}: no submissions found; looked for {_LOOKED_FOR}. Nothing was written")
+    return count
+
+
+def find_submissions(folder: Path, *, work: Path) -> list[Submission]:
+    """Every submission in ``folder``, sorted by entry name; the part files of each are copied into
+    ``work/<id>`` (links refused, sizes capped), which is graded.
+
+    Raises:
+        UsageError: ``folder`` is not a folder.
+    """
+    entries = _entries(folder)
+    ids = _gradescope_ids(folder)
+    found: list[Submission] = []
+    taken: set[str] = set()
+    for entry in entries:
+        base = entry.name[:-4] if entry.suffix.lower() == ".zip" else entry.name
+        sid = _safe_id(ids.get(entry.name, base), taken)
+        dest = work / sid
+        if entry.is_symlink():
+            dest.mkdir(parents=True, exist_ok=True)
+            intake = Intake(dest, refused=f"{show(entry.name)} is a symbolic link; it was not followed: "
+                                          "links are refused as submissions")
+        elif entry.is_dir():
+            intake = snapshot_folder(entry, dest)
+        else:
+            intake = snapshot_zip(entry, dest)
+        sep = ":" if entry.suffix.lower() == ".zip" else "/"
+        found.append(Submission(sid, intake.path, intake.notes, intake.refused,
+                                {k: f"{show(entry.name)}{sep}{rel}" for k, rel in intake.sources.items()}))
+    return found

@@ -1,0 +1,16 @@
+"""A class's work: finding and taking in submissions, grading them in a batch, and the batch's files.
+
+- :mod:`grader.classwork.submissions` — discovery and intake: a class folder's submissions (folders,
+  zips, Gradescope's export), their part files copied safely; :func:`~grader.classwork.submissions.read_source`
+  and :func:`~grader.classwork.submissions.resolve_parts` for the worker and the runner;
+- :mod:`grader.classwork.store` — the batch output folder: atomic writes, students' results, the
+  manifest ``batch.json``, shards;
+- :mod:`grader.classwork.gradebook` — ``gradebook.csv`` and ``summary.txt``;
+- :mod:`grader.classwork.batch` — the run (``scangrade batch``);
+- :mod:`grader.classwork.merge` — joining shards (``scangrade merge``);
+- :mod:`grader.classwork.slurm` — job scripts and their submission (``scangrade batch --slurm``).
+
+Nothing here renders: report texts and the class report page come from :mod:`grader.render`,
+which the CLI hands in. This package's ``__init__`` imports nothing, so that the worker's
+``read_source`` stays cheap to import.
+"""

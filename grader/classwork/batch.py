@@ -1,0 +1,166 @@
+"""Batch grading a class: every submission of a folder, a CSV gradebook, the reports per student.
+
+Layout of the input: a folder with one entry per submission — a folder (any nesting: the part
+files are looked for below it) or a ``.zip`` — and optionally Gradescope's export metadata
+(``submission_metadata.yml``), whose submitters' ids name the rows (see
+:mod:`grader.classwork.submissions`). The output folder's layout is :mod:`grader.classwork.store`'s.
+
+Intake copies each submission's part files, refusing links and capping sizes; a student's id is
+safe as a file name, unique, and never one of the batch's own output names. A submission that
+breaks, hangs, attacks or is refused is graded as such; the batch goes on. With ``resume``,
+submissions whose ``result.json`` is already there and intact are not graded again.
+
+This module renders nothing: the caller gives the per-student report texts as a function
+(``scangrade batch`` passes :func:`grader.render.student.student_reports`) and writes the class
+report page after the run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import os
+import shutil
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from grader import __version__
+from grader.backends import Selection
+from grader.classwork.gradebook import class_summary, gradebook_csv
+from grader.classwork.store import (MANIFEST, RESULT, load_intact, shard_positions, write_atomic, write_manifest,
+                                    write_reports)
+from grader.classwork.submissions import Submission, find_submissions, require_submissions
+from grader.config import Config
+from grader.execute import case_list
+from grader.parts import PARTS
+from grader.results import CaseResult, PartResult, Performance, SubmissionResult
+from grader.runner import grade
+
+#: ``result -> {file name: text}``: a student's reports besides ``result.json`` (``report.txt``...).
+StudentReports = Callable[[SubmissionResult], Mapping[str, str]]
+
+
+def _not_graded(sub: Submission, *, cfg: Config, selection: Selection, why: str) -> SubmissionResult:
+    """The result of a submission that was not graded: every part an error saying why."""
+    parts = []
+    for key in (k for k in PARTS if k in cfg.parts):
+        spec, pc = PARTS[key], cfg.parts[key]
+        cases = tuple(CaseResult(name=c.name, n=c.n, dtype=c.dtype, seed=c.seed, status="not-run", points=0.0,
+                                 max_points=pc.points_per_case, message="not run: " + why,
+                                 visibility=c.visibility) for c in case_list(cfg, key))
+        perf = Performance(0.0, pc.timing.points, None, "not timed: " + why) if pc.timing else None
+        parts.append(PartResult(key=key, number=spec.number, title=spec.title, file=spec.filename,
+                                status="error", message=why, cases=cases, performance=perf))
+    return SubmissionResult(submission=sub.id, backend=selection.name, backend_reason=selection.reason, device={},
+                            config=cfg.path, seed=cfg.seed, block_size=cfg.block_size, parts=tuple(parts),
+                            scangrade_version=__version__,
+                            started_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                            elapsed_s=0.0, timing_note="not timed: the submission was not graded")
+
+
+def _with_notes(result: SubmissionResult, sub: Submission) -> SubmissionResult:
+    """The result with each part's file where it was in the submission, and the parts graded as
+    missing whose file intake had more to say about (misnamed, a link...)."""
+    parts = []
+    for p in result.parts:
+        note = sub.notes.get(p.key)
+        if p.key in sub.sources:  # graded, or refused: where it was
+            p = dataclasses.replace(p, file=sub.sources[p.key])
+        if note is not None and p.status == "missing":
+            p = dataclasses.replace(p, status=note.status, message=note.message,
+                                    cases=tuple(dataclasses.replace(c, message="not run: " + note.message)
+                                                for c in p.cases))
+        parts.append(p)
+    return dataclasses.replace(result, parts=tuple(parts))
+
+
+def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume: bool = False, jobs: int = 0,
+          checks: bool = True, on_done: Callable[[str, SubmissionResult, bool], None] | None = None,
+          shard: tuple[int, int] | None = None, reports: StudentReports) -> list[tuple[str, SubmissionResult]]:
+    """Grade every submission of ``folder`` into ``out``.
+
+    Args:
+        out: the output folder (created).
+        reports: the texts of a student's reports besides ``result.json``, written into ``out/<id>/``
+            before it (:func:`grader.render.student.student_reports` writes every format).
+        resume: skip submissions whose ``result.json`` is already written and intact.
+        checks: the emulator's checks (see :func:`grader.runner.grade`); on by default.
+        jobs: submissions graded at once; 0 means one per visible GPU on the pycuda backend (each
+            pinned with ``CUDA_VISIBLE_DEVICES``), one per CPU core on the emulator (each emulator
+            then runs one worker thread).
+        on_done: called as ``(id, result, was_resumed)`` after each submission.
+        shard: ``(I, K)``: grade only shard I of K (0-based), the submissions at positions I, I+K,
+            I+2K, ... of the sorted list (see :mod:`grader.classwork.slurm`; ``scangrade merge`` joins shards).
+
+    Returns:
+        ``(id, result)`` per submission (of the shard), in id order; the gradebook, summary and
+        ``batch.json`` manifest (config fingerprint, shard, students) are written.
+
+    Raises:
+        UsageError: ``folder`` is unusable or holds no submission (nothing is written then), or the
+            shard is not 0 <= I < K.
+    """
+    require_submissions(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    work = out / ".work"
+    subs = find_submissions(folder, work=work)
+    (out / MANIFEST).unlink(missing_ok=True)  # a run cut short must not look finished to scangrade merge
+    everyone, positions = [s.id for s in subs], shard_positions(len(subs), shard)
+    subs = [subs[p] for p in positions]
+    gpus = [g for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g.strip()]
+    if selection.name == "pycuda":
+        if not gpus:
+            from grader.backends import probe_gpu_count
+            gpus = [str(i) for i in range(probe_gpu_count())] or ["0"]
+        jobs = jobs or len(gpus)
+    else:
+        jobs = jobs or (os.cpu_count() or 1)
+    if selection.name == "emulator" and jobs > 1:
+        cfg = dataclasses.replace(cfg, emulator_workers=1)
+    slots = list(range(jobs))
+    slot_lock = threading.Lock()
+    results: dict[str, SubmissionResult] = {}
+
+    def one(sub: Submission) -> None:
+        target = out / sub.id
+        saved = load_intact(target / RESULT) if resume else None
+        if saved is not None:
+            results[sub.id] = saved
+            if on_done:
+                on_done(sub.id, saved, True)
+            return
+        with slot_lock:
+            slot = slots.pop()
+        try:
+            env = {"CUDA_VISIBLE_DEVICES": gpus[slot % len(gpus)]} if selection.name == "pycuda" else None
+            if sub.refused:
+                result = _not_graded(sub, cfg=cfg, selection=selection, why=f"not graded: {sub.refused}")
+            else:
+                try:
+                    result = _with_notes(grade(sub.path, cfg=cfg, selection=selection, checks=checks, env=env),
+                                         sub)
+                except Exception as exc:  # noqa: BLE001 - one submission must never stop the batch
+                    result = _not_graded(sub, cfg=cfg, selection=selection,
+                                         why=f"the grader failed on this submission ({type(exc).__name__}: {exc})")
+        finally:
+            with slot_lock:
+                slots.append(slot)
+        result = dataclasses.replace(result, submission=sub.id)
+        write_reports(result, target, reports(result))
+        results[sub.id] = result
+        if on_done:
+            on_done(sub.id, result, False)
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for f in [pool.submit(one, s) for s in subs]:
+            f.result()
+    rows = [(s.id, results[s.id]) for s in subs]
+    keys = [k for k in PARTS if k in cfg.parts]
+    write_atomic(out / "gradebook.csv", gradebook_csv(rows, keys))
+    write_atomic(out / "summary.txt", class_summary(rows, keys))
+    write_manifest(out, cfg=cfg, backend=selection.name, checks=checks, shard=shard, part_keys=keys,
+                   everyone=everyone, positions=positions, submissions=folder)
+    shutil.rmtree(work, ignore_errors=True)
+    return rows

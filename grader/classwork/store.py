@@ -1,0 +1,275 @@
+"""The batch output folder: its layout, atomic writes, the students' results and the manifest.
+
+Layout of a ``scangrade batch --out OUT`` folder (a merged folder has the same)::
+
+    OUT/gradebook.csv                 one row per submission (written last but one, atomically)
+    OUT/summary.txt                   the class summary
+    OUT/batch.json                    the manifest: what was graded (config fingerprint, shard,
+                                      students), written after the gradebook: its presence means
+                                      the run finished
+    OUT/class_report.html             the class report page (written by the CLI, after batch.json)
+    OUT/<id>/result.json              the result (scangrade.result), written atomically, last
+    OUT/<id>/report.txt, report.md, results.json (Gradescope), junit.xml
+    OUT/.work/<id>/                   the grader's copy of the part files, graded; removed at the end
+
+Every file is written through :func:`write_atomic` (a temporary file beside it, then a rename), so
+a reader never sees half a file. This module renders nothing: the texts of a student's reports
+come from the caller (:func:`grader.render.student.student_reports` in ``scangrade batch``).
+
+A class is split into K shards: shard I holds every K-th submission of the sorted list, starting
+at the I-th (:func:`shard_positions`); each shard's folder has its own ``batch.json``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import hashlib
+import json
+import os
+import re
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+from grader import __version__
+from grader.config import Config
+from grader.errors import UsageError
+from grader.results import SubmissionResult, result_from_dict
+
+#: The manifest's name in every batch output folder, and its schema.
+MANIFEST = "batch.json"
+MANIFEST_SCHEMA, MANIFEST_VERSION = "scangrade.batch", 1
+#: The class report page's name in a batch output folder.
+CLASS_REPORT = "class_report.html"
+#: A student's saved result in ``OUT/<id>/`` (written last of the student's files).
+RESULT = "result.json"
+#: Names in the output folder that belong to the batch, never to a student's folder.
+RESERVED = {"gradebook.csv", "summary.txt", MANIFEST, CLASS_REPORT, "slurm", "shards", "work"}
+#: Config fields that do not change a grade (where the files were, how many threads the emulator
+#: used, the config's own backend key — the backend that ran is recorded apart).
+_NOT_FINGERPRINTED = ("path", "private_path", "emulator_workers", "backend")
+_SHARD_RE = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
+
+
+# --- files ----------------------------------------------------------------------------------------
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` through a temporary file in the same folder and a rename,
+    so that ``path`` is either the old file or the whole new one; safe from several threads.
+
+    Raises:
+        OSError: the folder is missing or not writable.
+    """
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def load_intact(path: Path) -> SubmissionResult | None:
+    """A saved result, or None when it is missing, cut short or not a scangrade result."""
+    try:
+        return result_from_dict(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def write_reports(result: SubmissionResult, folder: Path, reports: Mapping[str, str]) -> None:
+    """A student's files into ``folder`` (created): each of ``reports`` (file name -> text, e.g.
+    ``report.txt``), then ``result.json`` last, so its presence means the rest is there too."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in reports.items():
+        write_atomic(folder / name, text)
+    write_atomic(folder / RESULT, result.to_json() + "\n")
+
+
+@dataclass(frozen=True)
+class BatchFolder:
+    """A batch output folder as read back (see :func:`load_batch`).
+
+    Attributes:
+        folder: the folder.
+        rows: ``(id, result)`` per readable result, in gradebook (id) order.
+        damaged: ids whose ``result.json`` is missing beside other reports, cut short, or not a
+            scangrade result.
+        manifest: its ``batch.json`` as a dict, or None when absent or unusable.
+    """
+
+    folder: Path
+    rows: list[tuple[str, SubmissionResult]]
+    damaged: list[str] = dataclasses.field(default_factory=list)
+    manifest: dict | None = None
+
+
+def load_batch(folder: Path) -> BatchFolder:
+    """The results of a batch output folder (or a merged one): one subfolder per student holding
+    ``result.json``; subfolders that are not a student's (``slurm/``, ``shards/``) are skipped.
+
+    Raises:
+        UsageError: ``folder`` is not a folder, or holds no student's results.
+    """
+    if not folder.is_dir():
+        raise UsageError(f"{folder}: not a folder; pass the output folder of scangrade batch (its --out)")
+    rows, damaged = [], []
+    for sub in sorted(folder.iterdir()):
+        if sub.name.startswith(".") or not sub.is_dir() or sub.is_symlink():
+            continue
+        saved = sub / RESULT
+        if not saved.exists() and not (sub / "report.txt").exists():
+            continue  # not a student's folder (e.g. slurm/, shards/)
+        result = load_intact(saved)
+        if result is None:
+            damaged.append(sub.name)
+        else:
+            rows.append((sub.name, result))
+    if not rows and not damaged:
+        raise UsageError(f"{folder}: no <student>/result.json in it; pass the output folder of scangrade batch "
+                         "(its --out), after the batch has graded someone")
+    return BatchFolder(folder, rows, damaged, usable_manifest(folder))
+
+
+def write_class_report(folder: Path, render: Callable[[BatchFolder, str], str], *, out: Path | None = None,
+                       rows: list[tuple[str, SubmissionResult]] | None = None) -> Path:
+    """Write a class report page of a batch output folder.
+
+    Args:
+        folder: the batch output folder (student subfolders, ``batch.json``).
+        render: ``(batch folder, link base) -> HTML``; the link base is the relative URL from the
+            page to ``folder``, ending in ``/`` (``""`` when the page lies in it), for links to the
+            students' reports (e.g. :func:`grader.render.class_report.class_report_page`).
+        out: the page to write (default: ``folder/class_report.html``).
+        rows: ``(id, result)`` per submission, as :func:`grader.classwork.batch.batch` returns them
+            (default: read back with :func:`load_batch`).
+
+    Returns:
+        The page's path.
+
+    Raises:
+        UsageError: ``folder`` holds no results, ``out`` is a folder, or it cannot be written.
+    """
+    batch = (load_batch(folder) if rows is None else
+             BatchFolder(folder, list(rows), [], usable_manifest(folder)))
+    out = out or folder / CLASS_REPORT
+    if out.is_dir():
+        raise UsageError(f"{out} is a folder; --out takes the page's file name (e.g. {out / CLASS_REPORT})")
+    rel = os.path.relpath(folder.resolve(), out.resolve().parent).replace(os.sep, "/")
+    page = render(batch, "" if rel == "." else quote(rel) + "/")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(out, page)
+    except OSError as exc:
+        raise UsageError(f"cannot write {out}: {exc.strerror or exc}") from None
+    return out
+
+
+# --- shards and the manifest ----------------------------------------------------------------------
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"I/K"`` -> ``(I, K)``, 0-based: shard I of K.
+
+    Raises:
+        UsageError: not two integers with 0 <= I < K.
+    """
+    m = _SHARD_RE.match(text or "")
+    if not m or int(m[2]) < 1 or int(m[1]) >= int(m[2]):
+        raise UsageError(f"--shard must be I/K with 0 <= I < K, shards counted from 0 (e.g. 0/4); got {text!r}")
+    return int(m[1]), int(m[2])
+
+
+def shard_positions(total: int, shard: tuple[int, int] | None) -> list[int]:
+    """Positions (0-based, in the sorted submission list of ``total``) that a shard grades.
+
+    Shard ``(I, K)`` holds positions I, I+K, I+2K, ...; ``None`` is the whole class. The split
+    depends on nothing but the list, so every task of an array job computes the same one.
+
+    Raises:
+        UsageError: a shard outside 0 <= I < K.
+    """
+    if shard is None:
+        return list(range(total))
+    index, count = shard
+    if count < 1 or not 0 <= index < count:
+        raise UsageError(f"shard {index}/{count}: needs 0 <= I < K")
+    return list(range(index, total, count))
+
+
+def config_fingerprint(cfg: Config) -> str:
+    """SHA-256 (hex) of everything in a loaded config (public and private) that can change a grade:
+    sizes, hidden sizes and seeds, points, dtypes, block sizes, tolerances, timeouts, timing.
+
+    Two shards graded with equal fingerprints graded under the same rules, wherever their config
+    files were. Paths, the emulator's thread count and the config's ``backend`` key are left out
+    (the backend that ran is recorded on its own).
+    """
+    data = dataclasses.asdict(cfg)
+    for key in _NOT_FINGERPRINTED:
+        data.pop(key, None)
+    text = json.dumps(data, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _class_hash(ids: list[str]) -> str:
+    return hashlib.sha256("\n".join(ids).encode()).hexdigest()
+
+
+def write_manifest(out: Path, *, cfg: Config, backend: str, checks: bool, shard: tuple[int, int] | None,
+                   part_keys: list[str], everyone: list[str], positions: list[int], submissions: Path) -> Path:
+    """Write ``out/batch.json``: what a batch run graded and under which rules (written last, so
+    its presence means the shard finished).
+
+    Args:
+        cfg: the config as loaded (public and private).
+        backend: the backend that ran (``pycuda`` or ``emulator``); checks: the emulator's checks.
+        shard: ``(I, K)``, or None for a whole class.
+        part_keys: the gradebook's part columns, in order.
+        everyone: every submission id of the class, in gradebook order (not only this shard's).
+        positions: the positions in ``everyone`` this run graded.
+        submissions: the folder of submissions.
+
+    Returns:
+        The manifest's path.
+    """
+    manifest = {
+        "schema": MANIFEST_SCHEMA, "schema_version": MANIFEST_VERSION, "scangrade_version": __version__,
+        "shard": {"index": shard[0], "count": shard[1]} if shard else None,
+        "config_sha256": config_fingerprint(cfg), "config": str(Path(cfg.path).resolve()),
+        "private_config": str(Path(cfg.private_path).resolve()) if cfg.private_path else None,
+        "backend": backend, "checks": checks, "part_keys": list(part_keys),
+        "submissions": str(submissions.resolve()), "class_size": len(everyone), "class_sha256": _class_hash(everyone),
+        "students": [{"position": p, "id": everyone[p]} for p in positions],
+        "finished_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+    path = out / MANIFEST
+    write_atomic(path, json.dumps(manifest, indent=2) + "\n")
+    return path
+
+
+def read_manifest(folder: Path) -> dict | None:
+    """A folder's ``batch.json``, or None when it is not there (the shard did not finish).
+
+    Raises:
+        UsageError: the file is there but is not a scangrade batch manifest.
+    """
+    path = folder / MANIFEST
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{path}: unreadable ({exc}); grade that shard again (scangrade batch --shard ... --resume)") from None
+    if not isinstance(data, dict) or data.get("schema") != MANIFEST_SCHEMA:
+        raise UsageError(f"{path}: not a scangrade batch manifest")
+    if data.get("schema_version") != MANIFEST_VERSION:
+        raise UsageError(f"{path}: manifest version {data.get('schema_version')!r}; this scangrade ({__version__}) "
+                         f"reads version {MANIFEST_VERSION}: merge with the scangrade that graded the shards")
+    return data
+
+
+def usable_manifest(folder: Path) -> dict | None:
+    """``batch.json`` of a folder (:func:`read_manifest`), or None when absent or unusable."""
+    try:
+        return read_manifest(folder)
+    except UsageError:
+        return None
