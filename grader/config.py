@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import yaml
 
-from grader.errors import ConfigError
+from grader.errors import ConfigError, UsageError
 from grader.parts import DTYPES, PARTS
 
 BACKEND_CHOICES = ("auto", "pycuda", "emulator")
@@ -152,6 +152,33 @@ class Config:
     def hidden_seed(self) -> int:
         """The seed of hidden cases: the private config's, else the public seed."""
         return self.seed if self.hidden_seed_value is None else self.hidden_seed_value
+
+
+#: The checkout holding the grader: its ``config.yaml`` is the fallback of :func:`find_config`.
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def find_config(option: str | os.PathLike | None, *, start: Path, flag: str = "--config") -> Path:
+    """The configuration file to use: the one named on the command line, else ``start/config.yaml``,
+    else the ``config.yaml`` beside the grader (``PROJECT_ROOT``).
+
+    Args:
+        option: the file given on the command line (relative to ``start``), or None.
+        start: the folder the command runs from (the current directory, pytest's invocation dir).
+        flag: the option that names a file, for the message (``--config``, ``--scangrade-config``).
+
+    Returns:
+        The path (not checked to exist when ``option`` names it: :func:`load_config` says so).
+
+    Raises:
+        UsageError: no option and no ``config.yaml`` in either place.
+    """
+    if option:
+        return start / option
+    for candidate in (start / "config.yaml", PROJECT_ROOT / "config.yaml"):
+        if candidate.is_file():
+            return candidate
+    raise UsageError(f"no config.yaml in this folder or beside the grader; pass one with {flag} FILE")
 
 
 class _Lines(yaml.SafeLoader):
