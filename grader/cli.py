@@ -171,7 +171,7 @@ def _exit_status(command: Callable[[argparse.Namespace], int]) -> Callable[[argp
 
 def _config(args: argparse.Namespace) -> Config:
     """The config of ``--config`` (or found), with ``--private-config`` layered over it."""
-    cfg = load_config(find_config(args.config, start=Path.cwd()))
+    cfg = load_config(find_config(args.config, start=Path()))
     if args.private_config:
         cfg = load_private(cfg, args.private_config)
     return cfg
@@ -316,7 +316,7 @@ def _merge(args: argparse.Namespace) -> int:
 def _package(args: argparse.Namespace) -> int:
     """``scangrade release`` and ``scangrade gradescope-bundle``: 0 when written, 2 on usage errors."""
     private = Path(args.private_config) if args.private_config else None
-    config = find_config(args.config, start=Path.cwd())
+    config = find_config(args.config, start=Path())
     if args.command == "release":
         from grader.release import build_release
         made = build_release(Path(args.out), config=config, private_config=private,
@@ -332,7 +332,7 @@ def _package(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     """``scangrade bench``: the benchmark table (GPU only); 2 on usage errors."""
     from grader import bench
-    return bench.command(config=find_config(args.config, start=Path.cwd()), sizes=args.sizes, dtypes=args.dtypes,
+    return bench.command(config=find_config(args.config, start=Path()), sizes=args.sizes, dtypes=args.dtypes,
                          runs=args.runs, json_path=args.json, plot_path=args.plot, argv=args.argv)
 
 

@@ -171,18 +171,20 @@ def find_config(option: str | os.PathLike | None, *, start: Path, flag: str = "-
 
     Args:
         option: the file given on the command line (relative to ``start``), or None.
-        start: the folder the command runs from (the current directory, pytest's invocation dir).
+        start: the folder the command runs from: ``Path()`` for the current one (a relative
+            ``option`` then stays as the user wrote it, in reports too), pytest's invocation dir.
         flag: the option that names a file, for the message (``--config``, ``--scangrade-config``).
 
     Returns:
-        The path (not checked to exist when ``option`` names it: :func:`load_config` says so).
+        The path (not checked to exist when ``option`` names it: :func:`load_config` says so); a
+        ``config.yaml`` found is named by its absolute path.
 
     Raises:
         UsageError: no option and no ``config.yaml`` in either place.
     """
     if option:
         return start / option
-    for candidate in (start / "config.yaml", PROJECT_ROOT / "config.yaml"):
+    for candidate in (start.absolute() / "config.yaml", PROJECT_ROOT / "config.yaml"):
         if candidate.is_file():
             return candidate
     raise UsageError(f"no config.yaml in this folder or beside the grader; pass one with {flag} FILE")

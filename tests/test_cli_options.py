@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from grader import cli, config
@@ -78,6 +80,13 @@ def test_a_report_file_that_cannot_be_written_exits_2_after_the_report(tmp_path,
 def test_find_config_takes_the_option_relative_to_the_start_folder(tmp_path):
     assert find_config("sub/c.yaml", start=tmp_path) == tmp_path / "sub" / "c.yaml"
     assert find_config(str(tmp_path / "abs.yaml"), start=tmp_path / "elsewhere") == tmp_path / "abs.yaml"
+
+
+def test_a_relative_config_option_stays_as_written_from_the_current_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert str(find_config("sub/c.yaml", start=Path())) == "sub/c.yaml"
+    (tmp_path / "config.yaml").write_text("seed: 1\n")
+    assert find_config(None, start=Path()) == tmp_path / "config.yaml"
 
 
 def test_find_config_prefers_the_start_folders_config_then_the_graders(tmp_path, monkeypatch):
