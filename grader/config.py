@@ -331,6 +331,8 @@ class _Schema(BaseModel):
 
 
 class _Inputs(_Schema):
+    """``inputs:``: the range of the integer inputs (float inputs are uniform in [0, 1))."""
+
     low: Int = Field(-1000, description="an integer (smallest input value)")
     high: Int = Field(1000, description="an integer (largest input value)")
 
@@ -346,6 +348,8 @@ _SECONDS = "a positive number of seconds"
 
 
 class _Timeouts(_Schema):
+    """``timeouts:``: seconds allowed to a part, a case and a whole submission."""
+
     part_s: Annotated[Number, _check(_positive)] = Field(300, description=_SECONDS)
     case_s: Annotated[Number, _check(_positive)] = Field(120, description=_SECONDS)
     submission_s: Annotated[Number, _check(_positive)] = Field(1800, description=_SECONDS)
@@ -356,6 +360,8 @@ def _bare_off(v: Any) -> Any:
 
 
 class _Emulator(_Schema):
+    """``emulator:``: worker threads, the checked sizes and the sandbox policy."""
+
     workers: Annotated[Int, _check(_not_negative)] = Field(
         0, description="a number of worker threads (0: one per core)")
     checks_max_n: Annotated[Int, _check(_positive)] = Field(
@@ -366,6 +372,8 @@ class _Emulator(_Schema):
 
 
 class _Timing(_Schema):
+    """``timing:``: how GPU times are taken (warm-up, runs, the L2 flush, copy bandwidths)."""
+
     warmup: Annotated[Int, _check(_not_negative)] = Field(10, description="a number of untimed runs")
     runs: Annotated[Int, _check(lambda v: None if v >= 3 else "must be at least 3")] = Field(
         30, description="a number of timed runs (at least 3)")
@@ -401,6 +409,8 @@ _REFERENCE = "the key of the part whose reference solution sets the bar"
 
 
 class _PartTiming(_Schema):
+    """A part's ``timing:`` block (:class:`TimingConfig`)."""
+
     sizes: _SIZES = Field(description=_SIZES_WHAT)
     points: Annotated[Number, _check(_not_negative)] = Field(
         description="a non-negative number of performance points")
@@ -419,6 +429,8 @@ class _PartTiming(_Schema):
 
 
 class _PartProfile(_Schema):
+    """A part's ``profile:`` block (:class:`ProfileConfig`)."""
+
     size: Int = Field(description="the n of the profiled run")
     points: Annotated[Number, _check(_not_negative)] = Field(
         0, description="a non-negative number of points for conflict-free shared memory")
