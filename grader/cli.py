@@ -6,13 +6,15 @@ Exit status: 0 when every case passes, 1 when any fails, 2 for a usage or config
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from pathlib import Path
+from typing import Callable
 
 from grader import __version__, render
 from grader.backends import select_backend
-from grader.config import load_config, load_private
+from grader.config import Config, find_config, load_config, load_private
 from grader.errors import ScangradeError, UsageError
 from grader.execute import case_list
 from grader.report import render_text
@@ -21,30 +23,30 @@ from grader.runner import check_sandbox, grade, grading_sandbox
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
 
-def _find_config(option: str | None) -> Path:
-    if option:
-        return Path(option)
-    for candidate in (Path.cwd() / "config.yaml", Path(__file__).resolve().parent.parent / "config.yaml"):
-        if candidate.is_file():
-            return candidate
-    raise UsageError("no config.yaml in this folder or beside the grader; pass one with --config FILE")
+_BACKEND_HELP = ("where kernels run (default: SCANGRADE_BACKEND, then the config, then auto: a CUDA GPU through "
+                 "PyCUDA if usable, else the CPU emulator)")
+_CONFIG_HELP = "configuration file (default: ./config.yaml)"
 
 
-def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--backend", choices=("auto", "pycuda", "emulator"), default=None,
-                   help="where kernels run (default: SCANGRADE_BACKEND, then the config, then auto: "
-                        "a CUDA GPU through PyCUDA if usable, else the CPU emulator)")
-    p.add_argument("--config", metavar="FILE", help="configuration file (default: ./config.yaml)")
-    p.add_argument("--json", metavar="FILE", help="also write the result as JSON to FILE")
-    p.add_argument("--gradescope", metavar="FILE", help="also write Gradescope's results.json to FILE")
-    p.add_argument("--junit", metavar="FILE", help="also write JUnit XML (one testcase per case) to FILE")
-    p.add_argument("--markdown", metavar="FILE",
-                   help="also write a Markdown summary to FILE (e.g. $GITHUB_STEP_SUMMARY)")
-    p.add_argument("--seed", type=int, help="replay with this seed instead of the config's")
-    p.add_argument("--private-config", metavar="FILE",
-                   help="a TA's private config adding hidden sizes (and their seed) to --config")
-    p.add_argument("--part", action="append", metavar="KEY", dest="parts",
-                   help="grade only this part (e.g. part2_blelloch); repeatable")
+def _parent(*adders) -> argparse.ArgumentParser:
+    """A parent parser (no ``-h``) holding the options the ``adders`` put on it."""
+    parent = argparse.ArgumentParser(add_help=False)
+    for add in adders:
+        add(parent)
+    return parent
+
+
+def _config_options(p: argparse.ArgumentParser, *, config_help: str = _CONFIG_HELP,
+                    private_help: str = "a TA's private config adding hidden sizes (and their seed) to --config"
+                    ) -> None:
+    """``--config FILE`` (found by :func:`grader.config.find_config` when absent) and ``--private-config FILE``."""
+    p.add_argument("--config", metavar="FILE", help=config_help)
+    p.add_argument("--private-config", metavar="FILE", help=private_help)
+
+
+def _backend_option(p: argparse.ArgumentParser) -> None:
+    """``--backend auto|pycuda|emulator`` (None: SCANGRADE_BACKEND, then the config)."""
+    p.add_argument("--backend", choices=("auto", "pycuda", "emulator"), default=None, help=_BACKEND_HELP)
 
 
 def _checks_options(p: argparse.ArgumentParser) -> None:
@@ -56,36 +58,50 @@ def _checks_options(p: argparse.ArgumentParser) -> None:
                    help="skip the emulator's checks (faster; the grade may then differ from the official one)")
 
 
+def _run_options(p: argparse.ArgumentParser) -> None:
+    """``--seed`` and ``--part``: which cases one grade runs."""
+    p.add_argument("--seed", type=int, help="replay with this seed instead of the config's")
+    p.add_argument("--part", action="append", metavar="KEY", dest="parts",
+                   help="grade only this part (e.g. part2_blelloch); repeatable")
+
+
+def _report_options(p: argparse.ArgumentParser) -> None:
+    """The report files one grade also writes: ``--json``, ``--gradescope``, ``--junit``, ``--markdown``."""
+    p.add_argument("--json", metavar="FILE", help="also write the result as JSON to FILE")
+    p.add_argument("--gradescope", metavar="FILE", help="also write Gradescope's results.json to FILE")
+    p.add_argument("--junit", metavar="FILE", help="also write JUnit XML (one testcase per case) to FILE")
+    p.add_argument("--markdown", metavar="FILE",
+                   help="also write a Markdown summary to FILE (e.g. $GITHUB_STEP_SUMMARY)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``scangrade``."""
+    """The argument parser of ``scangrade``; each command's function is the namespace's ``run``."""
+    grading = _parent(_backend_option, _config_options, _checks_options)  # grade, check, batch
+    one_grade = _parent(_run_options, _report_options)  # grade, check
     parser = argparse.ArgumentParser(prog="scangrade", description="Grade CUDA prefix-sum (scan) kernels.")
     parser.add_argument("--version", action="version", version=f"scangrade {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    g = sub.add_parser("grade", help="grade a submission folder or one part's .cu file")
+    g = sub.add_parser("grade", parents=[grading, one_grade], help="grade a submission folder or one part's .cu file")
     g.add_argument("path", help="a folder holding part1_naive.cu, part2_blelloch.cu, ... or one of those files")
-    _checks_options(g)
     g.add_argument("--require-sandbox", action="store_true",
                    help="grade for the record: on the emulator, refuse to run without its OS sandbox (bubblewrap) "
                         "unless the config sets emulator.sandbox (the Gradescope autograder passes it)")
-    _common(g)
-    c = sub.add_parser("check", help="grade your work in assignment/ on this machine (GPU or emulator)")
+    g.set_defaults(run=_grade)
+    c = sub.add_parser("check", parents=[grading, one_grade],
+                       help="grade your work in assignment/ on this machine (GPU or emulator)")
     c.add_argument("--dir", default="assignment", help="the folder holding your .cu files (default: assignment)")
-    _checks_options(c)
-    _common(c)
-    t = sub.add_parser("batch", help="grade a class: one folder or .zip per submission (or Gradescope's export) "
-                                     "into a gradebook and per-student reports")
+    c.set_defaults(run=_grade)
+    t = sub.add_parser("batch", parents=[grading],
+                       help="grade a class: one folder or .zip per submission (or Gradescope's export) "
+                            "into a gradebook and per-student reports")
     t.add_argument("submissions", help="the folder holding one folder or .zip per submission")
     t.add_argument("--out", required=True, metavar="DIR", help="where the gradebook and reports go")
     t.add_argument("--resume", action="store_true", help="skip submissions whose result is already written and intact")
     t.add_argument("--jobs", type=int, default=0,
                    help="submissions graded at once (default: one per GPU, or one per core on the emulator)")
-    _checks_options(t)
     t.add_argument("--allow-unsandboxed", action="store_true",
                    help="grade on the emulator even where its OS sandbox (bubblewrap) is unusable, with resource "
                         "limits and the seccomp filter only (by default batch refuses; docs/security.md)")
-    t.add_argument("--backend", choices=("auto", "pycuda", "emulator"), default=None, help="as for grade")
-    t.add_argument("--config", metavar="FILE", help="configuration file (default: ./config.yaml)")
-    t.add_argument("--private-config", metavar="FILE", help="hidden sizes and their seed, as for grade")
     t.add_argument("--shard", metavar="I/K", help="grade only shard I of K (0-based): every K-th submission of the "
                                                   "sorted list, from the I-th; scangrade merge joins the shards")
     t.add_argument("--slurm", action="store_true",
@@ -97,30 +113,34 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --slurm: one more '#SBATCH ARG' line, written --slurm-option=--partition=gpu; "
                         "repeatable")
     t.add_argument("--no-submit", action="store_true", help="with --slurm: write the job scripts, do not submit them")
+    t.set_defaults(run=_batch)
     m = sub.add_parser("merge", help="join the shards of scangrade batch --shard (or --slurm) into one gradebook")
     m.add_argument("shards", nargs="+", metavar="SHARD_DIR", help="the shards' output folders (e.g. OUT/shards/*)")
     m.add_argument("--out", required=True, metavar="DIR", help="where the gradebook, summary and reports go")
     m.add_argument("--allow-partial", action="store_true",
                    help="when shards are missing, write a gradebook of those there are anyway (exit status 1)")
+    m.set_defaults(run=_merge)
     r = sub.add_parser("report", help="rebuild the class report (one HTML page) from a batch output folder")
     r.add_argument("folder", metavar="DIR", help="the output folder of scangrade batch (its --out)")
     r.add_argument("--out", metavar="FILE.html", help="where the page goes (default: DIR/class_report.html)")
     r.add_argument("--title", help="the page's heading, e.g. the course and term (default: scangrade class report)")
+    r.set_defaults(run=_report)
     rel = sub.add_parser("release", help="build what students get: assignment/, the grader and the public config, "
                                          "with no reference solution or private setting (see docs/release.md)")
     rel.add_argument("out", metavar="OUT", help="the release folder to create, outside this checkout")
     rel.add_argument("--zip", action="store_true", help="also write OUT.zip (one top folder, OUT's name)")
     rel.add_argument("--force", action="store_true", help="replace an existing, non-empty OUT (and OUT.zip)")
-    rel.add_argument("--config", metavar="FILE", help="the public config students get (default: ./config.yaml)")
-    rel.add_argument("--private-config", metavar="FILE",
-                     help="a TA's private config: only checked not to leak into the release, never copied")
+    _config_options(rel, config_help="the public config students get (default: ./config.yaml)",
+                    private_help="a TA's private config: only checked not to leak into the release, never copied")
+    rel.set_defaults(run=_package)
     gsb = sub.add_parser("gradescope-bundle", help="build the autograder zip for Gradescope (setup.sh, "
                                                    "run_autograder, the grader, config; see docs/release.md)")
     gsb.add_argument("out", metavar="OUT.zip", help="the zip to write")
     gsb.add_argument("--force", action="store_true", help="replace an existing OUT.zip")
-    gsb.add_argument("--config", metavar="FILE", help="the course's config (default: ./config.yaml)")
-    gsb.add_argument("--private-config", metavar="FILE",
-                     help="a private config (hidden sizes, their seed), put in the bundle and used for every submission")
+    _config_options(gsb, config_help="the course's config (default: ./config.yaml)",
+                    private_help="a private config (hidden sizes, their seed), put in the bundle and used for "
+                                 "every submission")
+    gsb.set_defaults(run=_package)
     b = sub.add_parser("bench", help="time the reference solutions against a copy, CUB and library scans "
                                      "(GPU only; a benchmark, not a grade)")
     b.add_argument("--sizes", nargs="+", metavar="N",
@@ -130,8 +150,31 @@ def build_parser() -> argparse.ArgumentParser:
                                                         "(default: 30)")
     b.add_argument("--json", metavar="FILE", help="also write the table as JSON to FILE")
     b.add_argument("--plot", metavar="FILE.png", help="also plot GB/s against n to FILE.png (needs matplotlib)")
-    b.add_argument("--config", metavar="FILE", help="configuration file (default: ./config.yaml)")
+    b.add_argument("--config", metavar="FILE", help=_CONFIG_HELP)
+    b.set_defaults(run=_bench)
     return parser
+
+
+def _exit_status(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """The exit-status mapping of every command, defined once: the command's own status (0 all pass,
+    1 any fail), else for a :class:`ScangradeError` its message on stderr, never a traceback, and its
+    ``exit_status`` (2: usage or configuration error; 1 for an incomplete merge)."""
+    @functools.wraps(command)
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return command(args)
+        except ScangradeError as exc:
+            print(f"scangrade: error: {exc}", file=sys.stderr)
+            return exc.exit_status
+    return run
+
+
+def _config(args: argparse.Namespace) -> Config:
+    """The config of ``--config`` (or found), with ``--private-config`` layered over it."""
+    cfg = load_config(find_config(args.config, start=Path()))
+    if args.private_config:
+        cfg = load_private(cfg, args.private_config)
+    return cfg
 
 
 class _Progress:
@@ -192,6 +235,7 @@ def _print_report(text: str) -> None:
     print(text)
 
 
+@_exit_status
 def _batch(args: argparse.Namespace) -> int:
     """``scangrade batch``: exit 0 when every submission passed, 1 otherwise, 2 on usage errors (no
     submission found included)."""
@@ -200,41 +244,35 @@ def _batch(args: argparse.Namespace) -> int:
     from grader.classwork.submissions import require_submissions
     from grader.render.class_report import class_report_page
     from grader.render.student import student_reports
-    try:
-        cfg = load_config(_find_config(args.config))
-        if args.private_config:
-            cfg = load_private(cfg, args.private_config)
-        if args.jobs < 0:
-            raise UsageError("--jobs must be 0 (automatic) or more")
-        if args.slurm:
-            return _batch_slurm(args, cfg)
-        if args.slurm_shards is not None or args.slurm_option or args.no_submit:
-            raise UsageError("--slurm-shards, --slurm-option and --no-submit go with --slurm")
-        shard = parse_shard(args.shard) if args.shard else None
-        selection = select_backend(args.backend, config_value=cfg.backend)
-        cfg = grading_sandbox(cfg, official=True, allow_unsandboxed=args.allow_unsandboxed)
-        check_sandbox(cfg, selection.name, command="batch")
-        total = len(shard_positions(require_submissions(Path(args.submissions)), shard))
-        bar = _Progress(total)
-        done = []
+    cfg = _config(args)
+    if args.jobs < 0:
+        raise UsageError("--jobs must be 0 (automatic) or more")
+    if args.slurm:
+        return _batch_slurm(args, cfg)
+    if args.slurm_shards is not None or args.slurm_option or args.no_submit:
+        raise UsageError("--slurm-shards, --slurm-option and --no-submit go with --slurm")
+    shard = parse_shard(args.shard) if args.shard else None
+    selection = select_backend(args.backend, config_value=cfg.backend)
+    cfg = grading_sandbox(cfg, official=True, allow_unsandboxed=args.allow_unsandboxed)
+    check_sandbox(cfg, selection.name, command="batch")
+    total = len(shard_positions(require_submissions(Path(args.submissions)), shard))
+    bar = _Progress(total)
+    done = []
 
-        def on_done(sid: str, result, resumed: bool) -> None:
-            done.append(sid)
-            if bar.bar:
-                bar.bar.update(bar.task, description=f"{sid} {'(resumed)' if resumed else ''}")
-                bar.bar.advance(bar.task)
-            else:
-                print(f"[{len(done)}/{total}] {sid}: {result.points:g}/{result.max_points:g}"
-                      f"{' (resumed)' if resumed else ''}", file=sys.stderr)
-        with bar:
-            rows = batch(Path(args.submissions), out=Path(args.out), cfg=cfg, selection=selection,
-                         resume=args.resume, jobs=args.jobs, checks=args.checks and selection.name == "emulator",
-                         on_done=on_done, shard=shard, reports=student_reports)
-        # OUT/class_report.html, after batch.json: it shows the config fingerprint
-        write_class_report(Path(args.out), class_report_page, rows=rows)
-    except ScangradeError as exc:
-        print(f"scangrade: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    def on_done(sid: str, result, resumed: bool) -> None:
+        done.append(sid)
+        if bar.bar:
+            bar.bar.update(bar.task, description=f"{sid} {'(resumed)' if resumed else ''}")
+            bar.bar.advance(bar.task)
+        else:
+            print(f"[{len(done)}/{total}] {sid}: {result.points:g}/{result.max_points:g}"
+                  f"{' (resumed)' if resumed else ''}", file=sys.stderr)
+    with bar:
+        rows = batch(Path(args.submissions), out=Path(args.out), cfg=cfg, selection=selection,
+                     resume=args.resume, jobs=args.jobs, checks=args.checks and selection.name == "emulator",
+                     on_done=on_done, shard=shard, reports=student_reports)
+    # OUT/class_report.html, after batch.json: it shows the config fingerprint
+    write_class_report(Path(args.out), class_report_page, rows=rows)
     print((Path(args.out) / "summary.txt").read_text(), end="")
     print(f"gradebook: {Path(args.out) / 'gradebook.csv'}")
     return EXIT_PASS if all(r.passed for _, r in rows) else EXIT_FAIL
@@ -246,6 +284,7 @@ def _batch_slurm(args: argparse.Namespace, cfg) -> int:
     from grader.classwork.submissions import require_submissions
     if args.shard:
         raise UsageError("--shard and --slurm do not go together: --slurm writes one array task per shard")
+    from grader.batch import require_submissions
     require_submissions(Path(args.submissions))  # no job scripts for an empty class
     backend = slurm_backend(args.backend, config_value=cfg.backend)
     plan = slurm_batch(Path(args.submissions), out=Path(args.out), config=Path(cfg.path),
@@ -257,34 +296,25 @@ def _batch_slurm(args: argparse.Namespace, cfg) -> int:
     return EXIT_PASS
 
 
+@_exit_status
 def _report(args: argparse.Namespace) -> int:
     """``scangrade report``: write the class report page (exit 0), 2 when DIR holds no results."""
     from functools import partial
 
     from grader.classwork.store import write_class_report
     from grader.render.class_report import class_report_page
-    try:
-        page = write_class_report(Path(args.folder), partial(class_report_page, title=args.title),
-                                  out=Path(args.out) if args.out else None)
-    except ScangradeError as exc:
-        print(f"scangrade: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    page = write_class_report(Path(args.folder), partial(class_report_page, title=args.title),
+                              out=Path(args.out) if args.out else None)
     print(f"class report: {page}")
     return EXIT_PASS
 
 
+@_exit_status
 def _merge(args: argparse.Namespace) -> int:
-    """``scangrade merge``: 0 when every student passed, 1 when any failed or shards are missing, 2 on
-    shards that do not fit together."""
-    from grader.classwork.merge import IncompleteMerge, merge
-    try:
-        merged = merge([Path(p) for p in args.shards], out=Path(args.out), allow_partial=args.allow_partial)
-    except IncompleteMerge as exc:
-        print(f"scangrade: error: {exc}", file=sys.stderr)
-        return EXIT_FAIL
-    except ScangradeError as exc:
-        print(f"scangrade: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    """``scangrade merge``: 0 when every student passed, 1 when any failed or shards are missing
+    (``IncompleteMerge``), 2 on shards that do not fit together."""
+    from grader.classwork.merge import merge
+    merged = merge([Path(p) for p in args.shards], out=Path(args.out), allow_partial=args.allow_partial)
     for line in merged.missing:
         print(f"scangrade: warning: not in the gradebook: {line}", file=sys.stderr)
     print((merged.out / "summary.txt").read_text(), end="")
@@ -292,63 +322,46 @@ def _merge(args: argparse.Namespace) -> int:
     return EXIT_PASS if not merged.missing and all(r.passed for _, r in merged.rows) else EXIT_FAIL
 
 
+@_exit_status
 def _package(args: argparse.Namespace) -> int:
     """``scangrade release`` and ``scangrade gradescope-bundle``: 0 when written, 2 on usage errors."""
     private = Path(args.private_config) if args.private_config else None
-    try:
-        if args.command == "release":
-            from grader.release import build_release
-            made = build_release(Path(args.out), config=_find_config(args.config), private_config=private,
-                                 zip_archive=args.zip, force=args.force)
-        else:
-            from grader.gradescope_bundle import build_bundle
-            made = build_bundle(Path(args.out), config=_find_config(args.config), private_config=private,
-                                force=args.force)
-    except ScangradeError as exc:
-        print(f"scangrade: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    config = find_config(args.config, start=Path())
+    if args.command == "release":
+        from grader.release import build_release
+        made = build_release(Path(args.out), config=config, private_config=private,
+                             zip_archive=args.zip, force=args.force)
+    else:
+        from grader.gradescope_bundle import build_bundle
+        made = build_bundle(Path(args.out), config=config, private_config=private, force=args.force)
     print(made.describe(), end="")
     return EXIT_PASS
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of the console script; returns the exit status."""
-    args = build_parser().parse_args(argv)
-    if args.command == "bench":
-        from grader import bench
-        try:
-            return bench.command(config=_find_config(args.config), sizes=args.sizes, dtypes=args.dtypes,
-                                 runs=args.runs, json_path=args.json, plot_path=args.plot,
-                                 argv=sys.argv[1:] if argv is None else argv)
-        except ScangradeError as exc:
-            print(f"scangrade: error: {exc}", file=sys.stderr)
-            return EXIT_USAGE
-    if args.command == "batch":
-        return _batch(args)
-    if args.command == "merge":
-        return _merge(args)
-    if args.command in ("release", "gradescope-bundle"):
-        return _package(args)
-    if args.command == "report":
-        return _report(args)
-    try:
-        cfg = load_config(_find_config(args.config))
-        if args.private_config:
-            cfg = load_private(cfg, args.private_config)
-        path = Path(args.path if args.command == "grade" else args.dir)
-        if args.command == "check" and not path.is_dir():
-            raise UsageError(f"{path}/ not found: run `scangrade check` from the folder that holds your "
-                             "assignment/ folder, or pass --dir")
-        selection = select_backend(args.backend, config_value=cfg.backend)
-        cfg = grading_sandbox(cfg, official=args.command == "grade" and args.require_sandbox)
-        check_sandbox(cfg, selection.name, command="grade")
-        total = sum(len(case_list(cfg, k)) for k in (args.parts or cfg.parts) if k in cfg.parts)
-        with _Progress(total) as progress:
-            result = grade(path, cfg=cfg, selection=selection, seed=args.seed, parts=args.parts,
-                           checks=args.checks and selection.name == "emulator", on_event=progress)
-    except ScangradeError as exc:
-        print(f"scangrade: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+@_exit_status
+def _bench(args: argparse.Namespace) -> int:
+    """``scangrade bench``: the benchmark table (GPU only); 2 on usage errors."""
+    from grader import bench
+    return bench.command(config=find_config(args.config, start=Path()), sizes=args.sizes, dtypes=args.dtypes,
+                         runs=args.runs, json_path=args.json, plot_path=args.plot, argv=args.argv)
+
+
+@_exit_status
+def _grade(args: argparse.Namespace) -> int:
+    """``scangrade grade`` and ``scangrade check``: the report on stdout; 0 when every case passed, 1
+    when any failed, 2 on usage or configuration errors (a report file that cannot be written included)."""
+    cfg = _config(args)
+    path = Path(args.path if args.command == "grade" else args.dir)
+    if args.command == "check" and not path.is_dir():
+        raise UsageError(f"{path}/ not found: run `scangrade check` from the folder that holds your "
+                         "assignment/ folder, or pass --dir")
+    selection = select_backend(args.backend, config_value=cfg.backend)
+    cfg = grading_sandbox(cfg, official=args.command == "grade" and args.require_sandbox)
+    check_sandbox(cfg, selection.name, command="grade")
+    total = sum(len(case_list(cfg, k)) for k in (args.parts or cfg.parts) if k in cfg.parts)
+    with _Progress(total) as progress:
+        result = grade(path, cfg=cfg, selection=selection, seed=args.seed, parts=args.parts,
+                       checks=args.checks and selection.name == "emulator", on_event=progress)
     _print_report(render_text(result))
     outputs = {args.json: lambda: result.to_json() + "\n",
                args.gradescope: lambda: json.dumps(render.gradescope(result), indent=2) + "\n",
@@ -360,9 +373,16 @@ def main(argv: list[str] | None = None) -> int:
         try:
             Path(path).write_text(text(), encoding="utf-8")
         except OSError as exc:
-            print(f"scangrade: error: cannot write {path}: {exc.strerror}", file=sys.stderr)
-            return EXIT_USAGE
+            raise UsageError(f"cannot write {path}: {exc.strerror}") from None
     return EXIT_PASS if result.passed else EXIT_FAIL
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit status (0 all pass, 1 any fail, 2 usage or
+    configuration error; see :func:`_exit_status`)."""
+    args = build_parser().parse_args(argv)
+    args.argv = sys.argv[1:] if argv is None else argv
+    return args.run(args)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,14 @@ from __future__ import annotations
 
 
 class ScangradeError(Exception):
-    """Base class of every error scangrade raises on purpose."""
+    """Base class of every error scangrade raises on purpose.
+
+    Attributes:
+        exit_status: the ``scangrade`` command's exit status when this error ends it (2: a usage or
+            configuration error; a subclass may say 1, a failed result).
+    """
+
+    exit_status: int = 2
 
 
 class ConfigError(ScangradeError):

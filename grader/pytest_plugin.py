@@ -78,23 +78,15 @@ class _Grading:
     @classmethod
     def from_options(cls, config: pytest.Config) -> _Grading:
         from grader.backends import select_backend
-        from grader.config import load_config, load_private
+        from grader.config import find_config, load_config, load_private
         from grader.errors import ScangradeError
-        from grader.release import PROJECT_ROOT
         from grader.runner import resolve_submission
 
         here = Path(config.invocation_params.dir)
         submission = here / config.getoption("scangrade")
-        option = config.getoption("scangrade_config")
-        if option:
-            path = here / option
-        else:
-            path = next((p for p in (here / "config.yaml", PROJECT_ROOT / "config.yaml") if p.is_file()), None)
-            if path is None:
-                raise pytest.UsageError("--scangrade: no config.yaml in this folder or beside the grader; "
-                                        "pass one with --scangrade-config FILE")
         try:
-            cfg = load_config(path)
+            cfg = load_config(find_config(config.getoption("scangrade_config"), start=here,
+                                          flag="--scangrade-config"))
             private = config.getoption("scangrade_private_config")
             if private:
                 cfg = load_private(cfg, here / private)

@@ -29,6 +29,8 @@ class IncompleteMerge(UsageError):
         missing: one line per missing shard: its index or folder, and why.
     """
 
+    exit_status = 1
+
     def __init__(self, message: str, *, missing: list[str]) -> None:
         self.missing = missing
         super().__init__(message)

@@ -1,0 +1,117 @@
+"""The CLI's shared options, its one exit-status mapping, and config discovery (grader.config.find_config)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from grader import cli, config
+from grader.cli import build_parser, main
+from grader.config import find_config
+from grader.errors import ConfigError, ScangradeError, UsageError
+from tests.conftest import write_config
+
+SHARED = ["--backend", "emulator", "--config", "c.yaml", "--private-config", "p.yaml", "--no-checks"]
+
+
+@pytest.mark.parametrize("command", [["grade", "sub"], ["check"], ["batch", "subs", "--out", "o"]])
+def test_grade_check_and_batch_share_the_backend_config_and_checks_options(command):
+    args = build_parser().parse_args(command + SHARED)
+    assert (args.backend, args.config, args.private_config, args.checks) == ("emulator", "c.yaml", "p.yaml", False)
+    assert build_parser().parse_args(command).checks is True
+
+
+@pytest.mark.parametrize("command", [["grade", "sub"], ["check"]])
+def test_grade_and_check_share_the_run_and_report_options(command):
+    args = build_parser().parse_args(command + ["--seed", "5", "--part", "part1_naive", "--part", "part2_blelloch",
+                                                "--json", "r.json", "--gradescope", "g.json", "--junit", "j.xml",
+                                                "--markdown", "m.md"])
+    assert (args.seed, args.parts) == (5, ["part1_naive", "part2_blelloch"])
+    assert (args.json, args.gradescope, args.junit, args.markdown) == ("r.json", "g.json", "j.xml", "m.md")
+
+
+def test_batch_takes_no_single_grade_options():
+    with pytest.raises(SystemExit) as info:
+        build_parser().parse_args(["batch", "subs", "--out", "o", "--seed", "3"])
+    assert info.value.code == 2
+
+
+def test_every_command_runs_through_the_one_exit_status_mapping():
+    parser = build_parser()
+    commands = {"grade": ["grade", "x"], "check": ["check"], "batch": ["batch", "x", "--out", "o"],
+                "merge": ["merge", "x", "--out", "o"], "report": ["report", "x"], "release": ["release", "x"],
+                "gradescope-bundle": ["gradescope-bundle", "x"], "bench": ["bench"]}
+    assert set(commands) == set(parser._subparsers._group_actions[0].choices)
+    for argv in commands.values():
+        run = parser.parse_args(argv).run
+        assert run.__wrapped__ is not None, argv  # functools.wraps of cli._exit_status
+
+
+@pytest.mark.parametrize("error, status", [(UsageError("bad flag"), 2), (ConfigError("bad key", path="c.yaml"), 2),
+                                           (ScangradeError("anything"), 2)])
+def test_an_error_is_printed_once_with_its_exit_status_and_no_traceback(capsys, error, status):
+    def command(args):
+        raise error
+    assert cli._exit_status(command)(None) == status
+    err = capsys.readouterr().err
+    assert err == f"scangrade: error: {error}\n"
+
+
+def test_an_incomplete_merge_exits_1_not_2(capsys):
+    from grader.slurm import IncompleteMerge
+
+    def command(args):
+        raise IncompleteMerge("shard 1 missing", missing=["1"])
+    assert cli._exit_status(command)(None) == 1
+    assert "scangrade: error: shard 1 missing" in capsys.readouterr().err
+
+
+def test_a_report_file_that_cannot_be_written_exits_2_after_the_report(tmp_path, capsys):
+    path = write_config(tmp_path, sizes={"part1_naive": [1]})
+    (tmp_path / "part1_naive.cu").write_text("this does not compile\n")
+    status = main(["grade", str(tmp_path), "--config", str(path), "--backend", "emulator", "--no-checks",
+                   "--part", "part1_naive", "--json", str(tmp_path / "no" / "such" / "dir" / "r.json")])
+    out, err = capsys.readouterr()
+    assert status == 2 and "part1_naive" in out
+    assert "scangrade: error: cannot write" in err and "r.json" in err and "Traceback" not in err
+
+
+def test_find_config_takes_the_option_relative_to_the_start_folder(tmp_path):
+    assert find_config("sub/c.yaml", start=tmp_path) == tmp_path / "sub" / "c.yaml"
+    assert find_config(str(tmp_path / "abs.yaml"), start=tmp_path / "elsewhere") == tmp_path / "abs.yaml"
+
+
+def test_a_relative_config_option_stays_as_written_from_the_current_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert str(find_config("sub/c.yaml", start=Path())) == "sub/c.yaml"
+    (tmp_path / "config.yaml").write_text("seed: 1\n")
+    assert find_config(None, start=Path()) == tmp_path / "config.yaml"
+
+
+def test_find_config_prefers_the_start_folders_config_then_the_graders(tmp_path, monkeypatch):
+    grader_root = tmp_path / "grader_root"
+    grader_root.mkdir()
+    (grader_root / "config.yaml").write_text("seed: 1\n")
+    monkeypatch.setattr(config, "PROJECT_ROOT", grader_root)
+    here = tmp_path / "here"
+    here.mkdir()
+    assert find_config(None, start=here) == grader_root / "config.yaml"
+    (here / "config.yaml").write_text("seed: 2\n")
+    assert find_config(None, start=here) == here / "config.yaml"
+
+
+def test_find_config_without_any_names_the_flag_to_pass(tmp_path, monkeypatch):
+    monkeypatch.setattr(config, "PROJECT_ROOT", tmp_path / "nothing")
+    with pytest.raises(UsageError, match="no config.yaml in this folder or beside the grader; "
+                                         "pass one with --scangrade-config FILE"):
+        find_config(None, start=tmp_path, flag="--scangrade-config")
+    with pytest.raises(UsageError, match="pass one with --config FILE"):
+        find_config("", start=tmp_path)
+
+
+def test_the_cli_without_a_config_anywhere_exits_2(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(config, "PROJECT_ROOT", tmp_path / "nothing")
+    monkeypatch.chdir(tmp_path)
+    assert main(["grade", str(tmp_path), "--backend", "emulator"]) == 2
+    assert "no config.yaml in this folder or beside the grader; pass one with --config FILE" in capsys.readouterr().err
