@@ -284,7 +284,6 @@ def _batch_slurm(args: argparse.Namespace, cfg) -> int:
     from grader.classwork.submissions import require_submissions
     if args.shard:
         raise UsageError("--shard and --slurm do not go together: --slurm writes one array task per shard")
-    from grader.batch import require_submissions
     require_submissions(Path(args.submissions))  # no job scripts for an empty class
     backend = slurm_backend(args.backend, config_value=cfg.backend)
     plan = slurm_batch(Path(args.submissions), out=Path(args.out), config=Path(cfg.path),

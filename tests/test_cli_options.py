@@ -59,7 +59,7 @@ def test_an_error_is_printed_once_with_its_exit_status_and_no_traceback(capsys, 
 
 
 def test_an_incomplete_merge_exits_1_not_2(capsys):
-    from grader.slurm import IncompleteMerge
+    from grader.classwork.merge import IncompleteMerge
 
     def command(args):
         raise IncompleteMerge("shard 1 missing", missing=["1"])
