@@ -28,9 +28,9 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Sequence
 
-from grader.backends.base import KernelSpec
 from grader.backends.emulator.sandbox import COMPILE_MEMORY, COMPILE_TMP, FILE_SIZE, Command, Sandbox, compile_limits
 from grader.errors import BackendUnavailable, CompileError
+from grader.kernels import KernelSpec
 
 __all__ = ["Toolchain", "kernel_glue", "RUNTIME_DIR", "PRELUDE", "STUB_INCLUDE_DIR", "GLUE_FILENAME"]
 
