@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from grader.backends.base import KernelSpec, Param
 from grader.backends.emulator import EmulatorBackend
+from grader.kernels import KernelSpec, Param
 
 BLOCK = 512
 TILE = 2 * BLOCK

@@ -482,7 +482,7 @@ class _Bench:
         return _row(case, name, times, "" if status == "pass" else message)
 
     def cub_row(self, case: _Case) -> BenchRow:
-        from grader.execute import POISON_BITS
+        from grader.plans import POISON_BITS
         b, cub, dtype = self.backend, self.cub, np.dtype(case.x.dtype)
         d_in = b.alloc(case.n, dtype)
         d_out = b.alloc(case.n, dtype)
@@ -504,7 +504,7 @@ class _Bench:
         from pycuda.tools import DeviceMemoryPool
 
         from grader.backends.pycuda_backend import PyCudaArray
-        from grader.execute import POISON_BITS
+        from grader.plans import POISON_BITS
         b, dtype = self.backend, np.dtype(case.x.dtype)
         if dtype not in self.scan_kernels:
             self.scan_kernels[dtype] = InclusiveScanKernel(dtype, "a+b")

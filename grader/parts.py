@@ -6,19 +6,8 @@ The grader owns every host-side step. Students write only kernels; the grader pr
 ``extern "C"``, so a kernel whose signature differs from the contract is not found (and is
 reported as such) instead of being launched with the wrong arguments.
 
-Launch plans (dynamic shared memory in bytes, ``S = sizeof(scan_t)``, ``B = BLOCK_SIZE``,
-``I = ITEMS_PER_THREAD``); the plans themselves are in :mod:`grader.execute`:
-
-- Part 1 ``naive_scan``: grid 1, block B, ``2*B*S`` bytes (room for a double buffer).
-- Part 2 ``blelloch_scan``: grid 1, block B, ``2*B*S`` bytes (two elements per thread).
-- Part 3 ``blelloch_scan_cf``: grid 1, block B, ``(2*B + (2*B >> 5) + (2*B >> 10))*S`` bytes
-  (two elements per thread plus the conflict-free padding, LOG_NUM_BANKS = 5).
-- Part 4 ``scan_tiles``: grid ``ceil(n / (2*B))``, block B, ``2*B*S`` bytes; then, when more than
-  one tile, the tile sums are scanned the same way (recursively) and ``add_tile_offsets`` runs with
-  grid ``ceil(n / (2*B))``, block B, no dynamic shared memory: block ``b`` adds
-  ``tile_offsets[b]`` to the ``2*B`` elements of tile ``b``.
-- Part 5 ``scan_single_pass``: grid ``ceil(n / (B*I))``, block B, ``B*I*S`` bytes; ``tile_status``
-  (one 64-bit word per tile) and ``*tile_counter`` are zeroed by the grader before every launch.
+Each part's launch plan (grid, block, dynamic shared memory and the buffers the grader allocates
+for its kernels) is in :mod:`grader.plans`, keyed by the part's key.
 """
 
 from __future__ import annotations
@@ -28,7 +17,7 @@ from typing import Callable
 
 import numpy as np
 
-from grader.backends.base import KernelSpec, Param
+from grader.kernels import KernelSpec, Param
 
 #: The C type of ``scan_t`` for each supported numpy dtype.
 C_TYPES = {np.dtype(np.int32): "int", np.dtype(np.float32): "float"}

@@ -210,14 +210,15 @@ def profile_run(backend, module, *, cfg, part, n: int, dtype_name: str, blocks: 
     Raises:
         KernelError, LaunchError: the kernel failed.
     """
-    from grader.execute import _prepare, _Run, make_input
+    from grader.execute import make_input
     from grader.parts import DTYPES
+    from grader.plans import Run, prepare
 
     pc = cfg.parts[part.key]
     dtype = DTYPES[dtype_name]
-    run = _Run(backend, module, dtype)
+    run = Run(backend, module, dtype)
     d_in = run.buffer("in", n, make_input(cfg, part, n, cfg.seed, dtype), output=False)
-    plan = _prepare(run, part, pc, d_in, n)
+    plan = prepare(run, part, pc, d_in, n)
     backend.start_profile(module, blocks=blocks)
     try:
         plan.run()

@@ -58,7 +58,7 @@ def main(argv: list[str]) -> int:
     from grader.errors import CompileError, ScangradeError
     from grader.execute import CHECK_SCHEDULES, case_list, run_case
     from grader.parts import DTYPES, PARTS, part_header
-    from grader.sandbox import check_includes
+    from grader.directives import check_includes
     from grader.classwork.submissions import read_source
 
     cfg = load_config(job["config"])

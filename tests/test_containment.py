@@ -1,7 +1,7 @@
 """Containment (the integrity issue): directives that make a compiler read or name a file, the GPU
 path's compile in the sandbox, thread bombs, and signals to other processes through fcntl.
 
-- The directive filter (:func:`grader.sandbox.check_includes`) sees every spelling of a directive the
+- The directive filter (:func:`grader.directives.check_includes`) sees every spelling of a directive the
   preprocessor sees (digraphs, form feeds, comments, splices, trigraphs, literals) and refuses
   ``#line`` with a file name and ``__has_include`` of anything but a standard header.
 - The GPU path's nvcc runs in the emulator's sandbox (bubblewrap where it works, resource limits, a
@@ -26,8 +26,8 @@ from pathlib import Path
 
 import pytest
 
+from grader.directives import check_includes
 from grader.errors import CompileError
-from grader.sandbox import check_includes
 from tests import test_attacks
 from tests.conftest import ROOT
 from tests.test_attacks import (

@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grader.backends.base import KernelSpec, Param
 from grader.backends.emulator import EmulatorArray, EmulatorBackend, EmulatorModule
 from grader.backends.emulator.rewrite import rewrite_source
 from grader.errors import CompileError, KernelError, LaunchError
+from grader.kernels import KernelSpec, Param
 from grader.parts import PARTS, PartSpec, part_header
 
 KERNEL_DIR = Path(__file__).parent / "emulator_kernels"

@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grader.backends.base import KernelSpec, Param
 from grader.backends.emulator import EmulatorBackend, EmulatorModule, Finding
 from grader.errors import CompileError, KernelError
+from grader.kernels import KernelSpec, Param
 from grader.parts import PartSpec, part_header
 
 KERNEL_DIR = Path(__file__).parent / "emulator_kernels"

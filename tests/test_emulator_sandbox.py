@@ -20,12 +20,12 @@ import numpy as np
 import pytest
 
 import grader.backends.emulator.sandbox as sandbox_module
-from grader.backends.base import KernelSpec, Param
 from grader.backends.emulator import EmulatorBackend
 from grader.backends.emulator.build import Toolchain
 from grader.backends.emulator.executor import Arena
 from grader.config import load_config
 from grader.errors import BackendUnavailable, CompileError, ConfigError, KernelError
+from grader.kernels import KernelSpec, Param
 from tests.conftest import ROOT
 
 BWRAP, WHY_NOT = sandbox_module.probe_bubblewrap()

@@ -19,12 +19,13 @@ import numpy as np
 import pytest
 
 from grader.backends import Selection
-from grader.backends.base import KernelSpec, Param
 from grader.backends.emulator import EmulatorBackend
 from grader.config import load_config
 from grader.errors import KernelError
-from grader.execute import GUARD, POISON_BITS, _guard_problem, _Guarded
+from grader.execute import _guard_problem
+from grader.kernels import KernelSpec, Param
 from grader.parts import PartSpec, part_header
+from grader.plans import GUARD, POISON_BITS, Guarded
 from grader.runner import grade
 from tests.conftest import BROKEN, write_config
 from tests.test_grading import parts_of, submission
@@ -163,7 +164,7 @@ def test_grading_with_checks_reports_an_i_le_n_load_guard(tmp_path):
 def test_the_host_side_guard_message_has_the_same_form():
     count = 10
     whole = np.full(count + 2 * GUARD, POISON_BITS, dtype=np.uint32).view(np.int32)
-    g = _Guarded("out", None, None, count, True)
+    g = Guarded("out", None, None, count, True)
     whole[GUARD + count + 2] = 0
     assert _guard_problem(g, whole) == "out[12] (3 past the end of out, 10 elements) was written"
     whole[GUARD - 1] = 0

@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 
 from grader.backends import Selection
-from grader.backends.base import KernelSpec, Param
 from grader.backends.emulator import EmulatorBackend
 from grader.config import ProfileConfig, load_config
 from grader.errors import ConfigError
+from grader.kernels import KernelSpec, Param
 from grader.parts import PartSpec, part_header
 from grader.profile import AccessSite, MemoryProfile, report_lines, score_profile
 from grader.results import result_from_dict

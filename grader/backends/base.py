@@ -18,6 +18,7 @@ from typing import Callable, ClassVar, Sequence, Union
 import numpy as np
 
 from grader.errors import LaunchError
+from grader.kernels import KernelSpec
 
 #: A launch dimension as CUDA takes it: an int or a tuple of up to three ints.
 DimLike = Union[int, Sequence[int]]
@@ -113,34 +114,6 @@ def validate_launch(*, kernel: str, grid: DimLike, block: DimLike, shared_bytes:
         raise LaunchError(f"launch of {kernel}: {shared_bytes} bytes of dynamic shared memory "
                           f"exceeds the limit of {limits.max_shared_bytes} bytes")
     return g, b
-
-
-@dataclass(frozen=True)
-class Param:
-    """One kernel parameter of a part's contract.
-
-    Attributes:
-        name: as in the handout (``in``, ``out``, ``n``).
-        ctype: its C type as written in the contract (``const scan_t*``, ``int``).
-        kind: ``"ptr"`` (a device pointer) or ``"int"`` (a 32-bit signed int).
-    """
-
-    name: str
-    ctype: str
-    kind: str
-
-
-@dataclass(frozen=True)
-class KernelSpec:
-    """A ``__global__`` function a part's contract requires, with its parameters."""
-
-    name: str
-    params: tuple[Param, ...]
-
-    def declaration(self) -> str:
-        """The C prototype, e.g. ``__global__ void naive_scan(const scan_t* in, scan_t* out, int n)``."""
-        args = ", ".join(f"{p.ctype} {p.name}" for p in self.params)
-        return f"__global__ void {self.name}({args})"
 
 
 class DeviceArray(abc.ABC):

@@ -24,8 +24,9 @@ from typing import Sequence, Union
 
 import numpy as np
 
-from grader.backends.base import Backend, DeviceArray, Dim3, KernelSpec, Module
+from grader.backends.base import Backend, DeviceArray, Dim3, Module
 from grader.errors import BackendUnavailable, CompileError, KernelError, LaunchError
+from grader.kernels import KernelSpec
 
 
 def compile_cubin(source: str, *, filename: str, workdir: Path, arch: str, toolchain, nvcc: str | None = None,

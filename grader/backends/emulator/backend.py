@@ -44,12 +44,13 @@ from typing import TYPE_CHECKING, Callable, ClassVar, Sequence, Union
 
 import numpy as np
 
-from grader.backends.base import Backend, DeviceArray, Dim3, KernelSpec, Module
+from grader.backends.base import Backend, DeviceArray, Dim3, Module
 from grader.backends.emulator.build import GLUE_FILENAME, RUNTIME_DIR, Toolchain, kernel_glue, kill_group
 from grader.backends.emulator.executor import ARENA_BYTES, Arena, Executor, ExecutorDied, probe_seccomp
 from grader.backends.emulator.rewrite import find_definitions, rewrite_source
 from grader.backends.emulator.sandbox import Sandbox, executor_limits
 from grader.errors import CompileError, KernelError, LaunchError
+from grader.kernels import KernelSpec
 
 if TYPE_CHECKING:
     from grader.profile import MemoryProfile

@@ -1,7 +1,8 @@
 """Building emulated modules: the host C++ toolchain, the cached runtime and executor, the glue.
 
-The runtime (``runtime/runtime.cpp``) is compiled once per (runtime sources, flags, compiler
-identity) into ``<cache_dir>/emulator/runtime-<hash>.o`` and linked into every module; the
+The runtime (``runtime/runtime.cpp``, one translation unit that #includes its sections
+``runtime/rt_*.inc`` and ``runtime/profile.inc``) is compiled once per (runtime sources: every file
+of ``runtime/`` but the executor's, flags, compiler identity) into ``<cache_dir>/emulator/runtime-<hash>.o`` and linked into every module; the
 executor (``runtime/executor.cpp``, the sandboxed process that loads a module, see
 :mod:`.executor`) likewise into ``executor-<hash>-seccomp`` (or ``-plain`` where libseccomp's
 header is missing). Several processes may build them at once: each compiles to a private
@@ -28,13 +29,14 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Sequence
 
-from grader.backends.base import KernelSpec
 from grader.backends.emulator.sandbox import COMPILE_MEMORY, COMPILE_TMP, FILE_SIZE, Command, Sandbox, compile_limits
 from grader.errors import BackendUnavailable, CompileError
+from grader.kernels import KernelSpec
 
 __all__ = ["Toolchain", "kernel_glue", "RUNTIME_DIR", "PRELUDE", "STUB_INCLUDE_DIR", "GLUE_FILENAME"]
 
-#: The runtime sources: prelude.h, sg_abi.h, runtime.cpp and the stub CUDA headers.
+#: The runtime sources: prelude.h, sg_abi.h, sg_host.h, runtime.cpp with its sections (rt_*.inc, profile.inc)
+#: and the stub CUDA headers.
 RUNTIME_DIR = Path(__file__).resolve().parent / "runtime"
 #: Force-included before every emulated file.
 PRELUDE = RUNTIME_DIR / "prelude.h"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from grader.directives import check_includes
 from grader.errors import CompileError
 from grader.runner import grade
-from grader.sandbox import check_includes
 from tests.conftest import SOLUTIONS
 from tests.test_grading import parts_of, submission
 

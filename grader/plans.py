@@ -1,0 +1,204 @@
+"""Launch plans: each part's device buffers and kernel launches for one input, keyed by part.
+
+A plan allocates every buffer a part's kernels take (each with poisoned guard zones, see
+:class:`Run`) and returns the launches as a replayable :class:`Plan`, so a correctness case runs
+it once and a timed case replays it. :data:`PLANS` holds one plan function per part key of
+:data:`grader.parts.PARTS`; :func:`prepare` looks it up.
+
+The plans (dynamic shared memory in bytes, ``S = sizeof(scan_t)``, ``B = BLOCK_SIZE``,
+``I = ITEMS_PER_THREAD``):
+
+- Part 1 ``naive_scan``: grid 1, block B, ``2*B*S`` bytes (room for a double buffer).
+- Part 2 ``blelloch_scan``: grid 1, block B, ``2*B*S`` bytes (two elements per thread).
+- Part 3 ``blelloch_scan_cf``: grid 1, block B, ``(2*B + (2*B >> 5) + (2*B >> 10))*S`` bytes
+  (two elements per thread plus the conflict-free padding, LOG_NUM_BANKS = 5).
+- Part 4 ``scan_tiles``: grid ``ceil(n / (2*B))``, block B, ``2*B*S`` bytes; then, when more than
+  one tile, the tile sums are scanned the same way (recursively) and ``add_tile_offsets`` runs with
+  grid ``ceil(n / (2*B))``, block B, no dynamic shared memory: block ``b`` adds
+  ``tile_offsets[b]`` to the ``2*B`` elements of tile ``b``.
+- Part 5 ``scan_single_pass``: grid ``ceil(n / (B*I))``, block B, ``B*I*S`` bytes; ``tile_status``
+  (one 64-bit word per tile) and ``*tile_counter`` are zeroed by the grader before every launch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from grader.backends.base import Backend, DeviceArray, Module
+from grader.config import PartConfig
+from grader.errors import LaunchError
+from grader.parts import PartSpec
+
+#: Elements of poison on each side of every device buffer.
+GUARD = 256
+#: The 32-bit pattern every output and guard word holds before a launch
+#: (2139062143 as int32, about 3.39e38 as float32).
+POISON_BITS = 0x7F7F7F7F
+
+
+@dataclass
+class Guarded:
+    """A device buffer with a poisoned guard zone of :data:`GUARD` elements on each side.
+
+    Attributes:
+        name: the contract's name of the buffer (``out``, ``tile_sums (level 1)``), for messages.
+        full: the whole allocation, guard zones included (``count + 2*GUARD`` elements).
+        inner: the buffer the kernel gets: elements ``[GUARD, GUARD + count)`` of ``full``.
+        count: elements inside the guard zones, which hold :data:`POISON_BITS` before the launches.
+        output: whether the kernel writes it (poisoned again before every timed run).
+    """
+
+    name: str
+    full: DeviceArray
+    inner: DeviceArray
+    count: int
+    output: bool
+
+
+@dataclass
+class Run:
+    """The buffers of one run of a module on a backend, in allocation order.
+
+    Attributes:
+        dtype: ``scan_t`` (int32 or float32), the default dtype of :meth:`buffer`.
+    """
+
+    backend: Backend
+    module: Module
+    dtype: np.dtype
+    buffers: list[Guarded] = field(default_factory=list)
+
+    def buffer(self, name: str, count: int, init: np.ndarray | None = None, *, dtype: np.dtype | None = None,
+               output: bool = True) -> Guarded:
+        """Allocate a guarded buffer of ``count`` elements of ``dtype`` (default: the run's), fill it
+        and its guard zones with :data:`POISON_BITS` on the device, then copy ``init`` (``count``
+        elements) into it when given."""
+        dtype = np.dtype(dtype or self.dtype)
+        full = self.backend.alloc(count + 2 * GUARD, dtype)
+        self.backend.label(full, name, GUARD, count)  # the guard zones are outside the buffer (checks)
+        self.backend.memset32(full, POISON_BITS)  # on the device: no host copy of a 1 GiB buffer
+        inner = full.view(GUARD, count)
+        if init is not None:
+            self.backend.to_device(np.ascontiguousarray(init, dtype=dtype), inner)
+        g = Guarded(name, full, inner, count, output)
+        self.buffers.append(g)
+        return g
+
+
+@dataclass
+class Plan:
+    """A part's launches for one input, with every buffer allocated: replayable for timing.
+
+    Attributes:
+        out: the buffer checked against the reference scan.
+        launches: run in order by :meth:`run`; each blocks until its kernel is done.
+        resets: what a timed run must redo before each replay besides poisoning the outputs
+            (Part 5 zeroes its status words).
+        ticket: Part 5: the ``tile_counter`` buffer and the tiles (gridDim.x) it must count up to.
+    """
+
+    out: Guarded
+    launches: list[Callable[[], None]]
+    resets: list[Callable[[], None]] = field(default_factory=list)
+    ticket: tuple[Guarded, int] | None = None
+
+    def run(self) -> None:
+        """Launch every kernel of the plan, in order.
+
+        Raises:
+            LaunchError, KernelError: from :meth:`grader.backends.base.Backend.launch`.
+        """
+        for launch in self.launches:
+            launch()
+
+
+#: A part's plan: ``(run, part config, input buffer, n) -> Plan``.
+PlanFunction = Callable[[Run, PartConfig, Guarded, int], Plan]
+
+
+def tiles(n: int, tile: int) -> int:
+    """Tiles of ``tile`` elements that cover ``n`` elements: ``ceil(n / tile)``."""
+    return (n + tile - 1) // tile
+
+
+def _launcher(run: Run, kernel: str, *, grid: int, block: int, shared_bytes: int, args: list) -> Callable[[], None]:
+    return lambda: run.backend.launch(run.module, kernel, grid=grid, block=block, shared_bytes=shared_bytes,
+                                      args=args)
+
+
+def _one_block(kernel: str, shared_elements: Callable[[int], int]) -> PlanFunction:
+    """Parts 1-3: one launch of ``kernel`` with grid 1, block B and ``shared_elements(B)`` elements
+    of dynamic shared memory, on ``(in, out, n)``."""
+    def plan(run: Run, pc: PartConfig, d_in: Guarded, n: int) -> Plan:
+        b = pc.block_size
+        out = run.buffer("out", n)
+        return Plan(out, [_launcher(run, kernel, grid=1, block=b, shared_bytes=shared_elements(b) * run.dtype.itemsize,
+                                    args=[d_in.inner, out.inner, n])])
+    return plan
+
+
+def _hierarchical(run: Run, pc: PartConfig, d_in: Guarded, n: int) -> Plan:
+    """Part 4: scan the tiles, scan the tile sums the same way, add the offsets back."""
+    launches: list[Callable[[], None]] = []
+    out = _hierarchy(run, pc.block_size, d_in, n, 0, launches)
+    return Plan(out, launches)
+
+
+def _hierarchy(run: Run, b: int, d_in: Guarded, n: int, level: int, launches: list) -> Guarded:
+    """One level of Part 4's plan (recursively, the levels above it); returns the level's output."""
+    tile = 2 * b
+    count = tiles(n, tile)
+    suffix = "" if level == 0 else f" (level {level})"
+    out = run.buffer("out" + suffix, n)
+    sums = run.buffer("tile_sums" + suffix, count)
+    launches.append(_launcher(run, "scan_tiles", grid=count, block=b, shared_bytes=tile * run.dtype.itemsize,
+                              args=[d_in.inner, out.inner, sums.inner, n]))
+    if count > 1:
+        offsets = _hierarchy(run, b, sums, count, level + 1, launches)
+        launches.append(_launcher(run, "add_tile_offsets", grid=count, block=b, shared_bytes=0,
+                                  args=[out.inner, offsets.inner, n]))
+    return out
+
+
+def _single_pass(run: Run, pc: PartConfig, d_in: Guarded, n: int) -> Plan:
+    """Part 5: one launch over every tile, its status words and ticket counter zeroed before it."""
+    b = pc.block_size
+    tile = b * pc.items_per_thread
+    count = tiles(n, tile)
+    out = run.buffer("out", n)
+    status = run.buffer("tile_status", count, np.zeros(count, np.uint64), dtype=np.dtype(np.uint64), output=False)
+    counter = run.buffer("tile_counter", 1, np.zeros(1, np.uint32), dtype=np.dtype(np.uint32), output=False)
+    resets = [lambda: run.backend.memset32(status.inner, 0), lambda: run.backend.memset32(counter.inner, 0)]
+    launch = _launcher(run, "scan_single_pass", grid=count, block=b, shared_bytes=tile * run.dtype.itemsize,
+                       args=[d_in.inner, out.inner, n, status.inner, counter.inner])
+
+    def zero_then_launch() -> None:
+        for reset in resets:
+            reset()
+        launch()
+    return Plan(out, [zero_then_launch], resets, ticket=(counter, count))
+
+
+#: The plan of each part, by part key (the keys of :data:`grader.parts.PARTS`).
+PLANS: dict[str, PlanFunction] = {
+    "part1_naive": _one_block("naive_scan", lambda b: 2 * b),
+    "part2_blelloch": _one_block("blelloch_scan", lambda b: 2 * b),
+    "part3_conflict_free": _one_block("blelloch_scan_cf", lambda b: 2 * b + (2 * b >> 5) + (2 * b >> 10)),
+    "part4_any_size": _hierarchical,
+    "part5_single_pass": _single_pass,
+}
+
+
+def prepare(run: Run, part: PartSpec, pc: PartConfig, d_in: Guarded, n: int) -> Plan:
+    """Allocate ``part``'s buffers in ``run`` and build its launches on the input ``d_in`` of n elements.
+
+    Raises:
+        LaunchError: ``part`` has no plan in :data:`PLANS`.
+    """
+    plan = PLANS.get(part.key)
+    if plan is None:
+        raise LaunchError(f"no launch plan for part {part.key}")
+    return plan(run, pc, d_in, n)
