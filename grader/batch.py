@@ -42,7 +42,7 @@ from grader.backends import Selection
 from grader.config import Config
 from grader.errors import UsageError
 from grader.parts import PARTS
-from grader.report import render_text
+from grader.render.text import render_text
 from grader.execute import case_list
 from grader.results import CaseResult, PartResult, Performance, SubmissionResult, result_from_dict
 from grader.runner import grade

@@ -15,7 +15,7 @@ from grader.backends import select_backend
 from grader.config import load_config, load_private
 from grader.errors import ScangradeError, UsageError
 from grader.execute import case_list
-from grader.report import render_text
+from grader.render.text import render_text
 from grader.runner import check_sandbox, grade, grading_sandbox
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2

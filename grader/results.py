@@ -1,6 +1,6 @@
 """The result model: frozen dataclasses for one case, one part and one submission.
 
-One model, many renderers (:mod:`grader.report`). Failures are results too: a compile error,
+One model, many renderers (:mod:`grader.render`). Failures are results too: a compile error,
 a timeout or a crash is a :class:`PartResult` / :class:`CaseResult` with a status and a message.
 The JSON form is a versioned envelope (``schema``, ``schema_version``).
 """

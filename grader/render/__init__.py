@@ -2,6 +2,7 @@
 
 Pure functions of the result: nothing here reads or writes files, but :func:`write_class_report`.
 
+- :func:`render_text` — the terminal report (plain text; the CLI colours it);
 - :func:`gradescope` — Gradescope's ``results.json`` as a dict (student-facing);
 - :func:`junit_xml` — JUnit XML text for course CI (TA-facing: hidden cases in full);
 - :func:`markdown` — a Markdown summary for a CI job summary or a pull-request comment
@@ -19,5 +20,6 @@ from grader.render.class_report import class_report, write_class_report
 from grader.render.gradescope import gradescope
 from grader.render.junit import junit_xml
 from grader.render.markdown import markdown
+from grader.render.text import render_text
 
-__all__ = ["class_report", "gradescope", "junit_xml", "markdown", "write_class_report"]
+__all__ = ["class_report", "gradescope", "junit_xml", "markdown", "render_text", "write_class_report"]
