@@ -157,11 +157,11 @@ class _Progress:
         if self.bar:
             self.bar.stop()
 
-    def __call__(self, kind: str, ev: dict) -> None:
+    def __call__(self, kind: str, ev) -> None:
         if not self.bar:
             return
         if kind == "case-start":
-            self.bar.update(self.task, description=f"case {ev['name']}")
+            self.bar.update(self.task, description=f"case {ev.case}")
         elif kind == "case":
             self.bar.advance(self.task)
 
