@@ -153,3 +153,35 @@ def test_the_reader_takes_whole_lines_only_as_the_writer_appends(tmp_path):
         f.write(encode(Done())[5:] + "\n")
     assert [type(ev) for ev in reader.poll()] == [Done]
     assert [ev.name for ev in reader.items] == ["compiled", "case-start", "done"]
+
+
+def test_the_runner_hands_each_typed_event_to_on_event_as_the_progress_bar_reads_it(tmp_path):
+    from grader.cli import _Progress
+    from grader.parts import PARTS
+    from grader.runner import grade_part
+    from tests.conftest import BROKEN
+
+    cfg = load_config(write_config(tmp_path, sizes={"part1_naive": [5]}))
+    seen = []
+    part, _ = grade_part(PARTS["part1_naive"], BROKEN / "part1_correct_single_buffer.cu", cfg=cfg,
+                         backend="emulator", checks=False, on_event=lambda name, ev: seen.append((name, ev)))
+    assert part.status == "pass"
+    assert all(name == ev.name and ev.t is not None for name, ev in seen)
+    names = [name for name, _ in seen]
+    assert names[:2] == ["device", "compiled"] and names[-1] == "done"
+    assert [ev.case for name, ev in seen if name == "case-start"] == [c.name for c in part.cases]
+
+    class Bar:  # rich's Progress, as the bar calls it
+        def __init__(self):
+            self.calls = []
+
+        def update(self, task, description):
+            self.calls.append(description)
+
+        def advance(self, task):
+            self.calls.append("+1")
+    progress = _Progress(0)
+    progress.bar, progress.task = Bar(), 0
+    for name, ev in seen:
+        progress(name, ev)
+    assert progress.bar.calls == [x for c in part.cases for x in (f"case {c.name}", "+1")]
