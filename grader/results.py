@@ -2,6 +2,9 @@
 
 One model, many renderers (:mod:`grader.render`). Failures are results too: a compile error,
 a timeout or a crash is a :class:`PartResult` / :class:`CaseResult` with a status and a message.
+The vocabulary is defined here once: :class:`CaseStatus`, :class:`PartStatus`, and each case's
+failure ``kind`` (:class:`FailureKind`, :data:`CHECK_KINDS`, :data:`CRASH_KINDS`), so renderers
+read kinds, never message text.
 The JSON form is a versioned envelope (``schema``, ``schema_version``).
 """
 
@@ -112,6 +115,18 @@ class PartStatus(StrEnum):
     TIMEOUT = "timeout"
     CRASH = "crash"
     ERROR = "error"
+
+
+def _member(enum: type[StrEnum], value: str, what: str):
+    """``value`` as a member of ``enum`` (a status given as its string becomes the member).
+
+    Raises:
+        ValueError: ``value`` is not one of the statuses; the message lists them.
+    """
+    try:
+        return enum(value)
+    except ValueError:
+        raise ValueError(f"{what} status {value!r} is not one of: {', '.join(enum)}") from None
 
 
 #: Case statuses, as strings, in their documented order.
@@ -291,7 +306,7 @@ class CaseResult:
     n: int
     dtype: str
     seed: int
-    status: str
+    status: CaseStatus
     points: float
     max_points: float
     message: str = ""
@@ -300,6 +315,9 @@ class CaseResult:
     timing: Timing | None = None
     visibility: str = "visible"
     kind: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", _member(CaseStatus, self.status, "case"))
 
 
 @dataclass(frozen=True)
@@ -327,12 +345,15 @@ class PartResult:
     number: int
     title: str
     file: str
-    status: str
+    status: PartStatus
     message: str = ""
     cases: tuple[CaseResult, ...] = ()
     performance: Performance | None = None
     phases_s: dict[str, float] = field(default_factory=dict)
     profile: Profile | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", _member(PartStatus, self.status, "part"))
 
     @property
     def points(self) -> float:
@@ -424,9 +445,8 @@ def case_from_dict(d: dict[str, Any]) -> CaseResult:
         TypeError: a field is missing or unknown.
     """
     mm, tm = d.get("mismatch"), d.get("timing")
-    status = CaseStatus(d.get("status"))
-    kind = d["kind"] if "kind" in d else _legacy_kind(status, d.get("message", ""))
-    return clean_case(CaseResult(**{**d, "status": status, "kind": kind, "mismatch": Mismatch(**mm) if mm else None,
+    kind = d["kind"] if "kind" in d else _legacy_kind(d.get("status"), d.get("message", ""))
+    return clean_case(CaseResult(**{**d, "kind": kind, "mismatch": Mismatch(**mm) if mm else None,
                                     "timing": Timing(**tm) if tm else None}))
 
 
@@ -466,7 +486,7 @@ def result_from_dict(d: dict[str, Any]) -> SubmissionResult:
     for p in d["parts"]:
         perf = p.get("performance")
         parts.append(PartResult(key=p["key"], number=p["number"], title=p["title"], file=p["file"],
-                                status=PartStatus(p["status"]), message=clean_part_message(p.get("message", "")),
+                                status=p["status"], message=clean_part_message(p.get("message", "")),
                                 cases=tuple(case_from_dict(c) for c in p["cases"]),
                                 performance=Performance(**perf) if perf else None,
                                 phases_s=dict(p.get("phases_s") or {}),

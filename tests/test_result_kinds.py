@@ -95,3 +95,15 @@ def test_the_class_report_groups_by_kind_not_by_message():
     shift = CaseResult(**{**case.__dict__, "status": "error", "kind": "undefined-shift"})
     assert [f.kind for f in part_failures("s", PartResult(**{**part.__dict__, "cases": (shift,)}))] == \
         ["kernel-error:undefined-shift"]
+
+
+def test_a_status_given_as_its_string_becomes_the_member_and_an_unknown_one_is_refused():
+    import pytest
+    from grader.results import PartResult
+    case = CaseResult(name="n=1 int32", n=1, dtype="int32", seed=7, status="not-run", points=0.0, max_points=1.0)
+    assert case.status is CaseStatus.NOT_RUN
+    with pytest.raises(ValueError, match="case status 'passed' is not one of: pass, fail, error, timeout, crash, "
+                                         "not-run"):
+        CaseResult(name="n=1 int32", n=1, dtype="int32", seed=7, status="passed", points=1.0, max_points=1.0)
+    with pytest.raises(ValueError, match="part status 'ok' is not one of: pass, fail, compile-error"):
+        PartResult(key="part1_naive", number=1, title="naive", file="part1_naive.cu", status="ok")
