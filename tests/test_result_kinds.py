@@ -107,3 +107,26 @@ def test_a_status_given_as_its_string_becomes_the_member_and_an_unknown_one_is_r
         CaseResult(name="n=1 int32", n=1, dtype="int32", seed=7, status="passed", points=1.0, max_points=1.0)
     with pytest.raises(ValueError, match="part status 'ok' is not one of: pass, fail, compile-error"):
         PartResult(key="part1_naive", number=1, title="naive", file="part1_naive.cu", status="ok")
+
+
+def test_the_renderers_never_import_the_grading_code():
+    import subprocess
+    import sys
+    from tests.conftest import ROOT
+    script = """
+import sys
+from grader.results import CaseResult, PartResult, SubmissionResult
+from grader.render import class_report, gradescope, junit_xml, markdown, render_text
+case = CaseResult(name="n=5 int32", n=5, dtype="int32", seed=7, status="fail", points=0.0, max_points=1.0,
+                  message="the kernel failed (race): x", kind="race")
+part = PartResult(key="part1_naive", number=1, title="naive", file="part1_naive.cu", status="fail", cases=(case,))
+result = SubmissionResult(submission="s", backend="emulator", backend_reason="t", device={}, config="c.yaml",
+                          seed=7, block_size=128, parts=(part,), scangrade_version="0", started_at="", elapsed_s=0.0)
+for render in (gradescope, junit_xml, markdown, render_text):
+    render(result)
+assert "race" in class_report([("s", result)])
+print(sorted(m for m in sys.modules if m in ("grader.execute", "grader.runner", "grader.worker")))
+"""
+    run = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "[]"
