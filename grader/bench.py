@@ -475,8 +475,8 @@ class _Bench:
                                                   x=case.x, dtype=DTYPES[case.dtype])
             times = self.backend.time_ms(plan.run, before=before, warmup=cfg.timing_warmup, runs=cfg.timing_runs,
                                          flush_bytes=cfg.flush_bytes)
-            status, message, _ = _check(run, plan, d_in, case.x, case.inclusive if spec.inclusive else case.exclusive,
-                                        part=spec, pc=pc, cfg=cfg)
+            status, message, *_ = _check(run, plan, d_in, case.x, case.inclusive if spec.inclusive else case.exclusive,
+                                         part=spec, pc=pc, cfg=cfg)
         except (KernelError, LaunchError) as exc:
             return BenchRow(case.n, case.dtype, name, None, note=f"failed: {exc}")
         return _row(case, name, times, "" if status == "pass" else message)

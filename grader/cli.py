@@ -17,7 +17,7 @@ from grader.backends import select_backend
 from grader.config import Config, find_config, load_config, load_private
 from grader.errors import ScangradeError, UsageError
 from grader.execute import case_list
-from grader.report import render_text
+from grader.render.text import render_text
 from grader.runner import check_sandbox, grade, grading_sandbox
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
@@ -200,11 +200,11 @@ class _Progress:
         if self.bar:
             self.bar.stop()
 
-    def __call__(self, kind: str, ev: dict) -> None:
+    def __call__(self, kind: str, ev) -> None:
         if not self.bar:
             return
         if kind == "case-start":
-            self.bar.update(self.task, description=f"case {ev['name']}")
+            self.bar.update(self.task, description=f"case {ev.case}")
         elif kind == "case":
             self.bar.advance(self.task)
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 import math
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Callable
+from dataclasses import dataclass, field
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -25,10 +25,8 @@ from grader.config import Config, PartConfig, TimingConfig
 from grader.errors import KernelError, LaunchError
 from grader.parts import DTYPES, PARTS, PartSpec
 from grader.plans import GUARD, POISON_BITS, Guarded, Plan, Run, prepare, tiles
-# run_case and _check still use the names these had before the plans moved to grader.plans (kept
-# while other branches edit those two functions; rename them to the public names after merging).
-from grader.plans import Guarded as _Guarded, Plan as _Plan, Run as _Run, prepare as _prepare
-from grader.results import CaseResult, Mismatch, Performance, Timing
+from grader.results import (CHECK_KINDS, CRASH_KINDS, CaseResult, CaseStatus, FailureKind, Mismatch, Performance,
+                            Timing)
 from reference.scan import default_threads, exclusive_scan, inclusive_scan, scan_int32_threaded
 
 
@@ -59,6 +57,18 @@ def case_list(cfg: Config, key: str) -> list[CaseSpec]:
     hidden = [CaseSpec(f"hidden #{i + 1} {dtype}", n, dtype, cfg.hidden_seed, "hidden")
               for dtype in pc.dtypes for i, n in enumerate(pc.hidden_sizes)]
     return visible + hidden
+
+
+def not_run(cfg: Config, key: str, message: str, *, kind: str,
+            done: tuple[CaseResult, ...] = ()) -> tuple[CaseResult, ...]:
+    """``done``, then every case of :func:`case_list` not among them (by name) as a ``not-run``
+    result worth no points, with ``message`` (why it did not run, for the student) and ``kind``
+    (the part's failure: ``compile-error``, ``missing``, ``timeout``...)."""
+    points = cfg.parts[key].points_per_case
+    names = {c.name for c in done}
+    return done + tuple(CaseResult(name=c.name, n=c.n, dtype=c.dtype, seed=c.seed, status=CaseStatus.NOT_RUN,
+                                   points=0.0, max_points=points, message=message, visibility=c.visibility, kind=kind)
+                        for c in case_list(cfg, key) if c.name not in names)
 
 
 def case_rng(seed: int, part: PartSpec, n: int, dtype: np.dtype) -> np.random.Generator:
@@ -244,27 +254,40 @@ def _ticket_problem(counter: int, tiles: int) -> str | None:
             "predecessors are always running")
 
 
-def _check(run: _Run, plan: _Plan, d_in: _Guarded, x: np.ndarray, expected: np.ndarray, *, part: PartSpec,
-           pc: PartConfig, cfg: Config) -> tuple[str, str, Mismatch | None]:
-    """Read every buffer back and check it: ``(status, message, mismatch)``."""
+class _Verdict(NamedTuple):
+    """What :func:`_check` found: a status (pass or fail), the message for the student, the first
+    mismatch of a wrong output, and the failure's kind (None for a pass)."""
+
+    status: CaseStatus
+    message: str
+    mismatch: Mismatch | None
+    kind: FailureKind | None
+
+
+def _check(run: Run, plan: Plan, d_in: Guarded, x: np.ndarray, expected: np.ndarray, *, part: PartSpec,
+           pc: PartConfig, cfg: Config) -> "_Verdict":
+    """Read every buffer back and check it: guard zones, then the input, then the output, then
+    Part 5's ticket counter (see :class:`_Verdict`)."""
     n = x.size
     wholes = {id(g): run.backend.to_host(g.full) for g in run.buffers}
     for g in run.buffers:
         problem = _guard_problem(g, wholes[id(g)])
         if problem:
-            return "fail", f"out-of-bounds write: {problem}", None
+            return _Verdict(CaseStatus.FAIL, f"out-of-bounds write: {problem}", None, FailureKind.OUT_OF_BOUNDS)
     inner_in = wholes[id(d_in)][GUARD:GUARD + n]
     changed = np.flatnonzero(inner_in.view(np.uint32) != x.view(np.uint32))
     if changed.size:
         j = int(changed[0])
-        return "fail", (f"the input was modified: in[{j}] = {inner_in[j]}, was {x[j]} ({changed.size} element(s) "
-                        "changed); the contract's input is read-only"), None
+        return _Verdict(CaseStatus.FAIL, (f"the input was modified: in[{j}] = {inner_in[j]}, was {x[j]} "
+                                          f"({changed.size} element(s) changed); the contract's input is read-only"),
+                        None, FailureKind.INPUT_MODIFIED)
     got = wholes[id(plan.out)][GUARD:GUARD + n]
     tile = _tile_of(part, pc)
     mm = diagnose(got, expected, source=x, inclusive=part.inclusive, tile=tile, rtol=cfg.float_rtol)
     if mm is None:
         problem = plan.ticket and _ticket_problem(wholes[id(plan.ticket[0])][GUARD], plan.ticket[1])
-        return ("fail", problem, None) if problem else ("pass", "", None)
+        return (_Verdict(CaseStatus.FAIL, problem, None, FailureKind.TICKET) if problem
+                else _Verdict(CaseStatus.PASS, "", None, None))
     msg = f"out[{mm.index}] = {mm.got}, expected {mm.expected}; {mm.wrong} of {n} elements wrong"
     if expected.dtype.kind == "f":
         msg = (f"out[{mm.index}] = {mm.got:.7g}, expected {mm.expected:.7g} (tolerance {cfg.float_rtol:g}·√n "
@@ -273,15 +296,9 @@ def _check(run: _Run, plan: _Plan, d_in: _Guarded, x: np.ndarray, expected: np.n
         msg += f"; the first wrong element is in tile {mm.index // tile} (elements from {mm.first_wrong_tile})"
     if mm.hint:
         msg += f" — {mm.hint}"
-    return "fail", msg, mm
+    return _Verdict(CaseStatus.FAIL, msg, mm, FailureKind.MISMATCH)
 
 
-#: KernelError kinds that are findings of the emulator's checks: the case fails (rather than errs).
-CHECK_KINDS = frozenset({"race", "out-of-bounds", "misaligned", "uninitialized-read", "barrier-divergence",
-                         "deadlock"})
-#: KernelError kinds of the emulator's executor dying (see grader/backends/emulator/executor.py): the
-#: case crashed; the part's next case runs in a new executor.
-CRASH_KINDS = frozenset({"crash", "sandbox-violation", "resource-limit"})
 #: Thread orders a checking run of the emulator tries, in turn: ascending order hides races.
 CHECK_SCHEDULES = ("ascending", "descending", "random")
 
@@ -302,10 +319,12 @@ def run_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, c
     dtype = DTYPES[case.dtype]
     t0 = time.perf_counter()
 
-    def result(status: str, message: str = "", mismatch: Mismatch | None = None) -> CaseResult:
+    def result(status: CaseStatus, message: str = "", mismatch: Mismatch | None = None,
+               kind: str | None = None) -> CaseResult:
         return CaseResult(name=case.name, n=case.n, dtype=case.dtype, seed=case.seed, status=status,
-                          points=points if status == "pass" else 0.0, max_points=points, message=message,
-                          mismatch=mismatch, elapsed_ms=(time.perf_counter() - t0) * 1e3, visibility=case.visibility)
+                          points=points if status == CaseStatus.PASS else 0.0, max_points=points, message=message,
+                          mismatch=mismatch, elapsed_ms=(time.perf_counter() - t0) * 1e3, visibility=case.visibility,
+                          kind=kind)
 
     x = make_input(cfg, part, case.n, case.seed, dtype)
     expected = reference_output(part, x)
@@ -314,23 +333,24 @@ def run_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, c
         where = f" (emulator thread order: {schedule})" if schedule and schedule != schedules[0] else ""
         if set_schedule:
             set_schedule(schedule, seed=case.seed)
-        run = _Run(backend, module, dtype)
+        run = Run(backend, module, dtype)
         d_in = run.buffer("in", case.n, x, output=False)
         try:
-            plan = _prepare(run, part, pc, d_in, case.n)
+            plan = prepare(run, part, pc, d_in, case.n)
             plan.run()
         except LaunchError as exc:
-            return result("error", f"launch refused: {exc}")
+            return result(CaseStatus.ERROR, f"launch refused: {exc}", kind=FailureKind.LAUNCH_REFUSED)
         except KernelError as exc:
-            status = "fail" if exc.kind in CHECK_KINDS else "crash" if exc.kind in CRASH_KINDS else "error"
-            return result(status, f"the kernel failed ({exc.kind}){where}: {exc}")
-        status, message, mm = _check(run, plan, d_in, x, expected, part=part, pc=pc, cfg=cfg)
-        if status != "pass":
+            status = (CaseStatus.FAIL if exc.kind in CHECK_KINDS else CaseStatus.CRASH if exc.kind in CRASH_KINDS
+                      else CaseStatus.ERROR)
+            return result(status, f"the kernel failed ({exc.kind}){where}: {exc}", kind=exc.kind)
+        status, message, mm, kind = _check(run, plan, d_in, x, expected, part=part, pc=pc, cfg=cfg)
+        if status != CaseStatus.PASS:
             if where and schedule != schedules[0]:
                 message += f"{where} — it passed in {schedules[0]} order, so the result depends on the order " \
                            "threads run in: a race (a missing __syncthreads() or __syncwarp()?)"
-            return result(status, message, mm)
-    return result("pass")
+            return result(status, message, mm, kind)
+    return result(CaseStatus.PASS)
 
 
 def _median_spread(times: list[float]) -> tuple[float, float]:
@@ -376,11 +396,11 @@ def time_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, 
     t0 = time.perf_counter()
     name = f"timed n={n} {dtype_name}"
 
-    def result(status: str, message: str = "", timing: Timing | None = None,
-               mismatch: Mismatch | None = None) -> CaseResult:
+    def result(status: CaseStatus, message: str = "", timing: Timing | None = None,
+               mismatch: Mismatch | None = None, kind: str | None = None) -> CaseResult:
         return CaseResult(name=name, n=n, dtype=dtype_name, seed=cfg.seed, status=status, points=0.0,
                           max_points=0.0, message=message, mismatch=mismatch,
-                          elapsed_ms=(time.perf_counter() - t0) * 1e3, timing=timing)
+                          elapsed_ms=(time.perf_counter() - t0) * 1e3, timing=timing, kind=kind)
 
     x = make_input(cfg, part, n, cfg.seed, dtype)
     expected = reference_output(part, x)
@@ -395,15 +415,16 @@ def time_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, 
         all_times = backend.time_interleaved_ms(jobs, warmup=cfg.timing_warmup, runs=cfg.timing_runs,
                                                 flush_bytes=cfg.flush_bytes)
     except LaunchError as exc:
-        return result("error", f"launch refused: {exc}")
+        return result(CaseStatus.ERROR, f"launch refused: {exc}", kind=FailureKind.LAUNCH_REFUSED)
     except KernelError as exc:
-        return result("error", f"the kernel failed while timed ({exc.kind}): {exc}")
+        return result(CaseStatus.ERROR, f"the kernel failed while timed ({exc.kind}): {exc}", kind=exc.kind)
     times = all_times[0]
     ref_ms = float(np.median(all_times[1])) if reference is not None else None
-    status, message, mm = _check(run, plan, d_in, x, expected, part=part, pc=pc, cfg=cfg)
-    if status != "pass":
-        return result("fail", "wrong output after the timed runs (the grader poisons the output before every run, "
-                              "so every launch must compute the whole scan): " + message, mismatch=mm)
+    status, message, mm, _ = _check(run, plan, d_in, x, expected, part=part, pc=pc, cfg=cfg)
+    if status != CaseStatus.PASS:
+        return result(CaseStatus.FAIL, "wrong output after the timed runs (the grader poisons the output before every "
+                                       "run, so every launch must compute the whole scan): " + message,
+                      mismatch=mm, kind=FailureKind.WRONG_AFTER_TIMING)
     median, spread = _median_spread(times)
     del run, plan, d_in, jobs
     src = backend.alloc(n, dtype)
@@ -417,7 +438,7 @@ def time_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, 
     timing = Timing(median_ms=median, spread=spread, runs=len(times), gbps=gbps, copy_fraction=gbps / copy_gbps,
                     reference_ms=ref_ms, ratio=median / ref_ms if ref_ms else None,
                     cpu_speedup=cpu_scan_ms(part, x) / median)
-    return result("pass", "", timing)
+    return result(CaseStatus.PASS, "", timing)
 
 
 def score_performance(tc: TimingConfig, timed: list[CaseResult], *, gpu: str = "") -> Performance:

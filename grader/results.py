@@ -1,7 +1,10 @@
 """The result model: frozen dataclasses for one case, one part and one submission.
 
-One model, many renderers (:mod:`grader.report`). Failures are results too: a compile error,
+One model, many renderers (:mod:`grader.render`). Failures are results too: a compile error,
 a timeout or a crash is a :class:`PartResult` / :class:`CaseResult` with a status and a message.
+The vocabulary is defined here once: :class:`CaseStatus`, :class:`PartStatus`, and each case's
+failure ``kind`` (:class:`FailureKind`, :data:`CHECK_KINDS`, :data:`CRASH_KINDS`), so renderers
+read kinds, never message text.
 The JSON form is a versioned envelope (``schema``, ``schema_version``).
 """
 
@@ -12,6 +15,7 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 #: Bytes (UTF-8) kept of one message from a worker: a case's message, a hint; a part's message
@@ -88,11 +92,85 @@ def clean_case(case: "CaseResult", budget: list[int] | None = None) -> "CaseResu
 SCHEMA = "scangrade.result"
 SCHEMA_VERSION = 1
 
-#: Case statuses. ``pass`` earns the case's points; every other status earns none.
-CASE_STATUSES = ("pass", "fail", "error", "timeout", "crash", "not-run")
-#: Part statuses: ``pass`` (every case passed), ``fail`` (some case did not), ``compile-error``,
-#: ``missing`` (no file), ``timeout``, ``crash``, ``error`` (the grader could not run it).
-PART_STATUSES = ("pass", "fail", "compile-error", "missing", "timeout", "crash", "error")
+class CaseStatus(StrEnum):
+    """A case's status. ``pass`` earns the case's points; every other status earns none. A
+    :class:`~enum.StrEnum`: each member is its JSON string (``CaseStatus.NOT_RUN == "not-run"``)."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    ERROR = "error"
+    TIMEOUT = "timeout"
+    CRASH = "crash"
+    NOT_RUN = "not-run"
+
+
+class PartStatus(StrEnum):
+    """A part's status: ``pass`` (every case passed), ``fail`` (some case did not), ``compile-error``,
+    ``missing`` (no file), ``timeout``, ``crash``, ``error`` (the grader could not run it)."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    COMPILE_ERROR = "compile-error"
+    MISSING = "missing"
+    TIMEOUT = "timeout"
+    CRASH = "crash"
+    ERROR = "error"
+
+
+def _member(enum: type[StrEnum], value: str, what: str):
+    """``value`` as a member of ``enum`` (a status given as its string becomes the member).
+
+    Raises:
+        ValueError: ``value`` is not one of the statuses; the message lists them.
+    """
+    try:
+        return enum(value)
+    except ValueError:
+        raise ValueError(f"{what} status {value!r} is not one of: {', '.join(enum)}") from None
+
+
+#: Case statuses, as strings, in their documented order.
+CASE_STATUSES = tuple(CaseStatus)
+#: Part statuses, as strings, in their documented order.
+PART_STATUSES = tuple(PartStatus)
+
+
+class FailureKind(StrEnum):
+    """The grader's own kinds of failure of a case (:attr:`CaseResult.kind`). A kernel that stops
+    with a :class:`grader.errors.KernelError` gives the backend's kind instead (``race``, ``trap``,
+    ``undefined-shift``, ``illegal-address``...: ``KERNEL_ERROR_KINDS`` in
+    :mod:`grader.backends.emulator.backend`), so a kind is a string and these are its fixed values."""
+
+    #: The output differs from the sequential reference scan (the mismatch says where).
+    MISMATCH = "mismatch"
+    #: A write into a guard zone around a buffer (the emulator's checks also report this kind).
+    OUT_OF_BOUNDS = "out-of-bounds"
+    #: The kernel changed its read-only input.
+    INPUT_MODIFIED = "input-modified"
+    #: Part 5: the tile counter does not count one ticket per block.
+    TICKET = "ticket"
+    #: The launch configuration or the arguments were refused before the kernel ran.
+    LAUNCH_REFUSED = "launch-refused"
+    #: A timed run's output failed the checks after the timed runs.
+    WRONG_AFTER_TIMING = "wrong-after-timing"
+    #: The case ran past its deadline (or, for a case not run, the part did).
+    TIMEOUT = "timeout"
+    #: The process running the case crashed.
+    CRASH = "crash"
+    #: The grader could not run the case (its worker stopped, the backend did not start).
+    ERROR = "error"
+    #: Not run: the part's file does not compile.
+    COMPILE_ERROR = "compile-error"
+    #: Not run: the part's file is missing from the submission.
+    MISSING = "missing"
+
+
+#: KernelError kinds that are findings of the emulator's checks: the case fails (rather than errs).
+CHECK_KINDS = frozenset({"race", "out-of-bounds", "misaligned", "uninitialized-read", "barrier-divergence",
+                         "deadlock"})
+#: KernelError kinds of the emulator's executor dying (see grader/backends/emulator/executor.py): the
+#: case crashed; the part's next case runs in a new executor.
+CRASH_KINDS = frozenset({"crash", "sandbox-violation", "resource-limit"})
 
 
 @dataclass(frozen=True)
@@ -211,7 +289,7 @@ class CaseResult:
         n: number of elements.
         dtype: ``int32``.
         seed: the seed the input was drawn from (replay with ``--seed``).
-        status: one of :data:`CASE_STATUSES`.
+        status: a :class:`CaseStatus`.
         points, max_points: points earned and possible.
         message: what happened, for the student.
         mismatch: the first mismatch when the output is wrong.
@@ -219,13 +297,16 @@ class CaseResult:
         timing: GPU timing, when the case was timed.
         visibility: ``visible``, or ``hidden`` for cases from a private config, which students see
             by name and status only.
+        kind: for a case that did not pass, what kind of failure it was (a :class:`FailureKind`, or
+            the kind of the KernelError that stopped the kernel: ``race``, ``trap``...); for a case
+            not run, why (the part's ``compile-error``, ``missing``, ``timeout``...). None for a pass.
     """
 
     name: str
     n: int
     dtype: str
     seed: int
-    status: str
+    status: CaseStatus
     points: float
     max_points: float
     message: str = ""
@@ -233,6 +314,10 @@ class CaseResult:
     elapsed_ms: float | None = None
     timing: Timing | None = None
     visibility: str = "visible"
+    kind: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", _member(CaseStatus, self.status, "case"))
 
 
 @dataclass(frozen=True)
@@ -242,7 +327,7 @@ class PartResult:
     Attributes:
         key: the part's config key (``part1_naive``); number and title from the handout.
         file: the graded file's path as given, or the expected name when missing.
-        status: one of :data:`PART_STATUSES`.
+        status: a :class:`PartStatus`.
         message: the part-level message (compiler output, timeout, crash).
         cases: every configured case (not-run ones included): the visible ones, the hidden ones,
             then the timed ones.
@@ -260,12 +345,15 @@ class PartResult:
     number: int
     title: str
     file: str
-    status: str
+    status: PartStatus
     message: str = ""
     cases: tuple[CaseResult, ...] = ()
     performance: Performance | None = None
     phases_s: dict[str, float] = field(default_factory=dict)
     profile: Profile | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", _member(PartStatus, self.status, "part"))
 
     @property
     def points(self) -> float:
@@ -349,10 +437,38 @@ def _finite(value: Any) -> Any:
 
 def case_from_dict(d: dict[str, Any]) -> CaseResult:
     """Rebuild a CaseResult from its ``dataclasses.asdict`` form (as the worker sends it), its text
-    made safe and capped (:func:`clean_case`): where text from a worker enters results."""
+    made safe and capped (:func:`clean_case`): where text from a worker enters results. A document
+    written before cases had a ``kind`` gets the kind its message shows (:func:`_legacy_kind`).
+
+    Raises:
+        ValueError: the status is not a :class:`CaseStatus`.
+        TypeError: a field is missing or unknown.
+    """
     mm, tm = d.get("mismatch"), d.get("timing")
-    return clean_case(CaseResult(**{**d, "mismatch": Mismatch(**mm) if mm else None,
+    kind = d["kind"] if "kind" in d else _legacy_kind(d.get("status"), d.get("message", ""))
+    return clean_case(CaseResult(**{**d, "kind": kind, "mismatch": Mismatch(**mm) if mm else None,
                                     "timing": Timing(**tm) if tm else None}))
+
+
+_KERNEL_FAILED = re.compile(r"the kernel failed(?: while timed)? \(([\w-]+)\)")
+_LEGACY_PREFIXES = (("out-of-bounds write", FailureKind.OUT_OF_BOUNDS),
+                    ("the input was modified", FailureKind.INPUT_MODIFIED),
+                    ("launch refused", FailureKind.LAUNCH_REFUSED),
+                    ("wrong output after the timed runs", FailureKind.WRONG_AFTER_TIMING))
+
+
+def _legacy_kind(status: str, message: str) -> str | None:
+    """The kind of a case read from a document written before cases had one (scangrade 0.1), from
+    the message the grader wrote then; the one place that reads a kind from message text."""
+    if status in (CaseStatus.PASS, CaseStatus.NOT_RUN):
+        return None
+    m = _KERNEL_FAILED.search(message or "")
+    if m:
+        return m.group(1)
+    for prefix, kind in _LEGACY_PREFIXES:
+        if (message or "").startswith(prefix):
+            return str(kind)
+    return str(FailureKind.MISMATCH if status == CaseStatus.FAIL else status)
 
 
 def result_from_dict(d: dict[str, Any]) -> SubmissionResult:

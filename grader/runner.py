@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
-import json
 import os
 import signal
 import subprocess
@@ -21,15 +20,15 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from grader import __version__
+from grader import __version__, protocol
 from grader.backends import Selection
 from grader.config import Config
 from grader.errors import UsageError
 from grader.parts import PARTS, PartSpec
-from grader.execute import case_list
+from grader.execute import case_list, not_run
 from grader.classwork.submissions import Absent, resolve_parts
-from grader.results import (PART_CASES_BYTES, CaseResult, PartResult, Performance, Profile, SubmissionResult,
-                            case_from_dict, clean_case, clean_part_message)
+from grader.results import (PART_CASES_BYTES, CaseResult, CaseStatus, FailureKind, PartResult, PartStatus,
+                            Performance, Profile, SubmissionResult, clean_case, clean_part_message)
 
 #: Bytes of a worker's own stdout/stderr kept for messages.
 _TAIL_BYTES = 4000
@@ -50,15 +49,6 @@ def resolve_submission(path: Path, parts: list[str] | None = None) -> dict[str, 
             (with the part's name it most likely meant).
     """
     return resolve_parts(path, parts or list(PARTS))
-
-
-def _not_run(cfg: Config, part: PartSpec, message: str, done: tuple[CaseResult, ...] = ()) -> tuple[CaseResult, ...]:
-    pc = cfg.parts[part.key]
-    names = {c.name for c in done}
-    rest = tuple(CaseResult(name=c.name, n=c.n, dtype=c.dtype, seed=c.seed, status="not-run", points=0.0,
-                            max_points=pc.points_per_case, message=message, visibility=c.visibility)
-                 for c in case_list(cfg, part.key) if c.name not in names)
-    return done + rest
 
 
 def _report_order(cases: tuple[CaseResult, ...]) -> tuple[CaseResult, ...]:
@@ -85,52 +75,12 @@ def _signal_name(code: int) -> str:
         return f"signal {-code}"
 
 
-def _capped(value):
-    """An event from a worker with every string in it made safe and capped at a part message's
-    size (:func:`grader.results.clean_part_message`): text from a worker may carry the student's
-    (device printf, compiler output) and must not reach a terminal or report unchecked."""
-    if isinstance(value, str):
-        return clean_part_message(value)
-    if isinstance(value, dict):
-        return {k: _capped(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_capped(v) for v in value]
-    return value
-
-
-class _Events:
-    """Reads the JSON lines a worker appends to its event file, as they arrive."""
-
-    def __init__(self, path: Path) -> None:
-        self.path, self.offset, self.items = path, 0, []
-
-    def poll(self) -> list[dict]:
-        try:
-            with open(self.path, "rb") as f:
-                f.seek(self.offset)
-                data = f.read()
-        except FileNotFoundError:
-            return []
-        new = []
-        while b"\n" in data:
-            line, data = data.split(b"\n", 1)
-            self.offset += len(line) + 1
-            try:
-                ev = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(ev, dict) and isinstance(ev.get("event"), str):
-                new.append(_capped(ev))
-        self.items += new
-        return new
-
-
-def _phases(events: list[dict], started: float, ended: float) -> dict[str, float]:
+def _phases(events: list[protocol.Event], started: float, ended: float) -> dict[str, float]:
     """Wall seconds per phase of a part, from the times the worker stamped on its events."""
     first: dict[str, float] = {}
     for ev in events:
-        if isinstance(ev.get("t"), (int, float)):
-            first.setdefault(ev["event"], ev["t"])
+        if ev.t is not None:
+            first.setdefault(ev.name, ev.t)
     marks = [("startup", started), ("compile", first.get("device")),
              ("cases", first.get("compiled")), ("timing", first.get("timing-start")),
              ("hidden", first.get("hidden-start")), ("profile", first.get("profile-start"))]
@@ -186,8 +136,8 @@ def kill_session(sid: int) -> None:
         time.sleep(0.05)
 
 
-def _run_worker(job_path: Path, events: _Events, *, cfg: Config, tmpdir: Path,
-                on_event: Callable[[str, dict], None] | None,
+def _run_worker(job_path: Path, events: protocol.EventReader, *, cfg: Config, tmpdir: Path,
+                on_event: Callable[[str, protocol.Event], None] | None,
                 extra_env: dict[str, str] | None = None,
                 deadline: float | None = None) -> tuple[int | None, str | None]:
     """Start the worker and watch it: ``(return code, why it was stopped or None)``. ``deadline``
@@ -209,14 +159,14 @@ def _run_worker(job_path: Path, events: _Events, *, cfg: Config, tmpdir: Path,
             except subprocess.TimeoutExpired:
                 finished = False
             for ev in events.poll():
-                if ev.get("event") in ("case-start", "compiled"):
+                if isinstance(ev, (protocol.CaseStart, protocol.Compiled)):
                     case_start = time.monotonic()
                 if on_event:
-                    on_event(ev["event"], ev)
+                    on_event(ev.name, ev)
             if finished:
                 break
             now = time.monotonic()
-            running_case = bool(events.items) and events.items[-1].get("event") == "case-start"
+            running_case = bool(events.items) and isinstance(events.items[-1], protocol.CaseStart)
             if now > (deadline if deadline is not None else start + cfg.part_timeout_s):
                 stopped = f"timed out after {cfg.part_timeout_s:g} s (timeouts.part_s)"
             elif running_case and now - case_start > cfg.case_timeout_s:
@@ -235,7 +185,7 @@ def _pending_profile(cfg: Config, key: str, message: str) -> Profile | None:
 
 
 def grade_part(part: PartSpec, source: Path | None, *, cfg: Config, backend: str, checks: bool = True,
-               on_event: Callable[[str, dict], None] | None = None,
+               on_event: Callable[[str, protocol.Event], None] | None = None,
                env: dict[str, str] | None = None) -> tuple[PartResult, dict[str, str]]:
     """Grade one part in a child process (``checks``: the emulator's checking mode and thread orders,
     on cases up to ``emulator.checks_max_n``; the default, as every official grade uses them).
@@ -260,8 +210,8 @@ def grade_part(part: PartSpec, source: Path | None, *, cfg: Config, backend: str
     profile = [_pending_profile(cfg, part.key, "not profiled: the part did not finish")]
     if not isinstance(source, Path):  # None, or an Absent saying why (misnamed, a link, too large)
         msg = getattr(source, "message", "") or f"{part.filename} is missing from the submission"
-        status = getattr(source, "status", "missing")
-        return part_result(status, msg, _not_run(cfg, part, "not run: " + msg), pending), {}
+        status = PartStatus(getattr(source, "status", PartStatus.MISSING))
+        return part_result(status, msg, not_run(cfg, part.key, "not run: " + msg, kind=status), pending), {}
 
     with tempfile.TemporaryDirectory(prefix="scangrade-part-") as tmp:
         tmpdir = Path(tmp)
@@ -272,17 +222,16 @@ def grade_part(part: PartSpec, source: Path | None, *, cfg: Config, backend: str
         device: dict[str, str] = {}
         cases: list[CaseResult] = []
         hung: list[str] = []  # cases stopped at timeouts.case_s; the next worker starts after each
-        items: list[dict] = []
+        items: list[protocol.Event] = []
         performance = pending
         start = 0
         while True:
             attempt = len(hung)
-            events, job_path = _Events(tmpdir / f"events-{attempt}.jsonl"), tmpdir / f"job-{attempt}.json"
-            job_path.write_text(json.dumps({"config": str(Path(cfg.path).resolve()), "private": cfg.private_path,
-                                            "part": part.key, "source": str(source.resolve()), "backend": backend,
-                                            "seed": cfg.seed, "checks": checks, "events": str(events.path),
-                                            "start": start, "earlier_failed": bool(hung),
-                                            "settings": _effective_settings(cfg)}))
+            events = protocol.EventReader(tmpdir / f"events-{attempt}.jsonl")
+            job_path = tmpdir / f"job-{attempt}.json"
+            job_path.write_text(protocol.Job.for_part(cfg, part=part.key, source=source, backend=backend,
+                                                      events=events.path, checks=checks, start=start,
+                                                      earlier_failed=bool(hung)).to_json())
             returncode, stopped = _run_worker(job_path, events, cfg=cfg, tmpdir=tmpdir, on_event=on_event,
                                               extra_env=env, deadline=deadline)
             items += events.items
@@ -291,65 +240,64 @@ def grade_part(part: PartSpec, source: Path | None, *, cfg: Config, backend: str
             current = None
             compiled = False
             for ev in events.items:
-                kind = ev["event"]
-                if kind == "device":
-                    device = {**device, **ev["info"]}
-                elif kind == "device-update":
-                    device = {**device, **ev["info"]}
-                elif kind == "error":
-                    return part_result("error", ev["message"],
-                                       _not_run(cfg, part, "not run: " + ev["message"], tuple(cases)), pending), device
-                elif kind == "compile-error":
-                    return part_result("compile-error", ev["message"],
-                                       _not_run(cfg, part, f"not run: {part.filename} does not compile", tuple(cases)),
-                                       pending), device
-                elif kind == "compiled":
+                if isinstance(ev, (protocol.Device, protocol.DeviceUpdate)):
+                    device = {**device, **ev.info}
+                elif isinstance(ev, protocol.WorkerError):
+                    return part_result(PartStatus.ERROR, ev.message,
+                                       not_run(cfg, part.key, "not run: " + ev.message, kind=PartStatus.ERROR,
+                                               done=tuple(cases)), pending), device
+                elif isinstance(ev, protocol.CompileFailed):
+                    return part_result(PartStatus.COMPILE_ERROR, ev.message,
+                                       not_run(cfg, part.key, f"not run: {part.filename} does not compile",
+                                               kind=PartStatus.COMPILE_ERROR, done=tuple(cases)), pending), device
+                elif isinstance(ev, protocol.Compiled):
                     compiled = True
-                elif kind == "case-start":
-                    current = ev["name"]
-                elif kind in ("case", "timed"):
-                    cases.append(case_from_dict(ev["result"]))
+                elif isinstance(ev, protocol.CaseStart):
+                    current = ev.case
+                elif isinstance(ev, (protocol.CaseDone, protocol.Timed)):
+                    cases.append(ev.result)
                     current = None
-                elif kind == "performance":
-                    performance = Performance(**ev["result"])
-                elif kind == "profile":
-                    profile[0] = Profile(**ev["result"])
-                elif kind == "done":
+                elif isinstance(ev, protocol.PerformanceScored):
+                    performance = ev.result
+                elif isinstance(ev, protocol.Profiled):
+                    profile[0] = ev.result
+                elif isinstance(ev, protocol.Done):
                     if hung:
-                        return part_result("timeout", _hung_message(hung, cfg), tuple(cases), performance), device
-                    status = "pass" if all(c.status == "pass" for c in cases) else "fail"
+                        return part_result(PartStatus.TIMEOUT, _hung_message(hung, cfg), tuple(cases),
+                                           performance), device
+                    status = PartStatus.PASS if all(c.status == CaseStatus.PASS for c in cases) else PartStatus.FAIL
                     return part_result(status, "", tuple(cases), performance), device
 
             stage = f"case {current}" if current else ("compiling" if not compiled else "setting up")
-            if current is None and any(ev["event"] == "profile-start" for ev in events.items):
+            if current is None and any(isinstance(ev, protocol.ProfileStart) for ev in events.items):
                 stage = "the bank-conflict profile"
             if stopped:
                 why = f"{stopped} during {stage}"
                 if current:
                     why += (": the kernel may never finish — check loop conditions, and that every thread reaches "
                             "every __syncthreads()")
-                status = "timeout"
+                status = PartStatus.TIMEOUT
             elif returncode is not None and returncode < 0:
                 why = f"the process running this part crashed ({_signal_name(returncode)}) during {stage}"
                 if returncode == -signal.SIGSEGV:
                     why += " — often a read or write outside an array"
-                status = "crash"
+                status = PartStatus.CRASH
             else:
                 tail = _tail(tmpdir / "stderr.txt")
                 why = f"the grader's worker stopped unexpectedly (exit status {returncode}) during {stage}"
                 if tail:
                     why += f":\n{tail}"
-                status = "error"
+                status = PartStatus.ERROR
             out_tail = _tail(tmpdir / "stdout.txt")
-            if out_tail and status != "error":
+            if out_tail and status != PartStatus.ERROR:
                 why += f"\nlast output of the kernel:\n{out_tail}"
             if current is not None:
                 spec = specs[names.index(current)] if current in names else None
                 cases.append(CaseResult(name=current, n=spec.n if spec else 0, dtype=spec.dtype if spec else "",
-                                        seed=spec.seed if spec else cfg.seed, status=status, points=0.0,
+                                        seed=spec.seed if spec else cfg.seed, status=CaseStatus(status), points=0.0,
                                         max_points=cfg.parts[part.key].points_per_case if spec else 0.0,
                                         message=why.splitlines()[0],
-                                        visibility=spec.visibility if spec else "visible"))
+                                        visibility=spec.visibility if spec else "visible", kind=FailureKind(status)))
             # A case that hung (timeouts.case_s) costs that case only: a new worker grades the cases
             # after it, while the part's time (timeouts.part_s) lasts.
             if (stopped and "timeouts.case_s" in stopped and current in names
@@ -359,19 +307,8 @@ def grade_part(part: PartSpec, source: Path | None, *, cfg: Config, backend: str
                 continue
             if hung:
                 why = _hung_message(hung, cfg) + "\n" + why
-            return part_result(status, why, _not_run(cfg, part, f"not run: an earlier step ended in {status}",
-                                                     tuple(cases)), performance), device
-
-
-#: Config fields a run may set otherwise than its config file (``batch --jobs`` sets the emulator's
-#: workers to 1; a batch may require the sandbox): sent to the worker in the job, which would
-#: otherwise read the file's values.
-EFFECTIVE_SETTINGS = ("emulator_workers", "emulator_sandbox", "emulator_checks_max_n")
-
-
-def _effective_settings(cfg: Config) -> dict:
-    """The values of :data:`EFFECTIVE_SETTINGS` this run grades with."""
-    return {name: getattr(cfg, name) for name in EFFECTIVE_SETTINGS}
+            return part_result(status, why, not_run(cfg, part.key, f"not run: an earlier step ended in {status}",
+                                                    kind=status, done=tuple(cases)), performance), device
 
 
 def grading_sandbox(cfg: Config, *, official: bool, allow_unsandboxed: bool = False) -> Config:
@@ -419,7 +356,7 @@ def _hung_message(hung: list[str], cfg: Config) -> str:
 
 def grade(submission: Path, *, cfg: Config, selection: Selection, seed: int | None = None,
           parts: list[str] | None = None, checks: bool = True,
-          on_event: Callable[[str, dict], None] | None = None,
+          on_event: Callable[[str, protocol.Event], None] | None = None,
           env: dict[str, str] | None = None) -> SubmissionResult:
     """Grade a submission folder (or one part's file) against the configured cases.
 
@@ -434,7 +371,8 @@ def grade(submission: Path, *, cfg: Config, selection: Selection, seed: int | No
             thread orders (larger cases run once, unchecked). On by default, so every path that
             grades (check, grade, batch, Gradescope, the pytest plugin) gives the same grade;
             False only to go faster (``--no-checks``). Ignored by GPU backends.
-        on_event: called with each event a worker reports (for progress display).
+        on_event: called with the name and the typed event (:mod:`grader.protocol`) of each event a
+            worker reports (for progress display).
         env: extra environment for the part workers (e.g. ``CUDA_VISIBLE_DEVICES``).
 
     Raises:
@@ -458,8 +396,8 @@ def grade(submission: Path, *, cfg: Config, selection: Selection, seed: int | No
             msg = f"not graded: the submission used up its {cfg.submission_timeout_s:g} s (timeouts.submission_s)"
             pending = cfg.parts[key].timing
             results.append(PartResult(key=key, number=PARTS[key].number, title=PARTS[key].title,
-                                      file=str(source) if source else PARTS[key].filename, status="timeout",
-                                      message=msg, cases=_not_run(cfg, PARTS[key], msg),
+                                      file=str(source) if source else PARTS[key].filename, status=PartStatus.TIMEOUT,
+                                      message=msg, cases=not_run(cfg, key, msg, kind=PartStatus.TIMEOUT),
                                       performance=Performance(0.0, pending.points, None, msg) if pending else None,
                                       profile=_pending_profile(cfg, key, msg)))
             continue

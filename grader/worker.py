@@ -1,40 +1,30 @@
 """The child process that grades one part: ``python -m grader.worker JOB.json``.
 
 Student code never runs in the grader's own process: the runner starts this worker for each
-part, with deadlines, and reads what it reports as JSON lines appended to the job's event file
-(flushed one by one, so a crash or a kill loses nothing already reported):
+part, with deadlines. The job (a :class:`grader.protocol.Job`) names the config the runner
+validated, the part, the source file, the backend and the event file; the worker reports what it
+does as the events of :mod:`grader.protocol` (their order is described there), each flushed to
+the event file as it happens, so a crash or a kill loses nothing already reported.
 
-- ``{"event": "device", "info": {...}}`` once the backend is up;
-- ``{"event": "compile-error", "message": ...}`` and exit, or ``{"event": "compiled"}``;
-- ``{"event": "case-start", "name": ...}`` then ``{"event": "case", "result": {...}}`` per case;
-- the visible cases first (every dtype); then, on a GPU, for a timed part whose visible cases all
-  passed: ``{"event": "timing-start"}``, ``{"event": "case-start", ...}`` and
-  ``{"event": "timed", "result": {...}}`` per timed size; then ``{"event": "hidden-start"}`` and the
-  hidden cases; then, for a timed part, ``{"event": "performance", ...}`` (no points when a hidden
-  case failed). Nothing a student sees runs after a hidden case;
-- for a profiled part, after that: ``{"event": "profile-start"}`` and
-  ``{"event": "profile", "result": {...}}`` (bank conflicts and sectors per request, counted by
-  the CPU emulator);
-- ``{"event": "error", "message": ...}`` when the backend cannot start;
-- ``{"event": "done"}`` at the end.
-
-The job (JSON) names the config (and private config), the part, the source file, the backend, the
-seed, whether to run the emulator's checks, the event file, ``settings`` (the config fields the
-run set otherwise than its file, :data:`grader.runner.EFFECTIVE_SETTINGS`: they win); ``start`` (default 0) skips the
-first cases of :func:`grader.execute.case_list`, for a worker started after a case that hung, and
+Every visible case runs first (every dtype); then, on a GPU, the timing of a timed part whose
+visible cases all passed; then the hidden cases, and nothing a student sees runs after a hidden
+case; then a timed part's performance (no points when a hidden case failed) and a profiled part's
+memory-access profile (bank conflicts and sectors per request, counted by the CPU emulator). A
+worker started after a case that hung (the job's ``start``) grades the cases after it, and
 ``earlier_failed`` says a case before them did not pass (so the part is not timed).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import os
 import resource
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from grader.protocol import (CaseDone, CaseStart, Compiled, CompileFailed, Device, DeviceUpdate, Done, EventWriter,
+                             HiddenStart, Job, PerformanceScored, Profiled, ProfileStart, ProtocolError, Timed,
+                             TimingStart, WorkerError)
 
 #: The smallest copy (bytes read + written) whose bandwidth the report records and checks.
 COPY_BANDWIDTH_MIN_BYTES = 128 * 2**20
@@ -42,44 +32,30 @@ COPY_BANDWIDTH_MIN_BYTES = 128 * 2**20
 SOLUTIONS = Path(__file__).resolve().parent.parent / "reference" / "solutions"
 
 
-def _emit(stream, **event) -> None:
-    event["t"] = round(time.time(), 4)  # wall clock, for the runner's phase times
-    stream.write(json.dumps(event) + "\n")
-    stream.flush()
-    os.fsync(stream.fileno())
-
-
 def main(argv: list[str]) -> int:
     """Run the job described by ``argv[0]``; returns the exit status (0 also when cases fail)."""
-    job = json.loads(Path(argv[0]).read_text())
+    job = _read_job(argv[0])
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     from grader.backends import create_backend
-    from grader.config import load_config, load_private
     from grader.errors import CompileError, ScangradeError
     from grader.execute import CHECK_SCHEDULES, case_list, run_case
     from grader.parts import DTYPES, PARTS, part_header
     from grader.directives import check_includes
     from grader.classwork.submissions import read_source
 
-    cfg = load_config(job["config"])
-    if job.get("private"):
-        cfg = load_private(cfg, job["private"])
-    if job.get("seed") is not None:
-        cfg = dataclasses.replace(cfg, seed=job["seed"])
-    if job.get("settings"):  # what the runner decided (batch --jobs: one emulator thread), not the file's
-        cfg = dataclasses.replace(cfg, **job["settings"])
-    part = PARTS[job["part"]]
+    cfg = job.load_config()  # the config the runner validated, its settings included
+    part = PARTS[job.part]
     pc = cfg.parts[part.key]
-    with open(job["events"], "a", encoding="utf-8") as events:
+    with EventWriter(job.events) as events:
         try:
-            backend = create_backend(job["backend"], emulator_workers=cfg.emulator_workers,
-                                     checks=bool(job.get("checks")), emulator_sandbox=cfg.emulator_sandbox)
+            backend = create_backend(job.backend, emulator_workers=cfg.emulator_workers,
+                                     checks=job.checks, emulator_sandbox=cfg.emulator_sandbox)
         except ScangradeError as exc:
-            _emit(events, event="error", message=str(exc))
+            events.emit(WorkerError(str(exc)))
             return 0
         try:
-            _emit(events, event="device", info=backend.describe())
-            source = read_source(Path(job["source"]))  # BOM dropped; non-UTF-8 read losslessly
+            events.emit(Device(backend.describe()))
+            source = read_source(Path(job.source))  # BOM dropped; non-UTF-8 read losslessly
             with tempfile.TemporaryDirectory(prefix="scangrade-build-") as work:
                 modules = {}
 
@@ -95,44 +71,44 @@ def main(argv: list[str]) -> int:
                     for dtype in pc.dtypes:
                         modules[dtype] = compile_part(part, source, dtype, "submission")
                 except CompileError as exc:
-                    _emit(events, event="compile-error", message=str(exc))
+                    events.emit(CompileFailed(str(exc)))
                     return 0
-                _emit(events, event="compiled")
+                events.emit(Compiled())
                 results = []
 
                 def run(case) -> None:
-                    _emit(events, event="case-start", name=case.name)
-                    checked = bool(job.get("checks")) and case.n <= cfg.emulator_checks_max_n
-                    if job.get("checks"):
+                    events.emit(CaseStart(case.name))
+                    checked = job.checks and case.n <= cfg.emulator_checks_max_n
+                    if job.checks:
                         backend.checks = backend.detect_deadlock = checked  # large sizes: plain runs
                     result = run_case(backend, modules[case.dtype], cfg=cfg, part=part, case=case,
                                       schedules=CHECK_SCHEDULES if checked else ())
                     results.append(result)
-                    _emit(events, event="case", result=dataclasses.asdict(result))
+                    events.emit(CaseDone(result))
                 # Every visible case, and the timing, before any hidden case: a kernel can keep state
                 # across launches (a __device__ global), so nothing a student sees may run after one.
                 # A worker started after a case that hung (job "start") grades the cases after it.
-                cases = case_list(cfg, part.key)[int(job.get("start") or 0):]
+                cases = case_list(cfg, part.key)[job.start:]
                 for case in (c for c in cases if c.visibility != "hidden"):
                     run(case)
                 performance = None
                 if pc.timing is not None:
                     performance = _time_part(events, backend, cfg, part, pc, modules, results, compile_part,
-                                             earlier_failed=bool(job.get("earlier_failed")))
+                                             earlier_failed=job.earlier_failed)
                 hidden = [c for c in cases if c.visibility == "hidden"]
                 if hidden:
-                    _emit(events, event="hidden-start")
+                    events.emit(HiddenStart())
                 for case in hidden:
                     run(case)
                 if performance is not None:
                     performance = performance_after_hidden(performance,
                                                            [r for r in results if r.visibility == "hidden"])
-                    _emit(events, event="performance", result=dataclasses.asdict(performance))
+                    events.emit(PerformanceScored(performance))
                 if pc.profile is not None:
                     _profile_part(events, backend, cfg, part, source, modules, results, Path(work))
         finally:
             backend.close()
-        _emit(events, event="done")
+        events.emit(Done())
     return 0
 
 
@@ -152,7 +128,7 @@ def _time_part(events, backend, cfg, part, pc, modules, results, compile_part, *
                                                  "performance points need a run on a GPU")
     if earlier_failed or any(r.status != "pass" for r in results):
         return Performance(0.0, tc.points, None, "not timed: performance is scored only when every case passes")
-    _emit(events, event="timing-start")
+    events.emit(TimingStart())
     ref_spec = PARTS[tc.reference]
     ref_file = SOLUTIONS / ref_spec.filename
     dtype = pc.dtypes[0]
@@ -164,10 +140,10 @@ def _time_part(events, backend, cfg, part, pc, modules, results, compile_part, *
             return Performance(0.0, tc.points, None, f"not scored: the reference solution does not compile: {exc}")
     timed = []
     for n in tc.sizes:
-        _emit(events, event="case-start", name=f"timed n={n} {dtype}")
+        events.emit(CaseStart(f"timed n={n} {dtype}"))
         result = time_case(backend, modules[dtype], cfg=cfg, part=part, n=n, dtype_name=dtype, reference=reference)
         timed.append(result)
-        _emit(events, event="timed", result=dataclasses.asdict(result))
+        events.emit(Timed(result))
     gpu = backend.describe().get("device", "")
     performance = score_performance(tc, timed, gpu=gpu)
     # Copy bandwidth is only meaningful for a copy large enough to leave launch latency behind.
@@ -182,7 +158,7 @@ def _time_part(events, backend, cfg, part, pc, modules, results, compile_part, *
             info["warnings"] = (f"device-to-device copy reached {copy_gbps:.0f} GB/s, far below the "
                                 f"{expected:.0f} GB/s a {name} should give: the GPU may be shared or throttled, "
                                 "so these timings are suspect")
-        _emit(events, event="device-update", info=info)
+        events.emit(DeviceUpdate(info))
     return performance
 
 
@@ -203,10 +179,23 @@ def _profile_part(events, backend, cfg, part, source, modules, results, work: Pa
     CPU emulator on any machine: ``profile-start``, then a ``profile`` event (grader.profile)."""
     from grader.profile import profile_phase
 
-    _emit(events, event="profile-start")
+    events.emit(ProfileStart())
     result = profile_phase(backend, cfg=cfg, part=part, source=source, modules=modules, results=results,
                            workdir=work, solutions=SOLUTIONS)
-    _emit(events, event="profile", result=dataclasses.asdict(result))
+    events.emit(Profiled(result))
+
+
+def _read_job(path: str) -> Job:
+    """The job in the file at ``path``.
+
+    Raises:
+        ProtocolError: the file cannot be read, or is not a job (the message names the file).
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProtocolError(f"{path}: cannot read the job ({exc})") from None
+    return Job.from_json(text, where=path)
 
 
 def _profiled(argv: list[str]) -> int:
@@ -221,10 +210,23 @@ def _profiled(argv: list[str]) -> int:
     try:
         return profile.runcall(main, argv)
     finally:
-        part = json.loads(Path(argv[0]).read_text()).get("part", "part")
+        try:
+            part = _read_job(argv[0]).part
+        except ProtocolError:
+            part = "part"
         Path(folder).mkdir(parents=True, exist_ok=True)
         profile.dump_stats(str(Path(folder) / f"{part}-{os.getpid()}.prof"))
 
 
+def _cli(argv: list[str]) -> int:
+    """``python -m grader.worker JOB.json``: a job file the worker cannot use is one line on
+    stderr and exit status 2 (the runner reports the part as a grader error with that line)."""
+    try:
+        return _profiled(argv)
+    except ProtocolError as exc:
+        print(f"scangrade worker: {exc}", file=sys.stderr)
+        return 2
+
+
 if __name__ == "__main__":
-    sys.exit(_profiled(sys.argv[1:]))
+    sys.exit(_cli(sys.argv[1:]))

@@ -51,7 +51,7 @@ from grader.backends import Selection
 from grader.classwork.batch import batch
 from grader.config import Config, load_config, load_private
 from grader.render.student import student_reports
-from grader.report import render_text
+from grader.render.text import render_text
 from grader.results import SubmissionResult
 from grader.runner import grade
 from tests.conftest import (

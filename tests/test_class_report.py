@@ -83,16 +83,19 @@ def gpu_class() -> list[tuple[str, SubmissionResult]]:
     """A class graded on a GPU: one of each kind of failure, Part 5 timed for three students."""
     p1, p2, p4 = _passing("part1_naive"), _passing("part2_blelloch"), _passing("part4_any_size")
     race_msg = "the kernel failed (race): thread (3,0,0) of block (0,0,0) writes s[2] while thread 2 reads it"
-    race = _part("part1_naive", "fail", (_case(1), _case(33, "fail", race_msg)))
-    wrong = _part("part2_blelloch", "fail", (_case(1, "fail", "out[0] = 5, expected 0; 1 of 1 elements wrong"),
-                                             _case(33, "fail", "out-of-bounds write: wrote outside out: out[33]")))
+    race = _part("part1_naive", "fail", (_case(1), _case(33, "fail", race_msg, kind="race")))
+    wrong = _part("part2_blelloch", "fail", (_case(1, "fail", "out[0] = 5, expected 0; 1 of 1 elements wrong",
+                                                   kind="mismatch"),
+                                             _case(33, "fail", "out-of-bounds write: wrote outside out: out[33]",
+                                                   kind="out-of-bounds")))
     broken = _part("part4_any_size", "compile-error", (_case(1, "not-run"),),
                    message="part4_any_size.cu does not compile\npart4_any_size.cu:61:21: error: invalid conversion")
-    hang = _part("part5_single_pass", "timeout", (_case(1), _case(33, "timeout", "timed out")),
+    hang = _part("part5_single_pass", "timeout", (_case(1), _case(33, "timeout", "timed out", kind="timeout")),
                  message="timed out after 8 s (timeouts.part_s) during case n=33 int32",
                  performance=Performance(0.0, 10.0, None, "not timed: the part did not finish"))
-    trap = _part("part4_any_size", "fail", (_case(1, "error", "the kernel failed (trap): __trap() was called"),))
-    evil = _part("part2_blelloch", "fail", (_case(1, "fail", EVIL_MESSAGE),))
+    trap = _part("part4_any_size", "fail", (_case(1, "error", "the kernel failed (trap): __trap() was called",
+                                                  kind="trap"),))
+    evil = _part("part2_blelloch", "fail", (_case(1, "fail", EVIL_MESSAGE, kind="mismatch"),))
     missing = [_part(k, "missing", (_case(1, "not-run"),), message=f"{k}.cu is missing from the submission")
                for k in TITLES]
     return [("alice", _result("alice", [p1, p2, p4, _part5((0.9, 0.95, 1.0), 10.0)])),

@@ -23,7 +23,7 @@ from grader.config import load_config, load_private
 from grader.execute import _tile_of, case_list, diagnose
 from grader.parts import PARTS
 from grader.results import (MESSAGE_BYTES, MESSAGE_LINES, PART_CASES_BYTES, PART_MESSAGE_BYTES, CaseResult,
-                            case_from_dict, clean_case, clean_text)
+                            clean_case, clean_text)
 from grader.runner import grade
 from tests.conftest import BROKEN, ROOT, write_config
 from tests.test_grading import submission
@@ -264,17 +264,17 @@ def test_clean_text_cuts_by_bytes_and_lines_and_says_how_much():
 
 
 def test_a_forged_4_mib_frame_from_a_worker_is_capped_and_cleaned(tmp_path):
-    from grader.runner import _Events
+    from grader.protocol import EventReader
     path = tmp_path / "events.jsonl"
     result = {"name": "n=1 int32", "n": 1, "dtype": "int32", "seed": 1, "status": "fail", "points": 0.0,
               "max_points": 1.0, "message": "\x1b[2J" + "x" * (4 << 20), "visibility": "visible"}
     path.write_text(json.dumps({"event": "case", "result": result}) + "\n"
                     + json.dumps({"event": "compile-error", "message": "\x1b]0;t\x07" + "y\n" * 100000}) + "\n")
-    case_ev, compile_ev = _Events(path).poll()
-    case = case_from_dict(case_ev["result"])
+    case_ev, compile_ev = EventReader(path).poll()
+    case = case_ev.result
     assert len(case.message.encode()) < MESSAGE_BYTES + 40 and "\x1b" not in case.message
     assert "(cut: " in case.message
-    assert len(compile_ev["message"].encode()) < 20000 and not any(ch in compile_ev["message"] for ch in CONTROLS)
+    assert len(compile_ev.message.encode()) < 20000 and not any(ch in compile_ev.message for ch in CONTROLS)
 
 
 def test_a_parts_case_messages_share_one_budget():

@@ -325,7 +325,7 @@ def test_the_reports_show_the_profile_and_json_keeps_it(graded_part3):
     from grader.render.gradescope import gradescope
     from grader.render.junit import junit_xml
     from grader.render.markdown import markdown
-    from grader.report import render_text
+    from grader.render.text import render_text
 
     result, _ = graded_part3
     prof = result.parts[0].profile

@@ -33,9 +33,9 @@ from grader.classwork.store import (MANIFEST, RESULT, load_intact, shard_positio
                                     write_reports)
 from grader.classwork.submissions import Submission, find_submissions, require_submissions
 from grader.config import Config
-from grader.execute import case_list
+from grader.execute import not_run
 from grader.parts import PARTS
-from grader.results import CaseResult, PartResult, Performance, SubmissionResult
+from grader.results import FailureKind, PartResult, Performance, SubmissionResult
 from grader.runner import grade
 
 #: ``result -> {file name: text}``: a student's reports besides ``result.json`` (``report.txt``...).
@@ -47,9 +47,7 @@ def _not_graded(sub: Submission, *, cfg: Config, selection: Selection, why: str)
     parts = []
     for key in (k for k in PARTS if k in cfg.parts):
         spec, pc = PARTS[key], cfg.parts[key]
-        cases = tuple(CaseResult(name=c.name, n=c.n, dtype=c.dtype, seed=c.seed, status="not-run", points=0.0,
-                                 max_points=pc.points_per_case, message="not run: " + why,
-                                 visibility=c.visibility) for c in case_list(cfg, key))
+        cases = not_run(cfg, key, "not run: " + why, kind=FailureKind.ERROR)
         perf = Performance(0.0, pc.timing.points, None, "not timed: " + why) if pc.timing else None
         parts.append(PartResult(key=key, number=spec.number, title=spec.title, file=spec.filename,
                                 status="error", message=why, cases=cases, performance=perf))

@@ -2,6 +2,7 @@
 
 Pure functions of the result: nothing here reads or writes files.
 
+- :func:`render_text` — the terminal report (plain text; the CLI colours it);
 - :func:`gradescope` — Gradescope's ``results.json`` as a dict (student-facing);
 - :func:`junit_xml` — JUnit XML text for course CI (TA-facing: hidden cases in full);
 - :func:`markdown` — a Markdown summary for a CI job summary or a pull-request comment
@@ -9,7 +10,7 @@ Pure functions of the result: nothing here reads or writes files.
 - :func:`class_report` — a class's results as one self-contained HTML page (TA-facing);
   :func:`class_report_page` renders it from a folder loaded by :mod:`grader.classwork.store`;
 - :func:`grader.render.student.student_reports` — every report of one result, as the files of
-  ``OUT/<id>/`` (import it from its module: it uses :mod:`grader.report`, which imports this package).
+  ``OUT/<id>/`` (import it from its module, so that loading this package does not load every report at once).
 
 Student-facing renderers show a hidden case by name and status only. ``docs/results.md`` maps
 each status to each format.
@@ -21,5 +22,6 @@ from grader.render.class_report import class_report, class_report_page
 from grader.render.gradescope import gradescope
 from grader.render.junit import junit_xml
 from grader.render.markdown import markdown
+from grader.render.text import render_text
 
-__all__ = ["class_report", "class_report_page", "gradescope", "junit_xml", "markdown"]
+__all__ = ["class_report", "class_report_page", "gradescope", "junit_xml", "markdown", "render_text"]

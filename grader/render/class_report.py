@@ -50,7 +50,7 @@ from markupsafe import Markup
 
 from grader import __version__
 from grader.render._common import PART_STATUS_WORDS, is_timed_case, points, printable, stopped_case
-from grader.results import CaseResult, PartResult, SubmissionResult, Timing
+from grader.results import CHECK_KINDS, CaseResult, PartResult, SubmissionResult, Timing
 
 if TYPE_CHECKING:  # the loaded folder's type only: rendering reads no file
     from grader.classwork.store import BatchFolder
@@ -81,7 +81,6 @@ FAILURE_KINDS = {
     "error": "the grader could not run the part",
 }
 
-_KERNEL_FAILED = re.compile(r"the kernel failed(?: while timed)? \(([\w-]+)\)")
 _COMPILER_ERROR = re.compile(r"\berror\b", re.IGNORECASE)
 _MESSAGE_CHARS = 240
 
@@ -128,23 +127,14 @@ class Failure:
     message: str
 
 
-def _case_kind(case: CaseResult) -> str:
-    from grader.execute import CHECK_KINDS  # late: the renderers stay cheap to import
+#: Case kinds (:attr:`grader.results.CaseResult.kind`) listed under another failure group.
+_GROUP_OF_KIND = {"mismatch": "wrong-result", "ticket": "wrong-result"}
 
-    msg = case.message
-    m = _KERNEL_FAILED.search(msg)
-    if m:
-        kind = m.group(1)
-        return kind if kind in CHECK_KINDS or kind in FAILURE_KINDS else f"kernel-error:{kind}"
-    if msg.startswith("out-of-bounds write"):
-        return "out-of-bounds"
-    if msg.startswith("the input was modified"):
-        return "input-modified"
-    if msg.startswith("launch refused"):
-        return "launch-refused"
-    if msg.startswith("wrong output after the timed runs"):
-        return "wrong-after-timing"
-    return "wrong-result" if case.status == "fail" else case.status
+
+def _case_kind(case: CaseResult) -> str:
+    kind = _GROUP_OF_KIND.get(case.kind, case.kind) if case.kind else (
+        "wrong-result" if case.status == "fail" else case.status)
+    return kind if kind in CHECK_KINDS or kind in FAILURE_KINDS else f"kernel-error:{kind}"
 
 
 def part_failures(student: str, part: PartResult) -> list[Failure]:

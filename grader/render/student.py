@@ -7,7 +7,7 @@ import json
 from grader.render.gradescope import gradescope
 from grader.render.junit import junit_xml
 from grader.render.markdown import markdown
-from grader.report import render_text
+from grader.render.text import render_text
 from grader.results import SubmissionResult
 
 

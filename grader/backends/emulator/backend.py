@@ -51,6 +51,7 @@ from grader.backends.emulator.rewrite import find_definitions, rewrite_source
 from grader.backends.emulator.sandbox import Sandbox, executor_limits
 from grader.errors import CompileError, KernelError, LaunchError
 from grader.kernels import KernelSpec
+from grader.results import CHECK_KINDS  # kinds the checks report (they come with Finding objects)
 
 if TYPE_CHECKING:
     from grader.profile import MemoryProfile
@@ -90,8 +91,6 @@ KERNEL_ERROR_KINDS = {
 SCHEDULES = {"ascending": 0, "descending": 1, "random": 2}
 #: Device printf output kept between two :meth:`EmulatorBackend.take_output` calls, in bytes.
 OUTPUT_CAP = 64 * 1024
-#: Kinds reported by the checks (they come with :class:`Finding` objects).
-CHECK_KINDS = ("race", "out-of-bounds", "misaligned", "uninitialized-read", "barrier-divergence", "deadlock")
 
 _ABI_VERSION = 3
 #: The head of a launch request (see executor.cpp's handle_launch).

@@ -1,7 +1,7 @@
 """Rendering a :class:`~grader.results.SubmissionResult` for the terminal.
 
 Rendering is kept apart from the data: the same result is written as JSON by
-:meth:`SubmissionResult.to_json` and in other formats by :mod:`grader.render`.
+:meth:`SubmissionResult.to_json` and in other formats by the other modules of :mod:`grader.render`.
 """
 
 from __future__ import annotations
