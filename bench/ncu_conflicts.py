@@ -31,7 +31,7 @@ from grader.backends import create_backend
 from grader.config import load_config
 from grader.execute import CaseSpec, run_case
 from grader.parts import DTYPES, PARTS, part_header
-from grader.profile import profile_run
+from grader.profile_phase import profile_run
 
 ROOT = Path(__file__).resolve().parent.parent
 PARTS_COMPARED = ("part2_blelloch", "part3_conflict_free")

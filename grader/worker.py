@@ -177,7 +177,7 @@ def performance_after_hidden(performance, hidden: list):
 def _profile_part(events, backend, cfg, part, source, modules, results, work: Path) -> None:
     """The memory-access profile of a part (bank conflicts, sectors per request), counted by the
     CPU emulator on any machine: ``profile-start``, then a ``profile`` event (grader.profile)."""
-    from grader.profile import profile_phase
+    from grader.profile_phase import profile_phase
 
     events.emit(ProfileStart())
     result = profile_phase(backend, cfg=cfg, part=part, source=source, modules=modules, results=results,

@@ -349,7 +349,7 @@ def test_the_reports_show_the_profile_and_json_keeps_it(graded_part3):
 def test_on_a_gpu_backend_the_profile_is_taken_by_an_emulator_of_its_own(tmp_path):
     from grader.errors import BackendUnavailable
     from grader.parts import PARTS
-    from grader.profile import profile_phase
+    from grader.profile_phase import profile_phase
     from grader.results import CaseResult
 
     cfg = load_config(_shipped_part3_config(tmp_path))
