@@ -15,10 +15,8 @@ not matching the contract.
 from __future__ import annotations
 
 import gc
-import os
 import shlex
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Sequence, Union
 
@@ -56,7 +54,7 @@ def compile_cubin(source: str, *, filename: str, workdir: Path, arch: str, toolc
         CompileError: nvcc is missing, fails (with its log, the scratch folder's path removed), hits a
             limit, or does not finish in time.
     """
-    from grader.backends.emulator.build import kill_group, limit_note
+    from grader.backends.emulator.build import run_compile
 
     nvcc = nvcc or shutil.which("nvcc")
     if not nvcc:
@@ -66,26 +64,12 @@ def compile_cubin(source: str, *, filename: str, workdir: Path, arch: str, toolc
     output = Path(filename).stem + ".cubin"
     argv = [nvcc, "--cubin", "-arch", arch, *options, filename, "-o", output]
     cmd = toolchain.sandboxed(argv, workdir=workdir, tools=[nvcc])
-    shown = shlex.join(cmd.shown)
-    try:
-        proc = subprocess.Popen(cmd.argv, env=cmd.env, cwd=cmd.cwd, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
-                                process_group=0)
-    except OSError as exc:
-        raise CompileError(f"{filename} cannot be compiled: nvcc could not run ({exc})", command=shown) from None
-    try:
-        out, err = proc.communicate(timeout=toolchain.timeout_s)
-    except subprocess.TimeoutExpired:
-        kill_group(proc)
-        raise CompileError(f"{filename} does not compile with nvcc: it did not finish within "
-                           f"{toolchain.timeout_s:g} s", command=shown) from None
-    log = (err + out).strip()
-    for prefix in {str(workdir.resolve()), str(workdir)}:
-        log = log.replace(prefix + os.sep, "").replace(prefix, ".")
+    failed = f"{filename} does not compile with nvcc"
+    log = run_compile(cmd, filename=filename, workdir=workdir, timeout_s=toolchain.timeout_s, tool="nvcc",
+                      failed=failed)
     cubin = workdir / output
-    if proc.returncode != 0 or not cubin.is_file():
-        raise CompileError(f"{filename} does not compile with nvcc" + limit_note(log, toolchain.timeout_s),
-                           command=shown, log=log)
+    if not cubin.is_file():
+        raise CompileError(failed + " (it wrote no cubin)", command=shlex.join(cmd.shown), log=log)
     return cubin.read_bytes()
 
 

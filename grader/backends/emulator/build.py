@@ -252,26 +252,48 @@ class Toolchain:
                                     limiter=executor)
 
     def _run(self, cmd: Command, *, filename: str, workdir: Path) -> None:
-        command = shlex.join(cmd.shown)
-        try:
-            proc = subprocess.Popen(cmd.argv, env=cmd.env, cwd=cmd.cwd, stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
-                                    process_group=0)
-        except OSError as exc:
-            raise CompileError(f"{filename} does not compile: the C++ compiler could not run ({exc})",
-                               command=command) from None
-        try:
-            out, err = proc.communicate(timeout=self.timeout_s)
-        except subprocess.TimeoutExpired:
-            kill_group(proc)
-            raise CompileError(f"{filename} does not compile: the C++ compiler did not finish within "
-                               f"{self.timeout_s:g} s", command=command) from None
-        if proc.returncode != 0:
-            log = (err + out).strip()
-            for prefix in {str(workdir.resolve()), str(workdir)}:
-                log = log.replace(prefix + os.sep, "").replace(prefix, ".")
-            raise CompileError(f"{filename} does not compile (host C++ compiler under the CPU emulator)"
-                               + limit_note(log, self.timeout_s), command=command, log=log)
+        run_compile(cmd, filename=filename, workdir=workdir, timeout_s=self.timeout_s, tool="the C++ compiler",
+                    failed=f"{filename} does not compile (host C++ compiler under the CPU emulator)")
+
+
+def run_compile(cmd: Command, *, filename: str, workdir: Path, timeout_s: float, tool: str, failed: str) -> str:
+    """Run a compiler command made by :meth:`Toolchain.sandboxed` in its own process group, within
+    ``timeout_s`` seconds: the emulator's host compile and the GPU backend's nvcc alike.
+
+    Args:
+        cmd: the sandboxed command.
+        filename: the student's file, for the messages.
+        workdir: the scratch folder, whose path is removed from the compiler's log.
+        timeout_s: seconds allowed (the compiler and everything it started are killed after them).
+        tool: the compiler as messages name it (``"nvcc"``).
+        failed: the message's opening when the compiler fails (``"part1_naive.cu does not compile"``).
+
+    Returns:
+        The compiler's output (stderr then stdout), the scratch folder's path removed.
+
+    Raises:
+        CompileError: the compiler could not start, did not finish in time, or failed (with its log,
+            and a note when a sandbox limit stopped it).
+    """
+    command = shlex.join(cmd.shown)
+    try:
+        proc = subprocess.Popen(cmd.argv, env=cmd.env, cwd=cmd.cwd, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
+                                process_group=0)
+    except OSError as exc:
+        raise CompileError(f"{filename} does not compile: {tool} could not run ({exc})", command=command) from None
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        kill_group(proc)
+        raise CompileError(f"{filename} does not compile: {tool} did not finish within {timeout_s:g} s",
+                           command=command) from None
+    log = (err + out).strip()
+    for prefix in {str(workdir.resolve()), str(workdir)}:
+        log = log.replace(prefix + os.sep, "").replace(prefix, ".")
+    if proc.returncode != 0:
+        raise CompileError(failed + limit_note(log, timeout_s), command=command, log=log)
+    return log
 
 
 #: Compiler messages that mean a sandbox limit stopped it.
