@@ -26,7 +26,7 @@ from grader.errors import KernelError, LaunchError
 from grader.parts import DTYPES, PARTS, PartSpec
 from grader.plans import GUARD, POISON_BITS, Guarded, Plan, Run, prepare, tiles
 from grader.results import (CHECK_KINDS, CRASH_KINDS, CaseResult, CaseStatus, FailureKind, Mismatch, Performance,
-                            Timing)
+                            Timing, linear_fraction)
 from reference.scan import default_threads, exclusive_scan, inclusive_scan, scan_int32_threaded
 
 
@@ -466,12 +466,7 @@ def score_performance(tc: TimingConfig, timed: list[CaseResult], *, gpu: str = "
                                                      f"with, and no timing.absolute_ms for {gpu or 'this GPU'}")
     weights = [math.log2(max(c.n, 2)) for c in timed]
     geo = math.exp(sum(w * math.log(r) for w, r in zip(weights, ratios)) / sum(weights))
-    if geo <= tc.full_at:
-        frac = 1.0
-    elif geo >= tc.zero_at:
-        frac = 0.0
-    else:
-        frac = (tc.zero_at - geo) / (tc.zero_at - tc.full_at)
+    frac = linear_fraction(geo, full_at=tc.full_at, zero_at=tc.zero_at)
     sizes = ", ".join(str(c.n) for c in timed)
     return Performance(round(tc.points * frac, 2), tc.points, geo,
                        f"time / {against} = {geo:.2f} (geometric mean over n = {sizes}, weighted by log2 n); "

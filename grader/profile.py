@@ -212,7 +212,7 @@ def score_profile(pconf, sub: MemoryProfile, reference_wavefronts: int | None, *
         n: the profiled size.
         against: what the reference is, for the message.
     """
-    from grader.results import Profile
+    from grader.results import Profile, linear_fraction
 
     worst = sub.worst
     facts = dict(n=n, blocks=pconf.blocks, wavefronts=sub.wavefronts, ideal_wavefronts=sub.ideal_wavefronts,
@@ -230,12 +230,7 @@ def score_profile(pconf, sub: MemoryProfile, reference_wavefronts: int | None, *
                        **facts)
     ratio = sub.wavefronts / reference_wavefronts if reference_wavefronts else (1.0 if not sub.wavefronts else
                                                                                   float("inf"))
-    if ratio <= pconf.full_at:
-        frac = 1.0
-    elif ratio >= pconf.zero_at:
-        frac = 0.0
-    else:
-        frac = (pconf.zero_at - ratio) / (pconf.zero_at - pconf.full_at)
+    frac = linear_fraction(ratio, full_at=pconf.full_at, zero_at=pconf.zero_at)
     message = (f"shared-memory wavefronts {sub.wavefronts} = {ratio:.2f}x {against or 'the reference'}'s "
                f"{reference_wavefronts} at n = {n} ({sub.conflict_wavefronts} from bank conflicts); all points "
                f"at or below {pconf.full_at:g}x, none at or above {pconf.zero_at:g}x")

@@ -196,6 +196,16 @@ class Mismatch:
     hint: str | None = None
 
 
+def linear_fraction(ratio: float, *, full_at: float, zero_at: float) -> float:
+    """The share of a score's points a ratio earns (time or shared-memory wavefronts over the
+    reference's): 1 at or below ``full_at``, 0 at or above ``zero_at``, linear in between."""
+    if ratio <= full_at:
+        return 1.0
+    if ratio >= zero_at:
+        return 0.0
+    return (zero_at - ratio) / (zero_at - full_at)
+
+
 @dataclass(frozen=True)
 class Timing:
     """GPU timing of one case (PyCUDA backend only; the emulator does not time).
