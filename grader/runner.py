@@ -136,6 +136,10 @@ def kill_session(sid: int) -> None:
         time.sleep(0.05)
 
 
+#: The environment variable naming the runner's pid to its worker (see grader.worker).
+RUNNER_PID_ENV = "SCANGRADE_RUNNER_PID"
+
+
 def _run_worker(job_path: Path, events: protocol.EventReader, *, cfg: Config, tmpdir: Path,
                 on_event: Callable[[str, protocol.Event], None] | None,
                 extra_env: dict[str, str] | None = None,
@@ -146,35 +150,38 @@ def _run_worker(job_path: Path, events: protocol.EventReader, *, cfg: Config, tm
     env = {**os.environ, **(extra_env or {})}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_PROJECT_ROOT), env.get("PYTHONPATH")]))
     env["PYTHONUNBUFFERED"] = "1"
+    env[RUNNER_PID_ENV] = str(os.getpid())  # the worker ends itself if this process is gone
     with open(tmpdir / "stdout.txt", "wb") as out_f, open(tmpdir / "stderr.txt", "wb") as err_f:
         proc = subprocess.Popen([sys.executable, "-m", "grader.worker", str(job_path)], cwd=tmpdir,
                                 stdout=out_f, stderr=err_f, stdin=subprocess.DEVNULL, env=env,
                                 start_new_session=True)
-        start = case_start = time.monotonic()
         stopped = None
-        while True:
-            try:
-                proc.wait(timeout=0.1)
-                finished = True
-            except subprocess.TimeoutExpired:
-                finished = False
-            for ev in events.poll():
-                if isinstance(ev, (protocol.CaseStart, protocol.Compiled)):
-                    case_start = time.monotonic()
-                if on_event:
-                    on_event(ev.name, ev)
-            if finished:
-                break
-            now = time.monotonic()
-            running_case = bool(events.items) and isinstance(events.items[-1], protocol.CaseStart)
-            if now > (deadline if deadline is not None else start + cfg.part_timeout_s):
-                stopped = f"timed out after {cfg.part_timeout_s:g} s (timeouts.part_s)"
-            elif running_case and now - case_start > cfg.case_timeout_s:
-                stopped = f"timed out after {cfg.case_timeout_s:g} s (timeouts.case_s)"
-            if stopped:
-                break
-        kill_session(proc.pid)  # the worker, and anything it started (compilers, executors) or left behind
-        proc.wait()
+        try:
+            start = case_start = time.monotonic()
+            while True:
+                try:
+                    proc.wait(timeout=0.1)
+                    finished = True
+                except subprocess.TimeoutExpired:
+                    finished = False
+                for ev in events.poll():
+                    if isinstance(ev, (protocol.CaseStart, protocol.Compiled)):
+                        case_start = time.monotonic()
+                    if on_event:
+                        on_event(ev.name, ev)
+                if finished:
+                    break
+                now = time.monotonic()
+                running_case = bool(events.items) and isinstance(events.items[-1], protocol.CaseStart)
+                if now > (deadline if deadline is not None else start + cfg.part_timeout_s):
+                    stopped = f"timed out after {cfg.part_timeout_s:g} s (timeouts.part_s)"
+                elif running_case and now - case_start > cfg.case_timeout_s:
+                    stopped = f"timed out after {cfg.case_timeout_s:g} s (timeouts.case_s)"
+                if stopped:
+                    break
+        finally:  # also when the grader is interrupted (Ctrl-C): no worker outlives its runner
+            kill_session(proc.pid)  # the worker, and anything it started (compilers, executors) or left behind
+            proc.wait()
     return proc.returncode, stopped
 
 

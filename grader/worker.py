@@ -32,8 +32,28 @@ COPY_BANDWIDTH_MIN_BYTES = 128 * 2**20
 SOLUTIONS = Path(__file__).resolve().parent.parent / "reference" / "solutions"
 
 
+def _die_with_runner() -> None:
+    """End this worker (SIGKILL) when the thread of the runner that started it ends, however it ends
+    (Ctrl-C, a kill, a crash), so no student code runs on after the grader: the executors go with
+    the worker (bubblewrap's ``--die-with-parent``, or their own ``PR_SET_PDEATHSIG``). Where the
+    runner is already gone (its pid, from ``SCANGRADE_RUNNER_PID``, is no longer the parent), exit
+    at once. Linux only; elsewhere nothing happens."""
+    import ctypes
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    runner = os.environ.get("SCANGRADE_RUNNER_PID")
+    if runner and runner.isdigit() and os.getppid() != int(runner):
+        os._exit(3)
+
+
 def main(argv: list[str]) -> int:
     """Run the job described by ``argv[0]``; returns the exit status (0 also when cases fail)."""
+    _die_with_runner()
     job = _read_job(argv[0])
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     from grader.backends import create_backend

@@ -1,0 +1,65 @@
+"""A grader that is interrupted or killed leaves no worker and no student code running behind it."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import BROKEN, ROOT, write_config
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    """Live (not zombie) processes whose command line mentions ``text``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if text in cmd and state not in ("Z", "X"):
+            found.append(int(entry.name))
+    return found
+
+
+def _wait_for(predicate, timeout: float) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return predicate()
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc (Linux) to look for processes left behind")
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "killed"])
+def test_a_grader_stopped_while_a_kernel_hangs_leaves_no_worker_or_executor(tmp_path, how):
+    config = write_config(tmp_path, part_s=120, sizes={"part1_naive": [33]})
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "part1_naive.cu").write_bytes((BROKEN / "part1_hang.cu").read_bytes())
+    scratch = tmp_path / "scratch"  # every temporary folder of this grading, so its processes can be found
+    scratch.mkdir()
+    env = {**os.environ, "TMPDIR": str(scratch), "PYTHONPATH": str(ROOT)}
+    grader = subprocess.Popen([sys.executable, "-m", "grader", "grade", str(sub), "--config", str(config),
+                               "--backend", "emulator", "--no-checks"], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        # the kernel is running once an executor has loaded a module from the scratch folder
+        assert _wait_for(lambda: any("serve" in Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace")
+                                     for p in _processes_mentioning(str(scratch))), 60), "the kernel never started"
+        os.killpg(grader.pid, how) if how == signal.SIGINT else grader.kill()
+        grader.wait(timeout=30)
+        assert _wait_for(lambda: not _processes_mentioning(str(scratch)), 10), \
+            [Path(f"/proc/{p}/cmdline").read_bytes() for p in _processes_mentioning(str(scratch))]
+    finally:
+        for pid in _processes_mentioning(str(scratch)):
+            os.kill(pid, signal.SIGKILL)
+        if grader.poll() is None:
+            grader.kill()
