@@ -48,7 +48,8 @@ def test_a_grader_stopped_while_a_kernel_hangs_leaves_no_worker_or_executor(tmp_
     (sub / "part1_naive.cu").write_bytes((BROKEN / "part1_hang.cu").read_bytes())
     scratch = tmp_path / "scratch"  # every temporary folder of this grading, so its processes can be found
     scratch.mkdir()
-    env = {**os.environ, "TMPDIR": str(scratch), "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "TMPDIR": str(scratch),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     grader = subprocess.Popen([sys.executable, "-m", "grader", "grade", str(sub), "--config", str(config),
                                "--backend", "emulator", "--no-checks"], env=env, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, start_new_session=True)
@@ -57,7 +58,8 @@ def test_a_grader_stopped_while_a_kernel_hangs_leaves_no_worker_or_executor(tmp_
         # first builds the runtime: minutes on a slow machine)
         def started() -> bool:
             return any(b'"case-start"' in f.read_bytes() for f in scratch.glob("scangrade-part-*/events-*.jsonl"))
-        assert _wait_for(started, 300), "the kernel never started"
+        assert _wait_for(lambda: started() or grader.poll() is not None, 300), "the kernel never started"
+        assert grader.poll() is None, f"the grader ended before its kernel started (exit status {grader.returncode})"
         time.sleep(0.5)
         assert _processes_mentioning(scratch), "no worker to stop"
         os.killpg(grader.pid, how) if how == signal.SIGINT else grader.kill()
