@@ -25,7 +25,8 @@ from grader.config import Config, PartConfig, TimingConfig
 from grader.errors import KernelError, LaunchError
 from grader.parts import DTYPES, PARTS, PartSpec
 from grader.plans import GUARD, POISON_BITS, Guarded, Plan, Run, prepare, tiles
-from grader.results import (CHECK_KINDS, CRASH_KINDS, CaseResult, CaseStatus, FailureKind, Mismatch, Performance,
+from grader.kinds import verdict_of
+from grader.results import (CaseResult, CaseStatus, FailureKind, Mismatch, Performance,
                             Timing, linear_fraction)
 from reference.scan import default_threads, exclusive_scan, inclusive_scan, scan_int32_threaded
 
@@ -301,16 +302,60 @@ def _check(run: Run, plan: Plan, d_in: Guarded, x: np.ndarray, expected: np.ndar
 
 #: Thread orders a checking run of the emulator tries, in turn: ascending order hides races.
 CHECK_SCHEDULES = ("ascending", "descending", "random")
+#: The 32-bit patterns shared memory holds before a correctness case (on the emulator, every block's
+#: shared memory at its start; on a GPU, every multiprocessor's, written by a kernel just before):
+#: the first for every run, the second for the run again that tells whether the output depends on
+#: shared memory no thread wrote. Neither is an identity of a sum (0), and they differ in every bit.
+SHARED_FILLS = (0x7F7F7F7F, 0x80808080)
+
+
+def _set_shared_fill(backend: Backend, pattern: int) -> bool:
+    """Make the next launches find ``pattern`` in unwritten shared memory; False where the backend
+    cannot (then a case is not run again with a second fill)."""
+    if hasattr(backend, "poison_shared"):  # a GPU: fill every multiprocessor's shared memory now
+        backend.poison_shared(pattern)
+        return True
+    if hasattr(backend, "shared_fill"):  # the emulator: each block's arena is filled at its start
+        backend.shared_fill = pattern
+        return True
+    return False
+
+
+def _warning_lines(findings) -> tuple[str, ...]:
+    """One line per warning finding, deduplicated by kind and line, in the order found."""
+    seen, out = set(), []
+    for f in findings:
+        key = (f.kind, f.file, f.line)
+        if key not in seen:
+            seen.add(key)
+            out.append(f"{f.kind}: {f.message}")
+    return tuple(out)
+
+
+def _output_bits(run: Run, plan: Plan, n: int) -> np.ndarray:
+    return run.backend.to_host(plan.out.full)[GUARD:GUARD + n].view(np.uint32).copy()
 
 
 def run_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, case: CaseSpec,
-             schedules: tuple[str, ...] = ()) -> CaseResult:
+             schedules: tuple[str, ...] = (), checked=None, checker: str | None = None) -> CaseResult:
     """Run and check one correctness case; failures of the kernel become a failing CaseResult.
 
     Args:
         schedules: on a backend with ``set_schedule`` (the emulator), run the case under each of
             these thread orders in turn (the random one seeded by the case's seed); the first
             order that fails is reported. Empty: the backend's current order only.
+        checked: on a GPU, what compute-sanitizer found in this case (a
+            :class:`grader.sanitizer.CaseChecks`), or a failing CaseResult of the emulator's
+            checks standing in for it: a finding fails the case (the kernel is not run again),
+            as the emulator's checks fail a case whatever its output.
+        checker: what checked the case beyond its output, for the result (``compute-sanitizer``,
+            ``emulator checks``); None: the output only.
+
+    Unwritten shared memory: before the case, shared memory holds :data:`SHARED_FILLS`'s first
+    pattern (both backends). When the output is wrong, or the emulator saw a read of shared memory
+    no thread wrote, the case runs again with the second pattern: if the output changes, it
+    depends on unwritten shared memory and the case fails as ``uninitialized-read``; if it does
+    not, such a read is a warning of a passing case (its values never reach the output).
 
     Raises nothing for problems of the submission; only grader bugs propagate.
     """
@@ -318,21 +363,34 @@ def run_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, c
     points = pc.points_per_case
     dtype = DTYPES[case.dtype]
     t0 = time.perf_counter()
+    warnings: list[str] = []
 
     def result(status: CaseStatus, message: str = "", mismatch: Mismatch | None = None,
                kind: str | None = None) -> CaseResult:
         return CaseResult(name=case.name, n=case.n, dtype=case.dtype, seed=case.seed, status=status,
                           points=points if status == CaseStatus.PASS else 0.0, max_points=points, message=message,
                           mismatch=mismatch, elapsed_ms=(time.perf_counter() - t0) * 1e3, visibility=case.visibility,
-                          kind=kind)
+                          kind=kind, warnings=tuple(dict.fromkeys(warnings)), checker=checker)
 
+    if isinstance(checked, CaseResult):  # the emulator's checks, standing in for compute-sanitizer
+        return result(checked.status, checked.message, checked.mismatch, checked.kind)
+    found = [f for f in getattr(checked, "findings", ())]
+    if found:
+        first = found[0]
+        message = f"the kernel failed ({first.kind}): {first.message}"
+        if first.block is not None and first.thread is not None:
+            message += (f" (block ({first.block[0]}, {first.block[1]}, {first.block[2]}), thread "
+                        f"({first.thread[0]}, {first.thread[1]}, {first.thread[2]}))")
+        if len(found) > 1:
+            message += "\n" + "\n".join(f"also: {f.kind} at {f.file}:{f.line}" for f in found[1:6])
+        return result(verdict_of(first.kind), message + " — found by compute-sanitizer", kind=first.kind)
     x = make_input(cfg, part, case.n, case.seed, dtype)
     expected = reference_output(part, x)
     set_schedule = getattr(backend, "set_schedule", None) if schedules else None
-    for schedule in (schedules if set_schedule else [None]):
-        where = f" (emulator thread order: {schedule})" if schedule and schedule != schedules[0] else ""
-        if set_schedule:
-            set_schedule(schedule, seed=case.seed)
+    take_warnings = getattr(backend, "take_warnings", None)
+
+    def launch(fill: int) -> tuple[Run, Plan, Guarded] | CaseResult:
+        _set_shared_fill(backend, fill)
         run = Run(backend, module, dtype)
         d_in = run.buffer("in", case.n, x, output=False)
         try:
@@ -341,10 +399,42 @@ def run_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, c
         except LaunchError as exc:
             return result(CaseStatus.ERROR, f"launch refused: {exc}", kind=FailureKind.LAUNCH_REFUSED)
         except KernelError as exc:
-            status = (CaseStatus.FAIL if exc.kind in CHECK_KINDS else CaseStatus.CRASH if exc.kind in CRASH_KINDS
-                      else CaseStatus.ERROR)
-            return result(status, f"the kernel failed ({exc.kind}){where}: {exc}", kind=exc.kind)
+            return result(verdict_of(exc.kind), f"the kernel failed ({exc.kind}){where}: {exc}", kind=exc.kind)
+        finally:
+            if take_warnings is not None:
+                warnings.extend(_warning_lines(take_warnings()))
+        return run, plan, d_in
+
+    for schedule in (schedules if set_schedule else [None]):
+        where = f" (emulator thread order: {schedule})" if schedule and schedule != schedules[0] else ""
+        if set_schedule:
+            set_schedule(schedule, seed=case.seed)
+        before = len(warnings)
+        launched = launch(SHARED_FILLS[0])
+        if isinstance(launched, CaseResult):
+            return launched
+        run, plan, d_in = launched
         status, message, mm, kind = _check(run, plan, d_in, x, expected, part=part, pc=pc, cfg=cfg)
+        unwritten = [w for w in warnings[before:] if w.startswith("uninitialized-read")]
+        if (status != CaseStatus.PASS and kind == FailureKind.MISMATCH) or (unwritten and status == CaseStatus.PASS):
+            first = _output_bits(run, plan, case.n)
+            del run, plan, d_in
+            again = launch(SHARED_FILLS[1])
+            if isinstance(again, CaseResult):
+                return again
+            second = _output_bits(again[0], again[1], case.n)
+            _set_shared_fill(backend, SHARED_FILLS[0])
+            differ = np.flatnonzero(first != second)
+            if differ.size:
+                i = int(differ[0])
+                note = unwritten[0].split(": ", 1)[1] if unwritten else (
+                    "the kernel reads shared memory that no thread of its block wrote")
+                text = (f"the output depends on shared memory no thread wrote: with unwritten shared memory filled "
+                        f"with two different patterns, out[{i}] differs ({differ.size} of {case.n} elements); {note}. "
+                        "Pad the unused slots with the scan's identity (0) before using them")
+                if status != CaseStatus.PASS:
+                    text = f"{message}\n{text}"
+                return result(CaseStatus.FAIL, text, mm, "uninitialized-read")
         if status != CaseStatus.PASS:
             if where and schedule != schedules[0]:
                 message += f"{where} — it passed in {schedules[0]} order, so the result depends on the order " \

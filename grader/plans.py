@@ -64,12 +64,15 @@ class Run:
 
     Attributes:
         dtype: ``scan_t`` (int32 or float32), the default dtype of :meth:`buffer`.
+        guard: elements of guard zone on each side of every buffer (:data:`GUARD`; 0 for buffers of
+            exactly their size, as compute-sanitizer's memcheck needs: see :mod:`grader.sanitizer`).
     """
 
     backend: Backend
     module: Module
     dtype: np.dtype
     buffers: list[Guarded] = field(default_factory=list)
+    guard: int = GUARD
 
     def buffer(self, name: str, count: int, init: np.ndarray | None = None, *, dtype: np.dtype | None = None,
                output: bool = True) -> Guarded:
@@ -77,10 +80,11 @@ class Run:
         and its guard zones with :data:`POISON_BITS` on the device, then copy ``init`` (``count``
         elements) into it when given."""
         dtype = np.dtype(dtype or self.dtype)
-        full = self.backend.alloc(count + 2 * GUARD, dtype)
-        self.backend.label(full, name, GUARD, count)  # the guard zones are outside the buffer (checks)
-        self.backend.memset32(full, POISON_BITS)  # on the device: no host copy of a 1 GiB buffer
-        inner = full.view(GUARD, count)
+        full = self.backend.alloc(count + 2 * self.guard, dtype)
+        self.backend.label(full, name, self.guard, count)  # the guard zones are outside the buffer (checks)
+        if full.nbytes:
+            self.backend.memset32(full, POISON_BITS)  # on the device: no host copy of a 1 GiB buffer
+        inner = full.view(self.guard, count)
         if init is not None:
             self.backend.to_device(np.ascontiguousarray(init, dtype=dtype), inner)
         g = Guarded(name, full, inner, count, output)

@@ -258,6 +258,15 @@ class Profiled(_Event):
 
 
 @dataclass(frozen=True)
+class Restart(_Event):
+    """The case just reported faulted on the GPU and lost the worker's CUDA context: the worker
+    ends, and a new one grades the cases after it (as after a case that hung)."""
+
+    name: ClassVar[str] = "restart"
+    case: str
+
+
+@dataclass(frozen=True)
 class WorkerError(_Event):
     """The backend could not start; ``message`` says why. The worker ends."""
 
@@ -273,11 +282,11 @@ class Done(_Event):
 
 
 Event = Union[Device, DeviceUpdate, CompileFailed, Compiled, CaseStart, CaseDone, Timed, TimingStart, HiddenStart,
-              PerformanceScored, ProfileStart, Profiled, WorkerError, Done]
+              PerformanceScored, ProfileStart, Profiled, Restart, WorkerError, Done]
 #: Every event type by its wire name.
 EVENTS: dict[str, type] = {cls.name: cls for cls in (Device, DeviceUpdate, CompileFailed, Compiled, CaseStart,
                                                      CaseDone, Timed, TimingStart, HiddenStart, PerformanceScored,
-                                                     ProfileStart, Profiled, WorkerError, Done)}
+                                                     ProfileStart, Profiled, Restart, WorkerError, Done)}
 #: Wire keys that differ from the attribute's name (the case-start event names its case ``name``).
 _WIRE_KEYS = {"case": "name"}
 _RESULT_TYPES = {CaseDone: case_from_dict, Timed: case_from_dict,

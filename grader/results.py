@@ -84,7 +84,8 @@ def clean_case(case: "CaseResult", budget: list[int] | None = None) -> "CaseResu
                                  hint=clean_text(mm.hint) if mm.hint else mm.hint,
                                  got=clean_text(mm.got, max_bytes=200, max_lines=1),
                                  expected=clean_text(mm.expected, max_bytes=200, max_lines=1))
-    return dataclasses.replace(case, message=message, mismatch=mm,
+    warnings = tuple(clean_text(w, max_bytes=1024, max_lines=4) for w in case.warnings[:20])
+    return dataclasses.replace(case, message=message, mismatch=mm, warnings=warnings,
                                name=clean_text(case.name, max_bytes=200, max_lines=1),
                                dtype=clean_text(case.dtype, max_bytes=50, max_lines=1))
 
@@ -165,12 +166,9 @@ class FailureKind(StrEnum):
     MISSING = "missing"
 
 
-#: KernelError kinds that are findings of the emulator's checks: the case fails (rather than errs).
-CHECK_KINDS = frozenset({"race", "out-of-bounds", "misaligned", "uninitialized-read", "barrier-divergence",
-                         "deadlock"})
-#: KernelError kinds of the emulator's executor dying (see grader/backends/emulator/executor.py): the
-#: case crashed; the part's next case runs in a new executor.
-CRASH_KINDS = frozenset({"crash", "sandbox-violation", "resource-limit"})
+#: Kinds found by a checker, and kinds of the process running a case dying: derived from the one
+#: table of kinds, :data:`grader.kinds.KINDS` (which also gives each kind's verdict).
+from grader.kinds import CHECK_KINDS, CRASH_KINDS, WARNING_KINDS  # noqa: E402  (re-exported)
 
 
 @dataclass(frozen=True)
@@ -308,8 +306,13 @@ class CaseResult:
         visibility: ``visible``, or ``hidden`` for cases from a private config, which students see
             by name and status only.
         kind: for a case that did not pass, what kind of failure it was (a :class:`FailureKind`, or
-            the kind of the KernelError that stopped the kernel: ``race``, ``trap``...); for a case
-            not run, why (the part's ``compile-error``, ``missing``, ``timeout``...). None for a pass.
+            the kind of the KernelError that stopped the kernel: ``race``, ``trap``...; every kind
+            is a row of :data:`grader.kinds.KINDS`); for a case not run, why (the part's
+            ``compile-error``, ``missing``, ``timeout``...). None for a pass.
+        warnings: findings that did not fail the case (a read of unwritten shared memory that
+            does not change the output, a shift a GPU clamps), one line each, with the line.
+        checker: what checked the case beyond its output: ``emulator checks``,
+            ``compute-sanitizer`` (on a GPU), or None (the output and guard zones only).
     """
 
     name: str
@@ -325,9 +328,12 @@ class CaseResult:
     timing: Timing | None = None
     visibility: str = "visible"
     kind: str | None = None
+    warnings: tuple[str, ...] = ()
+    checker: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "status", _member(CaseStatus, self.status, "case"))
+        object.__setattr__(self, "warnings", tuple(self.warnings or ()))
 
 
 @dataclass(frozen=True)

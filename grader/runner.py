@@ -229,16 +229,17 @@ def grade_part(part: PartSpec, source: Path | None, *, cfg: Config, backend: str
         device: dict[str, str] = {}
         cases: list[CaseResult] = []
         hung: list[str] = []  # cases stopped at timeouts.case_s; the next worker starts after each
+        faulted: list[str] = []  # cases whose GPU fault lost the worker's context (protocol.Restart)
         items: list[protocol.Event] = []
         performance = pending
         start = 0
         while True:
-            attempt = len(hung)
+            attempt = len(hung) + len(faulted)
             events = protocol.EventReader(tmpdir / f"events-{attempt}.jsonl")
             job_path = tmpdir / f"job-{attempt}.json"
             job_path.write_text(protocol.Job.for_part(cfg, part=part.key, source=source, backend=backend,
                                                       events=events.path, checks=checks, start=start,
-                                                      earlier_failed=bool(hung)).to_json())
+                                                      earlier_failed=bool(hung or faulted)).to_json())
             returncode, stopped = _run_worker(job_path, events, cfg=cfg, tmpdir=tmpdir, on_event=on_event,
                                               extra_env=env, deadline=deadline)
             items += events.items
@@ -246,6 +247,7 @@ def grade_part(part: PartSpec, source: Path | None, *, cfg: Config, backend: str
             phases.update(_phases(items, started, time.time()))
             current = None
             compiled = False
+            restart = None
             for ev in events.items:
                 if isinstance(ev, (protocol.Device, protocol.DeviceUpdate)):
                     device = {**device, **ev.info}
@@ -268,6 +270,8 @@ def grade_part(part: PartSpec, source: Path | None, *, cfg: Config, backend: str
                     performance = ev.result
                 elif isinstance(ev, protocol.Profiled):
                     profile[0] = ev.result
+                elif isinstance(ev, protocol.Restart):
+                    restart = ev.case
                 elif isinstance(ev, protocol.Done):
                     if hung:
                         return part_result(PartStatus.TIMEOUT, _hung_message(hung, cfg), tuple(cases),
@@ -275,6 +279,17 @@ def grade_part(part: PartSpec, source: Path | None, *, cfg: Config, backend: str
                     status = PartStatus.PASS if all(c.status == CaseStatus.PASS for c in cases) else PartStatus.FAIL
                     return part_result(status, "", tuple(cases), performance), device
 
+            # A GPU fault lost the worker's context after it reported the case: the cases after it are
+            # graded in a new worker, while the part's time lasts.
+            if (restart in names and current is None and names.index(restart) + 1 < len(names)
+                    and names.index(restart) + 1 > start and time.monotonic() < deadline):
+                faulted.append(restart)
+                start = names.index(restart) + 1
+                continue
+            if restart in names and current is None and names.index(restart) + 1 == len(names):
+                status = PartStatus.TIMEOUT if hung else (
+                    PartStatus.PASS if all(c.status == CaseStatus.PASS for c in cases) else PartStatus.FAIL)
+                return part_result(status, _hung_message(hung, cfg) if hung else "", tuple(cases), performance), device
             stage = f"case {current}" if current else ("compiling" if not compiled else "setting up")
             if current is None and any(isinstance(ev, protocol.ProfileStart) for ev in events.items):
                 stage = "the bank-conflict profile"

@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 from grader.protocol import (CaseDone, CaseStart, Compiled, CompileFailed, Device, DeviceUpdate, Done, EventWriter,
-                             HiddenStart, Job, PerformanceScored, Profiled, ProfileStart, ProtocolError, Timed,
+                             HiddenStart, Job, PerformanceScored, Profiled, ProfileStart, ProtocolError, Restart, Timed,
                              TimingStart, WorkerError)
 
 #: The smallest copy (bytes read + written) whose bandwidth the report records and checks.
@@ -95,16 +95,32 @@ def main(argv: list[str]) -> int:
                     return 0
                 events.emit(Compiled())
                 results = []
+                all_cases = case_list(cfg, part.key)
+                checker = _GpuChecks(backend, job, cfg, part, modules, all_cases, Path(work), argv[0],
+                                     compile_part) if backend.name == "pycuda" and job.checks else None
+                if checker is not None:
+                    events.emit(DeviceUpdate({"checker": checker.describe()}))
 
                 def run(case) -> None:
                     events.emit(CaseStart(case.name))
                     checked = job.checks and case.n <= cfg.emulator_checks_max_n
-                    if job.checks:
+                    if job.checks and backend.name == "emulator":
                         backend.checks = backend.detect_deadlock = checked  # large sizes: plain runs
-                    result = run_case(backend, modules[case.dtype], cfg=cfg, part=part, case=case,
-                                      schedules=CHECK_SCHEDULES if checked else ())
+                    if checker is not None and checked:
+                        result = run_case(backend, modules[case.dtype], cfg=cfg, part=part, case=case,
+                                          checked=checker.checks(all_cases.index(case)), checker=checker.name)
+                    else:
+                        result = run_case(backend, modules[case.dtype], cfg=cfg, part=part, case=case,
+                                          schedules=CHECK_SCHEDULES if checked else (),
+                                          checker="emulator checks" if checked else None)
+                    if getattr(backend, "broken", False) and checker is not None:
+                        result = checker.locate_fault(result, all_cases.index(case))
                     results.append(result)
                     events.emit(CaseDone(result))
+                    if getattr(backend, "broken", False):  # a GPU fault lost the context: a new worker goes on
+                        events.emit(Restart(case.name))
+                        events.close()
+                        os._exit(0)  # not through PyCUDA's clean-up of a lost context (it prints warnings)
                 # Every visible case, and the timing, before any hidden case: a kernel can keep state
                 # across launches (a __device__ global), so nothing a student sees may run after one.
                 # A worker started after a case that hung (job "start") grades the cases after it.
@@ -203,6 +219,100 @@ def _profile_part(events, backend, cfg, part, source, modules, results, work: Pa
     result = profile_phase(backend, cfg=cfg, part=part, source=source, modules=modules, results=results,
                            workdir=work, solutions=SOLUTIONS)
     events.emit(Profiled(result))
+
+
+class _GpuChecks:
+    """The checks of the GPU path: compute-sanitizer (:mod:`grader.sanitizer`) on every case up to
+    ``emulator.checks_max_n`` of this worker, run once for all of them before the first; where it
+    is not installed, the emulator's checks on those cases instead (the part compiled for the
+    emulator too). Either way a finding fails the case, as on the emulator."""
+
+    def __init__(self, backend, job, cfg, part, modules, cases, work: Path, job_path: str, compile_part) -> None:
+        from grader.sanitizer import find_sanitizer, sanitizer_version
+
+        self.backend, self.job, self.cfg, self.part, self.modules = backend, job, cfg, part, modules
+        self.cases, self.work, self.job_path, self.compile_part = cases, work, job_path, compile_part
+        self.sanitizer = find_sanitizer()
+        self.version = sanitizer_version(self.sanitizer) if self.sanitizer else ""
+        self.name = "compute-sanitizer" if self.sanitizer else "emulator checks"
+        self._found = None
+        self._emulator = None
+        self._emulator_modules: dict = {}
+
+    def describe(self) -> str:
+        limit = f"cases up to n = {self.cfg.emulator_checks_max_n}"
+        if self.sanitizer:
+            return f"compute-sanitizer {self.version.removeprefix('Version ')} (memcheck, racecheck, synccheck) on {limit}"
+        return (f"the emulator's checks on {limit} (compute-sanitizer is not installed here: install the CUDA "
+                "toolkit's compute-sanitizer for NVIDIA's own)")
+
+    def _cubins(self) -> dict:
+        cubins = {}
+        for dtype, module in self.modules.items():
+            path = self.work / f"checked-{dtype}.cubin"
+            path.write_bytes(module.cubin)
+            cubins[dtype] = path
+        return cubins
+
+    def checks(self, index: int):
+        """What the checker found in case ``index`` of the part's case list: a
+        :class:`grader.sanitizer.CaseChecks`, or, without compute-sanitizer, the emulator's failing
+        CaseResult (None when the emulator's checks found nothing)."""
+        if not self.sanitizer:
+            return self._emulator_checks(index)
+        if self._found is None:
+            from grader.sanitizer import check_cases
+
+            todo = [(i, c.dtype) for i, c in enumerate(self.cases)
+                    if i >= self.job.start and c.n <= self.cfg.emulator_checks_max_n]
+            self._found = check_cases(sanitizer=self.sanitizer, job=Path(self.job_path), cubins=self._cubins(),
+                                      cases=todo, workdir=self.work, case_timeout_s=min(self.cfg.case_timeout_s, 60))
+        return self._found.get(index)
+
+    def _emulator_checks(self, index: int):
+        from grader.backends.emulator import EmulatorBackend
+        from grader.execute import CHECK_SCHEDULES, run_case
+        from grader.kinds import CHECK_KINDS
+
+        case = self.cases[index]
+        if self._emulator is None:
+            self._emulator = EmulatorBackend(workers=self.cfg.emulator_workers, checks=True,
+                                             sandbox=self.cfg.emulator_sandbox, nvcc_check=False)
+        if case.dtype not in self._emulator_modules:
+            from grader.parts import DTYPES, part_header
+
+            pc = self.cfg.parts[self.part.key]
+            header = part_header(self.part, block_size=pc.block_size, dtype=DTYPES[case.dtype],
+                                 items_per_thread=pc.items_per_thread)
+            folder = self.work / f"emulator-checks-{case.dtype}"
+            folder.mkdir(exist_ok=True)
+            from grader.classwork.submissions import read_source
+            source = read_source(Path(self.job.source))
+            self._emulator_modules[case.dtype] = self._emulator.compile(
+                source=header + source, filename=self.part.filename, kernels=self.part.kernels, workdir=folder)
+        result = run_case(self._emulator, self._emulator_modules[case.dtype], cfg=self.cfg, part=self.part, case=case,
+                          schedules=CHECK_SCHEDULES, checker="emulator checks")
+        return result if result.status != "pass" and result.kind in CHECK_KINDS else None
+
+    def locate_fault(self, result, index: int):
+        """A case whose kernel faulted on the GPU (its context is lost), with the line where memcheck
+        finds the fault added to its message (compute-sanitizer on this one case)."""
+        if not self.sanitizer:
+            return result
+        from dataclasses import replace
+
+        from grader.sanitizer import check_cases
+
+        try:
+            found = check_cases(sanitizer=self.sanitizer, job=Path(self.job_path), cubins=self._cubins(),
+                                cases=[(index, self.cases[index].dtype)], workdir=self.work,
+                                case_timeout_s=min(self.cfg.case_timeout_s, 60), tools=("memcheck",)).get(index)
+        except OSError:
+            return result
+        if found and found.findings:
+            f = found.findings[0]
+            return replace(result, message=f"{result.message}\nmemcheck finds it: {f.message}", checker=self.name)
+        return result
 
 
 def _read_job(path: str) -> Job:

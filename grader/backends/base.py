@@ -115,6 +115,34 @@ def validate_launch(*, kernel: str, grid: DimLike, block: DimLike, shared_bytes:
                           f"exceeds the limit of {limits.max_shared_bytes} bytes")
     return g, b
 
+@dataclass(frozen=True)
+class Finding:
+    """One diagnosis of a checker: the emulator's checks (or its barrier divergence / deadlock
+    detection), or NVIDIA compute-sanitizer on a GPU (:mod:`grader.sanitizer`), in the same kinds
+    and message form.
+
+    Attributes:
+        kind: one of ``race``, ``out-of-bounds``, ``misaligned``, ``uninitialized-read``,
+            ``barrier-divergence``, ``deadlock``.
+        message: one line for a student: what, where (file:line), which block and thread.
+        file, line: where it happened (the access, the barrier, the polling loop); ``None`` if unknown.
+        other_file, other_line: for a race, the other access; for a divergence, the other barrier.
+        block, thread: ids ``(x, y, z)`` of the thread that made the access.
+        other_block, other_thread: ids of the other thread, where relevant.
+    """
+
+    kind: str
+    message: str
+    file: str | None = None
+    line: int | None = None
+    other_line: int | None = None
+    other_file: str | None = None
+    block: tuple[int, int, int] | None = None
+    thread: tuple[int, int, int] | None = None
+    other_block: tuple[int, int, int] | None = None
+    other_thread: tuple[int, int, int] | None = None
+
+
 
 class DeviceArray(abc.ABC):
     """A typed 1-D buffer in device memory (GPU memory, or host memory under the emulator).

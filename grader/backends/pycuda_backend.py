@@ -73,6 +73,55 @@ def compile_cubin(source: str, *, filename: str, workdir: Path, arch: str, toolc
     return cubin.read_bytes()
 
 
+#: CUDA errors of a launch: (text in the driver's message, kind, what it means in plain words).
+_FAULTS = (
+    ("illegal memory access", "illegal-address", "an illegal memory access (a read or write of memory that is not "
+                                                 "allocated: usually an index past the end of an array, or a wild "
+                                                 "pointer)"),
+    ("misaligned address", "misaligned", "a misaligned access (an address that is not a multiple of the size read "
+                                         "or written)"),
+    ("illegal instruction", "illegal-instruction", "an illegal instruction (often undefined behaviour, or __trap())"),
+    ("assert", "assert", "a device assert() failed"),
+    ("hardware stack error", "stack-overflow", "a thread overflowed its stack (a large local array or deep "
+                                               "recursion)"),
+    ("launch timed out", "timeout", "the kernel ran too long and the driver stopped it"),
+    ("too many resources", "launch-refused", "the launch needs more registers or shared memory than a block may "
+                                             "have"),
+    ("unspecified launch failure", "launch-failure", "the kernel stopped with an unspecified launch failure (an "
+                                                     "access outside memory, or __trap())"),
+)
+
+#: PTX of the kernel :meth:`PyCudaBackend.poison_shared` launches: each thread of a block writes
+#: the pattern to every blockDim.x-th word of the block's dynamic shared memory. Loaded by the
+#: driver (JIT), so it needs no compiler.
+_FILL_PTX = """
+.version 7.0
+.target sm_70
+.address_size 64
+.extern .shared .align 16 .b8 fill_words[];
+.visible .entry scangrade_fill_shared(.param .u32 pattern, .param .u32 words)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<8>;
+    ld.param.u32 %r1, [pattern];
+    ld.param.u32 %r2, [words];
+    mov.u32 %r3, %tid.x;
+    mov.u32 %r4, %ntid.x;
+    mov.u32 %r5, fill_words;
+LOOP:
+    setp.ge.u32 %p1, %r3, %r2;
+    @%p1 bra END;
+    shl.b32 %r6, %r3, 2;
+    add.s32 %r7, %r5, %r6;
+    st.shared.u32 [%r7], %r1;
+    add.s32 %r3, %r3, %r4;
+    bra LOOP;
+END:
+    ret;
+}
+"""
+
+
 class PyCudaArray(DeviceArray):
     """A typed view of a ``cuda.mem_alloc`` allocation."""
 
@@ -91,10 +140,14 @@ class PyCudaArray(DeviceArray):
 
 
 class PyCudaModule(Module):
-    """A compiled ``SourceModule`` and the contract kernels found in it."""
+    """A loaded cubin and the contract kernels found in it.
 
-    def __init__(self, module, functions: dict, specs: dict[str, KernelSpec]) -> None:
-        self.module, self.functions, self.specs = module, functions, specs
+    Attributes:
+        cubin: the module's bytes (compute-sanitizer's replay loads them again, :mod:`grader.sanitizer`).
+    """
+
+    def __init__(self, module, functions: dict, specs: dict[str, KernelSpec], cubin: bytes = b"") -> None:
+        self.module, self.functions, self.specs, self.cubin = module, functions, specs, cubin
 
     def has_kernel(self, name: str) -> bool:
         return name in self.functions
@@ -135,6 +188,14 @@ class PyCudaBackend(Backend):
         major, minor = self._device.compute_capability()
         cubin = compile_cubin(source, filename=filename, workdir=workdir, arch=f"sm_{major}{minor}",
                               toolchain=self._toolchain)
+        return self.load_cubin(cubin, filename=filename, kernels=kernels)
+
+    def load_cubin(self, cubin: bytes, *, filename: str, kernels: Sequence[KernelSpec]) -> "PyCudaModule":
+        """Load a cubin built by :func:`compile_cubin` and find the contract's ``kernels`` in it.
+
+        Raises:
+            CompileError: the module does not load on this GPU, or a kernel is missing.
+        """
         try:
             module = self._cuda.module_from_buffer(cubin)
         except self._cuda.Error as exc:
@@ -146,7 +207,7 @@ class PyCudaBackend(Backend):
             except self._cuda.Error:
                 raise CompileError(f"{filename}: the kernel `{spec.name}` is not defined with the contract's "
                                    f"signature `{spec.declaration()}`") from None
-        return PyCudaModule(module, functions, {k.name: k for k in kernels})
+        return PyCudaModule(module, functions, {k.name: k for k in kernels}, cubin)
 
     def alloc(self, count: int, dtype: np.dtype) -> DeviceArray:
         dtype = np.dtype(dtype)
@@ -239,13 +300,69 @@ class PyCudaBackend(Backend):
                                      shared=shared_bytes)
             if not self._deferred:
                 cuda.Context.synchronize()
-        except cuda.LaunchError as exc:
-            raise KernelError(f"{kernel} failed on the GPU: {exc}", kind="launch-failure") from None
         except cuda.Error as exc:
-            text = str(exc)
-            kind = "illegal-address" if "illegal address" in text else (
-                "assert" if "assert" in text else "cuda-error")
-            raise KernelError(f"{kernel} failed on the GPU: {text}", kind=kind) from None
+            raise self._fault(kernel, exc) from None
+
+    def _fault(self, kernel: str, exc: Exception) -> KernelError:
+        """A CUDA error of a launch as a KernelError of the kinds in :data:`grader.kinds.KINDS`, in
+        plain words; a fault that loses the context sets :attr:`broken`."""
+        text = str(exc)
+        low = text.lower()
+        for needle, kind, words in _FAULTS:
+            if needle in low:
+                break
+        else:
+            kind, words = "cuda-error", f"the CUDA driver reported an error ({text})"
+        from grader.kinds import FAULT_KINDS
+        if kind in FAULT_KINDS or kind == "timeout":
+            self.broken = True
+        return KernelError(f"{kernel} stopped on the GPU: {words}", kind=kind)
+
+    #: Set when a kernel fault lost the CUDA context: nothing more can run in this process.
+    broken = False
+
+    def free(self, *arrays: DeviceArray) -> None:
+        """Free device buffers now (the compute-sanitizer replay's spacers); views of them become invalid."""
+        for a in arrays:
+            allocation = getattr(a, "_allocation", None)
+            if allocation is not None:
+                allocation.free()
+
+    def synchronize(self) -> None:
+        """Wait for the device to finish.
+
+        Raises:
+            KernelError: a kernel failed (see :meth:`_fault`).
+        """
+        try:
+            self._cuda.Context.synchronize()
+        except self._cuda.Error as exc:
+            raise self._fault("the kernel", exc) from None
+
+    _fill = None
+
+    def poison_shared(self, pattern: int) -> None:
+        """Fill the shared memory of every multiprocessor with the 32-bit ``pattern``: a kernel of as
+        many blocks as the GPU holds at once, each with the most dynamic shared memory a block may
+        have, writes it. Shared memory is not cleared between the kernels of one context (measured
+        on an H100: a kernel launched next reads the pattern where it reads shared memory it did not
+        write), so a kernel whose output depends on unwritten shared memory reads the pattern, as
+        on the emulator, instead of whatever the last kernel left (often zeros, which hide a
+        missing identity padding)."""
+        cuda = self._cuda
+        if self._fill is None:
+            module = cuda.module_from_buffer(_FILL_PTX.encode())
+            fill = module.get_function("scangrade_fill_shared")
+            dev = self._device
+            most = dev.get_attribute(cuda.device_attribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+            fill.set_attribute(cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, most)
+            blocks = dev.get_attribute(cuda.device_attribute.MULTIPROCESSOR_COUNT) * max(
+                1, dev.get_attribute(cuda.device_attribute.MAX_SHARED_MEMORY_PER_MULTIPROCESSOR) // most)
+            self._fill = (module, fill, most, blocks)
+        _, fill, most, blocks = self._fill
+        fill(np.uint32(pattern & 0xFFFFFFFF), np.uint32(most // 4), block=(1024, 1, 1), grid=(blocks, 1, 1),
+             shared=most)
+        cuda.Context.synchronize()
 
     def describe(self) -> dict[str, str]:
         import pycuda

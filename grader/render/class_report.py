@@ -50,7 +50,8 @@ from markupsafe import Markup
 
 from grader import __version__
 from grader.render._common import PART_STATUS_WORDS, is_timed_case, points, printable, stopped_case
-from grader.results import CHECK_KINDS, CaseResult, PartResult, SubmissionResult, Timing
+from grader.kinds import GROUPS, group_of
+from grader.results import CaseResult, PartResult, SubmissionResult, Timing
 
 if TYPE_CHECKING:  # the loaded folder's type only: rendering reads no file
     from grader.classwork.store import BatchFolder
@@ -62,24 +63,9 @@ CHALLENGE_PART = "part5_single_pass"
 #: How to get the plots when matplotlib is missing.
 PLOTS_HINT = "pip install scangrade[report]"
 
-#: Failure kinds, in the order their groups are listed on a tie, with what each means.
-FAILURE_KINDS = {
-    "compile-error": "the file does not compile",
-    "missing": "the file is missing from the submission",
-    "timeout": "a case ran past its deadline (a hang, or far too slow)",
-    "crash": "the process running the part crashed",
-    "wrong-result": "an output differs from the sequential reference scan",
-    "wrong-after-timing": "the output was wrong after the timed runs (work skipped on a repeated launch?)",
-    "out-of-bounds": "a read or write outside a buffer (guard zones or the emulator's checks)",
-    "race": "the emulator's checks found a data race",
-    "barrier-divergence": "threads of a block waited at different barriers, or a warp mask is wrong",
-    "deadlock": "every thread spin-waits and nothing changes",
-    "uninitialized-read": "a read of shared memory no thread had written",
-    "misaligned": "an access at an address not a multiple of its size",
-    "input-modified": "the kernel wrote to its read-only input",
-    "launch-refused": "the launch configuration was refused (block size, shared memory, parameters)",
-    "error": "the grader could not run the part",
-}
+#: Failure groups, in the order they are listed on a tie, with what each means: derived from the
+#: one table of kinds (:data:`grader.kinds.KINDS`; ``mismatch`` and ``ticket`` are ``wrong-result``).
+FAILURE_KINDS = GROUPS
 
 _COMPILER_ERROR = re.compile(r"\berror\b", re.IGNORECASE)
 _MESSAGE_CHARS = 240
@@ -127,14 +113,8 @@ class Failure:
     message: str
 
 
-#: Case kinds (:attr:`grader.results.CaseResult.kind`) listed under another failure group.
-_GROUP_OF_KIND = {"mismatch": "wrong-result", "ticket": "wrong-result"}
-
-
 def _case_kind(case: CaseResult) -> str:
-    kind = _GROUP_OF_KIND.get(case.kind, case.kind) if case.kind else (
-        "wrong-result" if case.status == "fail" else case.status)
-    return kind if kind in CHECK_KINDS or kind in FAILURE_KINDS else f"kernel-error:{kind}"
+    return group_of(case.kind) if case.kind else ("wrong-result" if case.status == "fail" else group_of(case.status))
 
 
 def part_failures(student: str, part: PartResult) -> list[Failure]:

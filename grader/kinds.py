@@ -1,0 +1,120 @@
+"""Failure kinds: one table, from which everything else about a kind is derived.
+
+A case that does not pass has a ``kind`` (:attr:`grader.results.CaseResult.kind`): the grader's
+own (``mismatch``, ``input-modified``...), a finding of a checker (the emulator's checks or NVIDIA
+compute-sanitizer: ``race``, ``out-of-bounds``, ``barrier-divergence``...), a fault of the kernel
+(``illegal-address``, ``trap``...) or of the process running it (``crash``). :data:`KINDS` says,
+for each, the case status it gives (its verdict), the group the class report lists it under, and a
+line for people. Both backends report the same kinds, so one file gets the same verdict and the
+same kind on a GPU and on the emulator.
+
+Adding a kind means adding a row here (and raising it where it is found); a test checks every kind
+string the emulator's runtime and the GPU backend can report against this table.
+
+Warnings are findings that cannot change the output by themselves (a read of shared memory nobody
+wrote, when the output does not depend on it; a shift the GPU clamps): they are reported with the
+case, which still passes on its output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Kind", "KINDS", "CHECK_KINDS", "CRASH_KINDS", "WARNING_KINDS", "FAULT_KINDS", "verdict_of",
+           "group_of", "GROUPS"]
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One failure kind.
+
+    Attributes:
+        name: the kind's string, as results carry it (``race``).
+        verdict: the status of a case that fails this way: ``fail``, ``crash``, ``error``,
+            ``timeout`` or ``not-run`` (a :class:`grader.results.CaseStatus` value).
+        group: the class report's group for it (``wrong-result`` gathers ``mismatch`` and ``ticket``).
+        description: what it means, in one line.
+        check: found by a checker (the emulator's checks, or compute-sanitizer on a GPU).
+        fault: a fault of the kernel that stops it on a GPU (the context is lost).
+        warning: may also be reported as a warning, which does not fail a case by itself.
+    """
+
+    name: str
+    verdict: str
+    group: str
+    description: str
+    check: bool = False
+    fault: bool = False
+    warning: bool = False
+
+
+def _k(name: str, verdict: str, description: str, *, group: str | None = None, **flags: bool) -> Kind:
+    return Kind(name, verdict, group or name, description, **flags)
+
+
+#: Every kind, in the order the class report lists its groups on a tie.
+KINDS: dict[str, Kind] = {k.name: k for k in (
+    _k("compile-error", "not-run", "the file does not compile"),
+    _k("missing", "not-run", "the file is missing from the submission"),
+    _k("timeout", "timeout", "a case ran past its deadline (a hang, or far too slow)"),
+    _k("crash", "crash", "the process running the part crashed"),
+    _k("sandbox-violation", "crash", "the module made a system call the sandbox forbids (fork, exec, sockets...)"),
+    _k("resource-limit", "crash", "the module exceeded a limit of the sandbox (CPU time, file size)"),
+    _k("mismatch", "fail", "an output differs from the sequential reference scan", group="wrong-result"),
+    _k("ticket", "fail", "Part 5's tile counter does not count one ticket per block", group="wrong-result"),
+    _k("wrong-after-timing", "fail", "the output was wrong after the timed runs (work skipped on a repeated launch?)"),
+    _k("out-of-bounds", "fail", "a read or write outside a buffer or a __shared__ array", check=True),
+    _k("race", "fail", "two threads accessed the same memory, one writing, with no barrier between them",
+       check=True),
+    _k("barrier-divergence", "fail", "threads of a block waited at different barriers, or a warp mask is wrong",
+       check=True),
+    _k("deadlock", "fail", "every thread spin-waits and nothing changes", check=True),
+    _k("uninitialized-read", "fail", "the output depends on shared memory no thread had written", check=True,
+       warning=True),
+    _k("misaligned", "fail", "an access at an address not a multiple of its size", check=True, fault=True),
+    _k("shift-clamped", "fail", "a shift by the width of its type or more, which a GPU clamps (0, or -1)",
+       warning=True),
+    _k("undefined-shift", "fail", "a shift by the width of its type or more, undefined in C++"),
+    _k("illegal-address", "fail", "the kernel accessed memory that is not allocated (a wild or null pointer)",
+       fault=True),
+    _k("illegal-instruction", "fail", "the kernel executed an illegal instruction", fault=True),
+    _k("launch-failure", "fail", "the kernel stopped on the GPU (an unspecified launch failure)", fault=True),
+    _k("assert", "fail", "a device assert() failed", fault=True),
+    _k("trap", "fail", "__trap() or __brkpt() was called", fault=True),
+    _k("stack-overflow", "fail", "a thread overflowed its stack (a large local array or deep recursion)",
+       fault=True),
+    _k("division-by-zero", "fail", "a thread divided an integer by zero"),
+    _k("input-modified", "fail", "the kernel wrote to its read-only input"),
+    _k("shared-memory-limit", "error", "static and dynamic shared memory of a block exceed the limit"),
+    _k("launch-refused", "error", "the launch configuration was refused (block size, shared memory, parameters)"),
+    _k("unsupported", "error", "the kernel used a feature the emulator does not emulate"),
+    _k("cuda-error", "error", "the CUDA driver reported an error"),
+    _k("internal", "error", "the emulator itself failed"),
+    _k("error", "error", "the grader could not run the part"),
+)}
+
+#: Kinds found by a checker (emulator checks, compute-sanitizer).
+CHECK_KINDS = frozenset(k.name for k in KINDS.values() if k.check)
+#: Kinds of the process running the case dying: the next case runs in a new process.
+CRASH_KINDS = frozenset(k.name for k in KINDS.values() if k.verdict == "crash")
+#: Kinds that can be reported as warnings (they do not fail a case by themselves).
+WARNING_KINDS = frozenset(k.name for k in KINDS.values() if k.warning)
+#: GPU faults: the CUDA context is lost, so the part's next case runs in a new worker.
+FAULT_KINDS = frozenset(k.name for k in KINDS.values() if k.fault)
+#: The class report's groups, in order, with the description of their first kind.
+GROUPS: dict[str, str] = {}
+for _kind in KINDS.values():
+    GROUPS.setdefault(_kind.group, _kind.description)
+GROUPS["wrong-result"] = "an output differs from the sequential reference scan"
+
+
+def verdict_of(kind: str | None) -> str:
+    """The case status a failure of ``kind`` gives (``error`` for a kind not in :data:`KINDS`)."""
+    k = KINDS.get(kind or "")
+    return k.verdict if k else "error"
+
+
+def group_of(kind: str) -> str:
+    """The class report's group of ``kind`` (``kernel-error:<kind>`` for one not in :data:`KINDS`)."""
+    k = KINDS.get(kind)
+    return k.group if k else f"kernel-error:{kind}"
