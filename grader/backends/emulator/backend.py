@@ -45,7 +45,8 @@ from typing import TYPE_CHECKING, Callable, ClassVar, Sequence, Union
 import numpy as np
 
 from grader.backends.base import Backend, DeviceArray, Dim3, Module
-from grader.backends.emulator.build import GLUE_FILENAME, RUNTIME_DIR, Toolchain, kernel_glue, kill_group
+from grader.backends.emulator.build import (GLUE_FILENAME, RUNTIME_DIR, Toolchain, kernel_glue, kill_group, limit_note,
+                                            run_compile)
 from grader.backends.emulator.executor import ARENA_BYTES, Arena, Executor, ExecutorDied, probe_seccomp
 from grader.backends.emulator.rewrite import find_definitions, rewrite_source
 from grader.backends.emulator.sandbox import Sandbox, executor_limits
@@ -375,7 +376,8 @@ class EmulatorBackend(Backend):
 
         Raises:
             CompileError: a construct the emulator does not support
-                (``"not supported by the emulator: <what> (<file>:<line>)"``); the file does not
+                (``"not supported by the emulator: <what> (<file>:<line>)"``, when the file as written
+                compiles: else that compiler's first error, see :meth:`_compile_as_written`); the file does not
                 compile (``"<filename> does not compile ..."`` with ``command`` and ``log``); the
                 compiler timed out; or a contract kernel is missing
                 (``"the kernel `k` is not defined with the contract's signature `...`"``).
@@ -383,7 +385,12 @@ class EmulatorBackend(Backend):
         """
         workdir = Path(workdir)
         workdir.mkdir(parents=True, exist_ok=True)
-        rewritten = rewrite_source(source, filename=filename).text
+        try:
+            rewritten = rewrite_source(source, filename=filename).text
+        except CompileError as exc:
+            if str(exc).startswith("not supported by the emulator"):
+                self._compile_as_written(source, filename=filename, workdir=workdir)  # its own error first
+            raise
         if not rewritten.endswith("\n"):
             rewritten += "\n"
         text = rewritten + kernel_glue(kernels)
@@ -413,6 +420,43 @@ class EmulatorBackend(Backend):
         with self._lock:
             self._modules.add(module)
         return module
+
+    def _compile_as_written(self, source: str, *, filename: str, workdir: Path) -> None:
+        """The rewrite refused ``source``: compile it as written, with ``nvcc -ptx`` where the nvcc
+        check is on, else with the host compiler for errors only (:meth:`.build.Toolchain.syntax_command`),
+        in the compile sandbox. Returns when it compiles (the refusal stands) or no compiler could
+        decide (it did not run, or timed out).
+
+        Raises:
+            CompileError: the compiler's error: ``"<filename> does not compile (<compiler>): <its first
+                error line>"`` with the command and the log (the scratch folder's path removed, the
+                student's file name for the scratch copy's).
+        """
+        stem = re.sub(r"[^A-Za-z0-9_.-]", "_", Path(filename).stem) or "module"
+        path = workdir / f"{stem}.written-{uuid.uuid4().hex[:12]}.cu"
+        path.write_text(source, encoding="utf-8")
+        tc = self.toolchain
+        compilers = [("the C++ compiler", lambda: tc.sandboxed(tc.syntax_command(path, workdir), workdir=workdir,
+                                                               read_only=[RUNTIME_DIR], tools=[tc.path]),
+                      f"{filename} does not compile (host C++ compiler under the CPU emulator)")]
+        if self.nvcc_check:
+            compilers.insert(0, ("nvcc", lambda: tc.sandboxed([str(self.nvcc), "-ptx", "-x", "cu", str(path), "-o",
+                                                               os.devnull], workdir=workdir, tools=[str(self.nvcc)]),
+                                 f"{filename} does not compile (nvcc -ptx)"))
+        try:
+            for tool, command, failed in compilers:
+                try:
+                    run_compile(command(), filename=filename, workdir=workdir, timeout_s=tc.timeout_s, tool=tool,
+                                failed=failed)
+                    return
+                except CompileError as exc:
+                    if not exc.log:
+                        continue  # it could not run or timed out: not the student's error
+                    log = re.sub(r"[^\s\"']*\.written-[0-9a-f]{12}\.cu", filename, exc.log)
+                    raise CompileError(f"{failed}: {_first_error(log)}{limit_note(log, tc.timeout_s)}",
+                                       command=exc.command, log=log) from None
+        finally:
+            path.unlink(missing_ok=True)
 
     def _start_executor(self, module: Path) -> Executor:
         """A new executor process with ``module`` loaded (see :class:`.executor.Executor`)."""
@@ -659,6 +703,14 @@ class EmulatorBackend(Backend):
             for m in list(self._modules):
                 m.stop()
             self._active = None
+
+
+def _first_error(log: str) -> str:
+    """A compiler log's first error line (gcc's ``f.cu:4:5: error: ...``, nvcc's ``f.cu(4): error: ...``),
+    else its first line."""
+    lines = [line.strip() for line in log.splitlines() if line.strip()]
+    errors = [line for line in lines if re.search(r"(?:^|:\s*)(?:fatal )?error(?: #[\w-]+)?:", line)]
+    return (errors or lines or [""])[0]
 
 
 def _ids(t: tuple[int, int, int] | None) -> str:

@@ -46,6 +46,9 @@ STUB_INCLUDE_DIR = RUNTIME_DIR / "include"
 GLUE_FILENAME = "<scangrade emulator glue>"
 #: The executor's source (a host program, built once and cached like the runtime object).
 EXECUTOR_SOURCE = RUNTIME_DIR / "executor.cpp"
+#: Force-included after the prelude by :meth:`Toolchain.syntax_command`: ``__shared__`` as an empty
+#: word (the prelude makes any ``__shared__`` left after the rewrite an error).
+PLAIN_SHARED = "#undef __shared__\n#define __shared__\n"
 #: Flags for the executor.
 EXECUTOR_FLAGS = ("-std=c++17", "-O2", "-g", "-pthread")
 #: Where libseccomp's header is looked for (its presence selects the seccomp build of the executor).
@@ -225,6 +228,16 @@ class Toolchain:
             flags = tuple(f for f in flags if not f.startswith("-ftrivial-auto-var-init"))
         return [*self.argv, *flags, "-include", str(PRELUDE), "-I", str(STUB_INCLUDE_DIR),
                 "-x", "c++", "-c", str(source), "-o", str(output) + ".o"]
+
+    def syntax_command(self, source: Path, workdir: Path) -> list[str]:
+        """The compiler command line checking ``source``, CUDA as the student wrote it (not
+        rewritten), for errors only (``-fsyntax-only``): the prelude and the stub headers as
+        :meth:`module_command` has them, then :data:`PLAIN_SHARED` (written into ``workdir``), which
+        makes ``__shared__`` an empty word, so a declaration the rewrite refuses still parses."""
+        shim = workdir / "scangrade-plain-shared.h"
+        shim.write_text(PLAIN_SHARED, encoding="utf-8")
+        return [*self.argv, "-std=c++17", "-fsyntax-only", "-Wno-unknown-pragmas", "-include", str(PRELUDE),
+                "-include", str(shim), "-I", str(STUB_INCLUDE_DIR), "-x", "c++", str(source)]
 
     def link_command(self, output: Path, runtime: Path) -> list[str]:
         """The command line linking the module object and the runtime into a shared object."""
