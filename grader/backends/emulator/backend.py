@@ -52,13 +52,14 @@ from grader.backends.emulator.rewrite import find_definitions, rewrite_source
 from grader.backends.emulator.sandbox import Sandbox, executor_limits
 from grader.errors import CompileError, KernelError, LaunchError
 from grader.kernels import KernelSpec
+from grader.kinds import WARNING_KINDS  # findings that do not fail a launch by themselves
 from grader.results import CHECK_KINDS  # kinds the checks report (they come with Finding objects)
 
 if TYPE_CHECKING:
     from grader.profile import MemoryProfile
 
 __all__ = ["EmulatorBackend", "EmulatorArray", "EmulatorModule", "Finding", "KERNEL_ERROR_KINDS", "SCHEDULES",
-           "OUTPUT_CAP"]
+           "OUTPUT_CAP", "DEFAULT_SHARED_FILL"]
 
 #: The ``kind`` of every KernelError the emulator raises.
 KERNEL_ERROR_KINDS = {
@@ -70,7 +71,8 @@ KERNEL_ERROR_KINDS = {
     "out-of-bounds": "an access outside its __shared__ array (in a red zone: also without checks); checks: an access "
                      "outside every device allocation and local, or in a buffer's guard zone",
     "misaligned": "checks: an access at an address that is not a multiple of its size",
-    "uninitialized-read": "checks: a read of shared memory that no thread of the block has written",
+    "uninitialized-read": "checks: a read of shared memory that no thread of the block has written (a warning, "
+                          "see EmulatorBackend.take_warnings; listed after the fatal findings of a failed launch)",
     "barrier-divergence": "threads of a block wait at different barriers, some exited while others wait (checks), "
                           "or a warp intrinsic's mask is wrong (caller or source lane not in it)",
     "deadlock": "checks: every thread polls (spin-waits) and nothing it reads changes",
@@ -93,9 +95,13 @@ SCHEDULES = {"ascending": 0, "descending": 1, "random": 2}
 #: Device printf output kept between two :meth:`EmulatorBackend.take_output` calls, in bytes.
 OUTPUT_CAP = 64 * 1024
 
-_ABI_VERSION = 3
+_ABI_VERSION = 4
 #: The head of a launch request (see executor.cpp's handle_launch).
-_LAUNCH_HEAD = struct.Struct("<3I3IQQiiQiiiiI")
+_LAUNCH_HEAD = struct.Struct("<3I3IQQiiQiiIiiI")
+#: What shared memory no thread has written reads by default: the 32-bit word 0xA5A5A5A5
+#: (-1515870811 as an int32, about -2.9e-16 as a float): not 0 (the identity of a sum) and not a
+#: value a scan plausibly produces.
+DEFAULT_SHARED_FILL = 0xA5A5A5A5
 
 
 class _LaunchResult(ctypes.Structure):
@@ -295,6 +301,13 @@ class EmulatorBackend(Backend):
             ``"deadlock"``; default ``checks``. Off, a deadlocked launch waits like a hung GPU
             (for the grader's timeout).
         sandbox: the :class:`.sandbox.Sandbox` compiles and executors run in.
+        shared_fill: the 32-bit word every block's ``__shared__`` arrays (static and the dynamic
+            ``extern __shared__`` part) are filled with at block start, repeated from the arena's
+            start (so an aligned ``int`` or ``float`` element reads exactly this word), sent with
+            each launch; default :data:`DEFAULT_SHARED_FILL` (``0xA5A5A5A5``). What a read of shared
+            memory no thread wrote sees: a grader that got an ``uninitialized-read`` warning runs the
+            case again under another fill, and the output decides. The red zones between arrays
+            keep their own poison; uninitialised locals keep their fixed pattern.
 
     Raises:
         BackendUnavailable: no working C++ compiler, the executor does not build, or the sandbox is
@@ -319,6 +332,8 @@ class EmulatorBackend(Backend):
         self._seccomp = self.sandbox.seccomp and problem is None
         self.checks = bool(checks)
         self.detect_deadlock = bool(checks)
+        self.shared_fill = DEFAULT_SHARED_FILL
+        self._warnings: list[Finding] = []  # warning findings of successful launches (take_warnings)
         self.schedule, self.schedule_seed = "ascending", 0
         self.set_schedule(schedule, schedule_seed)
         self.nvcc = shutil.which("nvcc")
@@ -352,6 +367,21 @@ class EmulatorBackend(Backend):
                 text += "\n[output cut: device printf wrote more than 64 KiB]\n"
             self._output, self._output_len, self._output_cut = [], 0, False
         return text
+
+    def take_warnings(self) -> list[Finding]:
+        """The warning findings (kinds in :data:`grader.kinds.WARNING_KINDS`: ``uninitialized-read``...)
+        of the launches that succeeded since the last call, one per kind, file and line (the first
+        seen), in the order found; clears them. A launch that raises carries its warnings on the
+        KernelError's ``findings`` instead."""
+        with self._lock:
+            taken, self._warnings = self._warnings, []
+        seen: set[tuple[str, str | None, int | None]] = set()
+        unique: list[Finding] = []
+        for f in taken:
+            if (f.kind, f.file, f.line) not in seen:
+                seen.add((f.kind, f.file, f.line))
+                unique.append(f)
+        return unique
 
     def _add_output(self, text: str, cut: bool) -> None:
         room = OUTPUT_CAP - self._output_len
@@ -562,7 +592,9 @@ class EmulatorBackend(Backend):
                 (count, or a pointer parameter not given an emulator buffer, or an ``int``
                 parameter not given an int in the 32-bit range), naming the kernel and parameter.
             KernelError: the kernel failed; ``kind`` is one of :data:`KERNEL_ERROR_KINDS` and the
-                message names the file and line where known and the block and thread ids.
+                message names the file and line where known and the block and thread ids. Findings
+                of a kind in :data:`grader.kinds.WARNING_KINDS` alone do not fail a launch: they are
+                kept for :meth:`take_warnings`.
         """
         if not isinstance(module, EmulatorModule):
             raise LaunchError(f"launch of {kernel}: the module was not compiled by the emulator backend")
@@ -595,7 +627,8 @@ class EmulatorBackend(Backend):
         request = b"".join([
             _LAUNCH_HEAD.pack(grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes,
                               self.limits.max_shared_bytes, self.workers, SCHEDULES[self.schedule], self.schedule_seed,
-                              int(self.checks), int(self.detect_deadlock), len(allocs), len(slots), len(name)),
+                              int(self.checks), int(self.detect_deadlock), int(self.shared_fill) & 0xFFFFFFFF,
+                              len(allocs), len(slots), len(name)),
             name, *(self._alloc_entry(b, n) for b, n in allocs), *(struct.pack("<iq", k, v) for k, v in slots)])
         with self._lock:
             if self._active is not None and self._active is not module:
@@ -611,8 +644,13 @@ class EmulatorBackend(Backend):
         res = _LaunchResult.from_buffer_copy(raw)
         status = res.status
         findings = _parse_findings(module, findings_text) if res.nfindings else []
-        if status == _SG_OK and not findings:
+        warnings = [f for f in findings if f.kind in WARNING_KINDS]
+        if status == _SG_OK and len(warnings) == len(findings):
+            if warnings:
+                with self._lock:
+                    self._warnings.extend(warnings)
             return
+        findings = [f for f in findings if f.kind not in WARNING_KINDS] + warnings  # the fatal ones first
         kind = res.kind.decode(errors="replace")
         message = _substitute(res.message.decode(errors="replace"), module, findings)
         if status == _SG_LAUNCH_ERROR:

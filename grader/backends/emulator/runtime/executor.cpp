@@ -431,8 +431,8 @@ template <class F> bool bind(void *lib, const char *name, F *out) {
 }
 
 // LAUNCH payload: grid[3], block[3] (uint32), dyn_shared, shared_limit (uint64), workers, schedule
-// (int32), seed (uint64), checks, detect_deadlock, nallocs, nargs (int32), kernel name length
-// (uint32) and name, nallocs x {base, size, lo, count (uint64), elem (uint32), name (32 bytes)}, nargs x {kind (int32: 0 pointer, 1 int),
+// (int32), seed (uint64), checks, detect_deadlock (int32), shared_fill (uint32), nallocs, nargs
+// (int32), kernel name length (uint32) and name, nallocs x {base, size, lo, count (uint64), elem (uint32), name (32 bytes)}, nargs x {kind (int32: 0 pointer, 1 int),
 // value (int64)}.
 // LAUNCHED payload: sg_result (raw), findings length (int64) and text, output code (int64: n, or
 // -1 - n when cut) and the n bytes of output.
@@ -449,6 +449,7 @@ void handle_launch(const Module &M, const std::string &req) {
     cfg.seed = r.get<uint64_t>();
     cfg.checks = r.get<int32_t>();
     cfg.detect_deadlock = r.get<int32_t>();
+    cfg.shared_fill = r.get<uint32_t>();
     int32_t nallocs = r.get<int32_t>();
     int32_t nargs = r.get<int32_t>();
     uint32_t name_len = r.get<uint32_t>();

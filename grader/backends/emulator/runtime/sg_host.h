@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#define SG_ABI_VERSION 3
+#define SG_ABI_VERSION 4
 
 struct sg_alloc {
     uint64_t base;
@@ -30,6 +30,7 @@ struct sg_launch_config {
     uint64_t seed;          // random schedule and block choice
     int checks;             // 1: check every memory access and barrier
     int detect_deadlock;    // 1: a deadlock is a KernelError; 0: wait (the grader's timeout)
+    uint32_t shared_fill;   // what unwritten shared memory reads: this 32-bit word, repeated (little-endian)
     const sg_alloc *allocs; // device allocations (checks: global bounds)
     int nallocs;
 };
