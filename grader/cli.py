@@ -50,12 +50,14 @@ def _backend_option(p: argparse.ArgumentParser) -> None:
 
 
 def _checks_options(p: argparse.ArgumentParser) -> None:
-    """``--checks`` (the default) and ``--no-checks``: the emulator's checks, as in every official grade."""
+    """``--checks`` (the default) and ``--no-checks``: the race, bounds and barrier checks, as in every
+    official grade (the emulator's; on a GPU, compute-sanitizer's)."""
     p.add_argument("--checks", dest="checks", action="store_true", default=True,
-                   help="on the emulator: check for races, out-of-bounds accesses and barrier divergence under "
-                        "three thread orders, on sizes up to emulator.checks_max_n (the default)")
+                   help="check for races, out-of-bounds accesses and barrier divergence on sizes up to "
+                        "emulator.checks_max_n (the default): on the emulator under three thread orders, on a GPU "
+                        "with NVIDIA compute-sanitizer (or the emulator's checks where it is not installed)")
     p.add_argument("--no-checks", dest="checks", action="store_false",
-                   help="skip the emulator's checks (faster; the grade may then differ from the official one)")
+                   help="skip the checks (faster; the grade may then differ from the official one)")
 
 
 def _run_options(p: argparse.ArgumentParser) -> None:
@@ -269,7 +271,7 @@ def _batch(args: argparse.Namespace) -> int:
                   f"{' (resumed)' if resumed else ''}", file=sys.stderr)
     with bar:
         rows = batch(Path(args.submissions), out=Path(args.out), cfg=cfg, selection=selection,
-                     resume=args.resume, jobs=args.jobs, checks=args.checks and selection.name == "emulator",
+                     resume=args.resume, jobs=args.jobs, checks=args.checks,
                      on_done=on_done, shard=shard, reports=student_reports)
     # OUT/class_report.html, after batch.json: it shows the config fingerprint
     write_class_report(Path(args.out), class_report_page, rows=rows)
@@ -288,7 +290,7 @@ def _batch_slurm(args: argparse.Namespace, cfg) -> int:
     backend = slurm_backend(args.backend, config_value=cfg.backend)
     plan = slurm_batch(Path(args.submissions), out=Path(args.out), config=Path(cfg.path),
                        private_config=Path(cfg.private_path) if cfg.private_path else None, backend=backend,
-                       checks=args.checks and backend == "emulator", jobs=args.jobs, shards=args.slurm_shards,
+                       checks=args.checks, jobs=args.jobs, shards=args.slurm_shards,
                        options=args.slurm_option, resume=args.resume, submit_jobs=not args.no_submit,
                        allow_unsandboxed=args.allow_unsandboxed)
     print(plan.describe(), end="")
@@ -360,7 +362,7 @@ def _grade(args: argparse.Namespace) -> int:
     total = sum(len(case_list(cfg, k)) for k in (args.parts or cfg.parts) if k in cfg.parts)
     with _Progress(total) as progress:
         result = grade(path, cfg=cfg, selection=selection, seed=args.seed, parts=args.parts,
-                       checks=args.checks and selection.name == "emulator", on_event=progress)
+                       checks=args.checks, on_event=progress)
     _print_report(render_text(result))
     outputs = {args.json: lambda: result.to_json() + "\n",
                args.gradescope: lambda: json.dumps(render.gradescope(result), indent=2) + "\n",

@@ -95,7 +95,7 @@ class _Grading:
             selection = select_backend(config.getoption("scangrade_backend"), config_value=cfg.backend)
         except ScangradeError as exc:
             raise pytest.UsageError(f"--scangrade: {exc}") from None
-        checks = config.getoption("scangrade_checks") and selection.name == "emulator"
+        checks = config.getoption("scangrade_checks")
         return cls(submission=submission, cfg=cfg, selection=selection, checks=checks, keys=keys)
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:

@@ -392,7 +392,9 @@ def grade(submission: Path, *, cfg: Config, selection: Selection, seed: int | No
             and run every case up to ``emulator.checks_max_n`` under ascending, descending and random
             thread orders (larger cases run once, unchecked). On by default, so every path that
             grades (check, grade, batch, Gradescope, the pytest plugin) gives the same grade;
-            False only to go faster (``--no-checks``). Ignored by GPU backends.
+            False only to go faster (``--no-checks``). On a GPU the same cases run under NVIDIA
+            compute-sanitizer (racecheck, memcheck, synccheck; :mod:`grader.sanitizer`), or under the
+            emulator's checks where it is not installed.
         on_event: called with the name and the typed event (:mod:`grader.protocol`) of each event a
             worker reports (for progress display).
         env: extra environment for the part workers (e.g. ``CUDA_VISIBLE_DEVICES``).
