@@ -100,6 +100,10 @@ def main(argv: list[str]) -> int:
                                      compile_part) if backend.name == "pycuda" and job.checks else None
                 if checker is not None:
                     events.emit(DeviceUpdate({"checker": checker.describe()}))
+                elif job.checks and backend.name == "emulator":
+                    events.emit(DeviceUpdate({"checker": "the emulator's checks (races, bounds, barriers, unwritten "
+                                                         "shared memory; three thread orders) on cases up to n = "
+                                                         f"{cfg.emulator_checks_max_n}"}))
 
                 def run(case) -> None:
                     events.emit(CaseStart(case.name))

@@ -63,7 +63,17 @@ def _part_block(p: PartResult) -> list[str]:
     skipped = [c for c in checked if c.status == "not-run"]
     if skipped:
         lines.append(f"    NOT RUN n = {_size_list(skipped)}")
-    return lines + _timing_lines(p) + _profile_lines(p)
+    return lines + _warning_lines(p) + _timing_lines(p) + _profile_lines(p)
+
+
+def _warning_lines(p: PartResult) -> list[str]:
+    """Each distinct warning of the part's visible cases once, with the cases it came from."""
+    seen: dict[str, list[CaseResult]] = {}
+    for c in p.cases:
+        if c.visibility != "hidden":
+            for w in c.warnings:
+                seen.setdefault(w, []).append(c)
+    return [f"    WARNING {w} (n = {_size_list(cases)})" for w, cases in seen.items()]
 
 
 def _profile_lines(p: PartResult) -> list[str]:
@@ -79,6 +89,8 @@ def render_text(result: SubmissionResult) -> str:
              f"backend: {result.backend}{f' on {dev}' if dev else ''} ({result.backend_reason})",
              f"config: {result.config} · seed {result.seed} · BLOCK_SIZE {result.block_size}",
              ""]
+    if result.device.get("checker"):
+        lines.insert(3, f"checks: {result.device['checker']}")
     for warning in result.device.get("warnings", "").split("\n"):
         if warning:
             lines.insert(3, f"WARNING: {warning}")
