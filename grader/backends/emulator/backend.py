@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Callable, ClassVar, Sequence, Union
 
 import numpy as np
 
-from grader.backends.base import Backend, DeviceArray, Dim3, Module
+from grader.backends.base import Backend, DeviceArray, Dim3, Finding, Module
 from grader.backends.emulator.build import (GLUE_FILENAME, RUNTIME_DIR, Toolchain, kernel_glue, kill_group, limit_note,
                                             run_compile)
 from grader.backends.emulator.executor import ARENA_BYTES, Arena, Executor, ExecutorDied, probe_seccomp
@@ -110,32 +110,6 @@ class _LaunchResult(ctypes.Structure):
     _fields_ = [("status", ctypes.c_int), ("has_ids", ctypes.c_int), ("block", ctypes.c_uint * 3),
                 ("thread", ctypes.c_uint * 3), ("kind", ctypes.c_char * 32), ("message", ctypes.c_char * 2048),
                 ("nfindings", ctypes.c_int)]
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One diagnosis of the emulator's checks (or a barrier divergence / deadlock).
-
-    Attributes:
-        kind: one of ``race``, ``out-of-bounds``, ``misaligned``, ``uninitialized-read``,
-            ``barrier-divergence``, ``deadlock``.
-        message: one line for a student: what, where (file:line), which block and thread.
-        file, line: where it happened (the access, the barrier, the polling loop); ``None`` if unknown.
-        other_file, other_line: for a race, the other access; for a divergence, the other barrier.
-        block, thread: ids ``(x, y, z)`` of the thread that made the access.
-        other_block, other_thread: ids of the other thread, where relevant.
-    """
-
-    kind: str
-    message: str
-    file: str | None = None
-    line: int | None = None
-    other_line: int | None = None
-    other_file: str | None = None
-    block: tuple[int, int, int] | None = None
-    thread: tuple[int, int, int] | None = None
-    other_block: tuple[int, int, int] | None = None
-    other_thread: tuple[int, int, int] | None = None
 
 
 _SG_OK, _SG_KERNEL_ERROR, _SG_LAUNCH_ERROR = 0, 1, 2
