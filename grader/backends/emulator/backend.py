@@ -465,8 +465,9 @@ class EmulatorBackend(Backend):
     def _start_executor(self, module: Path) -> Executor:
         """A new executor process with ``module`` loaded (see :class:`.executor.Executor`)."""
         binary, _ = self.toolchain.executor_binary()
-        return Executor(binary=binary, module=module, arena=self._device_memory(), sandbox=self.sandbox,
-                        seccomp=self._seccomp, limits=executor_limits(arena_bytes=ARENA_BYTES, workers=self.workers),
+        arena = self._device_memory()
+        return Executor(binary=binary, module=module, arena=arena, sandbox=self.sandbox,
+                        seccomp=self._seccomp, limits=executor_limits(arena_bytes=arena.span, workers=self.workers),
                         load_timeout_s=self.toolchain.timeout_s)
 
     def _device_memory(self) -> Arena:
@@ -641,10 +642,7 @@ class EmulatorBackend(Backend):
                 findings, kind = ordered, first.kind
             else:
                 text = f"{kernel}: {message}"
-            rest = len(findings) - (1 if text.startswith(f"{kernel}: {first.message}") else 0)
-            if rest > 0:
-                others = "; ".join(f"{f.kind} at {f.file}:{f.line}" for f in findings[1:4] if f.file)
-                text += f"\n{rest} more distinct finding{'s' if rest > 1 else ''}" + (f": {others}" if others else "")
+            text += _more_findings(findings[1 if text.startswith(f"{kernel}: {first.message}") else 0:])
             err = KernelError(text, kind=kind)
             err.findings = findings
             raise err
@@ -715,6 +713,21 @@ class EmulatorBackend(Backend):
             for m in list(self._modules):
                 m.stop()
             self._active = None
+
+
+#: Findings a launch error's text lists after the first one (the rest are counted: "and N more").
+_FINDINGS_LISTED = 8
+
+
+def _more_findings(rest: list[Finding]) -> str:
+    """``"\\nN more distinct findings: kind at file:line; ..."`` for the findings after the one a launch
+    error leads with: all N of them up to :data:`_FINDINGS_LISTED`, then ``"and M more"``; ``""`` for none."""
+    if not rest:
+        return ""
+    listed = "; ".join(f"{f.kind} at {f.file}:{f.line}" if f.file else f"{f.kind} at an unknown line"
+                       for f in rest[:_FINDINGS_LISTED])
+    more = f"; and {len(rest) - _FINDINGS_LISTED} more" if len(rest) > _FINDINGS_LISTED else ""
+    return f"\n{len(rest)} more distinct finding{'s' if len(rest) > 1 else ''}: {listed}{more}"
 
 
 def _first_error(log: str) -> str:

@@ -38,11 +38,21 @@ from grader.errors import BackendUnavailable
 
 __all__ = ["Arena", "Executor", "ExecutorDied", "Hello", "ARENA_BYTES", "probe_seccomp"]
 
-#: Address space reserved for device memory (shared memory is committed only where buffers are).
+#: The most device memory live at once (shared memory is committed only where buffers are; the
+#: address space reserved, :attr:`Arena.span`, is larger: it holds the gaps between buffers too).
 ARENA_BYTES = 16 * 2**30
-#: Alignment of every buffer, and the unallocated gap after each (so that an access just past a
-#: buffer is outside every allocation for the checks).
+#: Alignment of every buffer, and the smallest unallocated gap after each (counted against the
+#: arena's size, so that an access just past a buffer is outside every allocation for the checks).
 _ALIGNMENT = 256
+#: The address space left unallocated after each buffer (besides :data:`_ALIGNMENT`) while the
+#: reservation has room: an overrun of one buffer by up to half of it stays nearer to that buffer
+#: than to the next, so the checks name the right one (runtime/rt_checks.inc, ``kNearBytes``).
+#: Address space only: the memfd's pages there are never touched by the grader, and cost nothing.
+GAP_BYTES = 16 * 2**20
+#: Address space reserved beyond an arena's size for the gaps (512 of them; when it runs out, gaps
+#: shrink). Kept small next to the size: a grader under an address-space limit (RLIMIT_AS) still
+#: maps it, and where even that fails the arena maps its size alone, with 256-byte gaps.
+_GAP_SPACE = 8 * 2**30
 #: The memfd grows and shrinks in steps of this many bytes.
 _STEP = 2 * 2**20
 
@@ -72,19 +82,23 @@ def _round_up(n: int, step: int) -> int:
 class Arena:
     """Device memory shared with the executors: one memfd, mapped at the same address everywhere.
 
-    Buffers are first-fit blocks, 256-byte aligned, each followed by a 256-byte unallocated gap.
-    The memfd's size follows the end of the highest live buffer (so a module can touch no more
-    memory than the grader allocated: past the end it faults). A freed block is zeroed at once
-    (its whole pages punched out, so their memory goes back), and everything past the highest live
-    block is cut off the memfd: no data outlives its buffer.
+    Buffers are first-fit blocks, 256-byte aligned, each followed by an unallocated gap of 256 bytes
+    plus :data:`GAP_BYTES` of address space (less where the reservation runs short), so that the
+    checks can tell an overrun of one buffer from an access to the next. The memfd's size follows
+    the end of the highest live buffer (so a module can touch no more memory than the grader
+    allocated: past the end it faults). A freed block is zeroed at once, its gap included (its whole
+    pages punched out, so their memory goes back), and everything past the highest live block is
+    cut off the memfd: no data outlives its buffer.
 
     Args:
-        size: bytes of address space reserved (the most device memory that can be live at once).
+        size: the most device memory that can be live at once, in bytes (each buffer counts rounded
+            up to 256 bytes, plus 256).
 
     Attributes:
         fd: the memfd (executors inherit it).
         base: the mapping's address, in this process and in every executor.
-        size: bytes reserved.
+        size: the most bytes live at once.
+        span: bytes of address space reserved and mapped (``size`` plus room for the gaps).
 
     Raises:
         BackendUnavailable: no free address range of ``size`` bytes was found.
@@ -93,28 +107,32 @@ class Arena:
     def __init__(self, size: int = ARENA_BYTES) -> None:
         self.size = int(size)
         self.fd = os.memfd_create("scangrade-device-memory", os.MFD_CLOEXEC)
-        self.base = self._map()
-        self._blocks: dict[int, tuple[int, int]] = {}  # offset -> (bytes taken, bytes asked for)
+        self.base, self.span = self._map()
+        self._gap = GAP_BYTES if self.span > self.size else 0  # besides the 256 bytes counted in size
+        self._blocks: dict[int, tuple[int, int, int]] = {}  # offset -> (bytes taken, asked for, of the gap)
+        self._live = 0  # bytes counted against size
         self._holes: list[tuple[int, int]] = []  # (offset, length) below _top, sorted, coalesced
         self._top = 0
         self._file = 0
         self._pending: list[int] = []  # offsets freed by finalizers, applied under the lock
         self._lock = threading.Lock()
         # Not at interpreter exit: arrays may still view the memory then (exit unmaps it anyway).
-        weakref.finalize(self, _unmap, self.base, self.size, self.fd).atexit = False
+        weakref.finalize(self, _unmap, self.base, self.span, self.fd).atexit = False
 
-    def _map(self) -> int:
+    def _map(self) -> tuple[int, int]:
         """Map the memfd at a random 1 GiB-aligned address between 16 and 64 TiB (far from where
-        the loader and malloc place things, in this process and in a freshly exec'ed one)."""
+        the loader and malloc place things, in this process and in a freshly exec'ed one): ``(address,
+        bytes mapped)``, the size and the gaps' room, else (an address-space limit) the size alone."""
         rng = random.Random(os.urandom(8))
-        for _ in range(64):
-            hint = 0x1000_0000_0000 + rng.randrange(0x3000_0000_0000 // 2**30) * 2**30
-            addr = _libc.mmap(hint, self.size, _PROT_READ | _PROT_WRITE,
-                              _MAP_SHARED | _MAP_NORESERVE | _MAP_FIXED_NOREPLACE, self.fd, 0)
-            if addr == hint:
-                return hint
-            if addr not in (None, _MAP_FAILED):
-                _libc.munmap(addr, self.size)  # a kernel older than 4.17 took the address as a hint
+        for span in (self.size + _GAP_SPACE, self.size):
+            for _ in range(64):
+                hint = 0x1000_0000_0000 + rng.randrange(0x3000_0000_0000 // 2**30) * 2**30
+                addr = _libc.mmap(hint, span, _PROT_READ | _PROT_WRITE,
+                                  _MAP_SHARED | _MAP_NORESERVE | _MAP_FIXED_NOREPLACE, self.fd, 0)
+                if addr == hint:
+                    return hint, span
+                if addr not in (None, _MAP_FAILED):
+                    _libc.munmap(addr, span)  # a kernel older than 4.17 took the address as a hint
         os.close(self.fd)
         raise BackendUnavailable(f"the emulator cannot reserve {self.size >> 30} GiB of address space for "
                                  "device memory")
@@ -123,27 +141,67 @@ class Arena:
         """Address of a new block of ``nbytes`` (uninitialised; zeros when fresh).
 
         Raises:
-            MemoryError: the arena is full (``ARENA_BYTES`` live at once).
+            MemoryError: the arena is full (``size`` bytes live at once, or, rarely, no room left in its
+                address space).
         """
-        take = _round_up(max(int(nbytes), 1), _ALIGNMENT) + _ALIGNMENT
+        data = _round_up(max(int(nbytes), 1), _ALIGNMENT)
+        need = data + _ALIGNMENT  # what counts against size
+        full = need + self._gap
         with self._lock:
             self._apply_frees()
-            for i, (off, length) in enumerate(self._holes):
-                if length >= take:
-                    if length == take:
-                        del self._holes[i]
-                    else:
-                        self._holes[i] = (off + take, length - take)
-                    break
+            if self._live + need > self.size:
+                raise MemoryError(f"emulator device memory is full: {nbytes} more bytes do not fit in "
+                                  f"{self.size >> 30} GiB")
+            # A hole with room for the whole gap (first fit), else the top; where the address space
+            # runs short, the middle of the widest free stretch: a hole, a buffer's gap, the top.
+            fits = [i for i, (_, length) in enumerate(self._holes) if length >= full]
+            if fits:
+                off, length = self._holes[fits[0]]
+                take = full
+                if length == take:
+                    del self._holes[fits[0]]
+                else:
+                    self._holes[fits[0]] = (off + take, length - take)
+            elif self._top + full <= self.span:
+                off, take = self._top, full
+                self._top += take
             else:
-                off = self._top
-                if off + take > self.size:
-                    raise MemoryError(f"emulator device memory is full: {nbytes} more bytes do not fit in "
-                                      f"{self.size >> 30} GiB")
-                self._top = off + take
-                self._resize()
-            self._blocks[off] = (take, int(nbytes))
+                off, take = self._squeeze(need, nbytes)
+            self._blocks[off] = (take, int(nbytes), take - data)
+            self._live += need
+            self._resize()
         return self.base + off
+
+    def _squeeze(self, need: int, nbytes: int) -> tuple[int, int]:
+        """``(offset, bytes taken)`` of a block of ``need`` bytes (its data and 256-byte gap) when the
+        address space has no room for a whole gap: in the middle of the widest free stretch (a hole,
+        the part of a buffer's gap past its first 256 bytes, or what is left above the top), so that
+        the buffers on both sides stay as far from it as can be. Call with the lock held.
+
+        Raises:
+            MemoryError: no stretch of ``need`` bytes is left.
+        """
+        stretches = [(length, "hole", i, off) for i, (off, length) in enumerate(self._holes)]
+        for off, (take, asked, gap) in self._blocks.items():
+            stretches.append((gap - _ALIGNMENT, "gap", off, off + take - gap + _ALIGNMENT))
+        stretches.append((self.span - self._top, "top", 0, self._top))
+        length, where, key, start = max(stretches)
+        if length < need:
+            raise MemoryError(f"emulator device memory is full: {nbytes} more bytes do not fit in its "
+                              f"{self.span >> 30} GiB of address space")
+        if where == "top":
+            self._top = self.span
+            return start, length
+        left = (length - need) // 2 // _ALIGNMENT * _ALIGNMENT
+        if where == "hole":
+            if left:
+                self._holes[key] = (start, left)
+            else:
+                del self._holes[key]
+        else:  # the buffer at `key` keeps the first part of its gap
+            take, asked, gap = self._blocks[key]
+            self._blocks[key] = (take - (length - left), asked, gap - (length - left))
+        return start + left, length - left
 
     def release(self, address: int) -> None:
         """Free a block (safe from a finalizer: applied at the next :meth:`alloc` or :meth:`live`)."""
@@ -153,11 +211,12 @@ class Arena:
         """``(address, bytes)`` of every live block, as asked for (the checks' allocation table)."""
         with self._lock:
             self._apply_frees()
-            return [(self.base + off, asked) for off, (_, asked) in sorted(self._blocks.items())]
+            return [(self.base + off, asked) for off, (_, asked, _) in sorted(self._blocks.items())]
 
     @property
     def committed(self) -> int:
-        """Bytes of the memfd now (the end of the highest live block, rounded up to 2 MiB)."""
+        """Bytes of the memfd now (the end of the highest live buffer, its gap not included, rounded up
+        to 2 MiB; the pages of the gaps below it are never touched by the grader)."""
         return self._file
 
     def _apply_frees(self) -> None:
@@ -167,16 +226,20 @@ class Arena:
             taken = self._blocks.pop(off, None)
             if taken is None:
                 continue
+            self._live -= _round_up(max(taken[1], 1), _ALIGNMENT) + _ALIGNMENT
             start, end = off, off + taken[0]
             # Zero the block (whole pages are punched out: their memory goes back), so that nothing
             # a module left in device memory reaches the next buffer or another module.
-            lo, hi = _round_up(start, page), end // page * page
+            # The highest block's gap lies past the memfd's end (no pages: nothing to zero, and a
+            # store there would fault).
+            stop = min(end, self._file)
+            lo, hi = _round_up(start, page), stop // page * page
             if hi > lo:
                 _libc.fallocate(self.fd, _FALLOC_FL_PUNCH_HOLE | _FALLOC_FL_KEEP_SIZE, lo, hi - lo)
                 ctypes.memset(self.base + start, 0, lo - start)
-                ctypes.memset(self.base + hi, 0, end - hi)
-            else:
-                ctypes.memset(self.base + start, 0, end - start)
+                ctypes.memset(self.base + hi, 0, stop - hi)
+            elif stop > start:
+                ctypes.memset(self.base + start, 0, stop - start)
             insort(self._holes, (start, end - start))
             i = self._holes.index((start, end - start))
             if i + 1 < len(self._holes) and self._holes[i + 1][0] == end:  # merge with the next hole
@@ -189,10 +252,11 @@ class Arena:
             if end == self._top:
                 del self._holes[i]
                 self._top = start
-                self._resize()
+            self._resize()
 
     def _resize(self) -> None:
-        want = _round_up(self._top, _STEP)
+        top = max(self._blocks, default=None)  # the memfd ends with the highest buffer, not its gap
+        want = 0 if top is None else _round_up(top + self._blocks[top][0] - self._blocks[top][2], _STEP)
         if want != self._file:
             os.ftruncate(self.fd, want)  # shrinking gives the pages back
             self._file = want
@@ -261,7 +325,7 @@ class Executor:
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock = parent
         argv = [str(binary), "serve", "--socket", str(child.fileno()), "--memfd", str(arena.fd),
-                "--arena", str(arena.base), str(arena.size), "--module", str(Path(module).resolve()),
+                "--arena", str(arena.base), str(arena.span), "--module", str(Path(module).resolve()),
                 "--seccomp", "1" if seccomp else "0", *limits.options()]
         if not sandbox.isolated:
             argv += ["--parent", str(os.getpid())]
