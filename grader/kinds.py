@@ -69,6 +69,8 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     _k("barrier-divergence", "fail", "threads of a block waited at different barriers, or a warp mask is wrong",
        check=True),
     _k("deadlock", "fail", "every thread spin-waits and nothing changes", check=True),
+    _k("early-exit", "fail", "threads exited while others of the block wait at a __syncthreads() (allowed since "
+       "Volta: a warning)", warning=True),
     _k("uninitialized-read", "fail", "the output depends on shared memory no thread had written", check=True,
        warning=True),
     _k("misaligned", "fail", "an access at an address not a multiple of its size", check=True, fault=True),

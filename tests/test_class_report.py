@@ -165,7 +165,7 @@ def _section(page: str, sid: str) -> str:
     (gpu_class()[1][1].parts[1], ["wrong-result", "out-of-bounds"]),
     (gpu_class()[2][1].parts[2], ["compile-error"]),
     (gpu_class()[2][1].parts[3], ["timeout"]),
-    (gpu_class()[3][1].parts[2], ["kernel-error:trap"]),
+    (gpu_class()[3][1].parts[2], ["trap"]),
     (gpu_class()[0][1].parts[0], []),
 ])
 def test_each_failing_part_is_put_under_each_kind_of_failure_among_its_cases(part, kinds):
@@ -180,7 +180,7 @@ def test_failures_are_grouped_by_kind_largest_group_first_with_every_student():
     assert groups["compile-error"][0].message.splitlines() == [
         "part4_any_size.cu does not compile", "part4_any_size.cu:61:21: error: invalid conversion"]
     assert groups["timeout"][0].case.name == "n=33 int32"
-    assert set(groups) == {"wrong-result", "race", "out-of-bounds", "compile-error", "timeout", "kernel-error:trap",
+    assert set(groups) == {"wrong-result", "race", "out-of-bounds", "compile-error", "timeout", "trap",
                            "missing"}
 
 
@@ -200,7 +200,7 @@ def test_the_page_of_a_gpu_run_has_the_header_scores_timing_failures_and_student
     assert "1.60</td>" in timing  # the reference's median ms at 2^28
     assert "carol" in timing and "not timed: the part did not finish" in timing  # listed as not timed
     failures = _section(page, "failures")
-    for label in ("race", "wrong result", "out of bounds", "compile error", "timeout", "kernel error: trap",
+    for label in ("race", "wrong result", "out of bounds", "compile error", "timeout", "trap",
                   "missing"):
         assert f"<summary>{label} " in failures, label
     assert 'href="bob/report.md"' in failures and 'href="bob/report.txt"' in failures
@@ -234,7 +234,7 @@ def test_without_matplotlib_the_page_keeps_its_tables_and_says_how_to_get_plots(
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib raises ImportError
     page = class_report(gpu_class())
     assert "<svg" not in page and "pip install scangrade[report]" in page
-    assert "<td>Part 1: naive</td>" in page and 'class="sortable timing"' in page and "kernel error: trap" in page
+    assert "<td>Part 1: naive</td>" in page and 'class="sortable timing"' in page and "trap" in page
 
 
 def test_strings_from_submissions_are_escaped():
@@ -321,7 +321,7 @@ def test_the_page_renders_in_chromium_with_plots_and_injected_markup_as_text(tmp
     assert len(dom.tags("script")) == 1 and not dom.tags("img")
     assert not [a for _, a, _ in dom.elements if any(k.startswith("on") for k in a)]
     groups = [a["id"] for a in dom.tags("details") if a.get("id", "").startswith("kind-")]
-    assert groups[0] == "kind-wrong-result" and "kind-race" in groups and "kind-kernel-error:trap" in groups
+    assert groups[0] == "kind-wrong-result" and "kind-race" in groups and "kind-trap" in groups
     shot = tmp_path / "page.png"
     _chromium(tmp_path, page, f"--screenshot={shot}", "--window-size=1200,2000")
     assert _blue_pixels(shot) > 5000  # the histograms' bars, drawn

@@ -260,10 +260,13 @@ def test_divergent_barriers_name_both_lines(checked, broken) -> None:
     assert {first.line, first.other_line} == {line_of("broken.cu", "bar_a"), line_of("broken.cu", "bar_b")}
 
 
-def test_exit_before_a_barrier_is_divergence(checked, broken) -> None:
-    err = diagnosis(checked, broken, "exit_before_barrier", block=64, n=40)
-    assert err.kind == "barrier-divergence" and err.findings[0].line == line_of("broken.cu", "exit_bar")
-    assert "have exited" in str(err)
+def test_exit_before_a_barrier_is_a_warning_as_on_a_gpu(checked, broken) -> None:
+    # Since Volta exited threads do not count at a barrier: the others go on, and compute-sanitizer's
+    # synccheck is silent (measured on an H100), so the output decides and the exit is a warning.
+    launch(checked, broken, "exit_before_barrier", block=64, n=40)
+    warnings = checked.take_warnings()
+    assert [(w.kind, w.line) for w in warnings] == [("early-exit", line_of("broken.cu", "exit_bar"))]
+    assert "have exited" in warnings[0].message
 
 
 def test_out_of_bounds_global_names_the_allocation(checked, broken) -> None:

@@ -73,8 +73,10 @@ KERNEL_ERROR_KINDS = {
     "misaligned": "checks: an access at an address that is not a multiple of its size",
     "uninitialized-read": "checks: a read of shared memory that no thread of the block has written (a warning, "
                           "see EmulatorBackend.take_warnings; listed after the fatal findings of a failed launch)",
-    "barrier-divergence": "threads of a block wait at different barriers, some exited while others wait (checks), "
-                          "or a warp intrinsic's mask is wrong (caller or source lane not in it)",
+    "barrier-divergence": "threads of a block wait at different barriers, or a warp intrinsic's mask is wrong "
+                          "(caller or source lane not in it)",
+    "early-exit": "checks: some threads exited while others of the block wait at a __syncthreads() (a warning: "
+                  "since Volta exited threads do not count at a barrier)",
     "deadlock": "checks: every thread polls (spin-waits) and nothing it reads changes",
     "undefined-shift": "a shift by the width of its type or more (undefined in C++; x86 and a GPU give different "
                        "values), with the line",
