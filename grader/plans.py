@@ -34,9 +34,16 @@ from grader.parts import PartSpec
 
 #: Elements of poison on each side of every device buffer.
 GUARD = 256
-#: The 32-bit pattern every output and guard word holds before a launch
-#: (2139062143 as int32, about 3.39e38 as float32).
-POISON_BITS = 0x7F7F7F7F
+#: The 32-bit pattern every output and guard word holds before a launch (memset as a 32-bit word):
+#: -1086374081 as int32, -0.7470588 as float32. Arithmetic on it shows: as a float its spacing is
+#: 2**-24 (6e-8), so adding or subtracting any value a scan produces (from the inputs' 2**-24 up)
+#: changes its bits, where a huge value (the old 0x7F7F7F7F, 3.39e38) rounds a small ``+= off``
+#: away; negative, it is no scan of the float inputs in [0, 1), and it is far from the tolerance of
+#: an expected 0 (an unwritten ``out[0]`` of an exclusive scan fails). As an int, no plausible sum.
+#: Not a NaN (a GPU canonicalises NaNs, x86 keeps their payloads), not a denormal (flushed to zero
+#: under fast math), and neither of the shared-memory fills (``grader.execute.SHARED_FILLS``), so an
+#: output copied from unwritten shared memory does not read as never written.
+POISON_BITS = 0xBF3F3F3F
 
 
 @dataclass
