@@ -548,7 +548,8 @@ def test_allocating_100_gib_is_an_error_and_the_grader_goes_on(scene, name):
     with address_space_cap(ALLOC_BACKSTOP):
         g = run(scene, folder, cfg, parts=["part1_naive", "part2_blelloch"])
     no_case_passed(g)
-    assert set(g.statuses()) <= STOPPED, g.why()
+    # a kernel's null pointer (its malloc refused) is a fault of the kernel: its case fails (grader/kinds.py)
+    assert set(g.statuses()) <= STOPPED | {"fail"}, g.why()
     assert g.part("part2_blelloch").status == "pass", g.why("part2_blelloch")
     assert g.wall_s < 2 * PART_S, g.wall_s
     assert_untouched(scene, before)
