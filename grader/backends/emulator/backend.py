@@ -78,6 +78,8 @@ KERNEL_ERROR_KINDS = {
     "early-exit": "checks: some threads exited while others of the block wait at a __syncthreads() (a warning: "
                   "since Volta exited threads do not count at a barrier)",
     "deadlock": "checks: every thread polls (spin-waits) and nothing it reads changes",
+    "shift-clamped": "a shift by the width of its type or more, given PTX's clamped value (0, or -1) as on a GPU (a "
+                     "warning, see EmulatorBackend.take_warnings), with the line",
     "undefined-shift": "a shift by the width of its type or more (undefined in C++; x86 and a GPU give different "
                        "values), with the line",
     "illegal-address": "a thread accessed an unmapped address (a wild or null pointer), or memory past the "

@@ -19,7 +19,12 @@ literals are skipped. Every line break is kept (a declaration spanning lines is 
 first line and followed by the same number of line breaks), so ``#line`` markers and compiler
 diagnostics still point at the student's file and line.
 
-Public API: :func:`rewrite_source`.
+Every shift (``<<``, ``>>``, ``<<=``, ``>>=``, in code and in ``#define`` bodies) gets its left
+operand wrapped in the prelude's ``__sg_sh`` / ``__sg_sha`` with the operator's file and line, so
+that an amount of the operand's width or more gives PTX's clamped value, as on a GPU, with a warning
+(:func:`find_shifts`).
+
+Public API: :func:`rewrite_source`, :func:`find_shifts`.
 """
 
 from __future__ import annotations
@@ -27,10 +32,11 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass, field
+from typing import Callable
 
 from grader.errors import CompileError
 
-__all__ = ["rewrite_source", "RewriteResult", "find_definitions"]
+__all__ = ["rewrite_source", "RewriteResult", "find_definitions", "find_shifts"]
 
 _TOKEN_RE = re.compile(
     r"""
@@ -50,6 +56,8 @@ _TOKEN_RE = re.compile(
 
 _LINE_RE = re.compile(r'#\s*(?:line\s+)?(\d+)(?:\s+"((?:\\.|[^"\\])*)")?')
 _DEFINE_RE = re.compile(r"#\s*define\s+[A-Za-z_]\w*(?:\([^)]*\))?")
+_DEFINE_NAME_RE = re.compile(r"#\s*define\s+([A-Za-z_]\w*)(\([^)]*\))?")
+_IF_RE = re.compile(r"#\s*(?:el)?if\b")
 _STRING_OR_ID_RE = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|/\*.*?\*/|//[^\n]*|[A-Za-z_]\w*', re.S)
 
 #: Names of the emulator's runtime (its memory-check hooks, entry points and ABI): a submission that
@@ -88,10 +96,13 @@ class RewriteResult:
         text: the source with every ``__shared__`` declaration replaced; same number of lines.
         shared: ``(file, line, name, kind)`` per rewritten variable, kind ``"static"`` or
             ``"dynamic"``, in source order.
+        shifts: ``(file, line, operator)`` per shift handed to the prelude's clamping helpers
+            (``<<``, ``>>``, ``<<=``, ``>>=``), code first, then ``#define`` bodies, each in source order.
     """
 
     text: str
     shared: list[tuple[str, int, str, str]] = field(default_factory=list)
+    shifts: list[tuple[str, int, str]] = field(default_factory=list)
 
 
 class _Unsupported(Exception):
@@ -230,6 +241,371 @@ def _match_backward(toks: list[_Tok], i: int, lo: int) -> int:
     return -1
 
 
+# -- shifts: PTX clamps the amount, C++ leaves it undefined ----------------------------------------
+# Every binary `<<` / `>>` and compound `<<=` / `>>=` of the source becomes a call of the prelude's
+# helpers around its LEFT operand only:  `a >> b`  ->  `__sg_sh(a, "f.cu", 12, 2) >> b`  (and
+# `x <<= n` -> `__sg_sha(x, "f.cu", 12, 0) <<= n`). The helper returns a proxy whose operator
+# computes the shift as PTX does (0, or -1 for a negative value shifted right, when the amount is
+# the width or more) and reports it; the right operand is left to the compiler, so only the left
+# operand's extent has to be found here. Where that extent is not certain (a `>` that may close a
+# template, brackets that do not match...), the shift is left alone: -fsanitize=shift-exponent
+# still reports it (kind undefined-shift). A proxy that lands inside a wider expression (a macro
+# body's shift whose operand continues at the use site) converts to its value: the shift is then
+# the built-in one, as written.
+
+#: Flags passed to the helpers (the runtime's message depends on them).
+SHIFT_PLUS, SHIFT_MINUS, SHIFT_COMPOUND = 2, 4, 8
+#: Keywords that end an operand (scanning leftwards) or cannot start one.
+_SHIFT_STOP_KW = {"return", "case", "throw", "else", "do", "goto", "default", "co_return", "co_yield", "co_await",
+                  "new", "delete", "if", "while", "for", "switch", "catch", "typedef", "using", "operator",
+                  "template", "typename", "class", "struct", "union", "enum", "namespace", "public", "private",
+                  "protected", "static", "extern", "inline", "constexpr", "const", "volatile", "register",
+                  "static_assert", "asm", "__asm__", "virtual", "friend", "explicit", "mutable"}
+#: Keywords that cannot end an operand (a `>>` after them closes templates: `A<B<int>>`).
+_TYPE_KW = {"int", "unsigned", "signed", "char", "short", "long", "float", "double", "bool", "void", "auto",
+            "const", "volatile", "wchar_t", "char16_t", "char32_t", "char8_t", "size_t"}
+#: Keywords that may stand just before a name in an expression (the shift is left alone there).
+_NAME_BEFORE_KW = {"template", "typename", "operator", "class", "struct", "union", "enum"}
+#: Statement keywords whose parenthesised head is not part of an operand (`if (c) x <<= 1`).
+_HEAD_KW = {"if", "while", "for", "switch", "catch"}
+_UNARY_OR_ADDITIVE = {"+", "-", "*", "/", "%", "!", "~", "#", ".", "->", "::"}
+_OPERAND_START_PUNCT = {"(", "+", "-", "!", "~", "*", "&"}
+
+
+def _glued(toks: list[_Tok], k: int) -> bool:
+    """Whether token k follows token k - 1 with no gap (so `<` `<` is `<<`)."""
+    return k > 0 and toks[k].start == toks[k - 1].end
+
+
+def _pt(toks: list[_Tok], k: int, lo: int, hi: int) -> str:
+    """Punctuation text of token k within [lo, hi), or ''."""
+    return toks[k].text if lo <= k < hi and toks[k].kind == "punct" else ""
+
+
+def _operand_end(toks: list[_Tok], k: int, lo: int) -> bool:
+    """Whether token k can end an operand (so a `<<` / `>>` after it is a binary operator)."""
+    if k < lo:
+        return False
+    t = toks[k]
+    if t.kind == "id":
+        return t.text not in _SHIFT_STOP_KW and t.text not in _TYPE_KW
+    if t.kind in ("num", "str", "chr"):
+        return True
+    if t.kind == "punct":
+        if t.text in (")", "]"):
+            return True
+        if t.text in ("+", "-") and k - 1 >= lo and toks[k - 1].text == t.text and _glued(toks, k):
+            return _operand_end(toks, k - 2, lo)  # x++ << 1
+    return False
+
+
+def _operand_start(toks: list[_Tok], k: int, hi: int) -> bool:
+    """Whether token k can start an operand (`::` is left out: `A<B<int>>::type`)."""
+    if k >= hi:
+        return False
+    t = toks[k]
+    if t.kind == "id":
+        return t.text not in _SHIFT_STOP_KW or t.text in ("sizeof", "alignof")
+    if t.kind in ("num", "str", "chr"):
+        return True
+    return t.kind == "punct" and t.text in _OPERAND_START_PUNCT
+
+
+@dataclass(frozen=True)
+class _Shift:
+    op: int  # first token of the operator
+    last: int  # last token of the operator (the `=` of a compound one)
+    text: str  # <<, >>, <<=, >>=
+    start: int  # first token of the left operand
+    flags: int
+
+
+def _find_shift_ops(toks: list[_Tok], lo: int, hi: int) -> list[tuple[int, int, str]]:
+    """The shift operators among toks[lo:hi]: ``(first, last, text)``, in order.
+
+    `<` `<` and `>` `>` glued together are a shift when an operand ends before them and one starts
+    after them; `>>` while two `<` that may open template argument lists are open at the same
+    bracket depth closes them instead; runs of three (`<<<` launch syntax, `>>>`) and
+    `operator<<` are never shifts.
+    """
+    ops: list[tuple[int, int, str]] = []
+    cands: list[tuple[int, int]] = []  # (index, bracket depth) of `<` that may open a template
+    depth = 0
+    j = lo
+    while j < hi:
+        t = toks[j]
+        if t.kind != "punct":
+            j += 1
+            continue
+        w = t.text
+        if w in ("(", "[", "{"):
+            if w == "{":
+                cands = [c for c in cands if c[1] < depth]
+            depth += 1
+        elif w in (")", "]", "}"):
+            cands = [c for c in cands if c[1] < depth]
+            depth = max(0, depth - 1)
+            if w == "}":
+                cands = [c for c in cands if c[1] < depth]
+        elif w == ";":
+            cands = [c for c in cands if c[1] < depth]
+        elif w in ("<", ">"):
+            run = j
+            while run + 1 < hi and _pt(toks, run + 1, lo, hi) == w and _glued(toks, run + 1):
+                run += 1
+            n = run - j + 1
+            eq = _pt(toks, run + 1, lo, hi) == "=" and _glued(toks, run + 1)
+            after = run + 1 + (1 if eq else 0)
+            here = [c for c in cands if c[1] == depth]
+            if n == 1:
+                if w == "<" and not eq and j > lo and toks[j - 1].kind == "id" and toks[j - 1].text != "operator":
+                    cands.append((j, depth))
+                elif w == ">" and not eq and here:
+                    cands.remove(here[-1])
+            elif n == 2:
+                if w == ">" and len(here) >= 2:
+                    cands.remove(here[-1])
+                    cands.remove(here[-2])
+                elif (_operand_end(toks, j - 1, lo) and _operand_start(toks, after, hi)
+                      and not (j - 1 >= lo and toks[j - 1].text == "operator")):
+                    ops.append((j, after - 1, w * 2 + ("=" if eq else "")))
+            elif w == ">":
+                for c in here[-n:]:
+                    cands.remove(c)
+            j = after
+            continue
+        j += 1
+    return ops
+
+
+def _template_open(toks: list[_Tok], j: int, lo: int) -> int:
+    """Index of the name before the `<` matching the `>` at toks[j] (a template-id), or -1."""
+    count = 0
+    k = j
+    while k >= lo:
+        t = toks[k]
+        if t.kind == "pp":
+            return -1
+        if t.kind == "punct":
+            w = t.text
+            if w in (")", "]"):
+                m = _match_backward(toks, k, lo)
+                if m < 0:
+                    return -1
+                k = m - 1
+                continue
+            if w == ">":
+                count += 1
+            elif w == "<":
+                count -= 1
+                if count == 0:
+                    return k - 1 if k - 1 >= lo and toks[k - 1].kind == "id" else -1
+            elif w in (";", "{", "}", "(", "[", "=", "?"):
+                return -1
+        k -= 1
+    return -1
+
+
+def _left_operand(toks: list[_Tok], op: int, lo: int, chain: dict[int, int], lasts: set[int]) -> int:
+    """First token of the left operand of the shift whose operator starts at toks[op], or -1
+    where it cannot be told for certain.
+
+    The operand is an additive-expression: it extends leftwards over names, literals, bracketed
+    groups, unary and additive/multiplicative operators, member access, casts, template-ids
+    followed by `(` or `::`, and earlier shifts of the same chain (``chain``: last token of a
+    shift operator -> its first; ``lasts``: the last tokens of every binary shift operator, a shift
+    of the chain that could not be delimited among them); it stops at anything of lower precedence.
+    """
+    j = op - 1
+    start = op
+    nxt = ""  # what was included last (leftmost): atom, paren, sub, op, ::
+    while j >= lo:
+        t = toks[j]
+        if t.kind == "pp":
+            break
+        if t.kind == "id":
+            if t.text in _NAME_BEFORE_KW:
+                return -1  # T::template f<int>() << 1: the keyword belongs to the operand
+            if t.text in ("__VA_ARGS__", "__VA_OPT__"):
+                return -1  # arguments with commas would not make one argument of the helper
+            if t.text in _SHIFT_STOP_KW:
+                break
+            if nxt == "atom" and t.text not in ("sizeof", "alignof"):
+                break
+            start, nxt, j = j, "atom", j - 1
+            continue
+        if t.kind in ("num", "chr", "str"):
+            if nxt in ("atom", "paren") and not (t.kind == "str" and toks[start].kind == "str"):
+                break
+            start, nxt, j = j, "atom", j - 1
+            continue
+        w = t.text
+        if j in chain:  # an earlier shift of the chain: a << b >> c is (a << b) >> c
+            start, nxt, j = chain[j], "op", chain[j] - 1
+            continue
+        if j in lasts:
+            return -1  # an earlier shift of the chain that could not be delimited
+        if w in (")", "]"):
+            m = _match_backward(toks, j, lo)
+            if m < 0:
+                return -1
+            before = toks[m - 1] if m - 1 >= lo else None
+            if before is not None and before.kind == "id" and before.text in _HEAD_KW:
+                break  # if (c) x <<= 1
+            if nxt == "atom":
+                if w == "]" or _operand_end(toks, m - 1, lo):
+                    break  # f(a) x, a[i] x: not one operand
+            start, nxt, j = m, ("paren" if w == ")" else "sub"), m - 1
+            continue
+        if w == ">":
+            if nxt not in ("paren", "::"):
+                break  # a relational >
+            k = _template_open(toks, j, lo)
+            if k < 0:
+                return -1
+            start, nxt, j = k + 1, "tmpl", k
+            continue
+        if w in _UNARY_OR_ADDITIVE:
+            start, nxt, j = j, ("::" if w == "::" else "op"), j - 1
+            continue
+        break
+    if start >= op or toks[start].text in (".", "->") and toks[start].kind == "punct":
+        return -1
+    return start
+
+
+def _amount_flags(toks: list[_Tok], k: int, hi: int) -> int:
+    """SHIFT_PLUS / SHIFT_MINUS when the right operand starting at toks[k] has a binary `+` / `-`
+    outside brackets (`n >> 5 + n`: precedence is the likely mistake)."""
+    flags = 0
+    prev_operand = False
+    j = k
+    while j < hi:
+        t = toks[j]
+        if t.kind == "pp":
+            break
+        if t.kind != "punct":
+            if t.kind == "id" and t.text in _SHIFT_STOP_KW and t.text not in ("sizeof", "alignof"):
+                break
+            prev_operand, j = True, j + 1
+            continue
+        w = t.text
+        if w in ("(", "["):
+            m = _match_forward(toks, j, hi)
+            if m < 0:
+                break
+            prev_operand, j = True, m + 1
+            continue
+        if w in ("+", "-"):
+            if j + 1 < hi and toks[j + 1].text == w and _glued(toks, j + 1):
+                j += 2  # ++ / --
+                continue
+            if prev_operand:
+                flags |= SHIFT_PLUS if w == "+" else SHIFT_MINUS
+            prev_operand, j = False, j + 1
+            continue
+        if w in ("*", "/", "%", "!", "~", "#", ".", "->", "::"):
+            prev_operand, j = False, j + 1
+            continue
+        break
+    return flags
+
+
+def find_shifts(toks: list[_Tok], lo: int = 0, hi: int | None = None) -> list[_Shift]:
+    """The shifts of toks[lo:hi] whose left operand could be delimited for certain, in order."""
+    hi = len(toks) if hi is None else hi
+    ops = _find_shift_ops(toks, lo, hi)
+    chain = {last: first for first, last, text in ops if "=" not in text}
+    lasts = set(chain)
+    found: list[_Shift] = []
+    for first, last, text in ops:
+        start = _left_operand(toks, first, lo, chain, lasts)
+        if start < 0:
+            chain.pop(last, None)  # a later shift of its chain cannot be delimited either
+            continue
+        flags = SHIFT_COMPOUND if text.endswith("=") else _amount_flags(toks, last + 1, hi)
+        found.append(_Shift(first, last, text, start, flags))
+    return found
+
+
+def _depth0(toks: list[_Tok], lo: int, hi: int) -> list[int]:
+    """Indices of toks[lo:hi] outside brackets."""
+    out: list[int] = []
+    depth = 0
+    for k in range(lo, hi):
+        w = toks[k].text if toks[k].kind == "punct" else ""
+        if w in ("(", "[", "{"):
+            depth += 1
+        elif w in (")", "]", "}"):
+            depth -= 1
+        elif depth == 0:
+            out.append(k)
+    return out
+
+
+def _has_low_precedence(toks: list[_Tok], lo: int, hi: int) -> bool:
+    """Whether toks[lo:hi] has, outside brackets, an operator of lower precedence than a shift
+    (relational, equality, bitwise, logical, conditional, assignment, comma)."""
+    for k in _depth0(toks, lo, hi):
+        w = toks[k].text if toks[k].kind == "punct" else ""
+        if w in ("=", "&", "|", "^", "?", ":", ","):
+            return True
+        if w in ("<", ">") and not (_pt(toks, k - 1, lo, hi) == w and _glued(toks, k)) and not (
+                _pt(toks, k + 1, lo, hi) == w and _glued(toks, k + 1)):
+            return True
+    return False
+
+
+def _invocations(toks: list[_Tok], lo: int, names: set[str]) -> list[tuple[str, list[tuple[int, int]]]]:
+    """Function-like macro invocations ``NAME(args)`` of toks[lo:] for NAME in ``names``: the name
+    and the token range of each argument."""
+    found: list[tuple[str, list[tuple[int, int]]]] = []
+    for k in range(lo, len(toks) - 1):
+        if toks[k].kind != "id" or toks[k].text not in names or _pt(toks, k + 1, lo, len(toks)) != "(":
+            continue
+        close = _match_forward(toks, k + 1, len(toks))
+        if close < 0:
+            continue
+        args: list[tuple[int, int]] = []
+        start = k + 2
+        for c in _depth0(toks, k + 2, close) + [close]:
+            if c == close or toks[c].text == ",":
+                args.append((start, c))
+                start = c + 1
+        found.append((toks[k].text, args))
+    return found
+
+
+def _identifiers(text: str) -> set[str]:
+    """The identifiers of a directive's text (strings and comments skipped)."""
+    return {w for w in _STRING_OR_ID_RE.findall(text) if w[0].isalpha() or w[0] == "_"}
+
+
+def _c_string(text: str) -> str:
+    """``text`` as a C string literal."""
+    out = []
+    for ch in text:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ord(ch) < 32 or ord(ch) == 127:
+            out.append(f"\\{ord(ch):03o}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def _shift_wraps(shifts: list[_Shift], site: Callable[[_Shift], str]
+                 ) -> tuple[dict[int, list[str]], dict[int, str]]:
+    """Per token: the helper calls that open before it (outermost first) and the text after it."""
+    prefix: dict[int, list[tuple[int, str]]] = {}
+    suffix: dict[int, str] = {}
+    for s in shifts:
+        helper = "__sg_sha(" if s.text.endswith("=") else "__sg_sh("
+        prefix.setdefault(s.start, []).append((s.op, helper))
+        suffix[s.op - 1] = suffix.get(s.op - 1, "") + ", " + site(s) + ")"
+    return ({k: [h for _, h in sorted(v, reverse=True)] for k, v in prefix.items()}, suffix)
+
+
 class _Rewriter:
     def __init__(self, text: str, filename: str) -> None:
         self.text = text
@@ -237,6 +613,13 @@ class _Rewriter:
         self.toks = _tokenize(text)
         self.edits: list[tuple[int, int, str]] = []  # (start, end, replacement without newlines)
         self.overrides: dict[int, str] = {}  # token index -> replacement text
+        self.filename = filename
+        # shifts (see find_shifts): helper calls opened before a token, and closed after one
+        self.shift_prefix: dict[int, list[str]] = {}
+        self.shift_suffix: dict[int, str] = {}
+        # macros an #if may expand, or whose arguments would change a shift's operand: their shifts
+        # stay built-in
+        self.if_macros: set[str] = set()
         self.file_names: dict[str, str] = {}  # file-scope shared name -> accessor function name
         self.next_id = 0
         self.result = RewriteResult(text="")
@@ -248,8 +631,15 @@ class _Rewriter:
         for k in range(lo, hi):
             if k > lo and self.toks[k].start > self.toks[k - 1].end:
                 out.append(" ")
-            out.append(self.overrides.get(k, self.toks[k].text))
+            out.append(self.tok_text(k))
         return "".join(out)
+
+    def tok_text(self, k: int) -> str:
+        """Token k as rewritten: its override (or text), inside the shift helpers wrapped around it."""
+        text = self.overrides.get(k, self.toks[k].text)
+        if k in self.shift_prefix or k in self.shift_suffix:
+            text = "".join(self.shift_prefix.get(k, ())) + text + self.shift_suffix.get(k, "")
+        return text
 
     def p(self, k: int) -> str:
         """Punctuation text of token k, or '' when it is not punctuation."""
@@ -261,6 +651,7 @@ class _Rewriter:
         scopes: list[str] = []  # "ns", "class", "func", "init"
         head = 0  # first token of the current statement head (at brace level)
         paren = 0
+        self._wrap_shifts()
         i = 0
         while i < len(toks):
             t = toks[i]
@@ -469,7 +860,7 @@ class _Rewriter:
         for n, k in enumerate(idx):
             if n and (k != idx[n - 1] + 1 or self.toks[k].start > self.toks[k - 1].end):
                 out.append(" ")
-            out.append(self.overrides.get(k, self.toks[k].text))
+            out.append(self.tok_text(k))
         return "".join(out)
 
     def _split_declarators(self, keep: list[int]) -> list[list[int]]:
@@ -541,14 +932,16 @@ class _Rewriter:
         return specs, ptr, name_k, dims
 
     def _rewrite_define(self, i: int) -> None:
-        """Apply file-scope shared names inside a ``#define`` body, as a macro would."""
-        if not self.file_names:
-            return
+        """Hand a ``#define`` body's shifts to the prelude's helpers, and apply file-scope shared
+        names inside it, as a macro would."""
         t = self.toks[i]
-        m = _DEFINE_RE.match(t.text)
-        if not m:
+        text = self._shift_define(t)
+        m = _DEFINE_RE.match(text)
+        if not m or not self.file_names:
+            if text != t.text:
+                self.edits.append((t.start, t.end, text))
             return
-        body = t.text[m.end():]
+        body = text[m.end():]
 
         def sub(mo: re.Match[str]) -> str:
             w = mo.group()
@@ -561,15 +954,153 @@ class _Rewriter:
                 return w
             return f"({self.file_names[w]}())"
 
-        new = t.text[:m.end()] + _STRING_OR_ID_RE.sub(sub, body)
+        new = text[:m.end()] + _STRING_OR_ID_RE.sub(sub, body)
         if new != t.text:
             self.edits.append((t.start, t.end, new))
+
+    # -- shifts ------------------------------------------------------------------------------------
+    def _wrap_shifts(self) -> None:
+        """Wrap the left operand of every shift of the code (not directives) in the prelude's helper
+        (see :func:`find_shifts`); the calls carry the operator's file and line."""
+        self.if_macros = self._macros_in_if() | self._macros_with_unsafe_arguments()
+        shifts = find_shifts(self.toks)
+        if not shifts:
+            return
+        loc = _Locator(self.text, self.filename)
+        k = 0
+        sites: dict[int, str] = {}
+        for s in shifts:
+            while k < s.op:
+                if self.toks[k].kind == "pp":
+                    loc.directive(self.toks[k])
+                k += 1
+            file, line = loc.locate(self.toks[s.op].start)
+            sites[s.op] = f"{_c_string(file)}, {line}, {s.flags}"
+            self.result.shifts.append((file, line, s.text))
+        self.shift_prefix, self.shift_suffix = _shift_wraps(shifts, lambda s: sites[s.op])
+
+    def _shift_define(self, t: _Tok) -> str:
+        """The directive ``t`` with the shifts of its ``#define`` body wrapped (``t.text`` when none,
+        or when an ``#if`` may expand the macro: a call cannot be evaluated there). The helpers get
+        the line of the shift and, through ``__LINE__``, the line where the macro is used."""
+        m = _DEFINE_NAME_RE.match(t.text)
+        if not m or m.group(1) in self.if_macros:
+            return t.text
+        src = ";" + t.text[m.end():]  # `;`: a leading `#` is not a directive, and no operand reaches out
+        toks = _tokenize(src)
+        shifts = find_shifts(toks, 1)
+        if not shifts:
+            return t.text
+        base = t.start + m.end() - 1
+        name = _c_string(m.group(1))
+
+        def site(s: _Shift) -> str:
+            file, line = self.loc.locate(base + toks[s.op].start)
+            self.result.shifts.append((file, line, s.text))
+            return f"{_c_string(file)}, {line}, {s.flags}, __LINE__, {name}"
+
+        prefix, suffix = _shift_wraps(shifts, site)
+        out: list[str] = []
+        pos = 1
+        for k in range(1, len(toks)):
+            tk = toks[k]
+            out.append(src[pos:tk.start])
+            out.append("".join(prefix.get(k, ())) + tk.text + suffix.get(k, ""))
+            pos = tk.end
+        out.append(src[pos:])
+        return t.text[:m.end()] + "".join(out)
+
+    def _macros_with_unsafe_arguments(self) -> set[str]:
+        """Macros whose body has a parameter, not parenthesised, in a shift's left operand
+        (``#define F(a) a >> 2``) and that some use gives an argument with an operator of lower
+        precedence (``F(x == y)`` is ``x == (y >> 2)``: wrapping ``a`` would shift ``x == y``).
+
+        Followed through macros that pass their parameters on (``#define G(b) F(b)``), and through
+        macro names in an argument whose body has such an operator.
+        """
+        defines: list[tuple[str, list[str] | None, list[_Tok]]] = []
+        for t in self.toks:
+            m = _DEFINE_NAME_RE.match(t.text) if t.kind == "pp" else None
+            if m:
+                params = None
+                if m.group(2) is not None:
+                    params = [p.strip() for p in m.group(2)[1:-1].split(",")]
+                    params = ["__VA_ARGS__" if p == "..." else p for p in params]
+                defines.append((m.group(1), params, _tokenize(";" + t.text[m.end():])))
+        if not defines:
+            return set()
+        # names whose expansion has a low-precedence operator outside brackets
+        low = {name for name, _, toks in defines if _has_low_precedence(toks, 1, len(toks))}
+        grown = True
+        while grown:
+            grown = False
+            for name, _, toks in defines:
+                if name not in low and any(toks[k].kind == "id" and toks[k].text in low
+                                           for k in _depth0(toks, 1, len(toks))):
+                    low.add(name)
+                    grown = True
+        # (macro, parameter index) -> macros whose shift helpers an unsafe argument there would misplace
+        sinks: dict[tuple[str, int], set[str]] = {}
+        for name, params, toks in defines:
+            for s in (find_shifts(toks, 1) if params else ()):
+                for k in _depth0(toks, s.start, s.op):
+                    if toks[k].kind == "id" and toks[k].text in params:
+                        sinks.setdefault((name, params.index(toks[k].text)), set()).add(name)
+        if not sinks:
+            return set()
+        names = {name for name, _ in sinks}
+        grown = True
+        while grown:  # G's parameter passed on to F's unsafe slot is an unsafe slot of G
+            grown = False
+            for name, params, toks in defines:
+                for callee, args in _invocations(toks, 1, names):
+                    for j, (lo, hi) in enumerate(args):
+                        for k in _depth0(toks, lo, hi):
+                            if params and toks[k].kind == "id" and toks[k].text in params:
+                                key = (name, params.index(toks[k].text))
+                                before = len(sinks.get(key, ()))
+                                sinks.setdefault(key, set()).update(sinks.get((callee, j), ()))
+                                if len(sinks[key]) != before:
+                                    names.add(name)
+                                    grown = True
+        unsafe: set[str] = set()
+        bodies = [toks for _, _, toks in defines]
+        for toks, lo in [(self.toks, 0)] + [(b, 1) for b in bodies]:
+            for callee, args in _invocations(toks, lo, names):
+                for j, (a, b) in enumerate(args):
+                    if (callee, j) in sinks and (_has_low_precedence(toks, a, b) or any(
+                            toks[k].kind == "id" and toks[k].text in low for k in _depth0(toks, a, b))):
+                        unsafe |= sinks[(callee, j)]
+        return unsafe
+
+    def _macros_in_if(self) -> set[str]:
+        """Names an ``#if`` / ``#elif`` may expand: those it names, and what their bodies name."""
+        bodies: dict[str, set[str]] = {}
+        roots: set[str] = set()
+        for t in self.toks:
+            if t.kind != "pp":
+                continue
+            m = _DEFINE_NAME_RE.match(t.text)
+            if m:
+                bodies.setdefault(m.group(1), set()).update(_identifiers(t.text[m.end():]))
+                continue
+            m = _IF_RE.match(t.text)
+            if m:
+                roots |= _identifiers(t.text[m.end():])
+        closure: set[str] = set()
+        todo = list(roots)
+        while todo:
+            n = todo.pop()
+            if n not in closure:
+                closure.add(n)
+                todo.extend(bodies.get(n, ()))
+        return closure
 
     def _apply(self) -> RewriteResult:
         text = self.text
         edits = list(self.edits)
-        for k, rep in self.overrides.items():
-            edits.append((self.toks[k].start, self.toks[k].end, rep))
+        for k in set(self.overrides) | set(self.shift_prefix) | set(self.shift_suffix):
+            edits.append((self.toks[k].start, self.toks[k].end, self.tok_text(k)))
         edits.sort()
         out: list[str] = []
         pos = 0
@@ -589,7 +1120,8 @@ class _Rewriter:
 
 
 def rewrite_source(text: str, *, filename: str = "<source>") -> RewriteResult:
-    """Rewrite every ``__shared__`` declaration of a CUDA C++ translation unit for the emulator.
+    """Rewrite every ``__shared__`` declaration of a CUDA C++ translation unit for the emulator, and
+    hand every shift's left operand to the prelude's clamping helpers (see :func:`find_shifts`).
 
     Args:
         text: the full source (the grader's part header with its ``#line`` markers, then the

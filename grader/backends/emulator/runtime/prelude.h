@@ -361,6 +361,105 @@ __SG_VEC3(double, double)
 #undef __SG_VEC3
 #undef __SG_VEC_ALIGN
 
+/* ---- shifts: as PTX computes them (the rewrite wraps every shift's left operand) ------------ */
+/* `a >> b` arrives as `__sg_sh(a, "f.cu", line, flags) >> b`, `x <<= n` as `__sg_sha(x, ...) <<= n`
+ * (rewrite.py, find_shifts). An amount of the (promoted) left operand's width or more, or a
+ * negative one, is undefined in C++; PTX shl/shr clamp it: 0, or -1 for a negative value shifted
+ * right. That is the value given here, and the runtime reports it (kind shift-clamped, not fatal).
+ * flags (the rewrite's): 2 / 4: the amount has a `+` / `-` outside brackets; 8: a compound
+ * assignment; __sg_shift_do adds 1: a right shift, 16: a signed amount. Operands that are not
+ * integers (streams...) get the built-in or overloaded operator, untouched; a __sg_sh left standing
+ * inside a wider expression (a macro's operand continued where it is used) converts to its value. */
+template <class T>
+struct __sg_shift_int
+    : std::integral_constant<bool, std::is_integral<T>::value ||
+                                       (std::is_enum<T>::value && std::is_convertible<T, long long>::value)> {};
+template <class R, class S>
+static inline __attribute__((always_inline)) constexpr R __sg_shift_do(R v, S s, bool left, const char *file,
+                                                                        int line, int flags, int use,
+                                                                        const char *macro) {
+    constexpr unsigned bits = sizeof(R) * CHAR_BIT;
+    if (!(std::is_signed<S>::value && s < S(0)) && (unsigned long long)s < bits) return left ? R(v << s) : R(v >> s);
+    R r = (!left && std::is_signed<R>::value && v < R(0)) ? R(-1) : R(0);
+    __sg_shift_clamped(file, line, flags | (left ? 0 : 1) | (std::is_signed<S>::value ? 16 : 0), use, macro,
+                       (unsigned long long)s, (int)bits, (int)r);
+    return r;
+}
+/* The left operand of a shift, promoted. */
+template <class R>
+struct __sg_shift_lhs {
+    R v;
+    const char *file;
+    int line, flags, use;
+    const char *macro;
+    constexpr operator R() const { return v; }
+    template <class B, class = typename std::enable_if<__sg_shift_int<B>::value>::type>
+    friend inline __attribute__((always_inline)) constexpr R operator<<(__sg_shift_lhs p, B b) {
+        return __sg_shift_do(p.v, +b, true, p.file, p.line, p.flags, p.use, p.macro);
+    }
+    template <class B, class = typename std::enable_if<__sg_shift_int<B>::value>::type>
+    friend inline __attribute__((always_inline)) constexpr R operator>>(__sg_shift_lhs p, B b) {
+        return __sg_shift_do(p.v, +b, false, p.file, p.line, p.flags, p.use, p.macro);
+    }
+    template <class B, class = typename std::enable_if<!__sg_shift_int<typename std::decay<B>::type>::value>::type>
+    friend constexpr auto operator<<(__sg_shift_lhs p, B &&b) -> decltype(p.v << static_cast<B &&>(b)) {
+        return p.v << static_cast<B &&>(b);
+    }
+    template <class B, class = typename std::enable_if<!__sg_shift_int<typename std::decay<B>::type>::value>::type>
+    friend constexpr auto operator>>(__sg_shift_lhs p, B &&b) -> decltype(p.v >> static_cast<B &&>(b)) {
+        return p.v >> static_cast<B &&>(b);
+    }
+};
+/* The left operand of a compound shift (an integer lvalue). */
+template <class A>
+struct __sg_shift_ref {
+    A *p;
+    const char *file;
+    int line, flags, use;
+    const char *macro;
+    template <class B, class = typename std::enable_if<__sg_shift_int<B>::value>::type>
+    friend inline __attribute__((always_inline)) constexpr A &operator<<=(__sg_shift_ref r, B b) {
+        typedef typename std::remove_cv<A>::type T;
+        *r.p = static_cast<T>(__sg_shift_do(+*r.p, +b, true, r.file, r.line, r.flags, r.use, r.macro));
+        return *r.p;
+    }
+    template <class B, class = typename std::enable_if<__sg_shift_int<B>::value>::type>
+    friend inline __attribute__((always_inline)) constexpr A &operator>>=(__sg_shift_ref r, B b) {
+        typedef typename std::remove_cv<A>::type T;
+        *r.p = static_cast<T>(__sg_shift_do(+*r.p, +b, false, r.file, r.line, r.flags, r.use, r.macro));
+        return *r.p;
+    }
+    template <class B, class = typename std::enable_if<!__sg_shift_int<typename std::decay<B>::type>::value>::type>
+    friend constexpr auto operator<<=(__sg_shift_ref r, B &&b) -> decltype(*r.p <<= static_cast<B &&>(b)) {
+        return *r.p <<= static_cast<B &&>(b);
+    }
+    template <class B, class = typename std::enable_if<!__sg_shift_int<typename std::decay<B>::type>::value>::type>
+    friend constexpr auto operator>>=(__sg_shift_ref r, B &&b) -> decltype(*r.p >>= static_cast<B &&>(b)) {
+        return *r.p >>= static_cast<B &&>(b);
+    }
+};
+template <class A, class = typename std::enable_if<__sg_shift_int<A>::value>::type>
+static inline __attribute__((always_inline)) constexpr __sg_shift_lhs<decltype(+A())>
+__sg_sh(A a, const char *file, int line, int flags, int use = 0, const char *macro = nullptr) {
+    return __sg_shift_lhs<decltype(+A())>{+a, file, line, flags, use, macro};
+}
+template <class A, class = typename std::enable_if<!__sg_shift_int<typename std::decay<A>::type>::value>::type>
+static inline constexpr A &&__sg_sh(A &&a, const char *, int, int, int = 0, const char * = nullptr) noexcept {
+    return static_cast<A &&>(a);
+}
+template <class A, class = typename std::enable_if<std::is_integral<typename std::remove_cv<A>::type>::value &&
+                                                   !std::is_const<A>::value>::type>
+static inline __attribute__((always_inline)) constexpr __sg_shift_ref<A>
+__sg_sha(A &a, const char *file, int line, int flags, int use = 0, const char *macro = nullptr) {
+    return __sg_shift_ref<A>{&a, file, line, flags, use, macro};
+}
+template <class A, class = typename std::enable_if<!std::is_integral<typename std::remove_cv<
+                       typename std::remove_reference<A>::type>::type>::value ||
+                       std::is_const<typename std::remove_reference<A>::type>::value>::type>
+static inline constexpr A &&__sg_sha(A &&a, const char *, int, int, int = 0, const char * = nullptr) noexcept {
+    return static_cast<A &&>(a);
+}
+
 /* ---- used by the rewrite and the kernel registration the backend appends ------------------- */
 static inline constexpr size_t __sg_align(size_t natural, size_t requested) {
     return requested > natural ? requested : natural;

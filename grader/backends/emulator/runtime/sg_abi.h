@@ -100,6 +100,10 @@ __SG_HIDDEN void __sg_yield_at(int what, const char *file, int line);
 __SG_HIDDEN int __sg_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 __SG_HIDDEN __attribute__((noreturn)) void __sg_trap(const char *file, int line, const char *func);
 __SG_HIDDEN __attribute__((noreturn)) void __sg_unsupported(const char *what, const char *file, int line);
+/* A shift whose amount PTX clamps (prelude.h, __sg_shift_do): one warning per line and launch. */
+__SG_HIDDEN __attribute__((cold)) void __sg_shift_clamped(const char *file, int line, int flags, int use_line,
+                                                          const char *macro, unsigned long long amount, int bits,
+                                                          int result);
 __SG_HIDDEN __attribute__((noreturn)) void __sg_assert_fail(const char *expr, const char *file, unsigned int line,
                                                             const char *func);
 }
