@@ -312,11 +312,8 @@ SHARED_FILLS = (0x7F7F7F7F, 0x80808080)
 def _set_shared_fill(backend: Backend, pattern: int) -> bool:
     """Make the next launches find ``pattern`` in unwritten shared memory; False where the backend
     cannot (then a case is not run again with a second fill)."""
-    if hasattr(backend, "poison_shared"):  # a GPU: fill every multiprocessor's shared memory now
-        backend.poison_shared(pattern)
-        return True
-    if hasattr(backend, "shared_fill"):  # the emulator: each block's arena is filled at its start
-        backend.shared_fill = pattern
+    if hasattr(backend, "shared_fill"):  # the emulator: each block's arena is filled at its start; a GPU:
+        backend.shared_fill = pattern    # every multiprocessor's, before each launch (poison_shared)
         return True
     return False
 
@@ -372,6 +369,17 @@ def run_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, c
                           mismatch=mismatch, elapsed_ms=(time.perf_counter() - t0) * 1e3, visibility=case.visibility,
                           kind=kind, warnings=tuple(dict.fromkeys(warnings)), checker=checker)
 
+    try:
+        return _run_case(backend, module, cfg=cfg, part=part, case=case, schedules=schedules, checked=checked,
+                         result=result, warnings=warnings)
+    finally:
+        if getattr(backend, "poison_shared", None) is not None:
+            backend.shared_fill = None  # no fill before the launches of timing
+
+
+def _run_case(backend, module, *, cfg, part, case, schedules, checked, result, warnings) -> CaseResult:
+    pc = cfg.parts[part.key]
+    dtype = DTYPES[case.dtype]
     if isinstance(checked, CaseResult):  # the emulator's checks, standing in for compute-sanitizer
         return result(checked.status, checked.message, checked.mismatch, checked.kind)
     found = [f for f in getattr(checked, "findings", ())]

@@ -100,6 +100,7 @@ def main(argv: list[str]) -> int:
                                      compile_part) if backend.name == "pycuda" and job.checks else None
                 if checker is not None:
                     events.emit(DeviceUpdate({"checker": checker.describe()}))
+                    checker.prime()  # every checked case under compute-sanitizer now, before any case's deadline runs
                 elif job.checks and backend.name == "emulator":
                     events.emit(DeviceUpdate({"checker": "the emulator's checks (races, bounds, barriers, unwritten "
                                                          "shared memory; three thread orders) on cases up to n = "
@@ -272,6 +273,12 @@ class _GpuChecks:
             self._found = check_cases(sanitizer=self.sanitizer, job=Path(self.job_path), cubins=self._cubins(),
                                       cases=todo, workdir=self.work, case_timeout_s=min(self.cfg.case_timeout_s, 60))
         return self._found.get(index)
+
+    def prime(self) -> None:
+        """Run compute-sanitizer over every checked case of this worker now (no case's deadline runs
+        yet: a child that hangs is stopped by the sanitizer's own silence limit); nothing without it."""
+        if self.sanitizer:
+            self.checks(-1)
 
     def _emulator_checks(self, index: int):
         from grader.backends.emulator import EmulatorBackend

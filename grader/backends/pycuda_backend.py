@@ -296,6 +296,8 @@ class PyCudaBackend(Backend):
                 values.append(np.int32(a))
         cuda = self._cuda
         try:
+            if self.shared_fill is not None and not self._deferred:
+                self.poison_shared(self.shared_fill)  # before every launch of a correctness case
             module.functions[kernel](*values, block=(block.x, block.y, block.z), grid=(grid.x, grid.y, grid.z),
                                      shared=shared_bytes)
             if not self._deferred:
@@ -320,6 +322,9 @@ class PyCudaBackend(Backend):
 
     #: Set when a kernel fault lost the CUDA context: nothing more can run in this process.
     broken = False
+    #: When set (a 32-bit pattern), every launch outside timing first fills every multiprocessor's
+    #: shared memory with it (:meth:`poison_shared`), as the emulator fills each block's at its start.
+    shared_fill: int | None = None
 
     def free(self, *arrays: DeviceArray) -> None:
         """Free device buffers now (the compute-sanitizer replay's spacers); views of them become invalid."""
