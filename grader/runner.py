@@ -191,6 +191,32 @@ def _pending_profile(cfg: Config, key: str, message: str) -> Profile | None:
     return Profile(0.0, pconf.points, message) if pconf else None
 
 
+def _pending_performance(cfg: Config, key: str, message: str) -> Performance | None:
+    """The Performance of a timed part that was not timed (0 of its points), else None."""
+    timing = cfg.parts[key].timing
+    return Performance(0.0, timing.points, None, message) if timing else None
+
+
+def ungraded_part(cfg: Config, key: str, *, status: str, message: str, file: str | None = None) -> PartResult:
+    """The result of part ``key`` when it never ran (the submission was refused, ran out of time, or
+    the grader failed on it): every case not run with ``message``, and its performance and profile
+    at 0 of their points, so its points possible are those of a graded part (every row of a
+    gradebook has the same maximum).
+
+    Args:
+        cfg: the validated configuration (its part ``key`` gives the cases and points).
+        status: the part's :class:`~grader.results.PartStatus` (``error``, ``timeout``...), also
+            the cases' failure kind.
+        message: why it never ran, for the student (``"not graded: ..."``).
+        file: where the part's file was (default: the part's file name).
+    """
+    spec = PARTS[key]
+    return PartResult(key=key, number=spec.number, title=spec.title, file=file or spec.filename, status=status,
+                      message=clean_part_message(message), cases=not_run(cfg, key, "not run: " + message, kind=status),
+                      performance=_pending_performance(cfg, key, "not timed: " + message),
+                      profile=_pending_profile(cfg, key, "not profiled: " + message))
+
+
 def grade_part(part: PartSpec, source: Path | None, *, cfg: Config, backend: str, checks: bool = True,
                on_event: Callable[[str, protocol.Event], None] | None = None,
                env: dict[str, str] | None = None) -> tuple[PartResult, dict[str, str]]:
@@ -212,8 +238,7 @@ def grade_part(part: PartSpec, source: Path | None, *, cfg: Config, backend: str
                           cases=tuple(clean_case(c, budget) for c in _report_order(cases)),
                           performance=performance, phases_s=phases, profile=profile[0])
 
-    timing = cfg.parts[part.key].timing
-    pending = Performance(0.0, timing.points, None, "not timed: the part did not finish") if timing else None
+    pending = _pending_performance(cfg, part.key, "not timed: the part did not finish")
     profile = [_pending_profile(cfg, part.key, "not profiled: the part did not finish")]
     if not isinstance(source, Path):  # None, or an Absent saying why (misnamed, a link, too large)
         msg = getattr(source, "message", "") or f"{part.filename} is missing from the submission"
@@ -418,12 +443,8 @@ def grade(submission: Path, *, cfg: Config, selection: Selection, seed: int | No
         left = cfg.submission_timeout_s - (time.perf_counter() - t0)
         if left <= 0:
             msg = f"not graded: the submission used up its {cfg.submission_timeout_s:g} s (timeouts.submission_s)"
-            pending = cfg.parts[key].timing
-            results.append(PartResult(key=key, number=PARTS[key].number, title=PARTS[key].title,
-                                      file=str(source) if source else PARTS[key].filename, status=PartStatus.TIMEOUT,
-                                      message=msg, cases=not_run(cfg, key, msg, kind=PartStatus.TIMEOUT),
-                                      performance=Performance(0.0, pending.points, None, msg) if pending else None,
-                                      profile=_pending_profile(cfg, key, msg)))
+            results.append(ungraded_part(cfg, key, status=PartStatus.TIMEOUT, message=msg,
+                                         file=str(source) if source else None))
             continue
         part_cfg = dataclasses.replace(cfg, part_timeout_s=min(cfg.part_timeout_s, left))
         res, dev = grade_part(PARTS[key], source, cfg=part_cfg, backend=selection.name, checks=checks,

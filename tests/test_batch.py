@@ -97,3 +97,23 @@ def test_the_batch_command_prints_the_summary_and_exits_1_when_someone_fails(tmp
     assert printed.out.startswith("3 submissions") and "gradebook:" in printed.out
     assert "[3/3]" in printed.err
     assert main(["batch", str(tmp_path / "none"), "--out", str(tmp_path / "o2"), "--config", str(cfg)]) == 2
+
+
+def test_every_gradebook_row_has_the_same_maximum_refused_or_graded(tmp_path):
+    """A refused submission (a zip intake cannot read) and one whose parts never ran are worth the
+    same points possible as one that was graded: Part 3's profile and timing points included."""
+    path = write_config(tmp_path, sizes={"part3_conflict_free": [7]})
+    path.write_text(path.read_text() + "    timing:\n      sizes: [256]\n      points: 2\n"
+                                       "    profile:\n      size: 64\n      points: 4\n      reference_wavefronts: 10\n")
+    cfg = load_config(path)
+    root, out = tmp_path / "class", tmp_path / "out"
+    (root / "frank").mkdir(parents=True)
+    (root / "frank" / "notes.txt").write_text("no part file here")  # graded: the part is missing
+    (root / "eve.zip").write_bytes(b"not a zip at all")  # refused by intake
+    rows = batch(root, out=out, cfg=cfg, selection=EMULATOR, reports=student_reports, jobs=1, checks=False)
+    assert [sid for sid, _ in rows] == ["eve", "frank"]
+    book = {r["student"]: r for r in csv.DictReader((out / "gradebook.csv").open())}
+    assert "not a readable zip" in dict(rows)["eve"].parts[0].message
+    # 3 cases (7, n = 1 and the one-block maximum) + 2 performance + 4 profile points
+    assert book["eve"]["max"] == book["frank"]["max"] == "9"
+    assert dict(rows)["eve"].parts[0].profile.message.startswith("not profiled: not graded:")

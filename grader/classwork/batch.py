@@ -33,24 +33,18 @@ from grader.classwork.store import (MANIFEST, RESULT, load_intact, shard_positio
                                     write_reports)
 from grader.classwork.submissions import Submission, find_submissions, require_submissions
 from grader.config import Config
-from grader.execute import not_run
 from grader.parts import PARTS
-from grader.results import FailureKind, PartResult, Performance, SubmissionResult
-from grader.runner import grade
+from grader.results import PartStatus, SubmissionResult
+from grader.runner import grade, ungraded_part
 
 #: ``result -> {file name: text}``: a student's reports besides ``result.json`` (``report.txt``...).
 StudentReports = Callable[[SubmissionResult], Mapping[str, str]]
 
 
 def _not_graded(sub: Submission, *, cfg: Config, selection: Selection, why: str) -> SubmissionResult:
-    """The result of a submission that was not graded: every part an error saying why."""
-    parts = []
-    for key in (k for k in PARTS if k in cfg.parts):
-        spec, pc = PARTS[key], cfg.parts[key]
-        cases = not_run(cfg, key, "not run: " + why, kind=FailureKind.ERROR)
-        perf = Performance(0.0, pc.timing.points, None, "not timed: " + why) if pc.timing else None
-        parts.append(PartResult(key=key, number=spec.number, title=spec.title, file=spec.filename,
-                                status="error", message=why, cases=cases, performance=perf))
+    """The result of a submission that was not graded: every part an error saying why, worth the
+    same points possible as a graded part (:func:`grader.runner.ungraded_part`)."""
+    parts = [ungraded_part(cfg, key, status=PartStatus.ERROR, message=why) for key in PARTS if key in cfg.parts]
     return SubmissionResult(submission=sub.id, backend=selection.name, backend_reason=selection.reason, device={},
                             config=cfg.path, seed=cfg.seed, block_size=cfg.block_size, parts=tuple(parts),
                             scangrade_version=__version__,
