@@ -625,6 +625,20 @@ def test_a_flood_of_compile_errors_is_capped_in_the_result_and_the_report(scene)
     assert g.wall_s < PART_S + SLACK_S, g.wall_s
 
 
+
+@pytest.mark.parametrize("nvcc", NVCC)
+def test_a_compiler_printing_without_end_is_stopped_at_the_output_cap(scene, nvcc):
+    # About 4 GB of diagnostics: without the cap the compile runs until the part's timeout (and an
+    # unsandboxed worker reads gigabytes); with it, the compiler is stopped after OUTPUT_BYTES.
+    g = run(scene, submission(scene, "compile_diagnostics_flood"), config(scene, part_s=60), nvcc=nvcc)
+    p = g.part()
+    assert p.status == "compile-error", g.why()
+    first = p.message.split("\n", 1)[0]
+    assert "was stopped there" in first and "KiB of diagnostics" in first, first
+    assert "sg_diagnostics_flood" in p.message  # the first error is kept
+    assert len(p.message) < 64 * 1024 and len(g.report) < 64 * 1024, (len(p.message), len(g.report))
+    assert not scene.leftovers(), "compiler processes left behind"
+
 # -- cheats ----------------------------------------------------------------------------------------------------
 
 def test_a_kernel_that_knows_only_the_public_sizes_fails_the_hidden_ones_and_they_stay_hidden(scene):

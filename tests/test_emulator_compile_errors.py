@@ -101,3 +101,28 @@ def test_the_host_compiler_decides_when_nvcc_is_off(cache_dir: Path, tmp_path: P
 
 
 _which = shutil.which
+
+
+def test_a_compiler_output_past_the_cap_is_not_read_and_the_compiler_is_stopped(tmp_path: Path) -> None:
+    # A stand-in compiler: its first error, then 4 MiB of notes, then a marker file and exit status 1.
+    # Reading stops at OUTPUT_BYTES and the process is killed there, so it never gets to the marker.
+    import sys
+
+    from grader.backends.emulator.build import OUTPUT_BYTES, run_compile
+    from grader.backends.emulator.sandbox import Command
+
+    marker = tmp_path / "finished"
+    script = ("import pathlib, sys\n"
+              "sys.stderr.write('part1_naive.cu:1:1: error: the first error\\n'); sys.stderr.flush()\n"
+              "for _ in range(4096): sys.stdout.write('note: ' + 'x' * 1017 + '\\n')\n"
+              f"sys.stdout.flush(); pathlib.Path({str(marker)!r}).write_text('done'); sys.exit(1)\n")
+    cmd = Command([sys.executable, "-c", script], {}, str(tmp_path), ["cc", "part1_naive.cu"])
+    assert 4096 * 1024 > 4 * OUTPUT_BYTES
+    with pytest.raises(CompileError) as info:
+        run_compile(cmd, filename=FILENAME, workdir=tmp_path, timeout_s=600, tool="cc",
+                    failed=f"{FILENAME} does not compile")
+    first = str(info.value).split("\n", 1)[0]
+    assert first.startswith(f"{FILENAME} does not compile; cc printed more than {OUTPUT_BYTES // 1024} KiB"), first
+    assert info.value.log.startswith("part1_naive.cu:1:1: error: the first error")
+    assert len(info.value.log) <= CompileError.LOG_LIMIT + 200
+    assert not marker.exists(), "the compiler was not stopped at the cap"

@@ -45,8 +45,9 @@ from typing import TYPE_CHECKING, Callable, ClassVar, Sequence, Union
 import numpy as np
 
 from grader.backends.base import Backend, DeviceArray, Dim3, Finding, Module
-from grader.backends.emulator.build import (GLUE_FILENAME, RUNTIME_DIR, Toolchain, kernel_glue, kill_group, limit_note,
-                                            run_compile)
+from grader.backends.emulator.build import (GLUE_FILENAME, RUNTIME_DIR, Toolchain, cut_note, kernel_glue, kill_group,
+                                            limit_note, read_output, run_compile, start_compiler,
+                                            strip_workdir)
 from grader.backends.emulator.executor import ARENA_BYTES, Arena, Executor, ExecutorDied, probe_seccomp
 from grader.backends.emulator.rewrite import find_definitions, rewrite_source
 from grader.backends.emulator.sandbox import Sandbox, executor_limits
@@ -461,8 +462,9 @@ class EmulatorBackend(Backend):
                     if not exc.log:
                         continue  # it could not run or timed out: not the student's error
                     log = re.sub(r"[^\s\"']*\.written-[0-9a-f]{12}\.cu", filename, exc.log)
-                    raise CompileError(f"{failed}: {_first_error(log)}{limit_note(log, tc.timeout_s)}",
-                                       command=exc.command, log=log) from None
+                    cut = cut_note(tool) in str(exc).split("\n", 1)[0]
+                    note = f"; {cut_note(tool)}" if cut else limit_note(log, tc.timeout_s)
+                    raise CompileError(f"{failed}: {_first_error(log)}{note}", command=exc.command, log=log) from None
         finally:
             path.unlink(missing_ok=True)
 
@@ -487,27 +489,29 @@ class EmulatorBackend(Backend):
         cmd = self.toolchain.sandboxed([str(self.nvcc), "-ptx", "-x", "cu", str(path), "-o", os.devnull],
                                        workdir=path.parent, tools=[str(self.nvcc)])
         try:
-            return subprocess.Popen(cmd.argv, env=cmd.env, cwd=cmd.cwd, stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
-                                    process_group=0), cmd.shown
+            return start_compiler(cmd), cmd.shown
         except OSError:
             return None  # nvcc does not run here: the emulator alone decides
 
     def _finish_nvcc(self, started: tuple[subprocess.Popen, list[str]], *, filename: str, workdir: Path) -> None:
+        """Wait for the ``nvcc -ptx`` of :meth:`_start_nvcc`, reading at most
+        :data:`.build.OUTPUT_BYTES` of its output (it is stopped there).
+
+        Raises:
+            CompileError: nvcc failed or was stopped for its output (not when it timed out: a slow
+                nvcc is not the student's fault).
+        """
         proc, cmd = started
         try:
-            out, _ = proc.communicate(timeout=self.toolchain.timeout_s)
+            log, cut = read_output(proc, timeout_s=self.toolchain.timeout_s)
         except subprocess.TimeoutExpired:
-            kill_group(proc)
             return  # a slow nvcc is not the student's fault
-        if proc.returncode == 0:
+        if proc.returncode == 0 and not cut:
             return
-        log = out.strip()
-        for prefix in {str(workdir.resolve()), str(workdir)}:
-            log = log.replace(prefix + os.sep, "").replace(prefix, ".")
-        log = re.sub(r"\S*\.nvcc-[0-9a-f]{12}\.cu", filename, log)
+        log = re.sub(r"\S*\.nvcc-[0-9a-f]{12}\.cu", filename, strip_workdir(log.strip(), workdir))
         raise CompileError(f"{filename} compiles under the CPU emulator but not with nvcc, so it would not build "
-                           "for a GPU (nvcc -ptx)", command=shlex.join(cmd), log=log)
+                           "for a GPU (nvcc -ptx)" + (f"; {cut_note('nvcc')}" if cut else ""),
+                           command=shlex.join(cmd), log=log)
 
     # -- memory ---------------------------------------------------------------------------------
     def alloc(self, count: int, dtype: np.dtype) -> EmulatorArray:

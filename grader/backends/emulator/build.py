@@ -21,11 +21,13 @@ import functools
 import hashlib
 import os
 import re
+import selectors
 import shlex
 import shutil
 import signal
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -33,7 +35,8 @@ from grader.backends.emulator.sandbox import COMPILE_MEMORY, COMPILE_TMP, FILE_S
 from grader.errors import BackendUnavailable, CompileError
 from grader.kernels import KernelSpec
 
-__all__ = ["Toolchain", "kernel_glue", "RUNTIME_DIR", "PRELUDE", "STUB_INCLUDE_DIR", "GLUE_FILENAME"]
+__all__ = ["Toolchain", "kernel_glue", "RUNTIME_DIR", "PRELUDE", "STUB_INCLUDE_DIR", "GLUE_FILENAME", "OUTPUT_BYTES",
+           "run_compile", "start_compiler", "read_output"]
 
 #: The runtime sources: prelude.h, sg_abi.h, sg_host.h, runtime.cpp with its sections (rt_*.inc, profile.inc)
 #: and the stub CUDA headers.
@@ -269,9 +272,77 @@ class Toolchain:
                     failed=f"{filename} does not compile (host C++ compiler under the CPU emulator)")
 
 
+#: Bytes of a compiler's output read from its pipe: past them the compiler is stopped (88 KB of nested
+#: macros can make g++ print gigabytes of notes until its timeout). Far more than the first errors
+#: and than what a result keeps (:attr:`grader.errors.CompileError.LOG_LIMIT`).
+OUTPUT_BYTES = 256 * 1024
+
+
+def start_compiler(cmd: Command) -> subprocess.Popen:
+    """Start a compiler command made by :meth:`Toolchain.sandboxed` in its own process group, its
+    stderr and stdout on one pipe (bytes), no stdin; read it with :func:`read_output`.
+
+    Raises:
+        OSError: the command could not start.
+    """
+    return subprocess.Popen(cmd.argv, env=cmd.env, cwd=cmd.cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, process_group=0)
+
+
+def read_output(proc: subprocess.Popen, *, timeout_s: float, cap: int = OUTPUT_BYTES) -> tuple[str, bool]:
+    """The output of a process started by :func:`start_compiler`, read until it ends, at most ``cap``
+    bytes: ``(text decoded as UTF-8 with replacement, whether it was cut)``.
+
+    Once ``cap`` bytes are read the process and its process group are killed (:func:`kill_group`)
+    and the rest is never read, so a flood of diagnostics costs the grader ``cap`` bytes and the
+    compiler no more time. The process is reaped before returning.
+
+    Raises:
+        subprocess.TimeoutExpired: it did not end within ``timeout_s`` seconds (it and its group
+            are killed first).
+    """
+    deadline = time.monotonic() + timeout_s
+    chunks: list[bytes] = []
+    size = 0
+    cut = False
+    fd = proc.stdout.fileno()
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                kill_group(proc)
+                raise subprocess.TimeoutExpired(proc.args, timeout_s)
+            if not selector.select(left):
+                continue
+            data = os.read(fd, 65536)
+            if not data:
+                break
+            chunks.append(data[:cap - size])
+            size += len(data)
+            if size >= cap:
+                cut = True
+                kill_group(proc)
+                break
+    proc.stdout.close()
+    try:
+        proc.wait(timeout=max(deadline - time.monotonic(), 0.0))
+    except subprocess.TimeoutExpired:  # it closed its output but goes on
+        kill_group(proc)
+        raise
+    return b"".join(chunks).decode("utf-8", errors="replace"), cut
+
+
+def cut_note(tool: str, cap: int = OUTPUT_BYTES) -> str:
+    """The line saying a compiler's output was cut at ``cap`` bytes and the compiler stopped."""
+    return (f"{tool} printed more than {cap // 1024} KiB of diagnostics and was stopped there: "
+            f"the first errors are below, fix them first")
+
+
 def run_compile(cmd: Command, *, filename: str, workdir: Path, timeout_s: float, tool: str, failed: str) -> str:
     """Run a compiler command made by :meth:`Toolchain.sandboxed` in its own process group, within
-    ``timeout_s`` seconds: the emulator's host compile and the GPU backend's nvcc alike.
+    ``timeout_s`` seconds, reading at most :data:`OUTPUT_BYTES` of its output: the emulator's host
+    compile and the GPU backend's nvcc alike.
 
     Args:
         cmd: the sandboxed command.
@@ -282,30 +353,35 @@ def run_compile(cmd: Command, *, filename: str, workdir: Path, timeout_s: float,
         failed: the message's opening when the compiler fails (``"part1_naive.cu does not compile"``).
 
     Returns:
-        The compiler's output (stderr then stdout), the scratch folder's path removed.
+        The compiler's output (stderr and stdout as written), the scratch folder's path removed.
 
     Raises:
-        CompileError: the compiler could not start, did not finish in time, or failed (with its log,
-            and a note when a sandbox limit stopped it).
+        CompileError: the compiler could not start, did not finish in time, printed more than
+            :data:`OUTPUT_BYTES` (stopped then; the message says the log is cut), or failed (with
+            its log, and a note when a sandbox limit stopped it).
     """
     command = shlex.join(cmd.shown)
     try:
-        proc = subprocess.Popen(cmd.argv, env=cmd.env, cwd=cmd.cwd, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
-                                process_group=0)
+        proc = start_compiler(cmd)
     except OSError as exc:
         raise CompileError(f"{filename} does not compile: {tool} could not run ({exc})", command=command) from None
     try:
-        out, err = proc.communicate(timeout=timeout_s)
+        log, cut = read_output(proc, timeout_s=timeout_s)
     except subprocess.TimeoutExpired:
-        kill_group(proc)
         raise CompileError(f"{filename} does not compile: {tool} did not finish within {timeout_s:g} s",
                            command=command) from None
-    log = (err + out).strip()
-    for prefix in {str(workdir.resolve()), str(workdir)}:
-        log = log.replace(prefix + os.sep, "").replace(prefix, ".")
+    log = strip_workdir(log.strip(), workdir)
+    if cut:
+        raise CompileError(f"{failed}; {cut_note(tool)}", command=command, log=log)
     if proc.returncode != 0:
         raise CompileError(failed + limit_note(log, timeout_s), command=command, log=log)
+    return log
+
+
+def strip_workdir(log: str, workdir: Path) -> str:
+    """``log`` with the scratch folder's path removed (``./`` for the folder itself)."""
+    for prefix in {str(workdir.resolve()), str(workdir)}:
+        log = log.replace(prefix + os.sep, "").replace(prefix, ".")
     return log
 
 
