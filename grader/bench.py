@@ -234,6 +234,25 @@ def to_json(result: BenchResult) -> str:
     return json.dumps(doc, indent=2) + "\n"
 
 
+def throughput_panel(ax, lines: dict[str, Sequence[tuple[int, float]]], *, title: str,
+                     dashed: Iterable[str] = ()) -> None:
+    """Draw effective bandwidth against n on one matplotlib ``Axes``: one line per entry of ``lines``
+    (label -> ``(n, GB/s)`` points; an empty one is left out), n on a log-2 axis, the labels in
+    ``dashed`` drawn dashed (a roofline such as the copy). Used by the bench's plot and by the
+    PrairieLearn renderer's throughput image."""
+    dashed = set(dashed)
+    for label, pts in lines.items():
+        if pts:
+            xs, ys = zip(*pts)
+            ax.plot(xs, ys, marker="o", linestyle="--" if label in dashed else "-", label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("n (elements)")
+    ax.set_ylabel("effective GB/s (2·n·sizeof / time)")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+
+
 def write_plot(result: BenchResult, path: Path) -> str | None:
     """A PNG of effective bandwidth (GB/s) against n (log-2 axis), one panel per dtype.
 
@@ -250,17 +269,9 @@ def write_plot(result: BenchResult, path: Path) -> str | None:
     fig, axes = plt.subplots(1, len(dtypes), figsize=(6.5 * len(dtypes), 4.8), squeeze=False)
     for ax, dtype in zip(axes[0], dtypes):
         impls = list(dict.fromkeys(r.impl for r in result.rows if r.dtype == dtype))
-        for impl in impls:
-            pts = [(r.n, r.gbps) for r in result.rows if r.dtype == dtype and r.impl == impl and r.gbps]
-            if pts:
-                xs, ys = zip(*pts)
-                ax.plot(xs, ys, marker="o", linestyle="--" if impl == COPY else "-", label=impl)
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("n (elements)")
-        ax.set_ylabel("effective GB/s (2·n·sizeof / time)")
-        ax.set_title(f"{dtype} scan")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
+        throughput_panel(ax, {impl: [(r.n, r.gbps) for r in result.rows
+                                     if r.dtype == dtype and r.impl == impl and r.gbps] for impl in impls},
+                         title=f"{dtype} scan", dashed={COPY})
     fig.suptitle(f"scangrade bench — {result.device.get('device', '?')} — {result.date[:10]}")
     fig.tight_layout()
     fig.savefig(path, dpi=90)

@@ -17,6 +17,7 @@ from grader.backends import select_backend
 from grader.config import Config, find_config, load_config, load_private
 from grader.errors import ScangradeError, UsageError
 from grader.execute import case_list
+from grader.render.prairielearn import dumps as prairielearn_dumps
 from grader.render.text import render_text
 from grader.runner import check_sandbox, grade, grading_sandbox
 
@@ -68,9 +69,12 @@ def _run_options(p: argparse.ArgumentParser) -> None:
 
 
 def _report_options(p: argparse.ArgumentParser) -> None:
-    """The report files one grade also writes: ``--json``, ``--gradescope``, ``--junit``, ``--markdown``."""
+    """The report files one grade also writes: ``--json``, ``--gradescope``, ``--prairielearn``, ``--junit``,
+    ``--markdown``."""
     p.add_argument("--json", metavar="FILE", help="also write the result as JSON to FILE")
     p.add_argument("--gradescope", metavar="FILE", help="also write Gradescope's results.json to FILE")
+    p.add_argument("--prairielearn", metavar="FILE",
+                   help="also write PrairieLearn's results.json to FILE (docs/prairielearn.md)")
     p.add_argument("--junit", metavar="FILE", help="also write JUnit XML (one testcase per case) to FILE")
     p.add_argument("--markdown", metavar="FILE",
                    help="also write a Markdown summary to FILE (e.g. $GITHUB_STEP_SUMMARY)")
@@ -366,6 +370,8 @@ def _grade(args: argparse.Namespace) -> int:
     _print_report(render_text(result))
     outputs = {args.json: lambda: result.to_json() + "\n",
                args.gradescope: lambda: json.dumps(render.gradescope(result), indent=2) + "\n",
+               args.prairielearn: lambda: prairielearn_dumps(
+                   render.prairielearn(result, compile_error=cfg.prairielearn_compile_error)) + "\n",
                args.junit: lambda: render.junit_xml(result),
                args.markdown: lambda: render.markdown(result)}
     for path, text in outputs.items():

@@ -28,6 +28,9 @@ from grader.parts import DTYPES, PARTS
 BACKEND_CHOICES = ("auto", "pycuda", "emulator")
 #: Values of ``emulator.sandbox`` (grader.backends.emulator.sandbox.POLICIES).
 SANDBOX_CHOICES = ("auto", "required", "off")
+#: Values of ``prairielearn.compile_error``: how PrairieLearn's results.json treats a part that does not
+#: compile (:func:`grader.render.prairielearn.prairielearn`).
+COMPILE_ERROR_CHOICES = ("not-gradable", "zero")
 
 
 @dataclass(frozen=True)
@@ -130,6 +133,9 @@ class Config:
         timing_warmup, timing_runs: untimed and timed repetitions per timed case.
         flush_bytes: bytes written before each timed run to empty the L2 cache.
         expected_copy_gbps: GPU name -> the device-to-device copy bandwidth (GB/s) it should reach.
+        prairielearn_compile_error: on PrairieLearn, a part that does not compile makes the
+            submission ``not-gradable`` (no score, no attempt used) or is graded ``zero``
+            (:data:`COMPILE_ERROR_CHOICES`).
         parts: part key -> PartConfig, in handout order; parts absent from the file are not graded.
     """
 
@@ -152,6 +158,7 @@ class Config:
     timing_runs: int = 30
     flush_bytes: int = 512 * 2**20
     expected_copy_gbps: dict[str, float] = field(default_factory=dict)
+    prairielearn_compile_error: str = "not-gradable"
     private_path: str | None = None
     hidden_seed_value: int | None = None
 
@@ -383,6 +390,15 @@ class _Timing(_Schema):
         default_factory=dict, description="a mapping of GPU name to device-to-device copy GB/s")
 
 
+class _PrairieLearn(_Schema):
+    """``prairielearn:``: how PrairieLearn's results.json treats a submission (docs/prairielearn.md)."""
+
+    compile_error: Annotated[StrictStr, _check(
+        lambda v: None if v in COMPILE_ERROR_CHOICES else "unknown compile-error policy")] = Field(
+        "not-gradable", description="one of " + ", ".join(COMPILE_ERROR_CHOICES)
+                                    + " (a part that does not compile: no score and no attempt used, or 0 points)")
+
+
 _BLOCK = Annotated[Int, _check(_power_of_two_block)]
 _SIZES = Annotated[list, _check(_not_empty)]
 _SIZES_WHAT = "a list of sizes n (not empty)"
@@ -402,6 +418,7 @@ class _Top(_Schema):
     float_rtol: Annotated[float, BeforeValidator(_float_only), _check(_positive)] = Field(
         1e-6, description="a positive number (float32 tolerance per sqrt(n), relative)")
     timing: _Timing = Field(default_factory=_Timing)
+    prairielearn: _PrairieLearn = Field(default_factory=_PrairieLearn)
     parts: dict
 
 
@@ -627,7 +644,8 @@ def load_config(path: str | os.PathLike) -> Config:
                   emulator_sandbox_explicit="sandbox" in top.emulator.model_fields_set,
                   timing_warmup=top.timing.warmup, timing_runs=top.timing.runs,
                   flush_bytes=top.timing.flush_mib * 2**20,
-                  expected_copy_gbps={k: float(v) for k, v in top.timing.expected_copy_gbps.items()})
+                  expected_copy_gbps={k: float(v) for k, v in top.timing.expected_copy_gbps.items()},
+                  prairielearn_compile_error=top.prairielearn.compile_error)
 
 
 def _part_config(part: _Part, spec, default_block: int) -> PartConfig:

@@ -4,6 +4,7 @@ Pure functions of the result: nothing here reads or writes files.
 
 - :func:`render_text` — the terminal report (plain text; the CLI colours it);
 - :func:`gradescope` — Gradescope's ``results.json`` as a dict (student-facing);
+- :func:`prairielearn` — PrairieLearn's ``results.json`` as a dict (student-facing);
 - :func:`junit_xml` — JUnit XML text for course CI (TA-facing: hidden cases in full);
 - :func:`markdown` — a Markdown summary for a CI job summary or a pull-request comment
   (student-facing);
@@ -22,6 +23,7 @@ from grader.render.class_report import class_report, class_report_page
 from grader.render.gradescope import gradescope
 from grader.render.junit import junit_xml
 from grader.render.markdown import markdown
+from grader.render.prairielearn import prairielearn
 from grader.render.text import render_text
 
-__all__ = ["class_report", "class_report_page", "gradescope", "junit_xml", "markdown", "render_text"]
+__all__ = ["class_report", "class_report_page", "gradescope", "junit_xml", "markdown", "prairielearn", "render_text"]

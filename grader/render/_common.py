@@ -152,6 +152,15 @@ def largest_timed_case(part: PartResult) -> CaseResult | None:
     return max(timed, key=lambda c: c.n)
 
 
+def pending_performance(result: SubmissionResult, part: PartResult) -> bool:
+    """Whether the part's performance points wait for a run on a GPU rather than being lost: a run
+    on the emulator (which cannot time kernels) of a part whose cases all passed, with performance
+    points to give."""
+    perf = part.performance
+    return (perf is not None and perf.max_points > 0 and perf.ratio is None and result.backend == "emulator"
+            and part.status == "pass")
+
+
 def device_text(result: SubmissionResult) -> str:
     """The device facts as one line (``H100 ..., compute_capability 9.0``), backend left out."""
     dev = dict(result.device)

@@ -1,0 +1,314 @@
+"""PrairieLearn's ``results.json`` from a :class:`~grader.results.SubmissionResult`.
+
+Fields follow PrairieLearn's "External Grading" documentation (grading results), as its
+``<pl-external-grader-results>`` element shows them: top level ``gradable``, ``score`` (a float in
+[0, 1]), ``format_errors`` (when not gradable), ``message``, ``output``, ``images`` and ``tests``;
+per test ``name``, ``description``, ``points``, ``max_points``, ``message``, ``output`` and
+``images``. Each image is ``{"label": ..., "url": "data:image/png;base64,..."}``. PrairieLearn
+escapes text itself (``message`` and ``output`` go through ansi2html, names through the template),
+so the text here is plain, with control characters written as ``\\xNN``. The document is kept
+under :data:`LIMIT_BYTES`. See ``docs/prairielearn.md``.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+from grader.config import COMPILE_ERROR_CHOICES
+from grader.render._common import (CASE_STATUS_WORDS, PART_STATUS_WORDS, device_text, is_hidden,
+                                   is_timed_case, part_label, pending_performance, points, printable,
+                                   public_case_name, public_part_message, public_seed, stopped_case,
+                                   timing_text, visible_case_details, whole_part_failure)
+from grader.results import CaseResult, PartResult, SubmissionResult, clean_text
+
+#: PrairieLearn's limit on ``results.json`` (bytes); :func:`prairielearn` keeps the document under
+#: :data:`TARGET_FRACTION` of it.
+LIMIT_BYTES = 1_000_000
+TARGET_FRACTION = 0.9
+#: Keys the documentation gives for the top level and for each test.
+TOP_LEVEL_KEYS = frozenset({"gradable", "score", "format_errors", "message", "output", "images", "tests"})
+TEST_KEYS = frozenset({"name", "description", "points", "max_points", "message", "output", "images"})
+#: The label of the throughput image of a GPU run.
+THROUGHPUT_LABEL = "Throughput: your kernels against the reference solution"
+#: Bytes kept of a test's ``message`` and ``description`` (its output carries the details).
+MESSAGE_BYTES = 1024
+
+
+def dumps(doc: dict[str, Any]) -> str:
+    """The document as PrairieLearn receives it: compact JSON, UTF-8 text (not ``\\u`` escapes), so
+    its size in bytes is what :func:`prairielearn` measured."""
+    return json.dumps(doc, ensure_ascii=False, allow_nan=False)
+
+
+def size_bytes(doc: dict[str, Any]) -> int:
+    """Bytes of :func:`dumps` of ``doc`` in UTF-8."""
+    return len(dumps(doc).encode("utf-8"))
+
+
+def _test(part: PartResult, what: str, pts: float, max_pts: float, *, description: str = "", message: str = "",
+          output: str = "") -> dict[str, Any]:
+    t: dict[str, Any] = {"name": f"Part {part.number} · {part_label(part)} · {what}", "points": float(pts),
+                         "max_points": float(max_pts)}
+    for key, text in (("description", description), ("message", message), ("output", output)):
+        if text:
+            t[key] = printable(text if key == "output" else clean_text(text, max_bytes=MESSAGE_BYTES, max_lines=4))
+    return t
+
+
+def _counts(cases: list[CaseResult]) -> str:
+    """``14 of 16 passed; 1 failed, 1 not run``."""
+    tally: dict[str, int] = {}
+    for c in cases:
+        if c.status != "pass":
+            word = CASE_STATUS_WORDS[c.status]
+            tally[word] = tally.get(word, 0) + 1
+    ok = sum(c.status == "pass" for c in cases)
+    head = f"{ok} of {len(cases)} cases passed"
+    return head + ("; " + ", ".join(f"{k} {w}" for w, k in tally.items()) if tally else "")
+
+
+def _visible_group(part: PartResult, dtype: str, cases: list[CaseResult]) -> dict[str, Any]:
+    """One test for the visible cases of one dtype: each case that did not pass with its details,
+    then the sizes that passed on one line."""
+    lines = []
+    for c in cases:
+        if c.status in ("pass", "not-run"):
+            continue
+        details = visible_case_details(c, public_part_message(part) if c is stopped_case(part) and part.message
+                                       else None)
+        lines.append(f"{CASE_STATUS_WORDS[c.status].upper()}  {c.name}")
+        lines += ["    " + line for line in details.splitlines()]
+    not_run: dict[str, list[str]] = {}
+    for c in cases:
+        if c.status == "not-run":
+            not_run.setdefault(c.message, []).append(str(c.n))
+    for why, sizes in not_run.items():
+        lines.append(f"NOT RUN  n = {', '.join(sizes)}" + (f": {why}" if why else ""))
+    passed = [str(c.n) for c in cases if c.status == "pass"]
+    if passed:
+        lines.append("passed: n = " + ", ".join(passed))
+    sizes = ", ".join(str(c.n) for c in cases)
+    return _test(part, dtype, sum(c.points for c in cases), sum(c.max_points for c in cases),
+                 description=f"{part.title}: {len(cases)} cases of {dtype} input, n = {sizes}",
+                 message=_counts(cases), output="\n".join(lines))
+
+
+def _hidden_group(part: PartResult, cases: list[CaseResult]) -> dict[str, Any]:
+    """One test for the part's hidden cases: each case's public name and status, nothing more."""
+    lines = [f"{public_case_name(part, c)}: {CASE_STATUS_WORDS[c.status]}" for c in cases]
+    return _test(part, "hidden cases", sum(c.points for c in cases), sum(c.max_points for c in cases),
+                 description=f"{part.title}: {len(cases)} hidden case{'s' if len(cases) > 1 else ''}; only names and "
+                             "results are shown",
+                 message=_counts(cases), output="\n".join(lines))
+
+
+def _performance(result: SubmissionResult, part: PartResult) -> dict[str, Any] | None:
+    """The part's performance test: pending (0 of 0, PrairieLearn shows it as information) when the
+    points wait for a GPU run, else the points with each timed run's timing; None for a part
+    without performance points and without timed runs."""
+    perf = part.performance
+    if perf is None:
+        return None
+    timed = [c for c in part.cases if is_timed_case(c)]
+    if pending_performance(result, part):
+        return _test(part, "performance (pending)", 0.0, 0.0,
+                     message=f"pending: {points(perf.max_points)} points wait for a run on a GPU and are not "
+                             "counted in this score",
+                     output=perf.message)
+    if not perf.max_points and not any(c.timing for c in timed):
+        return None
+    lines = [perf.message]
+    for c in timed:
+        lines.append(f"{c.name}: " + (timing_text(c.timing) if c.timing is not None
+                                      else f"{CASE_STATUS_WORDS[c.status]}: {c.message}"))
+    return _test(part, "performance", perf.points, perf.max_points, message=perf.message.splitlines()[0],
+                 output="\n".join(lines))
+
+
+def _part_tests(result: SubmissionResult, part: PartResult) -> list[dict[str, Any]]:
+    """The part's tests: one per case group (the visible cases of each dtype, the hidden cases),
+    or one for a part that failed before any case ran; then performance and bank conflicts."""
+    checks = [c for c in part.cases if not is_timed_case(c)]
+    if whole_part_failure(part):
+        message = public_part_message(part) or PART_STATUS_WORDS[part.status]
+        tests = [_test(part, PART_STATUS_WORDS[part.status], sum(c.points for c in checks),
+                       sum(c.max_points for c in checks), description=f"{part.title}: {Path(part.file).name}",
+                       message=message.splitlines()[0], output=message)]
+    else:
+        tests = []
+        visible = [c for c in checks if not is_hidden(c)]
+        for dtype in dict.fromkeys(c.dtype for c in visible):
+            tests.append(_visible_group(part, dtype, [c for c in visible if c.dtype == dtype]))
+        hidden = [c for c in checks if is_hidden(c)]
+        if hidden:
+            tests.append(_hidden_group(part, hidden))
+    perf = _performance(result, part)
+    if perf is not None:
+        tests.append(perf)
+    prof = part.profile
+    if prof is not None:
+        from grader.profile import report_lines
+        tests.append(_test(part, "bank conflicts", prof.points, prof.max_points, message=prof.message.splitlines()[0],
+                           output="\n".join(report_lines(prof))))
+    return tests
+
+
+def _throughput_image(result: SubmissionResult) -> dict[str, str] | None:
+    """A PNG of each timed part's effective bandwidth against n: the submission, the reference
+    solution and the device-to-device copy (:func:`grader.bench.throughput_panel`), as a data URL;
+    None when nothing was timed or matplotlib is not installed."""
+    series = []
+    for p in result.parts:
+        runs = [c for c in p.cases if is_timed_case(c) and c.timing is not None and c.timing.gbps]
+        if runs:
+            series.append((p, runs))
+    if not series:
+        return None
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        return None
+    from grader.bench import throughput_panel
+
+    fig = Figure(figsize=(6.4, 3.4 * len(series)), layout="constrained")
+    for i, (part, runs) in enumerate(series, 1):
+        mine, ref, copy = [], [], []
+        for c in sorted(runs, key=lambda c: c.n):
+            t = c.timing
+            mine.append((c.n, t.gbps))
+            ref_ms = t.reference_ms or (t.median_ms / t.ratio if t.ratio else None)
+            if ref_ms:
+                ref.append((c.n, t.gbps * t.median_ms / ref_ms))
+            if t.copy_fraction:
+                copy.append((c.n, t.gbps / t.copy_fraction))
+        throughput_panel(fig.add_subplot(len(series), 1, i),
+                         {"your kernels": mine, "reference solution": ref, "device copy (roofline)": copy},
+                         title=f"Part {part.number}: {part.title} ({runs[0].dtype})",
+                         dashed={"device copy (roofline)"})
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=72, metadata={"Software": None})
+    return {"label": THROUGHPUT_LABEL, "url": "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()}
+
+
+def _message(result: SubmissionResult, earned: float, counted: float, pending: float) -> str:
+    lines = [f"scangrade {result.scangrade_version}: {points(earned)}/{points(counted)} points."]
+    if pending:
+        lines.append(f"Performance ({points(pending)} points) is pending a run on a GPU: this score counts "
+                     "correctness only, and the pending points are not part of it.")
+    lines.append(f"Backend: {result.backend} ({result.backend_reason}).")
+    dev = device_text(result)
+    if dev:
+        lines.append(f"Device: {dev}.")
+    if result.timing_note:
+        lines.append(result.timing_note.rstrip(".") + ".")
+    seed = public_seed(result)
+    if seed is not None:
+        lines.append(f"Inputs were drawn with seed {seed}; scangrade check --seed {seed} replays them.")
+    return "\n".join(lines)
+
+
+def _not_gradable(result: SubmissionResult, compile_error: str) -> dict[str, Any] | None:
+    """The document of a submission PrairieLearn should not grade (no score, no attempt used), or
+    None: no part file at all, or (``compile_error="not-gradable"``) a part that does not compile."""
+    if result.parts and all(p.status == "missing" for p in result.parts):
+        names = ", ".join(Path(p.file).name for p in result.parts)
+        return {"gradable": False, "format_errors": [f"No part file was found in the submission; expected {names}."]}
+    broken = [p for p in result.parts if p.status == "compile-error"] if compile_error == "not-gradable" else []
+    if not broken:
+        return None
+    others = len(result.parts) > len(broken)
+    errors = [f"Part {p.number} ({Path(p.file).name}) does not compile; the compiler's output is below. Fix it and "
+              "submit again" + (", or leave the file out to have the other parts graded without it" if others else "")
+              + ". This submission was not graded and used no attempt." for p in broken]
+    output = "\n\n".join(f"--- Part {p.number}: {Path(p.file).name} ---\n{public_part_message(p)}" for p in broken)
+    return {"gradable": False, "format_errors": errors, "output": printable(output)}
+
+
+def prairielearn(result: SubmissionResult, *, compile_error: str = "not-gradable", plot: bool = True,
+                 limit_bytes: int = LIMIT_BYTES) -> dict[str, Any]:
+    """PrairieLearn's ``results.json`` for one submission, as a JSON-ready dict (no I/O).
+
+    Not gradable (``{"gradable": false, "format_errors": [...], "output": ...}``, no score: PrairieLearn
+    marks the submission invalid and counts no attempt) when no part file was submitted, or when
+    ``compile_error`` is ``"not-gradable"`` and a part does not compile (its compiler output in
+    ``output``). Otherwise gradable, with:
+
+    - ``tests``, in part order: one per case group of each part, worth its cases' points as in the
+      config: the visible cases of each dtype (``"Part 2 · blelloch_scan · int32"``: the cases that
+      did not pass with their message, n and seed, then the sizes that passed), and the hidden cases
+      (``"... · hidden cases"``: each case's name and status only, names that give a size away
+      replaced as in :func:`grader.render._common.public_case_name`). A part that failed before any
+      case ran (a compile error under ``compile_error="zero"``, a missing file, a timeout or crash
+      while compiling) is one test with the part's message. Then ``"... · performance"`` when the
+      part has performance points or timed runs (each run's timing in its output), and
+      ``"... · bank conflicts"`` for a profiled part. Performance that waits for a GPU (an emulator
+      run of a part whose cases all passed) is ``"... · performance (pending)"``, worth 0 of 0, which
+      PrairieLearn shows as information, not as a failure.
+    - ``score``: the points earned over the points possible less the pending ones, in [0, 1]; the
+      tests' ``points`` add up to the points earned and their ``max_points`` to that denominator.
+    - ``message``: the total, the pending performance points, backend, device, and the seed.
+    - ``images``: on a GPU run, one PNG of each timed part's effective bandwidth against n beside
+      the reference solution's and the device copy's (needs matplotlib; left out without it or
+      with ``plot=False``).
+
+    The document is kept under ``TARGET_FRACTION * limit_bytes`` bytes of :func:`dumps` (the image
+    goes first, then each test's output is cut to a share of what is left, with a note).
+
+    Args:
+        result: the graded submission.
+        compile_error: ``"not-gradable"`` or ``"zero"`` (the config's ``prairielearn.compile_error``).
+        plot: draw the throughput image of a GPU run.
+        limit_bytes: PrairieLearn's size limit (default :data:`LIMIT_BYTES`).
+
+    Raises:
+        ValueError: ``compile_error`` is not one of :data:`grader.config.COMPILE_ERROR_CHOICES`.
+    """
+    if compile_error not in COMPILE_ERROR_CHOICES:
+        raise ValueError(f"compile_error must be one of {', '.join(COMPILE_ERROR_CHOICES)}, not {compile_error!r}")
+    target = int(TARGET_FRACTION * limit_bytes)
+    doc = _not_gradable(result, compile_error)
+    if doc is not None:
+        return _fit(doc, target)
+    tests = [t for p in result.parts for t in _part_tests(result, p)]
+    pending = sum(p.performance.max_points for p in result.parts if pending_performance(result, p))
+    counted = result.max_points - pending
+    score = result.points / counted if counted > 0 else float(result.passed)
+    doc = {"gradable": True, "score": min(1.0, max(0.0, float(score))),
+           "message": printable(_message(result, result.points, counted, pending)), "tests": tests}
+    image = _throughput_image(result) if plot else None
+    if image is not None:
+        doc["images"] = [image]
+    return _fit(doc, target)
+
+
+def _fit(doc: dict[str, Any], target: int) -> dict[str, Any]:
+    """``doc`` made to fit ``target`` bytes of :func:`dumps`: first without images (a line in the
+    message says so), then with every test's output (and the top-level output) cut to an equal
+    share of the bytes left, halving the share until it fits; in the end without outputs."""
+    if size_bytes(doc) <= target:
+        return doc
+    doc = dict(doc)
+    if "tests" in doc:
+        doc["tests"] = [{k: v for k, v in t.items() if k != "images"} for t in doc["tests"]]
+    if doc.pop("images", None) is not None:
+        doc["message"] = doc.get("message", "") + "\n(The throughput image was left out: results.json would have " \
+                                                  "passed PrairieLearn's size limit.)"
+    holders = [t for t in doc.get("tests", []) if t.get("output")] + ([doc] if doc.get("output") else [])
+    if not holders or size_bytes(doc) <= target:
+        return doc
+    originals = [h["output"] for h in holders]
+    bare = size_bytes(dict(doc, output="", tests=[dict(t, output="") for t in doc.get("tests", [])]))
+    share = max(0, (target - bare) // len(holders))
+    while share >= 64:
+        for h, text in zip(holders, originals):
+            h["output"] = clean_text(text, max_bytes=share, max_lines=10**6)
+        if size_bytes(doc) <= target:
+            return doc
+        share //= 2
+    for h in holders:
+        h["output"] = "(left out: results.json would have passed PrairieLearn's size limit)"
+    return doc
