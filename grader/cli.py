@@ -21,7 +21,7 @@ from grader.render.prairielearn import dumps as prairielearn_dumps
 from grader.render.text import render_text
 from grader.runner import check_sandbox, grade, grading_sandbox
 
-EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+EXIT_PASS, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 _BACKEND_HELP = ("where kernels run (default: SCANGRADE_BACKEND, then the config, then auto: a CUDA GPU through "
@@ -164,13 +164,14 @@ def build_parser() -> argparse.ArgumentParser:
 def _exit_status(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
     """The exit-status mapping of every command, defined once: the command's own status (0 all pass,
     1 any fail), else for a :class:`ScangradeError` its message on stderr, never a traceback, and its
-    ``exit_status`` (2: usage or configuration error; 1 for an incomplete merge)."""
+    ``exit_status`` (2: usage or configuration error; 1 for an incomplete merge; 130 for a batch
+    stopped by Ctrl-C, :class:`grader.errors.Interrupted`)."""
     @functools.wraps(command)
     def run(args: argparse.Namespace) -> int:
         try:
             return command(args)
         except ScangradeError as exc:
-            print(f"scangrade: error: {exc}", file=sys.stderr)
+            print(f"scangrade: {exc.label}: {exc}", file=sys.stderr)
             return exc.exit_status
     return run
 
@@ -386,10 +387,15 @@ def _grade(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the exit status (0 all pass, 1 any fail, 2 usage or
-    configuration error; see :func:`_exit_status`)."""
+    configuration error, 130 stopped by Ctrl-C; see :func:`_exit_status`). Ctrl-C ends every command
+    with one line, never a traceback; the workers of a grading are ended by the runner."""
     args = build_parser().parse_args(argv)
     args.argv = sys.argv[1:] if argv is None else argv
-    return args.run(args)
+    try:
+        return args.run(args)
+    except KeyboardInterrupt:
+        print(f"scangrade: interrupted: {args.command} was stopped before it finished", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -17,6 +17,8 @@ class ScangradeError(Exception):
     """
 
     exit_status: int = 2
+    #: The word the CLI prints before the message (``scangrade: error: ...``).
+    label: str = "error"
 
 
 class ConfigError(ScangradeError):
@@ -87,3 +89,17 @@ class KernelError(ScangradeError):
 
 class SubmissionError(ScangradeError):
     """A submission is unusable as given: missing part file, unreadable file."""
+
+
+class Interrupted(ScangradeError):
+    """The user stopped a command (Ctrl-C) and it ended cleanly: its ``str()`` says what was
+    written and how to go on (exit status 130, as a shell reports SIGINT)."""
+
+    exit_status = 130
+    label = "interrupted"
+
+
+class GradingStopped(Exception):
+    """Grading was stopped from outside (the ``stop`` event of :func:`grader.runner.grade` was set,
+    e.g. by Ctrl-C in ``scangrade batch``): the workers are ended and nothing graded so far is a
+    result. Not a :class:`ScangradeError`: it is never shown to a user as is."""

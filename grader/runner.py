@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Callable
@@ -23,7 +24,7 @@ from typing import Callable
 from grader import __version__, protocol
 from grader.backends import Selection
 from grader.config import Config
-from grader.errors import UsageError
+from grader.errors import GradingStopped, UsageError
 from grader.parts import PARTS, PartSpec
 from grader.execute import case_list, not_run
 from grader.classwork.submissions import Absent, resolve_parts
@@ -143,10 +144,15 @@ RUNNER_PID_ENV = "SCANGRADE_RUNNER_PID"
 def _run_worker(job_path: Path, events: protocol.EventReader, *, cfg: Config, tmpdir: Path,
                 on_event: Callable[[str, protocol.Event], None] | None,
                 extra_env: dict[str, str] | None = None,
-                deadline: float | None = None) -> tuple[int | None, str | None]:
+                deadline: float | None = None,
+                stop: threading.Event | None = None) -> tuple[int | None, str | None]:
     """Start the worker and watch it: ``(return code, why it was stopped or None)``. ``deadline``
     (``time.monotonic()``) is when the part's ``timeouts.part_s`` runs out, shared by the workers
-    of one part; by default part_s from this worker's start."""
+    of one part; by default part_s from this worker's start.
+
+    Raises:
+        GradingStopped: ``stop`` was set; the worker's session is ended first (within about 0.1 s).
+    """
     env = {**os.environ, **(extra_env or {})}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_PROJECT_ROOT), env.get("PYTHONPATH")]))
     env["PYTHONUNBUFFERED"] = "1"
@@ -171,6 +177,8 @@ def _run_worker(job_path: Path, events: protocol.EventReader, *, cfg: Config, tm
                         on_event(ev.name, ev)
                 if finished:
                     break
+                if stop is not None and stop.is_set():
+                    raise GradingStopped("grading was stopped")
                 now = time.monotonic()
                 running_case = bool(events.items) and isinstance(events.items[-1], protocol.CaseStart)
                 if now > (deadline if deadline is not None else start + cfg.part_timeout_s):
@@ -219,13 +227,17 @@ def ungraded_part(cfg: Config, key: str, *, status: str, message: str, file: str
 
 def grade_part(part: PartSpec, source: Path | None, *, cfg: Config, backend: str, checks: bool = True,
                on_event: Callable[[str, protocol.Event], None] | None = None,
-               env: dict[str, str] | None = None) -> tuple[PartResult, dict[str, str]]:
+               env: dict[str, str] | None = None,
+               stop: threading.Event | None = None) -> tuple[PartResult, dict[str, str]]:
     """Grade one part in a child process (``checks``: the emulator's checking mode and thread orders,
     on cases up to ``emulator.checks_max_n``; the default, as every official grade uses them).
 
     Returns:
         ``(part result, device facts reported by the child)``. Never raises for problems of the
         submission; they are in the result.
+
+    Raises:
+        GradingStopped: ``stop`` was set while the part ran (its workers are ended).
     """
     phases: dict[str, float] = {}
 
@@ -266,7 +278,7 @@ def grade_part(part: PartSpec, source: Path | None, *, cfg: Config, backend: str
                                                       events=events.path, checks=checks, start=start,
                                                       earlier_failed=bool(hung or faulted)).to_json())
             returncode, stopped = _run_worker(job_path, events, cfg=cfg, tmpdir=tmpdir, on_event=on_event,
-                                              extra_env=env, deadline=deadline)
+                                              extra_env=env, deadline=deadline, stop=stop)
             items += events.items
             phases.clear()
             phases.update(_phases(items, started, time.time()))
@@ -404,7 +416,7 @@ def _hung_message(hung: list[str], cfg: Config) -> str:
 def grade(submission: Path, *, cfg: Config, selection: Selection, seed: int | None = None,
           parts: list[str] | None = None, checks: bool = True,
           on_event: Callable[[str, protocol.Event], None] | None = None,
-          env: dict[str, str] | None = None) -> SubmissionResult:
+          env: dict[str, str] | None = None, stop: threading.Event | None = None) -> SubmissionResult:
     """Grade a submission folder (or one part's file) against the configured cases.
 
     Args:
@@ -423,9 +435,12 @@ def grade(submission: Path, *, cfg: Config, selection: Selection, seed: int | No
         on_event: called with the name and the typed event (:mod:`grader.protocol`) of each event a
             worker reports (for progress display).
         env: extra environment for the part workers (e.g. ``CUDA_VISIBLE_DEVICES``).
+        stop: set from another thread to stop grading: the running worker's session is ended and
+            :class:`~grader.errors.GradingStopped` raised (``scangrade batch`` on Ctrl-C).
 
     Raises:
         UsageError: the submission path is unusable, or a requested part is not configured.
+        GradingStopped: ``stop`` was set; no result exists for this submission.
     """
     wanted = parts or list(cfg.parts)
     for key in wanted:
@@ -440,6 +455,8 @@ def grade(submission: Path, *, cfg: Config, selection: Selection, seed: int | No
     for key, source in files.items():
         if key not in cfg.parts:
             continue
+        if stop is not None and stop.is_set():
+            raise GradingStopped("grading was stopped")
         left = cfg.submission_timeout_s - (time.perf_counter() - t0)
         if left <= 0:
             msg = f"not graded: the submission used up its {cfg.submission_timeout_s:g} s (timeouts.submission_s)"
@@ -448,7 +465,7 @@ def grade(submission: Path, *, cfg: Config, selection: Selection, seed: int | No
             continue
         part_cfg = dataclasses.replace(cfg, part_timeout_s=min(cfg.part_timeout_s, left))
         res, dev = grade_part(PARTS[key], source, cfg=part_cfg, backend=selection.name, checks=checks,
-                              on_event=on_event, env=env)
+                              on_event=on_event, env=env, stop=stop)
         results.append(res)
         device = {**device, **dev}
     timed = any(c.timing for p in results for c in p.cases)

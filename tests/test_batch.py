@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
+
+import pytest
 
 from grader.backends import Selection
 from grader.classwork.batch import batch
 from grader.classwork.submissions import find_submissions
 from grader.config import load_config
 from grader.render.student import student_reports
-from tests.conftest import BROKEN, SOLUTIONS, TEMPLATES, write_config
+from tests.conftest import BROKEN, ROOT, SOLUTIONS, TEMPLATES, write_config
 
 EMULATOR = Selection("emulator", "test")
 
@@ -117,3 +123,51 @@ def test_every_gradebook_row_has_the_same_maximum_refused_or_graded(tmp_path):
     # 3 cases (7, n = 1 and the one-block maximum) + 2 performance + 4 profile points
     assert book["eve"]["max"] == book["frank"]["max"] == "9"
     assert dict(rows)["eve"].parts[0].profile.message.startswith("not profiled: not graded:")
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc (Linux) to look for processes left behind")
+def test_ctrl_c_stops_the_batch_ends_its_workers_writes_what_is_done_and_says_how_to_resume(tmp_path):
+    from tests.test_runner_cleanup import _processes_mentioning, _wait_for
+    root, out = tmp_path / "class", tmp_path / "out"
+    (root / "alice").mkdir(parents=True)
+    shutil.copy(SOLUTIONS / "part1_naive.cu", root / "alice")
+    for sid in ("zara", "zoe"):  # never finish: their workers run when Ctrl-C comes
+        (root / sid).mkdir()
+        shutil.copy(BROKEN / "part1_hang.cu", root / sid / "part1_naive.cu")
+    config = tmp_path / "config.yaml"
+    config.write_text("block_size: 128\nseed: 7\ntimeouts:\n  part_s: 900\n  case_s: 900\n"
+                      "parts:\n  part1_naive:\n    points_per_case: 1\n    sizes: [33]\n")
+    scratch = tmp_path / "scratch"  # every temporary folder of this batch, so its processes can be found
+    scratch.mkdir()
+    env = {**os.environ, "TMPDIR": str(scratch),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    err = tmp_path / "stderr.txt"
+    with err.open("wb") as err_f:
+        grader = subprocess.Popen([sys.executable, "-m", "grader", "batch", str(root), "--out", str(out),
+                                   "--config", str(config), "--backend", "emulator", "--no-checks", "--jobs", "2",
+                                   "--allow-unsandboxed"], env=env, stdout=subprocess.DEVNULL, stderr=err_f,
+                                  start_new_session=True)
+    try:
+        # alice is done (a cold emulator cache first builds the runtime: minutes on a slow machine)
+        assert _wait_for(lambda: b"[1/3] alice" in err.read_bytes() or grader.poll() is not None, 600), \
+            err.read_text()
+        assert grader.poll() is None, err.read_text()
+        assert _processes_mentioning(scratch), "no worker to stop"
+        os.kill(grader.pid, signal.SIGINT)
+        assert grader.wait(timeout=120) == 130
+        assert _wait_for(lambda: not _processes_mentioning(scratch), 30), \
+            [Path(f"/proc/{p}/cmdline").read_bytes() for p in _processes_mentioning(scratch)]
+    finally:
+        for pid in _processes_mentioning(scratch):
+            os.kill(pid, signal.SIGKILL)
+        if grader.poll() is None:
+            grader.kill()
+    printed = err.read_text()
+    assert "Traceback" not in printed, printed
+    last = printed.strip().splitlines()[-1]
+    assert last.startswith("scangrade: interrupted: 1 of 3 submissions graded") and "--resume" in last, printed
+    assert str(out) in last
+    assert [r["student"] for r in csv.DictReader((out / "gradebook.csv").open())] == ["alice"]
+    assert (out / "alice" / "result.json").is_file()
+    assert not (out / "zara" / "result.json").exists() and not (out / "zoe" / "result.json").exists()
+    assert not (out / "batch.json").exists() and not (out / ".work").exists()  # not a finished run

@@ -50,9 +50,11 @@ def test_a_grader_stopped_while_a_kernel_hangs_leaves_no_worker_or_executor(tmp_
     scratch.mkdir()
     env = {**os.environ, "TMPDIR": str(scratch),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    grader = subprocess.Popen([sys.executable, "-m", "grader", "grade", str(sub), "--config", str(config),
-                               "--backend", "emulator", "--no-checks"], env=env, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, start_new_session=True)
+    err = tmp_path / "stderr.txt"
+    with err.open("wb") as err_f:
+        grader = subprocess.Popen([sys.executable, "-m", "grader", "grade", str(sub), "--config", str(config),
+                                   "--backend", "emulator", "--no-checks"], env=env, stdout=subprocess.DEVNULL,
+                                  stderr=err_f, start_new_session=True)
     try:
         # the kernel is running once the worker has reported its case started (a cold emulator cache
         # first builds the runtime: minutes on a slow machine)
@@ -63,7 +65,10 @@ def test_a_grader_stopped_while_a_kernel_hangs_leaves_no_worker_or_executor(tmp_
         time.sleep(0.5)
         assert _processes_mentioning(scratch), "no worker to stop"
         os.killpg(grader.pid, how) if how == signal.SIGINT else grader.kill()
-        grader.wait(timeout=30)
+        status = grader.wait(timeout=30)
+        if how == signal.SIGINT:  # one line, no traceback
+            assert status == 130 and "Traceback" not in err.read_text(), err.read_text()
+            assert err.read_text().strip().splitlines()[-1].startswith("scangrade: interrupted: grade was stopped")
         assert _wait_for(lambda: not _processes_mentioning(scratch), 10), \
             [Path(f"/proc/{p}/cmdline").read_bytes() for p in _processes_mentioning(scratch)]
     finally:

@@ -23,7 +23,7 @@ import os
 import shutil
 import threading
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 
 from grader import __version__
@@ -33,6 +33,7 @@ from grader.classwork.store import (MANIFEST, RESULT, load_intact, shard_positio
                                     write_reports)
 from grader.classwork.submissions import Submission, find_submissions, require_submissions
 from grader.config import Config
+from grader.errors import GradingStopped, Interrupted
 from grader.parts import PARTS
 from grader.results import PartStatus, SubmissionResult
 from grader.runner import grade, ungraded_part
@@ -68,6 +69,21 @@ def _with_notes(result: SubmissionResult, sub: Submission) -> SubmissionResult:
     return dataclasses.replace(result, parts=tuple(parts))
 
 
+def _interrupted(out: Path, work: Path, rows: list[tuple[str, SubmissionResult]], *, total: int,
+                 keys: list[str]) -> Interrupted:
+    """After Ctrl-C: the gradebook and summary of the ``rows`` finished (none written when there are
+    none), never the manifest (the run did not finish, so ``scangrade merge`` refuses the folder);
+    the intake copies removed. Returns the error whose one line says what was written and how to go on."""
+    shutil.rmtree(work, ignore_errors=True)
+    if not rows:
+        return Interrupted(f"no submission was finished, nothing was written to {out}; run the same command "
+                           "again to grade the class")
+    write_atomic(out / "gradebook.csv", gradebook_csv(rows, keys))
+    write_atomic(out / "summary.txt", class_summary(rows, keys))
+    return Interrupted(f"{len(rows)} of {total} submissions graded: their reports and a gradebook of them are in "
+                       f"{out}; run the same command with --resume to grade the other {total - len(rows)}")
+
+
 def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume: bool = False, jobs: int = 0,
           checks: bool = True, on_done: Callable[[str, SubmissionResult, bool], None] | None = None,
           shard: tuple[int, int] | None = None, reports: StudentReports) -> list[tuple[str, SubmissionResult]]:
@@ -93,6 +109,10 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
     Raises:
         UsageError: ``folder`` is unusable or holds no submission (nothing is written then), or the
             shard is not 0 <= I < K.
+        Interrupted: Ctrl-C (``KeyboardInterrupt``) while grading: no submission is started after it,
+            the running ones' workers are ended (their process sessions), and the gradebook and
+            summary of the submissions finished so far are written, without the manifest (the run
+            did not finish); the message says what was written and that ``resume`` goes on.
     """
     require_submissions(folder)
     out.mkdir(parents=True, exist_ok=True)
@@ -114,6 +134,7 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
     slots = list(range(jobs))
     slot_lock = threading.Lock()
     results: dict[str, SubmissionResult] = {}
+    stop = threading.Event()  # set on Ctrl-C: running gradings end their workers and stop
 
     def one(sub: Submission) -> None:
         target = out / sub.id
@@ -131,8 +152,10 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
                 result = _not_graded(sub, cfg=cfg, selection=selection, why=f"not graded: {sub.refused}")
             else:
                 try:
-                    result = _with_notes(grade(sub.path, cfg=cfg, selection=selection, checks=checks, env=env),
-                                         sub)
+                    result = _with_notes(grade(sub.path, cfg=cfg, selection=selection, checks=checks, env=env,
+                                               stop=stop), sub)
+                except GradingStopped:
+                    raise
                 except Exception as exc:  # noqa: BLE001 - one submission must never stop the batch
                     result = _not_graded(sub, cfg=cfg, selection=selection,
                                          why=f"the grader failed on this submission ({type(exc).__name__}: {exc})")
@@ -145,9 +168,21 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
         if on_done:
             on_done(sub.id, result, False)
 
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        for f in [pool.submit(one, s) for s in subs]:
+    pool = ThreadPoolExecutor(max_workers=jobs)
+    futures = [pool.submit(one, s) for s in subs]
+    try:
+        for f in futures:
             f.result()
+    except BaseException as exc:  # Ctrl-C, or the batch itself failed: start nothing more, end what runs
+        stop.set()
+        pool.shutdown(wait=False, cancel_futures=True)
+        wait(futures)
+        if not isinstance(exc, KeyboardInterrupt):
+            raise
+        raise _interrupted(out, work, [(s.id, results[s.id]) for s in subs if s.id in results],
+                           total=len(subs), keys=[k for k in PARTS if k in cfg.parts]) from None
+    finally:
+        pool.shutdown(wait=True)
     rows = [(s.id, results[s.id]) for s in subs]
     keys = [k for k in PARTS if k in cfg.parts]
     write_atomic(out / "gradebook.csv", gradebook_csv(rows, keys))
