@@ -182,6 +182,41 @@ def test_close_stops_every_executor(tmp_path) -> None:
     backend.close()
 
 
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return not Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+
+
+def test_one_executor_at_a_time_so_a_part_holds_one_memory_budget(tmp_path) -> None:
+    # A part compiles one module per dtype (and the profile its own): each executor may use
+    # MODULE_MEMORY of its own, so two alive at once would double what a submission holds. Here each
+    # module's static constructor touches 32 MiB and the kernel says which module it is.
+    body = """
+#include <stdlib.h>
+#include <string.h>
+static char* held = [] { char* p = (char*)malloc(32 << 20); memset(p, 1, 32 << 20); return p; }();
+__global__ void k(int* out, int n) { out[0] = n + held[12345] * WHICH; }
+"""
+    backend = EmulatorBackend(workers=1, nvcc_check=False)
+    try:
+        modules = [build(backend, tmp_path / f"build{which}", f"#define WHICH {which}\n" + body) for which in (1, 2)]
+        for round_ in range(2):
+            for which, module in enumerate(modules, start=1):
+                assert run(backend, module, n=10 * round_)[0] == 10 * round_ + which
+                pids = [m.pid for m in modules]
+                assert pids[which - 1] is not None and _alive(pids[which - 1])
+                other = modules[2 - which]
+                assert other.pid is None, f"two executors alive at once: {pids}"
+        stopped = modules[1].pid
+        assert run(backend, modules[0], n=3)[0] == 4
+        assert not _alive(stopped), "the other module's executor still runs"
+    finally:
+        backend.close()
+
 def test_a_100_gib_allocation_fails_cleanly_inside_the_module(be, tmp_path) -> None:
     body = """
 #include <stdlib.h>

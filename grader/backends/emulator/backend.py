@@ -213,14 +213,6 @@ class EmulatorModule(Module):
         """Whether the module defines ``name`` with the contract's signature."""
         return name in self.kernels and self._defined.get(name) == 1
 
-    def trim(self) -> None:
-        """Free the runtime's fiber stacks and shared-memory arenas kept for the next launch."""
-        if self._executor is not None and self._executor.alive:
-            try:
-                self._executor.trim()
-            except ExecutorDied:
-                self._executor = None
-
     def stop(self) -> None:
         """Stop the executor; the next launch starts a new one. Idempotent."""
         if self._executor is not None:
@@ -317,7 +309,7 @@ class EmulatorBackend(Backend):
         self.set_schedule(schedule, schedule_seed)
         self.nvcc = shutil.which("nvcc")
         self.nvcc_check = bool(self.nvcc) if nvcc_check is None else bool(nvcc_check and self.nvcc)
-        self._active: EmulatorModule | None = None  # the module whose worker pools are warm
+        self._active: EmulatorModule | None = None  # the one module whose executor may be alive
         self._modules: weakref.WeakSet[EmulatorModule] = weakref.WeakSet()
         self._lock = threading.Lock()
         self._arena: Arena | None = None  # device memory, mapped on first use
@@ -419,16 +411,32 @@ class EmulatorBackend(Backend):
             self._finish_nvcc(nvcc, filename=filename, workdir=workdir)
         module = EmulatorModule(path=so, filename=filename, kernels=kernels, start=self._start_executor,
                                 sandbox=self.sandbox)
-        try:
-            module.load()
-        except ExecutorDied as exc:
-            raise CompileError(f"{filename} compiles, but loading it failed: {exc}") from None
-        missing = [k for k in kernels if not module.has_kernel(k.name)]
-        if missing:
-            raise CompileError("\n".join(f"{filename}: {_missing_message(k, source)}" for k in missing))
         with self._lock:
+            self._activate(module)
+            try:
+                module.load()
+            except ExecutorDied as exc:
+                raise CompileError(f"{filename} compiles, but loading it failed: {exc}") from None
+            missing = [k for k in kernels if not module.has_kernel(k.name)]
+            if missing:
+                module.stop()
+                raise CompileError("\n".join(f"{filename}: {_missing_message(k, source)}" for k in missing))
             self._modules.add(module)
         return module
+
+    def _activate(self, module: EmulatorModule) -> None:
+        """Make ``module`` the one whose executor may run (call with ``self._lock`` held): every
+        other module's executor is stopped first, so a backend (a part's worker, both dtypes' modules
+        and the profile's) never has two executors alive, and a submission never holds more than one
+        executor's memory (:data:`.sandbox.MODULE_MEMORY` of its own, plus the device memory they
+        share). A stopped module starts a new executor at its next launch (its static constructors
+        run again; its ``__device__`` globals start afresh)."""
+        if self._active is module:
+            return
+        for other in list(self._modules):
+            if other is not module:
+                other.stop()
+        self._active = module
 
     def _compile_as_written(self, source: str, *, filename: str, workdir: Path) -> None:
         """The rewrite refused ``source``: compile it as written, with ``nvcc -ptx`` where the nvcc
@@ -614,9 +622,7 @@ class EmulatorBackend(Backend):
                               len(allocs), len(slots), len(name)),
             name, *(self._alloc_entry(b, n) for b, n in allocs), *(struct.pack("<iq", k, v) for k, v in slots)])
         with self._lock:
-            if self._active is not None and self._active is not module:
-                self._active.trim()  # keep one module's fiber pools warm, not all of them
-            self._active = module
+            self._activate(module)
             try:
                 raw, findings_text, output, cut = module.launch(request)
             except ExecutorDied as exc:
@@ -694,6 +700,7 @@ class EmulatorBackend(Backend):
 
     def _profile_call(self, module: EmulatorModule, *, on: bool, blocks: int) -> str:
         with self._lock:
+            self._activate(module)
             try:
                 return module.profile(on=on, max_blocks=blocks)
             except ExecutorDied as exc:
