@@ -1,14 +1,21 @@
-"""Running the memory-access profile of a part: the worker's profile phase (after the cases).
+"""Running the memory-access profile of a part: the worker's profile phase.
 
 The counts come from the CPU emulator on every machine (they depend only on the addresses each
 warp touches); :mod:`grader.profile` holds what they are and how they score.
+
+What a student sees must depend on no hidden case, and a kernel can keep state across launches
+(a ``__device__`` global that records every n it was launched with, then encodes them as bank
+conflicts in the profiled launch). So the worker takes the profile after the visible cases and the
+timing, before any hidden case (:func:`profile_phase`), in an emulator of its own with the part
+compiled afresh (no launch of the cases precedes the profiled one in its process); once the hidden
+cases have run, :func:`profile_after_hidden` only takes the points away when one of them failed.
 """
 
 from __future__ import annotations
 
 from grader.profile import MemoryProfile, score_profile
 
-__all__ = ["profile_phase", "profile_run"]
+__all__ = ["profile_after_hidden", "profile_phase", "profile_run"]
 
 
 def profile_run(backend, module, *, cfg, part, n: int, dtype_name: str, blocks: int = 1) -> MemoryProfile:
@@ -42,46 +49,45 @@ def profile_run(backend, module, *, cfg, part, n: int, dtype_name: str, blocks: 
     return profile
 
 
-def profile_phase(backend, *, cfg, part, source: str, modules: dict, results: list, workdir, solutions,
+def profile_phase(*, cfg, part, source: str, results: list, workdir, solutions, earlier_failed: bool = False,
                   emulator_factory=None):
-    """The profile phase of a part (the worker, after its cases): its
-    :class:`~grader.results.Profile`. Never raises for problems of the submission.
+    """The profile of a part, taken before its hidden cases: its :class:`~grader.results.Profile`
+    (score it again with :func:`profile_after_hidden` once they ran). Never raises for problems of
+    the submission.
 
-    The counts do not depend on the machine, so they are always taken by the CPU emulator: by
-    ``backend`` when it is one, else by an emulator backend made for the phase (on a GPU machine).
+    The counts do not depend on the machine, so they are always taken by the CPU emulator: an
+    emulator backend made for the phase, whatever backend the cases ran on, with ``source`` compiled
+    afresh in it, so the profiled launch is the first launch of the submission in its process and
+    no state a kernel kept from the cases' launches reaches it (they may have been on the same
+    emulator). The reference solution is profiled the same way on the same input.
 
     Args:
-        backend: the backend the cases ran on.
         cfg: the Config; part: the PartSpec; source: the submission's text.
-        modules: dtype -> the submission's modules compiled by ``backend`` (reused on the emulator).
-        results: the part's CaseResults (profiled only when every one passed).
+        results: the part's CaseResults so far (the visible ones): profiled only when every one passed.
         workdir: a folder for the compiles (a pathlib.Path).
         solutions: the folder of the reference solutions (absent from a student release).
-        emulator_factory: makes the emulator backend when ``backend`` is not one (default:
-            ``create_backend("emulator", ...)`` with the config's workers and sandbox).
+        earlier_failed: a case before this worker's first did not pass (it hung): not profiled.
+        emulator_factory: makes the emulator backend (default: an
+            :class:`~grader.backends.emulator.EmulatorBackend` with the config's workers and sandbox,
+            without checks and without the nvcc cross-check, which the part's compile already had).
     """
     from grader.errors import CompileError, ScangradeError
     from grader.parts import DTYPES, PARTS, part_header
     from grader.results import Profile
 
     pconf = cfg.parts[part.key].profile
-    if any(r.status != "pass" for r in results):
-        return Profile(0.0, pconf.points, "not profiled: the profile is scored only when every case passes")
+    if earlier_failed or any(r.status != "pass" for r in results):
+        return Profile(0.0, pconf.points, NOT_EVERY_CASE)
     dtype = cfg.parts[part.key].dtypes[0]
-    own = None
-    emu = backend
-    if getattr(backend, "name", "") != "emulator":
-        try:
-            if emulator_factory is None:
-                from grader.backends import create_backend
-                own = create_backend("emulator", emulator_workers=cfg.emulator_workers, checks=False,
-                                     emulator_sandbox=cfg.emulator_sandbox)
-            else:
-                own = emulator_factory()
-        except ScangradeError as exc:
-            return Profile(0.0, pconf.points, f"not profiled: the CPU emulator, which counts bank conflicts, "
-                                              f"cannot start here: {exc}")
-        emu = own
+    try:
+        if emulator_factory is None:
+            from grader.backends.emulator import EmulatorBackend
+            emu = EmulatorBackend(workers=cfg.emulator_workers, sandbox=cfg.emulator_sandbox, nvcc_check=False)
+        else:
+            emu = emulator_factory()
+    except ScangradeError as exc:
+        return Profile(0.0, pconf.points, f"not profiled: the CPU emulator, which counts bank conflicts, "
+                                          f"cannot start here: {exc}")
 
     def compile_for(spec, text: str, tag: str):
         pcfg = cfg.parts.get(spec.key, cfg.parts[part.key])
@@ -93,7 +99,7 @@ def profile_phase(backend, *, cfg, part, source: str, modules: dict, results: li
 
     try:
         try:
-            module = modules[dtype] if own is None else compile_for(part, source, "submission")
+            module = compile_for(part, source, "submission")
         except CompileError as exc:
             return Profile(0.0, pconf.points, f"not profiled: the CPU emulator cannot compile the part: {exc}")
         try:
@@ -116,5 +122,19 @@ def profile_phase(backend, *, cfg, part, source: str, modules: dict, results: li
             ref_wf, against = pconf.reference_wavefronts, "the configured reference"
         return score_profile(pconf, sub, ref_wf, n=pconf.size, against=against)
     finally:
-        if own is not None:
-            own.close()
+        emu.close()
+
+
+#: The message of a part profiled with a case that did not pass.
+NOT_EVERY_CASE = "not profiled: the profile is scored only when every case passes"
+
+
+def profile_after_hidden(profile, hidden: list):
+    """The profile a part earns once its hidden cases have run: ``profile`` as
+    :func:`profile_phase` took it, or no points when a hidden case did not pass (the profile is
+    scored only when every case passes; nothing of the counts is kept then). None stays None."""
+    from grader.results import Profile
+
+    if profile is None or all(c.status == "pass" for c in hidden):
+        return profile
+    return Profile(0.0, profile.max_points, NOT_EVERY_CASE + " (a hidden case did not)")

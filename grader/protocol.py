@@ -19,8 +19,9 @@ and a line that is not a well-formed event is dropped.
 The order of a part's events: ``device`` once the backend is up (or ``error`` and the end);
 ``compile-error`` and the end, or ``compiled``; ``case-start`` then ``case`` per visible case;
 on a GPU, for a timed part whose visible cases all passed, ``timing-start``, then ``case-start``
-and ``timed`` per timed size (and ``device-update`` with the copy bandwidth); ``hidden-start`` and
-the hidden cases; ``performance`` for a timed part; ``profile-start`` and ``profile`` for a profiled
+and ``timed`` per timed size (and ``device-update`` with the copy bandwidth); for a profiled part
+whose cases so far all passed, ``profile-start`` (the profile is taken before any hidden case);
+``hidden-start`` and the hidden cases; ``performance`` for a timed part; ``profile`` for a profiled
 part; ``done`` at the end.
 """
 
@@ -244,14 +245,14 @@ class PerformanceScored(_Event):
 
 @dataclass(frozen=True)
 class ProfileStart(_Event):
-    """The memory-access profile starts."""
+    """The memory-access profile starts (after the visible cases and the timing, before any hidden case)."""
 
     name: ClassVar[str] = "profile-start"
 
 
 @dataclass(frozen=True)
 class Profiled(_Event):
-    """A profiled part's profile and its points."""
+    """A profiled part's profile and its points, once its hidden cases have run."""
 
     name: ClassVar[str] = "profile"
     result: Profile

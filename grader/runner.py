@@ -85,7 +85,7 @@ def _phases(events: list[protocol.Event], started: float, ended: float) -> dict[
     marks = [("startup", started), ("compile", first.get("device")),
              ("cases", first.get("compiled")), ("timing", first.get("timing-start")),
              ("hidden", first.get("hidden-start")), ("profile", first.get("profile-start"))]
-    marks = [(name, t) for name, t in marks if t is not None]
+    marks = sorted(((name, t) for name, t in marks if t is not None), key=lambda m: m[1])  # in the order they ran
     phases = {name: round(max(0.0, (marks[i + 1][1] if i + 1 < len(marks) else ended) - t), 3)
               for i, (name, t) in enumerate(marks)}
     phases["total"] = round(ended - started, 3)
@@ -328,7 +328,9 @@ def grade_part(part: PartSpec, source: Path | None, *, cfg: Config, backend: str
                     PartStatus.PASS if all(c.status == CaseStatus.PASS for c in cases) else PartStatus.FAIL)
                 return part_result(status, _hung_message(hung, cfg) if hung else "", tuple(cases), performance), device
             stage = f"case {current}" if current else ("compiling" if not compiled else "setting up")
-            if current is None and any(isinstance(ev, protocol.ProfileStart) for ev in events.items):
+            phase = next((ev for ev in reversed(events.items)
+                          if isinstance(ev, (protocol.ProfileStart, protocol.HiddenStart, protocol.CaseDone))), None)
+            if current is None and isinstance(phase, protocol.ProfileStart):
                 stage = "the bank-conflict profile"
             if stopped:
                 why = f"{stopped} during {stage}"

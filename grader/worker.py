@@ -7,9 +7,10 @@ does as the events of :mod:`grader.protocol` (their order is described there), e
 the event file as it happens, so a crash or a kill loses nothing already reported.
 
 Every visible case runs first (every dtype); then, on a GPU, the timing of a timed part whose
-visible cases all passed; then the hidden cases, and nothing a student sees runs after a hidden
-case; then a timed part's performance (no points when a hidden case failed) and a profiled part's
-memory-access profile (bank conflicts and sectors per request, counted by the CPU emulator). A
+visible cases all passed; then a profiled part's memory-access profile (bank conflicts and sectors
+per request, counted by a CPU emulator of its own, the part compiled afresh); then the hidden
+cases, and nothing a student sees runs after a hidden case: the performance and the profile are
+reported after them only to take their points away when a hidden case failed. A
 worker started after a case that hung (the job's ``start``) grades the cases after it, and
 ``earlier_failed`` says a case before them did not pass (so the part is not timed).
 """
@@ -22,6 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from grader.profile_phase import profile_after_hidden
 from grader.protocol import (CaseDone, CaseStart, Compiled, CompileFailed, Device, DeviceUpdate, Done, EventWriter,
                              HiddenStart, Job, PerformanceScored, Profiled, ProfileStart, ProtocolError, Restart, Timed,
                              TimingStart, WorkerError)
@@ -136,17 +138,21 @@ def main(argv: list[str]) -> int:
                 if pc.timing is not None:
                     performance = _time_part(events, backend, cfg, part, pc, modules, results, compile_part,
                                              earlier_failed=job.earlier_failed)
+                profile = None
+                if pc.profile is not None:  # its counts and messages too: before any hidden case
+                    profile = _profile_part(events, cfg, part, source, results, Path(work),
+                                            earlier_failed=job.earlier_failed)
                 hidden = [c for c in cases if c.visibility == "hidden"]
                 if hidden:
                     events.emit(HiddenStart())
                 for case in hidden:
                     run(case)
+                hidden_results = [r for r in results if r.visibility == "hidden"]
                 if performance is not None:
-                    performance = performance_after_hidden(performance,
-                                                           [r for r in results if r.visibility == "hidden"])
+                    performance = performance_after_hidden(performance, hidden_results)
                     events.emit(PerformanceScored(performance))
-                if pc.profile is not None:
-                    _profile_part(events, backend, cfg, part, source, modules, results, Path(work))
+                if profile is not None:
+                    events.emit(Profiled(profile_after_hidden(profile, hidden_results)))
         finally:
             backend.close()
         events.emit(Done())
@@ -215,15 +221,18 @@ def performance_after_hidden(performance, hidden: list):
                                                           "(performance is scored only when every case passes)")
 
 
-def _profile_part(events, backend, cfg, part, source, modules, results, work: Path) -> None:
+def _profile_part(events, cfg, part, source, results, work: Path, *, earlier_failed: bool):
     """The memory-access profile of a part (bank conflicts, sectors per request), counted by the
-    CPU emulator on any machine: ``profile-start``, then a ``profile`` event (grader.profile)."""
+    CPU emulator on any machine, in an emulator of its own (:func:`grader.profile_phase.profile_phase`),
+    after the visible cases and before any hidden one: ``profile-start`` when it runs, and the
+    :class:`~grader.results.Profile` (returned: reported, after the hidden cases, as a ``profile``
+    event scored by :func:`grader.profile_phase.profile_after_hidden`)."""
     from grader.profile_phase import profile_phase
 
-    events.emit(ProfileStart())
-    result = profile_phase(backend, cfg=cfg, part=part, source=source, modules=modules, results=results,
-                           workdir=work, solutions=SOLUTIONS)
-    events.emit(Profiled(result))
+    if not earlier_failed and all(r.status == "pass" for r in results):
+        events.emit(ProfileStart())
+    return profile_phase(cfg=cfg, part=part, source=source, results=results, workdir=work, solutions=SOLUTIONS,
+                         earlier_failed=earlier_failed)
 
 
 class _GpuChecks:

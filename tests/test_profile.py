@@ -346,18 +346,14 @@ def test_the_reports_show_the_profile_and_json_keeps_it(graded_part3):
     assert report_lines(None) == []
 
 
-def test_on_a_gpu_backend_the_profile_is_taken_by_an_emulator_of_its_own(tmp_path):
+def test_the_profile_is_taken_by_an_emulator_of_its_own_and_only_when_every_case_passed(tmp_path):
     from grader.errors import BackendUnavailable
     from grader.parts import PARTS
-    from grader.profile_phase import profile_phase
+    from grader.profile_phase import profile_after_hidden, profile_phase
     from grader.results import CaseResult
 
     cfg = load_config(_shipped_part3_config(tmp_path))
     part = PARTS["part3_conflict_free"]
-
-    class Gpu:  # the cases ran elsewhere; the profile phase must not use this backend
-        name = "pycuda"
-
     made: list[EmulatorBackend] = []
 
     def factory() -> EmulatorBackend:
@@ -366,19 +362,24 @@ def test_on_a_gpu_backend_the_profile_is_taken_by_an_emulator_of_its_own(tmp_pat
 
     passed = [CaseResult(name="n=1", n=1, dtype="int32", seed=1, status="pass", points=1, max_points=1)]
     source = (SOLUTIONS / "part3_conflict_free.cu").read_text()
-    common = dict(cfg=cfg, part=part, source=source, modules={}, workdir=tmp_path, solutions=SOLUTIONS)
-    prof = profile_phase(Gpu(), results=passed, emulator_factory=factory, **common)
+    common = dict(cfg=cfg, part=part, source=source, workdir=tmp_path, solutions=SOLUTIONS)
+    prof = profile_phase(results=passed, emulator_factory=factory, **common)
     assert len(made) == 1 and (prof.points, prof.max_points) == (4.0, 4.0) and prof.conflict_wavefronts == 0
+    assert profile_after_hidden(prof, passed) == prof
 
     def unavailable() -> EmulatorBackend:
         raise BackendUnavailable("no C++ compiler")
 
-    prof = profile_phase(Gpu(), results=passed, emulator_factory=unavailable, **common)
+    prof = profile_phase(results=passed, emulator_factory=unavailable, **common)
     assert (prof.points, prof.max_points) == (0.0, 4.0)
     assert prof.message.startswith("not profiled") and "no C++ compiler" in prof.message
     failed = [dataclasses.replace(passed[0], status="fail", points=0)]
-    prof = profile_phase(Gpu(), results=failed, emulator_factory=unavailable, **common)
+    prof = profile_phase(results=failed, emulator_factory=unavailable, **common)
     assert prof.message == "not profiled: the profile is scored only when every case passes"
+    assert profile_phase(results=passed, emulator_factory=unavailable, earlier_failed=True, **common) == prof
+    hidden_failed = profile_after_hidden(profile_phase(results=passed, emulator_factory=factory, **common), failed)
+    assert (hidden_failed.points, hidden_failed.max_points, hidden_failed.wavefronts) == (0.0, 4.0, None)
+    assert "a hidden case did not" in hidden_failed.message
 
 
 def test_a_partial_last_warp_is_complete_with_its_own_lanes(emu, conflicts):
