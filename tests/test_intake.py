@@ -62,6 +62,35 @@ def test_a_linked_part_file_is_refused_in_a_folder_and_in_a_zip_and_never_read(t
                for v in files.values())
 
 
+
+def test_a_hard_linked_part_file_is_refused_in_a_batch_and_in_place_and_never_read(tmp_path):
+    # Hard links to the reference solution and to the private config: the same files under a
+    # student's part names (a symbolic-link check does not see them).
+    reference = tmp_path / "reference" / "part1_naive.cu"
+    reference.parent.mkdir()
+    reference.write_bytes(PART1)
+    private = tmp_path / "private.yaml"
+    private.write_text("SGSECRETWORD: the first word of the private config\nseed: 123\n")
+    root = tmp_path / "class"
+    (root / "mallory").mkdir(parents=True)
+    os.link(reference, root / "mallory" / "part1_naive.cu")
+    os.link(private, root / "mallory" / "part2_blelloch.cu")
+    subs = {s.id: s for s in find_submissions(root, work=tmp_path / "work")}
+    for key in ("part1_naive", "part2_blelloch"):
+        note = subs["mallory"].notes[key]
+        assert note.status == "error" and "hard links" in note.message and "not read" in note.message, note
+        assert not (subs["mallory"].path / f"{key}.cu").exists()
+    files = resolve_submission(root / "mallory", ["part1_naive", "part2_blelloch"])
+    for key in ("part1_naive", "part2_blelloch"):
+        assert isinstance(files[key], Absent) and files[key].status == "error" and "hard links" in files[key].message
+    result = grade(root / "mallory", cfg=_part1_only(tmp_path), selection=EMULATOR, parts=["part1_naive"])
+    part = result.parts[0]
+    assert part.status == "error" and "hard links" in part.message and "SGSECRETWORD" not in result.to_json()
+    assert part.points == 0
+    # named alone on the command line, a file is graded whatever its links (whoever typed it chose it)
+    assert resolve_parts(root / "mallory" / "part1_naive.cu", ["part1_naive"]) == {
+        "part1_naive": root / "mallory" / "part1_naive.cu"}
+
 def test_links_oversized_files_and_hostile_names_fail_only_their_own_submission(tmp_path, monkeypatch):
     root, out = tmp_path / "class", tmp_path / "out"
     root.mkdir()

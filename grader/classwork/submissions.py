@@ -179,8 +179,10 @@ def _too_big(shown: str, size: int | None = None) -> Absent:
     return Absent(f"{shown}{what} over the {_size(MAX_SOURCE_BYTES)} limit of a part file; it was not read", "error")
 
 
-def _check_file(path: Path, shown: str, st: os.stat_result | None) -> Absent | None:
-    """Why the entry at ``path`` (its ``lstat``) cannot be graded, or None when it can."""
+def _check_file(path: Path, shown: str, st: os.stat_result | None, *, named: bool = False) -> Absent | None:
+    """Why the entry at ``path`` (its ``lstat``) cannot be graded, or None when it can: a symbolic
+    or hard link, not a regular file, too large. ``named``: the file was named on the command line
+    (``st`` is its ``stat``; whoever typed it chose it, so its links are not refused)."""
     if st is None:
         return None
     if stat.S_ISLNK(st.st_mode):
@@ -192,9 +194,18 @@ def _check_file(path: Path, shown: str, st: os.stat_result | None) -> Absent | N
                       "submissions, submit the file itself", "error")
     if not stat.S_ISREG(st.st_mode):
         return Absent(f"{shown} is not a regular file; it was not read", "error")
+    if st.st_nlink > 1 and not named:
+        return _hard_link(shown, st.st_nlink)
     if st.st_size > MAX_SOURCE_BYTES:
         return _too_big(shown, st.st_size)
     return None
+
+
+def _hard_link(shown: str, links: int) -> Absent:
+    """A part file with more than one name (a hard link: the same file as the reference solution,
+    a classmate's file or the private config, perhaps) is not read."""
+    return Absent(f"{shown} has {links} hard links (the same file under another name); it was not read: "
+                  "links are refused in submissions, submit a copy of the file itself", "error")
 
 
 def _lstat(path: Path) -> os.stat_result | None:
@@ -222,7 +233,7 @@ def resolve_parts(path: Path, keys: list[str]) -> dict[str, Path | Absent]:
     if not path.exists():
         raise UsageError(f"{path}: no such file or folder; give a submission folder or one part's .cu file")
     if path.is_file():
-        too_big = _check_file(path, show(path.name), os.stat(path))  # a link here was named on purpose
+        too_big = _check_file(path, show(path.name), os.stat(path), named=True)  # a link here was named on purpose
         if len(keys) == 1:
             return {keys[0]: path if too_big is None else too_big}
         if path.name not in _PART_FILES:
@@ -293,8 +304,11 @@ def _copy_capped(src: Path, dest: Path, shown: str) -> Absent | None:
     except OSError as exc:
         return Absent(f"{shown} could not be read ({exc.strerror}); it was not graded", "error")
     with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             return Absent(f"{shown} is not a regular file; it was not read", "error")
+        if st.st_nlink > 1:  # linked between the check and the open
+            return _hard_link(shown, st.st_nlink)
         data = f.read(MAX_SOURCE_BYTES + 1)
     if len(data) > MAX_SOURCE_BYTES:
         return _too_big(shown)
