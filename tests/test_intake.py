@@ -3,11 +3,13 @@ part files, an empty batch."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
 import shutil
 import stat
+import threading
 import zipfile
 from pathlib import Path
 
@@ -90,6 +92,59 @@ def test_a_hard_linked_part_file_is_refused_in_a_batch_and_in_place_and_never_re
     # named alone on the command line, a file is graded whatever its links (whoever typed it chose it)
     assert resolve_parts(root / "mallory" / "part1_naive.cu", ["part1_naive"]) == {
         "part1_naive": root / "mallory" / "part1_naive.cu"}
+
+
+def _in_thread(call, wait_s: float = 300.0):
+    """``call()``'s result, run in a thread that may take ``wait_s`` seconds (an intake that hangs
+    fails the test instead of hanging it); None when it did not finish."""
+    box = []
+    thread = threading.Thread(target=lambda: box.append(call()), daemon=True)
+    thread.start()
+    thread.join(wait_s)
+    return box[0] if box else None
+
+
+def test_a_fifo_named_like_a_zip_is_refused_at_once_and_the_batch_goes_on(tmp_path):
+    root = tmp_path / "class"
+    (root / "bob").mkdir(parents=True)
+    (root / "bob" / "part1_naive.cu").write_bytes(PART1)
+    fifo = root / "x.zip"
+    os.mkfifo(fifo)  # nothing ever writes it: opening it to read would block for good
+    try:
+        subs = _in_thread(lambda: {s.id: s for s in find_submissions(root, work=tmp_path / "work")})
+        assert subs is not None, "intake hangs on a FIFO named x.zip"
+        assert "named pipe" in subs["x"].refused and "not read" in subs["x"].refused, subs["x"]
+        assert not subs["bob"].refused and (subs["bob"].path / "part1_naive.cu").read_bytes() == PART1
+        with pytest.raises(intake.SubmissionError, match="named pipe"):
+            read_source(fifo)
+    finally:  # release a reader left blocked in open() by a failing run
+        with contextlib.suppress(OSError):
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+
+
+def test_a_submission_whose_reading_does_not_end_is_refused_at_the_intake_deadline(tmp_path, monkeypatch):
+    # A file system that hangs is stood in for by a snapshot that waits on an event.
+    root = tmp_path / "class"
+    for name in ("alice", "bob"):
+        (root / name).mkdir(parents=True)
+        (root / name / "part1_naive.cu").write_bytes(PART1)
+    release = threading.Event()
+    honest = intake.snapshot_folder
+
+    def hangs_for_alice(folder, dest):
+        if folder.name == "alice":
+            release.wait()
+        return honest(folder, dest)
+
+    monkeypatch.setattr(intake, "snapshot_folder", hangs_for_alice)
+    monkeypatch.setattr(intake, "INTAKE_S", 0.5)
+    try:
+        subs = _in_thread(lambda: {s.id: s for s in find_submissions(root, work=tmp_path / "work")})
+    finally:
+        release.set()
+    assert subs is not None, "intake waits for a submission without end"
+    assert "took longer than 0.5 s" in subs["alice"].refused and subs["alice"].path.is_dir()
+    assert not subs["bob"].refused and (subs["bob"].path / "part1_naive.cu").read_bytes() == PART1
 
 def test_links_oversized_files_and_hostile_names_fail_only_their_own_submission(tmp_path, monkeypatch):
     root, out = tmp_path / "class", tmp_path / "out"

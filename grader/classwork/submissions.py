@@ -1,7 +1,9 @@
 """Submissions: finding a class's submissions, and checking and reading the students' part files.
 
 A submission is untrusted input, as a folder or a zip. Intake never follows a symbolic link in
-it, reads no part file over :data:`MAX_SOURCE_BYTES`, and refuses a whole submission that holds
+it, reads no part file with another hard link, none that is not a regular file (a FIFO named
+``x.zip`` is opened without blocking and refused) and none over :data:`MAX_SOURCE_BYTES`, gives up
+on a submission whose reading takes more than :data:`INTAKE_S` seconds, and refuses a whole submission that holds
 more than :data:`MAX_ENTRIES` files and folders, more than :data:`MAX_TOTAL_BYTES` bytes (a zip's
 declared sizes are checked before anything is read, and what is read is capped again), or folders
 nested deeper than :data:`MAX_DEPTH`. A part file that is absent, misnamed (``Part1_Naive.cu``,
@@ -26,10 +28,12 @@ import os
 import re
 import shutil
 import stat
+import threading
 import zipfile
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import yaml
 
@@ -45,6 +49,9 @@ MAX_ENTRIES = 5000
 MAX_TOTAL_BYTES = 100 << 20
 #: The deepest folder nesting looked into, below the submission's own folder.
 MAX_DEPTH = 32
+#: Seconds reading one submission (listing it, checking and copying its part files) may take before
+#: it is refused and the batch goes on; the caps make an honest one take milliseconds.
+INTAKE_S = 60.0
 
 _PART_FILES = {p.filename: k for k, p in PARTS.items()}
 
@@ -54,7 +61,8 @@ def _size(n: int) -> str:
 
 
 class SubmissionError(ScangradeError):
-    """A part file cannot be read as a source file (larger than :data:`MAX_SOURCE_BYTES`)."""
+    """A part file cannot be read as a source file (larger than :data:`MAX_SOURCE_BYTES`, or not a
+    regular file)."""
 
 
 @dataclass(frozen=True)
@@ -107,10 +115,14 @@ def read_source(path: Path, *, limit: int = MAX_SOURCE_BYTES) -> str:
     backend compiles the same text (non-ASCII bytes can only matter in comments and strings).
 
     Raises:
-        SubmissionError: the file is larger than ``limit`` bytes.
+        SubmissionError: the file is larger than ``limit`` bytes, or not a regular file (a FIFO,
+            a device: opened without blocking, never read).
         OSError: the file cannot be read.
     """
-    with open(path, "rb") as f:
+    with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise SubmissionError(_not_regular(path.name, st))
         data = f.read(limit + 1)
     if len(data) > limit:
         raise SubmissionError(f"{path.name}: larger than {limit} bytes; not read")
@@ -193,12 +205,23 @@ def _check_file(path: Path, shown: str, st: os.stat_result | None, *, named: boo
         return Absent(f"{shown} is a symbolic link{target}; it was not read: links are refused in "
                       "submissions, submit the file itself", "error")
     if not stat.S_ISREG(st.st_mode):
-        return Absent(f"{shown} is not a regular file; it was not read", "error")
+        return Absent(_not_regular(shown, st), "error")
     if st.st_nlink > 1 and not named:
         return _hard_link(shown, st.st_nlink)
     if st.st_size > MAX_SOURCE_BYTES:
         return _too_big(shown, st.st_size)
     return None
+
+
+#: Kinds of files that are not regular files, as messages name them.
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def _not_regular(shown: str, st: os.stat_result) -> str:
+    """Why a file that is not a regular file (a FIFO, a device, a socket...) is not read."""
+    kind = next((f"{name}, not" for test, name in _KINDS if test(st.st_mode)), "not")
+    return f"{shown} is {kind} a regular file; it was not read"
 
 
 def _hard_link(shown: str, links: int) -> Absent:
@@ -306,7 +329,7 @@ def _copy_capped(src: Path, dest: Path, shown: str) -> Absent | None:
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            return Absent(f"{shown} is not a regular file; it was not read", "error")
+            return Absent(_not_regular(shown, st), "error")
         if st.st_nlink > 1:  # linked between the check and the open
             return _hard_link(shown, st.st_nlink)
         data = f.read(MAX_SOURCE_BYTES + 1)
@@ -369,7 +392,20 @@ def snapshot_zip(archive: Path, dest: Path) -> Intake:
     """
     _fresh(dest)
     try:
-        z = zipfile.ZipFile(archive)
+        fd = os.open(archive, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # a FIFO must not block intake
+    except OSError as exc:
+        return Intake(dest, refused=f"{show(archive.name)} could not be opened ({exc.strerror}); it was not read")
+    with os.fdopen(fd, "rb") as file:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return Intake(dest, refused=_not_regular(show(archive.name), st))
+        return _snapshot_zip(file, archive, dest)
+
+
+def _snapshot_zip(file, archive: Path, dest: Path) -> Intake:
+    """:func:`snapshot_zip` on the archive's open regular ``file``."""
+    try:
+        z = zipfile.ZipFile(file)
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
         return Intake(dest, refused=f"{show(archive.name)} is not a readable zip archive ({exc})")
     with z:
@@ -509,6 +545,31 @@ def require_submissions(folder: Path) -> int:
     return count
 
 
+def _within_time(snapshot: Callable[[Path, Path], Intake], entry: Path, dest: Path) -> Intake:
+    """``snapshot(entry, dest)`` within :data:`INTAKE_S` seconds, else a refused :class:`Intake`.
+
+    The snapshot runs in a thread of its own; one still running at the deadline (a file system that
+    hangs, a file that blocks a read) is left behind, its submission refused, and the batch goes on.
+    An exception the snapshot raises is raised here.
+    """
+    box: list = []
+
+    def read() -> None:
+        try:
+            box.append(snapshot(entry, dest))
+        except BaseException as exc:  # handed to the caller's thread
+            box.append(exc)
+
+    thread = threading.Thread(target=read, name=f"intake of {entry.name}", daemon=True)
+    thread.start()
+    thread.join(INTAKE_S)
+    if not box:
+        return Intake(dest, refused=f"reading {show(entry.name)} took longer than {INTAKE_S:g} s; it was not graded")
+    if isinstance(box[0], BaseException):
+        raise box[0]
+    return box[0]
+
+
 def find_submissions(folder: Path, *, work: Path) -> list[Submission]:
     """Every submission in ``folder``, sorted by entry name; the part files of each are copied into
     ``work/<id>`` (links refused, sizes capped), which is graded.
@@ -525,13 +586,13 @@ def find_submissions(folder: Path, *, work: Path) -> list[Submission]:
         sid = _safe_id(ids.get(entry.name, base), taken)
         dest = work / sid
         if entry.is_symlink():
-            dest.mkdir(parents=True, exist_ok=True)
             intake = Intake(dest, refused=f"{show(entry.name)} is a symbolic link; it was not followed: "
                                           "links are refused as submissions")
         elif entry.is_dir():
-            intake = snapshot_folder(entry, dest)
+            intake = _within_time(snapshot_folder, entry, dest)
         else:
-            intake = snapshot_zip(entry, dest)
+            intake = _within_time(snapshot_zip, entry, dest)
+        dest.mkdir(parents=True, exist_ok=True)
         sep = ":" if entry.suffix.lower() == ".zip" else "/"
         found.append(Submission(sid, intake.path, intake.notes, intake.refused,
                                 {k: f"{show(entry.name)}{sep}{rel}" for k, rel in intake.sources.items()}))
