@@ -140,7 +140,7 @@ def main(argv: list[str]) -> int:
                                              earlier_failed=job.earlier_failed)
                 profile = None
                 if pc.profile is not None:  # its counts and messages too: before any hidden case
-                    profile = _profile_part(events, cfg, part, source, results, Path(work),
+                    profile = _profile_part(events, backend, cfg, part, source, results, Path(work),
                                             earlier_failed=job.earlier_failed)
                 hidden = [c for c in cases if c.visibility == "hidden"]
                 if hidden:
@@ -221,16 +221,20 @@ def performance_after_hidden(performance, hidden: list):
                                                           "(performance is scored only when every case passes)")
 
 
-def _profile_part(events, cfg, part, source, results, work: Path, *, earlier_failed: bool):
+def _profile_part(events, backend, cfg, part, source, results, work: Path, *, earlier_failed: bool):
     """The memory-access profile of a part (bank conflicts, sectors per request), counted by the
     CPU emulator on any machine, in an emulator of its own (:func:`grader.profile_phase.profile_phase`),
     after the visible cases and before any hidden one: ``profile-start`` when it runs, and the
     :class:`~grader.results.Profile` (returned: reported, after the hidden cases, as a ``profile``
-    event scored by :func:`grader.profile_phase.profile_after_hidden`)."""
+    event scored by :func:`grader.profile_phase.profile_after_hidden`). On the emulator, the cases'
+    executors are stopped first (they start again at the next launch), so the part still has one
+    executor alive at a time."""
     from grader.profile_phase import profile_phase
 
     if not earlier_failed and all(r.status == "pass" for r in results):
         events.emit(ProfileStart())
+        if backend.name == "emulator":
+            backend.close()
     return profile_phase(cfg=cfg, part=part, source=source, results=results, workdir=work, solutions=SOLUTIONS,
                          earlier_failed=earlier_failed)
 
