@@ -60,9 +60,10 @@ def main() -> int:
             for key in PARTS_COMPARED:
                 module = _compile(backend, cfg, key, Path(tmp))
                 if args.mode == "emulator":
-                    prof = profile_run(backend, module, cfg=cfg, part=PARTS[key], n=args.n, dtype_name="int32",
-                                       blocks=0)
-                    print(f"{key:<22} {args.n:>6} {prof.wavefronts:>18} {prof.conflict_wavefronts:>25}")
+                    prof, wrong = profile_run(backend, module, cfg=cfg, part=PARTS[key], n=args.n,
+                                              dtype_name="int32", blocks=0)
+                    print(f"{key:<22} {args.n:>6} {prof.wavefronts:>18} {prof.conflict_wavefronts:>25}"
+                          + (f"  (wrong output: {wrong})" if wrong else ""))
                 else:
                     case = CaseSpec(f"n={args.n} int32", args.n, "int32", cfg.seed)
                     result = run_case(backend, module, cfg=cfg, part=PARTS[key], case=case)

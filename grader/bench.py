@@ -472,7 +472,7 @@ class _Bench:
         return _row(case, COPY, times, problem)
 
     def part(self, case: _Case, key: str) -> BenchRow:
-        from grader.execute import _check, _timed_plan
+        from grader.execute import _timed_plan, check_run
         from grader.parts import DTYPES, PARTS
         spec, pc = PARTS[key], self.cfg.parts[key]
         name = f"{spec.label} reference"
@@ -486,8 +486,8 @@ class _Bench:
                                                   x=case.x, dtype=DTYPES[case.dtype])
             times = self.backend.time_ms(plan.run, before=before, warmup=cfg.timing_warmup, runs=cfg.timing_runs,
                                          flush_bytes=cfg.flush_bytes)
-            status, message, *_ = _check(run, plan, d_in, case.x, case.inclusive if spec.inclusive else case.exclusive,
-                                         part=spec, pc=pc, cfg=cfg)
+            expected = case.inclusive if spec.inclusive else case.exclusive
+            status, message, *_ = check_run(run, plan, d_in, case.x, expected, part=spec, pc=pc, cfg=cfg)
         except (KernelError, LaunchError) as exc:
             return BenchRow(case.n, case.dtype, name, None, note=f"failed: {exc}")
         return _row(case, name, times, "" if status == "pass" else message)

@@ -256,7 +256,7 @@ def _ticket_problem(counter: int, tiles: int) -> str | None:
 
 
 class _Verdict(NamedTuple):
-    """What :func:`_check` found: a status (pass or fail), the message for the student, the first
+    """What :func:`check_run` found: a status (pass or fail), the message for the student, the first
     mismatch of a wrong output, and the failure's kind (None for a pass)."""
 
     status: CaseStatus
@@ -265,10 +265,15 @@ class _Verdict(NamedTuple):
     kind: FailureKind | None
 
 
-def _check(run: Run, plan: Plan, d_in: Guarded, x: np.ndarray, expected: np.ndarray, *, part: PartSpec,
-           pc: PartConfig, cfg: Config) -> "_Verdict":
-    """Read every buffer back and check it: guard zones, then the input, then the output, then
-    Part 5's ticket counter (see :class:`_Verdict`)."""
+def check_run(run: Run, plan: Plan, d_in: Guarded, x: np.ndarray, expected: np.ndarray, *, part: PartSpec,
+              pc: PartConfig, cfg: Config) -> "_Verdict":
+    """Read every buffer of a run whose launches are done back and check it, as a case is checked:
+    guard zones, then the input ``x`` (``d_in``), then the output against ``expected`` (the
+    reference scan of ``x``, float32 within ``cfg.float_rtol``), then Part 5's ticket counter.
+
+    Returns:
+        a ``_Verdict`` (status, message, mismatch, kind), a named tuple.
+    """
     n = x.size
     wholes = {id(g): run.backend.to_host(g.full) for g in run.buffers}
     for g in run.buffers:
@@ -422,7 +427,7 @@ def _run_case(backend, module, *, cfg, part, case, schedules, checked, result, w
         if isinstance(launched, CaseResult):
             return launched
         run, plan, d_in = launched
-        status, message, mm, kind = _check(run, plan, d_in, x, expected, part=part, pc=pc, cfg=cfg)
+        status, message, mm, kind = check_run(run, plan, d_in, x, expected, part=part, pc=pc, cfg=cfg)
         unwritten = [w for w in warnings[before:] if w.startswith("uninitialized-read")]
         if (status != CaseStatus.PASS and kind == FailureKind.MISMATCH) or (unwritten and status == CaseStatus.PASS):
             first = _output_bits(run, plan, case.n)
@@ -518,7 +523,7 @@ def time_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, 
         return result(CaseStatus.ERROR, f"the kernel failed while timed ({exc.kind}): {exc}", kind=exc.kind)
     times = all_times[0]
     ref_ms = float(np.median(all_times[1])) if reference is not None else None
-    status, message, mm, _ = _check(run, plan, d_in, x, expected, part=part, pc=pc, cfg=cfg)
+    status, message, mm, _ = check_run(run, plan, d_in, x, expected, part=part, pc=pc, cfg=cfg)
     if status != CaseStatus.PASS:
         return result(CaseStatus.FAIL, "wrong output after the timed runs (the grader poisons the output before every "
                                        "run, so every launch must compute the whole scan): " + message,

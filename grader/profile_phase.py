@@ -13,13 +13,25 @@ cases have run, :func:`profile_after_hidden` only takes the points away when one
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from grader.profile import MemoryProfile, score_profile
 
-__all__ = ["profile_after_hidden", "profile_phase", "profile_run"]
+__all__ = ["ProfiledRun", "profile_after_hidden", "profile_phase", "profile_run"]
 
 
-def profile_run(backend, module, *, cfg, part, n: int, dtype_name: str, blocks: int = 1) -> MemoryProfile:
-    """Run ``part``'s launches once on the input of size ``n`` with the profile on (the emulator).
+class ProfiledRun(NamedTuple):
+    """What :func:`profile_run` measured: the ``profile`` of the launches, and ``wrong``: why their
+    result is not what a case would pass ("" when it is), from :func:`grader.execute.check_run`."""
+
+    profile: MemoryProfile
+    wrong: str
+
+
+def profile_run(backend, module, *, cfg, part, n: int, dtype_name: str, blocks: int = 1) -> ProfiledRun:
+    """Run ``part``'s launches once on the input of size ``n`` with the profile on (the emulator),
+    and check their output as a case's is checked (guard zones, input, output against the
+    reference scan), so a kernel that skips or shortens its work in the profiled launch shows.
 
     Args:
         backend: an :class:`~grader.backends.emulator.EmulatorBackend`.
@@ -29,24 +41,29 @@ def profile_run(backend, module, *, cfg, part, n: int, dtype_name: str, blocks: 
         n, dtype_name: the input's size and ``scan_t`` (``int32``...).
         blocks: the blocks of each launch profiled (0: all).
 
+    Returns:
+        a :class:`ProfiledRun`.
+
     Raises:
         KernelError, LaunchError: the kernel failed.
     """
-    from grader.execute import make_input
+    from grader.execute import check_run, make_input, reference_output
     from grader.parts import DTYPES
     from grader.plans import Run, prepare
 
     pc = cfg.parts[part.key]
     dtype = DTYPES[dtype_name]
     run = Run(backend, module, dtype)
-    d_in = run.buffer("in", n, make_input(cfg, part, n, cfg.seed, dtype), output=False)
+    x = make_input(cfg, part, n, cfg.seed, dtype)
+    d_in = run.buffer("in", n, x, output=False)
     plan = prepare(run, part, pc, d_in, n)
     backend.start_profile(module, blocks=blocks)
     try:
         plan.run()
     finally:
         profile = backend.take_profile(module, blocks=blocks)
-    return profile
+    verdict = check_run(run, plan, d_in, x, reference_output(part, x), part=part, pc=pc, cfg=cfg)
+    return ProfiledRun(profile, "" if verdict.status == "pass" else verdict.message)
 
 
 def profile_phase(*, cfg, part, source: str, results: list, workdir, solutions, earlier_failed: bool = False,
@@ -103,20 +120,26 @@ def profile_phase(*, cfg, part, source: str, results: list, workdir, solutions, 
         except CompileError as exc:
             return Profile(0.0, pconf.points, f"not profiled: the CPU emulator cannot compile the part: {exc}")
         try:
-            sub = profile_run(emu, module, cfg=cfg, part=part, n=pconf.size, dtype_name=dtype, blocks=pconf.blocks)
+            sub, wrong = profile_run(emu, module, cfg=cfg, part=part, n=pconf.size, dtype_name=dtype,
+                                     blocks=pconf.blocks)
         except ScangradeError as exc:
             return Profile(0.0, pconf.points, f"not profiled: the kernel failed under the CPU emulator: {exc}")
+        if wrong:  # counts of a launch that did not compute the scan say nothing of its bank conflicts
+            return Profile(0.0, pconf.points, f"not scored: the profiled launch (n = {pconf.size}, {dtype}) did not "
+                                              f"compute the scan, so its counts are not the kernel's: {wrong}")
         ref_wf, against = None, ""
         ref_spec = PARTS[pconf.reference]
         ref_file = solutions / ref_spec.filename
         if pconf.points and ref_file.is_file():
             try:
                 ref_module = compile_for(ref_spec, ref_file.read_text(), "reference")
-                ref = profile_run(emu, ref_module, cfg=cfg, part=ref_spec, n=pconf.size, dtype_name=dtype,
-                                  blocks=pconf.blocks)
+                ref, ref_wrong = profile_run(emu, ref_module, cfg=cfg, part=ref_spec, n=pconf.size,
+                                             dtype_name=dtype, blocks=pconf.blocks)
             except ScangradeError as exc:  # the course's own reference must work; say so plainly
+                ref_wrong = str(exc)
+            if ref_wrong:
                 return Profile(0.0, pconf.points, f"not scored: the reference solution fails under the emulator: "
-                                                  f"{exc}")
+                                                  f"{ref_wrong}")
             ref_wf, against = ref.wavefronts, f"the {ref_spec.label} reference"
         elif pconf.points and pconf.reference_wavefronts is not None:
             ref_wf, against = pconf.reference_wavefronts, "the configured reference"

@@ -8,7 +8,7 @@ from pathlib import Path
 from grader.backends import Selection
 from grader.config import load_config, load_private
 from grader.runner import grade
-from tests.conftest import write_config
+from tests.conftest import SOLUTIONS, write_config
 from tests.test_profile import P3_PROFILE  # Part 3's profile as shipped, at n = 256
 
 ATTACKS = Path(__file__).parent / "attacks"
@@ -51,3 +51,21 @@ def test_the_profile_shows_nothing_of_the_hidden_sizes(tmp_path):
         assert str(hidden[0]) not in part.profile.message
     assert profiles[0] == profiles[1]
     assert profiles[0].conflict_wavefronts == 0  # a fresh module: no launch came before the profiled one
+
+
+def test_a_kernel_that_skips_its_work_in_the_profiled_launch_gets_no_profile_points(tmp_path):
+    """Part 2's conflicted scan as Part 3, returning at once in the profiled launch (the first of its
+    process): its output is checked like a case's, so the profile scores 0 and says why."""
+    text = (ATTACKS / "profile_skips_work.cu").read_text()
+    cfg = _part3_config(tmp_path)
+    part = grade(_submit(tmp_path, text, "skips"), cfg=cfg, selection=EMULATOR).parts[0]
+    assert [c.status for c in part.cases] == ["pass"] * 3, part.cases
+    assert (part.profile.points, part.profile.max_points) == (0.0, 4.0)
+    assert part.profile.message.startswith("not scored: the profiled launch (n = 256, int32) did not compute the "
+                                           "scan"), part.profile.message
+    assert "out[" in part.profile.message  # the first wrong element, as a case's message gives it
+    # Computed, the same conflicted scan is scored on its conflicts (3.4x the reference's wavefronts here).
+    part2 = (SOLUTIONS / "part2_blelloch.cu").read_text().replace("blelloch_scan(", "blelloch_scan_cf(")
+    honest = grade(_submit(tmp_path, part2, "honest"), cfg=cfg, selection=EMULATOR).parts[0]
+    assert honest.profile.points < 4.0 and honest.profile.conflict_wavefronts > 0
+    assert "did not compute" not in honest.profile.message
