@@ -12,14 +12,12 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from grader import __version__, render
-from grader.backends import select_backend
-from grader.config import Config, find_config, load_config, load_private
+from grader import __version__, api, render
+from grader.config import find_config
 from grader.errors import ScangradeError, UsageError
 from grader.execute import case_list
 from grader.render.prairielearn import dumps as prairielearn_dumps
 from grader.render.text import render_text
-from grader.runner import check_sandbox, grade, grading_sandbox
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -103,8 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("submissions", help="the folder holding one folder or .zip per submission")
     t.add_argument("--out", required=True, metavar="DIR", help="where the gradebook and reports go")
     t.add_argument("--resume", action="store_true", help="skip submissions whose result is already written and intact")
-    t.add_argument("--jobs", type=int, default=0,
-                   help="submissions graded at once (default: one per GPU, or one per core on the emulator)")
+    t.add_argument("--jobs", type=int, default=None,
+                   help="submissions graded at once, 1 or more (default: one per GPU, or one per core on the "
+                        "emulator)")
     t.add_argument("--allow-unsandboxed", action="store_true",
                    help="grade on the emulator even where its OS sandbox (bubblewrap) is unusable, with resource "
                         "limits and the seccomp filter only (by default batch refuses; docs/security.md)")
@@ -176,14 +175,6 @@ def _exit_status(command: Callable[[argparse.Namespace], int]) -> Callable[[argp
     return run
 
 
-def _config(args: argparse.Namespace) -> Config:
-    """The config of ``--config`` (or found), with ``--private-config`` layered over it."""
-    cfg = load_config(find_config(args.config, start=Path()))
-    if args.private_config:
-        cfg = load_private(cfg, args.private_config)
-    return cfg
-
-
 class _Progress:
     """A progress bar on stderr while cases run (rich, when installed and stderr is a terminal)."""
 
@@ -246,22 +237,19 @@ def _print_report(text: str) -> None:
 def _batch(args: argparse.Namespace) -> int:
     """``scangrade batch``: exit 0 when every submission passed, 1 otherwise, 2 on usage errors (no
     submission found included)."""
-    from grader.classwork.batch import batch
     from grader.classwork.store import parse_shard, shard_positions, write_class_report
     from grader.classwork.submissions import require_submissions
     from grader.render.class_report import class_report_page
-    from grader.render.student import student_reports
-    cfg = _config(args)
-    if args.jobs < 0:
-        raise UsageError("--jobs must be 0 (automatic) or more")
+    from grader.classwork.batch import check_jobs
+    check_jobs(args.jobs)
     if args.slurm:
-        return _batch_slurm(args, cfg)
+        return _batch_slurm(args)
     if args.slurm_shards is not None or args.slurm_option or args.no_submit:
         raise UsageError("--slurm-shards, --slurm-option and --no-submit go with --slurm")
     shard = parse_shard(args.shard) if args.shard else None
-    selection = select_backend(args.backend, config_value=cfg.backend)
-    cfg = grading_sandbox(cfg, official=True, allow_unsandboxed=args.allow_unsandboxed)
-    check_sandbox(cfg, selection.name, command="batch")
+    grading = api.prepare(config=args.config, private_config=args.private_config, backend=args.backend,
+                          checks=args.checks, official=True, allow_unsandboxed=args.allow_unsandboxed,
+                          command="batch")
     total = len(shard_positions(require_submissions(Path(args.submissions)), shard))
     bar = _Progress(total)
     done = []
@@ -275,9 +263,8 @@ def _batch(args: argparse.Namespace) -> int:
             print(f"[{len(done)}/{total}] {sid}: {result.points:g}/{result.max_points:g}"
                   f"{' (resumed)' if resumed else ''}", file=sys.stderr)
     with bar:
-        rows = batch(Path(args.submissions), out=Path(args.out), cfg=cfg, selection=selection,
-                     resume=args.resume, jobs=args.jobs, checks=args.checks,
-                     on_done=on_done, shard=shard, reports=student_reports)
+        rows = grading.grade_class(args.submissions, out=args.out, resume=args.resume, jobs=args.jobs,
+                                   shard=shard, on_done=on_done)
     # OUT/class_report.html, after batch.json: it shows the config fingerprint
     write_class_report(Path(args.out), class_report_page, rows=rows)
     print((Path(args.out) / "summary.txt").read_text(), end="")
@@ -285,10 +272,11 @@ def _batch(args: argparse.Namespace) -> int:
     return EXIT_PASS if all(r.passed for _, r in rows) else EXIT_FAIL
 
 
-def _batch_slurm(args: argparse.Namespace, cfg) -> int:
+def _batch_slurm(args: argparse.Namespace) -> int:
     """``scangrade batch --slurm``: write the job scripts, submit them unless --no-submit (exit 0)."""
     from grader.classwork.slurm import slurm_backend, slurm_batch
     from grader.classwork.submissions import require_submissions
+    cfg = api.load(config=args.config, private_config=args.private_config)  # checked here, graded there
     if args.shard:
         raise UsageError("--shard and --slurm do not go together: --slurm writes one array task per shard")
     require_submissions(Path(args.submissions))  # no job scripts for an empty class
@@ -356,18 +344,16 @@ def _bench(args: argparse.Namespace) -> int:
 def _grade(args: argparse.Namespace) -> int:
     """``scangrade grade`` and ``scangrade check``: the report on stdout; 0 when every case passed, 1
     when any failed, 2 on usage or configuration errors (a report file that cannot be written included)."""
-    cfg = _config(args)
+    grading = api.prepare(config=args.config, private_config=args.private_config, backend=args.backend,
+                          checks=args.checks, official=args.command == "grade" and args.require_sandbox)
+    cfg = grading.cfg
     path = Path(args.path if args.command == "grade" else args.dir)
     if args.command == "check" and not path.is_dir():
         raise UsageError(f"{path}/ not found: run `scangrade check` from the folder that holds your "
                          "assignment/ folder, or pass --dir")
-    selection = select_backend(args.backend, config_value=cfg.backend)
-    cfg = grading_sandbox(cfg, official=args.command == "grade" and args.require_sandbox)
-    check_sandbox(cfg, selection.name, command="grade")
     total = sum(len(case_list(cfg, k)) for k in (args.parts or cfg.parts) if k in cfg.parts)
     with _Progress(total) as progress:
-        result = grade(path, cfg=cfg, selection=selection, seed=args.seed, parts=args.parts,
-                       checks=args.checks, on_event=progress)
+        result = grading.grade(path, seed=args.seed, parts=args.parts, on_event=progress)
     _print_report(render_text(result))
     outputs = {args.json: lambda: result.to_json() + "\n",
                args.gradescope: lambda: json.dumps(render.gradescope(result), indent=2) + "\n",

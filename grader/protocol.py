@@ -87,8 +87,9 @@ class Job:
                  start: int = 0, earlier_failed: bool = False) -> "Job":
         """The job grading ``part`` of ``source`` under the validated ``cfg``: its file, private
         file, seed and :data:`EFFECTIVE_SETTINGS`, so the worker grades with the same config."""
+        private = str(Path(cfg.private_path).resolve()) if cfg.private_path else None  # the worker runs elsewhere
         return cls(config=str(Path(cfg.path).resolve()), part=part, source=str(Path(source).resolve()),
-                   backend=backend, events=str(events), private=cfg.private_path, seed=cfg.seed, checks=checks,
+                   backend=backend, events=str(events), private=private, seed=cfg.seed, checks=checks,
                    start=start, earlier_failed=earlier_failed,
                    settings={name: getattr(cfg, name) for name in EFFECTIVE_SETTINGS})
 

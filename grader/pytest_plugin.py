@@ -70,33 +70,30 @@ class _CaseFailed(Exception):
 class _Grading:
     """The submission, its config and backend, and the parts graded so far (each graded once)."""
 
-    def __init__(self, *, submission: Path, cfg, selection, checks: bool, keys: list[str]) -> None:
-        self.submission, self.cfg, self.selection, self.checks = submission, cfg, selection, checks
+    def __init__(self, *, submission: Path, grading, keys: list[str]) -> None:
+        self.submission, self.grading = submission, grading  # grading: a grader.api.Grading
+        self.cfg, self.selection, self.checks = grading.cfg, grading.selection, grading.checks
         self.keys = keys  # the parts to collect: every configured one, or a single file's part
         self.parts: dict = {}
 
     @classmethod
     def from_options(cls, config: pytest.Config) -> _Grading:
-        from grader.backends import select_backend
-        from grader.config import find_config, load_config, load_private
+        from grader import api
         from grader.errors import ScangradeError
         from grader.runner import resolve_submission
 
         here = Path(config.invocation_params.dir)
-        submission = here / config.getoption("scangrade")
+        submission = api.absolute(config.getoption("scangrade"), here)
         try:
-            cfg = load_config(find_config(config.getoption("scangrade_config"), start=here,
-                                          flag="--scangrade-config"))
-            private = config.getoption("scangrade_private_config")
-            if private:
-                cfg = load_private(cfg, here / private)
+            grading = api.prepare(config=config.getoption("scangrade_config"),
+                                  private_config=config.getoption("scangrade_private_config"),
+                                  backend=config.getoption("scangrade_backend"),
+                                  checks=config.getoption("scangrade_checks"), start=here, flag="--scangrade-config")
             found = resolve_submission(submission)  # raises for a path that is not there
-            keys = [k for k in found if k in cfg.parts] if submission.is_file() else list(cfg.parts)
-            selection = select_backend(config.getoption("scangrade_backend"), config_value=cfg.backend)
         except ScangradeError as exc:
             raise pytest.UsageError(f"--scangrade: {exc}") from None
-        checks = config.getoption("scangrade_checks")
-        return cls(submission=submission, cfg=cfg, selection=selection, checks=checks, keys=keys)
+        keys = [k for k in found if k in grading.cfg.parts] if submission.is_file() else list(grading.cfg.parts)
+        return cls(submission=submission, grading=grading, keys=keys)
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         line = (f"scangrade: {self.submission} · config {self.cfg.path} · backend {self.selection.name} "
@@ -115,8 +112,7 @@ class _Grading:
     def part(self, key: str):
         """The :class:`~grader.results.PartResult` of part ``key``, graded on first use."""
         if key not in self.parts:
-            from grader.runner import grade
-            result = grade(self.submission, cfg=self.cfg, selection=self.selection, parts=[key], checks=self.checks)
+            result = self.grading.grade(self.submission, parts=[key])
             self.parts[key] = result.parts[0]
         return self.parts[key]
 

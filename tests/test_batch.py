@@ -171,3 +171,18 @@ def test_ctrl_c_stops_the_batch_ends_its_workers_writes_what_is_done_and_says_ho
     assert (out / "alice" / "result.json").is_file()
     assert not (out / "zara" / "result.json").exists() and not (out / "zoe" / "result.json").exists()
     assert not (out / "batch.json").exists() and not (out / ".work").exists()  # not a finished run
+
+
+def test_batch_refuses_an_output_folder_inside_the_class_and_jobs_below_1_with_one_line(tmp_path, capsys):
+    from grader.cli import main
+    root = tmp_path / "class"
+    shutil.copytree(SOLUTIONS, root / "alice")
+    cfg = write_config(tmp_path, sizes={"part1_naive": [5]})
+    for out, extra in ((root / "grades", []), (root, []), (tmp_path / "o", ["--jobs", "0"]),
+                       (tmp_path / "o", ["--jobs", "-2"]), (root / "grades", ["--slurm", "--no-submit"])):
+        assert main(["batch", str(root), "--out", str(out), "--config", str(cfg), "--backend", "emulator",
+                     *extra]) == 2, (out, extra)
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and err.startswith("scangrade: error: --"), err
+        assert ("inside the class folder" in err) != bool(extra and extra[0] == "--jobs"), err
+    assert not (root / "grades").exists() and not (tmp_path / "o").exists()

@@ -29,11 +29,11 @@ from pathlib import Path
 from grader import __version__
 from grader.backends import Selection
 from grader.classwork.gradebook import class_summary, gradebook_csv
-from grader.classwork.store import (MANIFEST, RESULT, load_intact, shard_positions, write_atomic, write_manifest,
+from grader.classwork.store import (MANIFEST, RESULT, check_out_folder, load_intact, shard_positions, write_atomic, write_manifest,
                                     write_reports)
 from grader.classwork.submissions import Submission, find_submissions, require_submissions
 from grader.config import Config
-from grader.errors import GradingStopped, Interrupted
+from grader.errors import GradingStopped, Interrupted, UsageError
 from grader.parts import PARTS
 from grader.results import PartStatus, SubmissionResult
 from grader.runner import grade, ungraded_part
@@ -84,7 +84,18 @@ def _interrupted(out: Path, work: Path, rows: list[tuple[str, SubmissionResult]]
                        f"{out}; run the same command with --resume to grade the other {total - len(rows)}")
 
 
-def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume: bool = False, jobs: int = 0,
+def check_jobs(jobs: int | None) -> None:
+    """Refuse ``jobs`` below 1 (None is automatic: one per GPU, or one per core on the emulator).
+
+    Raises:
+        UsageError: one line saying what to pass instead.
+    """
+    if jobs is not None and jobs < 1:
+        raise UsageError(f"--jobs {jobs}: grade at least 1 submission at once, or leave --jobs out for one per "
+                         "GPU (one per core on the emulator)")
+
+
+def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume: bool = False, jobs: int | None = None,
           checks: bool = True, on_done: Callable[[str, SubmissionResult, bool], None] | None = None,
           shard: tuple[int, int] | None = None, reports: StudentReports) -> list[tuple[str, SubmissionResult]]:
     """Grade every submission of ``folder`` into ``out``.
@@ -95,7 +106,7 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
             before it (:func:`grader.render.student.student_reports` writes every format).
         resume: skip submissions whose ``result.json`` is already written and intact.
         checks: the emulator's checks (see :func:`grader.runner.grade`); on by default.
-        jobs: submissions graded at once; 0 means one per visible GPU on the pycuda backend (each
+        jobs: submissions graded at once (1 or more); None means one per visible GPU on the pycuda backend (each
             pinned with ``CUDA_VISIBLE_DEVICES``), one per CPU core on the emulator (each emulator
             then runs one worker thread).
         on_done: called as ``(id, result, was_resumed)`` after each submission.
@@ -107,13 +118,15 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
         ``batch.json`` manifest (config fingerprint, shard, students) are written.
 
     Raises:
-        UsageError: ``folder`` is unusable or holds no submission (nothing is written then), or the
-            shard is not 0 <= I < K.
+        UsageError: ``folder`` is unusable or holds no submission, ``out`` is inside it, ``jobs`` is
+            below 1 (nothing is written then), or the shard is not 0 <= I < K.
         Interrupted: Ctrl-C (``KeyboardInterrupt``) while grading: no submission is started after it,
             the running ones' workers are ended (their process sessions), and the gradebook and
             summary of the submissions finished so far are written, without the manifest (the run
             did not finish); the message says what was written and that ``resume`` goes on.
     """
+    check_jobs(jobs)
+    check_out_folder(folder, out)
     require_submissions(folder)
     out.mkdir(parents=True, exist_ok=True)
     work = out / ".work"

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader import __version__
+from grader.classwork.store import check_out_folder
 from grader.classwork.submissions import count_submissions
 from grader.config import BACKEND_CHOICES
 from grader.errors import UsageError
@@ -116,7 +117,7 @@ def _option_name(opt: str) -> str:
 
 
 def sbatch_scripts(submissions: Path, *, out: Path, shards: int, config: Path, private_config: Path | None,
-                   backend: str, checks: bool = False, jobs: int = 0, options: list[str] | tuple[str, ...] = (),
+                   backend: str, checks: bool = False, jobs: int | None = None, options: list[str] | tuple[str, ...] = (),
                    resume: bool = False, python: str | None = None,
                    allow_unsandboxed: bool = False) -> tuple[str, str]:
     """The text of the array job script and of the merge job script.
@@ -166,7 +167,7 @@ def sbatch_scripts(submissions: Path, *, out: Path, shards: int, config: Path, p
         cmd.append("--resume")
     if allow_unsandboxed:
         cmd.append("--allow-unsandboxed")
-    if jobs > 0:
+    if jobs:
         cmd += ["--jobs", str(jobs)]
     elif backend == "emulator":
         cmd += ["--jobs", '"${SLURM_CPUS_ON_NODE:-1}"']
@@ -253,7 +254,7 @@ def submit(plan: SlurmPlan, *, sbatch: str = "sbatch") -> SlurmPlan:
 
 
 def slurm_batch(submissions: Path, *, out: Path, config: Path, private_config: Path | None, backend: str,
-                checks: bool = False, jobs: int = 0, shards: int | None = None,
+                checks: bool = False, jobs: int | None = None, shards: int | None = None,
                 options: list[str] | tuple[str, ...] = (), resume: bool = False, submit_jobs: bool = True,
                 sbatch: str = "sbatch", python: str | None = None, allow_unsandboxed: bool = False) -> SlurmPlan:
     """Write ``OUT/slurm/grade.sbatch`` and ``merge.sbatch`` for a class and (unless told not to)
@@ -270,8 +271,10 @@ def slurm_batch(submissions: Path, *, out: Path, config: Path, private_config: P
         submit_jobs: submit with sbatch; False writes the scripts only.
 
     Raises:
-        UsageError: an unusable folder or option, or sbatch missing or refusing.
+        UsageError: an unusable folder or option (``out`` inside ``submissions`` included), or
+            sbatch missing or refusing.
     """
+    check_out_folder(submissions, out)
     students = count_submissions(submissions)
     k = shards if shards is not None else max(1, math.ceil(students / DEFAULT_PER_SHARD))
     grade_text, merge_text = sbatch_scripts(submissions, out=out, shards=k, config=config,

@@ -68,6 +68,19 @@ def write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def check_out_folder(submissions: Path, out: Path) -> None:
+    """Refuse an output folder inside the class folder (or the class folder itself): the next run
+    would take it, and the students' copies in it, for a submission.
+
+    Raises:
+        UsageError: one line naming both folders and what to do.
+    """
+    inside, folder = out.resolve(), submissions.resolve()
+    if inside == folder or folder in inside.parents:
+        raise UsageError(f"--out {out} is inside the class folder {submissions}: its files would be graded as a "
+                         "submission; choose an output folder outside it")
+
+
 def load_intact(path: Path) -> SubmissionResult | None:
     """A saved result, or None when it is missing, cut short or not a scangrade result."""
     try:
