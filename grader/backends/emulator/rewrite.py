@@ -34,31 +34,16 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
+from grader.ctokens import Token, logical_lines, tokenize
 from grader.errors import CompileError
 
 __all__ = ["rewrite_source", "RewriteResult", "find_definitions", "find_shifts"]
 
-_TOKEN_RE = re.compile(
-    r"""
-      (?P<ws>(?:[ \t\r\f\v]|\\\r?\n)+)
-    | (?P<nl>\n)
-    | (?P<lc>//(?:[^\n\\]|\\.)*)
-    | (?P<bc>/\*.*?(?:\*/|\Z))
-    | (?P<raw>(?:u8|[uUL])?R"(?P<delim>[^()\\\s"]{0,16})\()
-    | (?P<str>(?:u8|[uUL])?"(?:\\.|[^"\\\n])*")
-    | (?P<chr>(?:u8|[uUL])?'(?:\\.|[^'\\\n])*')
-    | (?P<num>\.?\d(?:[eEpP][+-]|[\w.'])*)
-    | (?P<id>[A-Za-z_$][\w$]*)
-    | (?P<punct>::|->|.)
-    """,
-    re.S | re.X,
-)
-
-_LINE_RE = re.compile(r'#\s*(?:line\s+)?(\d+)(?:\s+"((?:\\.|[^"\\])*)")?')
-_DEFINE_RE = re.compile(r"#\s*define\s+[A-Za-z_]\w*(?:\([^)]*\))?")
-_DEFINE_NAME_RE = re.compile(r"#\s*define\s+([A-Za-z_]\w*)(\([^)]*\))?")
-_IF_RE = re.compile(r"#\s*(?:el)?if\b")
-_STRING_OR_ID_RE = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|/\*.*?\*/|//[^\n]*|[A-Za-z_]\w*', re.S)
+#: Blanks, comments and line splices after a directive's last token, up to the line break ending it.
+_DIRECTIVE_TAIL = re.compile(r"(?:[ \t\f\v\0]+|/\*.*?\*/|//[^\n]*|\\[ \t\f\v]*(?:\r\n|\r|\n))*", re.S)
+#: The lexer's kinds as the rewrite names them (a header name only occurs inside a directive).
+_KINDS = {"id": "id", "number": "num", "string": "str", "char": "chr", "header": "str", "punct": "punct",
+          "other": "punct"}
 
 #: Names of the emulator's runtime (its memory-check hooks, entry points and ABI): a submission that
 #: defines or names one could switch the checks off, so it is refused.
@@ -82,10 +67,17 @@ _KEYWORDS = {
 
 @dataclass(frozen=True)
 class _Tok:
+    """A token of the rewrite: ``text`` is what it means (an identifier with its universal character
+    names decoded, a digraph as its primary spelling), ``src`` the original text it came from (what is
+    written back when it is not rewritten); ``parts`` are a directive's tokens (kind ``pp``).
+    Punctuators other than ``::`` and ``->`` come one character a token (``<<`` is ``<`` ``<``)."""
+
     kind: str  # id, num, str, chr, punct, pp (a whole preprocessor directive)
     text: str
     start: int
     end: int
+    src: str = ""
+    parts: tuple[Token, ...] = ()
 
 
 @dataclass
@@ -123,16 +115,18 @@ class _Locator:
         return bisect.bisect_left(self._newlines, offset) + 1
 
     def directive(self, tok: _Tok) -> None:
-        m = _LINE_RE.match(tok.text)
-        if not m:
+        """Follow ``tok`` when it is a ``#line`` directive or a line marker (``# 12 "file"``)."""
+        p = tok.parts
+        k = 2 if len(p) > 1 and p[1].kind == "id" and p[1].value == "line" else 1
+        if len(p) <= k or p[k].kind != "number" or not p[k].text.isdigit():
             return
-        file = m.group(2)
-        if file is None:
-            file = self.locate(tok.start)[0]
-        else:
+        if len(p) > k + 1 and p[k + 1].kind == "string" and p[k + 1].text.startswith('"'):
+            file = p[k + 1].text[1:-1]
             file = file.encode().decode("unicode_escape") if "\\" in file else file
+        else:
+            file = self.locate(tok.start)[0]
         next_physical = self.physical_line(tok.end) + 1
-        self._marks.append((next_physical, file, int(m.group(1))))
+        self._marks.append((next_physical, file, int(p[k].text)))
 
     def locate(self, offset: int) -> tuple[str, int]:
         phys = self.physical_line(offset)
@@ -144,63 +138,50 @@ class _Locator:
 
 
 def _tokenize(text: str) -> list[_Tok]:
+    """The rewrite's tokens of ``text`` (:func:`grader.ctokens.tokenize`, as GCC reads it): a directive
+    is one ``pp`` token from its ``#`` to the end of its logical line (trailing comments and splices
+    included); other punctuators are split into single characters but ``::`` and ``->``."""
     toks: list[_Tok] = []
-    pos, n = 0, len(text)
-    line_start = True  # only whitespace seen since the last newline
-    while pos < n:
-        c = text[pos]
-        if c == "#" and line_start:
-            end = _directive_end(text, pos)
-            toks.append(_Tok("pp", text[pos:end], pos, end))
-            pos, line_start = end, False
+    for line in logical_lines(tokenize(text)):
+        if line[0].value == "#":
+            start, end = line[0].start, _DIRECTIVE_TAIL.match(text, line[-1].end).end()
+            while end > start and text[end - 1] in "\r\n":  # the line break ending it is not its own
+                end -= 1
+            toks.append(_Tok("pp", text[start:end], start, end, text[start:end], tuple(line)))
             continue
-        m = _TOKEN_RE.match(text, pos)
-        assert m is not None  # the last alternative matches any character
-        kind = m.lastgroup
-        if kind == "delim":
-            kind = "raw"
-        end = m.end()
-        if kind == "raw":
-            close = text.find(")" + (m.group("delim") or "") + '"', end)
-            end = n if close < 0 else close + len(m.group("delim") or "") + 2
-            toks.append(_Tok("str", text[pos:end], pos, end))
-            line_start = False
-        elif kind == "nl":
-            line_start = True
-        elif kind in ("ws", "lc", "bc"):
-            if "\n" in m.group() and kind == "bc":
-                line_start = False  # code after a multi-line comment is not at a line start
-        else:
-            toks.append(_Tok(kind, m.group(), pos, end))
-            line_start = False
-        pos = end
+        for t in line:
+            kind, meaning = _KINDS[t.kind], (t.value if t.kind in ("id", "punct") else t.text)
+            if kind != "punct" or len(meaning) == 1 or meaning in ("::", "->"):
+                toks.append(_Tok(kind, meaning, t.start, t.end, text[t.start:t.end]))
+                continue
+            pieces = ["->", *meaning[2:]] if meaning.startswith("->") else list(meaning)
+            if t.end - t.start == len(meaning):  # as written: each piece its own characters
+                cuts = [t.start + sum(len(x) for x in pieces[:n]) for n in range(len(pieces) + 1)]
+            else:  # a digraph or a splice inside: the first piece takes what the rest do not
+                cuts = [t.start] + [t.end - (len(pieces) - n) for n in range(1, len(pieces) + 1)]
+            for piece, a, b in zip(pieces, cuts, cuts[1:]):
+                toks.append(_Tok("punct", piece, a, b, text[a:b]))
     return toks
 
 
-def _directive_end(text: str, pos: int) -> int:
-    """End offset (exclusive, before the newline) of the directive starting at ``pos``."""
-    n = len(text)
-    i = pos
-    while i < n:
-        c = text[i]
-        if c == "\n":
-            if i > pos and text[i - 1] == "\\" or (i > pos + 1 and text[i - 2:i] == "\\\r"):
-                i += 1
-                continue
-            return i
-        if c == "/" and text.startswith("/*", i):
-            close = text.find("*/", i + 2)
-            i = n if close < 0 else close + 2
-            continue
-        if c == "/" and text.startswith("//", i):
-            nl = text.find("\n", i)
-            return n if nl < 0 else nl
-        if c in "\"'":
-            m = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'').match(text, i)
-            i = m.end() if m else i + 1
-            continue
-        i += 1
-    return n
+def _define_head(tok: _Tok) -> tuple[str, list[str] | None, int] | None:
+    """``(name, parameters or None, end of the head in tok.text)`` of a ``#define`` directive token
+    (``...`` as ``__VA_ARGS__``), or None for any other directive."""
+    p = tok.parts
+    if len(p) < 3 or p[1].value != "define" or p[2].kind != "id":
+        return None
+    name = p[2]
+    if len(p) > 3 and p[3].value == "(" and p[3].start == name.end:  # function-like: `(` right after the name
+        close = next((k for k in range(4, len(p)) if p[k].value == ")"), None)
+        if close is not None:
+            params = [("__VA_ARGS__" if t.value == "..." else t.value) for t in p[4:close] if t.value != ","]
+            return name.value, params, p[close].end - tok.start
+    return name.value, None, name.end - tok.start
+
+
+def _directive_names(tok: _Tok, lo: int = 2) -> set[str]:
+    """The identifiers of a directive token from its part ``lo`` on."""
+    return {t.value for t in tok.parts[lo:] if t.kind == "id"}
 
 
 def _match_forward(toks: list[_Tok], i: int, end: int) -> int:
@@ -576,11 +557,6 @@ def _invocations(toks: list[_Tok], lo: int, names: set[str]) -> list[tuple[str, 
     return found
 
 
-def _identifiers(text: str) -> set[str]:
-    """The identifiers of a directive's text (strings and comments skipped)."""
-    return {w for w in _STRING_OR_ID_RE.findall(text) if w[0].isalpha() or w[0] == "_"}
-
-
 def _c_string(text: str) -> str:
     """``text`` as a C string literal."""
     out = []
@@ -636,7 +612,7 @@ class _Rewriter:
 
     def tok_text(self, k: int) -> str:
         """Token k as rewritten: its override (or text), inside the shift helpers wrapped around it."""
-        text = self.overrides.get(k, self.toks[k].text)
+        text = self.overrides.get(k, self.toks[k].src)
         if k in self.shift_prefix or k in self.shift_suffix:
             text = "".join(self.shift_prefix.get(k, ())) + text + self.shift_suffix.get(k, "")
         return text
@@ -657,8 +633,9 @@ class _Rewriter:
             t = toks[i]
             if t.kind == "pp":
                 self.loc.directive(t)
-                for m in _STRING_OR_ID_RE.finditer(t.text):
-                    self._refuse_reserved(m.group(), t.start)
+                for part in t.parts:
+                    if part.kind == "id":
+                        self._refuse_reserved(part.value, part.start)
                 self._rewrite_define(i)
                 i += 1
                 continue
@@ -936,25 +913,23 @@ class _Rewriter:
         names inside it, as a macro would."""
         t = self.toks[i]
         text = self._shift_define(t)
-        m = _DEFINE_RE.match(text)
-        if not m or not self.file_names:
+        head = _define_head(t)
+        if head is None or not self.file_names:
             if text != t.text:
                 self.edits.append((t.start, t.end, text))
             return
-        body = text[m.end():]
-
-        def sub(mo: re.Match[str]) -> str:
-            w = mo.group()
-            if w not in self.file_names:
-                return w
-            before = body[:mo.start()].rstrip()
-            if before.endswith("::"):
-                return f"{self.file_names[w]}()"
-            if before.endswith((".", "->")):
-                return w
-            return f"({self.file_names[w]}())"
-
-        new = text[:m.end()] + _STRING_OR_ID_RE.sub(sub, body)
+        body = text[head[2]:]
+        out: list[str] = []
+        pos, before = 0, ""
+        for tok in tokenize(body):
+            out.append(body[pos:tok.start])
+            accessor = self.file_names.get(tok.value) if tok.kind == "id" else None
+            if accessor is None or before in (".", "->"):
+                out.append(body[tok.start:tok.end])
+            else:
+                out.append(f"{accessor}()" if before == "::" else f"({accessor}())")
+            pos, before = tok.end, tok.value
+        new = text[:head[2]] + "".join(out) + body[pos:]
         if new != t.text:
             self.edits.append((t.start, t.end, new))
 
@@ -983,16 +958,16 @@ class _Rewriter:
         """The directive ``t`` with the shifts of its ``#define`` body wrapped (``t.text`` when none,
         or when an ``#if`` may expand the macro: a call cannot be evaluated there). The helpers get
         the line of the shift and, through ``__LINE__``, the line where the macro is used."""
-        m = _DEFINE_NAME_RE.match(t.text)
-        if not m or m.group(1) in self.if_macros:
+        head = _define_head(t)
+        if head is None or head[0] in self.if_macros:
             return t.text
-        src = ";" + t.text[m.end():]  # `;`: a leading `#` is not a directive, and no operand reaches out
+        src = ";" + t.text[head[2]:]  # `;`: a leading `#` is not a directive, and no operand reaches out
         toks = _tokenize(src)
         shifts = find_shifts(toks, 1)
         if not shifts:
             return t.text
-        base = t.start + m.end() - 1
-        name = _c_string(m.group(1))
+        base = t.start + head[2] - 1
+        name = _c_string(head[0])
 
         def site(s: _Shift) -> str:
             file, line = self.loc.locate(base + toks[s.op].start)
@@ -1005,10 +980,10 @@ class _Rewriter:
         for k in range(1, len(toks)):
             tk = toks[k]
             out.append(src[pos:tk.start])
-            out.append("".join(prefix.get(k, ())) + tk.text + suffix.get(k, ""))
+            out.append("".join(prefix.get(k, ())) + tk.src + suffix.get(k, ""))
             pos = tk.end
         out.append(src[pos:])
-        return t.text[:m.end()] + "".join(out)
+        return t.text[:head[2]] + "".join(out)
 
     def _macros_with_unsafe_arguments(self) -> set[str]:
         """Macros whose body has a parameter, not parenthesised, in a shift's left operand
@@ -1020,13 +995,9 @@ class _Rewriter:
         """
         defines: list[tuple[str, list[str] | None, list[_Tok]]] = []
         for t in self.toks:
-            m = _DEFINE_NAME_RE.match(t.text) if t.kind == "pp" else None
-            if m:
-                params = None
-                if m.group(2) is not None:
-                    params = [p.strip() for p in m.group(2)[1:-1].split(",")]
-                    params = ["__VA_ARGS__" if p == "..." else p for p in params]
-                defines.append((m.group(1), params, _tokenize(";" + t.text[m.end():])))
+            head = _define_head(t) if t.kind == "pp" else None
+            if head is not None:
+                defines.append((head[0], head[1], _tokenize(";" + t.text[head[2]:])))
         if not defines:
             return set()
         # names whose expansion has a low-precedence operator outside brackets
@@ -1080,13 +1051,12 @@ class _Rewriter:
         for t in self.toks:
             if t.kind != "pp":
                 continue
-            m = _DEFINE_NAME_RE.match(t.text)
-            if m:
-                bodies.setdefault(m.group(1), set()).update(_identifiers(t.text[m.end():]))
-                continue
-            m = _IF_RE.match(t.text)
-            if m:
-                roots |= _identifiers(t.text[m.end():])
+            head = _define_head(t)
+            if head is not None:
+                bodies.setdefault(head[0], set()).update(
+                    p.value for p in t.parts if p.kind == "id" and p.start >= t.start + head[2])
+            elif len(t.parts) > 1 and t.parts[1].value in ("if", "elif"):
+                roots |= _directive_names(t)
         closure: set[str] = set()
         todo = list(roots)
         while todo:
