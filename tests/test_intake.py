@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import stat
+import struct
 import threading
 import zipfile
 from pathlib import Path
@@ -137,13 +138,13 @@ def test_a_submission_whose_reading_does_not_end_is_refused_at_the_intake_deadli
         return honest(folder, dest)
 
     monkeypatch.setattr(intake, "snapshot_folder", hangs_for_alice)
-    monkeypatch.setattr(intake, "INTAKE_S", 0.5)
+    monkeypatch.setattr(intake, "INTAKE_S", 5.0)  # bob's reading takes milliseconds
     try:
         subs = _in_thread(lambda: {s.id: s for s in find_submissions(root, work=tmp_path / "work")})
     finally:
         release.set()
     assert subs is not None, "intake waits for a submission without end"
-    assert "took longer than 0.5 s" in subs["alice"].refused and subs["alice"].path.is_dir()
+    assert "took longer than 5 s" in subs["alice"].refused and subs["alice"].path.is_dir()
     assert not subs["bob"].refused and (subs["bob"].path / "part1_naive.cu").read_bytes() == PART1
 
 def test_links_oversized_files_and_hostile_names_fail_only_their_own_submission(tmp_path, monkeypatch):
@@ -197,6 +198,48 @@ def test_a_zip_declaring_more_than_the_cap_is_refused_before_anything_is_extract
     assert "declares" in got.refused and "more than 1 MiB" in got.refused
     assert list((tmp_path / "dest").iterdir()) == []
 
+
+
+def _declaring(path: Path, entries: int) -> None:
+    """A one-entry zip (Part 1's file) at ``path`` whose end records declare ``entries`` entries:
+    a zip64 end-of-central-directory record and its locator (APPNOTE 4.3.14-15) before the plain
+    record, whose counts say "see zip64" (0xFFFF), as a zip of 2,000,000 entries has them."""
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("part1_naive.cu", PART1)
+    data = path.read_bytes()
+    eocd = data.rindex(b"PK\x05\x06")
+    size, offset = struct.unpack_from("<LL", data, eocd + 12)
+    zip64 = struct.pack("<4sQ2H2L4Q", b"PK\x06\x06", 44, 45, 45, 0, 0, entries, entries, size, offset)
+    locator = struct.pack("<4sLQL", b"PK\x06\x07", 0, eocd, 1)
+    plain = struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, 0xFFFF, 0xFFFF, size, offset, 0)
+    path.write_bytes(data[:eocd] + zip64 + locator + plain)
+
+
+def test_a_zip_declaring_millions_of_entries_is_refused_from_its_end_record_before_its_list_is_read(tmp_path):
+    _declaring(tmp_path / "bomb.zip", 2_000_000)
+    assert (tmp_path / "bomb.zip").stat().st_size < 4096  # the declaration, not the entries
+    assert intake.zip_directory(open(tmp_path / "bomb.zip", "rb"), (tmp_path / "bomb.zip").stat().st_size)[0] == 2_000_000
+    got = intake.snapshot_zip(tmp_path / "bomb.zip", tmp_path / "dest")
+    assert "declares 2000000 entries, more than 5000" in got.refused, got
+    assert list((tmp_path / "dest").iterdir()) == []
+    _declaring(tmp_path / "fine.zip", 1)  # the same records declaring the truth: graded
+    got = intake.snapshot_zip(tmp_path / "fine.zip", tmp_path / "dest")
+    assert not got.refused and (tmp_path / "dest" / "part1_naive.cu").read_bytes() == PART1
+
+
+def test_a_zip_too_large_or_with_a_list_of_entries_too_long_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    with zipfile.ZipFile(tmp_path / "long.zip", "w") as z:
+        z.writestr("part1_naive.cu", PART1)
+        for i in range(20):
+            z.writestr(f"{i:0200d}.txt", b"")  # 20 names of 200 bytes: a list of about 5 KB
+    monkeypatch.setattr(intake, "MAX_DIRECTORY_BYTES", 4096)
+    got = intake.snapshot_zip(tmp_path / "long.zip", tmp_path / "dest")
+    assert "list of entries is" in got.refused and "more than 4096 bytes" in got.refused, got
+    monkeypatch.setattr(intake, "MAX_DIRECTORY_BYTES", 1 << 20)
+    monkeypatch.setattr(intake, "MAX_ARCHIVE_BYTES", 1024)
+    got = intake.snapshot_zip(tmp_path / "long.zip", tmp_path / "dest")
+    assert "long.zip is" in got.refused and "more than 1024 bytes" in got.refused, got
+    assert list((tmp_path / "dest").iterdir()) == []
 
 def test_a_zip_entry_larger_than_its_declared_size_is_not_graded(tmp_path):
     with zipfile.ZipFile(tmp_path / "lie.zip", "w", zipfile.ZIP_STORED) as z:

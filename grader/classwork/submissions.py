@@ -28,10 +28,12 @@ import os
 import re
 import shutil
 import stat
+import struct
+import tempfile
 import threading
 import zipfile
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -47,6 +49,11 @@ MAX_SOURCE_BYTES = 1 << 20
 MAX_ENTRIES = 5000
 #: The most bytes one submission may hold: its regular files' sizes, or a zip's declared sizes.
 MAX_TOTAL_BYTES = 100 << 20
+#: The largest zip archive opened, in bytes: no larger than what it may hold.
+MAX_ARCHIVE_BYTES = MAX_TOTAL_BYTES
+#: The largest central directory (a zip's list of entries) read, in bytes: 5000 entries of names up
+#: to 800 bytes each.
+MAX_DIRECTORY_BYTES = 4 << 20
 #: The deepest folder nesting looked into, below the submission's own folder.
 MAX_DEPTH = 32
 #: Seconds reading one submission (listing it, checking and copying its part files) may take before
@@ -386,8 +393,10 @@ def snapshot_zip(archive: Path, dest: Path) -> Intake:
     """Extract a zip submission's part files into ``dest`` (emptied first), by base name: no path
     in the archive is ever used as a destination. Per part, the shallowest entry of its name.
 
-    The archive is refused when it declares more than :data:`MAX_ENTRIES` entries or
-    :data:`MAX_TOTAL_BYTES` bytes uncompressed; a part entry that is a link, is declared or turns
+    The archive is refused, before its list of entries is read, when it is larger than
+    :data:`MAX_ARCHIVE_BYTES` or its end-of-central-directory record declares more than
+    :data:`MAX_ENTRIES` entries or a list of entries over :data:`MAX_DIRECTORY_BYTES`
+    (:func:`zip_directory`); then when it declares more than :data:`MAX_TOTAL_BYTES` bytes uncompressed; a part entry that is a link, is declared or turns
     out larger than :data:`MAX_SOURCE_BYTES`, or cannot be decompressed is not graded, with a message.
     """
     _fresh(dest)
@@ -402,8 +411,71 @@ def snapshot_zip(archive: Path, dest: Path) -> Intake:
         return _snapshot_zip(file, archive, dest)
 
 
+_EOCD = struct.Struct("<4s4H2LH")            # end of central directory record (APPNOTE 4.3.16)
+_ZIP64_LOCATOR = struct.Struct("<4sLQL")      # zip64 end of central directory locator (4.3.15)
+_ZIP64_EOCD = struct.Struct("<4sQ2H2L4Q")     # zip64 end of central directory record (4.3.14)
+
+
+def zip_directory(file, size: int) -> tuple[int, int] | None:
+    """What a zip archive's end-of-central-directory record declares: ``(entries, central
+    directory bytes)``, read from its last 64 KiB only, or None where no record is found (the zip
+    module then says the archive is unreadable).
+
+    The record is found as :mod:`zipfile` finds it (at the very end, else the last signature in the
+    final 64 KiB + 22 bytes, where a comment may follow it), and a zip64 record, when its locator
+    precedes it, replaces its counts. Source: PKWARE's APPNOTE.TXT 6.3, sections 4.3.14-4.3.16.
+
+    Args:
+        file: the archive, open for reading in binary mode (seekable).
+        size: its size in bytes.
+    """
+    tail_start = max(size - (_EOCD.size + (1 << 16)), 0)
+    file.seek(tail_start)
+    tail = file.read(size - tail_start)
+    at = len(tail) - _EOCD.size
+    if at < 0:
+        return None
+    if not (tail[at:at + 4] == b"PK\x05\x06" and tail[-2:] == b"\0\0"):
+        at = tail.rfind(b"PK\x05\x06")
+        if at < 0 or at + _EOCD.size > len(tail):
+            return None
+    _, _, _, _, entries, directory, _, _ = _EOCD.unpack_from(tail, at)
+    where = tail_start + at - _ZIP64_LOCATOR.size
+    if where >= _ZIP64_EOCD.size:
+        file.seek(where - _ZIP64_EOCD.size)
+        head = file.read(_ZIP64_EOCD.size + _ZIP64_LOCATOR.size)
+        if len(head) == _ZIP64_EOCD.size + _ZIP64_LOCATOR.size and head[_ZIP64_EOCD.size:][:4] == b"PK\x06\x07" \
+                and head[:4] == b"PK\x06\x06":
+            record = _ZIP64_EOCD.unpack_from(head)
+            entries, directory = record[7], record[8]
+    return entries, directory
+
+
+def _zip_refusal(file, size: int, shown: str) -> str:
+    """Why an archive is refused before :mod:`zipfile` reads its central directory (which costs time
+    and memory per entry: 2,000,000 empty entries took 33 s and 750 MB), or "": its size over
+    :data:`MAX_ARCHIVE_BYTES`, its declared entries over :data:`MAX_ENTRIES`, its central directory
+    over :data:`MAX_DIRECTORY_BYTES` (which bounds what is read however many entries it claims)."""
+    if size > MAX_ARCHIVE_BYTES:
+        return f"{shown} is {size} bytes, more than {_size(MAX_ARCHIVE_BYTES)}; submit the part files only"
+    declared = zip_directory(file, size)
+    if declared is None:
+        return ""
+    entries, directory = declared
+    if entries > MAX_ENTRIES:
+        return f"the zip declares {entries} entries, more than {MAX_ENTRIES}; submit the part files only"
+    if directory > MAX_DIRECTORY_BYTES:
+        return (f"the zip's list of entries is {directory} bytes, more than {_size(MAX_DIRECTORY_BYTES)}; "
+                "submit the part files only")
+    return ""
+
+
 def _snapshot_zip(file, archive: Path, dest: Path) -> Intake:
     """:func:`snapshot_zip` on the archive's open regular ``file``."""
+    refused = _zip_refusal(file, os.fstat(file.fileno()).st_size, show(archive.name))
+    if refused:
+        return Intake(dest, refused=refused)
+    file.seek(0)
     try:
         z = zipfile.ZipFile(file)
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
@@ -548,15 +620,18 @@ def require_submissions(folder: Path) -> int:
 def _within_time(snapshot: Callable[[Path, Path], Intake], entry: Path, dest: Path) -> Intake:
     """``snapshot(entry, dest)`` within :data:`INTAKE_S` seconds, else a refused :class:`Intake`.
 
-    The snapshot runs in a thread of its own; one still running at the deadline (a file system that
-    hangs, a file that blocks a read) is left behind, its submission refused, and the batch goes on.
-    An exception the snapshot raises is raised here.
+    The snapshot runs in a thread of its own, into a private folder beside ``dest`` that becomes
+    ``dest`` when it is done; one still running at the deadline (a file system that hangs, a file
+    that blocks a read) is left behind with its folder, its submission refused, and the batch goes
+    on. An exception the snapshot raises is raised here.
     """
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f".{dest.name}.reading-", dir=dest.parent))
     box: list = []
 
     def read() -> None:
         try:
-            box.append(snapshot(entry, dest))
+            box.append(snapshot(entry, scratch))
         except BaseException as exc:  # handed to the caller's thread
             box.append(exc)
 
@@ -566,8 +641,12 @@ def _within_time(snapshot: Callable[[Path, Path], Intake], entry: Path, dest: Pa
     if not box:
         return Intake(dest, refused=f"reading {show(entry.name)} took longer than {INTAKE_S:g} s; it was not graded")
     if isinstance(box[0], BaseException):
+        shutil.rmtree(scratch, ignore_errors=True)
         raise box[0]
-    return box[0]
+    if dest.exists():
+        shutil.rmtree(dest)
+    os.replace(scratch, dest)
+    return replace(box[0], path=dest)
 
 
 def find_submissions(folder: Path, *, work: Path) -> list[Submission]:
