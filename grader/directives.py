@@ -27,10 +27,16 @@ pp-numbers (``1'000``) are skipped whole, and the text is read both with and wit
 (``??=`` is ``#``, ``??/`` a backslash), since which the compiler applies depends on its language
 mode. Anything seen in either reading is checked.
 
+Token pasting (``a##b``) builds an identifier from its leftmost piece on, and that piece is written
+somewhere in the file: so an identifier that begins the name of ``__has_include``,
+``__has_include_next``, ``__has_embed`` or ``_Pragma`` without being it (``__has_``, ``_Prag``, ``_``,
+``__``) is refused wherever it stands, and no macro can assemble those operators. (Pasting cannot make
+a directive within one preprocessing pass; what nvcc's second pass would read as one is judged on the
+first pass's output: :func:`check_preprocessed`.)
+
 This is a first line only: where bubblewrap exists the compilers run in a sandbox that shows them
 no private file (the emulator's compile, and the GPU path's nvcc: see
-:mod:`grader.backends.pycuda_backend`); token pasting can spell ``__has_include`` or ``_Pragma``
-out of pieces this filter cannot see through.
+:mod:`grader.backends.pycuda_backend`).
 """
 
 from __future__ import annotations
@@ -58,6 +64,15 @@ _HARMLESS_DIRECTIVES = frozenset({
     "error", "warning", "pragma",
 })
 _ALLOWED_TEXT = ", ".join(sorted(ALLOWED_HEADERS))
+#: Operators the preprocessor evaluates by name, and what each could be made to do.
+_OPERATORS = {**{name: "tests whether a file exists" for name in HAS_FILE},
+              "_Pragma": "runs a pragma that no filter of the written text sees"}
+#: Identifiers that begin an operator's name: token pasting (``a##b``) builds a name from its left
+#: piece on, so ``__has_ ## include`` is ``__has_include``; the leftmost piece is always written
+#: somewhere in the file (maybe as a macro's argument or body).
+_PIECES = {name[:k]: name for name in sorted(_OPERATORS, key=len, reverse=True) for k in range(1, len(name))}
+for _name in _OPERATORS:
+    _PIECES.pop(_name, None)  # the whole name is checked where it stands
 
 
 def _refuse(filename: str, line: int, what: str, why: str) -> CompileError:
@@ -109,6 +124,11 @@ def _check_operators(toks: list[Token], filename: str) -> None:
         if tok.kind != "id":
             continue
         after = toks[k + 1:k + 4]
+        if tok.value in _PIECES:
+            name = _PIECES[tok.value]
+            raise _refuse(filename, tok.line, tok.value,
+                          f"token pasting (`a##b`) could build `{name}` from it, which {_OPERATORS[name]}; "
+                          "rename it")
         if tok.value in HAS_FILE:
             plain = (len(after) == 3 and after[0].value == "(" and after[1].kind == "header"
                      and after[1].text[0] == "<" and after[1].text[1:-1] in ALLOWED_HEADERS and after[2].value == ")")

@@ -80,6 +80,13 @@ scene = test_attacks.scene
     ('#if defined __has_include("/etc/hostname")\n#endif\n', 1, "__has_include"),
     ('_Pragma("GCC dependency \\"/etc/hostname\\"")\n', 1, "_Pragma"),
     ('#define P(x) _Pragma(#x)\n', 1, "_Pragma"),
+    ('#if __has_\\u0069nclude("/etc/hostname")\n#endif\n', 1, "__has_include"),   # a universal character name
+    ('%:\\u0069nclude "/etc/hostname"\n', 1, "#include"),
+    ('#define J(a, b) a##b\n#if J(__has_, include)("/etc/hostname")\n#endif\n', 2, "__has_"),  # pasted
+    ('#define J(a, b) a##b\n#define Q(x) J(x, clude)\n#if Q(__has_in)(</etc/hostname>)\n#endif\n', 3, "__has_in"),
+    ('#define J(a, b) a##b\nJ(_Pra, gma)("GCC dependency \\"/etc/hostname\\"")\n', 2, "_Pra"),
+    ('#define U _\n', 1, "_"),
+    ('#define K(a) a##_next\n#if K(__has_include)(<cstdio>)\n#endif\n', 2, "__has_include"),
 ])
 def test_every_spelling_of_a_directive_that_names_a_file_is_refused_with_its_line(source, line, shown):
     with pytest.raises(CompileError) as info:
@@ -116,6 +123,8 @@ DIRECTIVE_ATTACKS = {  # attack: the first line the filter must name, found by t
     "has_include_scan": '#if __has_include("@@TARGET@@")',
     "include_spellings": '%:include "@@TARGET@@"',
     "include_dev_zero": '#include "/dev/zero"',
+    "has_include_ucn": '#if __has_\\u0069nclude("@@TARGET@@")',
+    "has_include_pasted": '#if SG_PASTE(__has_, include)("@@TARGET@@")',
 }
 
 
