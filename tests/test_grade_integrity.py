@@ -69,3 +69,42 @@ def test_a_kernel_that_skips_its_work_in_the_profiled_launch_gets_no_profile_poi
     honest = grade(_submit(tmp_path, part2, "honest"), cfg=cfg, selection=EMULATOR).parts[0]
     assert honest.profile.points < 4.0 and honest.profile.conflict_wavefronts > 0
     assert "did not compute" not in honest.profile.message
+
+
+def test_no_macro_tells_student_code_it_runs_on_the_emulator(tmp_path):
+    """A serial scan for ``__SCANGRADE_EMULATOR__`` and a Blelloch scan without barriers for a GPU:
+    the emulator compiles what a GPU would, and its checks fail it."""
+    folder = tmp_path / "two-scans"
+    folder.mkdir()
+    (folder / "part2_blelloch.cu").write_text((ATTACKS / "emulator_macro_two_scans.cu").read_text())
+    cfg = load_config(write_config(tmp_path, sizes={"part2_blelloch": [5, 100, 256]},
+                                   extra="emulator:\n  workers: 1\n"))
+    part = grade(folder, cfg=cfg, selection=EMULATOR).parts[0]
+    assert part.status == "fail" and part.points < part.max_points / 2, [(c.name, c.status) for c in part.cases]
+    assert any(c.kind == "race" for c in part.cases), [(c.name, c.kind, c.message[:200]) for c in part.cases]
+
+
+def test_no_macro_of_the_emulator_names_it(tmp_path):
+    """What the emulator's compile defines for a file that includes every stub CUDA header it
+    supports: no macro name says scangrade or emulator (the runtime's reserved ``__SG_`` names are
+    refused in student code)."""
+    import subprocess
+
+    from grader.backends.emulator import EmulatorBackend
+    from grader.backends.emulator.build import STUB_INCLUDE_DIR
+
+    source = tmp_path / "all.cu"
+    headers = [h.name for h in sorted(STUB_INCLUDE_DIR.glob("*.h")) if "#error" not in h.read_text()]
+    assert "cuda_runtime.h" in headers
+    source.write_text("".join(f"#include <{name}>\n" for name in headers))
+    backend = EmulatorBackend(workers=1, nvcc_check=False)
+    try:
+        argv = backend.toolchain.module_command(source, tmp_path / "all.so", tmp_path / "runtime.o")
+    finally:
+        backend.close()
+    argv = argv[:argv.index("-c")] + ["-dM", "-E", str(source)]
+    names = [line.split()[1].split("(")[0] for line in subprocess.run(argv, capture_output=True, text=True,
+                                                                      check=True).stdout.splitlines()]
+    assert "__CUDA_ARCH__" in names and len(names) > 100
+    told = [n for n in names if "SCANGRADE" in n.upper() or "EMULAT" in n.upper()]
+    assert not told, told

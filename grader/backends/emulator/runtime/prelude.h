@@ -8,8 +8,7 @@
  * declaration into a reference into the block's shared-memory arena; a `__shared__` the rewrite
  * could not see (e.g. produced by a macro) is reported by the compiler as not supported.
  */
-#ifndef SCANGRADE_EMULATOR_PRELUDE_H
-#define SCANGRADE_EMULATOR_PRELUDE_H
+#pragma once  /* not an include guard: no macro of ours names the emulator (see below) */
 
 #include <assert.h>
 #include <limits.h>
@@ -27,7 +26,10 @@
 
 #include "sg_abi.h"
 
-#define __SCANGRADE_EMULATOR__ 1
+/* No macro names the emulator to the code it compiles: a file could otherwise hold a correct scan
+ * for the emulator and another, racy one for a GPU. __CUDA_ARCH__ is 700: the emulator offers what
+ * sm_70 does (independent thread scheduling, no sm_90 bulk copies), so code with a path for newer
+ * GPUs takes its plain one here, as on a V100. Other differences from nvcc remain visible (docs/security.md). */
 #ifndef __CUDACC__
 #define __CUDACC__ 1
 #endif
@@ -497,5 +499,3 @@ static inline int __sg_register(const char *name, void (*f)(A...)) {
 #define __no_sanitize_undefined__
 #define disable_sanitizer_instrumentation
 #define __disable_sanitizer_instrumentation__
-
-#endif

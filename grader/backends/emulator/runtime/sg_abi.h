@@ -9,8 +9,7 @@
  * hold the thread's __sg_ThreadCtx, so device code finds its threadIdx/blockIdx from the stack
  * pointer alone (no thread-local storage, no call).
  */
-#ifndef SCANGRADE_SG_ABI_H
-#define SCANGRADE_SG_ABI_H
+#pragma once
 
 #include <stddef.h>
 #include <stdint.h>
@@ -107,5 +106,3 @@ __SG_HIDDEN __attribute__((cold)) void __sg_shift_clamped(const char *file, int 
 __SG_HIDDEN __attribute__((noreturn)) void __sg_assert_fail(const char *expr, const char *file, unsigned int line,
                                                             const char *func);
 }
-
-#endif

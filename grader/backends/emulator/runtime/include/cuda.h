@@ -1,9 +1,7 @@
 /* scangrade CPU emulator: stub cuda.h (driver API types only; nothing is emulated here). */
-#ifndef SCANGRADE_STUB_CUDA_H
-#define SCANGRADE_STUB_CUDA_H
+#pragma once
 #ifndef CUDA_VERSION
 #define CUDA_VERSION 12000
 #endif
 typedef int CUresult;
 typedef int CUdevice;
-#endif

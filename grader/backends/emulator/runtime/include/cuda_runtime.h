@@ -1,6 +1,4 @@
 /* scangrade CPU emulator: stub cuda_runtime.h. The prelude (force-included) already provides the
  * device dialect; this header only adds the host API types a kernel file may name. */
-#ifndef SCANGRADE_STUB_CUDA_RUNTIME_H
-#define SCANGRADE_STUB_CUDA_RUNTIME_H
+#pragma once
 #include "cuda_runtime_api.h"
-#endif
