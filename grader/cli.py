@@ -146,6 +146,18 @@ def build_parser() -> argparse.ArgumentParser:
                     private_help="a private config (hidden sizes, their seed), put in the bundle and used for "
                                  "every submission")
     gsb.set_defaults(run=_package)
+    plb = sub.add_parser("prairielearn-bundle", help="build the folder for PrairieLearn's serverFilesCourse: the "
+                                                     "entrypoint run.sh, a Dockerfile, the grader, config (see "
+                                                     "docs/prairielearn.md)")
+    plb.add_argument("out", metavar="OUT", help="the folder to write, copied to serverFilesCourse/OUT's name/")
+    plb.add_argument("--timeout", type=int, default=None, metavar="SECONDS",
+                     help="the job timeout the questions set in info.json (externalGradingOptions.timeout, at most "
+                          "600; default 120): the config's timeouts.submission_s must fit in it")
+    plb.add_argument("--force", action="store_true", help="replace an existing OUT")
+    _config_options(plb, config_help="the course's config (default: ./config.yaml)",
+                    private_help="a private config (hidden sizes, their seed), put in the bundle and used for "
+                                 "every submission")
+    plb.set_defaults(run=_package)
     b = sub.add_parser("bench", help="time the reference solutions against a copy, CUB and library scans "
                                      "(GPU only; a benchmark, not a grade)")
     b.add_argument("--sizes", nargs="+", metavar="N",
@@ -318,16 +330,20 @@ def _merge(args: argparse.Namespace) -> int:
 
 @_exit_status
 def _package(args: argparse.Namespace) -> int:
-    """``scangrade release`` and ``scangrade gradescope-bundle``: 0 when written, 2 on usage errors."""
+    """``scangrade release``, ``gradescope-bundle`` and ``prairielearn-bundle``: 0 when written, 2 on usage errors."""
     private = Path(args.private_config) if args.private_config else None
     config = find_config(args.config, start=Path())
     if args.command == "release":
         from grader.release import build_release
         made = build_release(Path(args.out), config=config, private_config=private,
                              zip_archive=args.zip, force=args.force)
-    else:
+    elif args.command == "gradescope-bundle":
         from grader.gradescope_bundle import build_bundle
         made = build_bundle(Path(args.out), config=config, private_config=private, force=args.force)
+    else:
+        from grader.prairielearn_bundle import DEFAULT_TIMEOUT_S, build_prairielearn_bundle
+        made = build_prairielearn_bundle(Path(args.out), config=config, private_config=private, force=args.force,
+                                         timeout_s=DEFAULT_TIMEOUT_S if args.timeout is None else args.timeout)
     print(made.describe(), end="")
     return EXIT_PASS
 

@@ -23,16 +23,13 @@ CPU emulator and reports performance as not timed (see ``docs/gradescope.md``).
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
-from grader.config import load_config, load_private
+from grader.bundle import course_config, script_text, stage_course
 from grader.errors import UsageError
-from grader.parts import PARTS
-from grader.release import PROJECT_ROOT, check_destination, copy_tree, release_files, write_zip
+from grader.release import PROJECT_ROOT, check_destination, release_files, write_zip
 
 #: The bundle's scripts, stored executable (mode 0755) in the zip.
 SCRIPTS = ("setup.sh", "run_autograder")
@@ -68,8 +65,7 @@ def script(name: str) -> str:
     """
     if name not in SCRIPTS:
         raise KeyError(name)
-    text = resources.files("grader").joinpath("gradescope_files", name).read_text(encoding="utf-8")
-    return text.replace("@PART_FILES@", " ".join(p.filename for p in PARTS.values()))
+    return script_text("gradescope_files", name)
 
 
 def build_bundle(out: Path, *, config: Path, private_config: Path | None = None, force: bool = False,
@@ -97,28 +93,14 @@ def build_bundle(out: Path, *, config: Path, private_config: Path | None = None,
         raise UsageError(f"{out}: Gradescope takes the autograder as a .zip; name the output e.g. autograder.zip")
     if out.is_dir():
         raise UsageError(f"{out}: a folder; name the zip to write, e.g. {out / 'autograder.zip'}")
-    cfg = load_config(config)
-    if private_config:
-        load_private(cfg, private_config)
+    course_config(config, private_config, source_root=source_root, what="the bundle")
     check_destination(out, force=force, what="the Gradescope bundle", source_root=source_root)
-    for needed in ("grader", "reference", "pyproject.toml", "README.md"):
-        if not (source_root / needed).exists():
-            raise UsageError(f"{source_root / needed}: not found; the bundle is built from a scangrade checkout")
-    if not (source_root / "reference" / "solutions").is_dir():
-        raise UsageError(f"{source_root / 'reference' / 'solutions'}: not found; the bundle carries the reference "
-                         "solutions for timing, so build it from the course's checkout, not from a student release")
     out.resolve().parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="scangrade-bundle-") as tmp:
         stage = Path(tmp)
         for name in SCRIPTS:
             (stage / name).write_text(script(name), encoding="utf-8")
-        shutil.copyfile(config, stage / "config.yaml")
-        if private_config:
-            shutil.copyfile(private_config, stage / "private.yaml")
-        copy_tree(source_root / "grader", stage / "scangrade" / "grader")
-        copy_tree(source_root / "reference", stage / "scangrade" / "reference")
-        for name in ("pyproject.toml", "README.md"):
-            shutil.copy2(source_root / name, stage / "scangrade" / name)
+        stage_course(stage, config=config, private_config=private_config, source_root=source_root)
         files = release_files(stage)
         write_zip(out, ((rel, stage / rel) for rel in files), executable=frozenset(SCRIPTS))
     return Bundle(archive=out, files=tuple(files), private=private_config is not None)

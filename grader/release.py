@@ -134,7 +134,8 @@ def check_destination(out: Path, *, force: bool, what: str, source_root: Path = 
             raise UsageError(f"{out}: not a plain file or folder; remove it yourself first")
 
 
-def _replace(staging: Path, out: Path) -> None:
+def replace_with(staging: Path, out: Path) -> None:
+    """Put the folder ``staging`` in the place of ``out`` (a folder or file, removed first, or nothing)."""
     if out.is_dir() and not out.is_symlink():
         shutil.rmtree(out)
     elif out.exists():
@@ -323,7 +324,7 @@ def build_release(out: Path, *, config: Path, private_config: Path | None = None
                              + "\n  ".join(leaks))
         files = release_files(staging)
         staging.chmod(0o755)
-        _replace(staging, out.resolve())
+        replace_with(staging, out.resolve())
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     if archive:
