@@ -3,7 +3,8 @@
 # `scangrade grade` of the reference solutions GRADE_RUNS times (default 3; timing spread between
 # runs), `scangrade bench` of Parts 4 and 5 against CUB (BENCH_SIZES, default 2^20 2^24 2^28), and
 # Nsight Compute's shared-memory counters for Parts 2 and 3 beside the emulator's count
-# (bench/ncu_conflicts.py); logs under $OUT (or ./gpu-logs).
+# (bench/ncu_conflicts.py), and PrairieLearn's entrypoint on the reference solutions (its wall time
+# and results.json); logs under $OUT (or ./gpu-logs).
 # Usage on the GPU machine, from the repository root, with PyCUDA's wheels in .whl/:
 #   bash bench/gpu_check.sh
 set -uo pipefail
@@ -44,6 +45,41 @@ for part in runs[0]["parts"]:
         spread = (max(meds) - min(meds)) / statistics.median(meds)
         print(f"{part['key']:<20} {case['name']:<26} {', '.join(f'{m:.4f}' for m in meds):<36} {100 * spread:>19.1f}%")
 PY
+# PrairieLearn's entrypoint on the reference solutions, on this GPU (docs/prairielearn.md, "The time
+# limit"): a bundle of the shipped config with the timeouts the docs recommend, run.sh run in a
+# scratch folder laid out as /grade; its log, wall time, results.json and throughput image.
+pl="$(mktemp -d)"
+python3 - "$pl/config.yaml" <<'PY'
+import sys, yaml
+with open("config.yaml", encoding="utf-8") as f:
+    cfg = yaml.safe_load(f)
+cfg["timeouts"] = {"case_s": 30, "part_s": 90, "submission_s": 290}
+with open(sys.argv[1], "w", encoding="utf-8") as f:
+    yaml.safe_dump(cfg, f, sort_keys=False)
+PY
+python3 -m grader prairielearn-bundle "$pl/bundle" --config "$pl/config.yaml" --timeout 300 > "$out/prairielearn_bundle.txt" 2>&1
+mkdir -p "$pl/grade/student" "$pl/grade/serverFilesCourse"
+cp reference/solutions/*.cu "$pl/grade/student/"
+cp -r "$pl/bundle" "$pl/grade/serverFilesCourse/scangrade"
+t0=$(date +%s.%N)
+SCANGRADE_GRADE_ROOT="$pl/grade" SCANGRADE_PYTHON="$(command -v python3)" SCANGRADE_BACKEND=pycuda \
+    "$pl/grade/serverFilesCourse/scangrade/run.sh" > "$out/prairielearn_run.txt" 2>&1
+status=$?
+t1=$(date +%s.%N)
+echo "prairielearn run.sh on the reference solutions: exit $status, wall $(awk "BEGIN {printf \"%.1f\", $t1 - $t0}") s" \
+    | tee "$out/prairielearn_time.txt"
+cp "$pl/grade/results/results.json" "$out/prairielearn_results.json" 2>/dev/null
+python3 - "$out" <<'PY'
+import base64, json, sys
+from pathlib import Path
+out = Path(sys.argv[1])
+doc = json.loads((out / "prairielearn_results.json").read_text(encoding="utf-8"))
+print(f"prairielearn results.json: gradable {doc.get('gradable')}, score {doc.get('score')}, "
+      f"{len(doc.get('tests', []))} tests, {len((out / 'prairielearn_results.json').read_bytes())} bytes")
+for i, image in enumerate(doc.get("images", [])):
+    (out / f"prairielearn_image_{i}.png").write_bytes(base64.b64decode(image["url"].split(",", 1)[1]))
+PY
+rm -rf "$pl"
 python3 -m grader bench --sizes ${BENCH_SIZES:-2^20 2^24 2^28} --dtypes int32 --json "$out/bench.json" \
     2>&1 | tee "$out/bench.txt" | tail -12
 python3 bench/ncu_conflicts.py emulator 2>&1 | tee "$out/conflicts_emulator.txt"
