@@ -22,9 +22,14 @@ no selected item are not graded. An item passes when its case passed; otherwise 
 case's message (the first mismatch and the hint, n, dtype and seed) as the failure text, no
 traceback; a part that does not compile fails every item with the compiler's log. pytest's own
 ``--junitxml`` then gives one testcase per case. The config is ``--scangrade-config``, else
-``./config.yaml``, else the one beside the grader; the backend as for ``scangrade grade``. On the
+``./config.yaml``, else the one beside the grader; the backend as for ``scangrade grade`` (all of
+it decided by :func:`grader.api.prepare`, paths relative to where pytest was started). On the
 emulator the race, bounds and barrier checks are on, as in every official grade
 (``--scangrade-no-checks`` turns them off, for speed).
+
+Only the submission's items are collected, wherever pytest runs: not the project's ``testpaths``,
+not a path given on the command line, no ``conftest.py`` (``--noconftest`` is implied), so no
+"No files were found in testpaths" warning and no other suite beside the grade.
 """
 
 from __future__ import annotations
@@ -53,6 +58,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="on the emulator: race, bounds and barrier checks under three thread orders (the default)")
     group.addoption("--scangrade-no-checks", dest="scangrade_checks", action="store_false",
                     help="skip the emulator's checks (faster; the grade may then differ from the official one)")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
+    """With ``--scangrade``: pytest collects from the folder it runs in (``.``), never from the
+    project's ``testpaths`` or the folder where the submission is (:func:`pytest_ignore_collect`
+    then skips every file), so no "No files were found in testpaths" warning and no other suite."""
+    if early_config.known_args_namespace.scangrade is not None:
+        early_config.known_args_namespace.noconftest = True  # for the initial conftests, read from here
+        args += ["--noconftest", str(early_config.invocation_params.dir)]
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """With ``--scangrade``: no file or folder is collected; the submission's items come from
+    :class:`SubmissionCollector` alone (a submission's own ``test_*.py`` or ``conftest.py`` is
+    never imported)."""
+    return True if config.getoption("scangrade", None) is not None else None
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -107,7 +129,8 @@ class _Grading:
         report = outcome.get_result()
         if isinstance(collector, pytest.Session) and report.passed:
             name = self.submission.name or "submission"
-            report.result.append(SubmissionCollector.from_parent(collector, name=name, nodeid=name, grading=self))
+            report.result.append(SubmissionCollector.from_parent(collector, name=name, nodeid=name, path=self.submission,
+                                                                 grading=self))
 
     def part(self, key: str):
         """The :class:`~grader.results.PartResult` of part ``key``, graded on first use."""

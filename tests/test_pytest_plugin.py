@@ -120,3 +120,35 @@ def test_a_submission_that_is_not_there_is_a_usage_error(run):
     result = run({}, "--scangrade", "nowhere")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--scangrade: */nowhere: no such file or folder*"])
+
+
+def test_grading_collects_only_the_submissions_cases_with_no_warning_where_a_project_has_testpaths(run, pytester):
+    """Run where a project (a student release) sets testpaths but has no tests folder, and has a
+    conftest.py and a test of its own: neither is collected or imported, and pytest says nothing."""
+    pytester.path.joinpath("pyproject.toml").write_text('[tool.pytest.ini_options]\ntestpaths = ["tests"]\n')
+    pytester.path.joinpath("conftest.py").write_text("raise SystemExit('the conftest was imported')\n")
+    pytester.path.joinpath("test_own.py").write_text("def test_own():\n    assert False\n")
+    result = run(CORRECT, "-k", "part1_naive and n5", "--scangrade-no-checks")
+    result.assert_outcomes(passed=1, deselected=6, warnings=0)
+    assert "No files were found" not in result.stdout.str() + result.stderr.str()
+
+
+def test_grading_from_the_project_root_with_junitxml_collects_only_the_submissions_cases(tmp_path):
+    """The submission and config named by absolute paths moved pytest's rootdir away from the project,
+    so its pyproject.toml was not read and its whole suite was collected (1000+ items)."""
+    import subprocess
+    import sys
+    from tests.conftest import ROOT
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    shutil.copy(SOLUTIONS / "part1_naive.cu", sub)
+    config = write_config(tmp_path, sizes={"part1_naive": [5]})
+    env = {**os.environ, "XDG_CACHE_HOME": CACHE_HOME}
+    env.pop("SCANGRADE_BACKEND", None)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--scangrade", str(sub), "--scangrade-config", str(config),
+                           "--scangrade-backend", "emulator", "--junitxml", str(tmp_path / "j.xml"),
+                           "-p", "no:cacheprovider", "--collect-only", "-q"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "3 tests collected" in proc.stdout, proc.stdout
+    assert "Warning" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
