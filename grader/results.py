@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from grader.safe_text import cut, printable
+
 #: Bytes (UTF-8) kept of one message from a worker: a case's message, a hint; a part's message
 #: (a compiler log) gets :data:`PART_MESSAGE_BYTES`. Longer text is cut with "… (cut: N bytes)".
 MESSAGE_BYTES = 4096
@@ -27,36 +29,19 @@ MESSAGE_LINES = 60
 #: Bytes of case messages kept in one part, all cases together; past it a case keeps its first line.
 PART_CASES_BYTES = 65536
 
-#: ANSI/VT escape sequences: CSI (ESC [ or the one-character C1 CSI), OSC, DCS/SOS/PM/APC strings
-#: up to their terminator (BEL or ST), and two-character escapes.
-_ESCAPE = re.compile(r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"
-                     r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f]).*?(?:\x07|\x1b\\|\x9c|$)"
-                     r"|\x1b[ -/]*[0-~]", re.S)
-#: C0 and C1 control characters other than newline and tab, and DEL.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
 def clean_text(text: str, *, max_bytes: int = MESSAGE_BYTES, max_lines: int = MESSAGE_LINES) -> str:
     """Student-controlled text (compiler output quoting the source, device printf, kernel output)
-    made safe for a terminal and for every report: ANSI escape sequences removed, every other C0 or
-    C1 control character but newline and tab written as ``\\xNN`` (a carriage return ending a line
-    is dropped), and the text cut to ``max_lines`` lines and ``max_bytes`` UTF-8 bytes, ending in
-    ``… (cut: N bytes)`` with the number of bytes left out.
+    made safe for a terminal and for every report by :func:`grader.safe_text.printable` (escape
+    sequences removed; control and bidirectional-control characters but newline and tab written
+    ``\\xNN`` or ``\\uNNNN``), and cut to ``max_lines`` lines and ``max_bytes`` UTF-8 bytes, ending in
+    ``… (cut: N bytes)`` with the number of bytes left out (:func:`grader.safe_text.cut`).
 
     Args:
         text: any string (non-strings are returned as they are).
     """
     if not isinstance(text, str):
         return text
-    text = _ESCAPE.sub("", text.replace("\r\n", "\n"))
-    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-    lines = text.split("\n")
-    kept = "\n".join(lines[:max_lines])
-    data = kept.encode("utf-8", errors="replace")
-    if len(data) > max_bytes:
-        kept = data[:max_bytes].decode("utf-8", errors="ignore")
-    cut = len(text.encode("utf-8", errors="replace")) - len(kept.encode("utf-8", errors="replace"))
-    return kept if cut <= 0 else kept.rstrip() + f"\n… (cut: {cut} bytes)"
+    return cut(printable(text), max_bytes=max_bytes, max_lines=max_lines)
 
 
 def clean_part_message(text: str) -> str:

@@ -286,17 +286,23 @@ def test_a_parts_case_messages_share_one_budget():
     assert kept[0].message.startswith("first line\nzzz") and kept[-1].message.startswith("first line\n… (cut")
 
 
-def test_escape_sequences_in_compiler_output_reach_no_report(tmp_path, capsys):
+def _grade_in_every_format(tmp_path, capsys, attack: str):
+    """``scangrade grade`` of the attack as Part 1, writing every report format: (what it printed,
+    format -> the file written)."""
     folder = tmp_path / "sub"
     folder.mkdir()
-    shutil.copy(ATTACKS / "compile_error_ansi.cu", folder / "part1_naive.cu")
+    shutil.copy(ATTACKS / f"{attack}.cu", folder / "part1_naive.cu")
     config = write_config(tmp_path, sizes={"part1_naive": [5]})
     outputs = {k: tmp_path / f"out.{k}" for k in ("json", "junit", "markdown", "gradescope")}
     argv = ["grade", str(folder), "--config", str(config), "--backend", "emulator"]
     for k, path in outputs.items():
         argv += [f"--{k}", str(path)]
     assert main(argv) == 1
-    printed = capsys.readouterr()
+    return capsys.readouterr(), outputs
+
+
+def test_escape_sequences_in_compiler_output_reach_no_report(tmp_path, capsys):
+    printed, outputs = _grade_in_every_format(tmp_path, capsys, "compile_error_ansi")
     texts = [printed.out, printed.err] + [p.read_text(encoding="utf-8") for p in outputs.values()]
     for text in texts:
         assert not any(ch in text for ch in CONTROLS), repr(text[:300])
@@ -305,6 +311,38 @@ def test_escape_sequences_in_compiler_output_reach_no_report(tmp_path, capsys):
     assert part["status"] == "compile-error" and "PASS all cases" in part["message"]
     assert len(part["message"].encode()) <= PART_MESSAGE_BYTES + 40
 
+
+
+#: Bidirectional controls and separators (what compile_error_bidi.cu holds).
+BIDI = ("\u202a", "\u202b", "\u202c", "\u202e", "\u2066", "\u2067", "\u2068", "\u2069", "\u200e", "\u200f",
+        "\u061c", "\u2028")
+
+
+def test_the_one_cleaner_escapes_bidirectional_controls_everywhere_text_is_cleaned():
+    from grader.classwork.submissions import show
+    from grader.render._common import printable
+    text = "a\u202eb\u2066c\u2069d\u200fe\u061cf\u2028g\ud800h\uffff\tok\nok\x1b[31m"
+    for clean in (clean_text, printable, show):
+        out = clean(text if clean is not show else text.replace("\ud800", ""))  # a name has no lone surrogate
+        assert not any(ch in out for ch in (*BIDI, "\ud800", "\uffff", "\x1b")), (clean, out)
+        assert "\\u202e" in out and "\\u2066" in out and "\\u061c" in out, (clean, out)
+    assert printable(text).endswith("\tok\nok") and show("a\nb") == "a\\x0ab"
+    assert printable(printable(text)) == printable(text)
+
+
+def test_bidirectional_controls_in_compiler_output_reach_no_report(tmp_path, capsys):
+    from grader.render.class_report import class_report
+    from grader.results import result_from_dict
+    printed, outputs = _grade_in_every_format(tmp_path, capsys, "compile_error_bidi")
+    data = json.loads(outputs["json"].read_text())
+    html = class_report([("student", result_from_dict(data))])
+    texts = [printed.out, printed.err, html, json.dumps(data, ensure_ascii=False),
+             json.dumps(json.loads(outputs["gradescope"].read_text()), ensure_ascii=False)]
+    texts += [p.read_text(encoding="utf-8") for p in outputs.values()]
+    for text in texts:
+        assert not any(ch in text for ch in BIDI), [hex(ord(ch)) for ch in BIDI if ch in text]
+    part = data["parts"][0]
+    assert part["status"] == "compile-error" and "score: \\u202e001/0\\u202c points" in part["message"]
 
 # --- 4. A hang costs its case only ------------------------------------------------------------------
 

@@ -42,6 +42,7 @@ import yaml
 from grader.classwork.store import RESERVED
 from grader.errors import ScangradeError, UsageError
 from grader.parts import PARTS
+from grader.safe_text import one_line
 
 #: The largest part file read, in bytes (1 MiB; the reference solutions are under 10 KiB).
 MAX_SOURCE_BYTES = 1 << 20
@@ -109,9 +110,9 @@ class Intake:
 
 
 def show(name: str) -> str:
-    """A file name fit for a report: undecodable bytes as U+FFFD, control characters as ``\\xNN``."""
-    text = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)
+    """A file name fit for a report: undecodable bytes as U+FFFD, on one line, control and
+    bidirectional-control characters written as escapes (:func:`grader.safe_text.one_line`)."""
+    return one_line(name.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
 
 
 def read_source(path: Path, *, limit: int = MAX_SOURCE_BYTES) -> str:

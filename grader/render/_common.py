@@ -18,6 +18,7 @@ import datetime as _dt
 import re
 
 from grader.results import CaseResult, PartResult, SubmissionResult, Timing
+from grader.safe_text import printable  # noqa: F401  (the renderers' cleaner, re-exported)
 
 #: Part statuses for which a part is shown as one failing entry when none of its cases ran.
 WHOLE_PART_FAILURES = ("compile-error", "missing", "timeout", "crash", "error")
@@ -88,15 +89,6 @@ def is_timed_case(case: CaseResult) -> bool:
     """Whether the case is a timing run rather than a correctness case: the worker names timing
     runs ``timed n=<n> <dtype>`` and gives them no points (one that failed has no timing)."""
     return case.name.startswith("timed ") or (case.timing is not None and case.max_points == 0)
-
-
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
-_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-
-
-def printable(text: str) -> str:
-    """Text for a reader: ANSI colour sequences removed, other control characters as ``\\xNN``."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", _ANSI.sub("", text))
 
 
 def public_case_name(part: PartResult, case: CaseResult) -> str:

@@ -6,7 +6,7 @@ Rendering is kept apart from the data: the same result is written as JSON by
 
 from __future__ import annotations
 
-from grader.render._common import is_timed_case
+from grader.render._common import is_timed_case, printable
 from grader.results import CaseResult, PartResult, SubmissionResult
 
 _MARK = {"pass": "PASS", "fail": "FAIL", "error": "ERROR", "timeout": "TIMEOUT", "crash": "CRASH",
@@ -106,4 +106,4 @@ def render_text(result: SubmissionResult) -> str:
     lines.append(f"{'total':<{width}}  {'pass' if result.passed else 'fail':<13}  {'':>7}  "
                  f"{f'{_points(result.points)}/{_points(result.max_points)}':>11}")
     lines.append(f"{result.timing_note}. Graded in {result.elapsed_s:.1f} s.")
-    return "\n".join(lines)
+    return printable("\n".join(lines))  # results are clean already; a result read back from a file may not be

@@ -1,0 +1,70 @@
+"""The one cleaner of text a student controls, for every place a person reads it.
+
+Compiler output quoting the student's source, device ``printf`` output, a crashed kernel's last
+output, file names from a folder or a zip: any of it may hold characters that act on whoever shows
+it instead of being shown. :func:`printable` takes them out or writes them visibly, and is what the
+results (:func:`grader.results.clean_text`, where a worker's text enters them), every renderer
+(terminal and report.txt, JSON, JUnit, Markdown, Gradescope, HTML) and intake's file names
+(:func:`one_line`) use:
+
+- ANSI/VT escape sequences (CSI, OSC, DCS, SOS, PM and APC strings, two-character escapes) are
+  removed: they would clear a terminal, recolour it or set its title;
+- C0 and C1 control characters other than newline and tab, and DEL, are written ``\\xNN``
+  (a carriage return ending a line is dropped);
+- Unicode's bidirectional controls (U+061C, U+200E-200F, U+202A-202E, U+2066-2069), which reorder
+  what a terminal, an editor or a browser shows ("Trojan Source", CVE-2021-42574: ``0/100`` reads
+  as ``100/0``), the line and paragraph separators U+2028-2029, lone surrogates and the
+  non-characters U+FFFE-FFFF (which XML cannot hold) are written ``\\uNNNN``.
+
+Public API: :func:`printable`, :func:`one_line`, :func:`cut`.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["printable", "one_line", "cut"]
+
+#: ANSI/VT escape sequences: CSI (ESC [ or the one-character C1 CSI), OSC, DCS/SOS/PM/APC strings
+#: up to their terminator (BEL or ST), and two-character escapes.
+_ESCAPE = re.compile(r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"
+                     r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f]).*?(?:\x07|\x1b\\|\x9c|$)"
+                     r"|\x1b[ -/]*[0-~]", re.S)
+#: Characters written as escapes: C0 and C1 controls but newline and tab, DEL, the bidirectional
+#: controls, the line and paragraph separators, surrogates, U+FFFE and U+FFFF.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069"
+                     "\ud800-\udfff\ufffe\uffff]")
+
+
+def _code(code: int) -> str:
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def _escape(match: re.Match) -> str:
+    return _code(ord(match.group()))
+
+
+def printable(text: str) -> str:
+    """``text`` safe to show anywhere: escape sequences removed, ``\\r\\n`` as ``\\n``, every other
+    control, bidirectional control, separator, surrogate or non-character written ``\\xNN`` or
+    ``\\uNNNN`` (see the module docstring); newline and tab kept. Idempotent."""
+    return _UNSAFE.sub(_escape, _ESCAPE.sub("", text.replace("\r\n", "\n")))
+
+
+def one_line(text: str) -> str:
+    """A name (a file, a folder, an entry of a zip) shown exactly and on one line: every character
+    Python does not call printable (controls, newline and tab, format characters such as the
+    bidirectional controls and zero-width ones, separators, surrogates, unassigned code points) written
+    ``\\xNN``, ``\\uNNNN`` or ``\\UNNNNNNNN``, an escape sequence's ESC included, so nothing is hidden."""
+    return "".join(c if c.isprintable() else _code(ord(c)) for c in text)
+
+
+def cut(text: str, *, max_bytes: int, max_lines: int) -> str:
+    """``text`` cut to ``max_lines`` lines and ``max_bytes`` UTF-8 bytes, ending in
+    ``… (cut: N bytes)`` with the number of bytes left out; as it is when it fits."""
+    kept = "\n".join(text.split("\n")[:max_lines])
+    data = kept.encode("utf-8", errors="replace")
+    if len(data) > max_bytes:
+        kept = data[:max_bytes].decode("utf-8", errors="ignore")
+    left = len(text.encode("utf-8", errors="replace")) - len(kept.encode("utf-8", errors="replace"))
+    return kept if left <= 0 else kept.rstrip() + f"\n… (cut: {left} bytes)"
