@@ -487,7 +487,8 @@ class _Bench:
             times = self.backend.time_ms(plan.run, before=before, warmup=cfg.timing_warmup, runs=cfg.timing_runs,
                                          flush_bytes=cfg.flush_bytes)
             expected = case.inclusive if spec.inclusive else case.exclusive
-            status, message, *_ = check_run(run, plan, d_in, case.x, expected, part=spec, pc=pc, cfg=cfg)
+            verdict = check_run(run, plan, d_in, case.x, expected, part=spec, pc=pc, cfg=cfg)
+            status, message = verdict.status, verdict.message
         except (KernelError, LaunchError) as exc:
             return BenchRow(case.n, case.dtype, name, None, note=f"failed: {exc}")
         return _row(case, name, times, "" if status == "pass" else message)

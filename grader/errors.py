@@ -80,10 +80,16 @@ class KernelError(ScangradeError):
 
     Attributes:
         kind: a short machine-readable tag (``"deadlock"``, ``"trap"``, ``"illegal-address"``...).
+        findings: a checker's findings (``grader.backends.base.Finding``), the error's own first;
+            empty where the backend has none.
+        completed: every thread of the kernel ran to its end: what failed it was found on the way
+            and did not stop it (a race), so its output can be checked too.
     """
 
     def __init__(self, message: str, *, kind: str = "kernel-error") -> None:
         self.kind = kind
+        self.findings: list = []
+        self.completed = False
         super().__init__(message)
 
 

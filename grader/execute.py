@@ -25,8 +25,8 @@ from grader.config import Config, PartConfig, TimingConfig
 from grader.errors import KernelError, LaunchError
 from grader.parts import DTYPES, PARTS, PartSpec
 from grader.plans import GUARD, POISON_BITS, Guarded, Plan, Run, prepare, tiles
-from grader.kinds import verdict_of
-from grader.results import (CaseResult, CaseStatus, FailureKind, Mismatch, Performance,
+from grader.kinds import WARNING_KINDS, in_cause_order, verdict_of
+from grader.results import (CaseFinding, CaseResult, CaseStatus, FailureKind, Mismatch, Performance,
                             Timing, linear_fraction)
 from reference.scan import default_threads, exclusive_scan, inclusive_scan, scan_int32_threaded
 
@@ -256,44 +256,58 @@ def _ticket_problem(counter: int, tiles: int) -> str | None:
 
 
 class _Verdict(NamedTuple):
-    """What :func:`check_run` found: a status (pass or fail), the message for the student, the first
-    mismatch of a wrong output, and the failure's kind (None for a pass)."""
+    """What :func:`check_run` found: the grader's own findings (a write into a guard zone, a modified
+    input, a wrong output, Part 5's ticket), in the order checked, and the first mismatch of a wrong
+    output (None when the output is right or was not checked)."""
 
-    status: CaseStatus
-    message: str
+    findings: list[CaseFinding]
     mismatch: Mismatch | None
-    kind: FailureKind | None
+
+    @property
+    def status(self) -> CaseStatus:
+        """``pass`` when nothing was found, else ``fail``."""
+        return CaseStatus.FAIL if self.findings else CaseStatus.PASS
+
+    @property
+    def message(self) -> str:
+        """The message of the first finding in cause order, or ``""``."""
+        return in_cause_order(self.findings)[0].message if self.findings else ""
 
 
 def check_run(run: Run, plan: Plan, d_in: Guarded, x: np.ndarray, expected: np.ndarray, *, part: PartSpec,
-              pc: PartConfig, cfg: Config) -> "_Verdict":
+              pc: PartConfig, cfg: Config, completed: bool = True) -> _Verdict:
     """Read every buffer of a run whose launches are done back and check it, as a case is checked:
-    guard zones, then the input ``x`` (``d_in``), then the output against ``expected`` (the
-    reference scan of ``x``, float32 within ``cfg.float_rtol``), then Part 5's ticket counter.
+    guard zones, the input ``x`` (``d_in``), then, where the launches ``completed`` (no finding
+    stopped a kernel), the output against ``expected`` (the reference scan of ``x``, float32 within
+    ``cfg.float_rtol``) and Part 5's ticket counter. Every problem found is a finding.
 
     Returns:
-        a ``_Verdict`` (status, message, mismatch, kind), a named tuple.
+        a ``_Verdict`` (findings, mismatch; its ``status`` and ``message`` sum them up), a named tuple.
     """
     n = x.size
+    found: list[CaseFinding] = []
     wholes = {id(g): run.backend.to_host(g.full) for g in run.buffers}
-    for g in run.buffers:
-        problem = _guard_problem(g, wholes[id(g)])
-        if problem:
-            return _Verdict(CaseStatus.FAIL, f"out-of-bounds write: {problem}", None, FailureKind.OUT_OF_BOUNDS)
+    problem = next(filter(None, (_guard_problem(g, wholes[id(g)]) for g in run.buffers)), None)
+    if problem:
+        found.append(CaseFinding(FailureKind.OUT_OF_BOUNDS, f"out-of-bounds write: {problem}"))
     inner_in = wholes[id(d_in)][GUARD:GUARD + n]
     changed = np.flatnonzero(inner_in.view(np.uint32) != x.view(np.uint32))
     if changed.size:
         j = int(changed[0])
-        return _Verdict(CaseStatus.FAIL, (f"the input was modified: in[{j}] = {inner_in[j]}, was {x[j]} "
-                                          f"({changed.size} element(s) changed); the contract's input is read-only"),
-                        None, FailureKind.INPUT_MODIFIED)
+        found.append(CaseFinding(FailureKind.INPUT_MODIFIED, (
+            f"the input was modified: in[{j}] = {inner_in[j]}, was {x[j]} ({changed.size} element(s) changed); "
+            "the contract's input is read-only")))
+    if not completed:
+        return _Verdict(found, None)
+    if plan.ticket:
+        problem = _ticket_problem(wholes[id(plan.ticket[0])][GUARD], plan.ticket[1])
+        if problem:
+            found.append(CaseFinding(FailureKind.TICKET, problem))
     got = wholes[id(plan.out)][GUARD:GUARD + n]
     tile = _tile_of(part, pc)
     mm = diagnose(got, expected, source=x, inclusive=part.inclusive, tile=tile, rtol=cfg.float_rtol)
     if mm is None:
-        problem = plan.ticket and _ticket_problem(wholes[id(plan.ticket[0])][GUARD], plan.ticket[1])
-        return (_Verdict(CaseStatus.FAIL, problem, None, FailureKind.TICKET) if problem
-                else _Verdict(CaseStatus.PASS, "", None, None))
+        return _Verdict(found, None)
     msg = f"out[{mm.index}] = {mm.got}, expected {mm.expected}; {mm.wrong} of {n} elements wrong"
     if expected.dtype.kind == "f":
         msg = (f"out[{mm.index}] = {mm.got:.7g}, expected {mm.expected:.7g} (tolerance {cfg.float_rtol:g}·√n "
@@ -302,7 +316,8 @@ def check_run(run: Run, plan: Plan, d_in: Guarded, x: np.ndarray, expected: np.n
         msg += f"; the first wrong element is in tile {mm.index // tile} (elements from {mm.first_wrong_tile})"
     if mm.hint:
         msg += f" — {mm.hint}"
-    return _Verdict(CaseStatus.FAIL, msg, mm, FailureKind.MISMATCH)
+    found.append(CaseFinding(FailureKind.MISMATCH, msg))
+    return _Verdict(found, mm)
 
 
 #: Thread orders a checking run of the emulator tries, in turn: ascending order hides races.
@@ -353,26 +368,32 @@ def run_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, c
         checker: what checked the case beyond its output, for the result (``compute-sanitizer``,
             ``emulator checks``); None: the output only.
 
+    Every finding: a kernel whose checks found something that did not stop it (a race) still has
+    its buffers checked (guard zones, input, output, Part 5's ticket); one that was stopped (an
+    out-of-bounds access, a divergence, a fault) has its guard zones and input checked. The case
+    lists what was found, each kind once, in cause order (:func:`grader.kinds.in_cause_order`),
+    and takes the first's kind; its message tells the first in full.
+
     Unwritten shared memory: before the case, shared memory holds :data:`SHARED_FILLS`'s first
-    pattern (both backends). When the output is wrong, or the emulator saw a read of shared memory
-    no thread wrote, the case runs again with the second pattern: if the output changes, it
-    depends on unwritten shared memory and the case fails as ``uninitialized-read``; if it does
-    not, such a read is a warning of a passing case (its values never reach the output).
+    pattern (both backends). When the output is wrong (and the checks found nothing in the kernel),
+    or the emulator saw a read of shared memory no thread wrote, the case runs again with the
+    second pattern: if the output changes, it depends on unwritten shared memory and the case fails
+    as ``uninitialized-read``; if it does not, such a read is a warning of a passing case (its
+    values never reach the output).
 
     Raises nothing for problems of the submission; only grader bugs propagate.
     """
     pc = cfg.parts[part.key]
     points = pc.points_per_case
-    dtype = DTYPES[case.dtype]
     t0 = time.perf_counter()
     warnings: list[str] = []
 
     def result(status: CaseStatus, message: str = "", mismatch: Mismatch | None = None,
-               kind: str | None = None) -> CaseResult:
+               kind: str | None = None, findings: tuple[CaseFinding, ...] = ()) -> CaseResult:
         return CaseResult(name=case.name, n=case.n, dtype=case.dtype, seed=case.seed, status=status,
                           points=points if status == CaseStatus.PASS else 0.0, max_points=points, message=message,
                           mismatch=mismatch, elapsed_ms=(time.perf_counter() - t0) * 1e3, visibility=case.visibility,
-                          kind=kind, warnings=tuple(dict.fromkeys(warnings)), checker=checker)
+                          kind=kind, warnings=tuple(dict.fromkeys(warnings)), checker=checker, findings=findings)
 
     try:
         return _run_case(backend, module, cfg=cfg, part=part, case=case, schedules=schedules, checked=checked,
@@ -382,41 +403,114 @@ def run_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, c
             backend.shared_fill = None  # no fill before the launches of timing
 
 
+class _Told(NamedTuple):
+    """A finding, and the text a case's message gives it when it comes first."""
+
+    finding: CaseFinding
+    text: str
+
+
+def _ids(t: tuple[int, int, int]) -> str:
+    return f"({t[0]}, {t[1]}, {t[2]})"
+
+
+def _failed(kinds_found: list[_Told], result, mismatch: Mismatch | None, suffix: str = "") -> CaseResult:
+    """The failing result of a case: its findings in cause order, the first's text as the message."""
+    told = in_cause_order(kinds_found, kind=lambda t: t.finding.kind)
+    first = told[0].finding
+    return result(verdict_of(first.kind), told[0].text + suffix, mismatch, first.kind,
+                  tuple(t.finding for t in told))
+
+
+def _checker_findings(found: list) -> list[_Told]:
+    """compute-sanitizer's findings of a case (``grader.backends.base.Finding``), each told."""
+    told = []
+    for f in found:
+        text = f"the kernel failed ({f.kind}): {f.message}"
+        if f.block is not None and f.thread is not None:
+            text += f" (block {_ids(f.block)}, thread {_ids(f.thread)})"
+        told.append(_Told(CaseFinding(f.kind, f.message, f.file, f.line, f.block, f.thread), text))
+    return told
+
+
+def _kernel_findings(exc: KernelError, where: str) -> list[_Told]:
+    """What stopped or was found in a kernel: the error's findings that are not warnings (from a
+    checker), or the error itself. The error's own kind is told as the error's text (it lists the
+    other findings' lines), the others as their message with the thread."""
+    head = f"the kernel failed ({exc.kind}){where}: "
+    found = [f for f in getattr(exc, "findings", None) or () if f.kind not in WARNING_KINDS]
+    if not found:
+        return [_Told(CaseFinding(exc.kind, str(exc)), head + str(exc))]
+    told = []
+    for f in found:
+        text = f"the kernel failed ({f.kind}){where}: {f.message}"
+        if f.block is not None and f.thread is not None:
+            text += f" (block {_ids(f.block)}, thread {_ids(f.thread)})"
+        if f.kind == exc.kind and not any(t.finding.kind == exc.kind for t in told):
+            text = head + str(exc)
+        told.append(_Told(CaseFinding(f.kind, f.message, f.file, f.line, f.block, f.thread), text))
+    return told
+
+
+class _Launched(NamedTuple):
+    """One run of a case's launch plan: its buffers, and the KernelErrors its launches raised (a
+    launch that raised with its kernel completed, as for a race, lets the next one run)."""
+
+    run: Run
+    plan: Plan
+    d_in: Guarded
+    errors: list[KernelError]
+
+    @property
+    def completed(self) -> bool:
+        """Whether every launch of the plan ran to its end (no finding or fault stopped a kernel)."""
+        return all(getattr(e, "completed", False) for e in self.errors)
+
+
 def _run_case(backend, module, *, cfg, part, case, schedules, checked, result, warnings) -> CaseResult:
     pc = cfg.parts[part.key]
     dtype = DTYPES[case.dtype]
     if isinstance(checked, CaseResult):  # the emulator's checks, standing in for compute-sanitizer
-        return result(checked.status, checked.message, checked.mismatch, checked.kind)
+        return result(checked.status, checked.message, checked.mismatch, checked.kind, checked.findings)
     found = [f for f in getattr(checked, "findings", ())]
     if found:
-        first = found[0]
-        message = f"the kernel failed ({first.kind}): {first.message}"
-        if first.block is not None and first.thread is not None:
-            message += (f" (block ({first.block[0]}, {first.block[1]}, {first.block[2]}), thread "
-                        f"({first.thread[0]}, {first.thread[1]}, {first.thread[2]}))")
-        if len(found) > 1:
-            message += "\n" + "\n".join(f"also: {f.kind} at {f.file}:{f.line}" for f in found[1:6])
-        return result(verdict_of(first.kind), message + " — found by compute-sanitizer", kind=first.kind)
+        told = in_cause_order(_checker_findings(found), kind=lambda t: t.finding.kind)
+        first = told[0].finding
+        others = [f for f in found if (f.kind, f.message) != (first.kind, first.message)]
+        message = told[0].text + "".join(f"\nalso: {f.kind} at {f.file}:{f.line}" for f in others[:5])
+        return result(verdict_of(first.kind), message + " — found by compute-sanitizer", kind=first.kind,
+                      findings=tuple(t.finding for t in told))
     x = make_input(cfg, part, case.n, case.seed, dtype)
     expected = reference_output(part, x)
     set_schedule = getattr(backend, "set_schedule", None) if schedules else None
     take_warnings = getattr(backend, "take_warnings", None)
+    sees_reads = take_warnings is not None and getattr(backend, "checks", False) is True
 
-    def launch(fill: int) -> tuple[Run, Plan, Guarded] | CaseResult:
+    def launch(fill: int) -> _Launched | CaseResult:
         _set_shared_fill(backend, fill)
         run = Run(backend, module, dtype)
         d_in = run.buffer("in", case.n, x, output=False)
+        errors: list[KernelError] = []
         try:
             plan = prepare(run, part, pc, d_in, case.n)
-            plan.run()
+            for step in plan.launches:
+                try:
+                    step()
+                except KernelError as exc:
+                    warnings.extend(_warning_lines(f for f in getattr(exc, "findings", None) or ()
+                                                   if f.kind in WARNING_KINDS))
+                    if verdict_of(exc.kind) != CaseStatus.FAIL:  # a crash, an error: nothing to check
+                        return result(verdict_of(exc.kind), f"the kernel failed ({exc.kind}){where}: {exc}",
+                                      kind=exc.kind)
+                    errors.append(exc)
+                    if not getattr(exc, "completed", False):
+                        break
         except LaunchError as exc:
             return result(CaseStatus.ERROR, f"launch refused: {exc}", kind=FailureKind.LAUNCH_REFUSED)
-        except KernelError as exc:
-            return result(verdict_of(exc.kind), f"the kernel failed ({exc.kind}){where}: {exc}", kind=exc.kind)
         finally:
             if take_warnings is not None:
                 warnings.extend(_warning_lines(take_warnings()))
-        return run, plan, d_in
+        return _Launched(run, plan, d_in, errors)
 
     for schedule in (schedules if set_schedule else [None]):
         where = f" (emulator thread order: {schedule})" if schedule and schedule != schedules[0] else ""
@@ -426,33 +520,36 @@ def _run_case(backend, module, *, cfg, part, case, schedules, checked, result, w
         launched = launch(SHARED_FILLS[0])
         if isinstance(launched, CaseResult):
             return launched
-        run, plan, d_in = launched
-        status, message, mm, kind = check_run(run, plan, d_in, x, expected, part=part, pc=pc, cfg=cfg)
+        kernel = [t for exc in launched.errors for t in _kernel_findings(exc, where)]
+        own, mm = check_run(launched.run, launched.plan, launched.d_in, x, expected, part=part, pc=pc, cfg=cfg,
+                         completed=launched.completed)
+        told = kernel + [_Told(f, f.message) for f in own]
         unwritten = [w for w in warnings[before:] if w.startswith("uninitialized-read")]
-        if (status != CaseStatus.PASS and kind == FailureKind.MISMATCH) or (unwritten and status == CaseStatus.PASS):
-            first = _output_bits(run, plan, case.n)
-            del run, plan, d_in
+        if (mm is not None and not kernel) or (unwritten and not told):
+            first = _output_bits(launched.run, launched.plan, case.n)
+            del launched
             again = launch(SHARED_FILLS[1])
             if isinstance(again, CaseResult):
                 return again
-            second = _output_bits(again[0], again[1], case.n)
+            second = _output_bits(again.run, again.plan, case.n)
             _set_shared_fill(backend, SHARED_FILLS[0])
             differ = np.flatnonzero(first != second)
-            if differ.size:
+            # The emulator's checks see every read of shared memory: where they saw none of unwritten
+            # memory, an output that changed comes from something else (blocks' timing, a race).
+            if differ.size and (unwritten or not sees_reads):
                 i = int(differ[0])
                 note = unwritten[0].split(": ", 1)[1] if unwritten else (
                     "the kernel reads shared memory that no thread of its block wrote")
                 text = (f"the output depends on shared memory no thread wrote: with unwritten shared memory filled "
                         f"with two different patterns, out[{i}] differs ({differ.size} of {case.n} elements); {note}. "
                         "Pad the unused slots with the scan's identity (0) before using them")
-                if status != CaseStatus.PASS:
-                    text = f"{message}\n{text}"
-                return result(CaseStatus.FAIL, text, mm, "uninitialized-read")
-        if status != CaseStatus.PASS:
-            if where and schedule != schedules[0]:
-                message += f"{where} — it passed in {schedules[0]} order, so the result depends on the order " \
-                           "threads run in: a race (a missing __syncthreads() or __syncwarp()?)"
-            return result(status, message, mm, kind)
+                told.append(_Told(CaseFinding("uninitialized-read", text), text))
+        if told:
+            suffix = ""
+            if where and not kernel:  # a kernel's finding names the order itself
+                suffix = (f"{where} — it passed in {schedules[0]} order, so the result depends on the order "
+                          "threads run in: a race (a missing __syncthreads() or __syncwarp()?)")
+            return _failed(told, result, mm, suffix)
     return result(CaseStatus.PASS)
 
 
@@ -523,11 +620,11 @@ def time_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, 
         return result(CaseStatus.ERROR, f"the kernel failed while timed ({exc.kind}): {exc}", kind=exc.kind)
     times = all_times[0]
     ref_ms = float(np.median(all_times[1])) if reference is not None else None
-    status, message, mm, _ = check_run(run, plan, d_in, x, expected, part=part, pc=pc, cfg=cfg)
-    if status != CaseStatus.PASS:
+    verdict = check_run(run, plan, d_in, x, expected, part=part, pc=pc, cfg=cfg)
+    if verdict.findings:
         return result(CaseStatus.FAIL, "wrong output after the timed runs (the grader poisons the output before every "
-                                       "run, so every launch must compute the whole scan): " + message,
-                      mismatch=mm, kind=FailureKind.WRONG_AFTER_TIMING)
+                                       "run, so every launch must compute the whole scan): " + verdict.message,
+                      mismatch=verdict.mismatch, kind=FailureKind.WRONG_AFTER_TIMING)
     median, spread = _median_spread(times)
     del run, plan, d_in, jobs
     src = backend.alloc(n, dtype)

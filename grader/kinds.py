@@ -14,14 +14,28 @@ string the emulator's runtime and the GPU backend can report against this table.
 Warnings are findings that cannot change the output by themselves (a read of shared memory nobody
 wrote, when the output does not depend on it; a shift the GPU clamps): they are reported with the
 case, which still passes on its output.
+
+A case that fails for several reasons lists every finding, each kind once, in cause order
+(:data:`CAUSES`, :func:`in_cause_order`): a broken contract first (no ticket, a modified input), then
+races, out-of-bounds accesses, divergence, undefined behaviour, faults, and wrong values last, so the
+first is the most likely cause: a race or an out-of-bounds write explains a wrong value, never the
+other way round.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable, Iterable, TypeVar
 
-__all__ = ["Kind", "KINDS", "CHECK_KINDS", "CRASH_KINDS", "WARNING_KINDS", "FAULT_KINDS", "verdict_of",
-           "group_of", "GROUPS"]
+T = TypeVar("T")
+
+__all__ = ["Kind", "KINDS", "CAUSES", "CHECK_KINDS", "CRASH_KINDS", "WARNING_KINDS", "FAULT_KINDS", "verdict_of",
+           "group_of", "GROUPS", "cause_rank", "in_cause_order"]
+
+#: The causes a finding can be, in the order a case lists them: the first is the most likely cause
+#: of what follows it (a race explains a wrong value; a wrong value explains nothing). ``stop``: the
+#: run itself could not finish (a timeout, a crash, a refused launch), which never comes with others.
+CAUSES = ("stop", "contract", "race", "out-of-bounds", "divergence", "undefined", "fault", "value")
 
 
 @dataclass(frozen=True)
@@ -37,6 +51,8 @@ class Kind:
         check: found by a checker (the emulator's checks, or compute-sanitizer on a GPU).
         fault: a fault of the kernel that stops it on a GPU (the context is lost).
         warning: may also be reported as a warning, which does not fail a case by itself.
+        cause: where a finding of this kind stands in a case's list of findings (one of
+            :data:`CAUSES`).
     """
 
     name: str
@@ -46,10 +62,12 @@ class Kind:
     check: bool = False
     fault: bool = False
     warning: bool = False
+    cause: str = "stop"
 
 
-def _k(name: str, verdict: str, description: str, *, group: str | None = None, **flags: bool) -> Kind:
-    return Kind(name, verdict, group or name, description, **flags)
+def _k(name: str, verdict: str, description: str, *, group: str | None = None, cause: str = "stop",
+       **flags: bool) -> Kind:
+    return Kind(name, verdict, group or name, description, cause=cause, **flags)
 
 
 #: Every kind, in the order the class report lists its groups on a tie.
@@ -60,33 +78,39 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     _k("crash", "crash", "the process running the part crashed"),
     _k("sandbox-violation", "crash", "the module made a system call the sandbox forbids (fork, exec, sockets...)"),
     _k("resource-limit", "crash", "the module exceeded a limit of the sandbox (CPU time, file size)"),
-    _k("mismatch", "fail", "an output differs from the sequential reference scan", group="wrong-result"),
-    _k("ticket", "fail", "Part 5's tile counter does not count one ticket per block", group="wrong-result"),
-    _k("wrong-after-timing", "fail", "the output was wrong after the timed runs (work skipped on a repeated launch?)"),
-    _k("out-of-bounds", "fail", "a read or write outside a buffer or a __shared__ array", check=True),
+    _k("mismatch", "fail", "an output differs from the sequential reference scan", group="wrong-result",
+       cause="value"),
+    _k("ticket", "fail", "Part 5's tile counter does not count one ticket per block", group="wrong-result",
+       cause="contract"),
+    _k("wrong-after-timing", "fail", "the output was wrong after the timed runs (work skipped on a repeated "
+       "launch?)", cause="value"),
+    _k("out-of-bounds", "fail", "a read or write outside a buffer or a __shared__ array", check=True,
+       cause="out-of-bounds"),
     _k("race", "fail", "two threads accessed the same memory, one writing, with no barrier between them",
-       check=True),
+       check=True, cause="race"),
     _k("barrier-divergence", "fail", "threads of a block waited at different barriers, or a warp mask is wrong",
-       check=True),
-    _k("deadlock", "fail", "every thread spin-waits and nothing changes", check=True),
+       check=True, cause="divergence"),
+    _k("deadlock", "fail", "every thread spin-waits and nothing changes", check=True, cause="divergence"),
     _k("early-exit", "fail", "threads exited while others of the block wait at a __syncthreads() (allowed since "
-       "Volta: a warning)", warning=True),
+       "Volta: a warning)", warning=True, cause="divergence"),
     _k("uninitialized-read", "fail", "the output depends on shared memory no thread had written", check=True,
-       warning=True),
-    _k("misaligned", "fail", "an access at an address not a multiple of its size", check=True, fault=True),
+       warning=True, cause="undefined"),
+    _k("misaligned", "fail", "an access at an address not a multiple of its size", check=True, fault=True,
+       cause="out-of-bounds"),
     _k("shift-clamped", "fail", "a shift by the width of its type or more, which a GPU clamps (0, or -1)",
-       warning=True),
-    _k("undefined-shift", "fail", "a shift by the width of its type or more, undefined in C++"),
+       warning=True, cause="undefined"),
+    _k("undefined-shift", "fail", "a shift by the width of its type or more, undefined in C++", cause="undefined"),
     _k("illegal-address", "fail", "the kernel accessed memory that is not allocated (a wild or null pointer)",
-       fault=True),
-    _k("illegal-instruction", "fail", "the kernel executed an illegal instruction", fault=True),
-    _k("launch-failure", "fail", "the kernel stopped on the GPU (an unspecified launch failure)", fault=True),
-    _k("assert", "fail", "a device assert() failed", fault=True),
-    _k("trap", "fail", "__trap() or __brkpt() was called", fault=True),
+       fault=True, cause="out-of-bounds"),
+    _k("illegal-instruction", "fail", "the kernel executed an illegal instruction", fault=True, cause="fault"),
+    _k("launch-failure", "fail", "the kernel stopped on the GPU (an unspecified launch failure)", fault=True,
+       cause="fault"),
+    _k("assert", "fail", "a device assert() failed", fault=True, cause="fault"),
+    _k("trap", "fail", "__trap() or __brkpt() was called", fault=True, cause="fault"),
     _k("stack-overflow", "fail", "a thread overflowed its stack (a large local array or deep recursion)",
-       fault=True),
-    _k("division-by-zero", "fail", "a thread divided an integer by zero"),
-    _k("input-modified", "fail", "the kernel wrote to its read-only input"),
+       fault=True, cause="fault"),
+    _k("division-by-zero", "fail", "a thread divided an integer by zero", cause="undefined"),
+    _k("input-modified", "fail", "the kernel wrote to its read-only input", cause="contract"),
     _k("shared-memory-limit", "error", "static and dynamic shared memory of a block exceed the limit"),
     _k("launch-refused", "error", "the launch configuration was refused (block size, shared memory, parameters)"),
     _k("unsupported", "error", "the kernel used a feature the emulator does not emulate"),
@@ -108,6 +132,25 @@ GROUPS: dict[str, str] = {}
 for _kind in KINDS.values():
     GROUPS.setdefault(_kind.group, _kind.description)
 GROUPS["wrong-result"] = "an output differs from the sequential reference scan"
+
+
+def cause_rank(kind: str) -> int:
+    """Where a finding of ``kind`` stands in a case's list (its cause's index in :data:`CAUSES`; a kind
+    not in :data:`KINDS` counts as a fault)."""
+    k = KINDS.get(kind)
+    return CAUSES.index(k.cause if k else "fault")
+
+
+def in_cause_order(findings: Iterable[T], kind: Callable[[T], str] = lambda f: f.kind) -> list[T]:
+    """``findings`` in cause order (see :data:`CAUSES`), the first of each kind only; findings of one
+    cause keep the order they came in (a stable sort)."""
+    seen: set[str] = set()
+    unique = []
+    for f in findings:
+        if kind(f) not in seen:
+            seen.add(kind(f))
+            unique.append(f)
+    return sorted(unique, key=lambda f: cause_rank(kind(f)))
 
 
 def verdict_of(kind: str | None) -> str:

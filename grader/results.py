@@ -70,13 +70,22 @@ def clean_case(case: "CaseResult", budget: list[int] | None = None) -> "CaseResu
                                  got=clean_text(mm.got, max_bytes=200, max_lines=1),
                                  expected=clean_text(mm.expected, max_bytes=200, max_lines=1))
     warnings = tuple(clean_text(w, max_bytes=1024, max_lines=4) for w in case.warnings[:20])
-    return dataclasses.replace(case, message=message, mismatch=mm, warnings=warnings,
+    findings = tuple(dataclasses.replace(f, kind=clean_text(f.kind, max_bytes=50, max_lines=1),
+                                         message=clean_text(f.message, max_bytes=1024, max_lines=4),
+                                         file=clean_text(f.file, max_bytes=200, max_lines=1))
+                     for f in case.findings[:MAX_FINDINGS])
+    return dataclasses.replace(case, message=message, mismatch=mm, warnings=warnings, findings=findings,
                                name=clean_text(case.name, max_bytes=200, max_lines=1),
                                dtype=clean_text(case.dtype, max_bytes=50, max_lines=1))
 
 
 SCHEMA = "scangrade.result"
-SCHEMA_VERSION = 1
+#: 2: a case's ``kind`` is the first of its ``findings`` in cause order (1: the first found).
+SCHEMA_VERSION = 2
+#: Versions :func:`result_from_dict` reads (a version-1 case gets one finding: its kind and message).
+READABLE_VERSIONS = (1, 2)
+#: Findings kept per case (each kind once: there are fewer kinds than this).
+MAX_FINDINGS = 16
 
 class CaseStatus(StrEnum):
     """A case's status. ``pass`` earns the case's points; every other status earns none. A
@@ -274,6 +283,33 @@ class Profile:
 
 
 @dataclass(frozen=True)
+class CaseFinding:
+    """One reason a case failed: a checker's finding (a race, an out-of-bounds access...), a broken
+    contract (no ticket, a modified input) or a wrong output. A case lists them each kind once, in
+    cause order (:func:`grader.kinds.in_cause_order`), the most likely cause first.
+
+    Attributes:
+        kind: a row of :data:`grader.kinds.KINDS` (``race``, ``ticket``, ``mismatch``...).
+        message: one line (at most four) for the student: what, and where.
+        file, line: where in the student's file, when known (for a race, the access that completed it).
+        block, thread: the ids ``(x, y, z)`` of the thread that did it, when known.
+    """
+
+    kind: str
+    message: str
+    file: str | None = None
+    line: int | None = None
+    block: tuple[int, int, int] | None = None
+    thread: tuple[int, int, int] | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("block", "thread"):  # JSON gives lists
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, tuple(int(v) for v in value))
+
+
+@dataclass(frozen=True)
 class CaseResult:
     """One case: one part at one size with one seed.
 
@@ -298,6 +334,9 @@ class CaseResult:
             does not change the output, a shift a GPU clamps), one line each, with the line.
         checker: what checked the case beyond its output: ``emulator checks``,
             ``compute-sanitizer`` (on a GPU), or None (the output and guard zones only).
+        findings: every reason the case failed (:class:`CaseFinding`), each kind once, in cause
+            order; the first is ``kind`` and ``message`` tells it in full. A failing case given
+            none gets one from its kind and message; a pass or a case not run has none.
     """
 
     name: str
@@ -315,10 +354,15 @@ class CaseResult:
     kind: str | None = None
     warnings: tuple[str, ...] = ()
     checker: str | None = None
+    findings: tuple[CaseFinding, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "status", _member(CaseStatus, self.status, "case"))
         object.__setattr__(self, "warnings", tuple(self.warnings or ()))
+        findings = tuple(f if isinstance(f, CaseFinding) else CaseFinding(**f) for f in self.findings or ())
+        if not findings and self.kind and self.status not in (CaseStatus.PASS, CaseStatus.NOT_RUN):
+            findings = (CaseFinding(str(self.kind), self.message.split("\n", 1)[0]),)
+        object.__setattr__(self, "findings", findings)
 
 
 @dataclass(frozen=True)
@@ -473,14 +517,16 @@ def _legacy_kind(status: str, message: str) -> str | None:
 
 
 def result_from_dict(d: dict[str, Any]) -> SubmissionResult:
-    """Rebuild a SubmissionResult from :meth:`SubmissionResult.to_dict` (a saved ``--json`` file).
+    """Rebuild a SubmissionResult from :meth:`SubmissionResult.to_dict` (a saved ``--json`` file), of
+    this version or an earlier one in :data:`READABLE_VERSIONS` (a version-1 case, without findings,
+    gets one from its kind and message).
 
     Raises:
         ValueError: the document is not a ``scangrade.result`` of a version this grader reads.
         KeyError, TypeError: a field is missing or has the wrong shape.
     """
-    if d.get("schema") != SCHEMA or d.get("schema_version") != SCHEMA_VERSION:
-        raise ValueError(f"not a {SCHEMA} version {SCHEMA_VERSION} document "
+    if d.get("schema") != SCHEMA or d.get("schema_version") not in READABLE_VERSIONS:
+        raise ValueError(f"not a {SCHEMA} document of version {' or '.join(map(str, READABLE_VERSIONS))} "
                          f"(schema {d.get('schema')!r}, version {d.get('schema_version')!r})")
     fields = {f.name for f in dataclasses.fields(SubmissionResult)}
     parts = []

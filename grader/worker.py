@@ -316,7 +316,7 @@ class _GpuChecks:
                 source=header + source, filename=self.part.filename, kernels=self.part.kernels, workdir=folder)
         result = run_case(self._emulator, self._emulator_modules[case.dtype], cfg=self.cfg, part=self.part, case=case,
                           schedules=CHECK_SCHEDULES, checker="emulator checks")
-        return result if result.status != "pass" and result.kind in CHECK_KINDS else None
+        return result if result.status != "pass" and any(f.kind in CHECK_KINDS for f in result.findings) else None
 
     def locate_fault(self, result, index: int):
         """A case whose kernel faulted on the GPU (its context is lost), with the line where memcheck

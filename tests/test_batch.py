@@ -79,7 +79,7 @@ def test_resume_skips_intact_results_and_regrades_broken_ones(tmp_path):
           on_done=lambda sid, result, resumed: seen.append((sid, resumed)))
     assert sorted(seen) == [("alice", True), ("bob", False), ("carol", True)]
     assert (out / "alice" / "result.json").read_text() == before
-    assert json.loads((out / "bob" / "result.json").read_text())["schema_version"] == 1
+    assert json.loads((out / "bob" / "result.json").read_text())["schema_version"] == 2
 
 
 def test_gradescope_export_metadata_names_the_rows(tmp_path):

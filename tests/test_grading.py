@@ -155,7 +155,7 @@ def test_the_cli_exit_status_and_json_follow_the_result(tmp_path, backend, capsy
     assert ElementTree.fromstring(files["junit"].read_text().encode()).tag == "testsuites"
     assert "Part 2" in files["markdown"].read_text()
     doc = json.loads(out.read_text())
-    assert doc["schema"] == "scangrade.result" and doc["schema_version"] == 1
+    assert doc["schema"] == "scangrade.result" and doc["schema_version"] == 2
     assert doc["passed"] and doc["points"] == doc["max_points"] == 6 and doc["backend"] == backend.name
     assert main(["grade", str(TEMPLATES), "--config", str(cfg), "--backend", backend.name]) == 1
     text = capsys.readouterr().out

@@ -175,6 +175,22 @@ def timing_text(t: Timing) -> str:
     return " · ".join(bits)
 
 
+#: Findings of a case a student's report shows: the first (the case's message) and two more.
+SHOWN_FINDINGS = 3
+
+
+def other_findings(case: CaseResult) -> list[str]:
+    """The lines a report puts after a failing case's message for its other findings (the case's
+    message tells the first): the next :data:`SHOWN_FINDINGS` - 1 in cause order, one line each
+    (``also race: ...``), then one line naming the kinds of the rest; empty for one finding."""
+    rest = case.findings[1:]
+    lines = [f"also {f.kind}: {f.message.splitlines()[0] if f.message else ''}" for f in rest[:SHOWN_FINDINGS - 1]]
+    if len(rest) >= SHOWN_FINDINGS:
+        more = rest[SHOWN_FINDINGS - 1:]
+        lines.append(f"and {len(more)} more: {', '.join(f.kind for f in more)} (all in the JSON result)")
+    return lines
+
+
 def visible_case_details(case: CaseResult, message: str | None = None) -> str:
     """Everything about a visible case for its reader: message, size, seed and timing (multi-line).
 
@@ -183,6 +199,7 @@ def visible_case_details(case: CaseResult, message: str | None = None) -> str:
     """
     message = case.message if message is None else message
     lines = [message] if message else []
+    lines += other_findings(case)
     lines.append(f"n = {case.n} ({case.dtype}), seed {case.seed}")
     if case.timing is not None:
         lines.append(timing_text(case.timing))

@@ -6,7 +6,7 @@ Rendering is kept apart from the data: the same result is written as JSON by
 
 from __future__ import annotations
 
-from grader.render._common import is_timed_case, printable
+from grader.render._common import is_timed_case, other_findings, printable
 from grader.results import CaseResult, PartResult, SubmissionResult
 
 _MARK = {"pass": "PASS", "fail": "FAIL", "error": "ERROR", "timeout": "TIMEOUT", "crash": "CRASH",
@@ -57,7 +57,7 @@ def _part_block(p: PartResult) -> list[str]:
         lines.append(f"    PASS    n = {_size_list(passed)}")
     for c in p.cases:
         if c.status not in ("pass", "not-run"):
-            first, *rest = c.message.splitlines() or [""]
+            first, *rest = c.message.splitlines() + other_findings(c) or [""]
             lines.append(f"    {_MARK[c.status]:<7} {c.name:<16} {first}")
             lines += [f"{'':<29}{line}" for line in rest]
     skipped = [c for c in checked if c.status == "not-run"]

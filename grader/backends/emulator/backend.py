@@ -659,6 +659,7 @@ class EmulatorBackend(Backend):
             text += _more_findings(findings[1 if text.startswith(f"{kernel}: {first.message}") else 0:])
             err = KernelError(text, kind=kind)
             err.findings = findings
+            err.completed = status == _SG_OK  # only collected findings (a race): every thread ran to its end
             raise err
         err = KernelError(f"{kernel}: {message}", kind=kind)
         err.findings = []

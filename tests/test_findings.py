@@ -1,0 +1,119 @@
+"""A failing case lists every finding, each kind once, in cause order (issue 20): a broken contract
+first, then races, out-of-bounds accesses, divergence, undefined behaviour, and wrong values last.
+results.json keeps them as a list; the student report and Gradescope's output show the first three."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from grader.backends import Selection
+from grader.config import load_config
+from grader.kinds import CAUSES, KINDS, in_cause_order
+from grader.render import gradescope
+from grader.render.text import render_text
+from grader.results import CaseFinding, CaseResult, PartResult, SubmissionResult, result_from_dict
+from grader.runner import grade
+from tests.conftest import BROKEN
+
+EMULATOR = Selection("emulator", "test")
+
+
+def _part5_config(tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text("block_size: 64\nseed: 7\nparts:\n  part5_single_pass:\n    block_size: 64\n"
+                    "    items_per_thread: 4\n    points_per_case: 1\n    dtypes: [int32, float32]\n"
+                    "    sizes: [5000]\n")
+    return load_config(path)
+
+
+@pytest.fixture(scope="module")
+def no_ticket_sign_extend(tmp_path_factory):
+    """Part 5 without a ticket and with a status word that sign-extends a negative value, graded as
+    every command grades (checks on)."""
+    cfg = _part5_config(tmp_path_factory.mktemp("cfg"))
+    return grade(BROKEN / "part5_no_ticket_sign_extend.cu", cfg=cfg, selection=EMULATOR,
+                 parts=["part5_single_pass"])
+
+
+def _case(result: SubmissionResult, name: str) -> CaseResult:
+    return next(c for p in result.parts for c in p.cases if c.name == name)
+
+
+def test_a_case_with_two_causes_lists_both_the_broken_contract_first(no_ticket_sign_extend):
+    c = _case(no_ticket_sign_extend, "n=5000 int32")
+    assert [f.kind for f in c.findings] == ["ticket", "mismatch"], c.findings
+    assert c.kind == "ticket" and c.status == "fail"
+    assert c.message.startswith("*tile_counter is 0 after the launch, expected 20")
+    assert c.findings[1].message.startswith("out[") and c.mismatch is not None
+    # float32 inputs are never negative: only the ticket is wrong
+    assert [f.kind for f in _case(no_ticket_sign_extend, "n=5000 float32").findings] == ["ticket"]
+
+
+def test_the_report_gradescope_and_the_json_show_every_finding(no_ticket_sign_extend):
+    report = render_text(no_ticket_sign_extend)
+    assert "also mismatch: out[" in report, report
+    (test,) = [t for t in gradescope(no_ticket_sign_extend)["tests"] if t["name"].endswith("n=5000 int32")]
+    assert test["output"].startswith("*tile_counter is 0") and "\nalso mismatch: out[" in test["output"]
+    doc = json.loads(no_ticket_sign_extend.to_json())
+    assert doc["schema_version"] == 2
+    (case,) = [c for c in doc["parts"][0]["cases"] if c["name"] == "n=5000 int32"]
+    assert [f["kind"] for f in case["findings"]] == ["ticket", "mismatch"]
+    assert set(case["findings"][0]) == {"kind", "message", "file", "line", "block", "thread"}
+    again = result_from_dict(doc)  # a saved result reads back with its findings
+    assert _case(again, "n=5000 int32").findings == _case(no_ticket_sign_extend, "n=5000 int32").findings
+
+
+def test_a_race_and_the_wrong_output_it_causes_are_both_listed(tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text("block_size: 64\nseed: 7\nparts:\n  part1_naive:\n    points_per_case: 1\n    sizes: [33]\n")
+    result = grade(BROKEN / "part1_missing_sync.cu", cfg=load_config(path), selection=EMULATOR,
+                   parts=["part1_naive"])
+    c = _case(result, "n=33 int32")
+    assert [f.kind for f in c.findings] == ["race", "mismatch"], c.findings
+    race = c.findings[0]
+    assert race.file == "part1_naive.cu" and race.line and race.block == (0, 0, 0) and race.thread is not None
+    assert c.message.startswith("the kernel failed (race)")
+
+
+def test_cause_order_puts_contracts_first_and_values_last_each_kind_once():
+    found = [CaseFinding(k, k) for k in ("mismatch", "out-of-bounds", "race", "uninitialized-read", "race",
+                                         "barrier-divergence", "input-modified", "ticket")]
+    assert [f.kind for f in in_cause_order(found)] == ["input-modified", "ticket", "race", "out-of-bounds",
+                                                      "barrier-divergence", "uninitialized-read", "mismatch"]
+    assert all(k.cause in CAUSES for k in KINDS.values())
+
+
+def _result(*cases: CaseResult) -> SubmissionResult:
+    part = PartResult(key="part1_naive", number=1, title="t", file="part1_naive.cu", status="fail", cases=cases)
+    return SubmissionResult(submission="s", backend="emulator", backend_reason="r", device={}, config="c", seed=1,
+                            block_size=64, parts=(part,), scangrade_version="0", started_at="", elapsed_s=1.0)
+
+
+def test_reports_show_the_first_three_and_count_the_rest():
+    kinds = ["input-modified", "race", "out-of-bounds", "barrier-divergence", "mismatch"]
+    c = CaseResult(name="n=33 int32", n=33, dtype="int32", seed=1, status="fail", points=0, max_points=1,
+                   message="the input was modified: FIRST", kind=kinds[0],
+                   findings=tuple(CaseFinding(k, f"{k} here") for k in kinds))
+    report = render_text(_result(c))
+    assert "also race: race here" in report and "also out-of-bounds: out-of-bounds here" in report
+    assert "barrier-divergence here" not in report
+    assert "and 2 more: barrier-divergence, mismatch (all in the JSON result)" in report
+    output = gradescope(_result(c))["tests"][0]["output"]
+    assert output.splitlines()[:4] == ["the input was modified: FIRST", "also race: race here",
+                                       "also out-of-bounds: out-of-bounds here",
+                                       "and 2 more: barrier-divergence, mismatch (all in the JSON result)"]
+
+
+def test_a_version_1_result_still_reads_its_cases_getting_one_finding_each():
+    doc = _result(CaseResult(name="n=3 int32", n=3, dtype="int32", seed=1, status="fail", points=0, max_points=1,
+                             message="out[1] = 5, expected 7\nmore", kind="mismatch")).to_dict()
+    doc["schema_version"] = 1
+    for case in doc["parts"][0]["cases"]:
+        del case["findings"]
+    (c,) = result_from_dict(doc).parts[0].cases
+    assert c.findings == (CaseFinding("mismatch", "out[1] = 5, expected 7"),)
+    doc["schema_version"] = 3
+    with pytest.raises(ValueError, match="version 1 or 2"):
+        result_from_dict(doc)
