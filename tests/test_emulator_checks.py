@@ -267,6 +267,9 @@ def test_exit_before_a_barrier_is_a_warning_as_on_a_gpu(checked, broken) -> None
     warnings = checked.take_warnings()
     assert [(w.kind, w.line) for w in warnings] == [("early-exit", line_of("broken.cu", "exit_bar"))]
     assert "have exited" in warnings[0].message
+    # what made them leave: the early return, by its line
+    assert (f"(thread (40, 0, 0) first, at the `return` at broken.cu:{line_of('broken.cu', 'exit_return')}) have "
+            "exited") in warnings[0].message, warnings[0].message
 
 
 def test_out_of_bounds_global_names_the_allocation(checked, broken) -> None:

@@ -15,7 +15,7 @@ from grader.render import gradescope
 from grader.render.text import render_text
 from grader.results import CaseFinding, CaseResult, PartResult, SubmissionResult, result_from_dict
 from grader.runner import grade
-from tests.conftest import BROKEN
+from tests.conftest import BROKEN, ROOT
 
 EMULATOR = Selection("emulator", "test")
 
@@ -117,3 +117,16 @@ def test_a_version_1_result_still_reads_its_cases_getting_one_finding_each():
     doc["schema_version"] = 3
     with pytest.raises(ValueError, match="version 1 or 2"):
         result_from_dict(doc)
+
+
+def test_threads_that_exit_before_a_barrier_are_named_with_their_return_line(tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text("block_size: 64\nseed: 7\nparts:\n  part1_naive:\n    points_per_case: 1\n    sizes: [33]\n")
+    result = grade(ROOT / "tests" / "verdicts" / "part1_early_return.cu", cfg=load_config(path), selection=EMULATOR,
+                   parts=["part1_naive"])
+    c = _case(result, "n=33 int32")
+    line = next(n for n, text in enumerate((ROOT / "tests" / "verdicts" / "part1_early_return.cu").read_text()
+                                           .splitlines(), 1) if "return;" in text)
+    assert c.status == "pass" and any(w.startswith("early-exit: ") and
+                                      f"at the `return` at part1_naive.cu:{line}) have exited" in w
+                                      for w in c.warnings), c.warnings

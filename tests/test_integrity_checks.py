@@ -240,7 +240,7 @@ SITES = Path(__file__).parent / "emulator_kernels" / "barrier_sites.cu"
 
 @pytest.fixture(scope="module")
 def sites(plain, tmp_path_factory):
-    names = ("two_sites", "barrier_in_branch", "early_return")
+    names = ("two_sites", "barrier_in_branch", "early_return", "skip_with_continue")
     kernels = tuple(KernelSpec(k, (Param("out", "int*", "ptr"), Param("n", "int", "int"))) for k in names)
     return compile_part(plain, tmp_path_factory.mktemp("sites"), SITES, kernels, block_size=64)
 
@@ -255,6 +255,17 @@ def test_barriers_at_different_call_sites_are_divergence_without_checks(plain, s
     assert err.kind == "barrier-divergence"
     assert (f"threads of a block wait at different __syncthreads(): thread ({16 if n else 32}, 0, 0) at "
             f"{SITES.name}:{line_of(SITES, a)}, thread (0, 0, 0) at {SITES.name}:{line_of(SITES, b)}") in str(err), err
+
+
+def test_a_divergence_names_the_continue_that_made_threads_skip_the_barrier(plain, sites):
+    out = plain.alloc(64, INT)
+    with pytest.raises(KernelError) as info:
+        plain.launch(sites, "skip_with_continue", grid=1, block=64, shared_bytes=0, args=[out, 40])
+    assert info.value.kind == "barrier-divergence"
+    assert (f"threads of a block wait at different __syncthreads(): thread (40, 0, 0) at "
+            f"{SITES.name}:{line_of(SITES, 'end_bar')}, thread (0, 0, 0) at {SITES.name}:{line_of(SITES, 'loop_bar')}; "
+            f"thread (40, 0, 0) took the `continue` at {SITES.name}:{line_of(SITES, 'continue')} and thread (0, 0, 0) "
+            "did not") in str(info.value), info.value
 
 
 def test_a_barrier_after_an_early_return_runs_without_checks(plain, sites):

@@ -33,3 +33,20 @@ extern "C" __global__ void early_return(int* out, int n)
     __syncthreads();
     out[threadIdx.x] = s[n - 1 - threadIdx.x];
 }
+
+// Threads at or past n skip the loop's barrier with a `continue` and wait at the one after the
+// loop while the others wait in the loop: divergence, named with the `continue` that caused it.
+extern "C" __global__ void skip_with_continue(int* out, int n)
+{
+    __shared__ int s[64];
+    s[threadIdx.x] = 1;
+    __syncthreads();
+    for (int d = 1; d < 64; d *= 2) {
+        if ((int)threadIdx.x >= n)
+            continue;  // LINE:continue
+        s[threadIdx.x] += 1;
+        __syncthreads();  // LINE:loop_bar
+    }
+    __syncthreads();  // LINE:end_bar
+    out[threadIdx.x] = s[threadIdx.x];
+}

@@ -106,7 +106,7 @@ __global__ void divergent_barrier(int* out, int n) {
 
 __global__ void exit_before_barrier(int* out, int n) {
     __shared__ int s[64];
-    if ((int)threadIdx.x >= n) return;
+    if ((int)threadIdx.x >= n) return;  // LINE:exit_return
     s[threadIdx.x] = 1;
     __syncthreads();  // LINE:exit_bar
     out[threadIdx.x] = s[n - 1 - threadIdx.x];

@@ -24,6 +24,12 @@ operand wrapped in the prelude's ``__sg_sh`` / ``__sg_sha`` with the operator's 
 that an amount of the operand's width or more gives PTX's clamped value, as on a GPU, with a warning
 (:func:`find_shifts`).
 
+Every ``return`` of a ``__global__`` function (it ends the thread) and every ``break`` and
+``continue`` of a ``__global__`` or ``__device__`` function (not a ``constexpr`` one, whose calls
+may be constant-evaluated) tells the runtime where it is: ``break;`` ->
+``{ __sg_jump(1, "f.cu", 19); break; }``, so that a barrier divergence, or threads that exited while
+others wait at a barrier, can name the statement that sent them apart.
+
 Public API: :func:`rewrite_source`, :func:`find_shifts`.
 """
 
@@ -54,6 +60,8 @@ _UNCHECKED_ATTRIBUTES = {"no_sanitize", "__no_sanitize__", "no_sanitize_thread",
                          "no_sanitize_undefined", "__no_sanitize_undefined__", "disable_sanitizer_instrumentation",
                          "__disable_sanitizer_instrumentation__"}
 
+#: Jump statements reported to the runtime (the kinds of sg_abi.h's __SG_J_*).
+_JUMPS = {"return": 0, "break": 1, "continue": 2}
 _SPEC_DROP = {"__shared__", "static", "__device__", "register", "inline", "__forceinline__"}
 _PTR_OPS = {"*", "&", "const", "volatile", "__restrict__", "__restrict", "restrict"}
 _STMT_STOP = {";", "{", "}", ":", "else", "do"}
@@ -597,6 +605,9 @@ class _Rewriter:
         # stay built-in
         self.if_macros: set[str] = set()
         self.file_names: dict[str, str] = {}  # file-scope shared name -> accessor function name
+        # per open brace, the jump statements reported (_jump): set() or {"break", "continue"}, with
+        # "return" in a kernel
+        self.jumps_on: list[set[str]] = []
         self.next_id = 0
         self.result = RewriteResult(text="")
 
@@ -648,6 +659,8 @@ class _Rewriter:
                 i = self._declaration(i, function_scope=in_func)
                 head, paren = i, 0
                 continue
+            if t.kind == "id" and self.jumps_on and t.text in self.jumps_on[-1]:
+                self._jump(i)
             if t.kind == "id" and t.text in self.file_names:
                 prev = self.p(i - 1)
                 accessor = self.file_names[t.text]
@@ -663,14 +676,47 @@ class _Rewriter:
             elif txt == ";" and paren == 0:
                 head = i + 1
             elif txt == "{":
-                scopes.append(self._classify(head, i, scopes))
+                kind = self._classify(head, i, scopes)
+                if kind == "func" and "func" not in scopes:  # a function's body
+                    words = {w.text for w in toks[head:i] if w.kind == "id"}
+                    on = set() if words & {"constexpr", "consteval"} else {
+                        k for k in _JUMPS if "__global__" in words or ("__device__" in words and k != "return")}
+                    self.jumps_on.append(on)
+                else:
+                    self.jumps_on.append(self.jumps_on[-1] if self.jumps_on and kind == "func" else set())
+                scopes.append(kind)
                 head, paren = i + 1, 0
             elif txt == "}":
                 if scopes:
                     scopes.pop()
+                    self.jumps_on.pop()
                 head, paren = i + 1, 0
             i += 1
         return self._apply()
+
+    def _jump(self, i: int) -> None:
+        """Report the jump statement at toks[i] (``return``, ``break``, ``continue``) to the runtime:
+        the statement becomes a block that first calls ``__sg_jump(kind, file, line)``. Left alone
+        where its ``;`` is not found for certain (a directive or an unbalanced bracket before it)."""
+        toks, j, depth = self.toks, i + 1, 0
+        while j < len(toks) and toks[j].kind != "pp":
+            w = self.p(j)
+            if w and w in "([{":
+                depth += 1
+            elif w and w in ")]}":
+                depth -= 1
+                if depth < 0:
+                    return
+            elif w == ";" and depth == 0:
+                break
+            j += 1
+        else:
+            return
+        if toks[i].text != "return" and j != i + 1:
+            return
+        file, line = self.loc.locate(toks[i].start)
+        self.overrides[i] = f"{{ __sg_jump({_JUMPS[toks[i].text]}, {_c_string(file)}, {line}); {toks[i].text}"
+        self.overrides[j] = "; }"
 
     def _refuse_reserved(self, word: str, offset: int) -> None:
         """Raise when ``word`` (an identifier of the student's code) belongs to the runtime."""

@@ -84,6 +84,8 @@ enum {
 };
 /* Yield points that are not memory accesses. */
 enum { __SG_Y_FENCE = 1, __SG_Y_SLEEP = 2 };
+/* Jump statements the rewrite reports (rewrite.py, _jump): what made a thread leave the others' path. */
+enum { __SG_J_RETURN = 0, __SG_J_BREAK = 1, __SG_J_CONTINUE = 2 };
 
 extern "C" {
 __SG_HIDDEN int __sg_register_kernel(const char *name, void *fn, __sg_invoke_fn invoke, int nargs);
@@ -96,6 +98,7 @@ __SG_HIDDEN unsigned __sg_activemask(void);
 __SG_HIDDEN unsigned long long __sg_atomic(int op, void *addr, int size, unsigned long long a, unsigned long long b,
                                            const char *file, int line);
 __SG_HIDDEN void __sg_yield_at(int what, const char *file, int line);
+__SG_HIDDEN void __sg_jump(int kind, const char *file, int line);
 __SG_HIDDEN int __sg_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 __SG_HIDDEN __attribute__((noreturn)) void __sg_trap(const char *file, int line, const char *func);
 __SG_HIDDEN __attribute__((noreturn)) void __sg_unsupported(const char *what, const char *file, int line);
