@@ -397,7 +397,7 @@ class _Bench:
     # -- setup
     def setup(self, dtypes: Sequence[str]) -> None:
         from grader.parts import DTYPES, PARTS, part_header
-        from grader.worker import SOLUTIONS
+        from grader.parts import SOLUTIONS
         for key in BENCH_PARTS:
             spec = PARTS[key]
             src = SOLUTIONS / spec.filename

@@ -13,6 +13,7 @@ for its kernels) is in :mod:`grader.plans`, keyed by the part's key.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -23,6 +24,9 @@ from grader.kernels import KernelSpec, Param
 C_TYPES = {np.dtype(np.int32): "int", np.dtype(np.float32): "float"}
 #: dtype names as config and reports spell them.
 DTYPES = {"int32": np.dtype(np.int32), "float32": np.dtype(np.float32)}
+#: Where the reference solutions live, one file per part named as the part's (absent from a student
+#: release).
+SOLUTIONS = Path(__file__).resolve().parent.parent / "reference" / "solutions"
 
 
 def _scan_params() -> tuple[Param, ...]:

@@ -102,7 +102,7 @@ class _Grading:
     def from_options(cls, config: pytest.Config) -> _Grading:
         from grader import api
         from grader.errors import ScangradeError
-        from grader.runner import resolve_submission
+        from grader.intake import resolve_submission
 
         here = Path(config.invocation_params.dir)
         submission = api.absolute(config.getoption("scangrade"), here)

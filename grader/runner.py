@@ -27,29 +27,13 @@ from grader.config import Config
 from grader.errors import GradingStopped, UsageError
 from grader.parts import PARTS, PartSpec
 from grader.execute import case_list, not_run
-from grader.classwork.submissions import Absent, resolve_parts
+from grader.intake import Absent, Intake, resolve_submission
 from grader.results import (PART_CASES_BYTES, CaseResult, CaseStatus, FailureKind, PartResult, PartStatus,
                             Performance, Profile, SubmissionResult, clean_case, clean_part_message)
 
 #: Bytes of a worker's own stdout/stderr kept for messages.
 _TAIL_BYTES = 4000
 _PROJECT_ROOT = Path(__file__).resolve().parent.parent
-
-
-def resolve_submission(path: Path, parts: list[str] | None = None) -> dict[str, Path | Absent]:
-    """Map each part to be graded to its file in the submission, or why there is none (an
-    :class:`grader.classwork.submissions.Absent`: missing, misnamed, a link, too large; it is false like None).
-
-    Args:
-        path: a folder holding the parts' ``.cu`` files, or one part's ``.cu`` file (named as the
-            part's file, or graded as the single part in ``parts``).
-        parts: part keys to grade (default: all configured).
-
-    Raises:
-        UsageError: the path does not exist, or a single file's name is not a part's file name
-            (with the part's name it most likely meant).
-    """
-    return resolve_parts(path, parts or list(PARTS))
 
 
 def _report_order(cases: tuple[CaseResult, ...]) -> tuple[CaseResult, ...]:
@@ -225,7 +209,7 @@ def ungraded_part(cfg: Config, key: str, *, status: str, message: str, file: str
                       profile=_pending_profile(cfg, key, "not profiled: " + message))
 
 
-def grade_part(part: PartSpec, source: Path | None, *, cfg: Config, backend: str, checks: bool = True,
+def grade_part(part: PartSpec, source: Path | Absent | None, *, cfg: Config, backend: str, checks: bool = True,
                on_event: Callable[[str, protocol.Event], None] | None = None,
                env: dict[str, str] | None = None,
                stop: threading.Event | None = None) -> tuple[PartResult, dict[str, str]]:
@@ -415,14 +399,16 @@ def _hung_message(hung: list[str], cfg: Config) -> str:
             "thread reaches every __syncthreads(); the cases after each were graded in a new worker")
 
 
-def grade(submission: Path, *, cfg: Config, selection: Selection, seed: int | None = None,
+def grade(submission: Path | Intake, *, cfg: Config, selection: Selection, seed: int | None = None,
           parts: list[str] | None = None, checks: bool = True,
           on_event: Callable[[str, protocol.Event], None] | None = None,
           env: dict[str, str] | None = None, stop: threading.Event | None = None) -> SubmissionResult:
     """Grade a submission folder (or one part's file) against the configured cases.
 
     Args:
-        submission: folder or ``.cu`` file.
+        submission: folder or ``.cu`` file (:func:`grader.intake.resolve_submission` finds its part
+            files), or an :class:`~grader.intake.Intake` (a batch's copy of one: its notes say why a
+            part is not graded, and each part's ``file`` is where it was in the submission).
         cfg: the validated configuration.
         selection: the backend chosen (see :func:`grader.backends.select_backend`).
         seed: overrides the config's seed.
@@ -448,7 +434,9 @@ def grade(submission: Path, *, cfg: Config, selection: Selection, seed: int | No
     for key in wanted:
         if key not in cfg.parts:
             raise UsageError(f"part {key!r} is not in {cfg.path}; configured parts: " + ", ".join(cfg.parts))
-    files = resolve_submission(submission, wanted)
+    intake = submission if isinstance(submission, Intake) else None
+    files = intake.files(wanted) if intake else resolve_submission(submission, wanted)
+    where = intake.sources if intake else {}
     if seed is not None:
         cfg = dataclasses.replace(cfg, seed=seed)
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
@@ -463,19 +451,19 @@ def grade(submission: Path, *, cfg: Config, selection: Selection, seed: int | No
         if left <= 0:
             msg = f"not graded: the submission used up its {cfg.submission_timeout_s:g} s (timeouts.submission_s)"
             results.append(ungraded_part(cfg, key, status=PartStatus.TIMEOUT, message=msg,
-                                         file=str(source) if source else None))
+                                         file=where.get(key) or (str(source) if source else None)))
             continue
         part_cfg = dataclasses.replace(cfg, part_timeout_s=min(cfg.part_timeout_s, left))
         res, dev = grade_part(PARTS[key], source, cfg=part_cfg, backend=selection.name, checks=checks,
                               on_event=on_event, env=env, stop=stop)
-        results.append(res)
+        results.append(dataclasses.replace(res, file=where[key]) if key in where else res)
         device = {**device, **dev}
     timed = any(c.timing for p in results for c in p.cases)
     note = ("timed on the GPU: CUDA events, L2 emptied before each run, median of "
             f"{cfg.timing_runs} runs after {cfg.timing_warmup} warm-ups" if timed else
             "not timed: the emulator runs kernels on the CPU, so its times say nothing about a GPU"
             if selection.name == "emulator" else "not timed: no part of this run is timed")
-    return SubmissionResult(submission=str(submission), backend=selection.name, backend_reason=selection.reason,
+    return SubmissionResult(submission=str(intake.path if intake else submission), backend=selection.name, backend_reason=selection.reason,
                             device=device, config=cfg.path, seed=cfg.seed, block_size=cfg.block_size,
                             parts=tuple(results), scangrade_version=__version__, started_at=started,
                             elapsed_s=round(time.perf_counter() - t0, 3), timed=timed, timing_note=note)

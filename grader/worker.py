@@ -23,6 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from grader.parts import SOLUTIONS
 from grader.profile_phase import profile_after_hidden
 from grader.protocol import (CaseDone, CaseStart, Compiled, CompileFailed, Device, DeviceUpdate, Done, EventWriter,
                              HiddenStart, Job, PerformanceScored, Profiled, ProfileStart, ProtocolError, Restart, Timed,
@@ -30,8 +31,6 @@ from grader.protocol import (CaseDone, CaseStart, Compiled, CompileFailed, Devic
 
 #: The smallest copy (bytes read + written) whose bandwidth the report records and checks.
 COPY_BANDWIDTH_MIN_BYTES = 128 * 2**20
-#: Where the reference solutions live (absent from a student release).
-SOLUTIONS = Path(__file__).resolve().parent.parent / "reference" / "solutions"
 
 
 def _die_with_runner() -> None:
@@ -63,7 +62,7 @@ def main(argv: list[str]) -> int:
     from grader.execute import CHECK_SCHEDULES, case_list, run_case
     from grader.parts import DTYPES, PARTS, part_header
     from grader.directives import check_includes
-    from grader.classwork.submissions import read_source
+    from grader.intake import read_source
 
     cfg = job.load_config()  # the config the runner validated, its settings included
     part = PARTS[job.part]
@@ -310,7 +309,7 @@ class _GpuChecks:
                                  items_per_thread=pc.items_per_thread)
             folder = self.work / f"emulator-checks-{case.dtype}"
             folder.mkdir(exist_ok=True)
-            from grader.classwork.submissions import read_source
+            from grader.intake import read_source
             source = read_source(Path(self.job.source))
             self._emulator_modules[case.dtype] = self._emulator.compile(
                 source=header + source, filename=self.part.filename, kernels=self.part.kernels, workdir=folder)

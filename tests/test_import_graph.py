@@ -55,3 +55,27 @@ def test_no_module_of_the_package_imports_itself_through_others():
     graph = _module_graph()
     cycles = [" -> ".join(c) for m in sorted(graph) if (c := _cycle_through(graph, m))]
     assert not cycles, cycles
+
+
+#: The package's layers, lowest first: a module imports nothing from a layer above its own. Modules
+#: not listed (the results, config, parts, backends, renderers...) are the base, layer 0.
+LAYERS = (
+    ("grader.intake",),                                # one submission's files, checked and read
+    ("grader.runner", "grader.worker"),                # grading one submission, one part per worker
+    ("grader.classwork",),                             # a class: discovery, batch, store, Slurm
+    ("grader.api",),                                   # the grading API
+    ("grader.cli", "grader.pytest_plugin", "grader.__main__"),  # the entry points
+)
+
+
+def _layer(module: str) -> int:
+    return next((n + 1 for n, prefixes in enumerate(LAYERS)
+                 if any(module == p or module.startswith(p + ".") for p in prefixes)), 0)
+
+
+def test_no_import_points_up_the_layers():
+    graph = _module_graph()
+    assert "grader.intake" in graph and "grader.intake" in graph["grader.runner"]
+    upward = sorted(f"{m} (layer {_layer(m)}) -> {d} (layer {_layer(d)})"
+                    for m, deps in graph.items() for d in deps if _layer(d) > _layer(m))
+    assert not upward, upward

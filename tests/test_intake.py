@@ -16,15 +16,15 @@ from pathlib import Path
 
 import pytest
 
-import grader.classwork.submissions as intake
+import grader.intake as intake
 from grader.backends import Selection
 from grader.classwork.batch import batch
 from grader.classwork.submissions import find_submissions
 from grader.config import load_config
 from grader.errors import UsageError
 from grader.render.student import student_reports
-from grader.runner import grade, resolve_submission
-from grader.classwork.submissions import Absent, read_source, resolve_parts
+from grader.runner import grade
+from grader.intake import Absent, read_source, resolve_parts, resolve_submission
 from tests.conftest import SOLUTIONS, write_config
 
 EMULATOR = Selection("emulator", "test")
@@ -365,3 +365,22 @@ def test_an_empty_batch_exits_2_saying_what_was_looked_for_and_writes_nothing(tm
     assert main(["batch", str(tmp_path / "empty"), "--out", str(out), "--config", str(cfg),
                  "--backend", "emulator", "--slurm", "--no-submit"]) == 2
     assert "no submissions found" in capsys.readouterr().err and not out.exists()
+
+
+def test_the_runner_grades_an_intake_as_it_is_with_its_notes_and_where_each_file_was(tmp_path):
+    # A batch's copy of a submission is graded as intake took it: a refused part keeps intake's
+    # message (the runner does not call it missing for a batch to patch afterwards), a graded part
+    # is shown where it was in the submission, not as the grader's copy.
+    sub = tmp_path / "dave"
+    (sub / "src").mkdir(parents=True)
+    (sub / "src" / "part1_naive.cu").write_bytes(PART1)
+    os.symlink("/etc/passwd", sub / "src" / "part2_blelloch.cu")
+    taken = intake.snapshot(sub, tmp_path / "copy")
+    assert "symbolic link" in taken.notes["part2_blelloch"].message and taken.sources["part1_naive"] == "src/part1_naive.cu"
+    cfg = load_config(write_config(tmp_path, part_s=60, sizes={"part1_naive": [5], "part2_blelloch": [5]}))
+    result = grade(taken, cfg=cfg, selection=EMULATOR, parts=["part1_naive", "part2_blelloch"])
+    one, two = result.parts
+    assert one.status == "pass" and one.file == "src/part1_naive.cu"
+    assert two.status == "error" and "symbolic link (to /etc/passwd)" in two.message and two.file == "src/part2_blelloch.cu"
+    assert all("symbolic link" in c.message for c in two.cases)
+    assert result.submission == str(tmp_path / "copy")

@@ -319,7 +319,7 @@ BIDI = ("\u202a", "\u202b", "\u202c", "\u202e", "\u2066", "\u2067", "\u2068", "\
 
 
 def test_the_one_cleaner_escapes_bidirectional_controls_everywhere_text_is_cleaned():
-    from grader.classwork.submissions import show
+    from grader.intake import show
     from grader.render._common import printable
     text = "a\u202eb\u2066c\u2069d\u200fe\u061cf\u2028g\ud800h\uffff\tok\nok\x1b[31m"
     for clean in (clean_text, printable, show):

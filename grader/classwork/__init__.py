@@ -1,8 +1,8 @@
 """A class's work: finding and taking in submissions, grading them in a batch, and the batch's files.
 
-- :mod:`grader.classwork.submissions` — discovery and intake: a class folder's submissions (folders,
-  zips, Gradescope's export), their part files copied safely; :func:`~grader.classwork.submissions.read_source`
-  and :func:`~grader.classwork.submissions.resolve_parts` for the worker and the runner;
+- :mod:`grader.classwork.submissions` — discovery: a class folder's submissions (folders, zips,
+  Gradescope's export) with safe ids, each taken in by :func:`grader.intake.snapshot` (one
+  submission's part files, copied safely, is :mod:`grader.intake`'s, below the runner);
 - :mod:`grader.classwork.store` — the batch output folder: atomic writes, students' results, the
   manifest ``batch.json``, shards;
 - :mod:`grader.classwork.gradebook` — ``gradebook.csv`` and ``summary.txt``;
@@ -11,6 +11,5 @@
 - :mod:`grader.classwork.slurm` — job scripts and their submission (``scangrade batch --slurm``).
 
 Nothing here renders: report texts and the class report page come from :mod:`grader.render`,
-which the CLI hands in. This package's ``__init__`` imports nothing, so that the worker's
-``read_source`` stays cheap to import.
+which the CLI hands in. This package's ``__init__`` imports nothing.
 """

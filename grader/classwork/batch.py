@@ -53,22 +53,6 @@ def _not_graded(sub: Submission, *, cfg: Config, selection: Selection, why: str)
                             elapsed_s=0.0, timing_note="not timed: the submission was not graded")
 
 
-def _with_notes(result: SubmissionResult, sub: Submission) -> SubmissionResult:
-    """The result with each part's file where it was in the submission, and the parts graded as
-    missing whose file intake had more to say about (misnamed, a link...)."""
-    parts = []
-    for p in result.parts:
-        note = sub.notes.get(p.key)
-        if p.key in sub.sources:  # graded, or refused: where it was
-            p = dataclasses.replace(p, file=sub.sources[p.key])
-        if note is not None and p.status == "missing":
-            p = dataclasses.replace(p, status=note.status, message=note.message,
-                                    cases=tuple(dataclasses.replace(c, message="not run: " + note.message)
-                                                for c in p.cases))
-        parts.append(p)
-    return dataclasses.replace(result, parts=tuple(parts))
-
-
 def _interrupted(out: Path, work: Path, rows: list[tuple[str, SubmissionResult]], *, total: int,
                  keys: list[str]) -> Interrupted:
     """After Ctrl-C: the gradebook and summary of the ``rows`` finished (none written when there are
@@ -165,8 +149,7 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
                 result = _not_graded(sub, cfg=cfg, selection=selection, why=f"not graded: {sub.refused}")
             else:
                 try:
-                    result = _with_notes(grade(sub.path, cfg=cfg, selection=selection, checks=checks, env=env,
-                                               stop=stop), sub)
+                    result = grade(sub, cfg=cfg, selection=selection, checks=checks, env=env, stop=stop)
                 except GradingStopped:
                     raise
                 except Exception as exc:  # noqa: BLE001 - one submission must never stop the batch
