@@ -225,7 +225,8 @@ def _console(stream):
 
 
 _STYLES = (("PASS", "green"), ("FAIL", "bold red"), ("ERROR", "bold red"), ("TIMEOUT", "bold red"),
-           ("CRASH", "bold red"), ("NOT RUN", "yellow"), ("WARNING", "bold yellow"))
+           ("CRASH", "bold red"), ("NOT RUN", "yellow"), ("WARNING", "bold yellow"),
+           ("PENDING", "cyan"))
 
 
 def _print_report(text: str) -> None:

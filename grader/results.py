@@ -457,6 +457,19 @@ class SubmissionResult:
         """True when every part passed every case."""
         return bool(self.parts) and all(p.status == "pass" for p in self.parts)
 
+    def performance_pending(self, part: PartResult) -> bool:
+        """Whether ``part``'s performance points wait for a run on a GPU rather than being lost: a
+        run on the emulator (which cannot time kernels) of a part whose cases all passed, with
+        performance points to give. They are in :attr:`max_points`, never in :attr:`points`."""
+        perf = part.performance
+        return (perf is not None and perf.max_points > 0 and perf.ratio is None and self.backend == "emulator"
+                and part.status == "pass")
+
+    @property
+    def pending_points(self) -> float:
+        """Performance points that wait for a run on a GPU (:meth:`performance_pending`), 0 when none."""
+        return sum(p.performance.max_points for p in self.parts if self.performance_pending(p))
+
     def to_dict(self) -> dict[str, Any]:
         """The versioned JSON-ready form (a non-finite float, such as a NaN output, becomes a string)."""
         body = _finite(dataclasses.asdict(self))

@@ -14,15 +14,18 @@ from grader.results import SubmissionResult
 
 
 def gradebook_csv(rows: list[tuple[str, SubmissionResult]], part_keys: list[str]) -> str:
-    """The gradebook: id, points per part, total, max, status, backend, GPU — one row per submission."""
+    """The gradebook: id, points per part, total, max, pending, status, backend, GPU — one row per
+    submission. ``pending`` is the performance points that wait for a run on a GPU (an emulator
+    run of parts that passed; :attr:`~grader.results.SubmissionResult.pending_points`): in ``max``,
+    never in ``total``, so ``max - pending`` is what the row could earn here."""
     out = io.StringIO()
     w = csv.writer(out)
-    w.writerow(["student", *part_keys, "total", "max", "status", "backend", "gpu"])
+    w.writerow(["student", *part_keys, "total", "max", "pending", "status", "backend", "gpu"])
     for sid, r in rows:
         by_key = {p.key: p for p in r.parts}
         w.writerow([sid, *(f"{by_key[k].points:g}" if k in by_key else "" for k in part_keys),
-                    f"{r.points:g}", f"{r.max_points:g}", "pass" if r.passed else "fail", r.backend,
-                    r.device.get("device", "")])
+                    f"{r.points:g}", f"{r.max_points:g}", f"{r.pending_points:g}", "pass" if r.passed else "fail",
+                    r.backend, r.device.get("device", "")])
     return out.getvalue()
 
 
@@ -42,6 +45,10 @@ def class_summary(rows: list[tuple[str, SubmissionResult]], part_keys: list[str]
         for p in r.parts:
             if p.status != "pass":
                 kinds[p.status] = kinds.get(p.status, 0) + 1
+    pending = [r.pending_points for _, r in rows if r.pending_points]
+    if pending:
+        lines.append(f"performance pending a run on a GPU: {sum(pending):g} points in {len(pending)} submission(s) "
+                     "(in max, not in total; gradebook.csv's pending column)")
     if kinds:
         lines.append("parts not passing, by status: " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))
     return "\n".join(lines) + "\n"

@@ -145,12 +145,21 @@ def largest_timed_case(part: PartResult) -> CaseResult | None:
 
 
 def pending_performance(result: SubmissionResult, part: PartResult) -> bool:
-    """Whether the part's performance points wait for a run on a GPU rather than being lost: a run
-    on the emulator (which cannot time kernels) of a part whose cases all passed, with performance
-    points to give."""
+    """Whether the part's performance points wait for a run on a GPU rather than being lost
+    (:meth:`grader.results.SubmissionResult.performance_pending`)."""
+    return result.performance_pending(part)
+
+
+def performance_shown(part: PartResult) -> bool:
+    """Whether a report shows the part's performance at all: not for a timed part worth no points
+    that was not timed (Part 3's timing on the emulator: nothing measured, nothing to give)."""
     perf = part.performance
-    return (perf is not None and perf.max_points > 0 and perf.ratio is None and result.backend == "emulator"
-            and part.status == "pass")
+    return perf is not None and (perf.max_points > 0 or perf.ratio is not None)
+
+
+def pending_text(pending: float) -> str:
+    """The words every report uses for performance points that wait for a GPU run."""
+    return f"{points(pending)} performance points pending a run on a GPU (not in this score)"
 
 
 def device_text(result: SubmissionResult) -> str:

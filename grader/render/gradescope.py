@@ -13,7 +13,8 @@ import html
 from typing import Any
 
 from grader.render._common import (CASE_STATUS_WORDS, HIDDEN_NOTE, PART_STATUS_WORDS, device_text, is_hidden,
-                                   is_timed_case, largest_timed_case, part_label, points, printable,
+                                   is_timed_case, largest_timed_case, part_label, pending_text,
+                                   performance_shown, points, printable,
                                    public_case_name, public_part_message, public_seed, stopped_case,
                                    visible_case_details, whole_part_failure)
 from grader.results import CaseResult, PartResult, SubmissionResult
@@ -29,11 +30,14 @@ TEST_KEYS = frozenset({"score", "max_score", "status", "name", "name_format", "n
 LEADERBOARD_KEYS = frozenset({"name", "value", "order"})
 
 
-def _test(part: PartResult, index: int, what: str, score: float, max_score: float, passed: bool,
+def _test(part: PartResult, index: int, what: str, score: float, max_score: float, passed: bool | None,
           output: str, visibility: str | None = None) -> dict[str, Any]:
+    """One test; ``passed`` None leaves ``status`` out (Gradescope then goes by the score)."""
     t: dict[str, Any] = {"name": f"Part {part.number} · {part_label(part)} · {what}",
                          "number": f"{part.number}.{index}", "score": float(score), "max_score": float(max_score),
-                         "status": "passed" if passed else "failed", "output": printable(output)}
+                         "output": printable(output)}
+    if passed is not None:
+        t["status"] = "passed" if passed else "failed"
     if visibility is not None:
         t["visibility"] = visibility
     return t
@@ -47,7 +51,7 @@ def _case_output(part: PartResult, case: CaseResult) -> str:
     return visible_case_details(case)
 
 
-def _part_tests(part: PartResult, hidden_case_visibility: str | None) -> list[dict[str, Any]]:
+def _part_tests(part: PartResult, hidden_case_visibility: str | None, *, pending: bool) -> list[dict[str, Any]]:
     tests: list[dict[str, Any]] = []
     if whole_part_failure(part):
         tests.append(_test(part, 1, PART_STATUS_WORDS[part.status], sum(c.points for c in part.cases),
@@ -59,7 +63,10 @@ def _part_tests(part: PartResult, hidden_case_visibility: str | None) -> list[di
             tests.append(_test(part, i, public_case_name(part, case), case.points, case.max_points,
                                case.status == "pass", _case_output(part, case), vis))
     perf = part.performance
-    if perf is not None:
+    if pending:  # not a failure: 0 of 0, no status, the points named
+        tests.append(_test(part, len(tests) + 1, "performance (pending)", 0.0, 0.0, None,
+                           f"{pending_text(perf.max_points)}: {perf.message}"))
+    elif perf is not None and performance_shown(part):
         tests.append(_test(part, len(tests) + 1, "performance", perf.points, perf.max_points,
                            perf.points >= perf.max_points, perf.message))
     prof = part.profile
@@ -78,9 +85,8 @@ def _summary(result: SubmissionResult) -> str:
         lines.append(f"Device: {dev}.")
     if result.timing_note:
         lines.append(result.timing_note.rstrip(".") + ".")
-    pending = sum(p.performance.max_points for p in result.parts if p.performance) if not result.timed else 0
-    if pending and result.backend == "emulator":
-        lines.append(f"Performance ({points(pending)} points) is pending a run on a GPU: "
+    if result.pending_points:
+        lines.append(f"Performance ({points(result.pending_points)} points) is pending a run on a GPU: "
                      "this score counts correctness only.")
     for p in result.parts:
         checks = [c for c in p.cases if not is_timed_case(c)]
@@ -114,9 +120,12 @@ def gradescope(result: SubmissionResult, *, leaderboard_part: str | None = "part
     any case ran (compile error, missing file, or a timeout, crash or error while compiling) is
     one failing test whose max_score is the part's case points and whose output is the part's
     message; then, when the part has a performance score, one test
-    ``"... · performance"`` (status ``passed`` only with full performance points). A timed-out or
-    crashed case's output carries the part's full message. The test scores add up to
-    ``result.points`` and the max_scores to ``result.max_points``.
+    ``"... · performance"`` (status ``passed`` only with full performance points), or, where the
+    points wait for a run on a GPU (an emulator run of a part that passed), ``"... · performance
+    (pending)"``, 0 of 0 with no status and the pending points in its output; a part timed for no
+    points and not timed has none. A timed-out or crashed case's output carries the part's full
+    message. The test scores add up to ``result.points`` and the max_scores to
+    ``result.max_points`` less ``result.pending_points``.
 
     Hidden cases (``CaseResult.visibility == "hidden"``) reach the student as name, score and
     status only: the output is a fixed note, a name that gives the size or seed away becomes
@@ -148,7 +157,8 @@ def gradescope(result: SubmissionResult, *, leaderboard_part: str | None = "part
                        ("hidden_case_visibility", hidden_case_visibility)):
         if value is not None and value not in VISIBILITIES:
             raise ValueError(f"{arg} must be one of {', '.join(VISIBILITIES)}, not {value!r}")
-    tests = [t for p in result.parts for t in _part_tests(p, hidden_case_visibility)]
+    tests = [t for p in result.parts
+             for t in _part_tests(p, hidden_case_visibility, pending=result.performance_pending(p))]
     out: dict[str, Any] = {
         "score": float(result.points),
         "execution_time": max(0, round(result.elapsed_s)),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from grader.render._common import (CASE_STATUS_WORDS, PART_STATUS_WORDS, device_text, is_hidden, is_timed_case,
-                                   points, printable, public_case_name, public_part_message, public_seed,
+                                   pending_text, performance_shown, points, printable, public_case_name, public_part_message, public_seed,
                                    stopped_case, whole_part_failure)
 from grader.results import CaseResult, PartResult, SubmissionResult, Timing
 
@@ -87,7 +87,7 @@ def _case_table(part: PartResult, cases: list[CaseResult], base_seed: int, *, ti
     return table + [""]
 
 
-def _part_section(part: PartResult, base_seed: int) -> list[str]:
+def _part_section(part: PartResult, base_seed: int, *, pending: bool = False) -> list[str]:
     lines = [f"### Part {part.number}: {_md(part.title)} — {points(part.points)}/{points(part.max_points)} points",
              "", f"File {_md(part.file)} · {PART_STATUS_WORDS[part.status]}", ""]
     checks = [c for c in part.cases if not is_timed_case(c)]
@@ -114,7 +114,9 @@ def _part_section(part: PartResult, base_seed: int) -> list[str]:
             why = (skipped[0].message or "").removeprefix("not run: ")
             lines += [f"{len(skipped)} case(s) not run" + (f": {_md(why)}." if why else "."), ""]
     perf = part.performance
-    if perf is not None:
+    if pending:
+        lines += [f"Performance: **pending**, {_md(pending_text(perf.max_points))} — {_md(perf.message)}", ""]
+    elif perf is not None and performance_shown(part):
         ratio = f" (time / reference time {perf.ratio:.2f})" if perf.ratio is not None else ""
         lines += [f"Performance: {points(perf.points)}/{points(perf.max_points)} points{ratio} — {_md(perf.message)}",
                   ""]
@@ -177,6 +179,8 @@ def markdown(result: SubmissionResult) -> str:
                  f"{sum(c.status == 'pass' for c in all_checks)}/{len(all_checks)}",
                  f"**{points(result.points)}/{points(result.max_points)}**"])
     lines += _table(["Part", "Status", "Cases passed", "Points"], rows) + [""]
+    if result.pending_points:
+        lines += [f"**Pending:** {_md(pending_text(result.pending_points))}.", ""]
     for p in result.parts:
-        lines += _part_section(p, result.seed)
+        lines += _part_section(p, result.seed, pending=result.performance_pending(p))
     return "\n".join(lines).rstrip("\n") + "\n"

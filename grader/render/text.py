@@ -6,7 +6,7 @@ Rendering is kept apart from the data: the same result is written as JSON by
 
 from __future__ import annotations
 
-from grader.render._common import is_timed_case, other_findings, printable
+from grader.render._common import is_timed_case, other_findings, pending_text, performance_shown, printable
 from grader.results import CaseResult, PartResult, SubmissionResult
 
 _MARK = {"pass": "PASS", "fail": "FAIL", "error": "ERROR", "timeout": "TIMEOUT", "crash": "CRASH",
@@ -24,7 +24,7 @@ def _size_list(cases: list[CaseResult]) -> str:
     return "; ".join(f"{d}: " + ", ".join(v) for d, v in by_dtype.items())
 
 
-def _timing_lines(p: PartResult) -> list[str]:
+def _timing_lines(p: PartResult, pending: bool) -> list[str]:
     timed = [c for c in p.cases if c.timing is not None]
     lines = []
     if timed:
@@ -38,19 +38,25 @@ def _timing_lines(p: PartResult) -> list[str]:
             cpu = f"{t.cpu_speedup:.0f}" if t.cpu_speedup else "-"
             lines.append(f"    {c.name:<24} {t.median_ms:>10.4f} {100 * t.spread:>6.1f}% {t.gbps:>8.1f} {copy:>7} "
                          f"{ref:>9} {ratio:>6} {cpu:>7}")
-    if p.performance is not None:
-        perf = p.performance
+    perf = p.performance
+    if pending:
+        lines.append(f"    PENDING performance: {_points(perf.max_points)} points wait for a run on a GPU, not in this "
+                     f"score — {perf.message}")
+    elif perf is not None and performance_shown(p):
         lines.append(f"    performance: {_points(perf.points)}/{_points(perf.max_points)} points — {perf.message}")
     return lines
 
 
-def _part_block(p: PartResult) -> list[str]:
+def _part_block(p: PartResult, pending: bool = False) -> list[str]:
+    """The part's lines; ``pending``: its performance points wait for a run on a GPU."""
     head = f"Part {p.number}: {p.title}  [{p.file}]  {_points(p.points)}/{_points(p.max_points)} points"
+    if pending:
+        head += f" ({_points(p.performance.max_points)} pending a GPU run)"
     lines = [head]
     if p.status in ("compile-error", "missing", "error") or (p.message and p.status in ("timeout", "crash")):
         lines += ["    " + m for m in p.message.splitlines()]
     if p.status in ("compile-error", "missing", "error"):
-        return lines + _timing_lines(p) + _profile_lines(p)
+        return lines + _timing_lines(p, pending) + _profile_lines(p)
     checked = [c for c in p.cases if not is_timed_case(c)]
     passed = [c for c in checked if c.status == "pass"]
     if passed:
@@ -63,7 +69,7 @@ def _part_block(p: PartResult) -> list[str]:
     skipped = [c for c in checked if c.status == "not-run"]
     if skipped:
         lines.append(f"    NOT RUN n = {_size_list(skipped)}")
-    return lines + _warning_lines(p) + _timing_lines(p) + _profile_lines(p)
+    return lines + _warning_lines(p) + _timing_lines(p, pending) + _profile_lines(p)
 
 
 def _warning_lines(p: PartResult) -> list[str]:
@@ -95,7 +101,7 @@ def render_text(result: SubmissionResult) -> str:
         if warning:
             lines.insert(3, f"WARNING: {warning}")
     for p in result.parts:
-        lines += _part_block(p) + [""]
+        lines += _part_block(p, result.performance_pending(p)) + [""]
     width = max([len(p.key) for p in result.parts] + [5])
     lines.append(f"{'part':<{width}}  {'status':<13}  {'cases':>7}  {'points':>11}")
     for p in result.parts:
@@ -105,5 +111,7 @@ def render_text(result: SubmissionResult) -> str:
                      f"{f'{_points(p.points)}/{_points(p.max_points)}':>11}")
     lines.append(f"{'total':<{width}}  {'pass' if result.passed else 'fail':<13}  {'':>7}  "
                  f"{f'{_points(result.points)}/{_points(result.max_points)}':>11}")
+    if result.pending_points:
+        lines.append(f"PENDING {pending_text(result.pending_points)}.")
     lines.append(f"{result.timing_note}. Graded in {result.elapsed_s:.1f} s.")
     return printable("\n".join(lines))  # results are clean already; a result read back from a file may not be
