@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import tempfile
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -84,12 +85,28 @@ class Grading:
     start: Path
 
     def grade(self, path: PathLike, *, seed: int | None = None, parts: list[str] | None = None,
-              on_event: Callable[[str, protocol.Event], None] | None = None,
+              intake: bool = False, on_event: Callable[[str, protocol.Event], None] | None = None,
               env: dict[str, str] | None = None, stop: threading.Event | None = None) -> SubmissionResult:
         """Grade one submission folder or part file (relative to :attr:`start`); see
-        :func:`grader.runner.grade` for the arguments and what is raised."""
-        return grade(absolute(path, self.start), cfg=self.cfg, selection=self.selection, seed=seed, parts=parts,
-                     checks=self.checks, on_event=on_event, env=env, stop=stop)
+        :func:`grader.runner.grade` for the arguments and what is raised.
+
+        ``intake``: take the part files as ``batch`` does (:func:`grader.intake.snapshot`): from
+        anywhere below ``path`` (a folder or a ``.zip``), copied into a folder of the grader's own,
+        a misnamed file named in the part's message; the result names ``path``. Without it, the
+        part files directly in the folder ``path`` are graded in place."""
+        where = absolute(path, self.start)
+        if not intake:
+            return grade(where, cfg=self.cfg, selection=self.selection, seed=seed, parts=parts,
+                         checks=self.checks, on_event=on_event, env=env, stop=stop)
+        from grader.errors import UsageError
+        from grader.intake import snapshot
+        if not where.exists():
+            raise UsageError(f"{path}: no such file or folder; give the submission's folder or .zip")
+        with tempfile.TemporaryDirectory(prefix="scangrade-intake-") as tmp:
+            taken = snapshot(where, Path(tmp) / "submission")
+            result = grade(taken, cfg=self.cfg, selection=self.selection, seed=seed, parts=parts,
+                           checks=self.checks, on_event=on_event, env=env, stop=stop)
+        return dataclasses.replace(result, submission=str(where))
 
     def grade_class(self, folder: PathLike, *, out: PathLike, resume: bool = False, jobs: int | None = None,
                     shard: tuple[int, int] | None = None,
@@ -148,10 +165,11 @@ def prepare(*, config: PathLike | None = None, private_config: PathLike | None =
 
 def grade_submission(path: PathLike, *, config: PathLike | None = None, private_config: PathLike | None = None,
                      backend: str | None = None, checks: bool = True, official: bool = False,
-                     seed: int | None = None, parts: list[str] | None = None,
+                     seed: int | None = None, parts: list[str] | None = None, intake: bool = False,
                      on_event: Callable[[str, protocol.Event], None] | None = None,
                      start: PathLike | None = None) -> SubmissionResult:
-    """Grade one submission (a folder of part files, or one part's ``.cu`` file).
+    """Grade one submission (a folder of part files, or one part's ``.cu`` file; with ``intake``,
+    a folder or ``.zip`` taken in as ``batch`` does, see :meth:`Grading.grade`).
 
     Returns:
         The :class:`~grader.results.SubmissionResult`: every problem of the submission (compile
@@ -161,7 +179,8 @@ def grade_submission(path: PathLike, *, config: PathLike | None = None, private_
         As :func:`prepare` and :func:`grader.runner.grade` (an unusable path, an unknown part).
     """
     return prepare(config=config, private_config=private_config, backend=backend, checks=checks,
-                   official=official, start=start).grade(path, seed=seed, parts=parts, on_event=on_event)
+                   official=official, start=start).grade(path, seed=seed, parts=parts, intake=intake,
+                                                         on_event=on_event)
 
 
 def grade_class(folder: PathLike, *, out: PathLike, config: PathLike | None = None,

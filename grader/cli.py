@@ -87,6 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     g = sub.add_parser("grade", parents=[grading, one_grade], help="grade a submission folder or one part's .cu file")
     g.add_argument("path", help="a folder holding part1_naive.cu, part2_blelloch.cu, ... or one of those files")
+    g.add_argument("--intake", action="store_true",
+                   help="take the part files as batch does: from anywhere below PATH (a folder or a .zip), copied "
+                        "by the grader, a misnamed file named in the report (the Gradescope autograder passes it)")
     g.add_argument("--require-sandbox", action="store_true",
                    help="grade for the record: on the emulator, refuse to run without its OS sandbox (bubblewrap) "
                         "unless the config sets emulator.sandbox (the Gradescope autograder passes it)")
@@ -370,7 +373,8 @@ def _grade(args: argparse.Namespace) -> int:
                          "assignment/ folder, or pass --dir")
     total = sum(len(case_list(cfg, k)) for k in (args.parts or cfg.parts) if k in cfg.parts)
     with _Progress(total) as progress:
-        result = grading.grade(path, seed=args.seed, parts=args.parts, on_event=progress)
+        result = grading.grade(path, seed=args.seed, parts=args.parts, intake=getattr(args, "intake", False),
+                               on_event=progress)
     _print_report(render_text(result))
     outputs = {args.json: lambda: result.to_json() + "\n",
                args.gradescope: lambda: json.dumps(render.gradescope(result), indent=2) + "\n",

@@ -355,7 +355,9 @@ def snapshot_folder(folder: Path, dest: Path) -> Intake:
     """Copy a folder submission's part files into ``dest`` (emptied first).
 
     The part files are taken from the folder below ``folder`` that holds the most of them (the
-    shallowest on a tie). Nothing is followed through a link; every cap of this module applies.
+    shallowest on a tie); a part file not there is taken from where the shallowest file of its name
+    is (a submission whose parts sit in different folders), as in a zip. Nothing is followed
+    through a link; every cap of this module applies.
     """
     _fresh(dest)
     entries, refused = _walk(folder)
@@ -368,6 +370,11 @@ def snapshot_folder(folder: Path, dest: Path) -> Intake:
             counts[path.parent] = (n + 1, depth, rel)
     root = min(counts, key=lambda p: (-counts[p][0], counts[p][1], str(p)))
     prefix = counts[root][2]
+    elsewhere: dict[str, tuple[int, str, Path, os.stat_result]] = {}  # part file name -> its shallowest copy
+    for path, shown, st, depth in entries:
+        if path.name in _PART_FILES and not stat.S_ISDIR(st.st_mode):
+            elsewhere[path.name] = min(elsewhere.get(path.name, (depth, shown, path, st)), (depth, shown, path, st),
+                                       key=lambda e: (e[0], e[1]))
     notes: dict[str, Absent] = {}
     sources: dict[str, str] = {}
     missing = []
@@ -375,6 +382,9 @@ def snapshot_folder(folder: Path, dest: Path) -> Intake:
         src = root / spec.filename
         shown = show(f"{prefix}/{spec.filename}" if prefix else spec.filename)
         st = _lstat(src)
+        if st is None and spec.filename in elsewhere:
+            _, rel, src, st = elsewhere[spec.filename]
+            shown = show(rel)
         note = _check_file(src, shown, st) if st is not None else None
         if st is None:
             missing.append(key)

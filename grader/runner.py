@@ -408,7 +408,8 @@ def grade(submission: Path | Intake, *, cfg: Config, selection: Selection, seed:
     Args:
         submission: folder or ``.cu`` file (:func:`grader.intake.resolve_submission` finds its part
             files), or an :class:`~grader.intake.Intake` (a batch's copy of one: its notes say why a
-            part is not graded, and each part's ``file`` is where it was in the submission).
+            part is not graded, and each part's ``file`` is where it was in the submission; a
+            refused one has every part an error saying why, worth its points possible).
         cfg: the validated configuration.
         selection: the backend chosen (see :func:`grader.backends.select_backend`).
         seed: overrides the config's seed.
@@ -447,6 +448,9 @@ def grade(submission: Path | Intake, *, cfg: Config, selection: Selection, seed:
             continue
         if stop is not None and stop.is_set():
             raise GradingStopped("grading was stopped")
+        if intake is not None and intake.refused:  # the whole submission was refused at intake
+            results.append(ungraded_part(cfg, key, status=PartStatus.ERROR, message=f"not graded: {intake.refused}"))
+            continue
         left = cfg.submission_timeout_s - (time.perf_counter() - t0)
         if left <= 0:
             msg = f"not graded: the submission used up its {cfg.submission_timeout_s:g} s (timeouts.submission_s)"
