@@ -186,3 +186,58 @@ def test_batch_refuses_an_output_folder_inside_the_class_and_jobs_below_1_with_o
         assert len(err.strip().splitlines()) == 1 and err.startswith("scangrade: error: --"), err
         assert ("inside the class folder" in err) != bool(extra and extra[0] == "--jobs"), err
     assert not (root / "grades").exists() and not (tmp_path / "o").exists()
+
+
+def test_every_member_of_a_group_submission_gets_a_row_graded_once(tmp_path):
+    from grader.classwork.submissions import count_submissions
+    root = tmp_path / "export"
+    for name in ("submission_101", "submission_102"):
+        (root / name).mkdir(parents=True)
+        shutil.copy(SOLUTIONS / "part1_naive.cu", root / name)
+    (root / "submission_metadata.yml").write_text(
+        "submission_101:\n  :submitters:\n  - :name: Ada\n    :sid: s1815\n  - :name: Grace\n    :sid: s1906\n"
+        "submission_102:\n  :submitters:\n  - :name: Alan\n    :email: alan@example.edu\n")
+    assert count_submissions(root) == 3
+    seen = []
+    rows = batch(root, out=tmp_path / "out", cfg=load_config(write_config(tmp_path, sizes={"part1_naive": [5]})),
+                 selection=EMULATOR, reports=student_reports, jobs=2, checks=False,
+                 on_done=lambda sid, result, resumed: seen.append(sid))
+    assert [sid for sid, _ in rows] == ["s1815", "s1906", "alan@example.edu"] and sorted(seen) == sorted(dict(rows))
+    book = {r["student"]: r for r in csv.DictReader((tmp_path / "out" / "gradebook.csv").open())}
+    assert set(book) == {"s1815", "s1906", "alan@example.edu"} and all(r["status"] == "pass" for r in book.values())
+    ada, grace = dict(rows)["s1815"], dict(rows)["s1906"]
+    assert ada.started_at == grace.started_at and ada.parts == grace.parts  # one grading, two rows
+    for sid in book:
+        assert json.loads((tmp_path / "out" / sid / "result.json").read_text())["submission"] == sid
+
+
+def test_malformed_gradescope_metadata_fails_only_its_entries(tmp_path, capsys):
+    from grader.cli import main
+    root = tmp_path / "export"
+    for n in range(1, 7):
+        (root / f"submission_{n}").mkdir(parents=True)
+        shutil.copy(SOLUTIONS / "part1_naive.cu", root / f"submission_{n}")
+    (root / "submission_metadata.yml").write_bytes(
+        b"submission_1:\n- :sid: s1\n"                                 # an entry that is a list
+        b"submission_2:\n  :submitters:\n    :sid: s2\n"                # :submitters a mapping
+        b"submission_3:\n  :submitters: 42\n"                           # :submitters a number
+        b"submission_4:\n  :submitters:\n  - :name: Zo\xeb\n    :sid: s4\n"  # not UTF-8 in a name: fine
+        b"submission_5:\n  :submitters:\n  - :sid: s\xff5\n"              # not UTF-8 in the id
+        b"submission_6:\n  :submitters:\n  - :sid: 6006\n")            # a number as id
+    cfg = write_config(tmp_path, sizes={"part1_naive": [5]})
+    out = tmp_path / "out"
+    assert main(["batch", str(root), "--out", str(out), "--config", str(cfg), "--backend", "emulator", "--no-checks",
+                 "--jobs", "2", "--allow-unsandboxed"]) == 1
+    assert "Traceback" not in capsys.readouterr().err
+    book = {r["student"]: r for r in csv.DictReader((out / "gradebook.csv").open())}
+    assert {k: v["status"] for k, v in book.items()} == {
+        "submission_1": "fail", "submission_2": "fail", "submission_3": "fail", "s4": "pass", "submission_5": "fail",
+        "6006": "pass"}
+    for sid, where in (("submission_1", "entry 'submission_1'"), ("submission_2", ":submitters"),
+                       ("submission_3", ":submitters"), ("submission_5", "not UTF-8")):
+        message = json.loads((out / sid / "result.json").read_text())["parts"][0]["message"]
+        assert message.startswith("not graded: submission_metadata.yml, entry") and where in message, message
+    (root / "submission_metadata.yml").write_text("submission_1: [unclosed\n")
+    assert main(["batch", str(root), "--out", str(tmp_path / "o2"), "--config", str(cfg)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "submission_metadata.yml, line" in err and "not valid YAML" in err

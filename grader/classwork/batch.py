@@ -133,6 +133,26 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
     results: dict[str, SubmissionResult] = {}
     stop = threading.Event()  # set on Ctrl-C: running gradings end their workers and stop
 
+    groups: dict[str, tuple[threading.Lock, list[SubmissionResult]]] = {}  # a group's lock, and its result once graded
+
+    def graded(sub: Submission) -> SubmissionResult:
+        with slot_lock:
+            slot = slots.pop()
+        try:
+            env = {"CUDA_VISIBLE_DEVICES": gpus[slot % len(gpus)]} if selection.name == "pycuda" else None
+            if sub.refused:
+                return _not_graded(sub, cfg=cfg, selection=selection, why=f"not graded: {sub.refused}")
+            try:
+                return grade(sub, cfg=cfg, selection=selection, checks=checks, env=env, stop=stop)
+            except GradingStopped:
+                raise
+            except Exception as exc:  # noqa: BLE001 - one submission must never stop the batch
+                return _not_graded(sub, cfg=cfg, selection=selection,
+                                   why=f"the grader failed on this submission ({type(exc).__name__}: {exc})")
+        finally:
+            with slot_lock:
+                slots.append(slot)
+
     def one(sub: Submission) -> None:
         target = out / sub.id
         saved = load_intact(target / RESULT) if resume else None
@@ -141,23 +161,15 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
             if on_done:
                 on_done(sub.id, saved, True)
             return
-        with slot_lock:
-            slot = slots.pop()
-        try:
-            env = {"CUDA_VISIBLE_DEVICES": gpus[slot % len(gpus)]} if selection.name == "pycuda" else None
-            if sub.refused:
-                result = _not_graded(sub, cfg=cfg, selection=selection, why=f"not graded: {sub.refused}")
-            else:
-                try:
-                    result = grade(sub, cfg=cfg, selection=selection, checks=checks, env=env, stop=stop)
-                except GradingStopped:
-                    raise
-                except Exception as exc:  # noqa: BLE001 - one submission must never stop the batch
-                    result = _not_graded(sub, cfg=cfg, selection=selection,
-                                         why=f"the grader failed on this submission ({type(exc).__name__}: {exc})")
-        finally:
+        if sub.group:  # a group submission is graded once; every member gets its result
             with slot_lock:
-                slots.append(slot)
+                lock, done = groups.setdefault(sub.group, (threading.Lock(), []))
+            with lock:
+                if not done:
+                    done.append(graded(sub))
+            result = done[0]
+        else:
+            result = graded(sub)
         result = dataclasses.replace(result, submission=sub.id)
         write_reports(result, target, reports(result))
         results[sub.id] = result
