@@ -241,3 +241,20 @@ def test_malformed_gradescope_metadata_fails_only_its_entries(tmp_path, capsys):
     assert main(["batch", str(root), "--out", str(tmp_path / "o2"), "--config", str(cfg)]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "submission_metadata.yml, line" in err and "not valid YAML" in err
+
+
+def test_no_gradebook_cell_or_id_starts_a_spreadsheet_formula(tmp_path):
+    from grader.classwork.gradebook import FORMULA_STARTS, spreadsheet_cell
+    root = tmp_path / "class"
+    for name in ("@SUM(A1)", "=1+2", "+cmd", "-2+3", "\tx", "\rcr", "@-@x"):
+        (root / name).mkdir(parents=True)
+        shutil.copy(SOLUTIONS / "part1_naive.cu", root / name)
+    rows = batch(root, out=tmp_path / "out", cfg=load_config(write_config(tmp_path, sizes={"part1_naive": [5]})),
+                 selection=EMULATOR, reports=student_reports, jobs=2, checks=False)
+    ids = [sid for sid, _ in rows]
+    assert "SUM_A1" in ids and len(ids) == 7 and not [i for i in ids if i.startswith(FORMULA_STARTS)]
+    for row in csv.reader((tmp_path / "out" / "gradebook.csv").open()):
+        assert not [cell for cell in row if cell.startswith(FORMULA_STARTS)], row
+    for text in ("=HYPERLINK(\"http://x\")", "+1", "-cmd", "@A1", "\t=1", "\r=1"):
+        assert spreadsheet_cell(text) == "'" + text
+    assert [spreadsheet_cell(t) for t in ("-1", "-0.5", "alice", "")] == ["-1", "-0.5", "alice", ""]

@@ -8,14 +8,27 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 import statistics
 
 from grader.results import SubmissionResult
 
 
+#: What a spreadsheet takes for the start of a formula in a cell (OWASP, "CSV Injection").
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER = re.compile(r"-?\d+(\.\d+)?(e[+-]?\d+)?")
+
+
+def spreadsheet_cell(text: str) -> str:
+    """``text`` as a CSV cell no spreadsheet runs as a formula: a cell that begins with one of
+    :data:`FORMULA_STARTS` (and is not a plain number) gets a leading ``'``, as OWASP's CSV-injection
+    guidance says; quoting is the csv module's."""
+    return "'" + text if text.startswith(FORMULA_STARTS) and not _NUMBER.fullmatch(text) else text
+
+
 def gradebook_csv(rows: list[tuple[str, SubmissionResult]], part_keys: list[str]) -> str:
     """The gradebook: id, points per part, total, max, pending, status, backend, GPU — one row per
-    submission. ``pending`` is the performance points that wait for a run on a GPU (an emulator
+    submission, every cell safe to open in a spreadsheet (:func:`spreadsheet_cell`). ``pending`` is the performance points that wait for a run on a GPU (an emulator
     run of parts that passed; :attr:`~grader.results.SubmissionResult.pending_points`): in ``max``,
     never in ``total``, so ``max - pending`` is what the row could earn here."""
     out = io.StringIO()
@@ -23,9 +36,10 @@ def gradebook_csv(rows: list[tuple[str, SubmissionResult]], part_keys: list[str]
     w.writerow(["student", *part_keys, "total", "max", "pending", "status", "backend", "gpu"])
     for sid, r in rows:
         by_key = {p.key: p for p in r.parts}
-        w.writerow([sid, *(f"{by_key[k].points:g}" if k in by_key else "" for k in part_keys),
-                    f"{r.points:g}", f"{r.max_points:g}", f"{r.pending_points:g}", "pass" if r.passed else "fail",
-                    r.backend, r.device.get("device", "")])
+        w.writerow([spreadsheet_cell(str(cell)) for cell in (
+            sid, *(f"{by_key[k].points:g}" if k in by_key else "" for k in part_keys),
+            f"{r.points:g}", f"{r.max_points:g}", f"{r.pending_points:g}", "pass" if r.passed else "fail",
+            r.backend, r.device.get("device", ""))])
     return out.getvalue()
 
 

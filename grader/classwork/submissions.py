@@ -42,9 +42,10 @@ class Submission(Intake):
 
 
 def _safe_id(name: str, taken: set[str]) -> str:
-    """A file-name-safe, unique id (compared case-insensitively) from a folder or student name."""
+    """A file-name-safe, unique id (compared case-insensitively) from a folder or student name, that
+    never begins with what a spreadsheet takes for a formula (``@SUM(A1)`` becomes ``SUM_A1``)."""
     text = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    sid = re.sub(r"[^A-Za-z0-9._@-]+", "_", text).strip("._-")[:80] or "submission"
+    sid = re.sub(r"[^A-Za-z0-9._@-]+", "_", text).strip("._-").lstrip("@._-")[:80] or "submission"
     base, n = sid, 1
     while sid.lower() in taken or sid.lower() in RESERVED:
         n += 1
