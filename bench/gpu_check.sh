@@ -3,8 +3,8 @@
 # `scangrade grade` of the reference solutions GRADE_RUNS times (default 3; timing spread between
 # runs), `scangrade bench` of Parts 4 and 5 against CUB (BENCH_SIZES, default 2^20 2^24 2^28), and
 # Nsight Compute's shared-memory counters for Parts 2 and 3 beside the emulator's count
-# (bench/ncu_conflicts.py), and PrairieLearn's entrypoint on the reference solutions (its wall time
-# and results.json); logs under $OUT (or ./gpu-logs).
+# (bench/ncu_conflicts.py), PrairieLearn's entrypoint on the reference solutions (its wall time
+# and results.json), and bench/throughput.py's table of grading speed; logs under $OUT (or ./gpu-logs).
 # Usage on the GPU machine, from the repository root, with PyCUDA's wheels in .whl/:
 #   bash bench/gpu_check.sh
 set -uo pipefail
@@ -80,6 +80,9 @@ for i, image in enumerate(doc.get("images", [])):
     (out / f"prairielearn_image_{i}.png").write_bytes(base64.b64decode(image["url"].split(",", 1)[1]))
 PY
 rm -rf "$pl"
+# Grading speed (docs/throughput.md): one submission cold and warm, a hang, a fault, a batch of 50.
+python3 bench/throughput.py --backend pycuda --submissions ${THROUGHPUT_SUBMISSIONS:-50} \
+    --json "$out/throughput.json" 2>"$out/throughput.log" | tee "$out/throughput.txt"
 python3 -m grader bench --sizes ${BENCH_SIZES:-2^20 2^24 2^28} --dtypes int32 --json "$out/bench.json" \
     2>&1 | tee "$out/bench.txt" | tail -12
 python3 bench/ncu_conflicts.py emulator 2>&1 | tee "$out/conflicts_emulator.txt"

@@ -1,26 +1,36 @@
-"""Grading throughput: the reference solutions graded as a class of N submissions.
+"""Grading throughput: how long one submission, a hang, a fault and a class take to grade.
 
-Copies ``reference/solutions`` N times into a scratch folder, grades them with
-:func:`grader.classwork.batch.batch` (the code path of ``scangrade batch``), and prints a table: wall time,
-submissions per minute, the wall time of one submission (the first, with a cold compile cache, and
-the rest), and where a submission's time goes, summed over its parts (``PartResult.phases_s``):
-starting the part's child process and backend, compiling, the correctness cases, GPU timing.
+Prints a table (and writes it as JSON with ``--json``) of, on one backend:
 
-Usage (from the repository root, with scangrade installed: ``pip install -e .``)::
+- one submission (the reference solutions), cold: a fresh cache folder, as on a new machine (the
+  emulator's runtime and executor are built, every part compiled);
+- the same submission again, warm (compiles come from the compile cache);
+- a hang submission: the reference solutions with a Part 1 that never finishes at n = 1
+  (``bench/kernels/part1_hang_n1.cu``);
+- a fault submission: the reference solutions with a Part 1 that writes a gigabyte past its output
+  at every n (``tests/verdicts/part1_illegal_address.cu``: an illegal address on a GPU);
+- a batch: the reference solutions copied N times, graded by :func:`grader.classwork.batch.batch`
+  (the code path of ``scangrade batch``, its default jobs), in submissions per minute.
 
-    python bench/throughput.py --submissions 50                 # backend as scangrade chooses
-    python bench/throughput.py --submissions 4 --backend emulator
-    python bench/throughput.py --submissions 20 --jobs 1 --json one_gpu.json   # on a 2-GPU host,
-    python bench/throughput.py --submissions 20 --jobs 2 --json two_gpus.json  # one job per GPU
+Every run grades with the checks on (the default of every grading command). The cache folder is a
+fresh temporary one (``XDG_CACHE_HOME``), so the cold row is cold whatever ran before. The machine's
+load (1-minute load average) is printed beside each row: on a shared machine it says how much the
+figures are worth.
 
-Every submission must pass every case; the script says so when one does not (exit status 1).
+Usage (from the repository root)::
+
+    python bench/throughput.py --backend pycuda --submissions 50 --json h100.json
+    python bench/throughput.py --backend emulator --submissions 10 --json emulator.json
+
+Exit status 1 when a reference submission did not pass every case, or the hang or fault row did
+not report its Part 1 as hanging or failing.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
+import os
 import shutil
 import statistics
 import sys
@@ -29,97 +39,122 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
-from grader.backends import select_backend
-from grader.classwork.batch import batch
-from grader.config import load_config
-from grader.render.student import student_reports
-from grader.worker import SOLUTIONS
+HANG = ROOT / "bench" / "kernels" / "part1_hang_n1.cu"
+FAULT = ROOT / "tests" / "verdicts" / "part1_illegal_address.cu"
 
-PHASES = ("startup", "compile", "cases", "timing")
+
+def _load() -> float:
+    try:
+        return round(os.getloadavg()[0], 1)
+    except OSError:
+        return float("nan")
+
+
+def _submission(folder: Path, part1: Path | None = None) -> Path:
+    from grader.worker import SOLUTIONS
+
+    shutil.copytree(SOLUTIONS, folder)
+    if part1 is not None:
+        shutil.copy(part1, folder / "part1_naive.cu")
+    return folder
+
+
+def _one(name: str, folder: Path, *, cfg, selection) -> dict:
+    from grader.runner import grade
+
+    load = _load()
+    t0 = time.perf_counter()
+    result = grade(folder, cfg=cfg, selection=selection, checks=True)
+    wall = time.perf_counter() - t0
+    p1 = result.parts[0]
+    phases = {}
+    for p in result.parts:
+        for k, v in p.phases_s.items():
+            phases[k] = round(phases.get(k, 0.0) + v, 2)
+    row = {"run": name, "wall_s": round(wall, 2), "load_before": load, "load_after": _load(),
+           "points": result.points, "max_points": result.max_points, "passed": result.passed,
+           "part_s": {p.key: p.phases_s.get("total", 0.0) for p in result.parts},
+           "phases_s_summed": phases, "device": result.device.get("device", ""),
+           "part1": {"status": p1.status, "statuses": _counts(c.status for c in p1.cases),
+                     "message": p1.message.splitlines()[0] if p1.message else ""}}
+    print(f"{name}: {wall:.1f} s, {result.points:g}/{result.max_points:g}, part 1 {p1.status}", file=sys.stderr)
+    return row
+
+
+def _counts(items) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for i in items:
+        out[str(i)] = out.get(str(i), 0) + 1
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the benchmark; returns 0 when every submission passed every case, else 1."""
+    """Run the benchmark and print its table; returns the exit status (see the module's docstring)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--submissions", type=int, default=50, help="class size (default: 50)")
-    ap.add_argument("--jobs", type=int, default=0, help="submissions at once (default: as scangrade batch)")
     ap.add_argument("--backend", choices=("auto", "pycuda", "emulator"), default=None)
+    ap.add_argument("--submissions", type=int, default=50, help="the batch's size (default: 50; 0: no batch)")
+    ap.add_argument("--jobs", type=int, default=0, help="the batch's jobs (default: as scangrade batch)")
     ap.add_argument("--config", default=str(ROOT / "config.yaml"))
-    ap.add_argument("--part", action="append", dest="parts", help="only these parts (repeatable)")
     ap.add_argument("--json", help="also write the measurements to this file")
     args = ap.parse_args(argv)
 
-    cfg = load_config(args.config)
-    if args.parts:
-        cfg = dataclasses.replace(cfg, parts={k: v for k, v in cfg.parts.items() if k in args.parts})
-    selection = select_backend(args.backend, config_value=cfg.backend)
     with tempfile.TemporaryDirectory(prefix="scangrade-throughput-") as tmp:
-        subs = Path(tmp) / "class"
-        for i in range(args.submissions):
-            shutil.copytree(SOLUTIONS, subs / f"s{i:03d}")
-        finished: list[float] = []
-        t0 = time.perf_counter()
+        os.environ["XDG_CACHE_HOME"] = str(Path(tmp) / "cache")  # cold: nothing built or compiled yet
+        from grader.backends import select_backend
+        from grader.classwork.batch import batch
+        from grader.config import load_config
+        from grader.render.student import student_reports
 
-        def on_done(sid: str, result, resumed: bool) -> None:
-            finished.append(time.perf_counter() - t0)
-            print(f"[{len(finished)}/{args.submissions}] {sid}: {result.points:g}/{result.max_points:g} "
-                  f"in {result.elapsed_s:.1f} s", file=sys.stderr, flush=True)
+        cfg = load_config(args.config)
+        selection = select_backend(args.backend, config_value=cfg.backend)
+        reference = _submission(Path(tmp) / "reference")
+        rows = [_one("one submission, cold", reference, cfg=cfg, selection=selection),
+                _one("one submission, warm", reference, cfg=cfg, selection=selection),
+                _one("hang (Part 1 never ends at n = 1)", _submission(Path(tmp) / "hang", HANG), cfg=cfg,
+                     selection=selection),
+                _one("fault (Part 1 writes 1 GiB past out)", _submission(Path(tmp) / "fault", FAULT), cfg=cfg,
+                     selection=selection)]
+        batch_row = None
+        if args.submissions:
+            subs = Path(tmp) / "class"
+            for i in range(args.submissions):
+                _submission(subs / f"s{i:03d}")
+            load = _load()
+            t0 = time.perf_counter()
+            graded = batch(subs, out=Path(tmp) / "out", cfg=cfg, selection=selection, jobs=args.jobs,
+                           reports=student_reports)
+            wall = time.perf_counter() - t0
+            results = [r for _, r in graded]
+            batch_row = {"run": f"batch of {len(results)}", "wall_s": round(wall, 2), "load_before": load,
+                         "load_after": _load(), "submissions_per_min": round(60 * len(results) / wall, 2),
+                         "passed": sum(r.passed for r in results), "submissions": len(results),
+                         "submission_s_median": round(statistics.median(r.elapsed_s for r in results), 2)}
 
-        rows = batch(subs, out=Path(tmp) / "out", cfg=cfg, selection=selection, jobs=args.jobs, on_done=on_done,
-                     reports=student_reports)
-        wall = time.perf_counter() - t0
-
-    results = [r for _, r in rows]
-    first, rest = results[0], results[1:] or results
-    phases = {ph: statistics.mean(sum(p.phases_s.get(ph, 0.0) for p in r.parts) for r in results) for ph in PHASES}
-    per_part = {p.key: statistics.mean(q.phases_s.get("total", 0.0) for r in results for q in r.parts
-                                       if q.key == p.key) for p in first.parts}
-    gpus = sorted({r.device.get("device", "") for r in results} - {""})
-    perfect = sum(r.passed for r in results)
-    summary = {
-        "backend": selection.name, "devices": gpus, "jobs": args.jobs or "auto", "submissions": len(results),
-        "wall_s": round(wall, 2), "submissions_per_min": round(60 * len(results) / wall, 2),
-        "first_submission_s": first.elapsed_s, "submission_s_mean": round(statistics.mean(r.elapsed_s for r in rest), 2),
-        "submission_s_max": max(r.elapsed_s for r in results),
-        "phases_s_mean": {k: round(v, 2) for k, v in phases.items()},
-        "part_s_mean": {k: round(v, 2) for k, v in per_part.items()}, "all_cases_passed": perfect,
-        "points": [r.points for r in results], "max_points": first.max_points,
-        # Every timed case of every submission: how steady the timing (and so the score) is.
-        "timed": [{"submission": sid, "part": p.key, "n": c.n, "median_ms": round(c.timing.median_ms, 5),
-                   "reference_ms": c.timing.reference_ms and round(c.timing.reference_ms, 5),
-                   "ratio": c.timing.ratio and round(c.timing.ratio, 4), "spread": round(c.timing.spread, 3)}
-                  for sid, r in rows for p in r.parts for c in p.cases if c.timing],
-    }
-    print(f"backend {summary['backend']}  device {', '.join(gpus) or '-'}  jobs {summary['jobs']}")
-    print(f"{'submissions':<34}{len(results)}")
-    print(f"{'wall time':<34}{wall:.1f} s")
-    print(f"{'submissions per minute':<34}{summary['submissions_per_min']:.2f}")
-    print(f"{'one submission, first (cold)':<34}{first.elapsed_s:.2f} s")
-    print(f"{'one submission, the rest (mean)':<34}{summary['submission_s_mean']:.2f} s "
-          f"(max {summary['submission_s_max']:.2f} s)")
-    print("where a submission's time goes (mean, summed over its parts):")
-    total = sum(phases.values()) or 1.0
-    for ph in PHASES:
-        print(f"  {ph:<32}{phases[ph]:8.2f} s {100 * phases[ph] / total:5.1f} %")
-    print("per part (mean wall s):")
-    for k, v in per_part.items():
-        print(f"  {k:<32}{v:8.2f} s")
-    print(f"{'every case passed':<34}{perfect}/{len(results)}")
-    full = sum(r.points == r.max_points for r in results)
-    print(f"{'all points (timing included)':<34}{full}/{len(results)}"
-          + ("  (the emulator does not time: performance points need a GPU)" if selection.name == "emulator" else ""))
-    ratios: dict[tuple[str, int], list[float]] = {}
-    for t in summary["timed"]:
-        if t["ratio"]:
-            ratios.setdefault((t["part"], t["n"]), []).append(t["ratio"])
-    if ratios:
-        print("time / reference time over the submissions (all are the reference): min median max")
-        for (part, n), rs in ratios.items():
-            print(f"  {part} n={n:<12}{min(rs):6.3f} {statistics.median(rs):6.3f} {max(rs):6.3f}")
+    device = rows[0]["device"] or f"the CPU emulator ({os.cpu_count()} cores)"
+    print(f"backend {selection.name}, {device}, checks on; load = 1-minute load average before / after "
+          f"({os.cpu_count()} cores)")
+    print(f"{'run':<42}{'wall':>9}  {'points':>11}  {'load':>11}  note")
+    for r in rows:
+        note = ", ".join(f"{k}: {v}" for k, v in r["part1"]["statuses"].items()) if "Part 1" in r["run"] else ""
+        print(f"{r['run']:<42}{r['wall_s']:>8.1f}s  {r['points']:>5g}/{r['max_points']:<5g}  "
+              f"{r['load_before']:>5} /{r['load_after']:>4}  {('part 1 cases ' + note) if note else ''}")
+    if batch_row:
+        print(f"{batch_row['run']:<42}{batch_row['wall_s']:>8.1f}s  {batch_row['passed']:>5}/"
+              f"{batch_row['submissions']:<5}  {batch_row['load_before']:>5} /{batch_row['load_after']:>4}  "
+              f"{batch_row['submissions_per_min']:.1f} submissions / min (median {batch_row['submission_s_median']} s "
+              "each)")
+    warm = rows[1]
+    print("warm submission, wall s per part: " + ", ".join(f"{k} {v:.1f}" for k, v in warm["part_s"].items()))
+    print("warm submission, phases summed over its parts (s): "
+          + ", ".join(f"{k} {v:.1f}" for k, v in warm["phases_s_summed"].items()))
     if args.json:
-        Path(args.json).write_text(json.dumps(summary, indent=2) + "\n")
-    return 0 if perfect == len(results) else 1
+        Path(args.json).write_text(json.dumps({"backend": selection.name, "device": device, "cores": os.cpu_count(),
+                                               "rows": rows, "batch": batch_row}, indent=2) + "\n")
+    ok = (rows[0]["passed"] and rows[1]["passed"] and rows[2]["part1"]["status"] == "timeout"
+          and rows[3]["part1"]["status"] == "fail" and (batch_row is None or batch_row["passed"] == args.submissions))
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

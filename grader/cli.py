@@ -105,8 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--out", required=True, metavar="DIR", help="where the gradebook and reports go")
     t.add_argument("--resume", action="store_true", help="skip submissions whose result is already written and intact")
     t.add_argument("--jobs", type=int, default=None,
-                   help="submissions graded at once, 1 or more (default: one per GPU, or one per core on the "
-                        "emulator)")
+                   help="submissions graded at once, 1 or more (default: on a GPU machine one per two cores, up "
+                        "to 8 per GPU, timed runs still alone on the GPU; one per core on the emulator)")
     t.add_argument("--allow-unsandboxed", action="store_true",
                    help="grade on the emulator even where its OS sandbox (bubblewrap) is unusable, with resource "
                         "limits and the seccomp filter only (by default batch refuses; docs/security.md)")

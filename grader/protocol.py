@@ -17,7 +17,8 @@ that ran student code, so :func:`decode` trusts nothing: every string is made sa
 and a line that is not a well-formed event is dropped.
 
 The order of a part's events: ``device`` once the backend is up (or ``error`` and the end);
-``compile-error`` and the end, or ``compiled``; ``case-start`` then ``case`` per visible case;
+``compile-error`` and the end, or ``compiled``; ``case-start`` then ``case`` per visible case
+(on a GPU, a case whose kernel faulted has ``locating-fault`` before its ``case``, then ``restart``);
 on a GPU, for a timed part whose visible cases all passed, ``timing-start``, then ``case-start``
 and ``timed`` per timed size (and ``device-update`` with the copy bandwidth); for a profiled part
 whose cases so far all passed, ``profile-start`` (the profile is taken before any hidden case);
@@ -269,6 +270,15 @@ class Restart(_Event):
 
 
 @dataclass(frozen=True)
+class LocatingFault(_Event):
+    """The case's kernel faulted on the GPU; compute-sanitizer's memcheck now looks for the line (its
+    own silence limit bounds it, not the case's deadline). The case's result follows."""
+
+    name: ClassVar[str] = "locating-fault"
+    case: str
+
+
+@dataclass(frozen=True)
 class WorkerError(_Event):
     """The backend could not start; ``message`` says why. The worker ends."""
 
@@ -284,11 +294,12 @@ class Done(_Event):
 
 
 Event = Union[Device, DeviceUpdate, CompileFailed, Compiled, CaseStart, CaseDone, Timed, TimingStart, HiddenStart,
-              PerformanceScored, ProfileStart, Profiled, Restart, WorkerError, Done]
+              PerformanceScored, ProfileStart, Profiled, Restart, LocatingFault, WorkerError, Done]
 #: Every event type by its wire name.
 EVENTS: dict[str, type] = {cls.name: cls for cls in (Device, DeviceUpdate, CompileFailed, Compiled, CaseStart,
                                                      CaseDone, Timed, TimingStart, HiddenStart, PerformanceScored,
-                                                     ProfileStart, Profiled, Restart, WorkerError, Done)}
+                                                     ProfileStart, Profiled, Restart, LocatingFault, WorkerError,
+                                                     Done)}
 #: Wire keys that differ from the attribute's name (the case-start event names its case ``name``).
 _WIRE_KEYS = {"case": "name"}
 _RESULT_TYPES = {CaseDone: case_from_dict, Timed: case_from_dict,

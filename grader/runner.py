@@ -18,12 +18,14 @@ import sys
 import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
 
 from grader import __version__, protocol
 from grader.backends import Selection
 from grader.config import Config
+from grader.deadlines import case_budget_s, describe_budget, load_factor, timed_case_n
 from grader.errors import GradingStopped, UsageError
 from grader.parts import PARTS, PartSpec
 from grader.execute import case_list, not_run
@@ -128,11 +130,15 @@ RUNNER_PID_ENV = "SCANGRADE_RUNNER_PID"
 def _run_worker(job_path: Path, events: protocol.EventReader, *, cfg: Config, tmpdir: Path,
                 on_event: Callable[[str, protocol.Event], None] | None,
                 extra_env: dict[str, str] | None = None,
-                deadline: float | None = None,
-                stop: threading.Event | None = None) -> tuple[int | None, str | None]:
-    """Start the worker and watch it: ``(return code, why it was stopped or None)``. ``deadline``
-    (``time.monotonic()``) is when the part's ``timeouts.part_s`` runs out, shared by the workers
-    of one part; by default part_s from this worker's start.
+                deadline: float | None = None, backend: str = "",
+                budget: Callable[[str], float] | None = None,
+                stop: threading.Event | None = None) -> tuple[int | None, str | None, bool]:
+    """Start the worker and watch it: ``(return code, why it was stopped or None, whether a case ran
+    past its deadline)``. ``deadline`` (``time.monotonic()``) is when the part's ``timeouts.part_s``
+    runs out, shared by the workers of one part; by default part_s from this worker's start.
+    ``budget(case name)``: the seconds a case may run on an idle machine
+    (:func:`grader.deadlines.case_budget_s`; default ``timeouts.case_s``), scaled by
+    :func:`grader.deadlines.load_factor` while it runs, never past ``timeouts.case_s``.
 
     Raises:
         GradingStopped: ``stop`` was set; the worker's session is ended first (within about 0.1 s).
@@ -146,6 +152,8 @@ def _run_worker(job_path: Path, events: protocol.EventReader, *, cfg: Config, tm
                                 stdout=out_f, stderr=err_f, stdin=subprocess.DEVNULL, env=env,
                                 start_new_session=True)
         stopped = None
+        case_hung = False
+        allowed = cfg.case_timeout_s
         try:
             start = case_start = time.monotonic()
             while True:
@@ -157,6 +165,8 @@ def _run_worker(job_path: Path, events: protocol.EventReader, *, cfg: Config, tm
                 for ev in events.poll():
                     if isinstance(ev, (protocol.CaseStart, protocol.Compiled)):
                         case_start = time.monotonic()
+                    if isinstance(ev, protocol.CaseStart):
+                        allowed = budget(ev.case) if budget is not None else cfg.case_timeout_s
                     if on_event:
                         on_event(ev.name, ev)
                 if finished:
@@ -167,14 +177,16 @@ def _run_worker(job_path: Path, events: protocol.EventReader, *, cfg: Config, tm
                 running_case = bool(events.items) and isinstance(events.items[-1], protocol.CaseStart)
                 if now > (deadline if deadline is not None else start + cfg.part_timeout_s):
                     stopped = f"timed out after {cfg.part_timeout_s:g} s (timeouts.part_s)"
-                elif running_case and now - case_start > cfg.case_timeout_s:
-                    stopped = f"timed out after {cfg.case_timeout_s:g} s (timeouts.case_s)"
+                elif running_case and now - case_start > min(cfg.case_timeout_s, allowed * load_factor()):
+                    stopped = (f"timed out after {now - case_start:.1f} s "
+                               f"({describe_budget(allowed, cfg.case_timeout_s, backend)})")
+                    case_hung = True
                 if stopped:
                     break
         finally:  # also when the grader is interrupted (Ctrl-C): no worker outlives its runner
             kill_session(proc.pid)  # the worker, and anything it started (compilers, executors) or left behind
             proc.wait()
-    return proc.returncode, stopped
+    return proc.returncode, stopped, case_hung
 
 
 def _pending_profile(cfg: Config, key: str, message: str) -> Profile | None:
@@ -249,11 +261,12 @@ def grade_part(part: PartSpec, source: Path | Absent | None, *, cfg: Config, bac
         deadline = time.monotonic() + cfg.part_timeout_s
         device: dict[str, str] = {}
         cases: list[CaseResult] = []
-        hung: list[str] = []  # cases stopped at timeouts.case_s; the next worker starts after each
+        hung: list[str] = []  # cases stopped at their deadline; the next worker starts after each
         faulted: list[str] = []  # cases whose GPU fault lost the worker's context (protocol.Restart)
         items: list[protocol.Event] = []
         performance = pending
         start = 0
+        budget = _case_budgets(cfg, part.key, specs, backend=backend, checks=checks)
         while True:
             attempt = len(hung) + len(faulted)
             events = protocol.EventReader(tmpdir / f"events-{attempt}.jsonl")
@@ -261,8 +274,9 @@ def grade_part(part: PartSpec, source: Path | Absent | None, *, cfg: Config, bac
             job_path.write_text(protocol.Job.for_part(cfg, part=part.key, source=source, backend=backend,
                                                       events=events.path, checks=checks, start=start,
                                                       earlier_failed=bool(hung or faulted)).to_json())
-            returncode, stopped = _run_worker(job_path, events, cfg=cfg, tmpdir=tmpdir, on_event=on_event,
-                                              extra_env=env, deadline=deadline, stop=stop)
+            returncode, stopped, case_hung = _run_worker(job_path, events, cfg=cfg, tmpdir=tmpdir,
+                                                         on_event=on_event, extra_env=env, deadline=deadline,
+                                                         backend=backend, budget=budget, stop=stop)
             items += events.items
             phases.clear()
             phases.update(_phases(items, started, time.time()))
@@ -295,7 +309,7 @@ def grade_part(part: PartSpec, source: Path | Absent | None, *, cfg: Config, bac
                     restart = ev.case
                 elif isinstance(ev, protocol.Done):
                     if hung:
-                        return part_result(PartStatus.TIMEOUT, _hung_message(hung, cfg), tuple(cases),
+                        return part_result(PartStatus.TIMEOUT, _hung_message(hung), tuple(cases),
                                            performance), device
                     status = PartStatus.PASS if all(c.status == CaseStatus.PASS for c in cases) else PartStatus.FAIL
                     return part_result(status, "", tuple(cases), performance), device
@@ -310,7 +324,7 @@ def grade_part(part: PartSpec, source: Path | Absent | None, *, cfg: Config, bac
             if restart in names and current is None and names.index(restart) + 1 == len(names):
                 status = PartStatus.TIMEOUT if hung else (
                     PartStatus.PASS if all(c.status == CaseStatus.PASS for c in cases) else PartStatus.FAIL)
-                return part_result(status, _hung_message(hung, cfg) if hung else "", tuple(cases), performance), device
+                return part_result(status, _hung_message(hung) if hung else "", tuple(cases), performance), device
             stage = f"case {current}" if current else ("compiling" if not compiled else "setting up")
             phase = next((ev for ev in reversed(events.items)
                           if isinstance(ev, (protocol.ProfileStart, protocol.HiddenStart, protocol.CaseDone))), None)
@@ -343,17 +357,23 @@ def grade_part(part: PartSpec, source: Path | Absent | None, *, cfg: Config, bac
                                         max_points=cfg.parts[part.key].points_per_case if spec else 0.0,
                                         message=why.splitlines()[0],
                                         visibility=spec.visibility if spec else "visible", kind=FailureKind(status)))
-            # A case that hung (timeouts.case_s) costs that case only: a new worker grades the cases
-            # after it, while the part's time (timeouts.part_s) lasts.
-            if (stopped and "timeouts.case_s" in stopped and current in names
-                    and names.index(current) + 1 < len(names) and time.monotonic() < deadline):
+            # A case that hung (past its deadline) costs that case only: a new worker grades the cases
+            # after it, while the part's time (timeouts.part_s) lasts, unless the last few cases in a
+            # row all hung (a kernel that hangs at every n).
+            rest = f"not run: an earlier step ended in {status}"
+            if case_hung and current in names:
                 hung.append(current)
-                start = names.index(current) + 1
-                continue
+                in_a_row = _hangs_in_a_row(hung, names)
+                if names.index(current) + 1 < len(names) and time.monotonic() < deadline and not in_a_row:
+                    start = names.index(current) + 1
+                    continue
+                if in_a_row and names.index(current) + 1 < len(names):
+                    rest = f"not run: the kernel hung in the {MAX_HANGS_IN_A_ROW} cases before, in a row"
+                    why += f"\nthe kernel hung in {MAX_HANGS_IN_A_ROW} cases in a row: the part's other cases were not run"
             if hung:
-                why = _hung_message(hung, cfg) + "\n" + why
-            return part_result(status, why, not_run(cfg, part.key, f"not run: an earlier step ended in {status}",
-                                                    kind=status, done=tuple(cases)), performance), device
+                why = _hung_message(hung) + "\n" + why
+            return part_result(status, why, not_run(cfg, part.key, rest, kind=status, done=tuple(cases)),
+                               performance), device
 
 
 def grading_sandbox(cfg: Config, *, official: bool, allow_unsandboxed: bool = False) -> Config:
@@ -392,17 +412,92 @@ def check_sandbox(cfg: Config, backend: str, *, command: str) -> None:
                          f"{how} (docs/security.md)")
 
 
-def _hung_message(hung: list[str], cfg: Config) -> str:
-    """The part's message when cases were stopped at ``timeouts.case_s`` and the rest graded anyway."""
-    return (f"case{'s' if len(hung) > 1 else ''} {', '.join(hung)} timed out after {cfg.case_timeout_s:g} s "
-            "(timeouts.case_s): the kernel may never finish there — check loop conditions, and that every "
-            "thread reaches every __syncthreads(); the cases after each were graded in a new worker")
+#: After this many cases in a row ran past their deadlines, a part's remaining cases are not run.
+MAX_HANGS_IN_A_ROW = 3
+
+
+def _hangs_in_a_row(hung: list[str], names: list[str]) -> bool:
+    """Whether the last :data:`MAX_HANGS_IN_A_ROW` cases that hung are consecutive in the case order."""
+    if len(hung) < MAX_HANGS_IN_A_ROW:
+        return False
+    last = [names.index(h) for h in hung[-MAX_HANGS_IN_A_ROW:]]
+    return all(b == a + 1 for a, b in zip(last, last[1:]))
+
+
+def _hung_message(hung: list[str]) -> str:
+    """The part's message when cases were stopped at their deadline (see :mod:`grader.deadlines`;
+    ``timeouts.case_s`` at most)."""
+    return (f"case{'s' if len(hung) > 1 else ''} {', '.join(hung)} ran past {'their' if len(hung) > 1 else 'its'} "
+            "deadline (a few seconds plus 20 times the reference solution's time; timeouts.case_s at most): the "
+            "kernel may never finish there — check loop conditions, and that every thread reaches every "
+            "__syncthreads(); the cases after each were graded in a new worker")
+
+
+def _case_budgets(cfg: Config, key: str, specs: list, *, backend: str, checks: bool) -> Callable[[str], float]:
+    """``budget(case name)``: the seconds a case of part ``key`` may run on an idle machine
+    (:func:`grader.deadlines.case_budget_s`), for its correctness cases (``specs``) and timed cases."""
+    by_name = {c.name: c for c in specs}
+    emulator_checks = False
+    if backend == "pycuda" and checks:
+        from grader.sanitizer import find_sanitizer
+        emulator_checks = find_sanitizer() is None
+
+    def budget(name: str) -> float:
+        spec = by_name.get(name)
+        timed = spec is None
+        if spec is not None:
+            n, dtype = spec.n, spec.dtype
+        elif timed_case_n(name) is not None:
+            n, dtype = timed_case_n(name)
+        else:
+            return cfg.case_timeout_s
+        return case_budget_s(backend=backend, part=key, dtype=dtype, n=n, timed=timed,
+                             checked=checks and n <= cfg.emulator_checks_max_n, case_s=cfg.case_timeout_s,
+                             gpu_emulator_checks=emulator_checks)
+    return budget
+
+
+class _Either:
+    """Set when any of its events is (None counts as never set): what a part's workers watch."""
+
+    def __init__(self, *events: threading.Event | None) -> None:
+        self.events = [e for e in events if e is not None]
+
+    def is_set(self) -> bool:
+        return any(e.is_set() for e in self.events)
+
+
+def default_part_jobs(backend: str, parts: int) -> int:
+    """How many parts of one submission are graded at once: on a GPU machine with 4 cores or more,
+    all of them (their compiles, checks and host work overlap; timed runs still have the GPU alone,
+    :mod:`grader.gpu_lock`); on the emulator one at a time (each part's kernels already run on
+    every core)."""
+    if backend == "pycuda" and (os.cpu_count() or 1) >= 4:
+        return max(1, parts)
+    return 1
+
+
+def _warm_emulator(cfg: Config) -> None:
+    """Build the emulator's runtime and executor (cached: a few seconds of one core, once per machine
+    and grader version) in a background thread, so the GPU path's profile phase does not wait for
+    them to be built after its cases. Errors are left for the profile phase to report."""
+    def build() -> None:
+        try:
+            from grader.backends.emulator.build import Toolchain
+            from grader.backends.emulator.sandbox import Sandbox
+            toolchain = Toolchain(sandbox=Sandbox(cfg.emulator_sandbox))
+            toolchain.executor_binary()
+            toolchain.runtime_object()
+        except Exception:  # noqa: BLE001 - the profile phase says what is wrong
+            pass
+    threading.Thread(target=build, name="scangrade-warm-emulator", daemon=True).start()
 
 
 def grade(submission: Path | Intake, *, cfg: Config, selection: Selection, seed: int | None = None,
           parts: list[str] | None = None, checks: bool = True,
           on_event: Callable[[str, protocol.Event], None] | None = None,
-          env: dict[str, str] | None = None, stop: threading.Event | None = None) -> SubmissionResult:
+          env: dict[str, str] | None = None, stop: threading.Event | None = None,
+          part_jobs: int | None = None) -> SubmissionResult:
     """Grade a submission folder (or one part's file) against the configured cases.
 
     Args:
@@ -424,8 +519,10 @@ def grade(submission: Path | Intake, *, cfg: Config, selection: Selection, seed:
         on_event: called with the name and the typed event (:mod:`grader.protocol`) of each event a
             worker reports (for progress display).
         env: extra environment for the part workers (e.g. ``CUDA_VISIBLE_DEVICES``).
-        stop: set from another thread to stop grading: the running worker's session is ended and
+        stop: set from another thread to stop grading: the running workers' sessions are ended and
             :class:`~grader.errors.GradingStopped` raised (``scangrade batch`` on Ctrl-C).
+        part_jobs: parts graded at once (default :func:`default_part_jobs`); the result is the
+            same whatever it is, only the wall time changes.
 
     Raises:
         UsageError: the submission path is unusable, or a requested part is not configured.
@@ -442,25 +539,47 @@ def grade(submission: Path | Intake, *, cfg: Config, selection: Selection, seed:
         cfg = dataclasses.replace(cfg, seed=seed)
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     t0 = time.perf_counter()
-    results, device = [], {}
-    for key, source in files.items():
-        if key not in cfg.parts:
-            continue
-        if stop is not None and stop.is_set():
+    keys = [key for key in files if key in cfg.parts]
+    if part_jobs is None:
+        part_jobs = default_part_jobs(selection.name, len(keys))
+    if selection.name == "pycuda" and any(cfg.parts[k].profile for k in keys):
+        _warm_emulator(cfg)  # the profile's emulator runtime builds while the parts start
+    lock = threading.Lock()
+    halt = threading.Event()  # set by an interrupt of this thread: the parts graded in others stop too
+
+    def events(name: str, ev: protocol.Event) -> None:
+        with lock:  # parts graded at once report from several threads
+            on_event(name, ev)
+
+    def one(key: str) -> tuple[PartResult, dict[str, str]]:
+        if halt.is_set() or (stop is not None and stop.is_set()):
             raise GradingStopped("grading was stopped")
         if intake is not None and intake.refused:  # the whole submission was refused at intake
-            results.append(ungraded_part(cfg, key, status=PartStatus.ERROR, message=f"not graded: {intake.refused}"))
-            continue
+            return ungraded_part(cfg, key, status=PartStatus.ERROR, message=f"not graded: {intake.refused}"), {}
+        source = files[key]
         left = cfg.submission_timeout_s - (time.perf_counter() - t0)
         if left <= 0:
             msg = f"not graded: the submission used up its {cfg.submission_timeout_s:g} s (timeouts.submission_s)"
-            results.append(ungraded_part(cfg, key, status=PartStatus.TIMEOUT, message=msg,
-                                         file=where.get(key) or (str(source) if source else None)))
-            continue
+            return ungraded_part(cfg, key, status=PartStatus.TIMEOUT, message=msg,
+                                 file=where.get(key) or (str(source) if source else None)), {}
         part_cfg = dataclasses.replace(cfg, part_timeout_s=min(cfg.part_timeout_s, left))
         res, dev = grade_part(PARTS[key], source, cfg=part_cfg, backend=selection.name, checks=checks,
-                              on_event=on_event, env=env, stop=stop)
-        results.append(dataclasses.replace(res, file=where[key]) if key in where else res)
+                              on_event=events if on_event else None, env=env, stop=_Either(stop, halt))
+        return (dataclasses.replace(res, file=where[key]) if key in where else res), dev
+
+    if part_jobs <= 1:
+        graded = [one(key) for key in keys]
+    else:
+        with ThreadPoolExecutor(max_workers=part_jobs) as pool:
+            futures = [pool.submit(one, key) for key in keys]
+            try:
+                graded = [f.result() for f in futures]
+            except BaseException:
+                halt.set()  # the other threads stop their workers within a poll
+                raise
+    results = [res for res, _ in graded]
+    device: dict[str, str] = {}
+    for _, dev in graded:
         device = {**device, **dev}
     timed = any(c.timing for p in results for c in p.cases)
     note = ("timed on the GPU: CUDA events, L2 emptied before each run, median of "

@@ -25,6 +25,7 @@ Source of the tools' behaviour: NVIDIA, *Compute Sanitizer User Manual* (CUDA 13
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import secrets
@@ -35,7 +36,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from grader.backends.base import Finding
 
@@ -92,6 +93,25 @@ class CaseChecks:
     findings: list[Finding]
     complete: bool
     tools: list[str]
+    seconds: float | None = None
+
+    def to_json(self) -> dict:
+        """A JSON object (:meth:`from_json` reads it back): what a worker hands to the next one."""
+        return {"findings": [dataclasses.asdict(f) for f in self.findings], "complete": self.complete,
+                "tools": list(self.tools), "seconds": self.seconds}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "CaseChecks":
+        """The CaseChecks :meth:`to_json` wrote.
+
+        Raises:
+            KeyError, TypeError, ValueError: ``data`` is not such an object.
+        """
+        def ids(v):
+            return tuple(int(x) for x in v) if v is not None else None
+        findings = [Finding(**{**f, **{k: ids(f.get(k)) for k in ("block", "thread", "other_block", "other_thread")}})
+                    for f in data["findings"]]
+        return cls(findings, bool(data["complete"]), [str(t) for t in data["tools"]], data.get("seconds"))
 
 
 # --- parsing the sanitizer's text --------------------------------------------------------------------
@@ -251,7 +271,8 @@ def findings_by_case(text: str, token: str) -> tuple[dict[int, list[Finding]], s
 # --- running it ---------------------------------------------------------------------------------------
 
 def check_cases(*, sanitizer: str, job: Path, cubins: dict[str, Path], cases: list[tuple[int, str]], workdir: Path,
-                case_timeout_s: float, tools: tuple[str, ...] = TOOLS) -> dict[int, CaseChecks]:
+                case_timeout_s: float | Callable[[int], float], tools: tuple[str, ...] = TOOLS,
+                first_output_s: float | None = None, stop_at_silence: bool = False) -> dict[int, CaseChecks]:
     """Run ``cases`` under each of ``tools`` (at once, one child per tool) and gather the findings.
 
     Args:
@@ -260,35 +281,54 @@ def check_cases(*, sanitizer: str, job: Path, cubins: dict[str, Path], cases: li
         cubins: the part's cubin per dtype name.
         cases: ``(index in case_list, dtype)`` of the cases to check, in the order to run them.
         workdir: a scratch folder.
-        case_timeout_s: a child that reports nothing for this long is stopped; its case is then
-            incomplete, and the cases after it run in a new child.
+        case_timeout_s: a child that reports nothing for this long once it started a case is stopped
+            (a number, or a function of the case's index); its case is then incomplete (judged on its
+            plain run alone, which has its own deadline), and the cases after it run in a new child.
+        first_output_s: how long a child may take to start its first case (the sanitizer, Python and
+            the CUDA context starting); default ``case_timeout_s`` (a number) or 60 s.
+        stop_at_silence: a tool whose child went silent on a case goes no further; only the cases up
+            to the first such case are returned (the caller checks the others later, once the plain
+            run has shown whether that case hangs).
 
     Returns:
-        Per case index, its :class:`CaseChecks`.
+        Per case index, its :class:`CaseChecks` (``seconds``: the longest a tool took on it).
     """
+    limit = case_timeout_s if callable(case_timeout_s) else (lambda _index: float(case_timeout_s))
+    if first_output_s is None:
+        first_output_s = 60.0 if callable(case_timeout_s) else float(case_timeout_s)
     with ThreadPoolExecutor(len(tools)) as pool:
-        runs = list(pool.map(lambda tool: _run_tool(sanitizer, tool, job, cubins, cases, workdir, case_timeout_s),
-                             tools))
+        runs = list(pool.map(lambda tool: _run_tool(sanitizer, tool, job, cubins, cases, workdir, limit,
+                                                    first_output_s, stop_at_silence), tools))
+    order = [i for i, _ in cases]
+    silent = [run[3] for run in runs if run[3] is not None]
+    last = min(order.index(i) for i in silent) if silent else len(order) - 1
     out: dict[int, CaseChecks] = {}
-    for index, _ in cases:
+    for index in order[:last + 1]:
         findings: list[Finding] = []
         finished = []
-        for tool, (per, done) in zip(tools, runs):
+        seconds = [run[2][index] for run in runs if index in run[2]]
+        for tool, (per, done, _, _) in zip(tools, runs):
             findings += per.get(index, [])
             if index in done:
                 finished.append(tool)
-        out[index] = CaseChecks(findings, complete=len(finished) == len(tools), tools=finished)
+        out[index] = CaseChecks(findings, complete=len(finished) == len(tools), tools=finished,
+                                seconds=round(max(seconds), 3) if seconds else None)
     return out
 
 
 def _run_tool(sanitizer: str, tool: str, job: Path, cubins: dict[str, Path], cases: list[tuple[int, str]],
-              workdir: Path, case_timeout_s: float) -> tuple[dict[int, list[Finding]], set[int]]:
+              workdir: Path, limit: Callable[[int], float], first_output_s: float, stop_at_silence: bool
+              ) -> tuple[dict[int, list[Finding]], set[int], dict[int, float], int | None]:
     """One tool over ``cases``: a child from the first case not yet run, again after each child that
-    ended (a fault loses the context) or was stopped, until every case was tried once."""
+    ended (a fault loses the context) or was stopped, until every case was tried once (or, with
+    ``stop_at_silence``, until a child goes silent on a case). Returns the findings per case, the
+    cases finished, the seconds each took (between its markers) and the case it went silent on."""
     per: dict[int, list[Finding]] = {}
     done: set[int] = set()
+    seconds: dict[int, float] = {}
+    silent_on: int | None = None
     todo = list(cases)
-    while todo:
+    while todo and silent_on is None:
         token = secrets.token_hex(8)
         argv = [sanitizer, "--tool", tool, "--show-backtrace", "no", "--print-limit", "64", "--check-exit-code", "no"]
         if tool == "racecheck":
@@ -296,33 +336,56 @@ def _run_tool(sanitizer: str, tool: str, job: Path, cubins: dict[str, Path], cas
         argv += [sys.executable, "-m", "grader.sanitizer", str(job), token,
                  ",".join(f"{d}={p}" for d, p in cubins.items()), ",".join(f"{i}:{d}" for i, d in todo)]
         log = workdir / f"sanitizer-{tool}-{token}.txt"
-        with open(log, "wb") as out:
+        mark = f"{_MARK} {token} ".encode()
+        with open(log, "wb") as out, open(log, "rb") as reader:
+            # Its own process group in the worker's session: stopped with the worker (runner.kill_session).
             proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    cwd=workdir, start_new_session=True)
-            last_size, last_change = -1, time.monotonic()
+                                    cwd=workdir, process_group=0)
+            last_change = time.monotonic()
+            allowed = first_output_s
+            started: dict[int, float] = {}
+            current: int | None = None
+            pending = b""
             while proc.poll() is None:
                 time.sleep(0.05)
-                size = log.stat().st_size
-                if size != last_size:
-                    last_size, last_change = size, time.monotonic()
-                elif time.monotonic() - last_change > case_timeout_s:
+                new = reader.read()
+                now = time.monotonic()
+                if new:
+                    last_change = now
+                    pending += new
+                    *lines, pending = pending.split(b"\n")
+                    for line in lines:
+                        if not line.startswith(mark):
+                            continue
+                        words = line[len(mark):].split()
+                        if words[:1] == [b"case"] and len(words) > 1 and words[1].isdigit():
+                            current = int(words[1])
+                            started[current] = now
+                            allowed = limit(current)
+                        elif words[:1] == [b"done"] and len(words) > 1 and words[1].isdigit():
+                            index = int(words[1])
+                            if index in started:
+                                seconds[index] = now - started[index]
+                elif now - last_change > allowed:
                     try:
                         os.killpg(proc.pid, 9)
                     except ProcessLookupError:
                         pass
                     proc.wait()
+                    if stop_at_silence and current is not None and current not in seconds:
+                        silent_on = current
                     break
         text = log.read_text(errors="replace")
-        found, started, finished = findings_by_case(text, token)
+        found, started_cases, finished = findings_by_case(text, token)
         for index, fs in found.items():
             per.setdefault(index, []).extend(fs)
         done |= finished
-        tried = started | finished
+        tried = started_cases | finished
         if not tried:  # the child did not get to a case (no GPU, no PyCUDA): give up on this tool
             break
         order = [c[0] for c in todo]
         todo = todo[max(order.index(i) for i in tried if i in order) + 1:]
-    return per, done
+    return per, done, seconds, silent_on
 
 
 # --- the child ------------------------------------------------------------------------------------

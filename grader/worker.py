@@ -26,8 +26,8 @@ from pathlib import Path
 from grader.parts import SOLUTIONS
 from grader.profile_phase import profile_after_hidden
 from grader.protocol import (CaseDone, CaseStart, Compiled, CompileFailed, Device, DeviceUpdate, Done, EventWriter,
-                             HiddenStart, Job, PerformanceScored, Profiled, ProfileStart, ProtocolError, Restart, Timed,
-                             TimingStart, WorkerError)
+                             HiddenStart, Job, LocatingFault, PerformanceScored, Profiled, ProfileStart, ProtocolError,
+                             Restart, Timed, TimingStart, WorkerError)
 
 #: The smallest copy (bytes read + written) whose bandwidth the report records and checks.
 COPY_BANDWIDTH_MIN_BYTES = 128 * 2**20
@@ -108,18 +108,27 @@ def main(argv: list[str]) -> int:
                                                          f"{cfg.emulator_checks_max_n}"}))
 
                 def run(case) -> None:
-                    events.emit(CaseStart(case.name))
                     checked = job.checks and case.n <= cfg.emulator_checks_max_n
+                    # compute-sanitizer's findings before the case's deadline starts (it may run now)
+                    found = checker.checks(all_cases.index(case)) if checker and checker.sanitizer and checked else None
+                    with backend.gpu_shared():  # taken before the deadline starts: another part may be timing
+                        run_one(case, checked, found)
+
+                def run_one(case, checked: bool, found) -> None:
+                    events.emit(CaseStart(case.name))
                     if job.checks and backend.name == "emulator":
-                        backend.checks = backend.detect_deadlock = checked  # large sizes: plain runs
+                        backend.checks = checked  # large sizes: plain runs, but a deadlock is still found at once
+                        backend.detect_deadlock = True
                     if checker is not None and checked:
                         result = run_case(backend, modules[case.dtype], cfg=cfg, part=part, case=case,
-                                          checked=checker.checks(all_cases.index(case)), checker=checker.name)
+                                          checked=found if checker.sanitizer else checker.checks(all_cases.index(case)),
+                                          checker=checker.name)
                     else:
                         result = run_case(backend, modules[case.dtype], cfg=cfg, part=part, case=case,
                                           schedules=CHECK_SCHEDULES if checked else (),
                                           checker="emulator checks" if checked else None)
-                    if getattr(backend, "broken", False) and checker is not None:
+                    if getattr(backend, "broken", False) and checker is not None and checker.sanitizer:
+                        events.emit(LocatingFault(case.name))  # memcheck's run is not the case's time
                         result = checker.locate_fault(result, all_cases.index(case))
                     results.append(result)
                     events.emit(CaseDone(result))
@@ -274,45 +283,100 @@ class _GpuChecks:
     def checks(self, index: int):
         """What the checker found in case ``index`` of the part's case list: a
         :class:`grader.sanitizer.CaseChecks`, or, without compute-sanitizer, the emulator's failing
-        CaseResult (None when the emulator's checks found nothing)."""
+        CaseResult (None when the emulator's checks found nothing). Call it before the case starts
+        (its deadline): compute-sanitizer may run here."""
         if not self.sanitizer:
             return self._emulator_checks(index)
         if self._found is None:
-            from grader.sanitizer import check_cases
-
-            todo = [(i, c.dtype) for i, c in enumerate(self.cases)
-                    if i >= self.job.start and c.n <= self.cfg.emulator_checks_max_n]
-            self._found = check_cases(sanitizer=self.sanitizer, job=Path(self.job_path), cubins=self._cubins(),
-                                      cases=todo, workdir=self.work, case_timeout_s=min(self.cfg.case_timeout_s, 60))
+            self._found = self._saved()
+        if index not in self._found and index >= self.job.start and self._checked(index):
+            self._check_from(index)
         return self._found.get(index)
 
+    def _checked(self, index: int) -> bool:
+        return 0 <= index < len(self.cases) and self.cases[index].n <= self.cfg.emulator_checks_max_n
+
+    @property
+    def _saved_path(self) -> Path:
+        """What compute-sanitizer found in this part so far, kept beside the job by each worker for the
+        next (a worker started after a hang does not check the same cases again)."""
+        return Path(self.job_path).parent / "sanitizer-checks.json"
+
+    def _saved(self) -> dict:
+        import json
+
+        from grader.sanitizer import CaseChecks
+        try:
+            data = json.loads(self._saved_path.read_text(encoding="utf-8"))
+            return {int(i): CaseChecks.from_json(c) for i, c in data.items()}
+        except (OSError, ValueError, KeyError, TypeError):
+            return {}
+
+    def _check_from(self, first: int) -> None:
+        """compute-sanitizer over the checked cases from ``first`` on not checked yet, up to the first
+        one a tool goes silent on (the plain run then shows whether it hangs: its deadline decides)."""
+        import json
+
+        from grader.deadlines import sanitizer_budget_s
+        from grader.sanitizer import check_cases
+
+        todo = [(i, c.dtype) for i, c in enumerate(self.cases)
+                if i >= first and self._checked(i) and i not in self._found]
+        if not todo:
+            return
+
+        def limit(i: int) -> float:
+            c = self.cases[i]
+            return sanitizer_budget_s(part=self.part.key, dtype=c.dtype, n=c.n, case_s=self.cfg.case_timeout_s)
+        with self.backend.gpu_shared():  # its children's kernels share the GPU; no timed window meanwhile
+            self._found.update(check_cases(sanitizer=self.sanitizer, job=Path(self.job_path), cubins=self._cubins(),
+                                           cases=todo, workdir=self.work, case_timeout_s=limit,
+                                           first_output_s=min(self.cfg.case_timeout_s, 60), stop_at_silence=True))
+        try:
+            self._saved_path.write_text(json.dumps({i: c.to_json() for i, c in self._found.items()}),
+                                        encoding="utf-8")
+        except OSError:
+            pass
+        folder = os.environ.get("SCANGRADE_CASE_TIMES")  # bench/case_times.py: the sanitizer's time per case
+        if folder:
+            Path(folder).mkdir(parents=True, exist_ok=True)
+            (Path(folder) / f"{self.part.key}-sanitizer-{os.getpid()}.json").write_text(json.dumps(
+                [[self.cases[i].dtype, self.cases[i].n, c.seconds] for i, c in self._found.items() if c.seconds]))
+
     def prime(self) -> None:
-        """Run compute-sanitizer over every checked case of this worker now (no case's deadline runs
-        yet: a child that hangs is stopped by the sanitizer's own silence limit); nothing without it."""
+        """Check the cases of this worker now, before any case's deadline runs: compute-sanitizer
+        over the checked cases (its children are stopped by its own silence limit), or the part
+        compiled for the emulator's checks where it is not installed."""
         if self.sanitizer:
-            self.checks(-1)
+            self.checks(self.job.start)
+        elif any(self._checked(i) for i in range(self.job.start, len(self.cases))):
+            self._emulator_modules_for({c.dtype for c in self.cases[self.job.start:]})
+
+    def _emulator_modules_for(self, dtypes) -> None:
+        """The emulator backend with checks on, and the part compiled by it for each of ``dtypes``."""
+        from grader.backends.emulator import EmulatorBackend
+        from grader.intake import read_source
+        from grader.parts import DTYPES, part_header
+
+        if self._emulator is None:
+            self._emulator = EmulatorBackend(workers=self.cfg.emulator_workers, checks=True,
+                                             sandbox=self.cfg.emulator_sandbox, nvcc_check=False)
+        pc = self.cfg.parts[self.part.key]
+        for dtype in sorted(set(dtypes) - set(self._emulator_modules)):
+            header = part_header(self.part, block_size=pc.block_size, dtype=DTYPES[dtype],
+                                 items_per_thread=pc.items_per_thread)
+            folder = self.work / f"emulator-checks-{dtype}"
+            folder.mkdir(exist_ok=True)
+            self._emulator_modules[dtype] = self._emulator.compile(
+                source=header + read_source(Path(self.job.source)), filename=self.part.filename,
+                kernels=self.part.kernels, workdir=folder)
 
     def _emulator_checks(self, index: int):
-        from grader.backends.emulator import EmulatorBackend
         from grader.execute import CHECK_SCHEDULES, run_case
         from grader.kinds import CHECK_KINDS
 
         case = self.cases[index]
-        if self._emulator is None:
-            self._emulator = EmulatorBackend(workers=self.cfg.emulator_workers, checks=True,
-                                             sandbox=self.cfg.emulator_sandbox, nvcc_check=False)
-        if case.dtype not in self._emulator_modules:
-            from grader.parts import DTYPES, part_header
-
-            pc = self.cfg.parts[self.part.key]
-            header = part_header(self.part, block_size=pc.block_size, dtype=DTYPES[case.dtype],
-                                 items_per_thread=pc.items_per_thread)
-            folder = self.work / f"emulator-checks-{case.dtype}"
-            folder.mkdir(exist_ok=True)
-            from grader.intake import read_source
-            source = read_source(Path(self.job.source))
-            self._emulator_modules[case.dtype] = self._emulator.compile(
-                source=header + source, filename=self.part.filename, kernels=self.part.kernels, workdir=folder)
+        self._emulator_modules_for({case.dtype})
         result = run_case(self._emulator, self._emulator_modules[case.dtype], cfg=self.cfg, part=self.part, case=case,
                           schedules=CHECK_SCHEDULES, checker="emulator checks")
         return result if result.status != "pass" and any(f.kind in CHECK_KINDS for f in result.findings) else None

@@ -377,10 +377,15 @@ def test_arrays_are_aligned_and_views_share_memory(emu) -> None:
         a.view(98, 5)
 
 
-def test_every_compile_loads_a_new_shared_object_and_reuses_the_cached_runtime(emu, tmp_path, cache_dir) -> None:
+def test_a_second_compile_of_the_same_file_reuses_the_cached_module_and_runtime(emu, tmp_path, cache_dir) -> None:
     kernels = (out_n("record_ids"),)
     first = compile_file(emu, tmp_path, "ids.cu", kernels)
     second = compile_file(emu, tmp_path, "ids.cu", kernels)
-    assert first.path != second.path
+    assert first is not second and first.path == second.path  # the compile cache's shared object
+    assert second.path.parent == cache_dir / "compiled"
     assert len(list((cache_dir / "emulator").glob("runtime-*.o"))) == 1
     assert run(emu, second, "record_ids", grid=1, block=1, count=8, n=8).tolist()[6] == 10101
+    assert run(emu, first, "record_ids", grid=1, block=1, count=8, n=8).tolist()[6] == 10101
+    changed = compile_file(emu, tmp_path / "changed", "ids.cu", kernels,
+                           body=(KERNEL_DIR / "ids.cu").read_text() + "\n// changed\n")
+    assert changed.path != first.path and changed.path.parent == cache_dir / "compiled"  # compiled anew

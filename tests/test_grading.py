@@ -133,7 +133,8 @@ def test_a_hanging_kernel_is_killed_at_the_timeout_and_the_run_goes_on(tmp_path,
     p1 = parts["part1_naive"]
     assert p1.status == "timeout" and p1.points == 0
     assert p1.cases[0].status == "timeout" and "timed out after" in p1.cases[0].message
-    assert all(c.status == "not-run" for c in p1.cases[1:])
+    # each case that hangs is stopped at its deadline, until part_s or three hangs in a row end the part
+    assert all(c.status in ("timeout", "not-run") for c in p1.cases[1:]) and p1.cases[-1].status == "not-run"
     assert parts["part2_blelloch"].status == parts["part4_any_size"].status == "pass"
 
 

@@ -284,6 +284,12 @@ class Backend(abc.ABC):
         """
         raise NotImplementedError(f"the {self.name} backend does not time kernels")
 
+    def gpu_shared(self):
+        """A context manager around untimed device work that must not overlap another process's
+        timed window (:mod:`grader.gpu_lock`); nothing on a backend that does not time."""
+        import contextlib
+        return contextlib.nullcontext()
+
     def time_copy_ms(self, src: DeviceArray, dst: DeviceArray, *, warmup: int, runs: int,
                      flush_bytes: int) -> list[float]:
         """Time a device-to-device copy of ``src`` into ``dst`` like :meth:`time_ms`; milliseconds per run."""

@@ -5,7 +5,9 @@ runs in the emulator's compile sandbox (:mod:`grader.backends.emulator.sandbox`)
 it works (no view of the grader's files, its config, other submissions or ``/proc`` of the grader),
 resource limits (address space, CPU, file size) and a wall-clock limit, in the part's fresh scratch
 folder. It runs the command ``SourceModule`` would (``nvcc --cubin -arch sm_XY``) and the cubin is
-loaded with ``pycuda.driver.module_from_buffer``; nothing is cached between parts.
+loaded with ``pycuda.driver.module_from_buffer``. A cubin is kept in the grader's compile cache
+(:class:`grader.backends.emulator.build.CompileCache`, keyed by the source, the flags and nvcc's
+identity; only the grader writes it), so a part compiled before is not compiled again.
 
 The part header declares the contract's kernels ``extern "C"``, so kernels are found by their plain
 names; a kernel defined with another signature has C++ linkage, is not found, and is reported as
@@ -35,7 +37,8 @@ def compile_cubin(source: str, *, filename: str, workdir: Path, arch: str, toolc
     private; the only folder the compile may write) and compiled there as
     ``toolchain.sandboxed(...)`` runs it: under bubblewrap where the sandbox has it, with the compile
     limits (address space, CPU seconds, file size), and killed with its process group after
-    ``toolchain.timeout_s`` seconds. Needs no GPU.
+    ``toolchain.timeout_s`` seconds; or, where the same source was compiled with the same flags and
+    nvcc before, the cubin kept then (``toolchain.compiled``). Needs no GPU.
 
     Args:
         source: the whole translation unit (part header and the student's text).
@@ -54,11 +57,19 @@ def compile_cubin(source: str, *, filename: str, workdir: Path, arch: str, toolc
         CompileError: nvcc is missing, fails (with its log, the scratch folder's path removed), hits a
             limit, or does not finish in time.
     """
-    from grader.backends.emulator.build import run_compile
+    from grader.backends.emulator.build import run_compile, tool_identity
 
     nvcc = nvcc or shutil.which("nvcc")
     if not nvcc:
         raise CompileError(f"{filename} cannot be compiled: nvcc is not on the PATH (install the CUDA toolkit)")
+    cache = toolchain.compiled
+    key = cache.key("cubin", source, filename, arch, *options, tool_identity(nvcc))
+    cached = cache.get(key, ".cubin")
+    if cached is not None:
+        try:
+            return cached.read_bytes()
+        except OSError:
+            pass
     workdir = Path(workdir)
     (workdir / filename).write_text(source, encoding="utf-8")
     output = Path(filename).stem + ".cubin"
@@ -70,6 +81,7 @@ def compile_cubin(source: str, *, filename: str, workdir: Path, arch: str, toolc
     cubin = workdir / output
     if not cubin.is_file():
         raise CompileError(failed + " (it wrote no cubin)", command=shlex.join(cmd.shown), log=log)
+    cache.put(key, ".cubin", cubin)
     return cubin.read_bytes()
 
 
@@ -183,6 +195,17 @@ class PyCudaBackend(Backend):
             self._context = self._device.make_context()
         except cuda.Error as exc:
             raise BackendUnavailable(f"cannot create a CUDA context on device {device}: {exc}") from None
+        from grader.gpu_lock import gpu_lock_for
+        self.gpu_lock = gpu_lock_for(self._device.pci_bus_id())
+
+    #: The GPU's readers-writer lock (:mod:`grader.gpu_lock`): timed windows take it exclusive.
+    gpu_lock = None
+
+    def gpu_shared(self):
+        """A context in which untimed GPU work (a case, a sanitizer run) shares the GPU with other
+        workers' but never overlaps a timed window (:mod:`grader.gpu_lock`)."""
+        import contextlib
+        return self.gpu_lock.shared() if self.gpu_lock is not None else contextlib.nullcontext()
 
     def compile(self, *, source: str, filename: str, kernels: Sequence[KernelSpec], workdir: Path) -> Module:
         major, minor = self._device.compute_capability()
@@ -238,6 +261,13 @@ class PyCudaBackend(Backend):
             self._cuda.memset_d32(dest.address, value & 0xFFFFFFFF, count)
 
     def time_interleaved_ms(self, jobs, *, warmup: int, runs: int, flush_bytes: int) -> list[list[float]]:
+        """See :meth:`Backend.time_interleaved_ms`; the GPU is this process's alone meanwhile
+        (:mod:`grader.gpu_lock`, exclusive)."""
+        import contextlib
+        with self.gpu_lock.exclusive() if self.gpu_lock is not None else contextlib.nullcontext():
+            return self._time_interleaved_ms(jobs, warmup=warmup, runs=runs, flush_bytes=flush_bytes)
+
+    def _time_interleaved_ms(self, jobs, *, warmup: int, runs: int, flush_bytes: int) -> list[list[float]]:
         cuda = self._cuda
         flush = cuda.mem_alloc(flush_bytes) if flush_bytes else None
         start, end = cuda.Event(), cuda.Event()
@@ -380,6 +410,8 @@ class PyCudaBackend(Backend):
                                        else f"rlimits only ({self._toolchain.sandbox.why_not})")}
 
     def close(self) -> None:
+        if self.gpu_lock is not None:
+            self.gpu_lock.close()
         ctx, self._context = getattr(self, "_context", None), None
         if ctx is not None:
             ctx.pop()

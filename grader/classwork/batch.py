@@ -90,9 +90,12 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
             before it (:func:`grader.render.student.student_reports` writes every format).
         resume: skip submissions whose ``result.json`` is already written and intact.
         checks: the emulator's checks (see :func:`grader.runner.grade`); on by default.
-        jobs: submissions graded at once (1 or more); None means one per visible GPU on the pycuda backend (each
-            pinned with ``CUDA_VISIBLE_DEVICES``), one per CPU core on the emulator (each emulator
-            then runs one worker thread).
+        jobs: submissions graded at once (1 or more); None means, on the pycuda backend, one per two CPU
+            cores (at least one per visible GPU, at most 8 per GPU; each pinned to a GPU with
+            ``CUDA_VISIBLE_DEVICES``, round robin), so that compiles, checks and host work of some
+            overlap another's timed runs, which still have the GPU alone (:mod:`grader.gpu_lock`);
+            one per CPU core on the emulator (each emulator then runs one worker thread). Each
+            submission's parts are then graded one at a time.
         on_done: called as ``(id, result, was_resumed)`` after each submission.
         shard: ``(I, K)``: grade only shard I of K (0-based), the submissions at positions I, I+K,
             I+2K, ... of the sorted list (see :mod:`grader.classwork.slurm`; ``scangrade merge`` joins shards).
@@ -123,7 +126,7 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
         if not gpus:
             from grader.backends import probe_gpu_count
             gpus = [str(i) for i in range(probe_gpu_count())] or ["0"]
-        jobs = jobs or len(gpus)
+        jobs = jobs or max(len(gpus), min(8 * len(gpus), (os.cpu_count() or 1) // 2))
     else:
         jobs = jobs or (os.cpu_count() or 1)
     if selection.name == "emulator" and jobs > 1:
@@ -143,7 +146,7 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
             if sub.refused:
                 return _not_graded(sub, cfg=cfg, selection=selection, why=f"not graded: {sub.refused}")
             try:
-                return grade(sub, cfg=cfg, selection=selection, checks=checks, env=env, stop=stop)
+                return grade(sub, cfg=cfg, selection=selection, checks=checks, env=env, stop=stop, part_jobs=1)
             except GradingStopped:
                 raise
             except Exception as exc:  # noqa: BLE001 - one submission must never stop the batch

@@ -45,9 +45,9 @@ from typing import TYPE_CHECKING, Callable, ClassVar, Sequence, Union
 import numpy as np
 
 from grader.backends.base import Backend, DeviceArray, Dim3, Finding, Module
-from grader.backends.emulator.build import (GLUE_FILENAME, RUNTIME_DIR, Toolchain, cut_note, kernel_glue, kill_group,
-                                            limit_note, read_output, run_compile, start_compiler,
-                                            strip_workdir)
+from grader.backends.emulator.build import (GLUE_FILENAME, LINK_FLAGS, RUNTIME_DIR, Toolchain, cut_note, kernel_glue,
+                                            kill_group, limit_note, read_output, run_compile, start_compiler,
+                                            strip_workdir, tool_identity)
 from grader.backends.emulator.executor import ARENA_BYTES, Arena, Executor, ExecutorDied, probe_seccomp
 from grader.backends.emulator.rewrite import find_definitions, rewrite_source
 from grader.backends.emulator.sandbox import Sandbox, executor_limits
@@ -396,19 +396,27 @@ class EmulatorBackend(Backend):
             rewritten += "\n"
         text = rewritten + kernel_glue(kernels)
         stem = re.sub(r"[^A-Za-z0-9_.-]", "_", Path(filename).stem) or "module"
-        token = uuid.uuid4().hex[:12]
-        src = workdir / f"{stem}.emu-{token}.cpp"
-        so = workdir / f"{stem}.emu-{token}.so"
-        src.write_text(text, encoding="utf-8")
-        nvcc = self._start_nvcc(source, workdir / f"{stem}.nvcc-{token}.cu") if self.nvcc_check else None
-        try:
-            self.toolchain.compile_module(source=src, output=so, filename=filename, workdir=workdir)
-        except BaseException:
+        tc = self.toolchain
+        cache = tc.compiled
+        key = cache.key("emulator module", text, filename, source if self.nvcc_check else "",
+                        tool_identity(self.nvcc) if self.nvcc_check else "", tc.path, tc.version, *tc.argv[1:],
+                        *tc.module_command(Path("m.cpp"), Path("m.so"), Path("r.o")), *LINK_FLAGS, tc.runtime_key())
+        so = cache.get(key, ".so")
+        if so is None:  # not compiled (and checked by nvcc) before: compile it
+            token = uuid.uuid4().hex[:12]
+            src = workdir / f"{stem}.emu-{token}.cpp"
+            so = workdir / f"{stem}.emu-{token}.so"
+            src.write_text(text, encoding="utf-8")
+            nvcc = self._start_nvcc(source, workdir / f"{stem}.nvcc-{token}.cu") if self.nvcc_check else None
+            try:
+                tc.compile_module(source=src, output=so, filename=filename, workdir=workdir)
+            except BaseException:
+                if nvcc is not None:
+                    kill_group(nvcc[0])
+                raise
             if nvcc is not None:
-                kill_group(nvcc[0])
-            raise
-        if nvcc is not None:
-            self._finish_nvcc(nvcc, filename=filename, workdir=workdir)
+                self._finish_nvcc(nvcc, filename=filename, workdir=workdir)
+            so = cache.put(key, ".so", so) or so
         module = EmulatorModule(path=so, filename=filename, kernels=kernels, start=self._start_executor,
                                 sandbox=self.sandbox)
         with self._lock:

@@ -12,11 +12,13 @@ The student's translation unit is compiled and linked in the sandbox (:mod:`.san
 bubblewrap when it works, always under resource limits, seeing the part's scratch folder, the
 runtime's sources and object and the system's read-only folders only.
 
-Public API: :class:`Toolchain`, :func:`kernel_glue`, :data:`RUNTIME_DIR`.
+Public API: :class:`Toolchain`, :class:`CompileCache`, :func:`kernel_glue`, :func:`tool_identity`,
+:data:`RUNTIME_DIR`.
 """
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import hashlib
 import os
@@ -35,8 +37,8 @@ from grader.backends.emulator.sandbox import COMPILE_MEMORY, COMPILE_TMP, FILE_S
 from grader.errors import BackendUnavailable, CompileError
 from grader.kernels import KernelSpec
 
-__all__ = ["Toolchain", "kernel_glue", "RUNTIME_DIR", "PRELUDE", "STUB_INCLUDE_DIR", "GLUE_FILENAME", "OUTPUT_BYTES",
-           "run_compile", "start_compiler", "read_output"]
+__all__ = ["Toolchain", "CompileCache", "kernel_glue", "tool_identity", "RUNTIME_DIR", "PRELUDE", "STUB_INCLUDE_DIR",
+           "GLUE_FILENAME", "OUTPUT_BYTES", "run_compile", "start_compiler", "read_output"]
 
 #: The runtime sources: prelude.h, sg_abi.h, sg_host.h, runtime.cpp with its sections (rt_*.inc, profile.inc)
 #: and the stub CUDA headers.
@@ -124,6 +126,7 @@ class Toolchain:
         self.sandbox = sandbox if sandbox is not None else Sandbox("auto")
         self.path, self.version = _compiler_identity(self.cxx)
         self._runtime: Path | None = None
+        self._runtime_key: str | None = None
         self._executor: tuple[Path, str | None] | None = None
 
     @property
@@ -133,13 +136,22 @@ class Toolchain:
 
     def runtime_key(self, extra_flags: Sequence[str] = ()) -> str:
         """Hash of the runtime sources, the runtime flags and the compiler identity (hex, 20 chars)."""
+        if not extra_flags and self._runtime_key:
+            return self._runtime_key
         h = hashlib.sha256()
         for f in sorted(p for p in RUNTIME_DIR.rglob("*") if p.is_file() and p != EXECUTOR_SOURCE):
             h.update(f.relative_to(RUNTIME_DIR).as_posix().encode() + b"\0")
             h.update(f.read_bytes() + b"\0")
         h.update("\0".join((*RUNTIME_FLAGS, *extra_flags)).encode() + b"\0")
         h.update(self.path.encode() + b"\0" + " ".join(self.argv[1:]).encode() + b"\0" + self.version.encode())
+        if not extra_flags:
+            self._runtime_key = h.hexdigest()[:20]
         return h.hexdigest()[:20]
+
+    @property
+    def compiled(self) -> CompileCache:
+        """The cache of compiled modules (:class:`CompileCache`, ``<cache_dir>/compiled``)."""
+        return CompileCache(self.cache_dir / "compiled")
 
     def runtime_object(self, extra_flags: Sequence[str] = ()) -> Path:
         """The runtime object file, compiled on first use and cached.
@@ -197,10 +209,26 @@ class Toolchain:
         return self._executor
 
     def _cached(self, name: str, command: Callable[[str], list[str]], *, what: str) -> Path:
-        """``<cache_dir>/emulator/<name>``, built by ``command(temporary path)`` unless present."""
+        """``<cache_dir>/emulator/<name>``, built by ``command(temporary path)`` unless present. One
+        process builds it at a time (``<name>.lock``): the others wait for its file instead of
+        building it again (the runtime takes seconds of a core)."""
         target = self.cache_dir / "emulator" / name
         if target.exists():
             return target
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            lock = os.open(target.parent / f".{name}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError:
+            return self._build(target, name, command, what=what)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if target.exists():
+                return target
+            return self._build(target, name, command, what=what)
+        finally:
+            os.close(lock)
+
+    def _build(self, target: Path, name: str, command: Callable[[str], list[str]], *, what: str) -> Path:
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=f".{name}-", suffix=".tmp", dir=target.parent)
@@ -337,6 +365,87 @@ def cut_note(tool: str, cap: int = OUTPUT_BYTES) -> str:
     """The line saying a compiler's output was cut at ``cap`` bytes and the compiler stopped."""
     return (f"{tool} printed more than {cap // 1024} KiB of diagnostics and was stopped there: "
             f"the first errors are below, fix them first")
+
+
+class CompileCache:
+    """Compiled modules kept between runs (an emulated module's shared object, a GPU cubin), each under
+    the hash of everything that decides its bytes: the source as compiled, the header, the flags and
+    the compiler's identity (its path and ``--version``), and for the emulator the runtime's key.
+
+    Only the grader writes it, after a sandboxed compile has returned: the compile itself never sees
+    the folder (``<cache_dir>/compiled``), and a file enters it by an atomic rename, so a reader sees
+    a whole file or none. A hit is touched; past ``max_entries`` files the least recently used go.
+    ``SCANGRADE_COMPILE_CACHE=0`` turns it off (every compile runs).
+
+    What it saves: a part compiled again in the worker that follows a hang or a GPU fault, the
+    reference solutions compiled for every submission's timing and profile, a submission graded again.
+    """
+
+    def __init__(self, folder: Path, *, max_entries: int = 4000) -> None:
+        self.folder = Path(folder)
+        self.max_entries = max_entries
+        self.enabled = os.environ.get("SCANGRADE_COMPILE_CACHE", "1") != "0"
+
+    @staticmethod
+    def key(*parts: str | bytes) -> str:
+        """The hex SHA-256 of ``parts`` (each length-prefixed, so no two lists of parts collide)."""
+        h = hashlib.sha256()
+        for part in parts:
+            data = part.encode() if isinstance(part, str) else part
+            h.update(len(data).to_bytes(8, "little") + data)
+        return h.hexdigest()
+
+    def get(self, key: str, suffix: str) -> Path | None:
+        """The cached file of ``key``, or None."""
+        if not self.enabled:
+            return None
+        path = self.folder / f"{key}{suffix}"
+        try:
+            os.utime(path)
+        except OSError:
+            return None
+        return path
+
+    def put(self, key: str, suffix: str, built: Path) -> Path | None:
+        """Keep a copy of ``built`` under ``key``; its path, or None where the folder cannot be written."""
+        if not self.enabled:
+            return None
+        target = self.folder / f"{key}{suffix}"
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".put-", suffix=".tmp", dir=self.folder)
+            with os.fdopen(fd, "wb") as out:
+                out.write(Path(built).read_bytes())
+            os.replace(tmp, target)
+        except OSError:
+            return None
+        self._prune()
+        return target
+
+    def _prune(self) -> None:
+        try:
+            entries = [e for e in os.scandir(self.folder) if e.is_file() and not e.name.startswith(".")]
+        except OSError:
+            return
+        if len(entries) <= self.max_entries:
+            return
+        entries.sort(key=lambda e: e.stat().st_mtime)
+        for e in entries[:len(entries) - self.max_entries * 9 // 10]:
+            try:
+                os.unlink(e.path)
+            except OSError:
+                pass
+
+
+@functools.lru_cache(maxsize=None)
+def tool_identity(exe: str) -> str:
+    """A compiler's resolved path and ``--version`` output, for :class:`CompileCache` keys ("" where it
+    does not run: no key then matches a later working one)."""
+    try:
+        proc = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return f"{Path(exe).resolve()}\n{proc.stdout.strip()}"
 
 
 def run_compile(cmd: Command, *, filename: str, workdir: Path, timeout_s: float, tool: str, failed: str) -> str:
