@@ -36,7 +36,7 @@ from grader.backends import select_backend  # noqa: E402
 from grader.config import load_config  # noqa: E402
 from grader.deadlines import TABLE_PATH  # noqa: E402
 from grader.runner import grade  # noqa: E402
-from grader.worker import SOLUTIONS  # noqa: E402
+from grader.parts import SOLUTIONS  # noqa: E402
 
 
 def _cpu_model() -> str:

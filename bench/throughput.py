@@ -53,7 +53,7 @@ def _load() -> float:
 
 
 def _submission(folder: Path, part1: Path | None = None) -> Path:
-    from grader.worker import SOLUTIONS
+    from grader.parts import SOLUTIONS
 
     shutil.copytree(SOLUTIONS, folder)
     if part1 is not None:
