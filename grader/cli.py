@@ -191,17 +191,17 @@ def _exit_status(command: Callable[[argparse.Namespace], int]) -> Callable[[argp
 
 
 class _Progress:
-    """A progress bar on stderr while cases run (rich, when installed and stderr is a terminal)."""
+    """A progress bar on stderr while cases or submissions are graded, when stderr is a terminal
+    (rich): what runs, the bar, done of total, time elapsed and rich's estimate of the time left."""
 
     def __init__(self, total: int) -> None:
         self.bar = None
         if total and sys.stderr.isatty():
-            try:
-                from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-            except ImportError:
-                return
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                                       TimeRemainingColumn)
             self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                TimeElapsedColumn(), transient=True, console=_console(sys.stderr))
+                                TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), transient=True,
+                                console=_console(sys.stderr))
             self.task = self.bar.add_task("grading", total=total)
 
     def __enter__(self) -> "_Progress":

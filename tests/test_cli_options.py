@@ -115,3 +115,23 @@ def test_the_cli_without_a_config_anywhere_exits_2(tmp_path, monkeypatch, capsys
     monkeypatch.chdir(tmp_path)
     assert main(["grade", str(tmp_path), "--backend", "emulator"]) == 2
     assert "no config.yaml in this folder or beside the grader; pass one with --config FILE" in capsys.readouterr().err
+
+
+def test_the_progress_bar_on_a_terminal_shows_the_time_left(monkeypatch):
+    import io
+
+    from rich.console import Console
+    from rich.progress import TimeRemainingColumn
+
+    from grader import cli
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+    monkeypatch.setattr(cli.sys, "stderr", Terminal())
+    progress = cli._Progress(4)
+    progress.bar.update(progress.task, completed=2)
+    assert any(isinstance(c, TimeRemainingColumn) for c in progress.bar.columns)
+    out = Console(file=io.StringIO(), width=120, color_system=None)
+    out.print(progress.bar.make_tasks_table(progress.bar.tasks))
+    assert "2/4" in out.file.getvalue() and "eta" in out.file.getvalue(), out.file.getvalue()
