@@ -12,6 +12,7 @@ run, so a kernel that skips work once the answer is in the buffer fails.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -226,11 +227,49 @@ def diagnose(got: np.ndarray, expected: np.ndarray, *, source: np.ndarray, inclu
     elif n == 1 and inclusive and same(shifted):
         hint = "out[0] = 0, but an inclusive scan starts with out[0] = in[0]"
     elif tile and n > tile and n % tile and i >= (n // tile) * tile:
-        last = n // tile
-        hint = (f"only the last, partial tile is wrong (tile {last}, elements {last * tile} to {n - 1}; a tile "
-                f"is {tile} elements): check the bounds for n = {n}, which is not a multiple of {tile}")
+        hint = _partial_tile_hint(n, tile)
     return Mismatch(buffer=buffer, index=i, got=got[i].item(), expected=expected[i].item(), wrong=int(wrong.size),
                     first_wrong_tile=(i // tile) * tile if tile else None, hint=hint)
+
+
+#: How the hint of a wrong last, partial tile starts (:func:`_partial_tile_hint`).
+PARTIAL_TILE = "only the last, partial tile is wrong"
+#: Kinds of finding that explain a wrong last, partial tile better than its bounds: where the case
+#: (or, for an unchecked case, a smaller one of the part) has one, the hint names it instead.
+EXPLAIN_PARTIAL_TILE = ("race", "uninitialized-read", "out-of-bounds")
+
+
+def _partial_tile_hint(n: int, tile: int, cause: str | None = None) -> str:
+    """The hint for an output wrong only in its last, partial tile: check the bounds, or, where a
+    finding explains it, that finding (``cause``: ``the race at f.cu:31``...)."""
+    last = n // tile
+    head = f"{PARTIAL_TILE} (tile {last}, elements {last * tile} to {n - 1}; a tile is {tile} elements)"
+    if cause:
+        return f"{head}, which {cause} explains"
+    return f"{head}: check the bounds for n = {n}, which is not a multiple of {tile}"
+
+
+def _explained(told: list, mm: Mismatch | None, n: int, tile: int | None, known: tuple[CaseFinding, ...]):
+    """``told`` and ``mm`` with a partial-tile hint that a finding explains replaced by that finding:
+    one of the case's own, else (for a case whose checks did not run) one of ``known``, the
+    findings of the part's earlier cases. A hint no finding explains is kept."""
+    if mm is None or not tile or not (mm.hint or "").startswith(PARTIAL_TILE):
+        return told, mm
+    own = [t.finding for t in told if t.finding.kind in EXPLAIN_PARTIAL_TILE]
+    earlier = [f for f in known if f.kind in EXPLAIN_PARTIAL_TILE and f.line]
+    if own:
+        f = own[0]
+        cause = f"the {f.kind} above" + (f" ({f.file}:{f.line})" if f.line else "")
+    elif earlier:
+        f = earlier[0]
+        cause = f"the {f.kind} at {f.file}:{f.line}, found in a smaller case of this part, probably"
+    else:
+        return told, mm
+    hint = _partial_tile_hint(n, tile, cause)
+    fix = lambda text: text.replace(mm.hint, hint)  # noqa: E731
+    told = [t._replace(finding=dataclasses.replace(t.finding, message=fix(t.finding.message)), text=fix(t.text))
+            if t.finding.kind == FailureKind.MISMATCH else t for t in told]
+    return told, dataclasses.replace(mm, hint=hint)
 
 
 def _tile_of(part: PartSpec, pc: PartConfig) -> int | None:
@@ -354,7 +393,8 @@ def _output_bits(run: Run, plan: Plan, n: int) -> np.ndarray:
 
 
 def run_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, case: CaseSpec,
-             schedules: tuple[str, ...] = (), checked=None, checker: str | None = None) -> CaseResult:
+             schedules: tuple[str, ...] = (), checked=None, checker: str | None = None,
+             known: tuple[CaseFinding, ...] = ()) -> CaseResult:
     """Run and check one correctness case; failures of the kernel become a failing CaseResult.
 
     Args:
@@ -367,6 +407,9 @@ def run_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, c
             as the emulator's checks fail a case whatever its output.
         checker: what checked the case beyond its output, for the result (``compute-sanitizer``,
             ``emulator checks``); None: the output only.
+        known: the findings of the part's earlier cases: a case whose checks did not run (None
+            ``checker``) takes a hint from them where one explains its wrong output (a race found at
+            a smaller size, for an output wrong only in its last tile).
 
     Every finding: a kernel whose checks found something that did not stop it (a race) still has
     its buffers checked (guard zones, input, output, Part 5's ticket); one that was stopped (an
@@ -397,7 +440,7 @@ def run_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, c
 
     try:
         return _run_case(backend, module, cfg=cfg, part=part, case=case, schedules=schedules, checked=checked,
-                         result=result, warnings=warnings)
+                         result=result, warnings=warnings, known=known if checker is None else ())
     finally:
         if getattr(backend, "poison_shared", None) is not None:
             backend.shared_fill = None  # no fill before the launches of timing
@@ -467,7 +510,7 @@ class _Launched(NamedTuple):
         return all(getattr(e, "completed", False) for e in self.errors)
 
 
-def _run_case(backend, module, *, cfg, part, case, schedules, checked, result, warnings) -> CaseResult:
+def _run_case(backend, module, *, cfg, part, case, schedules, checked, result, warnings, known) -> CaseResult:
     pc = cfg.parts[part.key]
     dtype = DTYPES[case.dtype]
     if isinstance(checked, CaseResult):  # the emulator's checks, standing in for compute-sanitizer
@@ -545,6 +588,7 @@ def _run_case(backend, module, *, cfg, part, case, schedules, checked, result, w
                         "Pad the unused slots with the scan's identity (0) before using them")
                 told.append(_Told(CaseFinding("uninitialized-read", text), text))
         if told:
+            told, mm = _explained(told, mm, case.n, _tile_of(part, pc), known)
             suffix = ""
             if where and not kernel:  # a kernel's finding names the order itself
                 suffix = (f"{where} — it passed in {schedules[0]} order, so the result depends on the order "

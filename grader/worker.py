@@ -126,7 +126,8 @@ def main(argv: list[str]) -> int:
                     else:
                         result = run_case(backend, modules[case.dtype], cfg=cfg, part=part, case=case,
                                           schedules=CHECK_SCHEDULES if checked else (),
-                                          checker="emulator checks" if checked else None)
+                                          checker="emulator checks" if checked else None,
+                                          known=tuple(f for r in results for f in r.findings))
                     if getattr(backend, "broken", False) and checker is not None and checker.sanitizer:
                         events.emit(LocatingFault(case.name))  # memcheck's run is not the case's time
                         result = checker.locate_fault(result, all_cases.index(case))

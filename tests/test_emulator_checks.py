@@ -174,7 +174,8 @@ def test_a_spin_wait_nobody_ends_is_a_deadlock(cache_dir, tmp_path, workers) -> 
 
 BROKEN_NAMES = ("race_raw", "race_war", "race_waw", "warp_synchronous", "warp_synchronous_fixed", "oob_shared",
                 "oob_global", "misaligned", "uninitialized", "divergent_barrier", "exit_before_barrier",
-                "shuffle_outside_mask", "shuffle_half_missing", "spin_forever", "global_race", "clean_in_place")
+                "shuffle_outside_mask", "shuffle_half_missing", "spin_forever", "global_race", "clean_in_place",
+                "flag_without_barrier")
 
 
 @pytest.fixture(scope="module")
@@ -226,6 +227,20 @@ def test_races_between_blocks_in_global_memory(checked, broken) -> None:
     assert first.kind == "race" and "global memory" in first.message
     assert {first.line, first.other_line} == {line_of("broken.cu", "g_read"), line_of("broken.cu", "g_write")}
     assert first.block != first.other_block
+    # no flag at all: the advice is the fence and the flag
+    assert "(a __threadfence() and a flag, or separate kernels)" in first.message
+
+
+def test_a_block_that_publishes_before_its_threads_are_done_is_told_to_wait_for_them(checked, broken) -> None:
+    """The block has a fence and a flag; what it lacks is a __syncthreads() before thread 0 publishes,
+    so the fence-and-flag advice would be wrong."""
+    err = diagnosis(checked, broken, "flag_without_barrier", grid=4, block=32, count=4 * 33)
+    first = err.findings[0]
+    assert first.kind == "race" and (first.line, first.other_line) == (line_of("broken.cu", "fb_read"),
+                                                                        line_of("broken.cu", "fb_write"))
+    assert "a __threadfence() and a flag, or separate kernels" not in first.message
+    assert (f"published (a __threadfence() and a flag) before its thread (31, 0, 0) wrote this, so the flag does not "
+            "cover it: put a __syncthreads() before the thread that publishes") in first.message, first.message
 
 
 @pytest.mark.parametrize("kernel, block, kind, marker", [

@@ -481,6 +481,31 @@ def test_a_shift_the_rewrite_leaves_alone_still_fails_as_undefined_shift(cache_d
             be.launch(mod, "shifts", grid=1, block=8, shared_bytes=0, args=[out, 40])
         assert info.value.kind == "undefined-shift"
         assert f"shift by 40 of a 32-bit value at backstop.cu:{line_of(path, 'use')}" in str(info.value)
+        # a lane-mask-like amount, a plain parameter: no operator precedence advice
+        assert "precedence" not in str(info.value) and "GPU Gems" not in str(info.value)
+    finally:
+        be.close()
+
+
+def test_an_undefined_shift_whose_amount_is_a_sum_gets_the_precedence_advice(cache_dir, tmp_path):
+    """The backstop's message advises on precedence only where the shift's amount has a + or - outside
+    brackets (GPU Gems' `n >> NUM_BANKS + n` pattern), here through a macro an #if expands."""
+    path = tmp_path / "backstop.cu"
+    path.write_text("#define SH(x, s) ((x) >> 5 + (s))\n#if SH(64, 1) > 0\n#endif\n"
+                    'extern "C" __global__ void shifts(int* out, int n)\n{\n'
+                    "    out[threadIdx.x] = SH((int)threadIdx.x, n);  // LINE:use\n}\n")
+    be = EmulatorBackend(workers=1, cache_dir=cache_dir, nvcc_check=False)
+    try:
+        spec = KernelSpec("shifts", (Param("out", "int*", "ptr"), Param("n", "int", "int")))
+        mod = compile_part(be, tmp_path, path, (spec,), block_size=64)
+        out = be.alloc(8, INT)
+        with pytest.raises(KernelError) as info:
+            be.launch(mod, "shifts", grid=1, block=8, shared_bytes=0, args=[out, 40])
+        assert info.value.kind == "undefined-shift"
+        assert (f"shift by 45 of a 32-bit value at backstop.cu:{line_of(path, 'use')}: undefined in C++" in
+                str(info.value)), info.value
+        assert ("check the operator precedence: `+` binds tighter than `>>` (GPU Gems' CONFLICT_FREE_OFFSET needs "
+                "parentheses)") in str(info.value)
     finally:
         be.close()
 

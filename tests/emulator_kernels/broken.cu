@@ -166,3 +166,23 @@ __global__ void clean_in_place(int* out, int n) {
     __syncthreads();
     out[t] = tile[t] - buf[src][t] + (int)count;
 }
+
+// Block b publishes a value for block b + 1 with a fence and a flag, but the value is written by
+// its last thread and thread 0 publishes without a __syncthreads() first: the flag does not cover
+// the value. (One flag per block after the grid's values: out has gridDim.x * (blockDim.x + 1)
+// elements.)
+__global__ void flag_without_barrier(int* out, int n) {
+    volatile int* flag = out + gridDim.x * blockDim.x;
+    const int b = blockIdx.x;
+    if (threadIdx.x == blockDim.x - 1) out[b] = b + 1;  // LINE:fb_write
+    if (threadIdx.x == 0) {
+        __threadfence();
+        flag[b] = 1;
+        if (b > 0) {
+            while (flag[b - 1] == 0) {
+            }
+            __threadfence();
+            out[gridDim.x + b] = out[b - 1];  // LINE:fb_read
+        }
+    }
+}

@@ -167,12 +167,16 @@ class EmulatorModule(Module):
         path: the shared object (unique per compile).
         filename: the student's file name.
         kernels: the contract's kernels by name.
+        sum_shifts: the source lines whose shifts have a ``+`` or ``-`` in their amount, and how
+            (``RewriteResult.sum_shifts``): an undefined shift there gets operator-precedence advice.
     """
 
     def __init__(self, *, path: Path, filename: str, kernels: Sequence[KernelSpec],
-                 start: Callable[[Path], Executor], sandbox: Sandbox) -> None:
+                 start: Callable[[Path], Executor], sandbox: Sandbox,
+                 sum_shifts: dict[tuple[str, int], tuple[str, str]] | None = None) -> None:
         self.path = path
         self.filename = filename
+        self.sum_shifts = dict(sum_shifts or {})
         self.kernels = {k.name: k for k in kernels}
         self._start = start
         self._sandbox = sandbox
@@ -387,7 +391,8 @@ class EmulatorBackend(Backend):
         workdir = Path(workdir)
         workdir.mkdir(parents=True, exist_ok=True)
         try:
-            rewritten = rewrite_source(source, filename=filename).text
+            rewrite = rewrite_source(source, filename=filename)
+            rewritten = rewrite.text
         except CompileError as exc:
             if str(exc).startswith("not supported by the emulator"):
                 self._compile_as_written(source, filename=filename, workdir=workdir)  # its own error first
@@ -418,7 +423,7 @@ class EmulatorBackend(Backend):
                 self._finish_nvcc(nvcc, filename=filename, workdir=workdir)
             so = cache.put(key, ".so", so) or so
         module = EmulatorModule(path=so, filename=filename, kernels=kernels, start=self._start_executor,
-                                sandbox=self.sandbox)
+                                sandbox=self.sandbox, sum_shifts=rewrite.sum_shifts)
         with self._lock:
             self._activate(module)
             try:
@@ -830,6 +835,10 @@ def _parse_findings(module: EmulatorModule, text: str) -> list[Finding]:
         where = f"{file}:{line}" if file else "an unknown line"
         owhere = f"{ofile}:{oline}" if ofile else "an unknown line"
         message = message.replace("{L}", where).replace("{O}", owhere)
+        if kind == "undefined-shift" and (file, line) in module.sum_shifts:
+            op, sign = module.sum_shifts[file, line]
+            message += (f"; check the operator precedence: `{sign}` binds tighter than `{op}`"
+                        + (" (GPU Gems' CONFLICT_FREE_OFFSET needs parentheses)" if op == ">>" and sign == "+" else ""))
         key = (kind, file, line, ofile, oline)
         if key in seen:
             continue  # distinct code addresses of one source line
@@ -844,9 +853,12 @@ def _parse_findings(module: EmulatorModule, text: str) -> list[Finding]:
 
 
 def _substitute(message: str, module: EmulatorModule, findings: list[Finding]) -> str:
-    """A fatal error's message with the first matching finding's locations filled in."""
+    """A fatal error's message with the first matching finding's locations filled in (or its advice,
+    which :func:`_parse_findings` may add to a finding: the error's message is the runtime's)."""
     if "{L}" not in message and "{O}" not in message:
-        return message
+        head = message[:message.rfind(" (block")] if " (block" in message else message
+        grown = next((f for f in findings if head and f.message != head and f.message.startswith(head)), None)
+        return message if grown is None else grown.message + message[len(head):]
     for f in findings:
         if f.message and message.startswith(f.message[:20]):
             return f.message + message[message.rfind(" (block"):] if " (block" in message else f.message

@@ -98,11 +98,15 @@ class RewriteResult:
             ``"dynamic"``, in source order.
         shifts: ``(file, line, operator)`` per shift handed to the prelude's clamping helpers
             (``<<``, ``>>``, ``<<=``, ``>>=``), code first, then ``#define`` bodies, each in source order.
+        sum_shifts: ``(file, line) -> (operator, sign)`` for the lines of code with a shift whose
+            amount has a ``+`` or ``-`` outside brackets (``n >> 5 + n``: check the precedence), or
+            that use a macro whose body has one; every such shift, handed to the helpers or not.
     """
 
     text: str
     shared: list[tuple[str, int, str, str]] = field(default_factory=list)
     shifts: list[tuple[str, int, str]] = field(default_factory=list)
+    sum_shifts: dict[tuple[str, int], tuple[str, str]] = field(default_factory=dict)
 
 
 class _Unsupported(Exception):
@@ -984,6 +988,7 @@ class _Rewriter:
         """Wrap the left operand of every shift of the code (not directives) in the prelude's helper
         (see :func:`find_shifts`); the calls carry the operator's file and line."""
         self.if_macros = self._macros_in_if() | self._macros_with_unsafe_arguments()
+        self._sum_shifts()
         shifts = find_shifts(self.toks)
         if not shifts:
             return
@@ -999,6 +1004,32 @@ class _Rewriter:
             sites[s.op] = f"{_c_string(file)}, {line}, {s.flags}"
             self.result.shifts.append((file, line, s.text))
         self.shift_prefix, self.shift_suffix = _shift_wraps(shifts, lambda s: sites[s.op])
+
+    def _sum_shifts(self) -> None:
+        """Fill ``result.sum_shifts``: the lines of code with a shift whose amount has a ``+`` or
+        ``-`` outside brackets, or that name a macro whose body has one (which an operator
+        precedence mistake explains; a lane mask ``1u << lane`` has none)."""
+        def sums(toks: list[_Tok], lo: int) -> list[tuple[int, str, str]]:
+            found = []
+            for first, last, text in _find_shift_ops(toks, lo, len(toks)):
+                flags = 0 if text.endswith("=") else _amount_flags(toks, last + 1, len(toks))
+                if flags & (SHIFT_PLUS | SHIFT_MINUS):
+                    found.append((first, text, "+" if flags & SHIFT_PLUS else "-"))
+            return found
+        macros: dict[str, tuple[str, str]] = {}
+        for t in self.toks:
+            head = _define_head(t) if t.kind == "pp" else None
+            body = sums(_tokenize(";" + t.text[head[2]:]), 1) if head is not None else []
+            if body:
+                macros[head[0]] = body[0][1:]
+        code = {first: (text, sign) for first, text, sign in sums(self.toks, 0)}
+        loc = _Locator(self.text, self.filename)
+        for k, t in enumerate(self.toks):
+            if t.kind == "pp":
+                loc.directive(t)
+            site = code.get(k) or (macros.get(t.text) if t.kind == "id" else None)
+            if site:
+                self.result.sum_shifts.setdefault(loc.locate(t.start), site)
 
     def _shift_define(self, t: _Tok) -> str:
         """The directive ``t`` with the shifts of its ``#define`` body wrapped (``t.text`` when none,
