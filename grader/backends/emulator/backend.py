@@ -239,7 +239,7 @@ class EmulatorModule(Module):
 
     def resolve(self, offsets: Sequence[int]) -> dict[int, tuple[str, int] | None]:
         """Source (file, line) of code addresses of this module (offsets from its load base)."""
-        return _addr2line(self.path, offsets, self._sandbox)
+        return _addr2line(self.path, offsets, self._sandbox, filename=self.filename)
 
 
 class _Block:
@@ -774,9 +774,12 @@ def _ids(t: tuple[int, int, int] | None) -> str:
 _RUNTIME_FILES = ("prelude.h", "sg_abi.h")
 
 
-def _addr2line(path: Path, offsets: Sequence[int], sandbox: Sandbox) -> dict[int, tuple[str, int] | None]:
+def _addr2line(path: Path, offsets: Sequence[int], sandbox: Sandbox, *,
+               filename: str = "") -> dict[int, tuple[str, int] | None]:
     """(file, line) of each code offset of a shared object: the innermost frame in the student's
-    code (frames in the emulator's prelude and in system headers are skipped). addr2line runs in
+    code (frames in the emulator's prelude and in system headers are skipped), named as the
+    ``#line`` markers name it (``filename``: the student's file, also for a module from the compile
+    cache, whose debug information holds the folder it was first compiled in). addr2line runs in
     the sandbox: the shared object is a file the student shaped."""
     out: dict[int, tuple[str, int] | None] = {o: None for o in offsets}
     tool = shutil.which("addr2line")
@@ -799,8 +802,13 @@ def _addr2line(path: Path, offsets: Sequence[int], sandbox: Sandbox) -> dict[int
         if current is not None and m:
             frames[current].append((m.group(1), int(m.group(2))))
     folder = str(Path(path).parent.resolve()) + os.sep
+
+    def shown(f: str) -> str:  # the name the #line markers gave, not the folder it was compiled in
+        if f.startswith(folder):
+            return f[len(folder):]
+        return filename if filename and f.endswith(os.sep + filename) else f  # a module from the compile cache
     for o in offsets:
-        cands = [(f[len(folder):] if f.startswith(folder) else f, n) for f, n in frames.get(o, [])]
+        cands = [(shown(f), n) for f, n in frames.get(o, [])]
         good = [c for c in cands if not c[0].endswith(_RUNTIME_FILES) and not c[0].startswith("/usr/")
                 and c[1] > 0 and not c[0].startswith(str(RUNTIME_DIR))]
         if good:
