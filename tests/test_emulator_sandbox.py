@@ -244,11 +244,22 @@ __global__ void k(int* out, int n) { out[0] = never; }
 
 @needs_bwrap
 def test_the_compiler_cannot_embed_a_file_outside_the_sandbox(be, tmp_path) -> None:
+    """Two layers: the emulator refuses inline assembly (lockdown.py); and the compiler, run in the
+    sandbox as the backend runs it but without that refusal, finds no file outside the sandbox."""
+    from grader.backends.emulator.build import run_compile
     path, token = canary(tmp_path)
     body = f'__asm__(".section .rodata\\n.incbin \\"{path}\\"\\n.previous");\n' \
            "__global__ void k(int* out, int n) { out[0] = 1; }\n"
-    with pytest.raises(CompileError) as info:
+    with pytest.raises(CompileError, match=r"not allowed: `__asm__`: inline assembly") as info:
         build(be, tmp_path / "build", body)
+    assert token not in str(info.value) + info.value.log
+    workdir = tmp_path / "bare"
+    workdir.mkdir()
+    (workdir / "attempt.cpp").write_text(body.replace("__global__ ", ""))
+    tc = be.toolchain
+    cmd = tc.sandboxed([*tc.argv, "-c", "attempt.cpp", "-o", "attempt.o"], workdir=workdir, tools=[tc.path])
+    with pytest.raises(CompileError) as info:
+        run_compile(cmd, filename="attempt.cu", workdir=workdir, timeout_s=60, tool="the C++ compiler", failed="no")
     assert "file not found" in info.value.log and token not in str(info.value) + info.value.log
 
 

@@ -22,7 +22,7 @@ import pytest
 from grader.backends import Selection
 from grader.backends.emulator import EmulatorBackend
 from grader.config import load_config
-from grader.errors import KernelError
+from grader.errors import CompileError, KernelError
 from grader.execute import _guard_problem
 from grader.kernels import KernelSpec, Param
 from grader.parts import PartSpec, part_header
@@ -212,6 +212,76 @@ def test_reserved_names_are_refused_in_code_and_directives(text, word):
     from grader.errors import CompileError
     with pytest.raises(CompileError, match=rf"not allowed: `{word}`.*\(student\.cu:2\)"):
         rewrite_source('#line 1 "student.cu"\n// a comment\n' + text + "\n", filename="student.cu")
+
+
+@pytest.mark.parametrize("attack, line, what", [
+    ("unchecked_pasted_hooks", 11, "`__tsan_read4`: this name is reserved for the emulator's runtime"),
+    ("unchecked_asm_label", 8, "`__asm__`: inline assembly under the emulator"),
+    ("unchecked_section", 9, "the section attribute"),
+])
+def test_binding_the_check_hooks_by_pasting_asm_labels_or_section_strings_is_a_compile_error(tmp_path, attack, line,
+                                                                                            what):
+    """Each bound __tsan_read4/__tsan_write4 to a no-op of its own and passed every checked case."""
+    p = _grade_part1(tmp_path, ATTACKS / f"{attack}.cu", checks=True)
+    assert p.status == "compile-error" and p.points == 0, p.message
+    assert p.message.startswith(f"not allowed: {what}") and f"(part1_naive.cu:{line})" in p.message, p.message
+
+
+@pytest.mark.parametrize("attribute", [
+    '__attribute__((weakref("sg_findings")))',
+    '__attribute__((SG_J(weak, ref)("sg_findings")))',
+    '[[gnu::alias("sg_nothing")]]',
+    '__attribute__((__symver__("sg_findings@V1")))',
+])
+def test_attributes_that_bind_a_symbol_to_a_string_are_compile_errors(plain, tmp_path, attribute):
+    source = tmp_path / "binds.cu"
+    source.write_text('#define SG_J(a, b) a##b\nextern "C" void sg_nothing(void) {}\n'
+                      f'extern "C" void sg_bound(void) {attribute};\n'
+                      "__global__ void k(const int* in, int* out, int n) { out[0] = in[0] + n; }\n")
+    with pytest.raises(CompileError, match=r"not allowed: the \w+ attribute: .* \(binds.cu:3\)"):
+        compile_part(plain, tmp_path, source, (scan_spec("k"),), block_size=32)
+
+
+@pytest.mark.parametrize("directive", ["#undef weakref", "#define section(...)", "%:undef __alias__"])
+def test_undefining_the_attributes_the_emulator_refuses_is_refused(directive):
+    from grader.backends.emulator.rewrite import rewrite_source
+    with pytest.raises(CompileError, match=r"not allowed: `#(undef|define) \w+`: .*\(student\.cu:1\)"):
+        rewrite_source(f'#line 1 "student.cu"\n{directive}\n', filename="student.cu")
+
+
+def _object(tmp_path: Path, code: str) -> Path:
+    import subprocess
+    src, obj = tmp_path / "o.cpp", tmp_path / "o.o"
+    src.write_text(code)
+    subprocess.run(["g++", "-std=c++17", "-c", "-fPIC", str(src), "-o", str(obj)], check=True)
+    return obj
+
+
+@pytest.mark.parametrize("code, refused", [
+    ('extern "C" { __attribute__((used)) static void __tsan_write4(void*) {} }', "defines `__tsan_write4`"),
+    ('extern "C" void __tsan_read2(void*) {}', "defines `__tsan_read2`"),
+    ('extern "C" long sg_findings(char*, long);\nlong f(char* b) { return sg_findings(b, 0); }',
+     "refers to `sg_findings`"),
+    ('extern "C" void __sg_switch(void);\nvoid f() { __sg_switch(); }', "refers to `__sg_switch`"),
+    ('extern "C" int __sanitizer_x;\nint __sanitizer_x = 1;', "defines `__sanitizer_x`"),
+])
+def test_the_object_audit_refuses_a_module_that_binds_a_runtime_name(plain, tmp_path, code, refused):
+    """The linker's view: whatever spelled the name, the object file names it."""
+    from grader.backends.emulator.lockdown import audit_object
+    with pytest.raises(CompileError, match=rf"not allowed: part1_naive.cu {refused}"):
+        audit_object(_object(tmp_path, code), plain.toolchain.runtime_names(), filename="part1_naive.cu")
+
+
+def test_the_object_audit_accepts_what_the_prelude_calls_and_the_runtime_keeps_its_state_unnamed(plain, tmp_path):
+    from grader.backends.emulator.lockdown import audit_object, elf_symbols
+    code = ('extern "C" { void __tsan_read4(void*); int __sg_barrier(int, int, const char*, int);\n'
+            'void __assert_fail(const char*, const char*, unsigned, const char*); }\n'
+            'int f(int* p) { __tsan_read4(p); __assert_fail("", "", 0, ""); return __sg_barrier(0, 1, "", 0); }')
+    audit_object(_object(tmp_path, code), plain.toolchain.runtime_names(), filename="part1_naive.cu")
+    runtime = elf_symbols(plain.toolchain.runtime_object())
+    exported = {s.name for s in runtime if s.defined and s.binding == "global"}
+    named_state = {n for n in exported if not n.startswith(("__tsan_", "__ubsan_", "__sg_", "sg_"))}
+    assert named_state == {"__assert_fail"}, named_state  # no g_pool, g_findings_text, internal functions
 
 
 # -- 3. shifts by 32 or more --------------------------------------------------------------------------

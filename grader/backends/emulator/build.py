@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
+from grader.backends.emulator.lockdown import audit_object, explain_refusal, lockdown_header, runtime_names
 from grader.backends.emulator.sandbox import COMPILE_MEMORY, COMPILE_TMP, FILE_SIZE, Command, Sandbox, compile_limits
 from grader.errors import BackendUnavailable, CompileError
 from grader.kernels import KernelSpec
@@ -127,6 +128,7 @@ class Toolchain:
         self.path, self.version = _compiler_identity(self.cxx)
         self._runtime: Path | None = None
         self._runtime_key: str | None = None
+        self._runtime_names: tuple[Path, frozenset[str]] | None = None
         self._executor: tuple[Path, str | None] | None = None
 
     @property
@@ -251,14 +253,24 @@ class Toolchain:
                 os.unlink(tmp)
         return target
 
-    def module_command(self, source: Path, output: Path, runtime: Path) -> list[str]:
-        """The compiler command line compiling one emulated module to an object (``output`` + ``.o``)."""
+    def module_command(self, source: Path, output: Path, runtime: Path, lockdown: Path | None = None) -> list[str]:
+        """The compiler command line compiling one emulated module to an object (``output`` + ``.o``):
+        the prelude force-included, then ``lockdown`` (:func:`.lockdown.lockdown_header`) when given."""
         flags = MODULE_FLAGS
         m = re.findall(r"\b(\d+)\.\d+", self.version_line)
         if "clang" not in self.version_line and m and int(m[-1]) < 12:  # GCC < 12: no -ftrivial-auto-var-init
             flags = tuple(f for f in flags if not f.startswith("-ftrivial-auto-var-init"))
-        return [*self.argv, *flags, "-include", str(PRELUDE), "-I", str(STUB_INCLUDE_DIR),
+        extra = ["-include", str(lockdown)] if lockdown is not None else []
+        return [*self.argv, *flags, "-include", str(PRELUDE), *extra, "-I", str(STUB_INCLUDE_DIR),
                 "-x", "c++", "-c", str(source), "-o", str(output) + ".o"]
+
+    def runtime_names(self) -> frozenset[str]:
+        """The names the runtime object defines for other objects (:func:`.lockdown.runtime_names`), read
+        once per runtime object."""
+        runtime = self.runtime_object()
+        if self._runtime_names is None or self._runtime_names[0] != runtime:
+            self._runtime_names = (runtime, runtime_names(runtime))
+        return self._runtime_names[1]
 
     def syntax_command(self, source: Path, workdir: Path) -> list[str]:
         """The compiler command line checking ``source``, CUDA as the student wrote it (not
@@ -275,16 +287,31 @@ class Toolchain:
         return [*self.argv, str(output) + ".o", str(runtime), "-o", str(output), *LINK_FLAGS]
 
     def compile_module(self, *, source: Path, output: Path, filename: str, workdir: Path) -> None:
-        """Compile and link ``source`` into the shared object ``output``, in the sandbox.
+        """Compile and link ``source`` into the shared object ``output``, in the sandbox, so that it
+        cannot switch the runtime's checks off (:mod:`.lockdown`): the compile force-includes the
+        lockdown header after the prelude, and the object is audited before the link.
 
         Raises:
             CompileError: ``"<filename> does not compile"`` with the command and the compiler's
-                diagnostics (the workdir path stripped), or a timeout message.
+                diagnostics (the workdir path stripped), or a timeout message; ``"not allowed: ..."``
+                (with the same log) where the lockdown refused a name, an attribute or inline
+                assembly, or the object binds a name of the runtime.
         """
         runtime = self.runtime_object()
-        for cmd in (self.module_command(source, output, runtime), self.link_command(output, runtime)):
-            self._run(self.sandboxed(cmd, workdir=workdir, read_only=[RUNTIME_DIR, runtime], tools=[self.path]),
+        lockdown = workdir / "scangrade-lockdown.h"
+        lockdown.write_text(lockdown_header(self.runtime_names()), encoding="utf-8")
+        try:
+            self._run(self.sandboxed(self.module_command(source, output, runtime, lockdown), workdir=workdir,
+                                     read_only=[RUNTIME_DIR, runtime], tools=[self.path]),
                       filename=filename, workdir=workdir)
+        except CompileError as exc:
+            refusal = explain_refusal(exc.log or "")
+            if refusal is None:
+                raise
+            raise CompileError(refusal, command=exc.command, log=exc.log) from None
+        audit_object(Path(str(output) + ".o"), self.runtime_names(), filename=filename)
+        self._run(self.sandboxed(self.link_command(output, runtime), workdir=workdir, read_only=[RUNTIME_DIR, runtime],
+                                 tools=[self.path]), filename=filename, workdir=workdir)
 
     def sandboxed(self, cmd: Sequence[str], *, workdir: Path, read_only: Sequence[Path] = (),
                   tools: Sequence[str | Path] = ()) -> Command:
@@ -526,9 +553,10 @@ def kernel_glue(kernels: Sequence[KernelSpec]) -> str:
     not define with the contract's signature (and so with ``extern "C"`` linkage) registers as a
     null pointer instead of failing the link.
     """
-    lines = [f'#line 1 "{GLUE_FILENAME}"']
+    lines = [f'#line 1 "{GLUE_FILENAME}"', '#pragma push_macro("weakref")', "#undef weakref"]  # see lockdown.py
     for n, k in enumerate(kernels):
         params = ", ".join(p.ctype for p in k.params)
         lines.append(f'static void __sg_k{n}({params}) __attribute__((weakref("{k.name}")));')
         lines.append(f'static const int __sg_r{n} = __sg_register("{k.name}", &__sg_k{n});')
+    lines.append('#pragma pop_macro("weakref")')
     return "\n".join(lines) + "\n"

@@ -4,11 +4,11 @@ Every ``__shared__`` declaration becomes storage in the running block's shared-m
 
 - function scope, ``__shared__ T name[A][B];`` ->
   ``typedef T __sg_T3[A][B]; static ::__sg_slot __sg_S3 = {...};
-  __sg_T3 &name = *reinterpret_cast<__sg_T3 *>(__sg_shared(&__sg_S3, sizeof(__sg_T3), <align>, <element bytes>));``
+  __sg_T3 &name = *reinterpret_cast<__sg_T3 *>(__sg_shared_at(&__sg_S3, sizeof(__sg_T3), <align>, <element bytes>));``
   (the first thread of a block to reach the slot allocates it; the others get the same address;
   the slot is a function-local static, so each template instantiation has its own);
 - ``extern __shared__ T name[];`` -> a reference to the arena's dynamic part
-  (``__sg_dyn_shared("name", <element bytes>)``), at function or file scope;
+  (``__sg_dyn_shared_at("name", <element bytes>)``), at function or file scope;
 - file scope -> an accessor function ``__sg_ref3()`` defined in place, and every later use of
   ``name`` (also inside ``#define`` bodies) replaced by ``(__sg_ref3())``.
 
@@ -27,8 +27,11 @@ that an amount of the operand's width or more gives PTX's clamped value, as on a
 Every ``return`` of a ``__global__`` function (it ends the thread) and every ``break`` and
 ``continue`` of a ``__global__`` or ``__device__`` function (not a ``constexpr`` one, whose calls
 may be constant-evaluated) tells the runtime where it is: ``break;`` ->
-``{ __sg_jump(1, "f.cu", 19); break; }``, so that a barrier divergence, or threads that exited while
+``{ __sg_jump_at(1, "f.cu", 19); break; }``, so that a barrier divergence, or threads that exited while
 others wait at a barrier, can name the statement that sent them apart.
+
+The inserted code names the runtime only through the prelude's ``__sg_*_at`` macros: it follows the
+lockdown header (:mod:`.lockdown`), after which the runtime's own names are compile errors.
 
 Public API: :func:`rewrite_source`, :func:`find_shifts`.
 """
@@ -40,6 +43,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
+from grader.backends.emulator.lockdown import REFUSED_ATTRIBUTES
 from grader.ctokens import Token, logical_lines, tokenize
 from grader.errors import CompileError
 
@@ -651,6 +655,10 @@ class _Rewriter:
                 for part in t.parts:
                     if part.kind == "id":
                         self._refuse_reserved(part.value, part.start)
+                if len(t.parts) > 2 and t.parts[1].value in ("define", "undef") and t.parts[2].value in REFUSED_ATTRIBUTES:
+                    raise _Unsupported(f"`#{t.parts[1].value} {t.parts[2].value}`: the emulator keeps this attribute "
+                                       "out of student code (it binds a symbol to a name of its own choosing, which "
+                                       "could switch the memory checks off); remove it", t.start, "not allowed")
                 self._rewrite_define(i)
                 i += 1
                 continue
@@ -700,8 +708,9 @@ class _Rewriter:
 
     def _jump(self, i: int) -> None:
         """Report the jump statement at toks[i] (``return``, ``break``, ``continue``) to the runtime:
-        the statement becomes a block that first calls ``__sg_jump(kind, file, line)``. Left alone
-        where its ``;`` is not found for certain (a directive or an unbalanced bracket before it)."""
+        the statement becomes a block that first calls ``__sg_jump_at(kind, file, line)`` (the
+        prelude's name for ``__sg_jump``). Left alone where its ``;`` is not found for certain (a
+        directive or an unbalanced bracket before it)."""
         toks, j, depth = self.toks, i + 1, 0
         while j < len(toks) and toks[j].kind != "pp":
             w = self.p(j)
@@ -719,7 +728,7 @@ class _Rewriter:
         if toks[i].text != "return" and j != i + 1:
             return
         file, line = self.loc.locate(toks[i].start)
-        self.overrides[i] = f"{{ __sg_jump({_JUMPS[toks[i].text]}, {_c_string(file)}, {line}); {toks[i].text}"
+        self.overrides[i] = f"{{ __sg_jump_at({_JUMPS[toks[i].text]}, {_c_string(file)}, {line}); {toks[i].text}"
         self.overrides[j] = "; }"
 
     def _refuse_reserved(self, word: str, offset: int) -> None:
@@ -862,11 +871,11 @@ class _Rewriter:
             dims_text = self._join_indices(dims)
             typedef = f"typedef {specs_text} {ptr_text}{' ' if ptr_text else ''}{ty}{dims_text};"
             if dynamic:
-                addr = f"__sg_dyn_shared(\"{name}\", __sg_elem_size<{ty}>())"
+                addr = f"__sg_dyn_shared_at(\"{name}\", __sg_elem_size<{ty}>())"
                 slot = ""
             else:
                 slot = (f"static ::__sg_slot __sg_S{sid} = {{0u, \"{name}\", __FILE__, __LINE__}}; ")
-                addr = (f"__sg_shared(&__sg_S{sid}, sizeof({ty}), __sg_align(alignof({ty}), {align}), "
+                addr = (f"__sg_shared_at(&__sg_S{sid}, sizeof({ty}), __sg_align(alignof({ty}), {align}), "
                         f"__sg_elem_size<{ty}>())")
             ref = f"*reinterpret_cast<{ty} *>({addr})"
             if function_scope:
