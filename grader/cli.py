@@ -232,21 +232,24 @@ _STYLES = (("PASS", "green"), ("FAIL", "bold red"), ("ERROR", "bold red"), ("TIM
            ("PENDING", "cyan"))
 
 
+def styled_report(text: str):
+    """The text report as a rich ``Text`` for a terminal: each line's status word coloured (PASS
+    green, FAIL and the other failures red, NOT RUN and WARNING yellow, PENDING cyan) and part
+    headings bold."""
+    from rich.text import Text
+    styled = Text(text)
+    for word, style in _STYLES:
+        styled.highlight_regex(rf"(?m)^ *{word}\b", style)
+    styled.highlight_regex(r"(?m)^Part \d+:.*$", "bold")
+    return styled
+
+
 def _print_report(text: str) -> None:
-    """The report on stdout, coloured when stdout is a terminal and rich is installed."""
+    """The report on stdout, coloured when stdout is a terminal (:func:`styled_report`)."""
     if sys.stdout.isatty():
-        try:
-            from rich.text import Text
-        except ImportError:
-            pass
-        else:
-            styled = Text(text)
-            for word, style in _STYLES:
-                styled.highlight_regex(rf"^\s*{word}\b", style)
-            styled.highlight_regex(r"^Part \d+:.*$", "bold")
-            _console(sys.stdout).print(styled, soft_wrap=True)
-            return
-    print(text)
+        _console(sys.stdout).print(styled_report(text), soft_wrap=True)
+    else:
+        print(text)
 
 
 @_exit_status

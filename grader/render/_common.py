@@ -224,3 +224,45 @@ def utc_timestamp(iso: str) -> str | None:
     if t.tzinfo is not None:
         t = t.astimezone(_dt.timezone.utc).replace(tzinfo=None)
     return t.isoformat(timespec="seconds")
+
+
+_NUMBER_RE = re.compile(r"-?\d+(?:\.\d+)?(?:e[+-]?\d+)?")
+
+
+def finding_key(case: CaseResult) -> tuple:
+    """What makes two failing cases' reports the same finding: status, visibility, the first
+    finding's kind and place (file, line), and its message with every number masked (a thread id,
+    an index, a value)."""
+    first = case.findings[0] if case.findings else None
+    text = (first.message if first and first.message else case.message).split("\n", 1)[0]
+    return (case.status, case.visibility, first.kind if first else case.kind, first.file if first else None,
+            first.line if first else None, _NUMBER_RE.sub("#", text))
+
+
+def group_findings(cases: list[CaseResult]) -> list[list[CaseResult]]:
+    """``cases`` (failing ones) grouped by :func:`finding_key`, each group in run order, the groups
+    in the order of their first case: a race that fails 34 sizes is one group."""
+    groups: dict[tuple, list[CaseResult]] = {}
+    for c in cases:
+        groups.setdefault(finding_key(c), []).append(c)
+    return list(groups.values())
+
+
+def folded_sizes(cases: list[CaseResult], *, limit: int = 8) -> str:
+    """The sizes of ``cases`` in a few words: ``1, 2, 3 (int32, float32)`` where every dtype has the
+    same sizes, else per dtype (``int32: 1, 2; float32: 2``); a list longer than ``limit`` folded
+    to its ends and count (``1, 2, 3, …, 511, 512 (18 sizes)``). A hidden case shows its number
+    (``#2``), never its size."""
+    by_dtype: dict[str, list[str]] = {}
+    for c in cases:
+        by_dtype.setdefault(c.dtype, []).append(c.name.split()[1] if c.visibility == "hidden" else str(c.n))
+
+    def fold(sizes: list[str]) -> str:
+        sizes = list(dict.fromkeys(sizes))
+        if len(sizes) <= limit:
+            return ", ".join(sizes)
+        return ", ".join(sizes[:3] + ["…"] + sizes[-2:]) + f" ({len(sizes)} sizes)"
+    lists = list(by_dtype.values())
+    if len(lists) > 1 and all(v == lists[0] for v in lists):
+        return f"{fold(lists[0])} ({', '.join(by_dtype)})"
+    return "; ".join(f"{d}: {fold(v)}" for d, v in by_dtype.items())

@@ -6,7 +6,10 @@ Rendering is kept apart from the data: the same result is written as JSON by
 
 from __future__ import annotations
 
-from grader.render._common import is_timed_case, other_findings, pending_text, performance_shown, printable
+import textwrap
+
+from grader.render._common import (SHOWN_FINDINGS, folded_sizes, group_findings, is_timed_case, other_findings,
+                                   pending_text, performance_shown, printable)
 from grader.results import CaseResult, PartResult, SubmissionResult
 
 _MARK = {"pass": "PASS", "fail": "FAIL", "error": "ERROR", "timeout": "TIMEOUT", "crash": "CRASH",
@@ -15,13 +18,6 @@ _MARK = {"pass": "PASS", "fail": "FAIL", "error": "ERROR", "timeout": "TIMEOUT",
 
 def _points(x: float) -> str:
     return f"{x:g}"
-
-
-def _size_list(cases: list[CaseResult]) -> str:
-    by_dtype: dict[str, list[str]] = {}
-    for c in cases:  # a hidden case shows its number (``#2``), never its size
-        by_dtype.setdefault(c.dtype, []).append(c.name.split()[1] if c.visibility == "hidden" else str(c.n))
-    return "; ".join(f"{d}: " + ", ".join(v) for d, v in by_dtype.items())
 
 
 def _timing_lines(p: PartResult, pending: bool) -> list[str]:
@@ -60,16 +56,66 @@ def _part_block(p: PartResult, pending: bool = False) -> list[str]:
     checked = [c for c in p.cases if not is_timed_case(c)]
     passed = [c for c in checked if c.status == "pass"]
     if passed:
-        lines.append(f"    PASS    n = {_size_list(passed)}")
-    for c in p.cases:
-        if c.status not in ("pass", "not-run"):
-            first, *rest = c.message.splitlines() + other_findings(c) or [""]
-            lines.append(f"    {_MARK[c.status]:<7} {c.name:<16} {first}")
-            lines += [f"{'':<29}{line}" for line in rest]
+        every = "all " if len(passed) == len(checked) else ""
+        lines.append(f"    PASS    {every}{_cases(passed)}: n = {folded_sizes(passed)}")
+    for group in group_findings([c for c in p.cases if c.status not in ("pass", "not-run")]):
+        lines += _failure_lines(group)
     skipped = [c for c in checked if c.status == "not-run"]
     if skipped:
-        lines.append(f"    NOT RUN n = {_size_list(skipped)}")
+        lines.append(f"    NOT RUN {_cases(skipped)}: n = {folded_sizes(skipped)}")
     return lines + _warning_lines(p) + _timing_lines(p, pending) + _profile_lines(p)
+
+
+#: Columns a report line is wrapped at (messages of 250 characters and more otherwise).
+WIDTH = 100
+_INDENT = " " * 12
+
+
+def _cases(cases: list[CaseResult]) -> str:
+    return f"{len(cases)} case{'s' if len(cases) != 1 else ''}"
+
+
+def _wrapped(text: str) -> list[str]:
+    """``text`` (lines) wrapped at :data:`WIDTH` under the report's message indent."""
+    return [w for line in text.splitlines() or [""]
+            for w in textwrap.wrap(line, WIDTH, initial_indent=_INDENT, subsequent_indent=_INDENT + "  ",
+                                   break_on_hyphens=False) or [_INDENT]]
+
+
+def _failure_lines(group: list[CaseResult]) -> list[str]:
+    """One finding and the cases it failed (grouped by :func:`grader.render._common.group_findings`):
+    a heading with what, where and which sizes, then the first case's message and other findings,
+    wrapped. A finding of one case keeps the case's name on the heading."""
+    first = group[0]
+    mark = _MARK[first.status]
+    if len(group) == 1:
+        head = f"    {mark:<7} {first.name}"
+    else:
+        finding = first.findings[0] if first.findings else None
+        what = finding.kind if finding else (first.kind or first.status)
+        where = f" at {finding.file}:{finding.line}" if finding and finding.file and finding.line else (
+            f" at line {finding.line}" if finding and finding.line else "")
+        head = f"    {mark:<7} {what}{where}: {_cases(group)}, n = {folded_sizes(group)}"
+    if len(group) == 1:
+        return [head] + _wrapped("\n".join(first.message.splitlines() + other_findings(first)))
+    return [head] + _wrapped("\n".join(first.message.splitlines() + [f"(as reported for {first.name})"]
+                                        + _other_findings(group)))
+
+
+def _other_findings(group: list[CaseResult]) -> list[str]:
+    """The findings a group's cases have besides the one they share, each kind once in cause order
+    with how many of the cases have it and where it first is (at most SHOWN_FINDINGS - 1 kinds,
+    then the names of the rest)."""
+    seen: dict[str, list] = {}
+    for c in group:
+        for f in c.findings[1:]:
+            seen.setdefault(f.kind, [f, c, 0])[2] += 1
+    lines = [f"also {kind}: {f.message.splitlines()[0] if f.message else ''} ({count} of {len(group)} cases, "
+             f"as first at {c.name})" for kind, (f, c, count) in seen.items()]
+    if len(lines) >= SHOWN_FINDINGS:
+        lines = lines[:SHOWN_FINDINGS - 1] + [f"and {len(lines) - SHOWN_FINDINGS + 1} more: "
+                                              f"{', '.join(list(seen)[SHOWN_FINDINGS - 1:])} (all in the JSON result)"]
+    return lines
 
 
 def _warning_lines(p: PartResult) -> list[str]:
@@ -79,7 +125,7 @@ def _warning_lines(p: PartResult) -> list[str]:
         if c.visibility != "hidden":
             for w in c.warnings:
                 seen.setdefault(w, []).append(c)
-    return [f"    WARNING {w} (n = {_size_list(cases)})" for w, cases in seen.items()]
+    return [f"    WARNING {w} (n = {folded_sizes(cases)})" for w, cases in seen.items()]
 
 
 def _profile_lines(p: PartResult) -> list[str]:

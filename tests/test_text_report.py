@@ -1,0 +1,56 @@
+"""The terminal text report a student reads: one group per finding (a race that fails every size is
+one entry, not one line per size), passing sizes folded, lines wrapped, colour on a terminal."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from grader.backends import Selection
+from grader.cli import styled_report
+from grader.config import load_config
+from grader.render.text import WIDTH, render_text
+from grader.runner import grade
+from tests.conftest import BROKEN, SOLUTIONS
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory) -> str:
+    """The text report of Part 1 without its barrier (a race at every size above 2) and a correct
+    Part 2, graded with the checks on the emulator."""
+    root = tmp_path_factory.mktemp("text")
+    sub = root / "sub"
+    sub.mkdir()
+    shutil.copy(BROKEN / "part1_missing_sync.cu", sub / "part1_naive.cu")
+    shutil.copy(SOLUTIONS / "part2_blelloch.cu", sub)
+    (root / "config.yaml").write_text(
+        "block_size: 128\nseed: 7\nparts:\n"
+        "  part1_naive: {points_per_case: 1, dtypes: [int32, float32], sizes: [3, 31, 32, 33, 64, 100, 127]}\n"
+        "  part2_blelloch: {points_per_case: 1, dtypes: [int32, float32], sizes: [7, 40]}\n")
+    cfg = load_config(root / "config.yaml")
+    return render_text(grade(sub, cfg=cfg, selection=Selection("emulator", "test"), checks=True))
+
+
+def test_a_race_at_every_size_is_one_entry_with_its_sizes(report):
+    part1 = report.split("Part 2:")[0]
+    fails = [line for line in part1.splitlines() if line.lstrip().startswith("FAIL")]
+    assert len(fails) == 1, part1
+    assert fails[0].startswith("    FAIL    race at part1_naive.cu:") and "16 cases, n = 3, 31, 32, 33, 64, 100, 127, 128 (int32, float32)" in fails[0]
+    assert "(int32, float32)" in fails[0]
+    assert part1.count("race (read-after-write)") == 1
+    assert "scangrade-build" not in report  # the student's file name, not the build folder's copy
+
+
+def test_passing_sizes_are_folded_and_lines_wrapped(report):
+    part2 = report.split("Part 2:")[1].split("\n\n")[0]
+    assert "PASS    all 8 cases: n = 1, 7, 40, 256 (int32, float32)" in part2
+    assert max(len(line) for line in report.splitlines() if line.startswith(" " * 12)) <= WIDTH  # messages
+
+
+def test_status_words_are_coloured_on_every_line(report):
+    styled = styled_report(report)
+    spans = {(s.start, str(s.style)) for s in styled.spans}
+    assert (report.index("\n    FAIL") + 1, "bold red") in spans  # not on the first line: every line is looked at
+    assert (report.index("\n    PASS    all") + 1, "green") in spans
+    assert (report.index("\nPart 2:") + 1, "bold") in spans
