@@ -837,13 +837,9 @@ def _parse_findings(module: EmulatorModule, text: str) -> list[Finding]:
     resolved = module.resolve(offsets)
     findings: list[Finding] = []
     seen: set[tuple] = set()
-    def as_written(file: str | None) -> str | None:  # the build folder's copy of the student's file: its name
-        return module.filename if file and Path(file).name == module.filename else file
-
     for kind, loc, other, block, thread, oblock, othread, has_other, _linear, message in rows:
         file, line = _split_loc(loc, resolved)
         ofile, oline = _split_loc(other, resolved)
-        file, ofile = as_written(file), as_written(ofile)
         where = f"{file}:{line}" if file else "an unknown line"
         owhere = f"{ofile}:{oline}" if ofile else "an unknown line"
         message = message.replace("{L}", where).replace("{O}", owhere)
