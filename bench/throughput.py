@@ -76,6 +76,7 @@ def _one(name: str, folder: Path, *, cfg, selection) -> dict:
     row = {"run": name, "wall_s": round(wall, 2), "load_before": load, "load_after": _load(),
            "points": result.points, "max_points": result.max_points, "passed": result.passed,
            "part_s": {p.key: p.phases_s.get("total", 0.0) for p in result.parts},
+           "part_phases_s": {p.key: p.phases_s for p in result.parts},
            "phases_s_summed": phases, "device": result.device.get("device", ""),
            "part1": {"status": p1.status, "statuses": _counts(c.status for c in p1.cases),
                      "message": p1.message.splitlines()[0] if p1.message else ""}}
@@ -123,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
                 _submission(subs / f"s{i:03d}")
             load = _load()
             t0 = time.perf_counter()
-            graded = batch(subs, out=Path(tmp) / "out", cfg=cfg, selection=selection, jobs=args.jobs,
+            graded = batch(subs, out=Path(tmp) / "out", cfg=cfg, selection=selection, jobs=args.jobs or None,
                            reports=student_reports)
             wall = time.perf_counter() - t0
             results = [r for _, r in graded]
@@ -145,10 +146,10 @@ def main(argv: list[str] | None = None) -> int:
               f"{batch_row['submissions']:<5}  {batch_row['load_before']:>5} /{batch_row['load_after']:>4}  "
               f"{batch_row['submissions_per_min']:.1f} submissions / min (median {batch_row['submission_s_median']} s "
               "each)")
-    warm = rows[1]
-    print("warm submission, wall s per part: " + ", ".join(f"{k} {v:.1f}" for k, v in warm["part_s"].items()))
-    print("warm submission, phases summed over its parts (s): "
-          + ", ".join(f"{k} {v:.1f}" for k, v in warm["phases_s_summed"].items()))
+    for r in rows[:2]:
+        print(f"{r['run']}, seconds per part and phase (parts run at once on a GPU machine):")
+        for key, phases in r["part_phases_s"].items():
+            print(f"  {key:<22}" + "  ".join(f"{k} {v:.2f}" for k, v in phases.items()))
     if args.json:
         Path(args.json).write_text(json.dumps({"backend": selection.name, "device": device, "cores": os.cpu_count(),
                                                "rows": rows, "batch": batch_row}, indent=2) + "\n")

@@ -30,7 +30,7 @@ __all__ = ["FLOOR_S", "FACTOR", "TABLE_PATH", "case_budget_s", "sanitizer_budget
            "load_factor", "describe_budget", "timed_case_n"]
 
 #: Seconds every case may take besides ``FACTOR`` times the reference's time, per backend.
-FLOOR_S = {"emulator": 5.0, "pycuda": 10.0}
+FLOOR_S = {"emulator": 5.0, "pycuda": 5.0}
 #: How many times the reference solution's time a case may take.
 FACTOR = 20.0
 #: Seconds a timed case may take besides ``FACTOR`` times the reference's: it may wait for the GPU
@@ -113,11 +113,13 @@ def case_budget_s(*, backend: str, part: str, dtype: str, n: int, checked: bool,
 
 #: The longest a compute-sanitizer child may stay silent on a case whose time under it is not measured.
 SANITIZER_MAX_S = 60.0
+#: Seconds a compute-sanitizer child may stay silent on a case besides ``FACTOR`` times the reference's.
+SANITIZER_FLOOR_S = 5.0
 
 
 def sanitizer_budget_s(*, part: str, dtype: str, n: int, case_s: float, table: dict | None = None) -> float:
     """Seconds a compute-sanitizer child may stay silent once it started a case (:mod:`grader.sanitizer`):
-    ``FLOOR_S["pycuda"] + FACTOR * t`` with ``t`` the reference solution's time on the case under the
+    ``SANITIZER_FLOOR_S + FACTOR * t`` with ``t`` the reference solution's time on the case under the
     slowest tool (mode ``sanitizer`` of the table), scaled by the load; ``min(case_s, 60)`` where ``t``
     is not measured. A case stopped so is judged on its plain run alone, under its own deadline, so
     a tight limit costs a check, never a false hang."""
@@ -125,7 +127,7 @@ def sanitizer_budget_s(*, part: str, dtype: str, n: int, case_s: float, table: d
     ceiling = min(case_s, SANITIZER_MAX_S)
     if t_ref is None:
         return ceiling
-    return min(ceiling, (FLOOR_S["pycuda"] + FACTOR * t_ref) * load_factor())
+    return min(ceiling, (SANITIZER_FLOOR_S + FACTOR * t_ref) * load_factor())
 
 
 def load_factor() -> float:

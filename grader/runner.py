@@ -68,8 +68,8 @@ def _phases(events: list[protocol.Event], started: float, ended: float) -> dict[
     for ev in events:
         if ev.t is not None:
             first.setdefault(ev.name, ev.t)
-    marks = [("startup", started), ("compile", first.get("device")),
-             ("cases", first.get("compiled")), ("timing", first.get("timing-start")),
+    marks = [("startup", started), ("compile", first.get("device")), ("checks", first.get("compiled")),
+             ("cases", first.get("case-start")), ("timing", first.get("timing-start")),
              ("hidden", first.get("hidden-start")), ("profile", first.get("profile-start"))]
     marks = sorted(((name, t) for name, t in marks if t is not None), key=lambda m: m[1])  # in the order they ran
     phases = {name: round(max(0.0, (marks[i + 1][1] if i + 1 < len(marks) else ended) - t), 3)
@@ -263,6 +263,7 @@ def grade_part(part: PartSpec, source: Path | Absent | None, *, cfg: Config, bac
         cases: list[CaseResult] = []
         hung: list[str] = []  # cases stopped at their deadline; the next worker starts after each
         faulted: list[str] = []  # cases whose GPU fault lost the worker's context (protocol.Restart)
+        lost: list[str] = []  # the cases that hung or faulted, in the order they did
         items: list[protocol.Event] = []
         performance = pending
         start = 0
@@ -315,12 +316,19 @@ def grade_part(part: PartSpec, source: Path | Absent | None, *, cfg: Config, bac
                     return part_result(status, "", tuple(cases), performance), device
 
             # A GPU fault lost the worker's context after it reported the case: the cases after it are
-            # graded in a new worker, while the part's time lasts.
+            # graded in a new worker, while the part's time lasts, unless the last few cases in a row
+            # all faulted or hung (each new worker costs seconds).
             if (restart in names and current is None and names.index(restart) + 1 < len(names)
                     and names.index(restart) + 1 > start and time.monotonic() < deadline):
                 faulted.append(restart)
-                start = names.index(restart) + 1
-                continue
+                lost.append(restart)
+                if not _lost_in_a_row(lost, names):
+                    start = names.index(restart) + 1
+                    continue
+                status = PartStatus.TIMEOUT if hung else PartStatus.FAIL
+                why = (_hung_message(hung) + "\n" if hung else "") + _in_a_row_message("faulted or hung")
+                return part_result(status, why, not_run(cfg, part.key, _in_a_row_rest("faulted or hung"), kind=status,
+                                                        done=tuple(cases)), performance), device
             if restart in names and current is None and names.index(restart) + 1 == len(names):
                 status = PartStatus.TIMEOUT if hung else (
                     PartStatus.PASS if all(c.status == CaseStatus.PASS for c in cases) else PartStatus.FAIL)
@@ -363,13 +371,15 @@ def grade_part(part: PartSpec, source: Path | Absent | None, *, cfg: Config, bac
             rest = f"not run: an earlier step ended in {status}"
             if case_hung and current in names:
                 hung.append(current)
-                in_a_row = _hangs_in_a_row(hung, names)
+                lost.append(current)
+                in_a_row = _lost_in_a_row(lost, names)
                 if names.index(current) + 1 < len(names) and time.monotonic() < deadline and not in_a_row:
                     start = names.index(current) + 1
                     continue
                 if in_a_row and names.index(current) + 1 < len(names):
-                    rest = f"not run: the kernel hung in the {MAX_HANGS_IN_A_ROW} cases before, in a row"
-                    why += f"\nthe kernel hung in {MAX_HANGS_IN_A_ROW} cases in a row: the part's other cases were not run"
+                    what = "hung" if all(c in hung for c in lost[-MAX_HANGS_IN_A_ROW:]) else "faulted or hung"
+                    rest = _in_a_row_rest(what)
+                    why += "\n" + _in_a_row_message(what)
             if hung:
                 why = _hung_message(hung) + "\n" + why
             return part_result(status, why, not_run(cfg, part.key, rest, kind=status, done=tuple(cases)),
@@ -412,16 +422,25 @@ def check_sandbox(cfg: Config, backend: str, *, command: str) -> None:
                          f"{how} (docs/security.md)")
 
 
-#: After this many cases in a row ran past their deadlines, a part's remaining cases are not run.
+#: After this many cases in a row ran past their deadlines or faulted on the GPU (each costs a new
+#: worker), a part's remaining cases are not run.
 MAX_HANGS_IN_A_ROW = 3
 
 
-def _hangs_in_a_row(hung: list[str], names: list[str]) -> bool:
-    """Whether the last :data:`MAX_HANGS_IN_A_ROW` cases that hung are consecutive in the case order."""
-    if len(hung) < MAX_HANGS_IN_A_ROW:
+def _lost_in_a_row(lost: list[str], names: list[str]) -> bool:
+    """Whether the last :data:`MAX_HANGS_IN_A_ROW` cases that hung or faulted are consecutive in the case order."""
+    if len(lost) < MAX_HANGS_IN_A_ROW:
         return False
-    last = [names.index(h) for h in hung[-MAX_HANGS_IN_A_ROW:]]
+    last = [names.index(h) for h in lost[-MAX_HANGS_IN_A_ROW:]]
     return all(b == a + 1 for a, b in zip(last, last[1:]))
+
+
+def _in_a_row_message(what: str) -> str:
+    return f"the kernel {what} in {MAX_HANGS_IN_A_ROW} cases in a row: the part's other cases were not run"
+
+
+def _in_a_row_rest(what: str) -> str:
+    return f"not run: the kernel {what} in the {MAX_HANGS_IN_A_ROW} cases before, in a row"
 
 
 def _hung_message(hung: list[str]) -> str:

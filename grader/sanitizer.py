@@ -42,6 +42,10 @@ from grader.backends.base import Finding
 
 #: The tools run on every checked case, and the kind each one's findings have by default.
 TOOLS = ("memcheck", "racecheck", "synccheck")
+#: After this many children in a row each ended with its first case (a fault: the kernel lost its
+#: context), a tool checks no further case of the part: each would cost a child's start-up (seconds),
+#: and the cases' plain runs still show the fault.
+FAULTS_IN_A_ROW = 3
 #: Unallocated bytes left between two buffers in the sanitizer's replay.
 GAP_BYTES = 1 << 20
 _MARK = "@@scangrade"
@@ -288,7 +292,9 @@ def check_cases(*, sanitizer: str, job: Path, cubins: dict[str, Path], cases: li
             the CUDA context starting); default ``case_timeout_s`` (a number) or 60 s.
         stop_at_silence: a tool whose child went silent on a case goes no further; only the cases up
             to the first such case are returned (the caller checks the others later, once the plain
-            run has shown whether that case hangs).
+            run has shown whether that case hangs). A tool whose children fault on
+            :data:`FAULTS_IN_A_ROW` cases in a row checks no further case either; those cases are
+            returned unchecked by it (incomplete).
 
     Returns:
         Per case index, its :class:`CaseChecks` (``seconds``: the longest a tool took on it).
@@ -327,8 +333,9 @@ def _run_tool(sanitizer: str, tool: str, job: Path, cubins: dict[str, Path], cas
     done: set[int] = set()
     seconds: dict[int, float] = {}
     silent_on: int | None = None
+    faults = 0  # children in a row that ended with their first case (a fault loses the context)
     todo = list(cases)
-    while todo and silent_on is None:
+    while todo and silent_on is None and faults < FAULTS_IN_A_ROW:
         token = secrets.token_hex(8)
         argv = [sanitizer, "--tool", tool, "--show-backtrace", "no", "--print-limit", "64", "--check-exit-code", "no"]
         if tool == "racecheck":
@@ -384,7 +391,10 @@ def _run_tool(sanitizer: str, tool: str, job: Path, cubins: dict[str, Path], cas
         if not tried:  # the child did not get to a case (no GPU, no PyCUDA): give up on this tool
             break
         order = [c[0] for c in todo]
-        todo = todo[max(order.index(i) for i in tried if i in order) + 1:]
+        last = max(order.index(i) for i in tried if i in order)
+        faults = faults + 1 if last == 0 and proc.returncode is not None and proc.returncode >= 0 and len(todo) > 1 \
+            else 0
+        todo = todo[last + 1:]
     return per, done, seconds, silent_on
 
 
