@@ -2,14 +2,10 @@
 and PrairieLearn's ``serverFilesCourse`` folder (:mod:`grader.prairielearn_bundle`).
 
 Both carry the course's config (and private config) and a copy of scangrade with its reference
-solutions (``scangrade/``), checked the same way, and scripts that share two pieces, kept once in
-``grader/autograder_files/`` and put into each script where it names them:
-
-- ``@COLLECT_PARTS@``: the bash function ``collect_parts FROM TO``, which copies the shallowest file
-  of each part's name below the submission into one flat folder (``collect_parts.sh``);
-- ``@FALLBACK_PY@``: the Python that writes the platform's ``results.json`` when scangrade stopped
-  without one (``fallback.py``; standalone, so it runs whatever broke in scangrade);
-- ``@PART_FILES@``: the part files' names, space-separated.
+solutions (``scangrade/``), checked the same way, and scripts that take a submission in with
+``scangrade grade --intake`` and share ``@FALLBACK_PY@``: the Python that writes the platform's
+``results.json`` when scangrade stopped without one (``grader/autograder_files/fallback.py``;
+standalone, so it runs whatever broke in scangrade), put into each script where it names it.
 """
 
 from __future__ import annotations
@@ -20,7 +16,6 @@ from pathlib import Path
 
 from grader.config import Config, load_config, load_private
 from grader.errors import UsageError
-from grader.parts import PARTS
 from grader.release import PROJECT_ROOT, copy_tree
 
 #: What ``scangrade/`` in a bundle holds, from the checkout.
@@ -28,8 +23,8 @@ SCANGRADE_FILES = ("grader", "reference", "pyproject.toml", "README.md")
 
 
 def script_text(folder: str, name: str, **values: str) -> str:
-    """The text of the bundle script ``grader/<folder>/<name>``, its placeholders filled: the shared
-    ones (module docstring) and ``@KEY@`` for each keyword (``TIME_LIMIT="600"``).
+    """The text of the bundle script ``grader/<folder>/<name>``, its placeholders filled:
+    ``@FALLBACK_PY@`` (module docstring) and ``@KEY@`` for each keyword (``TIME_LIMIT="600"``).
 
     Raises:
         FileNotFoundError: no such script.
@@ -37,9 +32,7 @@ def script_text(folder: str, name: str, **values: str) -> str:
     pkg = resources.files("grader")
     text = pkg.joinpath(folder, name).read_text(encoding="utf-8")
     shared = pkg.joinpath("autograder_files")
-    fills = {"PART_FILES": " ".join(p.filename for p in PARTS.values()),
-             "COLLECT_PARTS": shared.joinpath("collect_parts.sh").read_text(encoding="utf-8").rstrip("\n"),
-             "FALLBACK_PY": shared.joinpath("fallback.py").read_text(encoding="utf-8").rstrip("\n"), **values}
+    fills = {"FALLBACK_PY": shared.joinpath("fallback.py").read_text(encoding="utf-8").rstrip("\n"), **values}
     for key, value in fills.items():
         text = text.replace(f"@{key}@", value)
     return text

@@ -106,9 +106,8 @@ def test_the_bundle_holds_the_entrypoint_the_image_the_configs_and_the_grader(bu
     assert not [f for f in files if "__pycache__" in f or f.endswith(".pyc")]
     assert os.access(bundle / "run.sh", os.X_OK) and not os.access(bundle / "config.yaml", os.X_OK)
     text = (bundle / "run.sh").read_text()
-    assert "@" not in text.replace("$@", "").replace('"${parts[@]}"', "").replace('"${PART_FILES[@]}"', "") \
-        .replace('"${args[@]}"', "")  # every placeholder filled
-    assert "TIME_LIMIT=120\n" in text and "collect_parts() {" in text
+    assert "@" not in text.replace('"${parts[@]}"', "").replace('"${args[@]}"', "")  # every placeholder filled
+    assert "TIME_LIMIT=120\n" in text and "import html, json, sys" in text
     check = subprocess.run(["bash", "-n", str(bundle / "run.sh")], capture_output=True, text=True, check=False)
     assert check.returncode == 0, check.stderr
     assert "FROM ${BASE}" in (bundle / "Dockerfile").read_text()
@@ -125,7 +124,7 @@ def test_a_correct_submission_scores_one_with_hidden_cases_by_name_and_status(bu
     assert _test(doc, "Part 2 · blelloch_scan · int32")["max_points"] == 2 * 4  # n = 1, 7, 40, 256; 2 points each
     assert _test(doc, "Part 2 · blelloch_scan · hidden cases")["output"] == "hidden #1 int32: passed"
     assert "233" not in json.dumps(doc) and str(PRIVATE_SEED) not in json.dumps(doc)
-    assert "part2_blelloch.cu: part2_blelloch.cu" in run.stdout  # the staff's log says what was graded
+    assert "scangrade 0.1.0 — grading" in run.stdout and "Part 2:" in run.stdout  # the report, in the staff's log
 
 
 def test_a_broken_submission_is_graded_with_its_failures(bundle, tmp_path):
@@ -161,11 +160,13 @@ def test_a_compile_error_under_zero_is_a_graded_zero_for_that_part(tmp_path):
 
 
 def test_a_missing_file_is_a_graded_zero_and_no_file_at_all_is_not_gradable(bundle, tmp_path):
-    root = _job(bundle, tmp_path / "one", {"part1_naive.cu": SOLUTIONS / "part1_naive.cu"})
+    root = _job(bundle, tmp_path / "one", {"part1_naive.cu": SOLUTIONS / "part1_naive.cu",
+                                           "Part2_Blelloch.cu": SOLUTIONS / "part2_blelloch.cu"})
     doc = _results(root, _run(root))
     missing = _test(doc, "Part 2 · blelloch_scan · file missing")
     assert missing["points"] == 0 and missing["max_points"] == 2 * 5  # four visible cases and the hidden one
-    assert missing["message"] == "part2_blelloch.cu is missing from the submission"
+    assert missing["message"].startswith("part2_blelloch.cu is missing from the submission")
+    assert "did you mean" in missing["output"] and "Part2_Blelloch.cu" in missing["output"]
     root = _job(bundle, tmp_path / "none", {"notes.txt": "my scan is in my other folder"})
     doc = _results(root, _run(root))
     assert doc["gradable"] is False

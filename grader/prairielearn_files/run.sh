@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # PrairieLearn's external grader runs this for every submission (the question's info.json names it
 # as externalGradingOptions.entrypoint). It grades the part files found anywhere below
-# $ROOT/student with scangrade, the course's config and private config beside this script, and
-# writes $ROOT/results/results.json (creating the folder). When scangrade cannot (it stops on an
+# $ROOT/student, taken in as `scangrade batch` takes in a submission (grade --intake: the same files,
+# the same message for a misnamed one), with the course's config and private config beside this
+# script, and writes $ROOT/results/results.json (creating the folder). When scangrade cannot (it stops on an
 # error, crashes, or runs past the job's time limit), it writes one of its own: not gradable (no
 # score, no attempt used) and why. What it prints is in the job's log, which only the course staff see.
 # Written by `scangrade prairielearn-bundle`; see docs/prairielearn.md in scangrade.
@@ -21,7 +22,6 @@ set -u
 SCRIPT=run.sh
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"   # /grade/serverFilesCourse/<the bundle>
 ROOT="${SCANGRADE_GRADE_ROOT:-/grade}"
-PART_FILES=(@PART_FILES@)
 # The job's timeout (externalGradingOptions.timeout, seconds) the bundle was built for: scangrade is
 # stopped 5 s before it, so that a results.json is written before PrairieLearn ends the job.
 TIME_LIMIT=@TIME_LIMIT@
@@ -48,10 +48,7 @@ mkdir -p "$RESULTS" || { echo "$SCRIPT: cannot create $RESULTS" >&2; exit 1; }
 rm -f "$RESULTS/results.json"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-mkdir "$work/submission"
 : > "$work/stderr.txt"
-
-@COLLECT_PARTS@
 
 private=no
 if [ -f "$HERE/private.yaml" ]; then
@@ -63,10 +60,9 @@ if [ -n "$usage" ]; then
     why="$usage"
     status=2
 else
-    collect_parts "$ROOT/student" "$work/submission"
     # --require-sandbox: on the emulator, grade only inside the OS sandbox (bubblewrap) unless the
     # bundle's config sets emulator.sandbox (docs/security.md). The emulator's checks are on (the default).
-    args=(grade "$work/submission" --config "$HERE/config.yaml" --backend "${SCANGRADE_BACKEND:-auto}"
+    args=(grade "$ROOT/student" --intake --config "$HERE/config.yaml" --backend "${SCANGRADE_BACKEND:-auto}"
           --require-sandbox --prairielearn "$RESULTS/results.json" "${parts[@]}")
     if [ "$private" = yes ]; then
         args+=(--private-config "$HERE/private.yaml")
