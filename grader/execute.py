@@ -446,6 +446,31 @@ def run_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, c
             backend.shared_fill = None  # no fill before the launches of timing
 
 
+#: Compiler notes a wrong-values finding shows (the first ones, in source order).
+NOTES_SHOWN = 3
+
+
+def with_compiler_notes(result: CaseResult, notes: list[str], earlier: list[CaseResult]) -> CaseResult:
+    """``result`` with what the compiler warns about in the student's own lines that can make values
+    wrong (``notes``, from :meth:`grader.backends.emulator.build.Toolchain.compiler_notes` for this
+    case's dtype) added to its wrong-values (``mismatch``) finding, and to its message where that
+    finding comes first; where the part's cases of every other dtype that ran (``earlier``) passed,
+    the note says so: ``int32 passes, float32 fails; the compiler warns: part5_single_pass.cu:42
+    converts float to int``. ``result`` as it is without notes or a mismatch."""
+    if not notes or not any(f.kind == FailureKind.MISMATCH for f in result.findings):
+        return result
+    others = [c for c in earlier if c.dtype != result.dtype and c.status != CaseStatus.NOT_RUN]
+    head = ""
+    if others and all(c.status == CaseStatus.PASS for c in others):
+        head = f"{', '.join(sorted({c.dtype for c in others}))} passes, {result.dtype} fails; "
+    more = f" (and {len(notes) - NOTES_SHOWN} more)" if len(notes) > NOTES_SHOWN else ""
+    note = f" — {head}the compiler warns: {'; '.join(notes[:NOTES_SHOWN])}{more}"
+    findings = tuple(dataclasses.replace(f, message=f.message + note) if f.kind == FailureKind.MISMATCH else f
+                     for f in result.findings)
+    message = result.message + note if result.findings[0].kind == FailureKind.MISMATCH else result.message
+    return dataclasses.replace(result, message=message, findings=findings)
+
+
 class _Told(NamedTuple):
     """A finding, and the text a case's message gives it when it comes first."""
 

@@ -279,6 +279,16 @@ class LocatingFault(_Event):
 
 
 @dataclass(frozen=True)
+class CompilerNotes(_Event):
+    """The case's output is wrong; the host compiler now checks the file for warnings that explain
+    wrong values (:meth:`grader.backends.emulator.build.Toolchain.compiler_notes`: its own time, once
+    per dtype, not the case's deadline). The case's result follows."""
+
+    name: ClassVar[str] = "compiler-notes"
+    case: str
+
+
+@dataclass(frozen=True)
 class WorkerError(_Event):
     """The backend could not start; ``message`` says why. The worker ends."""
 
@@ -294,12 +304,12 @@ class Done(_Event):
 
 
 Event = Union[Device, DeviceUpdate, CompileFailed, Compiled, CaseStart, CaseDone, Timed, TimingStart, HiddenStart,
-              PerformanceScored, ProfileStart, Profiled, Restart, LocatingFault, WorkerError, Done]
+              PerformanceScored, ProfileStart, Profiled, Restart, LocatingFault, CompilerNotes, WorkerError, Done]
 #: Every event type by its wire name.
 EVENTS: dict[str, type] = {cls.name: cls for cls in (Device, DeviceUpdate, CompileFailed, Compiled, CaseStart,
                                                      CaseDone, Timed, TimingStart, HiddenStart, PerformanceScored,
-                                                     ProfileStart, Profiled, Restart, LocatingFault, WorkerError,
-                                                     Done)}
+                                                     ProfileStart, Profiled, Restart, LocatingFault, CompilerNotes,
+                                                     WorkerError, Done)}
 #: Wire keys that differ from the attribute's name (the case-start event names its case ``name``).
 _WIRE_KEYS = {"case": "name"}
 _RESULT_TYPES = {CaseDone: case_from_dict, Timed: case_from_dict,

@@ -25,9 +25,9 @@ from pathlib import Path
 
 from grader.parts import SOLUTIONS
 from grader.profile_phase import profile_after_hidden
-from grader.protocol import (CaseDone, CaseStart, Compiled, CompileFailed, Device, DeviceUpdate, Done, EventWriter,
-                             HiddenStart, Job, LocatingFault, PerformanceScored, Profiled, ProfileStart, ProtocolError,
-                             Restart, Timed, TimingStart, WorkerError)
+from grader.protocol import (CaseDone, CaseStart, Compiled, CompileFailed, CompilerNotes, Device, DeviceUpdate, Done,
+                             EventWriter, HiddenStart, Job, LocatingFault, PerformanceScored, Profiled, ProfileStart,
+                             ProtocolError, Restart, Timed, TimingStart, WorkerError)
 
 #: The smallest copy (bytes read + written) whose bandwidth the report records and checks.
 COPY_BANDWIDTH_MIN_BYTES = 128 * 2**20
@@ -59,7 +59,7 @@ def main(argv: list[str]) -> int:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     from grader.backends import create_backend
     from grader.errors import CompileError, ScangradeError
-    from grader.execute import CHECK_SCHEDULES, case_list, run_case
+    from grader.execute import CHECK_SCHEDULES, case_list, run_case, with_compiler_notes
     from grader.parts import DTYPES, PARTS, part_header
     from grader.directives import check_includes
     from grader.intake import read_source
@@ -107,6 +107,19 @@ def main(argv: list[str]) -> int:
                                                          "shared memory; three thread orders) on cases up to n = "
                                                          f"{cfg.emulator_checks_max_n}"}))
 
+                notes: dict[str, list[str]] = {}
+
+                def compiler_notes(dtype: str) -> list[str]:
+                    """What the host compiler warns about in the student's lines (conversions,
+                    dropped results), for ``dtype``'s header; computed once, at its first mismatch."""
+                    if dtype not in notes:
+                        folder = Path(work) / f"notes-{dtype}"
+                        folder.mkdir()
+                        header = part_header(part, block_size=pc.block_size, dtype=DTYPES[dtype],
+                                             items_per_thread=pc.items_per_thread)
+                        notes[dtype] = _compiler_notes(backend, cfg, header + source, part.filename, folder)
+                    return notes[dtype]
+
                 def run(case) -> None:
                     checked = job.checks and case.n <= cfg.emulator_checks_max_n
                     # compute-sanitizer's findings before the case's deadline starts (it may run now)
@@ -131,6 +144,10 @@ def main(argv: list[str]) -> int:
                     if getattr(backend, "broken", False) and checker is not None and checker.sanitizer:
                         events.emit(LocatingFault(case.name))  # memcheck's run is not the case's time
                         result = checker.locate_fault(result, all_cases.index(case))
+                    if any(f.kind == "mismatch" for f in result.findings):
+                        if case.dtype not in notes:
+                            events.emit(CompilerNotes(case.name))  # the compiler's time is not the case's
+                        result = with_compiler_notes(result, compiler_notes(case.dtype), results)
                     results.append(result)
                     events.emit(CaseDone(result))
                     if getattr(backend, "broken", False):  # a GPU fault lost the context: a new worker goes on
@@ -401,6 +418,20 @@ class _GpuChecks:
             f = found.findings[0]
             return replace(result, message=f"{result.message}\nmemcheck finds it: {f.message}", checker=self.name)
         return result
+
+
+def _compiler_notes(backend, cfg, source: str, filename: str, workdir: Path) -> list[str]:
+    """The host compiler's notes on ``source`` (:meth:`grader.backends.emulator.build.Toolchain.compiler_notes`),
+    with the emulator's toolchain, or on a GPU one made for it; ``[]`` where no host compiler runs."""
+    from grader.backends.emulator.build import Toolchain
+    from grader.backends.emulator.sandbox import Sandbox
+    from grader.errors import ScangradeError
+
+    try:
+        toolchain = getattr(backend, "toolchain", None) or Toolchain(sandbox=Sandbox(cfg.emulator_sandbox or "auto"))
+        return toolchain.compiler_notes(source, filename=filename, workdir=workdir)
+    except (ScangradeError, OSError, ValueError):
+        return []
 
 
 def _read_job(path: str) -> Job:

@@ -75,6 +75,37 @@ MODULE_FLAGS = ("-std=c++17", "-O1", "-g", "-fPIC", "-fvisibility=hidden", "-fno
                 "--param", "tsan-distinguish-volatile=1",
                 "--param", "tsan-instrument-func-entry-exit=0",
                 "-Wno-unknown-pragmas")
+#: Warnings :meth:`Toolchain.compiler_notes` asks for: conversions that can change a value, and
+#: results dropped.
+NOTE_FLAGS = ("-Wconversion", "-Wfloat-conversion", "-Wunused-value", "-Wunused-result")
+_WARNING = re.compile(r"^(?P<file>[^\n]+?):(?P<line>\d+):\d+: warning: (?P<text>.*) \[(?P<flag>-W[\w-]+)\]$", re.M)
+_QUOTED = "[\u2018'](?P<{0}>[^\u2019']+)[\u2019'](?: \\{{aka [\u2018'](?P<{0}_aka>[^\u2019']+)[\u2019']\\}})?"
+_CONVERSION = re.compile(r"conversion (?:from|to) " + _QUOTED.format("src") + r"(?: to " + _QUOTED.format("dst") + ")?")
+_FLOATING = re.compile(r"\b(?:float|double|half|__half)\b")
+
+
+def compiler_notes(log: str, filename: str) -> list[str]:
+    """The warnings of a compiler log (gcc's ``file:line:col: warning: ... [-Wflag]``) on ``filename``'s
+    lines that :meth:`Toolchain.compiler_notes` reports, as its one-line notes."""
+    notes: list[str] = []
+    for m in _WARNING.finditer(log):
+        if m.group("file") != filename:
+            continue
+        flag, text, note = m.group("flag"), m.group("text"), None
+        if flag in ("-Wunused-value", "-Wunused-result"):
+            note = "computes a value and drops it"
+        elif flag in ("-Wfloat-conversion", "-Wconversion") and (c := _CONVERSION.search(text)) and c.group("dst"):
+            src, dst = c.group("src_aka") or c.group("src"), c.group("dst_aka") or c.group("dst")
+            if _FLOATING.search(src) and not _FLOATING.search(dst):
+                note = f"converts {src} to {dst}"
+            elif not _FLOATING.search(dst) or (flag == "-Wfloat-conversion" and _FLOATING.search(src)):
+                note = f"narrows {src} to {dst}"  # an integer made floating is not narrowed
+        line = f"{filename}:{m.group('line')} {note}" if note else None
+        if line and line not in notes:
+            notes.append(line)
+    return notes
+
+
 #: Link flags: every symbol must resolve inside the module (plus libc/libstdc++/libm/pthread); no
 #: -fsanitize here, so libtsan is not linked.
 LINK_FLAGS = ("-shared", "-Wl,-z,defs", "-pthread")
@@ -281,6 +312,31 @@ class Toolchain:
         shim.write_text(PLAIN_SHARED, encoding="utf-8")
         return [*self.argv, "-std=c++17", "-fsyntax-only", "-Wno-unknown-pragmas", "-include", str(PRELUDE),
                 "-include", str(shim), "-I", str(STUB_INCLUDE_DIR), "-x", "c++", str(source)]
+
+    def compiler_notes(self, source: str, *, filename: str, workdir: Path) -> list[str]:
+        """What the host compiler warns about in the student's own lines that can make values
+        wrong: implicit conversions from a floating type to an integer (``-Wfloat-conversion``),
+        integer narrowing (``-Wconversion``; not an integer made floating), and results computed
+        and dropped (``-Wunused-value``, ``-Wunused-result``): ``source`` as written (the part
+        header, then the student's file), checked for syntax only in the compile sandbox.
+
+        Returns:
+            One line each, ``"part5_single_pass.cu:42 converts float to int"``, in source order,
+            each line once; ``[]`` when the compiler could not run, timed out or found errors (the
+            compile reports those).
+        """
+        path = workdir / "scangrade-notes.cu"
+        path.write_text(source, encoding="utf-8")
+        cmd = [*self.syntax_command(path, workdir), *NOTE_FLAGS]
+        try:
+            log = run_compile(self.sandboxed(cmd, workdir=workdir, read_only=[RUNTIME_DIR], tools=[self.path]),
+                              filename=filename, workdir=workdir, timeout_s=self.timeout_s, tool="the C++ compiler",
+                              failed=f"{filename} does not compile")
+        except CompileError:
+            return []
+        finally:
+            path.unlink(missing_ok=True)
+        return compiler_notes(log, filename)
 
     def link_command(self, output: Path, runtime: Path) -> list[str]:
         """The command line linking the module object and the runtime into a shared object."""
