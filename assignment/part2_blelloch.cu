@@ -5,6 +5,8 @@
 //   typedef <element type> scan_t;           (int for now; do not assume it is an integer)
 // and declares the kernel: do not define BLOCK_SIZE or scan_t yourself, and keep the signature
 // exactly as it is. The grader does all the host work (memory, copies, the launch).
+// Headers: only the standard C, C++ and CUDA headers that README.md lists ("What the grader gives
+// you"), in angle brackets; nothing else (no file of your own, no CUB, no Thrust) is compiled.
 //
 // Contract:
 //   blelloch_scan(in, out, n): exclusive scan, out[0] = 0 and out[i] = in[0] + ... + in[i-1]

@@ -5,6 +5,8 @@
 //   typedef <element type> scan_t;           (int for now; do not assume it is an integer)
 // and declares the kernels: do not define BLOCK_SIZE or scan_t yourself, and keep the signatures
 // exactly as they are. The grader does all the host work (memory, copies, every launch).
+// Headers: only the standard C, C++ and CUDA headers that README.md lists ("What the grader gives
+// you"), in angle brackets; nothing else (no file of your own, no CUB, no Thrust) is compiled.
 //
 // Contract: an exclusive scan of any n >= 1, out[0] = 0 and out[i] = in[0] + ... + in[i-1].
 // The array is cut into tiles of 2 * BLOCK_SIZE elements; the last tile may be partial.

@@ -7,7 +7,19 @@
 //   typedef <element type> scan_t;                (int or float, 4 bytes: write nothing
 //                                                  type-specific)
 // and declares the kernel: do not define any of them yourself, and keep the signature exactly as
-// it is. The grader does all the host work (memory, copies, the launch).
+// it is. The grader does all the host work (memory, copies, the launch). Besides these, only the
+// compiler's macros are defined: __CUDACC__ and __CUDA_ARCH__ (700 on the CPU emulator).
+//
+// Headers: only these may be included, in angle brackets (README.md, "What the grader gives you"):
+//   CUDA: cuda.h, cuda_runtime.h, cuda_runtime_api.h, device_launch_parameters.h,
+//         device_functions.h, cooperative_groups.h, cuda_fp16.h, math_constants.h,
+//         sm_20_atomic_functions.h
+//   C:    assert.h, float.h, limits.h, math.h, stddef.h, stdint.h, stdio.h, stdlib.h, string.h
+//   C++:  algorithm, cassert, cfloat, climits, cmath, cstddef, cstdint, cstdio, cstdlib, cstring,
+//         limits, type_traits, utility
+// Not CUB (<cub/cub.cuh> is refused): cub::DeviceScan is itself a single-pass scan with decoupled
+// look-back, and cub::BlockScan / cub::WarpScan would write the tile's local scan for you; this
+// part asks you to write both.
 //
 // Contract: exclusive scan of any n >= 1 in ONE launch, out[0] = 0 and
 // out[i] = in[0] + ... + in[i-1].

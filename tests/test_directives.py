@@ -47,3 +47,17 @@ def test_an_include_of_a_private_file_never_reaches_the_report(tmp_path, backend
     p = parts_of(result)["part1_naive"]
     assert p.status == "compile-error" and "is not allowed" in p.message
     assert "the-secret-words" not in result.to_json() and "424242" not in result.to_json()
+
+
+def test_the_handout_and_the_part5_template_name_every_allowed_header_and_why_cub_is_not():
+    from grader.directives import ALLOWED_HEADERS
+    from tests.conftest import TEMPLATES
+
+    readme = (TEMPLATES / "README.md").read_text()
+    template = (TEMPLATES / "part5_single_pass.cu").read_text()
+    assert {h for h in ALLOWED_HEADERS if f"`<{h}>`" not in readme} == set()
+    assert {h for h in ALLOWED_HEADERS if h not in template.replace(",", " ").split()} == set()
+    for text in (readme, template):
+        assert "cub/cub.cuh" in text and "decoupled look-back" in text and "__CUDA_ARCH__" in text
+    with pytest.raises(CompileError, match="cub/cub.cuh"):
+        check_includes("#include <cub/cub.cuh>\n", filename="part5_single_pass.cu")
