@@ -12,6 +12,8 @@ from grader.render._common import (SHOWN_FINDINGS, folded_sizes, group_findings,
                                    pending_text, performance_shown, printable)
 from grader.results import CaseResult, PartResult, SubmissionResult
 
+#: The emulator's sandbox when all of it is in force (``EmulatorBackend.describe()["sandbox"]``).
+FULL_SANDBOX = "bubblewrap + seccomp"
 _MARK = {"pass": "PASS", "fail": "FAIL", "error": "ERROR", "timeout": "TIMEOUT", "crash": "CRASH",
          "not-run": "NOT RUN"}
 
@@ -143,6 +145,12 @@ def render_text(result: SubmissionResult) -> str:
              ""]
     if result.device.get("checker"):
         lines.insert(3, f"checks: {result.device['checker']}")
+    sandbox = result.device.get("sandbox")
+    if sandbox:
+        lines.insert(3, f"sandbox: {sandbox}")
+        if result.backend == "emulator" and sandbox != FULL_SANDBOX:
+            lines.insert(3, "WARNING: the submission's code ran without the emulator's whole OS sandbox (bubblewrap "
+                            "and seccomp), with what the sandbox line says (docs/security.md)")
     for warning in result.device.get("warnings", "").split("\n"):
         if warning:
             lines.insert(3, f"WARNING: {warning}")
