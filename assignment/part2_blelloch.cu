@@ -2,7 +2,8 @@
 //
 // Write the kernel below. The grader puts a header before this file that defines
 //   #define BLOCK_SIZE <threads per block>   (a power of two from 32 to 1024; 512 by default)
-//   typedef <element type> scan_t;           (int for now; do not assume it is an integer)
+//   typedef <element type> scan_t;           (int or float: every part is graded with both;
+//                                            write nothing type-specific)
 // and declares the kernel: do not define BLOCK_SIZE or scan_t yourself, and keep the signature
 // exactly as it is. The grader does all the host work (memory, copies, the launch).
 // Headers: only the standard C, C++ and CUDA headers that README.md lists ("What the grader gives

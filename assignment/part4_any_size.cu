@@ -1,8 +1,10 @@
 // Part 4: exclusive scan of any length (hierarchical).
 //
 // Write the two kernels below. The grader puts a header before this file that defines
-//   #define BLOCK_SIZE <threads per block>   (a power of two from 32 to 1024; 512 by default)
-//   typedef <element type> scan_t;           (int for now; do not assume it is an integer)
+//   #define BLOCK_SIZE <threads per block>   (a power of two from 32 to 1024; Part 4 has its
+//                                            own value in the config)
+//   typedef <element type> scan_t;           (int or float: every part is graded with both;
+//                                            write nothing type-specific)
 // and declares the kernels: do not define BLOCK_SIZE or scan_t yourself, and keep the signatures
 // exactly as they are. The grader does all the host work (memory, copies, every launch).
 // Headers: only the standard C, C++ and CUDA headers that README.md lists ("What the grader gives

@@ -224,8 +224,9 @@ def _part_rows(cfg: Config) -> list[str]:
             continue
         cases = [c for c in case_list(cfg, key) if c.visibility == "visible"]
         perf = f"{pc.timing.points:g} (on a GPU)" if pc.timing and pc.timing.points else "-"
+        banks = f"{pc.profile.points:g} (on any machine)" if pc.profile and pc.profile.points else "-"
         rows.append(f"| {spec.number} | `assignment/{spec.filename}` | {spec.title} | "
-                    f"{len(cases)} × {pc.points_per_case:g} | {perf} |")
+                    f"{len(cases)} × {pc.points_per_case:g} | {perf} | {banks} |")
     return rows
 
 
@@ -241,9 +242,12 @@ exact contract. This folder also holds the grader the course uses (`grader/`, wi
 reference scan in `reference/`) and its public configuration (`config.yaml`: the sizes every part
 is checked at and the points), so you can grade your own work the way it will be graded.
 
-| part | your file | what | correctness cases × points | speed points |
-| --- | --- | --- | --- | --- |
+| part | your file | what | correctness cases × points | speed points | bank-conflict points |
+| --- | --- | --- | --- | --- | --- |
 {rows}
+
+Bank-conflict points are for a part's shared-memory traffic (wavefronts) close to its reference
+solution's, counted by the grader's CPU emulator on any machine (the handout's Part 3 section).
 
 ## Install
 

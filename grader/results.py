@@ -384,6 +384,9 @@ class PartResult:
             ``total``; empty for a missing part.
         profile: the part's memory-access profile (bank conflicts, sectors per request) and its
             points, for a profiled part.
+        block_size: the threads a block the part is launched with (its BLOCK_SIZE: the config's
+            ``block_size``, or the part's own); items_per_thread: Part 5's ITEMS_PER_THREAD, else
+            None. None in a result saved before they were recorded.
     """
 
     key: str
@@ -396,6 +399,8 @@ class PartResult:
     performance: Performance | None = None
     phases_s: dict[str, float] = field(default_factory=dict)
     profile: Profile | None = None
+    block_size: int | None = None
+    items_per_thread: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "status", _member(PartStatus, self.status, "part"))
@@ -550,6 +555,7 @@ def result_from_dict(d: dict[str, Any]) -> SubmissionResult:
                                 cases=tuple(case_from_dict(c) for c in p["cases"]),
                                 performance=Performance(**perf) if perf else None,
                                 phases_s=dict(p.get("phases_s") or {}),
-                                profile=Profile(**p["profile"]) if p.get("profile") else None))
+                                profile=Profile(**p["profile"]) if p.get("profile") else None,
+                                block_size=p.get("block_size"), items_per_thread=p.get("items_per_thread")))
     body = {k: v for k, v in d.items() if k in fields and k != "parts"}
     return SubmissionResult(**body, parts=tuple(parts))

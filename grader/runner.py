@@ -218,7 +218,14 @@ def ungraded_part(cfg: Config, key: str, *, status: str, message: str, file: str
     return PartResult(key=key, number=spec.number, title=spec.title, file=file or spec.filename, status=status,
                       message=clean_part_message(message), cases=not_run(cfg, key, "not run: " + message, kind=status),
                       performance=_pending_performance(cfg, key, "not timed: " + message),
-                      profile=_pending_profile(cfg, key, "not profiled: " + message))
+                      profile=_pending_profile(cfg, key, "not profiled: " + message), **_launch(cfg, key))
+
+
+def _launch(cfg: Config, key: str) -> dict[str, int | None]:
+    """A part's launch shape for its :class:`~grader.results.PartResult`: ``block_size`` and
+    ``items_per_thread`` as configured."""
+    pc = cfg.parts[key]
+    return {"block_size": pc.block_size, "items_per_thread": pc.items_per_thread}
 
 
 def grade_part(part: PartSpec, source: Path | Absent | None, *, cfg: Config, backend: str, checks: bool = True,
@@ -244,7 +251,7 @@ def grade_part(part: PartSpec, source: Path | Absent | None, *, cfg: Config, bac
                           file=str(source) if source else part.filename, status=status,
                           message=clean_part_message(message),
                           cases=tuple(clean_case(c, budget) for c in _report_order(cases)),
-                          performance=performance, phases_s=phases, profile=profile[0])
+                          performance=performance, phases_s=phases, profile=profile[0], **_launch(cfg, part.key))
 
     pending = _pending_performance(cfg, part.key, "not timed: the part did not finish")
     profile = [_pending_profile(cfg, part.key, "not profiled: the part did not finish")]

@@ -64,3 +64,22 @@ def test_the_report_says_when_the_emulator_ran_without_its_sandbox(tmp_path):
                              checks=False))
     assert "sandbox: off (emulator.sandbox: off)" in text
     assert "WARNING: the submission's code ran without the emulator's whole OS sandbox" in text
+
+
+def test_the_header_names_each_part_launched_with_its_own_block_size(tmp_path):
+    from grader.render.markdown import markdown
+    from grader.results import result_from_dict
+    (tmp_path / "config.yaml").write_text(
+        "block_size: 128\nseed: 7\nparts:\n  part1_naive: {sizes: [5]}\n"
+        "  part4_any_size: {block_size: 64, sizes: [5]}\n"
+        "  part5_single_pass: {block_size: 64, items_per_thread: 4, sizes: [5]}\n")
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    for name in ("part1_naive.cu", "part4_any_size.cu", "part5_single_pass.cu"):
+        shutil.copy(SOLUTIONS / name, sub)
+    result = grade(sub, cfg=load_config(tmp_path / "config.yaml"), selection=Selection("emulator", "test"),
+                   checks=False)
+    expected = "BLOCK_SIZE 128 (Part 4: 64; Part 5: 64 × 4 items a thread)"
+    assert expected in render_text(result).splitlines()[2]
+    assert expected.replace("_", "\\_") in markdown(result)
+    assert render_text(result_from_dict(result.to_dict())) == render_text(result)  # the JSON keeps them

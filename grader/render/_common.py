@@ -266,3 +266,13 @@ def folded_sizes(cases: list[CaseResult], *, limit: int = 8) -> str:
     if len(lists) > 1 and all(v == lists[0] for v in lists):
         return f"{fold(lists[0])} ({', '.join(by_dtype)})"
     return "; ".join(f"{d}: {fold(v)}" for d, v in by_dtype.items())
+
+
+def block_size_text(result: SubmissionResult) -> str:
+    """The run's BLOCK_SIZE, with the parts launched otherwise named: ``BLOCK_SIZE 512 (Part 4: 256;
+    Part 5: 128 × 44 items a thread)``; just ``BLOCK_SIZE 512`` when every part uses it (or the
+    result does not record the parts' own)."""
+    other = [f"Part {p.number}: {p.block_size}" + (f" × {p.items_per_thread} items a thread" if p.items_per_thread else "")
+             for p in result.parts
+             if p.block_size is not None and (p.block_size != result.block_size or p.items_per_thread)]
+    return f"BLOCK_SIZE {result.block_size}" + (f" ({'; '.join(other)})" if other else "")

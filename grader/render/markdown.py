@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import re
 
-from grader.render._common import (CASE_STATUS_WORDS, PART_STATUS_WORDS, device_text, is_hidden, is_timed_case,
-                                   pending_text, performance_shown, points, printable, public_case_name, public_part_message, public_seed,
-                                   stopped_case, whole_part_failure)
+from grader.render._common import (CASE_STATUS_WORDS, PART_STATUS_WORDS, block_size_text, device_text, is_hidden,
+                                   is_timed_case, pending_text, performance_shown, points, printable,
+                                   public_case_name, public_part_message, public_seed, stopped_case,
+                                   whole_part_failure)
 from grader.results import CaseResult, PartResult, SubmissionResult, Timing
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
@@ -163,7 +164,7 @@ def markdown(result: SubmissionResult) -> str:
     seed = public_seed(result)
     if seed is not None:
         facts.append(f"seed {seed}")
-    facts += [f"BLOCK\\_SIZE {result.block_size}", f"scangrade {_md(result.scangrade_version)}",
+    facts += [_md(block_size_text(result)), f"scangrade {_md(result.scangrade_version)}",
               f"graded in {result.elapsed_s:.1f} s"]
     lines += [" · ".join(facts), ""]
     if result.timing_note:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import textwrap
 
-from grader.render._common import (SHOWN_FINDINGS, folded_sizes, group_findings, is_timed_case, other_findings,
-                                   pending_text, performance_shown, printable)
+from grader.render._common import (SHOWN_FINDINGS, block_size_text, folded_sizes, group_findings, is_timed_case,
+                                   other_findings, pending_text, performance_shown, printable)
 from grader.results import CaseResult, PartResult, SubmissionResult
 
 #: The emulator's sandbox when all of it is in force (``EmulatorBackend.describe()["sandbox"]``).
@@ -141,7 +141,7 @@ def render_text(result: SubmissionResult) -> str:
     dev = result.device.get("device")
     lines = [f"scangrade {result.scangrade_version} — grading {result.submission}",
              f"backend: {result.backend}{f' on {dev}' if dev else ''} ({result.backend_reason})",
-             f"config: {result.config} · seed {result.seed} · BLOCK_SIZE {result.block_size}",
+             f"config: {result.config} · seed {result.seed} · {block_size_text(result)}",
              ""]
     if result.device.get("checker"):
         lines.insert(3, f"checks: {result.device['checker']}")
