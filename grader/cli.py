@@ -285,9 +285,10 @@ def _batch(args: argparse.Namespace) -> int:
         rows = grading.grade_class(args.submissions, out=args.out, resume=args.resume, jobs=args.jobs,
                                    shard=shard, on_done=on_done)
     # OUT/class_report.html, after batch.json: it shows the config fingerprint
-    write_class_report(Path(args.out), class_report_page, rows=rows)
+    page = write_class_report(Path(args.out), class_report_page, rows=rows)
     print((Path(args.out) / "summary.txt").read_text(), end="")
     print(f"gradebook: {Path(args.out) / 'gradebook.csv'}")
+    print(f"class report: {page}")
     return EXIT_PASS if all(r.passed for _, r in rows) else EXIT_FAIL
 
 
@@ -327,11 +328,15 @@ def _merge(args: argparse.Namespace) -> int:
     """``scangrade merge``: 0 when every student passed, 1 when any failed or shards are missing
     (``IncompleteMerge``), 2 on shards that do not fit together."""
     from grader.classwork.merge import merge
+    from grader.classwork.store import write_class_report
+    from grader.render.class_report import class_report_page
     merged = merge([Path(p) for p in args.shards], out=Path(args.out), allow_partial=args.allow_partial)
     for line in merged.missing:
         print(f"scangrade: warning: not in the gradebook: {line}", file=sys.stderr)
+    page = write_class_report(merged.out, class_report_page, rows=merged.rows)  # after batch.json, as batch does
     print((merged.out / "summary.txt").read_text(), end="")
     print(f"gradebook: {merged.out / 'gradebook.csv'}")
+    print(f"class report: {page}")
     return EXIT_PASS if not merged.missing and all(r.passed for _, r in merged.rows) else EXIT_FAIL
 
 

@@ -170,8 +170,10 @@ def test_auto_means_a_gpu_per_task_and_the_choice_follows_option_env_config():
 
 # --- submission -----------------------------------------------------------------------------------------
 
-def _fake_sbatch(tmp_path: Path, *, refuse_nth: int = 0) -> Path:
-    """An sbatch that logs its arguments and answers job ids 41, 42 (or refuses its nth call)."""
+def _fake_sbatch(tmp_path: Path, *, refuse_nth: int = 0,
+                 refusal: str = "Invalid partition name specified") -> Path:
+    """An sbatch that logs its arguments and answers job ids 41, 42 (or refuses its nth call, saying
+    ``refusal``)."""
     fake = tmp_path / "bin" / "sbatch"
     fake.parent.mkdir(exist_ok=True)
     fake.write_text(textwrap.dedent(f"""\
@@ -179,7 +181,7 @@ def _fake_sbatch(tmp_path: Path, *, refuse_nth: int = 0) -> Path:
         echo "$*" >> "{tmp_path}/sbatch.log"
         n=$(wc -l < "{tmp_path}/sbatch.log")
         if [ "$n" -eq {refuse_nth} ]; then
-            echo "sbatch: error: Batch job submission failed: Invalid partition name specified" >&2; exit 1
+            echo "sbatch: error: Batch job submission failed: {refusal}" >&2; exit 1
         fi
         echo "$((40 + n));cluster1"
         """))
@@ -217,6 +219,18 @@ def test_a_missing_or_refusing_sbatch_is_a_usage_error_with_its_message(tmp_path
     assert main(argv) == 2  # the array job (call 2) went in, the merge job (call 3) was refused
     err = capsys.readouterr().err
     assert "the array job 42 was submitted" in err and "--dependency=afterany:42" in err
+
+
+def test_a_gpu_request_refused_on_a_cluster_without_gpus_says_to_use_the_emulator(tmp_path, monkeypatch, capsys):
+    root = _class(tmp_path / "class", broken=False)
+    fake = _fake_sbatch(tmp_path, refuse_nth=1, refusal="Invalid generic resource (gres) specification")
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}/usr/bin:/bin")
+    monkeypatch.delenv("SCANGRADE_BACKEND", raising=False)
+    assert main(["batch", str(root), "--out", str(tmp_path / "out"), "--config", str(write_config(tmp_path)),
+                 "--slurm", "--backend", "auto"]) == 2
+    err = capsys.readouterr().err
+    assert "Invalid generic resource (gres) specification" in err and "--backend emulator" in err
+    assert "#SBATCH --gres=gpu:1" in (tmp_path / "out/slurm/grade.sbatch").read_text()
 
 
 def test_slurm_only_options_without_slurm_are_usage_errors(tmp_path, capsys):
@@ -293,7 +307,12 @@ def test_merged_shards_give_the_gradebook_and_summary_of_one_batch_byte_for_byte
     for shard, sid in ((0, "alice"), (1, "bob"), (0, "carol"), (1, "dave")):
         for name in ("result.json", "report.txt", "report.md", "results.json", "junit.xml"):
             assert (tmp_path / "merged" / sid / name).read_bytes() == (shards[shard] / sid / name).read_bytes()
-    assert capsys.readouterr().out.startswith("4 submissions")
+    out = capsys.readouterr().out
+    assert out.startswith("4 submissions")
+    page = tmp_path / "merged" / "class_report.html"  # the merged class's report, as a batch writes it
+    assert f"class report: {page}" in out and "alice" in page.read_text()
+    assert main(["report", str(tmp_path / "merged"), "--out", str(tmp_path / "again.html")]) == 0
+    assert capsys.readouterr().out == f"class report: {tmp_path / 'again.html'}\n"
 
 
 def test_a_missing_shard_writes_no_gradebook_and_says_which(graded, tmp_path, capsys):

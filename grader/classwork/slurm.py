@@ -241,9 +241,17 @@ def submit(plan: SlurmPlan, *, sbatch: str = "sbatch") -> SlurmPlan:
 
     Raises:
         UsageError: sbatch is missing or refused a job (a refused merge job names the array job
-            already submitted, and the command to submit the merge by hand).
+            already submitted, and the command to submit the merge by hand; a GPU request refused,
+            as on a cluster without GPUs, says to use the emulator).
     """
-    array = _sbatch([str(plan.grade_script)], what="array job", sbatch=sbatch)
+    try:
+        array = _sbatch([str(plan.grade_script)], what="array job", sbatch=sbatch)
+    except UsageError as exc:
+        if plan.backend == "pycuda" and "gres" in str(exc).lower():
+            raise UsageError(f"{exc}\nthe tasks ask Slurm for a GPU each (--gres=gpu:1: --backend auto or pycuda); "
+                             "on a cluster without GPUs grade on the CPU with --backend emulator, or name a "
+                             "partition that has GPUs with --slurm-option=--partition=NAME") from None
+        raise
     try:
         merge_job = _sbatch([f"--dependency=afterany:{array}", str(plan.merge_script)], what="merge job",
                             sbatch=sbatch)
