@@ -303,6 +303,11 @@ class Toolchain:
             self._runtime_names = (runtime, runtime_names(runtime))
         return self._runtime_names[1]
 
+    def lockdown_text(self) -> str:
+        """The header :meth:`compile_module` force-includes after the prelude
+        (:func:`.lockdown.lockdown_header` of :meth:`runtime_names`); part of a compiled module's cache key."""
+        return lockdown_header(self.runtime_names())
+
     def syntax_command(self, source: Path, workdir: Path) -> list[str]:
         """The compiler command line checking ``source``, CUDA as the student wrote it (not
         rewritten), for errors only (``-fsyntax-only``): the prelude and the stub headers as
@@ -355,7 +360,7 @@ class Toolchain:
         """
         runtime = self.runtime_object()
         lockdown = workdir / "scangrade-lockdown.h"
-        lockdown.write_text(lockdown_header(self.runtime_names()), encoding="utf-8")
+        lockdown.write_text(self.lockdown_text(), encoding="utf-8")
         try:
             self._run(self.sandboxed(self.module_command(source, output, runtime, lockdown), workdir=workdir,
                                      read_only=[RUNTIME_DIR, runtime], tools=[self.path]),
