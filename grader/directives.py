@@ -70,7 +70,8 @@ _OPERATORS = {**{name: "tests whether a file exists" for name in HAS_FILE},
 #: Identifiers that begin an operator's name: token pasting (``a##b``) builds a name from its left
 #: piece on, so ``__has_ ## include`` is ``__has_include``; the leftmost piece is always written
 #: somewhere in the file (maybe as a macro's argument or body).
-_PIECES = {name[:k]: name for name in sorted(_OPERATORS, key=len, reverse=True) for k in range(1, len(name))}
+_PIECES = {name[:k]: name for name in sorted(_OPERATORS, key=lambda n: (n != "__has_include", n), reverse=True)
+           for k in range(1, len(name))}  # a piece of several names is named after __has_include first
 for _name in _OPERATORS:
     _PIECES.pop(_name, None)  # the whole name is checked where it stands
 
@@ -176,3 +177,77 @@ def check_includes(source: str, *, filename: str) -> None:
     for trigraphs, blank_splices in readings:
         for toks in logical_lines(tokenize(source, trigraphs=trigraphs, blank_splices=blank_splices)):
             _check_line(toks, filename)
+
+
+#: What the compiled file's stage-one output may make a second preprocessing read again (anything else
+#: that is a directive there was made by a macro).
+_MARKER_FLAGS = frozenset({"1", "2", "3", "4"})
+#: Where the fast reading of a preprocessor's output does not hold: a raw string, a line splice, a
+#: trigraph, a universal character name, or an operator's name (its tokens need the lexer).
+_NEEDS_LEXER = re.compile(r'R"|\\[ \t\f\v]*\n|\?\?|\\[uU]|_Pragma|__has_(?:include|embed)')
+_DIRECTIVE_START = re.compile(r"^(?:[^\S\n]|\0)*(?:#|%:)", re.M)  # after any blanks, Unicode's too
+
+
+def _stage_one_lines(output: str):
+    """``(tokens, physical line)`` of the logical lines of a preprocessor's output that begin with
+    ``#``, and of every line holding an operator name (``_Pragma``, ``__has_include``...), in order."""
+    if _NEEDS_LEXER.search(output) is None:  # the usual case: every line a logical line, none of them split
+        phys, counted = 1, 0
+        for m in _DIRECTIVE_START.finditer(output):
+            phys += output.count("\n", counted, m.start())
+            counted = m.start()
+            end = output.find("\n", m.start())
+            yield tokenize(output[m.start():end if end >= 0 else len(output)]), phys
+        return
+    readings = [False, True] if "??" in output else [False]
+    for trigraphs in readings:
+        for toks in logical_lines(tokenize(output, trigraphs=trigraphs)):
+            lead = next((t for t in toks if not (t.kind == "other" and t.text.isspace())), None)
+            if (lead is not None and lead.value == "#") or any(t.kind == "id" and t.value in _OPERATORS for t in toks):
+                yield toks, toks[0].line
+
+
+def check_preprocessed(output: str, *, filename: str, compiled_name: str | None = None) -> None:
+    """Refuse a preprocessor's output that a second preprocessing would read differently: what nvcc's
+    second stage (cicc) reads after its first (the host compiler's ``-E``).
+
+    A macro can expand to ``#`` (``#define H #``, then ``H include "FILE"``): the first stage prints
+    `` # include "FILE"`` as text, and cicc, which preprocesses its input again, runs it, quoting the
+    file in its errors. The first stage's own lines are line markers (``# 12 "file" 1``) and
+    ``#pragma`` lines, each at the very start of its line (GCC writes a space before any other ``#``
+    that begins a line). Everything else that would begin a directive, or name ``_Pragma`` or a
+    file-testing operator, was made by the submission.
+
+    Args:
+        output: the first stage's output (``nvcc -E`` with the compile's options).
+        filename: the student's file, for the message.
+        compiled_name: the name the compiled copy has in the line markers (default ``filename``):
+            lines of that file are reported as ``filename``'s.
+
+    Raises:
+        CompileError: ``"<filename>:<line>: `<line>` is not allowed: ..."`` (the line as the markers
+            give it), without anything the named file holds.
+    """
+    compiled = {filename, compiled_name or filename}
+    marker: tuple[str, int, int] | None = None  # (file, its line at the next physical line, that physical line)
+    for toks, phys in _stage_one_lines(output):
+        where_file, where_line = (marker[0], marker[1] + phys - marker[2]) if marker else (filename, phys)
+        shown_file = filename if where_file.rsplit("/", 1)[-1] in compiled else where_file
+        first = toks[0]
+        genuine = first.flush and first.text == "#" and len(toks) > 1
+        if genuine and toks[1].kind == "number" and toks[1].text.isdigit() and len(toks) > 2 \
+                and toks[2].kind == "string" and toks[2].text.startswith('"') \
+                and all(t.kind == "number" and t.text in _MARKER_FLAGS for t in toks[3:]):
+            marker = (toks[2].text[1:-1], int(toks[1].text), phys + 1)
+            continue
+        if genuine and toks[1].value == "pragma":
+            _check_directive(toks, shown_file)
+            continue
+        if first.value == "#" or (toks[0].kind == "other" and first.text.isspace()):
+            raise _refuse(shown_file, where_line, _spell(toks),
+                          "a macro made this a directive after preprocessing, and nvcc preprocesses its first "
+                          "stage's output again; write directives as directives")
+        name = next(t.value for t in toks if t.kind == "id" and t.value in _OPERATORS)
+        raise _refuse(shown_file, where_line, name,
+                      f"a macro made `{name}` after preprocessing, and nvcc preprocesses its first stage's output "
+                      f"again, where it {_OPERATORS[name]}")

@@ -412,21 +412,27 @@ def grading_sandbox(cfg: Config, *, official: bool, allow_unsandboxed: bool = Fa
 
 
 def check_sandbox(cfg: Config, backend: str, *, command: str) -> None:
-    """Refuse, before grading anything, where the emulator must run in its OS sandbox
-    (``emulator.sandbox`` resolved to ``required``) and bubblewrap is unusable here.
+    """Refuse, before grading anything, where student code must be compiled and run in the OS
+    sandbox (``emulator.sandbox`` resolved to ``required``) and bubblewrap is unusable here: the
+    emulator's compiles and executor, and on a GPU nvcc (which runs in the same compile sandbox, and
+    without it can read any file the grader's user can, were a directive to get past the filters).
 
     Raises:
         UsageError: the message says why bubblewrap does not work and the ways to go on.
     """
-    if backend != "emulator" or cfg.emulator_sandbox != "required":
+    if cfg.emulator_sandbox != "required":
         return
     from grader.backends.emulator.sandbox import probe_bubblewrap
     bwrap, why = probe_bubblewrap()
     if bwrap is None:
         how = ("pass --allow-unsandboxed" if command == "batch" else "set emulator.sandbox: auto in the config")
-        raise UsageError(f"{command} grades on the emulator only inside its OS sandbox (bubblewrap), and {why}. "
-                         f"Install bubblewrap, or, to grade with resource limits and the seccomp filter only, "
-                         f"{how} (docs/security.md)")
+        if backend == "emulator":
+            raise UsageError(f"{command} grades on the emulator only inside its OS sandbox (bubblewrap), and {why}. "
+                             f"Install bubblewrap, or, to grade with resource limits and the seccomp filter only, "
+                             f"{how} (docs/security.md)")
+        raise UsageError(f"{command} compiles with nvcc only inside the OS sandbox (bubblewrap), as it grades on the "
+                         f"emulator, and {why}. Install bubblewrap, or, to compile with resource limits only, {how} "
+                         f"(docs/security.md)")
 
 
 #: After this many cases in a row ran past their deadlines or faulted on the GPU (each costs a new

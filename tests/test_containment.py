@@ -89,8 +89,13 @@ scene = test_attacks.scene
     ('#define K(a) a##_next\n#if K(__has_include)(<cstdio>)\n#endif\n', 2, "__has_include"),
 ])
 def test_every_spelling_of_a_directive_that_names_a_file_is_refused_with_its_line(source, line, shown):
+    assert_refused(check_includes, source, line, shown)
+
+
+def assert_refused(check, text: str, line: int, shown: str) -> None:
+    """``check(text, filename="part1_naive.cu")`` refuses, naming ``line`` and what it refused."""
     with pytest.raises(CompileError) as info:
-        check_includes(source, filename="part1_naive.cu")
+        check(text, filename="part1_naive.cu")
     assert str(info.value).startswith(f"part1_naive.cu:{line}: `{shown}"), str(info.value)
     assert "is not allowed" in str(info.value)
 
@@ -221,6 +226,79 @@ def test_including_dev_zero_stops_nvcc_at_its_limits_within_seconds(scene, tmp_p
     assert isinstance(error, CompileError), "an endless include compiled"
     assert wall < 45, f"nvcc ran {wall:.0f} s"
     assert "limit" in str(error) or "did not finish" in str(error), str(error)
+
+
+# -- what nvcc's second stage reads: the first stage's output, judged ------------------------------------------
+
+@pytest.mark.parametrize("output, line, shown", [
+    ('# 1 "part1_naive.cu"\nint x;\n # include "/etc/hostname"\n', 2, "# include"),    # `#define H #`, `H include`
+    ('# 1 "part1_naive.cu"\n\n\n %: include "/etc/hostname"\n', 3, "%: include"),        # a digraph
+    ('# 7 "part1_naive.cu"\n # 1 "/etc/hostname"\n', 7, "# 1"),                             # a made line marker
+    ('# 1 "part1_naive.cu"\n\\\n # include "/etc/hostname"\n', 2, "# include"),          # a made splice before it
+    ('# 1 "part1_naive.cu"\n\xa0# include "/etc/hostname"\n', 1, "\xa0 # include"),      # a Unicode blank before it
+    ('# 1 "part1_naive.cu"\n??=include "/etc/hostname"\n', 1, "# include"),                 # a trigraph
+    ('# 1 "part1_naive.cu"\n_Pragma("GCC dependency \\"/etc/hostname\\"")\n', 1, "_Pragma"),
+    ('# 1 "part1_naive.cu"\nint b = __has_include("/etc/hostname");\n', 1, "__has_include"),
+    ('# 1 "part1_naive.cu"\n#pragma GCC dependency "/etc/hostname"\n', 1, "#pragma"),
+])
+def test_a_directive_a_macro_made_is_refused_in_nvccs_first_stage_output(output, line, shown):
+    from grader.directives import check_preprocessed
+    assert_refused(check_preprocessed, output, line, shown)
+
+
+def test_the_first_stages_own_lines_and_raw_strings_are_allowed_in_its_output():
+    from grader.directives import check_preprocessed
+    check_preprocessed('# 0 "<built-in>"\n# 1 "/usr/include/stdio.h" 1 3 4\nint printf(const char*, ...);\n'
+                       '#pragma GCC diagnostic push\n# 5 "part1_naive.cu" 2\n#pragma unroll 4\n'
+                       'const char* s = R"(\n#include "inside a raw string"\n)";\nint a = 1 ## 2;\n',
+                       filename="part1_naive.cu")
+
+
+@needs_nvcc
+def test_a_macro_made_include_is_refused_before_nvcc_reads_it_again_even_without_bubblewrap(scene, tmp_path):
+    """`#define H #` then `H include "<private config>"`: cicc quoted the whole file without bubblewrap."""
+    line = _line_of("hash_macro_include", 'SG_HASH include "@@TARGET@@"')
+    for policy in ("off", "auto"):
+        error = _gpu_compile(attack_source("hash_macro_include", scene, TARGET=str(scene.private)), tmp_path,
+                             policy=policy)
+        assert isinstance(error, CompileError), policy
+        assert str(error).startswith(f"part1_naive.cu:{line}: `# include"), str(error)
+        assert "a macro made this a directive" in str(error)
+        assert_no_leak(scene, str(error), error.log, also=(str(scene.hidden_seed),))
+
+
+@needs_nvcc
+def test_a_macro_made_include_is_refused_before_the_emulators_nvcc_cross_check(scene, tmp_path):
+    """The emulator compiles the file as written with `nvcc -ptx` first (the rewrite refuses the `__shared__`
+    initializer): without bubblewrap, nvcc's error carried the private config."""
+    from grader.backends.emulator import EmulatorBackend
+    from grader.parts import PARTS, part_header
+    import numpy as np
+
+    line = _line_of("hash_macro_include", 'SG_HASH include "@@TARGET@@"')
+    source = part_header(PARTS["part1_naive"], block_size=32, dtype=np.dtype(np.int32)) + attack_source(
+        "hash_macro_include", scene, TARGET=str(scene.private))
+    be = EmulatorBackend(workers=1, nvcc_check=True, sandbox="off")
+    try:
+        with pytest.raises(CompileError) as info:
+            be.compile(source=source, filename="part1_naive.cu", kernels=PARTS["part1_naive"].kernels,
+                       workdir=tmp_path / "emulated")
+    finally:
+        be.close()
+    assert str(info.value).startswith(f"part1_naive.cu:{line}: `# include"), str(info.value)
+    assert_no_leak(scene, str(info.value), info.value.log, also=(str(scene.hidden_seed),))
+
+
+@needs_nvcc
+def test_the_macro_made_include_through_the_grader_names_its_line_and_leaks_nothing(scene):
+    before = scene.snapshot()
+    g = run(scene, submission(scene, "hash_macro_include", TARGET=str(scene.private)), config(scene, private=True))
+    p = g.part()
+    assert p.status == "compile-error", g.why()
+    line = _line_of("hash_macro_include", 'SG_HASH include "@@TARGET@@"')
+    assert p.message.startswith(f"part1_naive.cu:{line}: `# include"), p.message
+    assert_no_leak(scene, graded=g)
+    assert_untouched(scene, before)
 
 
 # -- thread bombs -----------------------------------------------------------------------------------------------

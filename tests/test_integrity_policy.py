@@ -439,6 +439,26 @@ def test_batch_refuses_without_bubblewrap_unless_allowed(tmp_path, capsys, no_bu
     assert (tmp_path / "allowed" / "gradebook.csv").is_file()
 
 
+@pytest.mark.parametrize("command", [["batch"], ["grade", "--require-sandbox"]])
+def test_grading_for_the_record_on_a_gpu_refuses_an_unsandboxed_nvcc_as_it_refuses_the_emulator(
+        tmp_path, capsys, monkeypatch, no_bubblewrap, command):
+    """nvcc without bubblewrap can read what the grader's user can (were a directive to get past the
+    filters): batch and the Gradescope autograder stop before compiling anything, exit status 2."""
+    import grader.backends
+    monkeypatch.setattr(grader.backends, "probe_pycuda", lambda *a, **k: (True, "a GPU (pretended)"))
+    config = write_config(tmp_path, sizes={"part1_naive": [5]})
+    subs = tmp_path / "subs"
+    (subs / "alice").mkdir(parents=True)
+    shutil.copy(BROKEN / "part1_correct_single_buffer.cu", subs / "alice" / "part1_naive.cu")
+    target = str(subs) if command[0] == "batch" else str(subs / "alice")
+    extra = ["--out", str(tmp_path / "out")] if command[0] == "batch" else []
+    argv = [command[0], target, *command[1:], "--config", str(config), "--backend", "pycuda", "--no-checks", *extra]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "compiles with nvcc only inside the OS sandbox" in err and "no user namespaces" in err, err
+    assert not (tmp_path / "out" / "gradebook.csv").exists()
+
+
 def test_grade_on_a_laptop_runs_without_bubblewrap_and_the_autograders_grade_refuses(tmp_path, capsys, no_bubblewrap):
     config = write_config(tmp_path, sizes={"part1_naive": [5]})
     folder = tmp_path / "sub"

@@ -35,8 +35,10 @@ def compile_cubin(source: str, *, filename: str, workdir: Path, arch: str, toolc
 
     The source is written to ``workdir / filename`` (``workdir``: a fresh folder holding nothing
     private; the only folder the compile may write) and compiled there as
-    ``toolchain.sandboxed(...)`` runs it: under bubblewrap where the sandbox has it, with the compile
-    limits (address space, CPU seconds, file size), and killed with its process group after
+    ``toolchain.sandboxed(...)`` runs it, after its first stage's output passed
+    :func:`grader.backends.emulator.build.check_nvcc_first_stage` (nvcc preprocesses that output
+    again, so a directive a macro made would run there): under bubblewrap where the sandbox has it,
+    with the compile limits (address space, CPU seconds, file size), and killed with its process group after
     ``toolchain.timeout_s`` seconds; or, where the same source was compiled with the same flags and
     nvcc before, the cubin kept then (``toolchain.compiled``). Needs no GPU.
 
@@ -55,15 +57,16 @@ def compile_cubin(source: str, *, filename: str, workdir: Path, arch: str, toolc
 
     Raises:
         CompileError: nvcc is missing, fails (with its log, the scratch folder's path removed), hits a
-            limit, or does not finish in time.
+            limit, or does not finish in time; or its first stage's output holds a directive a macro
+            made (``"<filename>:<line>: `# include ...` is not allowed: ..."``).
     """
-    from grader.backends.emulator.build import run_compile, tool_identity
+    from grader.backends.emulator.build import check_nvcc_first_stage, run_compile, tool_identity
 
     nvcc = nvcc or shutil.which("nvcc")
     if not nvcc:
         raise CompileError(f"{filename} cannot be compiled: nvcc is not on the PATH (install the CUDA toolkit)")
     cache = toolchain.compiled
-    key = cache.key("cubin", source, filename, arch, *options, tool_identity(nvcc))
+    key = cache.key("cubin, first stage checked", source, filename, arch, *options, tool_identity(nvcc))
     cached = cache.get(key, ".cubin")
     if cached is not None:
         try:
@@ -72,6 +75,8 @@ def compile_cubin(source: str, *, filename: str, workdir: Path, arch: str, toolc
             pass
     workdir = Path(workdir)
     (workdir / filename).write_text(source, encoding="utf-8")
+    check_nvcc_first_stage(nvcc, workdir / filename, ["--cubin", "-arch", arch, *options], toolchain=toolchain,
+                           filename=filename)
     output = Path(filename).stem + ".cubin"
     argv = [nvcc, "--cubin", "-arch", arch, *options, filename, "-o", output]
     cmd = toolchain.sandboxed(argv, workdir=workdir, tools=[nvcc])

@@ -45,9 +45,9 @@ from typing import TYPE_CHECKING, Callable, ClassVar, Sequence, Union
 import numpy as np
 
 from grader.backends.base import Backend, DeviceArray, Dim3, Finding, Module
-from grader.backends.emulator.build import (GLUE_FILENAME, LINK_FLAGS, RUNTIME_DIR, Toolchain, cut_note, kernel_glue,
-                                            kill_group, limit_note, read_output, run_compile, start_compiler,
-                                            strip_workdir, tool_identity)
+from grader.backends.emulator.build import (GLUE_FILENAME, LINK_FLAGS, RUNTIME_DIR, Toolchain, check_nvcc_first_stage,
+                                            cut_note, kernel_glue, kill_group, limit_note, read_output, run_compile,
+                                            start_compiler, strip_workdir, tool_identity)
 from grader.backends.emulator.executor import ARENA_BYTES, Arena, Executor, ExecutorDied, probe_seccomp
 from grader.backends.emulator.rewrite import find_definitions, rewrite_source
 from grader.backends.emulator.sandbox import Sandbox, executor_limits
@@ -413,7 +413,8 @@ class EmulatorBackend(Backend):
             src = workdir / f"{stem}.emu-{token}.cpp"
             so = workdir / f"{stem}.emu-{token}.so"
             src.write_text(text, encoding="utf-8")
-            nvcc = self._start_nvcc(source, workdir / f"{stem}.nvcc-{token}.cu") if self.nvcc_check else None
+            nvcc = (self._start_nvcc(source, workdir / f"{stem}.nvcc-{token}.cu", filename=filename)
+                    if self.nvcc_check else None)
             try:
                 tc.compile_module(source=src, output=so, filename=filename, workdir=workdir)
             except BaseException:
@@ -461,7 +462,8 @@ class EmulatorBackend(Backend):
         Raises:
             CompileError: the compiler's error: ``"<filename> does not compile (<compiler>): <its first
                 error line>"`` with the command and the log (the scratch folder's path removed, the
-                student's file name for the scratch copy's).
+                student's file name for the scratch copy's); or nvcc's first stage made a directive
+                (:func:`.build.check_nvcc_first_stage`).
         """
         stem = re.sub(r"[^A-Za-z0-9_.-]", "_", Path(filename).stem) or "module"
         path = workdir / f"{stem}.written-{uuid.uuid4().hex[:12]}.cu"
@@ -475,6 +477,9 @@ class EmulatorBackend(Backend):
                                                                os.devnull], workdir=workdir, tools=[str(self.nvcc)]),
                                  f"{filename} does not compile (nvcc -ptx)"))
         try:
+            if self.nvcc_check:
+                check_nvcc_first_stage(str(self.nvcc), path, ["-x", "cu"], toolchain=tc, filename=filename,
+                                       named=str(path))
             for tool, command, failed in compilers:
                 try:
                     run_compile(command(), filename=filename, workdir=workdir, timeout_s=tc.timeout_s, tool=tool,
@@ -504,10 +509,16 @@ class EmulatorBackend(Backend):
                 self._arena = Arena(ARENA_BYTES)
             return self._arena
 
-    def _start_nvcc(self, source: str, path: Path) -> tuple[subprocess.Popen, list[str]] | None:
+    def _start_nvcc(self, source: str, path: Path, *, filename: str) -> tuple[subprocess.Popen, list[str]] | None:
         """Start ``nvcc -ptx`` on the same source text, in the compile sandbox (in parallel with the
-        host compiler)."""
+        host compiler), once its first stage's output passed :func:`.build.check_nvcc_first_stage`.
+
+        Raises:
+            CompileError: the first stage's output holds a directive a macro made.
+        """
         path.write_text(source, encoding="utf-8")
+        check_nvcc_first_stage(str(self.nvcc), path, ["-x", "cu"], toolchain=self.toolchain, filename=filename,
+                               named=str(path))
         cmd = self.toolchain.sandboxed([str(self.nvcc), "-ptx", "-x", "cu", str(path), "-o", os.devnull],
                                        workdir=path.parent, tools=[str(self.nvcc)])
         try:

@@ -30,6 +30,7 @@ import signal
 import subprocess
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -38,8 +39,9 @@ from grader.backends.emulator.sandbox import COMPILE_MEMORY, COMPILE_TMP, FILE_S
 from grader.errors import BackendUnavailable, CompileError
 from grader.kernels import KernelSpec
 
-__all__ = ["Toolchain", "CompileCache", "kernel_glue", "tool_identity", "RUNTIME_DIR", "PRELUDE", "STUB_INCLUDE_DIR",
-           "GLUE_FILENAME", "OUTPUT_BYTES", "run_compile", "start_compiler", "read_output"]
+__all__ = ["Toolchain", "CompileCache", "kernel_glue", "check_nvcc_first_stage", "tool_identity", "RUNTIME_DIR",
+           "PRELUDE", "STUB_INCLUDE_DIR", "GLUE_FILENAME", "OUTPUT_BYTES", "run_compile", "start_compiler",
+           "read_output"]
 
 #: The runtime sources: prelude.h, sg_abi.h, sg_host.h, runtime.cpp with its sections (rt_*.inc, profile.inc)
 #: and the stub CUDA headers.
@@ -534,6 +536,46 @@ def tool_identity(exe: str) -> str:
     except (OSError, subprocess.TimeoutExpired):
         return ""
     return f"{Path(exe).resolve()}\n{proc.stdout.strip()}"
+
+
+def check_nvcc_first_stage(nvcc: str, source: Path, options: Sequence[str], *, toolchain: "Toolchain",
+                           filename: str, named: str | None = None) -> None:
+    """Judge what nvcc's second stage will read: run its first stage on ``source`` (``nvcc -E`` with the
+    compile's ``options``: the same host preprocessor command with the same macros, as
+    ``nvcc --dryrun`` shows), in the compile sandbox and within the compile timeout, and check its output
+    with :func:`grader.directives.check_preprocessed` before the real compile runs.
+
+    cicc preprocesses the first stage's output again, so a line a macro made into a directive
+    (``#define H #`` then ``H include "FILE"``) would run there. A first stage that fails or times out is
+    left to the compile, which stops at the same point (nvcc starts its second stage only after a first
+    stage that succeeded).
+
+    Args:
+        nvcc: the nvcc executable.
+        source: the file nvcc compiles (in the scratch folder, which the sandbox can write).
+        options: the compile's options before the file (``["--cubin", "-arch", "sm_90", "-lineinfo"]``,
+            ``["-x", "cu"]``).
+        toolchain: the :class:`Toolchain` whose sandbox and timeout the compile uses.
+        filename: the student's file, for the message.
+        named: how the compile's command line names ``source`` (default its name, in its folder).
+
+    Raises:
+        CompileError: ``"<filename>:<line>: `...` is not allowed: ..."`` (see ``check_preprocessed``).
+    """
+    from grader.directives import check_preprocessed
+
+    output = source.with_name(f"{source.name}.first-stage-{uuid.uuid4().hex[:12]}.ii")
+    cmd = toolchain.sandboxed([nvcc, "-E", *options, named or source.name, "-o", output.name],
+                              workdir=source.parent, tools=[nvcc])
+    try:
+        run_compile(cmd, filename=filename, workdir=source.parent, timeout_s=toolchain.timeout_s, tool="nvcc",
+                    failed=f"{filename} does not preprocess with nvcc")
+        text = output.read_text(encoding="utf-8", errors="replace")
+    except (CompileError, OSError):
+        return  # the compile meets the same failure and reports it
+    finally:
+        output.unlink(missing_ok=True)
+    check_preprocessed(text, filename=filename, compiled_name=source.name)
 
 
 def run_compile(cmd: Command, *, filename: str, workdir: Path, timeout_s: float, tool: str, failed: str) -> str:
