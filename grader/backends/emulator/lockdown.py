@@ -31,7 +31,8 @@ What this does not stop: the module is native code in the executor's process, so
 write any byte the runtime can, by address (docs/security.md, "What is not contained").
 
 Public API: :func:`lockdown_header`, :func:`audit_object`, :func:`explain_refusal`,
-:func:`elf_symbols`, :data:`REFUSED_ATTRIBUTES`, :data:`ASM_KEYWORDS`.
+:func:`runtime_names`, :func:`elf_symbols`, :class:`Symbol`, :data:`REFUSED_ATTRIBUTES`,
+:data:`ASM_KEYWORDS`.
 """
 
 from __future__ import annotations
