@@ -65,23 +65,33 @@ def _one(name: str, folder: Path, *, cfg, selection) -> dict:
     from grader.runner import grade
 
     load = _load()
+    cpu0 = _cpu_s()
     t0 = time.perf_counter()
     result = grade(folder, cfg=cfg, selection=selection, checks=True)
     wall = time.perf_counter() - t0
+    cpu = _cpu_s() - cpu0
     p1 = result.parts[0]
     phases = {}
     for p in result.parts:
         for k, v in p.phases_s.items():
             phases[k] = round(phases.get(k, 0.0) + v, 2)
-    row = {"run": name, "wall_s": round(wall, 2), "load_before": load, "load_after": _load(),
+    row = {"run": name, "wall_s": round(wall, 2), "cpu_s": round(cpu, 1), "load_before": load, "load_after": _load(),
            "points": result.points, "max_points": result.max_points, "passed": result.passed,
            "part_s": {p.key: p.phases_s.get("total", 0.0) for p in result.parts},
            "part_phases_s": {p.key: p.phases_s for p in result.parts},
            "phases_s_summed": phases, "device": result.device.get("device", ""),
            "part1": {"status": p1.status, "statuses": _counts(c.status for c in p1.cases),
-                     "message": p1.message.splitlines()[0] if p1.message else ""}}
+                     "message": p1.message[:2000], "cases": [(c.name, c.status, c.kind, c.message[:300])
+                                                            for c in p1.cases[:8]]}}
     print(f"{name}: {wall:.1f} s, {result.points:g}/{result.max_points:g}, part 1 {p1.status}", file=sys.stderr)
     return row
+
+
+def _cpu_s() -> float:
+    """CPU seconds (user + system) of this process and its children that ended."""
+    import resource
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def _counts(items) -> dict[str, int]:
@@ -111,38 +121,51 @@ def main(argv: list[str] | None = None) -> int:
         cfg = load_config(args.config)
         selection = select_backend(args.backend, config_value=cfg.backend)
         reference = _submission(Path(tmp) / "reference")
-        rows = [_one("one submission, cold", reference, cfg=cfg, selection=selection),
-                _one("one submission, warm", reference, cfg=cfg, selection=selection),
-                _one("hang (Part 1 never ends at n = 1)", _submission(Path(tmp) / "hang", HANG), cfg=cfg,
-                     selection=selection),
-                _one("fault (Part 1 writes 1 GiB past out)", _submission(Path(tmp) / "fault", FAULT), cfg=cfg,
-                     selection=selection)]
+        rows: list[dict] = []
         batch_row = None
+
+        def save() -> None:  # after every row: a run stopped part way keeps what it measured
+            if args.json:
+                Path(args.json).write_text(json.dumps({"backend": selection.name, "cores": os.cpu_count(),
+                                                       "rows": rows, "batch": batch_row}, indent=2) + "\n")
+        for name, part1 in (("one submission, cold", None), ("one submission, warm", None),
+                            ("hang (Part 1 never ends at n = 1)", HANG), ("fault (Part 1 writes 1 GiB past out)", FAULT)):
+            folder = reference if part1 is None else _submission(Path(tmp) / name.split()[0], part1)
+            rows.append(_one(name, folder, cfg=cfg, selection=selection))
+            save()
         if args.submissions:
             subs = Path(tmp) / "class"
             for i in range(args.submissions):
                 _submission(subs / f"s{i:03d}")
             load = _load()
+            cpu0 = _cpu_s()
             t0 = time.perf_counter()
+            done: list[float] = []
+
+            def progress(sid: str, result, resumed: bool) -> None:
+                done.append(time.perf_counter() - t0)
+                print(f"[{len(done)}/{args.submissions}] {sid}: {result.points:g}/{result.max_points:g} in "
+                      f"{result.elapsed_s:.1f} s, {done[-1]:.1f} s since the start", file=sys.stderr, flush=True)
             graded = batch(subs, out=Path(tmp) / "out", cfg=cfg, selection=selection, jobs=args.jobs or None,
-                           reports=student_reports)
+                           reports=student_reports, on_done=progress)
             wall = time.perf_counter() - t0
             results = [r for _, r in graded]
-            batch_row = {"run": f"batch of {len(results)}", "wall_s": round(wall, 2), "load_before": load,
+            batch_row = {"run": f"batch of {len(results)}", "wall_s": round(wall, 2),
+                         "cpu_s": round(_cpu_s() - cpu0, 1), "load_before": load,
                          "load_after": _load(), "submissions_per_min": round(60 * len(results) / wall, 2),
                          "passed": sum(r.passed for r in results), "submissions": len(results),
                          "submission_s_median": round(statistics.median(r.elapsed_s for r in results), 2)}
 
     device = rows[0]["device"] or f"the CPU emulator ({os.cpu_count()} cores)"
-    print(f"backend {selection.name}, {device}, checks on; load = 1-minute load average before / after "
-          f"({os.cpu_count()} cores)")
-    print(f"{'run':<42}{'wall':>9}  {'points':>11}  {'load':>11}  note")
+    print(f"backend {selection.name}, {device}, checks on; CPU = seconds of every core together; load = 1-minute "
+          f"load average before / after ({os.cpu_count()} cores)")
+    print(f"{'run':<40}{'wall':>8} {'CPU':>8}  {'points':>11}  {'load':>11}  note")
     for r in rows:
         note = ", ".join(f"{k}: {v}" for k, v in r["part1"]["statuses"].items()) if "Part 1" in r["run"] else ""
-        print(f"{r['run']:<42}{r['wall_s']:>8.1f}s  {r['points']:>5g}/{r['max_points']:<5g}  "
+        print(f"{r['run']:<40}{r['wall_s']:>7.1f}s {r['cpu_s']:>7.1f}s  {r['points']:>5g}/{r['max_points']:<5g}  "
               f"{r['load_before']:>5} /{r['load_after']:>4}  {('part 1 cases ' + note) if note else ''}")
     if batch_row:
-        print(f"{batch_row['run']:<42}{batch_row['wall_s']:>8.1f}s  {batch_row['passed']:>5}/"
+        print(f"{batch_row['run']:<40}{batch_row['wall_s']:>7.1f}s {batch_row['cpu_s']:>7.1f}s  {batch_row['passed']:>5}/"
               f"{batch_row['submissions']:<5}  {batch_row['load_before']:>5} /{batch_row['load_after']:>4}  "
               f"{batch_row['submissions_per_min']:.1f} submissions / min (median {batch_row['submission_s_median']} s "
               "each)")
@@ -150,9 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{r['run']}, seconds per part and phase (parts run at once on a GPU machine):")
         for key, phases in r["part_phases_s"].items():
             print(f"  {key:<22}" + "  ".join(f"{k} {v:.2f}" for k, v in phases.items()))
-    if args.json:
-        Path(args.json).write_text(json.dumps({"backend": selection.name, "device": device, "cores": os.cpu_count(),
-                                               "rows": rows, "batch": batch_row}, indent=2) + "\n")
+    save()
     ok = (rows[0]["passed"] and rows[1]["passed"] and rows[2]["part1"]["status"] == "timeout"
           and rows[3]["part1"]["status"] == "fail" and (batch_row is None or batch_row["passed"] == args.submissions))
     return 0 if ok else 1
