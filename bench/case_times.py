@@ -19,7 +19,6 @@ Usage (from the repository root)::
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import platform
@@ -53,7 +52,7 @@ def measure(backend: str, runs: int, config: str) -> dict:
     """The backend's entry of the table: per part, ``"<mode> <dtype>": [[n, seconds], ...]``."""
     cfg = load_config(config)
     if backend == "emulator":
-        cfg = dataclasses.replace(cfg, emulator_workers=1)
+        cfg = cfg.override(emulator={"workers": 1})
     selection = select_backend(backend, config_value=cfg.backend)
     worst: dict[tuple[str, str, int], float] = {}
     device, loads = {}, []
@@ -72,7 +71,7 @@ def measure(backend: str, runs: int, config: str) -> dict:
                 if c.elapsed_ms is None:
                     continue
                 mode = "timed" if c.timing is not None else (
-                    "checked" if backend == "emulator" and c.n <= cfg.emulator_checks_max_n else "plain")
+                    "checked" if backend == "emulator" and c.n <= cfg.emulator.checks_max_n else "plain")
                 key = (p.key, f"{mode} {c.dtype}", c.n)
                 worst[key] = max(worst.get(key, 0.0), c.elapsed_ms / 1e3)
     for f in sanitizer_times.glob("*-sanitizer-*.json"):  # the slowest tool's time per checked case

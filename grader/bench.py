@@ -387,7 +387,7 @@ class _Bench:
 
     def __init__(self, backend, cfg, *, runs: int, log: Callable[[str], None]) -> None:
         self.backend, self.cfg, self.runs, self.log = backend, cfg, runs, log
-        self.timing = dict(warmup=cfg.timing_warmup, runs=runs, flush_bytes=cfg.flush_bytes)
+        self.timing = dict(warmup=cfg.timing.warmup, runs=runs, flush_bytes=cfg.timing.flush_bytes)
         self.modules: dict = {}
         self.cub: CubScan | None = None
         self.cub_problem = ""
@@ -480,14 +480,12 @@ class _Bench:
             name += f" ({pc.block_size}x{pc.items_per_thread})"
         else:
             name += f" (B={pc.block_size})"
-        cfg = dataclasses.replace(self.cfg, timing_runs=self.runs)
         try:
             run, plan, d_in, before = _timed_plan(self.backend, self.modules[key, case.dtype], part=spec, pc=pc,
                                                   x=case.x, dtype=DTYPES[case.dtype])
-            times = self.backend.time_ms(plan.run, before=before, warmup=cfg.timing_warmup, runs=cfg.timing_runs,
-                                         flush_bytes=cfg.flush_bytes)
+            times = self.backend.time_ms(plan.run, before=before, **self.timing)
             expected = case.inclusive if spec.inclusive else case.exclusive
-            verdict = check_run(run, plan, d_in, case.x, expected, part=spec, pc=pc, cfg=cfg)
+            verdict = check_run(run, plan, d_in, case.x, expected, part=spec, pc=pc, cfg=self.cfg)
             status, message = verdict.status, verdict.message
         except (KernelError, LaunchError) as exc:
             return BenchRow(case.n, case.dtype, name, None, note=f"failed: {exc}")
@@ -555,7 +553,7 @@ class _Bench:
             with torch.cuda.stream(stream):
                 xin = torch.from_numpy(case.x).to("cuda")
                 out = torch.empty_like(xin)
-                flush = torch.empty(self.cfg.flush_bytes, dtype=torch.uint8, device="cuda")
+                flush = torch.empty(self.cfg.timing.flush_bytes, dtype=torch.uint8, device="cuda")
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 stream.synchronize()
                 for i in range(self.timing["warmup"] + self.runs):
@@ -585,7 +583,7 @@ class _Bench:
             with stream:
                 xin = cupy.asarray(case.x)
                 out = cupy.empty_like(xin)
-                flush = cupy.empty(self.cfg.flush_bytes, dtype=cupy.uint8)
+                flush = cupy.empty(self.cfg.timing.flush_bytes, dtype=cupy.uint8)
                 start, end = cupy.cuda.Event(), cupy.cuda.Event()
                 stream.synchronize()
                 for i in range(self.timing["warmup"] + self.runs):
@@ -655,7 +653,7 @@ def run_bench(*, cfg, sizes: Sequence[int], dtypes: Sequence[str], runs: int, co
         info = backend.describe()
         result = BenchResult(device=info, command=command,
                              date=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-                             method={"warmup": cfg.timing_warmup, "runs": runs, "flush_bytes": cfg.flush_bytes,
+                             method={"warmup": cfg.timing.warmup, "runs": runs, "flush_bytes": cfg.timing.flush_bytes,
                                      "statistic": "median", "timer": "CUDA events",
                                      "bytes_per_element": "2 * sizeof(scan_t) (read + write)"})
         bench = _Bench(backend, cfg, runs=runs, log=log)
@@ -693,7 +691,7 @@ def command(*, config: Path, sizes: Sequence[str] | None = None, dtypes: str | N
     cfg = load_config(config)
     gpu = require_gpu(probe)
     print(f"scangrade bench on {gpu}: sizes {', '.join(map(_size, size_list))}; {', '.join(dtype_list)}; "
-          f"median of {runs} runs after {cfg.timing_warmup} warm-ups, {cfg.flush_bytes // 2**20} MiB L2 flush "
+          f"median of {runs} runs after {cfg.timing.warmup} warm-ups, {cfg.timing.flush_bytes // 2**20} MiB L2 flush "
           "before each", flush=True)
     cmdline = " ".join(["scangrade", *(argv if argv is not None else sys.argv[1:])])
     result = run_bench(cfg=cfg, sizes=size_list, dtypes=dtype_list, runs=runs, command=cmdline,

@@ -387,7 +387,7 @@ def _grade(args: argparse.Namespace) -> int:
     outputs = {args.json: lambda: result.to_json() + "\n",
                args.gradescope: lambda: json.dumps(render.gradescope(result), indent=2) + "\n",
                args.prairielearn: lambda: prairielearn_dumps(
-                   render.prairielearn(result, compile_error=cfg.prairielearn_compile_error)) + "\n",
+                   render.prairielearn(result, compile_error=cfg.prairielearn.compile_error)) + "\n",
                args.junit: lambda: render.junit_xml(result),
                args.markdown: lambda: render.markdown(result)}
     for path, text in outputs.items():

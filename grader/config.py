@@ -1,29 +1,32 @@
-"""Loading and validating ``config.yaml``.
+"""Loading and validating ``config.yaml``: the configuration the whole grader runs with.
 
-The schema is declared once, below, as pydantic models (one per YAML mapping): every key has a
-type, a default (or is required), a description and a check. A YAML loader (:class:`_Lines`)
-records the line of every key; loading reports the first problem as a :class:`ConfigError` naming
-the file, the line and the dotted key, and what is allowed
-(``c.yaml, line 12, key 'parts.part1_naive.sizes': sizes[1] = 65 exceeds ...``). The validated
-models become the frozen dataclasses below (:class:`Config`, :class:`PartConfig`, ...), which the
-rest of the grader uses.
+The schema is declared once, below, as frozen pydantic models, one per YAML mapping
+(:class:`ConfigFile` and the models of its keys): every key has a type, a default (or is required), a
+description and a check. These models *are* the runtime configuration: the grader reads
+``cfg.timeouts.part_s`` or ``cfg.parts["part1_naive"].sizes`` where the file says ``timeouts: part_s:``
+or ``parts: part1_naive: sizes:``. :class:`Config` adds where the configuration came from (the file,
+the private overlay). A YAML loader (:class:`_Lines`) records the line of every key; loading reports
+the first problem as a :class:`ConfigError` naming the file, the line and the dotted key, and what is
+allowed (``c.yaml, line 12, key 'parts.part1_naive.sizes': sizes[1] = 65 exceeds ...``).
+
+A configuration travels to a part's worker as JSON (:class:`grader.protocol.Job`) and is validated
+again there by the same models; a run changes it only through :meth:`Config.override`, which
+validates the copy too.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Callable, Union
+from typing import Annotated, Any, Callable, get_args, get_origin
 
 import yaml
-from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictFloat, StrictInt, StrictStr,
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict, StrictInt, StrictStr,
                       ValidationError, ValidationInfo, model_validator)
 from pydantic_core import PydanticCustomError
 
 from grader.errors import ConfigError, UsageError
-from grader.parts import DTYPES, PARTS
+from grader.parts import DTYPES, PARTS, PartSpec
 
 BACKEND_CHOICES = ("auto", "pycuda", "emulator")
 #: Values of ``emulator.sandbox`` (grader.backends.emulator.sandbox.POLICIES).
@@ -31,141 +34,8 @@ SANDBOX_CHOICES = ("auto", "required", "off")
 #: Values of ``prairielearn.compile_error``: how PrairieLearn's results.json treats a part that does not
 #: compile (:func:`grader.render.prairielearn.prairielearn`).
 COMPILE_ERROR_CHOICES = ("not-gradable", "zero")
-
-
-@dataclass(frozen=True)
-class TimingConfig:
-    """How one part is timed on a GPU and scored for speed.
-
-    Attributes:
-        sizes: the n of each timed case.
-        points: performance points of the part.
-        full_at: full points when the weighted geometric mean of (time / reference time) is at most this.
-        zero_at: no points at this ratio or above; linear in between.
-        reference: the part whose reference solution sets the bar (default: the part itself).
-        absolute_ms: GPU name -> {n: ms}: where no reference solution can be timed (a student
-            release), these times set the bar instead, on the GPUs named.
-    """
-
-    sizes: tuple[int, ...]
-    points: float
-    full_at: float = 1.2
-    zero_at: float = 10.0
-    reference: str = ""
-    absolute_ms: dict[str, dict[int, float]] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class ProfileConfig:
-    """The memory-access profile of one part (bank conflicts, sectors per request; see
-    :mod:`grader.profile`), counted by the CPU emulator on any machine, and its points.
-
-    Attributes:
-        size: the n of the profiled run (one input, the part's first dtype).
-        points: points for shared-memory traffic close to the reference's (0: reported only).
-        full_at: all points when the part's shared-memory wavefronts (conflicts included) are at
-            most this multiple of the reference's.
-        zero_at: no points at this multiple or above; linear in between.
-        reference: the part whose reference solution sets the bar (default: the part itself).
-        reference_wavefronts: the reference's wavefronts at ``size``, used where the reference
-            solution is absent (a student release); None: not scored there.
-        blocks: the blocks of each launch that are profiled (the first ones; 0: all).
-    """
-
-    size: int
-    points: float = 0.0
-    full_at: float = 1.1
-    zero_at: float = 4.0
-    reference: str = ""
-    reference_wavefronts: int | None = None
-    blocks: int = 1
-
-
-@dataclass(frozen=True)
-class PartConfig:
-    """How one part is graded.
-
-    Attributes:
-        sizes: the n of each visible case, in order.
-        points_per_case: points for each passing case.
-        dtypes: the scan_t types graded (``int32``, ``float32``); every size runs for each.
-        block_size: BLOCK_SIZE for this part (the top-level block_size unless overridden).
-        items_per_thread: ITEMS_PER_THREAD (Part 5 only), else None.
-        hidden_sizes: sizes from the private config; students see these cases by name and status only.
-        timing: GPU timing and performance points, or None when the part is not timed.
-        profile: the memory-access profile and its points, or None when the part is not profiled.
-    """
-
-    sizes: tuple[int, ...]
-    points_per_case: float = 1.0
-    dtypes: tuple[str, ...] = ("int32",)
-    block_size: int = 512
-    items_per_thread: int | None = None
-    hidden_sizes: tuple[int, ...] = ()
-    timing: TimingConfig | None = None
-    profile: ProfileConfig | None = None
-
-
-@dataclass(frozen=True)
-class Config:
-    """A validated configuration.
-
-    Attributes:
-        path: the file it was read from; private_path: the private overlay, if any.
-        block_size: default threads per block (BLOCK_SIZE), a power of two in [32, 1024].
-        seed: base seed of the input generator.
-        input_low, input_high: inclusive range of the integer inputs (float inputs are uniform in [0, 1)).
-        float_rtol: float32 outputs must be within float_rtol * sqrt(n) of the float64 reference, relative.
-        backend: ``auto``, ``pycuda`` or ``emulator``.
-        part_timeout_s: seconds allowed to one part, compile and cases together.
-        case_timeout_s: seconds allowed to one case.
-        submission_timeout_s: seconds allowed to a whole submission; parts not started by then are
-            reported as timed out.
-        emulator_workers: emulator worker threads (0: one per core).
-        emulator_checks_max_n: with checks on, cases up to this n run with race, bounds and barrier
-            checks under three thread orders; larger ones run once, unchecked (checking is ~3x slower).
-        emulator_sandbox: how the emulator isolates student code: ``auto`` (bubblewrap when it
-            works here, else resource limits and seccomp only), ``required`` (no emulator without
-            bubblewrap) or ``off`` (see ``docs/security.md``); ``auto`` when the file does not set it.
-        emulator_sandbox_explicit: whether the file sets ``emulator.sandbox``; where it does not,
-            ``batch`` and the Gradescope autograder require the sandbox (``grading_sandbox`` in
-            :mod:`grader.runner`).
-        timing_warmup, timing_runs: untimed and timed repetitions per timed case.
-        flush_bytes: bytes written before each timed run to empty the L2 cache.
-        expected_copy_gbps: GPU name -> the device-to-device copy bandwidth (GB/s) it should reach.
-        prairielearn_compile_error: on PrairieLearn, a part that does not compile makes the
-            submission ``not-gradable`` (no score, no attempt used) or is graded ``zero``
-            (:data:`COMPILE_ERROR_CHOICES`).
-        parts: part key -> PartConfig, in handout order; parts absent from the file are not graded.
-    """
-
-    path: str
-    block_size: int
-    seed: int
-    input_low: int
-    input_high: int
-    backend: str
-    part_timeout_s: float
-    emulator_workers: int
-    parts: dict[str, PartConfig] = field(default_factory=dict)
-    float_rtol: float = 1e-6
-    emulator_checks_max_n: int = 70000
-    emulator_sandbox: str = "auto"
-    emulator_sandbox_explicit: bool = False  # emulator.sandbox is in the file (see grader.runner.grading_sandbox)
-    case_timeout_s: float = 120.0
-    submission_timeout_s: float = 1800.0
-    timing_warmup: int = 10
-    timing_runs: int = 30
-    flush_bytes: int = 512 * 2**20
-    expected_copy_gbps: dict[str, float] = field(default_factory=dict)
-    prairielearn_compile_error: str = "not-gradable"
-    private_path: str | None = None
-    hidden_seed_value: int | None = None
-
-    @property
-    def hidden_seed(self) -> int:
-        """The seed of hidden cases: the private config's, else the public seed."""
-        return self.seed if self.hidden_seed_value is None else self.hidden_seed_value
+#: ``block_size`` when the file does not set it (a part's default is the top-level value).
+DEFAULT_BLOCK_SIZE = 512
 
 
 #: The checkout holding the grader: its ``config.yaml`` is the fallback of :func:`find_config`.
@@ -231,6 +101,7 @@ def _read_yaml(p: str):
         problem = getattr(exc, "problem", None) or str(exc)
         raise ConfigError(f"not valid YAML: {problem}", path=p,
                           line=mark.line + 1 if mark else None) from None
+
 
 
 
@@ -313,13 +184,18 @@ def _float_only(v: Any) -> Any:
     return v
 
 
+def _tuple(v: Any) -> Any:
+    """YAML and JSON write a sequence as a list; the configuration holds tuples (it is frozen)."""
+    return tuple(v) if isinstance(v, list) else v
+
+
 #: An integer (YAML's true/false are not).
 Int = StrictInt
-#: An integer or a float (not a boolean); an integer stays an integer.
-Number = Union[StrictInt, StrictFloat]
+#: A sequence, held as a tuple; its items are checked by the model (:func:`_sizes_problem`, ...).
+Seq = Annotated[tuple, BeforeValidator(_tuple)]
 
 
-def _sizes_problem(name: str, sizes: list, limit: int | None, block_size: int) -> str | None:
+def _sizes_problem(name: str, sizes: tuple, limit: int | None, block_size: int) -> str | None:
     """The first size of ``sizes`` that is not a positive int n within the part's limit, as a message."""
     for i, n in enumerate(sizes):
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
@@ -332,19 +208,20 @@ def _sizes_problem(name: str, sizes: list, limit: int | None, block_size: int) -
 
 
 class _Schema(BaseModel):
-    """A mapping of config.yaml: unknown keys refused, no type coercion (``"64"`` is not 64)."""
+    """A mapping of config.yaml: unknown keys refused, no type coercion (``"64"`` is not 64; an
+    integer is accepted where a float is wanted), frozen once validated."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
-class _Inputs(_Schema):
+class Inputs(_Schema):
     """``inputs:``: the range of the integer inputs (float inputs are uniform in [0, 1))."""
 
     low: Int = Field(-1000, description="an integer (smallest input value)")
     high: Int = Field(1000, description="an integer (largest input value)")
 
     @model_validator(mode="after")
-    def _range(self) -> "_Inputs":
+    def _range(self) -> "Inputs":
         if not (-2**31 <= self.low <= self.high < 2**31):
             raise _fault(f"low ({self.low}) and high ({self.high}) must satisfy -2^31 <= low <= high < 2^31",
                          field=("high",), plain=True)
@@ -354,20 +231,28 @@ class _Inputs(_Schema):
 _SECONDS = "a positive number of seconds"
 
 
-class _Timeouts(_Schema):
-    """``timeouts:``: seconds allowed to a part, a case and a whole submission."""
+class Timeouts(_Schema):
+    """``timeouts:``: seconds allowed to a part (compile and cases together), to one case, and to a
+    whole submission (parts not started by then are reported as timed out)."""
 
-    part_s: Annotated[Number, _check(_positive)] = Field(300, description=_SECONDS)
-    case_s: Annotated[Number, _check(_positive)] = Field(120, description=_SECONDS)
-    submission_s: Annotated[Number, _check(_positive)] = Field(1800, description=_SECONDS)
+    part_s: Annotated[float, _check(_positive)] = Field(300.0, description=_SECONDS)
+    case_s: Annotated[float, _check(_positive)] = Field(120.0, description=_SECONDS)
+    submission_s: Annotated[float, _check(_positive)] = Field(1800.0, description=_SECONDS)
 
 
 def _bare_off(v: Any) -> Any:
     return "off" if v is False else v  # YAML 1.1 reads a bare `off` as false
 
 
-class _Emulator(_Schema):
-    """``emulator:``: worker threads, the checked sizes and the sandbox policy."""
+class EmulatorConfig(_Schema):
+    """``emulator:``: worker threads, the checked sizes and the sandbox policy.
+
+    ``checks_max_n``: with checks on, cases up to this n run with race, bounds and barrier checks
+    under three thread orders; larger ones run once, unchecked (checking is ~3x slower).
+    ``sandbox``: how the emulator isolates student code (``docs/security.md``); where the file does
+    not set it (:attr:`sandbox_explicit`), ``batch`` and the Gradescope autograder require the
+    sandbox (:func:`grader.runner.grading_sandbox`).
+    """
 
     workers: Annotated[Int, _check(_not_negative)] = Field(
         0, description="a number of worker threads (0: one per core)")
@@ -377,8 +262,13 @@ class _Emulator(_Schema):
                        _check(lambda v: None if v in SANDBOX_CHOICES else "unknown sandbox policy")] = Field(
         "auto", description="one of " + ", ".join(SANDBOX_CHOICES))
 
+    @property
+    def sandbox_explicit(self) -> bool:
+        """Whether the file sets ``sandbox`` (where it does not, the command decides)."""
+        return "sandbox" in self.model_fields_set
 
-class _Timing(_Schema):
+
+class TimingMethod(_Schema):
     """``timing:``: how GPU times are taken (warm-up, runs, the L2 flush, copy bandwidths)."""
 
     warmup: Annotated[Int, _check(_not_negative)] = Field(10, description="a number of untimed runs")
@@ -386,11 +276,16 @@ class _Timing(_Schema):
         30, description="a number of timed runs (at least 3)")
     flush_mib: Annotated[Int, _check(_not_negative)] = Field(
         512, description="MiB written before each timed run to empty the L2 cache")
-    expected_copy_gbps: Annotated[dict, _check(_gbps_problem)] = Field(
+    expected_copy_gbps: Annotated[dict[str, float], _check(_gbps_problem)] = Field(
         default_factory=dict, description="a mapping of GPU name to device-to-device copy GB/s")
 
+    @property
+    def flush_bytes(self) -> int:
+        """Bytes written before each timed run to empty the L2 cache."""
+        return self.flush_mib * 2**20
 
-class _PrairieLearn(_Schema):
+
+class PrairieLearnConfig(_Schema):
     """``prairielearn:``: how PrairieLearn's results.json treats a submission (docs/prairielearn.md)."""
 
     compile_error: Annotated[StrictStr, _check(
@@ -400,118 +295,210 @@ class _PrairieLearn(_Schema):
 
 
 _BLOCK = Annotated[Int, _check(_power_of_two_block)]
-_SIZES = Annotated[list, _check(_not_empty)]
+_SIZES = Annotated[Seq, _check(_not_empty)]
 _SIZES_WHAT = "a list of sizes n (not empty)"
+#: A size as the key of a mapping: JSON writes keys as strings, read back as the integer they spell.
+_SIZE_KEY = Annotated[int, Strict(False)]
+_REFERENCE = "the key of the part whose reference solution sets the bar (absent: the part itself)"
+_AT_LEAST_1 = _check(lambda v: None if v >= 1 else "must be at least 1")
 
 
-class _Top(_Schema):
-    """The top level of config.yaml; ``parts`` is validated part by part (:class:`_Part`)."""
-
-    block_size: _BLOCK = Field(512, description="a power of two from 32 to 1024 (threads per block)")
-    seed: Annotated[Int, _check(_not_negative)] = Field(
-        description="a non-negative integer (the input generator's seed)")
-    inputs: _Inputs = Field(default_factory=_Inputs)
-    backend: Annotated[StrictStr, _check(lambda v: None if v in BACKEND_CHOICES else "unknown backend")] = Field(
-        "auto", description="one of " + ", ".join(BACKEND_CHOICES))
-    timeouts: _Timeouts = Field(default_factory=_Timeouts)
-    emulator: _Emulator = Field(default_factory=_Emulator)
-    float_rtol: Annotated[float, BeforeValidator(_float_only), _check(_positive)] = Field(
-        1e-6, description="a positive number (float32 tolerance per sqrt(n), relative)")
-    timing: _Timing = Field(default_factory=_Timing)
-    prairielearn: _PrairieLearn = Field(default_factory=_PrairieLearn)
-    parts: dict
-
-
-_REFERENCE = "the key of the part whose reference solution sets the bar"
-
-
-class _PartTiming(_Schema):
-    """A part's ``timing:`` block (:class:`TimingConfig`)."""
+class TimingConfig(_Schema):
+    """A part's ``timing:`` block: how it is timed on a GPU and scored for speed. Full points when
+    the weighted geometric mean of (time / reference time) is at most ``full_at``, none at
+    ``zero_at`` or above, linear in between; ``absolute_ms`` (GPU name -> {n: ms}) sets the bar
+    where no reference solution can be timed (a student release), on the GPUs named."""
 
     sizes: _SIZES = Field(description=_SIZES_WHAT)
-    points: Annotated[Number, _check(_not_negative)] = Field(
+    points: Annotated[float, _check(_not_negative)] = Field(
         description="a non-negative number of performance points")
-    full_at: Annotated[Number, _check(lambda v: None if v >= 1 else "must be at least 1")] = Field(
+    full_at: Annotated[float, _AT_LEAST_1] = Field(
         1.2, description="the time ratio to the reference at or below which all points are given")
-    zero_at: Number = Field(10.0, description="the time ratio to the reference at or above which no points are given")
-    reference: StrictStr = Field(None, description=_REFERENCE)  # absent: the part itself
-    absolute_ms: Annotated[dict, _check(_absolute_problem)] = Field(
+    zero_at: float = Field(10.0, description="the time ratio to the reference at or above which no points are given")
+    reference: StrictStr = Field("", description=_REFERENCE)
+    absolute_ms: Annotated[dict[str, dict[_SIZE_KEY, float]], _check(_absolute_problem)] = Field(
         default_factory=dict, description="a mapping of GPU name to a mapping of timed size n to milliseconds")
 
     @model_validator(mode="after")
-    def _bar(self) -> "_PartTiming":
+    def _bar(self) -> "TimingConfig":
         if not self.zero_at > self.full_at:
             raise _fault("must be above full_at", field=("zero_at",), value=self.zero_at)
         return self
 
 
-class _PartProfile(_Schema):
-    """A part's ``profile:`` block (:class:`ProfileConfig`)."""
+class ProfileConfig(_Schema):
+    """A part's ``profile:`` block: its memory-access profile (bank conflicts, sectors per request;
+    see :mod:`grader.profile`), counted by the CPU emulator on any machine, and its points: all
+    when the part's shared-memory wavefronts (conflicts included) are at most ``full_at`` times the
+    reference's, none at ``zero_at`` or above, linear in between. ``reference_wavefronts`` is used
+    where the reference solution is absent (a student release); None: not scored there."""
 
     size: Int = Field(description="the n of the profiled run")
-    points: Annotated[Number, _check(_not_negative)] = Field(
-        0, description="a non-negative number of points for conflict-free shared memory")
-    full_at: Annotated[Number, _check(lambda v: None if v >= 1 else "must be at least 1")] = Field(
+    points: Annotated[float, _check(_not_negative)] = Field(
+        0.0, description="a non-negative number of points for conflict-free shared memory")
+    full_at: Annotated[float, _AT_LEAST_1] = Field(
         1.1, description="the ratio of shared-memory wavefronts to the reference's at or below which all "
                          "points are given")
-    zero_at: Number = Field(4.0, description="the ratio of shared-memory wavefronts to the reference's at or "
-                                             "above which no points are given")
-    reference: StrictStr = Field(None, description=_REFERENCE)  # absent: the part itself
-    reference_wavefronts: Annotated[Int, _check(_positive)] = Field(
+    zero_at: float = Field(4.0, description="the ratio of shared-memory wavefronts to the reference's at or "
+                                            "above which no points are given")
+    reference: StrictStr = Field("", description=_REFERENCE)
+    reference_wavefronts: Annotated[Int, _check(_positive)] | None = Field(
         None, description="the reference's shared-memory wavefronts at size (used without the reference solution)")
     blocks: Annotated[Int, _check(_not_negative)] = Field(
         1, description="how many blocks of each launch are profiled (0: all)")
 
     @model_validator(mode="after")
-    def _bar(self) -> "_PartProfile":
+    def _bar(self) -> "ProfileConfig":
         if not self.zero_at > self.full_at:
             raise _fault("must be above full_at", field=("zero_at",), value=self.zero_at)
         return self
 
 
-class _Part(_Schema):
-    """One part under ``parts:``; validated with the context ``spec`` (its PartSpec) and ``block_size``
-    (the top-level one, this part's default)."""
+class PartConfig(_Schema):
+    """One part under ``parts:``: its cases (every size runs for each dtype), points, BLOCK_SIZE
+    (the top-level ``block_size`` unless set), ITEMS_PER_THREAD (Part 5's only), the hidden sizes of a
+    private config (students see those cases by name and status only), and its timing and profile
+    (None: not timed, not profiled). Its limits are checked by :class:`ConfigFile`, which knows the
+    part."""
 
-    block_size: _BLOCK = Field(None, description="a power of two from 32 to 1024 (this part's BLOCK_SIZE)")
+    block_size: _BLOCK = Field(DEFAULT_BLOCK_SIZE, description="a power of two from 32 to 1024 (this part's "
+                                                               "BLOCK_SIZE)")
     sizes: _SIZES = Field(description=_SIZES_WHAT)
-    hidden_sizes: list = Field(default_factory=list, description="a list of sizes n")
-    points_per_case: Annotated[Number, _check(_not_negative)] = Field(
-        1, description="a non-negative number of points")
-    dtypes: Annotated[list, _check(_dtypes_problem)] = Field(
-        default_factory=lambda: ["int32"], description="a non-empty list of " + " and ".join(DTYPES))
-    timing: _PartTiming = Field(None)
-    profile: _PartProfile = Field(None)
+    hidden_sizes: Seq = Field((), description="a list of sizes n")
+    points_per_case: Annotated[float, _check(_not_negative)] = Field(
+        1.0, description="a non-negative number of points")
+    dtypes: Annotated[Seq, _check(_dtypes_problem)] = Field(
+        ("int32",), description="a non-empty list of " + " and ".join(DTYPES))
+    items_per_thread: Annotated[Int, _check(lambda v: None if 1 <= v <= 64 else "must be from 1 to 64")] | None = \
+        Field(None, description="ITEMS_PER_THREAD, from 1 to 64")
+    timing: TimingConfig | None = None
+    profile: ProfileConfig | None = None
 
-    def block(self, info: ValidationInfo) -> int:
-        """This part's BLOCK_SIZE: its own, else the top-level one."""
-        return info.context["block_size"] if self.block_size is None else self.block_size
+    @staticmethod
+    def keys(spec: PartSpec) -> list[str]:
+        """The keys a part's mapping may hold (``items_per_thread`` only where the part takes it)."""
+        return [k for k in PartConfig.model_fields if k != "items_per_thread" or spec.items_per_thread]
 
-    @model_validator(mode="after")
-    def _within_limits(self, info: ValidationInfo) -> "_Part":
-        spec, block = info.context["spec"], self.block(info)
+    def problem(self, spec: PartSpec) -> PydanticCustomError | None:
+        """What is wrong with this part as part ``spec`` (its ITEMS_PER_THREAD, a size beyond its
+        limit with this BLOCK_SIZE, shared memory, a reference that is no part), or None."""
+        if spec.items_per_thread and self.items_per_thread is None:
+            return PydanticCustomError("missing", "is required", {"field": ("items_per_thread",)})
+        if not spec.items_per_thread and self.items_per_thread is not None:
+            return PydanticCustomError("extra_forbidden", "unknown key", {"field": ("items_per_thread",)})
+        block = self.block_size
         limit = spec.limit(block)
         for field, sizes in ((("sizes",), self.sizes), (("hidden_sizes",), self.hidden_sizes),
-                             (("timing", "sizes"), self.timing.sizes if self.timing else [])):
+                             (("timing", "sizes"), self.timing.sizes if self.timing else ())):
             problem = _sizes_problem("sizes" if field[-1] == "sizes" else field[-1], sizes, limit, block)
             if problem:
-                raise _fault(problem, field=field, plain=True)
-        items = getattr(self, "items_per_thread", None)
+                return _fault(problem, field=field, plain=True)
+        items = self.items_per_thread
         if items is not None and block * items * 4 > 48 * 1024:
-            raise _fault(f"block_size {block} x items_per_thread {items} x 4 bytes of shared memory exceeds 48 KiB",
-                         field=("items_per_thread",), plain=True)
+            return _fault(f"block_size {block} x items_per_thread {items} x 4 bytes of shared memory exceeds 48 KiB",
+                          field=("items_per_thread",), plain=True)
         if self.profile and not (self.profile.size >= 1 and (limit is None or self.profile.size <= limit)):
             problem = (f"must be from 1 to this part's limit of {limit} elements (with block_size {block})"
                        if limit is not None else "must be positive")
-            raise _fault(problem, field=("profile", "size"), value=self.profile.size)
+            return _fault(problem, field=("profile", "size"), value=self.profile.size)
+        for name, block_config in (("timing", self.timing), ("profile", self.profile)):
+            if block_config and block_config.reference not in PARTS:
+                return _fault(f"{name}.reference {block_config.reference!r} is not a part; known parts: "
+                              + ", ".join(PARTS), field=(name, "reference"), plain=True)
+        return None
+
+
+class ConfigFile(_Schema):
+    """What a config.yaml holds (see the project's ``config.yaml`` for every key, commented).
+    ``parts`` maps part keys to :class:`PartConfig`, in handout order; parts absent from the file
+    are not graded. Defaults that come from elsewhere in the file are filled before validation: a
+    part's ``block_size`` is the top-level one, a timing's or profile's ``reference`` the part itself.
+    """
+
+    block_size: _BLOCK = Field(DEFAULT_BLOCK_SIZE, description="a power of two from 32 to 1024 (threads per block)")
+    seed: Annotated[Int, _check(_not_negative)] = Field(
+        description="a non-negative integer (the input generator's seed)")
+    inputs: Inputs = Field(default_factory=Inputs)
+    backend: Annotated[StrictStr, _check(lambda v: None if v in BACKEND_CHOICES else "unknown backend")] = Field(
+        "auto", description="one of " + ", ".join(BACKEND_CHOICES))
+    timeouts: Timeouts = Field(default_factory=Timeouts)
+    emulator: EmulatorConfig = Field(default_factory=EmulatorConfig)
+    float_rtol: Annotated[float, BeforeValidator(_float_only), _check(_positive)] = Field(
+        1e-6, description="a positive number (float32 tolerance per sqrt(n), relative)")
+    timing: TimingMethod = Field(default_factory=TimingMethod)
+    prairielearn: PrairieLearnConfig = Field(default_factory=PrairieLearnConfig)
+    parts: dict[str, PartConfig]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _part_defaults(cls, data: Any) -> Any:
+        """Parts in handout order, unknown ones refused; each part's ``block_size`` the top-level one
+        and its timing's and profile's ``reference`` the part itself, where the file leaves them out."""
+        if not isinstance(data, dict) or not isinstance(data.get("parts"), dict):
+            return data
+        for key in data["parts"]:
+            if key not in PARTS:
+                raise _fault("unknown part; known parts: " + ", ".join(PARTS), field=("parts", key), plain=True)
+        block = data.get("block_size", cls.model_fields["block_size"].default)
+        parts = {}
+        for key in (k for k in PARTS if k in data["parts"]):
+            part = data["parts"][key]
+            if isinstance(part, dict):
+                part = {"block_size": block, **part}
+                for name in ("timing", "profile"):
+                    if isinstance(part.get(name), dict):
+                        part[name] = {"reference": key, **part[name]}
+            parts[key] = part
+        return {**data, "parts": parts}
+
+    @model_validator(mode="after")
+    def _parts_fit(self) -> "ConfigFile":
+        for key, part in self.parts.items():
+            problem = part.problem(PARTS[key])
+            if problem is not None:
+                ctx = dict(problem.context or {})
+                ctx["field"] = ("parts", key) + tuple(ctx.get("field", ()))
+                raise PydanticCustomError(problem.type, problem.message_template, ctx)
         return self
 
 
-class _TunedPart(_Part):
-    """A part with ITEMS_PER_THREAD (Part 5)."""
+class Config(ConfigFile):
+    """A validated configuration: a :class:`ConfigFile`, with where it came from.
 
-    items_per_thread: Annotated[Int, _check(lambda v: None if 1 <= v <= 64 else "must be from 1 to 64")] = Field(
-        description="ITEMS_PER_THREAD, from 1 to 64")
+    Attributes:
+        path: the file it was read from.
+        private_path: the TA's private overlay laid over it (:func:`load_private`), if any.
+        private_seed: the private overlay's seed of the hidden cases, if it sets one.
+    """
+
+    path: str
+    private_path: str | None = None
+    private_seed: Int | None = None
+
+    @property
+    def hidden_seed(self) -> int:
+        """The seed of hidden cases: the private config's, else the public seed."""
+        return self.seed if self.private_seed is None else self.private_seed
+
+    def override(self, **changes: Any) -> "Config":
+        """A copy with ``changes``, validated again. A mapping given for a key that holds a mapping
+        is merged into it: ``cfg.override(seed=7, emulator={"workers": 1})`` keeps the other
+        emulator keys, and whether the file set them.
+
+        Raises:
+            pydantic.ValidationError: a change is not a valid value (a bug of the caller, not of a file).
+        """
+        return type(self).model_validate(_merged(self.model_dump(exclude_unset=True), changes))
+
+
+def _merged(base: dict, changes: dict) -> dict:
+    """``base`` with ``changes`` laid over it, mapping into mapping."""
+    out = dict(base)
+    for key, value in changes.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            value = _merged(out[key], value)
+        out[key] = value
+    return out
 
 
 class _Private(_Schema):
@@ -525,7 +512,7 @@ class _Private(_Schema):
 class _PrivatePart(_Schema):
     """One part of a private config; validated with the context ``limit`` and ``block_size``."""
 
-    hidden_sizes: list = Field(default_factory=list, description="a list of sizes n")
+    hidden_sizes: Seq = Field((), description="a list of sizes n")
 
     @model_validator(mode="after")
     def _within_limits(self, info: ValidationInfo) -> "_PrivatePart":
@@ -549,26 +536,42 @@ def _validate(model: type[_Schema], data: Any, *, path: str, root: Any, prefix: 
         raise _config_error(exc.errors()[0], model=model, path=path, root=root, prefix=prefix) from None
 
 
+def _held(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
+    """The model a field's annotation holds (``M``, ``M | None``, ``dict[str, M]``) and whether it
+    holds a mapping of them; ``(None, False)`` for plain values."""
+    if get_origin(annotation) is dict:
+        model, _ = _held(get_args(annotation)[1])
+        return model, model is not None
+    for arg in get_args(annotation) or (annotation,):
+        if isinstance(arg, type) and issubclass(arg, BaseModel):
+            return arg, False
+    return None, False
+
+
 def _config_error(error: dict, *, model: type[_Schema], path: str, root: Any, prefix: tuple) -> ConfigError:
     """One pydantic error as scangrade's :class:`ConfigError`: the dotted key (the fields along the
-    error's location, not list indexes or mapping entries below them), the line of that key in the file
-    (else of the mapping that lacks it) and a message using the field's description."""
+    error's location, and the keys of ``parts``; not list indexes or mapping entries below them), the
+    line of that key in the file (else of the mapping that lacks it) and a message using the
+    field's description."""
     ctx = error.get("ctx") or {}
     loc = tuple(error["loc"]) + tuple(ctx.get("field", ()))
     kind = error["type"]
     # walk the models along loc: the field at fault and the model holding it
-    holder, info, keys = model, None, []
-    for step in loc:
-        fields = getattr(holder, "model_fields", None) if holder else None
-        if kind in ("extra_forbidden", "invalid_key") and len(keys) == len(loc) - 1:
+    holder, info, keys, mapping, spec = model, None, [], False, None
+    for i, step in enumerate(loc):
+        if mapping:  # a key of a dict[str, Model] (a part)
+            keys.append(str(step))
+            spec, mapping = PARTS.get(step, spec), False
+            continue
+        if kind in ("extra_forbidden", "invalid_key") and i == len(loc) - 1:
             keys.append(str(step))  # the unknown key itself
             break
+        fields = holder.model_fields if holder else None
         if not fields or step not in fields:
             break
         keys.append(step)
         info = fields[step]
-        holder = info.annotation if isinstance(info.annotation, type) and issubclass(info.annotation, BaseModel) \
-            else None
+        holder, mapping = _held(info.annotation)
     full = prefix + tuple(keys)
     # the line: of the key where the file has it, else of the mapping it belongs in
     node, line = root, getattr(root, "line", 1)
@@ -583,19 +586,24 @@ def _config_error(error: dict, *, model: type[_Schema], path: str, root: Any, pr
     what = info.description if info is not None else None
     value = ctx["value"] if "value" in ctx else error.get("input")
     if kind in ("extra_forbidden", "invalid_key"):
-        allowed = ", ".join(sorted(holder.model_fields))
-        message = f"unknown key; allowed here: {allowed}"
+        allowed = PartConfig.keys(spec) if holder is PartConfig and spec else sorted(holder.model_fields)
+        message = f"unknown key; allowed here: {', '.join(sorted(allowed))}"
     elif kind == "missing":
         message = f"is required: {what}" if what else "is required"
     elif kind == _PLAIN:
         message = ctx["problem"]
     elif kind == _CHECK:
-        message = f"{ctx['problem']} (got {value!r}); expected {what}"
+        message = f"{ctx['problem']} (got {_shown(value)}); expected {what}"
     elif kind in ("model_type", "model_attributes_type") or (kind == "dict_type" and not what):
         message = f"must be a mapping of keys to values (got {type(value).__name__})"
     else:  # a value of the wrong type
-        message = f"must be {what} (got {value!r})"
+        message = f"must be {what} (got {_shown(value)})"
     return ConfigError(message, path=path, key=key, line=line)
+
+
+def _shown(value: Any) -> str:
+    """A value as a message shows it: a float as the file most likely wrote it (``2``, not ``2.0``)."""
+    return f"{value:g}" if isinstance(value, float) else repr(value)
 
 
 def load_config(path: str | os.PathLike) -> Config:
@@ -605,7 +613,7 @@ def load_config(path: str | os.PathLike) -> Config:
         path: a YAML file shaped like the project's ``config.yaml``.
 
     Returns:
-        A :class:`Config`.
+        A :class:`Config` naming ``path``.
 
     Raises:
         ConfigError: the file is missing, is not valid YAML, or a key is unknown, missing or has a
@@ -614,59 +622,8 @@ def load_config(path: str | os.PathLike) -> Config:
     p = str(path)
     data = _read_yaml(p)
     root = data if data is not None else {}
-    top = _validate(_Top, root, path=p, root=root)
-    parts: dict[str, PartConfig] = {}
-    lines = _key_lines(root["parts"])
-    for key in top.parts:
-        if key not in PARTS:
-            raise ConfigError("unknown part; known parts: " + ", ".join(PARTS), path=p, key=f"parts.{key}",
-                              line=lines(key))
-    for key, spec in PARTS.items():
-        if key in top.parts:
-            model = _TunedPart if spec.items_per_thread else _Part
-            part = _validate(model, top.parts[key], path=p, root=root, prefix=("parts", key),
-                             context={"spec": spec, "block_size": top.block_size})
-            parts[key] = _part_config(part, spec, top.block_size)
-    for key, pc in parts.items():
-        line = lines(key)
-        if pc.timing and pc.timing.reference not in PARTS:
-            raise ConfigError(f"timing.reference {pc.timing.reference!r} is not a part", path=p,
-                              key=f"parts.{key}", line=line)
-        if pc.profile and pc.profile.reference not in PARTS:
-            raise ConfigError(f"profile.reference {pc.profile.reference!r} is not a part; known parts: "
-                              + ", ".join(PARTS), path=p, key=f"parts.{key}", line=line)
-    t = top.timeouts
-    return Config(path=p, block_size=top.block_size, seed=top.seed, input_low=top.inputs.low,
-                  input_high=top.inputs.high, backend=top.backend, part_timeout_s=float(t.part_s),
-                  case_timeout_s=float(t.case_s), submission_timeout_s=float(t.submission_s),
-                  emulator_workers=top.emulator.workers, parts=parts, float_rtol=float(top.float_rtol),
-                  emulator_checks_max_n=top.emulator.checks_max_n, emulator_sandbox=top.emulator.sandbox,
-                  emulator_sandbox_explicit="sandbox" in top.emulator.model_fields_set,
-                  timing_warmup=top.timing.warmup, timing_runs=top.timing.runs,
-                  flush_bytes=top.timing.flush_mib * 2**20,
-                  expected_copy_gbps={k: float(v) for k, v in top.timing.expected_copy_gbps.items()},
-                  prairielearn_compile_error=top.prairielearn.compile_error)
-
-
-def _part_config(part: _Part, spec, default_block: int) -> PartConfig:
-    """The :class:`PartConfig` of a validated part."""
-    timing = profile = None
-    if part.timing:
-        t = part.timing
-        timing = TimingConfig(sizes=tuple(t.sizes), points=float(t.points), full_at=float(t.full_at),
-                              zero_at=float(t.zero_at), reference=spec.key if t.reference is None else t.reference,
-                              absolute_ms={g: {int(n): float(ms) for n, ms in v.items()}
-                                           for g, v in t.absolute_ms.items()})
-    if part.profile:
-        f = part.profile
-        profile = ProfileConfig(size=f.size, points=float(f.points), full_at=float(f.full_at),
-                                zero_at=float(f.zero_at), reference=spec.key if f.reference is None else f.reference,
-                                reference_wavefronts=f.reference_wavefronts, blocks=f.blocks)
-    return PartConfig(sizes=tuple(part.sizes), points_per_case=float(part.points_per_case),
-                      dtypes=tuple(part.dtypes),
-                      block_size=default_block if part.block_size is None else part.block_size,
-                      items_per_thread=getattr(part, "items_per_thread", None),
-                      hidden_sizes=tuple(part.hidden_sizes), timing=timing, profile=profile)
+    file = _validate(ConfigFile, root, path=p, root=root)
+    return Config.model_validate({**{k: getattr(file, k) for k in file.model_fields_set}, "path": p})
 
 
 def load_private(cfg: Config, path: str | os.PathLike) -> Config:
@@ -682,7 +639,7 @@ def load_private(cfg: Config, path: str | os.PathLike) -> Config:
     p = str(path)
     root = _read_yaml(p) or {}
     private = _validate(_Private, root, path=p, root=root)
-    parts = dict(cfg.parts)
+    parts = {}
     lines = _key_lines(root.get("parts"))
     for key in private.parts:
         if key not in cfg.parts:
@@ -691,5 +648,5 @@ def load_private(cfg: Config, path: str | os.PathLike) -> Config:
         pc = cfg.parts[key]
         extra = _validate(_PrivatePart, private.parts[key], path=p, root=root, prefix=("parts", key),
                           context={"limit": PARTS[key].limit(pc.block_size), "block_size": pc.block_size})
-        parts[key] = dataclasses.replace(pc, hidden_sizes=pc.hidden_sizes + tuple(extra.hidden_sizes))
-    return dataclasses.replace(cfg, hidden_seed_value=private.seed, parts=parts, private_path=p)
+        parts[key] = {"hidden_sizes": pc.hidden_sizes + extra.hidden_sizes}
+    return cfg.override(parts=parts, private_path=p, private_seed=private.seed)

@@ -100,7 +100,7 @@ def make_input(cfg: Config, part: PartSpec, n: int, seed: int, dtype: np.dtype) 
     def draw(rng: np.random.Generator, count: int) -> np.ndarray:
         if dtype.kind == "f":
             return rng.random(count, dtype=np.float32)
-        return rng.integers(cfg.input_low, cfg.input_high, size=count, endpoint=True, dtype=np.int32)
+        return rng.integers(cfg.inputs.low, cfg.inputs.high, size=count, endpoint=True, dtype=np.int32)
 
     if n <= CHUNK:
         return draw(case_rng(seed, part, n, dtype), n)
@@ -681,8 +681,8 @@ def time_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, 
             _, ref_plan, _, ref_before = _timed_plan(backend, ref_module, part=ref_part,
                                                      pc=cfg.parts.get(ref_part.key, pc), x=x, dtype=dtype, d_in=d_in)
             jobs.append(("the reference solution's kernel", ref_plan.run, ref_before))
-        all_times = backend.time_interleaved_ms(jobs, warmup=cfg.timing_warmup, runs=cfg.timing_runs,
-                                                flush_bytes=cfg.flush_bytes)
+        all_times = backend.time_interleaved_ms(jobs, warmup=cfg.timing.warmup, runs=cfg.timing.runs,
+                                                flush_bytes=cfg.timing.flush_bytes)
     except LaunchError as exc:
         return result(CaseStatus.ERROR, f"launch refused: {exc}", kind=FailureKind.LAUNCH_REFUSED)
     except KernelError as exc:
@@ -698,8 +698,8 @@ def time_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, 
     del run, plan, d_in, jobs
     src = backend.alloc(n, dtype)
     dst = backend.alloc(n, dtype)
-    copy_ms = float(np.median(backend.time_copy_ms(src, dst, warmup=cfg.timing_warmup, runs=cfg.timing_runs,
-                                                   flush_bytes=cfg.flush_bytes)))
+    copy_ms = float(np.median(backend.time_copy_ms(src, dst, warmup=cfg.timing.warmup, runs=cfg.timing.runs,
+                                                   flush_bytes=cfg.timing.flush_bytes)))
     del src, dst
     nbytes = 2 * n * dtype.itemsize
     gbps = nbytes / (median * 1e-3) / 1e9

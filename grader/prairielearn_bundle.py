@@ -111,8 +111,8 @@ def build_prairielearn_bundle(out: Path, *, config: Path, private_config: Path |
     if not 1 <= timeout_s <= MAX_TIMEOUT_S:
         raise UsageError(f"--timeout {timeout_s}: PrairieLearn's job timeout is 1 to {MAX_TIMEOUT_S} seconds")
     cfg = course_config(config, private_config, source_root=source_root, what="the bundle")
-    if cfg.submission_timeout_s + STARTUP_S > timeout_s:
-        raise UsageError(f"{config}: timeouts.submission_s is {cfg.submission_timeout_s:g} s, so a submission could "
+    if cfg.timeouts.submission_s + STARTUP_S > timeout_s:
+        raise UsageError(f"{config}: timeouts.submission_s is {cfg.timeouts.submission_s:g} s, so a submission could "
                          f"outlast the job's timeout of {timeout_s} s (with {STARTUP_S} s to start and write "
                          f"results) and get no results; set timeouts.submission_s to {timeout_s - STARTUP_S} or less "
                          "(and timeouts.case_s, part_s to fit; docs/prairielearn.md), or pass a longer --timeout")

@@ -99,7 +99,7 @@ def profile_phase(*, cfg, part, source: str, results: list, workdir, solutions, 
     try:
         if emulator_factory is None:
             from grader.backends.emulator import EmulatorBackend
-            emu = EmulatorBackend(workers=cfg.emulator_workers, sandbox=cfg.emulator_sandbox, nvcc_check=False)
+            emu = EmulatorBackend(workers=cfg.emulator.workers, sandbox=cfg.emulator.sandbox, nvcc_check=False)
         else:
             emu = emulator_factory()
     except ScangradeError as exc:

@@ -3,9 +3,9 @@
 The runner (:mod:`grader.runner`) grades each part in a child process, ``python -m grader.worker
 JOB.json`` (:mod:`grader.worker`). Both sides speak only through the types of this module:
 
-- :class:`Job`, written once by the runner as one JSON object (:meth:`Job.to_json`), read by the
-  worker (:meth:`Job.from_json`), which rebuilds from it the configuration the runner validated
-  (:meth:`Job.load_config`);
+- :class:`Job`, written once by the runner as one JSON object (:meth:`Job.to_json`) that carries the
+  configuration the runner validated, read by the worker (:meth:`Job.from_json`), which validates
+  it again with the same pydantic models;
 - the events (:data:`EVENTS`, one dataclass each), appended by the worker to the job's event file
   as JSON lines (:class:`EventWriter`, flushed and synced one by one, so a crash or a kill loses
   nothing already reported) and read by the runner as they arrive (:class:`EventReader`).
@@ -34,128 +34,94 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Union
+from typing import Any, ClassVar, Union
 
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from grader.config import Config
 from grader.errors import ScangradeError
 from grader.results import CaseResult, Performance, Profile, case_from_dict, clean_part_message
-
-if TYPE_CHECKING:
-    from grader.config import Config
-
-#: Config fields a run may set otherwise than its config file (``batch --jobs`` sets the emulator's
-#: workers to 1; a batch may require the sandbox): sent in the job's ``settings``, and they win
-#: over the file's values when the worker rebuilds the configuration.
-EFFECTIVE_SETTINGS = ("emulator_workers", "emulator_sandbox", "emulator_checks_max_n")
-
 
 class ProtocolError(ScangradeError):
     """A job file the worker cannot use (unreadable, not JSON, a field missing or of the wrong type)."""
 
 
-@dataclass(frozen=True)
-class Job:
+class Job(BaseModel):
     """What one worker grades, and how.
 
     Attributes:
-        config: path of the config file the runner loaded (absolute).
+        config: the configuration the runner validated and grades with (the private overlay, the
+            run's seed and settings such as ``batch --jobs``'s one emulator thread included),
+            validated again by the worker as it reads the job.
         part: the part's key (``part1_naive``).
         source: path of the part's ``.cu`` file (absolute).
         backend: the backend's name (``emulator``, ``pycuda``).
         events: path of the event file the worker appends to.
-        private: path of the private config (hidden cases), or None.
-        seed: the run's seed (``--seed`` wins over the file), or None for the file's.
         checks: run the emulator's checks and thread orders (cases up to ``emulator.checks_max_n``).
         start: how many of the part's cases (:func:`grader.execute.case_list`) to skip: a worker
             started after a case that hung grades the cases after it.
         earlier_failed: a case before ``start`` did not pass (so the part is not timed).
-        settings: the values of :data:`EFFECTIVE_SETTINGS` the run grades with.
     """
 
-    config: str
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    config: Config
     part: str
     source: str
     backend: str
     events: str
-    private: str | None = None
-    seed: int | None = None
     checks: bool = False
     start: int = 0
     earlier_failed: bool = False
-    settings: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def for_part(cls, cfg: "Config", *, part: str, source: Path, backend: str, events: Path, checks: bool,
+    def for_part(cls, cfg: Config, *, part: str, source: Path, backend: str, events: Path, checks: bool,
                  start: int = 0, earlier_failed: bool = False) -> "Job":
-        """The job grading ``part`` of ``source`` under the validated ``cfg``: its file, private
-        file, seed and :data:`EFFECTIVE_SETTINGS`, so the worker grades with the same config."""
-        private = str(Path(cfg.private_path).resolve()) if cfg.private_path else None  # the worker runs elsewhere
-        return cls(config=str(Path(cfg.path).resolve()), part=part, source=str(Path(source).resolve()),
-                   backend=backend, events=str(events), private=private, seed=cfg.seed, checks=checks,
-                   start=start, earlier_failed=earlier_failed,
-                   settings={name: getattr(cfg, name) for name in EFFECTIVE_SETTINGS})
+        """The job grading ``part`` of ``source`` under the validated ``cfg`` (paths made absolute:
+        the worker runs in a folder of its own)."""
+        return cls(config=cfg, part=part, source=str(Path(source).resolve()), backend=backend, events=str(events),
+                   checks=checks, start=start, earlier_failed=earlier_failed)
 
     def to_json(self) -> str:
         """The job as one JSON object (the keys are the attribute names)."""
-        return json.dumps(dataclasses.asdict(self))
+        return self.model_dump_json()
 
     @classmethod
-    def from_json(cls, text: str, *, where: str = "job") -> "Job":
+    def from_json(cls, text: str | bytes, *, where: str = "job") -> "Job":
         """Read a job written by :meth:`to_json`.
 
         Raises:
-            ProtocolError: ``text`` is not a JSON object, a required field is missing, a field is
-                unknown or of the wrong type; the message names ``where`` and the field.
+            ProtocolError: ``text`` is not a JSON object, a field is missing, unknown or of the
+                wrong type (the configuration's too); one line naming ``where`` and the field.
         """
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ProtocolError(f"{where}: not JSON ({exc})") from None
-        if not isinstance(data, dict):
-            raise ProtocolError(f"{where}: a job is a JSON object, not {type(data).__name__}")
-        known = {f.name: f for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - set(known))
-        if unknown:
-            raise ProtocolError(f"{where}: unknown field(s) {', '.join(unknown)} (a job from another grader version?)")
-        for name, f in known.items():
-            if name not in data:
-                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                    raise ProtocolError(f"{where}: field {name!r} is missing")
-                continue
-            allowed = _JOB_TYPES[name]
-            value = data[name]
-            if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
-                want = " or ".join("null" if t is type(None) else t.__name__ for t in allowed)
-                raise ProtocolError(f"{where}: field {name!r} must be {want}, not {type(value).__name__}")
-        unknown_settings = sorted(set(data.get("settings") or {}) - set(EFFECTIVE_SETTINGS))
-        if unknown_settings:
-            raise ProtocolError(f"{where}: settings {', '.join(unknown_settings)} cannot be set by a job "
-                                f"(only {', '.join(EFFECTIVE_SETTINGS)})")
-        return cls(**data)
-
-    def load_config(self) -> "Config":
-        """The configuration the runner validated: the config file (and private file) loaded
-        again, with the run's seed and :attr:`settings` over the file's values.
-
-        Raises:
-            ConfigError: a config file changed under the run and is now invalid.
-        """
-        from grader.config import load_config, load_private
-
-        cfg = load_config(self.config)
-        if self.private:
-            cfg = load_private(cfg, self.private)
-        if self.seed is not None:
-            cfg = dataclasses.replace(cfg, seed=self.seed)
-        if self.settings:  # what the runner decided (batch --jobs: one emulator thread), not the file's
-            cfg = dataclasses.replace(cfg, **self.settings)
-        return cfg
+            return cls.model_validate_json(text)
+        except ValidationError as exc:
+            raise ProtocolError(f"{where}: {_wire_problem(exc)}") from None
 
 
-_JOB_TYPES: dict[str, tuple[type, ...]] = {
-    "config": (str,), "part": (str,), "source": (str,), "backend": (str,), "events": (str,),
-    "private": (str, type(None)), "seed": (int, type(None)), "checks": (bool,), "start": (int,),
-    "earlier_failed": (bool,), "settings": (dict,),
-}
+def _wire_problem(exc: ValidationError) -> str:
+    """The first problem pydantic found in a job, in one line naming the field."""
+    error = exc.errors()[0]
+    ctx = error.get("ctx") or {}
+    field = ".".join(str(step) for step in tuple(error["loc"]) + tuple(ctx.get("field", ())))
+    kind = error["type"]
+    if kind == "json_invalid":
+        return f"not JSON ({error.get('ctx', {}).get('error', error['msg'])})"
+    if not field:
+        return f"a job is a JSON object, not {_json_type(error['input'])}"
+    if kind == "missing":
+        return f"field {field!r} is missing"
+    if kind == "extra_forbidden":
+        return f"unknown field {field!r} (a job from another grader version?)"
+    if "problem" in ctx:  # a rule of the configuration (grader.config), in its own words
+        return f"field {field!r}: {ctx['problem']}"
+    return f"field {field!r}: {error['msg'][0].lower()}{error['msg'][1:]}, not {_json_type(error['input'])}"
+
+
+def _json_type(value: Any) -> str:
+    return {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number",
+            type(None): "null"}.get(type(value), type(value).__name__)
 
 
 # --- events -------------------------------------------------------------------------------------------

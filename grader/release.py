@@ -189,9 +189,9 @@ def find_leaks(folder: Path, *, solutions: Path | None, public: Config, private:
     seed = hidden = None
     if private is not None and private.private_path:
         private_text = Path(private.private_path).read_text(encoding="utf-8", errors="replace").strip()
-        if private.hidden_seed_value not in (None, public.seed) and \
-                len(str(private.hidden_seed_value)) >= SEED_MIN_DIGITS:
-            seed = private.hidden_seed_value
+        if private.private_seed not in (None, public.seed) and \
+                len(str(private.private_seed)) >= SEED_MIN_DIGITS:
+            seed = private.private_seed
         hidden = {n for pc in private.parts.values() for n in pc.hidden_sizes}
     for rel in release_files(folder):
         text = (folder / rel).read_text(encoding="utf-8", errors="replace")

@@ -153,7 +153,7 @@ def _run_worker(job_path: Path, events: protocol.EventReader, *, cfg: Config, tm
                                 start_new_session=True)
         stopped = None
         case_hung = False
-        allowed = cfg.case_timeout_s
+        allowed = cfg.timeouts.case_s
         try:
             start = case_start = time.monotonic()
             while True:
@@ -166,7 +166,7 @@ def _run_worker(job_path: Path, events: protocol.EventReader, *, cfg: Config, tm
                     if isinstance(ev, (protocol.CaseStart, protocol.Compiled)):
                         case_start = time.monotonic()
                     if isinstance(ev, protocol.CaseStart):
-                        allowed = budget(ev.case) if budget is not None else cfg.case_timeout_s
+                        allowed = budget(ev.case) if budget is not None else cfg.timeouts.case_s
                     if on_event:
                         on_event(ev.name, ev)
                 if finished:
@@ -175,11 +175,11 @@ def _run_worker(job_path: Path, events: protocol.EventReader, *, cfg: Config, tm
                     raise GradingStopped("grading was stopped")
                 now = time.monotonic()
                 running_case = bool(events.items) and isinstance(events.items[-1], protocol.CaseStart)
-                if now > (deadline if deadline is not None else start + cfg.part_timeout_s):
-                    stopped = f"timed out after {cfg.part_timeout_s:g} s (timeouts.part_s)"
-                elif running_case and now - case_start > min(cfg.case_timeout_s, allowed * load_factor()):
+                if now > (deadline if deadline is not None else start + cfg.timeouts.part_s):
+                    stopped = f"timed out after {cfg.timeouts.part_s:g} s (timeouts.part_s)"
+                elif running_case and now - case_start > min(cfg.timeouts.case_s, allowed * load_factor()):
                     stopped = (f"timed out after {now - case_start:.1f} s "
-                               f"({describe_budget(allowed, cfg.case_timeout_s, backend)})")
+                               f"({describe_budget(allowed, cfg.timeouts.case_s, backend)})")
                     case_hung = True
                 if stopped:
                     break
@@ -265,7 +265,7 @@ def grade_part(part: PartSpec, source: Path | Absent | None, *, cfg: Config, bac
         specs = case_list(cfg, part.key)
         names = [c.name for c in specs]
         started = time.time()
-        deadline = time.monotonic() + cfg.part_timeout_s
+        deadline = time.monotonic() + cfg.timeouts.part_s
         device: dict[str, str] = {}
         cases: list[CaseResult] = []
         hung: list[str] = []  # cases stopped at their deadline; the next worker starts after each
@@ -403,12 +403,12 @@ def grading_sandbox(cfg: Config, *, official: bool, allow_unsandboxed: bool = Fa
       ``grade --require-sandbox``), ``auto`` for the rest (``grade``, ``check`` on a laptop).
     """
     if allow_unsandboxed:
-        policy = "off" if cfg.emulator_sandbox_explicit and cfg.emulator_sandbox == "off" else "auto"
-    elif cfg.emulator_sandbox_explicit:
-        policy = cfg.emulator_sandbox
+        policy = "off" if cfg.emulator.sandbox_explicit and cfg.emulator.sandbox == "off" else "auto"
+    elif cfg.emulator.sandbox_explicit:
+        policy = cfg.emulator.sandbox
     else:
         policy = "required" if official else "auto"
-    return dataclasses.replace(cfg, emulator_sandbox=policy)
+    return cfg.override(emulator={"sandbox": policy})
 
 
 def check_sandbox(cfg: Config, backend: str, *, command: str) -> None:
@@ -420,7 +420,7 @@ def check_sandbox(cfg: Config, backend: str, *, command: str) -> None:
     Raises:
         UsageError: the message says why bubblewrap does not work and the ways to go on.
     """
-    if cfg.emulator_sandbox != "required":
+    if cfg.emulator.sandbox != "required":
         return
     from grader.backends.emulator.sandbox import probe_bubblewrap
     bwrap, why = probe_bubblewrap()
@@ -482,9 +482,9 @@ def _case_budgets(cfg: Config, key: str, specs: list, *, backend: str, checks: b
         elif timed_case_n(name) is not None:
             n, dtype = timed_case_n(name)
         else:
-            return cfg.case_timeout_s
+            return cfg.timeouts.case_s
         return case_budget_s(backend=backend, part=key, dtype=dtype, n=n, timed=timed,
-                             checked=checks and n <= cfg.emulator_checks_max_n, case_s=cfg.case_timeout_s,
+                             checked=checks and n <= cfg.emulator.checks_max_n, case_s=cfg.timeouts.case_s,
                              gpu_emulator_checks=emulator_checks)
     return budget
 
@@ -517,7 +517,7 @@ def _warm_emulator(cfg: Config) -> None:
         try:
             from grader.backends.emulator.build import Toolchain
             from grader.backends.emulator.sandbox import Sandbox
-            toolchain = Toolchain(sandbox=Sandbox(cfg.emulator_sandbox))
+            toolchain = Toolchain(sandbox=Sandbox(cfg.emulator.sandbox))
             toolchain.executor_binary()
             toolchain.runtime_object()
         except Exception:  # noqa: BLE001 - the profile phase says what is wrong
@@ -568,7 +568,7 @@ def grade(submission: Path | Intake, *, cfg: Config, selection: Selection, seed:
     files = intake.files(wanted) if intake else resolve_submission(submission, wanted)
     where = intake.sources if intake else {}
     if seed is not None:
-        cfg = dataclasses.replace(cfg, seed=seed)
+        cfg = cfg.override(seed=seed)
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     t0 = time.perf_counter()
     keys = [key for key in files if key in cfg.parts]
@@ -589,12 +589,12 @@ def grade(submission: Path | Intake, *, cfg: Config, selection: Selection, seed:
         if intake is not None and intake.refused:  # the whole submission was refused at intake
             return ungraded_part(cfg, key, status=PartStatus.ERROR, message=f"not graded: {intake.refused}"), {}
         source = files[key]
-        left = cfg.submission_timeout_s - (time.perf_counter() - t0)
+        left = cfg.timeouts.submission_s - (time.perf_counter() - t0)
         if left <= 0:
-            msg = f"not graded: the submission used up its {cfg.submission_timeout_s:g} s (timeouts.submission_s)"
+            msg = f"not graded: the submission used up its {cfg.timeouts.submission_s:g} s (timeouts.submission_s)"
             return ungraded_part(cfg, key, status=PartStatus.TIMEOUT, message=msg,
                                  file=where.get(key) or (str(source) if source else None)), {}
-        part_cfg = dataclasses.replace(cfg, part_timeout_s=min(cfg.part_timeout_s, left))
+        part_cfg = cfg.override(timeouts={"part_s": min(cfg.timeouts.part_s, left)})
         res, dev = grade_part(PARTS[key], source, cfg=part_cfg, backend=selection.name, checks=checks,
                               on_event=events if on_event else None, env=env, stop=_Either(stop, halt))
         return (dataclasses.replace(res, file=where[key]) if key in where else res), dev
@@ -615,7 +615,7 @@ def grade(submission: Path | Intake, *, cfg: Config, selection: Selection, seed:
         device = {**device, **dev}
     timed = any(c.timing for p in results for c in p.cases)
     note = ("timed on the GPU: CUDA events, L2 emptied before each run, median of "
-            f"{cfg.timing_runs} runs after {cfg.timing_warmup} warm-ups" if timed else
+            f"{cfg.timing.runs} runs after {cfg.timing.warmup} warm-ups" if timed else
             "not timed: the emulator runs kernels on the CPU, so its times say nothing about a GPU"
             if selection.name == "emulator" else "not timed: no part of this run is timed")
     return SubmissionResult(submission=str(intake.path if intake else submission), backend=selection.name, backend_reason=selection.reason,

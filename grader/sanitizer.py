@@ -414,7 +414,7 @@ def _child(argv: list[str]) -> int:
     from grader.protocol import Job
 
     job = Job.from_json(Path(job_path).read_text(encoding="utf-8"), where=job_path)
-    cfg = job.load_config()
+    cfg = job.config
     part = PARTS[job.part]
     pc = cfg.parts[part.key]
     specs = case_list(cfg, part.key)

@@ -1,7 +1,7 @@
 """The child process that grades one part: ``python -m grader.worker JOB.json``.
 
 Student code never runs in the grader's own process: the runner starts this worker for each
-part, with deadlines. The job (a :class:`grader.protocol.Job`) names the config the runner
+part, with deadlines. The job (a :class:`grader.protocol.Job`) carries the config the runner
 validated, the part, the source file, the backend and the event file; the worker reports what it
 does as the events of :mod:`grader.protocol` (their order is described there), each flushed to
 the event file as it happens, so a crash or a kill loses nothing already reported.
@@ -64,13 +64,13 @@ def main(argv: list[str]) -> int:
     from grader.directives import check_includes
     from grader.intake import read_source
 
-    cfg = job.load_config()  # the config the runner validated, its settings included
+    cfg = job.config  # the config the runner validated, its settings included
     part = PARTS[job.part]
     pc = cfg.parts[part.key]
     with EventWriter(job.events) as events:
         try:
-            backend = create_backend(job.backend, emulator_workers=cfg.emulator_workers,
-                                     checks=job.checks, emulator_sandbox=cfg.emulator_sandbox)
+            backend = create_backend(job.backend, emulator_workers=cfg.emulator.workers,
+                                     checks=job.checks, emulator_sandbox=cfg.emulator.sandbox)
         except ScangradeError as exc:
             events.emit(WorkerError(str(exc)))
             return 0
@@ -105,7 +105,7 @@ def main(argv: list[str]) -> int:
                 elif job.checks and backend.name == "emulator":
                     events.emit(DeviceUpdate({"checker": "the emulator's checks (races, bounds, barriers, unwritten "
                                                          "shared memory; three thread orders) on cases up to n = "
-                                                         f"{cfg.emulator_checks_max_n}"}))
+                                                         f"{cfg.emulator.checks_max_n}"}))
 
                 notes: dict[str, list[str]] = {}
 
@@ -121,7 +121,7 @@ def main(argv: list[str]) -> int:
                     return notes[dtype]
 
                 def run(case) -> None:
-                    checked = job.checks and case.n <= cfg.emulator_checks_max_n
+                    checked = job.checks and case.n <= cfg.emulator.checks_max_n
                     # compute-sanitizer's findings before the case's deadline starts (it may run now)
                     found = checker.checks(all_cases.index(case)) if checker and checker.sanitizer and checked else None
                     with backend.gpu_shared():  # taken before the deadline starts: another part may be timing
@@ -225,7 +225,7 @@ def _time_part(events, backend, cfg, part, pc, modules, results, compile_part, *
     if copies:
         copy_gbps = max(copies)
         name = gpu
-        expected = cfg.expected_copy_gbps.get(name)
+        expected = cfg.timing.expected_copy_gbps.get(name)
         info = {"copy_gbps": f"{copy_gbps:.0f}"}
         if expected and copy_gbps < 0.5 * expected:
             info["warnings"] = (f"device-to-device copy reached {copy_gbps:.0f} GB/s, far below the "
@@ -284,7 +284,7 @@ class _GpuChecks:
         self._emulator_modules: dict = {}
 
     def describe(self) -> str:
-        limit = f"cases up to n = {self.cfg.emulator_checks_max_n}"
+        limit = f"cases up to n = {self.cfg.emulator.checks_max_n}"
         if self.sanitizer:
             return f"compute-sanitizer {self.version.removeprefix('Version ')} (memcheck, racecheck, synccheck) on {limit}"
         return (f"the emulator's checks on {limit} (compute-sanitizer is not installed here: install the CUDA "
@@ -312,7 +312,7 @@ class _GpuChecks:
         return self._found.get(index)
 
     def _checked(self, index: int) -> bool:
-        return 0 <= index < len(self.cases) and self.cases[index].n <= self.cfg.emulator_checks_max_n
+        return 0 <= index < len(self.cases) and self.cases[index].n <= self.cfg.emulator.checks_max_n
 
     @property
     def _saved_path(self) -> Path:
@@ -345,11 +345,11 @@ class _GpuChecks:
 
         def limit(i: int) -> float:
             c = self.cases[i]
-            return sanitizer_budget_s(part=self.part.key, dtype=c.dtype, n=c.n, case_s=self.cfg.case_timeout_s)
+            return sanitizer_budget_s(part=self.part.key, dtype=c.dtype, n=c.n, case_s=self.cfg.timeouts.case_s)
         with self.backend.gpu_shared():  # its children's kernels share the GPU; no timed window meanwhile
             self._found.update(check_cases(sanitizer=self.sanitizer, job=Path(self.job_path), cubins=self._cubins(),
                                            cases=todo, workdir=self.work, case_timeout_s=limit,
-                                           first_output_s=min(self.cfg.case_timeout_s, 60), stop_at_silence=True))
+                                           first_output_s=min(self.cfg.timeouts.case_s, 60), stop_at_silence=True))
         try:
             self._saved_path.write_text(json.dumps({i: c.to_json() for i, c in self._found.items()}),
                                         encoding="utf-8")
@@ -377,8 +377,8 @@ class _GpuChecks:
         from grader.parts import DTYPES, part_header
 
         if self._emulator is None:
-            self._emulator = EmulatorBackend(workers=self.cfg.emulator_workers, checks=True,
-                                             sandbox=self.cfg.emulator_sandbox, nvcc_check=False)
+            self._emulator = EmulatorBackend(workers=self.cfg.emulator.workers, checks=True,
+                                             sandbox=self.cfg.emulator.sandbox, nvcc_check=False)
         pc = self.cfg.parts[self.part.key]
         for dtype in sorted(set(dtypes) - set(self._emulator_modules)):
             header = part_header(self.part, block_size=pc.block_size, dtype=DTYPES[dtype],
@@ -411,7 +411,7 @@ class _GpuChecks:
         try:
             found = check_cases(sanitizer=self.sanitizer, job=Path(self.job_path), cubins=self._cubins(),
                                 cases=[(index, self.cases[index].dtype)], workdir=self.work,
-                                case_timeout_s=min(self.cfg.case_timeout_s, 60), tools=("memcheck",)).get(index)
+                                case_timeout_s=min(self.cfg.timeouts.case_s, 60), tools=("memcheck",)).get(index)
         except OSError:
             return result
         if found and found.findings:
@@ -428,7 +428,7 @@ def _compiler_notes(backend, cfg, source: str, filename: str, workdir: Path) -> 
     from grader.errors import ScangradeError
 
     try:
-        toolchain = getattr(backend, "toolchain", None) or Toolchain(sandbox=Sandbox(cfg.emulator_sandbox or "auto"))
+        toolchain = getattr(backend, "toolchain", None) or Toolchain(sandbox=Sandbox(cfg.emulator.sandbox or "auto"))
         return toolchain.compiler_notes(source, filename=filename, workdir=workdir)
     except (ScangradeError, OSError, ValueError):
         return []

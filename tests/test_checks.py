@@ -62,7 +62,7 @@ def test_a_private_config_may_only_add_a_seed_and_hidden_sizes(tmp_path, small_c
 
 def test_a_case_that_hangs_is_stopped_by_the_case_timeout(tmp_path):
     cfg = load_config(write_config(tmp_path, part_s=300, extra="", sizes={"part1_naive": [5]}))
-    cfg = type(cfg)(**{**cfg.__dict__, "case_timeout_s": 2.0})  # n = 1, 5, 128: each hangs, each stopped
+    cfg = cfg.override(timeouts={"case_s": 2.0})  # n = 1, 5, 128: each hangs, each stopped
     folder = submission(tmp_path, part1_naive=BROKEN / "part1_hang.cu")
     result = grade(folder, cfg=cfg, selection=EMULATOR, parts=["part1_naive"], checks=False)  # checks: a deadlock
     p = result.parts[0]
@@ -191,7 +191,7 @@ def test_check_mode_reports_a_spin_that_can_never_end_as_a_deadlock_without_wait
     result = grade(folder, cfg=small_config, selection=EMULATOR, parts=["part1_naive"], checks=True)
     p = result.parts[0]
     assert all(c.status == "fail" and "(deadlock)" in c.message for c in p.cases)
-    assert result.elapsed_s < small_config.case_timeout_s
+    assert result.elapsed_s < small_config.timeouts.case_s
 
 
 def test_check_mode_passes_the_reference_solutions(small_config):

@@ -78,4 +78,4 @@ def test_the_sandbox_policy_off_may_be_written_bare_though_yaml_reads_it_as_fals
     path = tmp_path / "c.yaml"
     path.write_text(f"emulator:\n  sandbox: {spelling}\n" + BASE)
     cfg = load_config(path)
-    assert cfg.emulator_sandbox == "off" and cfg.emulator_sandbox_explicit
+    assert cfg.emulator.sandbox == "off" and cfg.emulator.sandbox_explicit

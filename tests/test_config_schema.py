@@ -68,8 +68,8 @@ def test_defaults_fill_what_the_file_leaves_out(tmp_path):
     assert part == PartConfig(sizes=(1, 2), block_size=512,
                               timing=TimingConfig(sizes=(1,), points=2.0, reference="part1_naive"),
                               profile=ProfileConfig(size=64, reference="part1_naive"))
-    assert (cfg.input_low, cfg.input_high, cfg.backend, cfg.part_timeout_s, cfg.case_timeout_s) == \
+    assert (cfg.inputs.low, cfg.inputs.high, cfg.backend, cfg.timeouts.part_s, cfg.timeouts.case_s) == \
         (-1000, 1000, "auto", 300.0, 120.0)
-    assert (cfg.emulator_workers, cfg.emulator_checks_max_n, cfg.emulator_sandbox, cfg.emulator_sandbox_explicit) == \
+    assert (cfg.emulator.workers, cfg.emulator.checks_max_n, cfg.emulator.sandbox, cfg.emulator.sandbox_explicit) == \
         (0, 70000, "auto", False)
-    assert (cfg.timing_warmup, cfg.timing_runs, cfg.flush_bytes, cfg.float_rtol) == (10, 30, 512 * 2**20, 1e-6)
+    assert (cfg.timing.warmup, cfg.timing.runs, cfg.timing.flush_bytes, cfg.float_rtol) == (10, 30, 512 * 2**20, 1e-6)

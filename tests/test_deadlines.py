@@ -29,7 +29,7 @@ def _submission(tmp_path: Path, kernel: str) -> Path:
 
 def test_a_case_that_hangs_is_stopped_at_its_own_deadline_and_the_other_cases_are_graded(tmp_path):
     cfg = load_config(write_config(tmp_path, part_s=100, sizes={"part1_naive": [1, 3, 33, 100]}))
-    assert cfg.case_timeout_s > cfg.part_timeout_s  # stopped at case_s, the hang would end the part
+    assert cfg.timeouts.case_s > cfg.timeouts.part_s  # stopped at case_s, the hang would end the part
     folder = _submission(tmp_path, "part1_hang_some_n.cu")  # spins forever at n = 33 only
     p = grade(folder, cfg=cfg, selection=EMULATOR, parts=["part1_naive"], checks=False).parts[0]  # no checks: a hang
     status = {c.n: c.status for c in p.cases}
@@ -85,6 +85,6 @@ def test_every_case_of_the_shipped_config_has_a_measured_reference_time_on_the_e
     cfg = load_config(ROOT / "config.yaml")
     for key in cfg.parts:
         for case in case_list(cfg, key):
-            mode = "checked" if case.n <= cfg.emulator_checks_max_n else "plain"
+            mode = "checked" if case.n <= cfg.emulator.checks_max_n else "plain"
             assert reference_case_s("emulator", key, mode, case.dtype, case.n) is not None, (key, case.name)
     assert timed_case_n("timed n=1048576 float32") == (1048576, "float32") and timed_case_n("n=3 int32") is None

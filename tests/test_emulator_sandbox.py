@@ -321,4 +321,4 @@ def test_the_config_key_is_validated(tmp_path) -> None:
         load_config(bad)
     assert info.value.key == "emulator.sandbox" and "auto, required, off" in str(info.value)
     bad.write_text(text.replace("  sandbox: auto\n", "  sandbox: required\n"))
-    assert load_config(bad).emulator_sandbox == "required"
+    assert load_config(bad).emulator.sandbox == "required"

@@ -8,7 +8,6 @@ sandbox required on grading machines.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import shutil
 import time
@@ -242,7 +241,7 @@ def test_the_partial_tile_hint_needs_more_than_one_tile():
 def test_each_part_names_its_own_tile(tmp_path, key, tile):
     cfg = _part5_config(tmp_path)
     pc = cfg.parts["part5_single_pass"]
-    pc4 = dataclasses.replace(pc, block_size=256)
+    pc4 = pc.model_copy(update={"block_size": 256})
     assert _tile_of(PARTS[key], pc4 if key == "part4_any_size" else pc) == tile
 
 
@@ -384,7 +383,7 @@ def test_a_worker_of_a_parallel_batch_runs_the_emulator_on_one_thread(tmp_path):
     from grader.classwork.batch import batch
     from grader.render.student import student_reports
     cfg = load_config(write_config(tmp_path, sizes={"part1_naive": [5]}))
-    assert cfg.emulator_workers == 0  # the file says: one thread per core
+    assert cfg.emulator.workers == 0  # the file says: one thread per core
     subs = tmp_path / "subs"
     (subs / "alice").mkdir(parents=True)
     shutil.copy(BROKEN / "part1_correct_single_buffer.cu", subs / "alice" / "part1_naive.cu")
@@ -393,14 +392,13 @@ def test_a_worker_of_a_parallel_batch_runs_the_emulator_on_one_thread(tmp_path):
 
 
 def test_the_worker_takes_the_effective_settings_from_the_job_not_from_the_file(tmp_path):
-    import dataclasses
     from grader.runner import grade_part
     cfg = load_config(write_config(tmp_path, sizes={"part1_naive": [5]}))
     folder = tmp_path / "sub"
     folder.mkdir()
     shutil.copy(BROKEN / "part1_correct_single_buffer.cu", folder / "part1_naive.cu")
     part, device = grade_part(PARTS["part1_naive"], folder / "part1_naive.cu", backend="emulator", checks=False,
-                              cfg=dataclasses.replace(cfg, emulator_workers=3, emulator_sandbox="off"))
+                              cfg=cfg.override(emulator={"workers": 3, "sandbox": "off"}))
     assert part.status == "pass" and device["workers"] == "3" and device["sandbox"].startswith("off")
 
 
@@ -414,8 +412,8 @@ def test_the_sandbox_policy_of_each_command(tmp_path, explicit, official, allow,
     from grader.runner import grading_sandbox
     extra = f"emulator:\n  sandbox: '{explicit}'\n" if explicit else ""  # quoted: YAML reads a bare off as false
     cfg = load_config(write_config(tmp_path, sizes={"part1_naive": [5]}, extra=extra))
-    assert cfg.emulator_sandbox_explicit == (explicit is not None)
-    assert grading_sandbox(cfg, official=official, allow_unsandboxed=allow).emulator_sandbox == expected
+    assert cfg.emulator.sandbox_explicit == (explicit is not None)
+    assert grading_sandbox(cfg, official=official, allow_unsandboxed=allow).emulator.sandbox == expected
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from grader.config import load_config
+from grader.config import load_config, load_private
 from grader.protocol import (EVENTS, CaseDone, CaseStart, Compiled, CompileFailed, CompilerNotes, Device, DeviceUpdate,
                              Done, EventReader, EventWriter, HiddenStart, Job, LocatingFault, PerformanceScored,
                              Profiled, ProfileStart, ProtocolError, Restart, Timed, TimingStart, WorkerError, decode,
@@ -32,9 +32,8 @@ ONE_OF_EACH = [Device({"backend": "emulator", "workers": "1"}), DeviceUpdate({"c
                WorkerError("no C++ compiler"), Done()]
 
 
-def _job(tmp_path, **changes) -> Job:
+def _job(tmp_path) -> Job:
     cfg = load_config(write_config(tmp_path, sizes={"part1_naive": [5]}))
-    cfg = dataclasses.replace(cfg, **changes)
     return Job.for_part(cfg, part="part1_naive", source=tmp_path / "part1_naive.cu", backend="emulator",
                         events=tmp_path / "events.jsonl", checks=True, start=2, earlier_failed=True)
 
@@ -50,31 +49,42 @@ def test_the_job_round_trips_through_its_json(tmp_path):
     assert again.source == str((tmp_path / "part1_naive.cu").resolve())
 
 
-def test_the_worker_rebuilds_the_config_the_runner_validated(tmp_path):
-    cfg = load_config(write_config(tmp_path, sizes={"part1_naive": [5]}))
-    run_cfg = dataclasses.replace(cfg, seed=1234, emulator_workers=1, emulator_sandbox="required",
-                                  emulator_checks_max_n=64)
+def test_the_worker_grades_with_the_config_the_runner_validated_not_the_file(tmp_path):
+    path = write_config(tmp_path, sizes={"part1_naive": [5]})
+    private = tmp_path / "private.yaml"
+    private.write_text("seed: 99\nparts:\n  part1_naive:\n    hidden_sizes: [7]\n")
+    cfg = load_private(load_config(path), private)
+    run_cfg = cfg.override(seed=1234, emulator={"workers": 1, "sandbox": "required", "checks_max_n": 64})
     job = Job.for_part(run_cfg, part="part1_naive", source=tmp_path / "a.cu", backend="emulator",
                        events=tmp_path / "e.jsonl", checks=False)
-    assert job.settings == {"emulator_workers": 1, "emulator_sandbox": "required", "emulator_checks_max_n": 64}
-    rebuilt = Job.from_json(job.to_json()).load_config()
-    assert rebuilt.seed == 1234 and rebuilt.emulator_workers == 1
-    assert rebuilt.emulator_sandbox == "required" and rebuilt.emulator_checks_max_n == 64
-    assert rebuilt == dataclasses.replace(run_cfg, path=rebuilt.path)  # nothing else differs
+    path.write_text("not: [a config")  # the worker never reads the files again
+    private.unlink()
+    rebuilt = Job.from_json(job.to_json()).config
+    assert rebuilt == run_cfg
+    assert (rebuilt.seed, rebuilt.hidden_seed, rebuilt.parts["part1_naive"].hidden_sizes) == (1234, 99, (7,))
+    assert (rebuilt.emulator.workers, rebuilt.emulator.sandbox, rebuilt.emulator.checks_max_n) == (1, "required", 64)
 
 
 @pytest.mark.parametrize("change, words", [
-    ({"part": 3}, "field 'part' must be str, not int"),
-    ({"checks": "yes"}, "field 'checks' must be bool, not str"),
-    ({"seed": True}, "field 'seed' must be int or null, not bool"),
-    ({"surprise": 1}, "unknown field(s) surprise"),
-    ({"settings": {"seed": 3}}, "settings seed cannot be set by a job"),
+    ({"part": 3}, "field 'part': input should be a valid string, not number"),
+    ({"checks": "yes"}, "field 'checks': input should be a valid boolean, not string"),
+    ({"start": True}, "field 'start': input should be a valid integer, not boolean"),
+    ({"surprise": 1}, "unknown field 'surprise'"),
+    ({"config": {"seed": 3}}, "field 'config.parts' is missing"),
+    ({"config": "config.yaml"}, "field 'config': input should be an object, not string"),
 ])
 def test_a_malformed_job_is_refused_naming_the_field(tmp_path, change, words):
     body = {**json.loads(_job(tmp_path).to_json()), **change}
     with pytest.raises(ProtocolError) as info:
         Job.from_json(json.dumps(body), where="job-0.json")
     assert str(info.value).startswith("job-0.json: ") and words in str(info.value)
+
+
+def test_a_job_whose_config_breaks_a_rule_of_the_config_is_refused(tmp_path):
+    body = json.loads(_job(tmp_path).to_json())
+    body["config"]["parts"]["part1_naive"]["sizes"] = [5, 10**6]  # beyond Part 1's limit
+    with pytest.raises(ProtocolError, match="job: field .config.parts.part1_naive.sizes.: sizes.1. = 1000000 exceeds"):
+        Job.from_json(json.dumps(body))
 
 
 def test_a_job_without_a_required_field_or_not_an_object_is_refused(tmp_path):
@@ -84,7 +94,7 @@ def test_a_job_without_a_required_field_or_not_an_object_is_refused(tmp_path):
         Job.from_json(json.dumps(body))
     with pytest.raises(ProtocolError, match="not JSON"):
         Job.from_json("{")
-    with pytest.raises(ProtocolError, match="a job is a JSON object, not list"):
+    with pytest.raises(ProtocolError, match="a job is a JSON object, not array"):
         Job.from_json("[]")
 
 

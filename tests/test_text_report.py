@@ -57,9 +57,8 @@ def test_status_words_are_coloured_on_every_line(report):
 
 
 def test_the_report_says_when_the_emulator_ran_without_its_sandbox(tmp_path):
-    import dataclasses
     (tmp_path / "config.yaml").write_text("block_size: 128\nseed: 7\nparts:\n  part1_naive: {sizes: [5]}\n")
-    cfg = dataclasses.replace(load_config(tmp_path / "config.yaml"), emulator_sandbox="off")
+    cfg = load_config(tmp_path / "config.yaml").override(emulator={"sandbox": "off"})
     text = render_text(grade(SOLUTIONS / "part1_naive.cu", cfg=cfg, selection=Selection("emulator", "test"),
                              checks=False))
     assert "sandbox: off (emulator.sandbox: off)" in text

@@ -130,7 +130,7 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
     else:
         jobs = jobs or (os.cpu_count() or 1)
     if selection.name == "emulator" and jobs > 1:
-        cfg = dataclasses.replace(cfg, emulator_workers=1)
+        cfg = cfg.override(emulator={"workers": 1})
     slots = list(range(jobs))
     slot_lock = threading.Lock()
     results: dict[str, SubmissionResult] = {}

@@ -50,7 +50,7 @@ RESULT = "result.json"
 RESERVED = {"gradebook.csv", "summary.txt", MANIFEST, CLASS_REPORT, "slurm", "shards", "work"}
 #: Config fields that do not change a grade (where the files were, how many threads the emulator
 #: used, the config's own backend key — the backend that ran is recorded apart).
-_NOT_FINGERPRINTED = ("path", "private_path", "emulator_workers", "backend")
+_NOT_FINGERPRINTED = {"path": True, "private_path": True, "emulator": {"workers"}, "backend": True}
 _SHARD_RE = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
 
@@ -216,10 +216,8 @@ def config_fingerprint(cfg: Config) -> str:
     files were. Paths, the emulator's thread count and the config's ``backend`` key are left out
     (the backend that ran is recorded on its own).
     """
-    data = dataclasses.asdict(cfg)
-    for key in _NOT_FINGERPRINTED:
-        data.pop(key, None)
-    text = json.dumps(data, sort_keys=True, default=str, separators=(",", ":"))
+    data = cfg.model_dump(mode="json", exclude=_NOT_FINGERPRINTED)
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
 
 
