@@ -23,7 +23,8 @@ divergence, deadlock); findings come as :class:`Finding` objects on the KernelEr
 What it does not do: timing (emulated kernels run orders of magnitude slower than on a GPU and
 say nothing about GPU speed; the address patterns, bank conflicts and sectors per request, are
 counted by :meth:`EmulatorBackend.start_profile`), and memory-model effects weaker than sequential
-consistency.
+consistency (memory is sequentially consistent; the checks report the message-passing pattern that
+a missing ``__threadfence()`` breaks: docs/emulator.md, "Memory order between blocks").
 """
 
 from __future__ import annotations
@@ -843,10 +844,20 @@ def _triple(text: str) -> tuple[int, int, int]:
     return (x, y, z)
 
 
+#: A third (or further) code location in a finding's message: ``{@<hex offset>}``, resolved like
+#: the finding's own two (``{L}``, ``{O}``).
+_CODE_AT = re.compile(r"\{@([0-9a-f]+)\}")
+
+
 def _parse_findings(module: EmulatorModule, text: str) -> list[Finding]:
     rows = [line.split("\t", 9) for line in text.splitlines() if line.count("\t") >= 9]
-    offsets = sorted({int(loc[1:], 16) for r in rows for loc in (r[1], r[2]) if loc.startswith("@")})
+    offsets = sorted({int(loc[1:], 16) for r in rows for loc in (r[1], r[2]) if loc.startswith("@")}
+                     | {int(h, 16) for r in rows for h in _CODE_AT.findall(r[9])})
     resolved = module.resolve(offsets)
+
+    def code_at(m: re.Match[str]) -> str:
+        file, line = _split_loc("@" + m.group(1), resolved)
+        return f"{file}:{line}" if file else "an unknown line"
     findings: list[Finding] = []
     seen: set[tuple] = set()
     for kind, loc, other, block, thread, oblock, othread, has_other, _linear, message in rows:
@@ -855,6 +866,7 @@ def _parse_findings(module: EmulatorModule, text: str) -> list[Finding]:
         where = f"{file}:{line}" if file else "an unknown line"
         owhere = f"{ofile}:{oline}" if ofile else "an unknown line"
         message = message.replace("{L}", where).replace("{O}", owhere)
+        message = _CODE_AT.sub(code_at, message)
         if kind == "undefined-shift" and (file, line) in module.sum_shifts:
             op, sign = module.sum_shifts[file, line]
             message += (f"; check the operator precedence: `{sign}` binds tighter than `{op}`"

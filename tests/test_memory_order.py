@@ -1,0 +1,102 @@
+"""Weak ordering between blocks (issue 20): on a GPU a block's stores become visible to other blocks
+in no particular order unless a release (a __threadfence(), a store with release order) orders
+them, and a reader's loads likewise unless an acquire does. The emulator's memory is sequentially
+consistent, so its checks test the pattern that breaks: a thread that reads a flag of another block
+and then a value that block stored before the flag (docs/emulator.md, "Memory order between
+blocks")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grader.backends import Selection
+from grader.backends.emulator import EmulatorBackend
+from grader.config import load_config
+from grader.errors import KernelError
+from grader.kernels import KernelSpec, Param
+from grader.runner import grade
+from tests.conftest import BROKEN, SOLUTIONS
+from tests.test_emulator_checks import line_of
+from tests.test_integrity_checks import compile_part
+
+FILE = Path(__file__).parent / "emulator_kernels" / "memory_order.cu"
+NAMES = ("no_fence", "reader_unfenced", "fenced", "release_acquire", "relaxed_atomics", "barrier_then_fence")
+GRID = 4
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("emu-cache")
+
+
+@pytest.fixture(scope="module")
+def checked(cache_dir):
+    be = EmulatorBackend(workers=2, cache_dir=cache_dir, checks=True, nvcc_check=False)
+    yield be
+    be.close()
+
+
+@pytest.fixture(scope="module")
+def module(checked, tmp_path_factory):
+    kernels = tuple(KernelSpec(k, (Param("out", "int*", "ptr"), Param("n", "int", "int"))) for k in NAMES)
+    return compile_part(checked, tmp_path_factory.mktemp("order"), FILE, kernels, block_size=32)
+
+
+def run(be, module, kernel) -> np.ndarray:
+    out = be.alloc(3 * GRID, np.int32)
+    be.to_device(np.zeros(3 * GRID, np.int32), out)
+    be.launch(module, kernel, grid=GRID, block=32, shared_bytes=0, args=[out, 0])
+    return be.to_host(out)
+
+
+def at(marker: str) -> str:
+    return f"memory_order.cu:{line_of('memory_order.cu', marker)}"
+
+
+@pytest.mark.parametrize("kernel", ["fenced", "release_acquire", "barrier_then_fence"])
+def test_message_passing_with_a_release_and_an_acquire_is_clean(checked, module, kernel):
+    got = run(checked, module, kernel)
+    assert got[2 * GRID + 1:].tolist() == list(range(1, GRID))
+
+
+def test_an_unfenced_flag_fails_naming_the_two_stores(checked, module):
+    with pytest.raises(KernelError) as info:
+        run(checked, module, "no_fence")
+    (first,) = [f for f in info.value.findings if "memory order" in f.message]
+    assert first.kind == "race" and info.value.kind == "race" and info.value.completed
+    assert (first.line, first.other_line) == (line_of("memory_order.cu", "nf_value_load"),
+                                              line_of("memory_order.cu", "nf_value_store"))
+    assert first.block != first.other_block
+    assert (f"after reading at {at('nf_flag_load')} what that block stored later, at {at('nf_flag_store')}: missing "
+            f"__threadfence() between {at('nf_value_store')} and {at('nf_flag_store')}") in first.message, first.message
+
+
+def test_a_reader_that_does_not_fence_after_the_flag_fails_naming_its_two_loads(checked, module):
+    with pytest.raises(KernelError) as info:
+        run(checked, module, "reader_unfenced")
+    (first,) = [f for f in info.value.findings if "memory order" in f.message]
+    assert f"missing __threadfence() between {at('ru_flag_load')} and {at('ru_value_load')}" in first.message
+
+
+def test_relaxed_atomics_order_nothing(checked, module):
+    with pytest.raises(KernelError) as info:
+        run(checked, module, "relaxed_atomics")
+    assert any(f.line == line_of("memory_order.cu", "ra_value_load") and "memory order" in f.message
+               for f in info.value.findings)
+
+
+def test_an_unfenced_look_back_fails_and_the_reference_passes(tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text("block_size: 64\nseed: 7\nparts:\n  part5_single_pass:\n    block_size: 64\n"
+                    "    items_per_thread: 4\n    points_per_case: 1\n    dtypes: [int32]\n    sizes: [1000]\n")
+    cfg = load_config(path)
+    emulator = Selection("emulator", "test")
+    (bad,) = grade(BROKEN / "part5_missing_fence.cu", cfg=cfg, selection=emulator, parts=["part5_single_pass"]).parts
+    case = next(c for c in bad.cases if c.n == 1000)
+    assert case.status == "fail" and case.kind == "race"
+    assert "race (memory order) between blocks" in case.message and "missing __threadfence() between" in case.message
+    (good,) = grade(SOLUTIONS / "part5_single_pass.cu", cfg=cfg, selection=emulator, parts=["part5_single_pass"]).parts
+    assert good.status == "pass", [c.message for c in good.cases]
