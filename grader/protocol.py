@@ -6,15 +6,15 @@ JOB.json`` (:mod:`grader.worker`). Both sides speak only through the types of th
 - :class:`Job`, written once by the runner as one JSON object (:meth:`Job.to_json`) that carries the
   configuration the runner validated, read by the worker (:meth:`Job.from_json`), which validates
   it again with the same pydantic models;
-- the events (:data:`EVENTS`, one dataclass each), appended by the worker to the job's event file
+- the events (:data:`EVENTS`, one pydantic dataclass each), appended by the worker to the job's event file
   as JSON lines (:class:`EventWriter`, flushed and synced one by one, so a crash or a kill loses
   nothing already reported) and read by the runner as they arrive (:class:`EventReader`).
 
 On the wire an event is ``{"event": NAME, "t": WALL_CLOCK, ...fields}``; :func:`encode` and
 :func:`decode` are the one pair that converts. What a worker writes passes through a process
 that ran student code, so :func:`decode` trusts nothing: every string is made safe and capped
-(:func:`grader.results.clean_part_message`; case results through :func:`grader.results.case_from_dict`),
-and a line that is not a well-formed event is dropped.
+(:func:`grader.results.clean_part_message`; case results through :func:`grader.results.clean_case`),
+the event is validated as its type, and a line that is not a well-formed event is dropped.
 
 The order of a part's events: ``device`` once the backend is up (or ``error`` and the end);
 ``compile-error`` and the end, or ``compiled``; ``case-start`` then ``case`` per visible case
@@ -32,15 +32,16 @@ import dataclasses
 import json
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
-from typing import Any, ClassVar, Union
+from typing import Annotated, Any, ClassVar, Union
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from grader.config import Config
 from grader.errors import ScangradeError
-from grader.results import CaseResult, Performance, Profile, case_from_dict, clean_part_message
+from grader.results import CaseResult, Performance, Profile, clean_case, clean_part_message
 
 class ProtocolError(ScangradeError):
     """A job file the worker cannot use (unreadable, not JSON, a field missing or of the wrong type)."""
@@ -125,8 +126,18 @@ def _json_type(value: Any) -> str:
 
 
 # --- events -------------------------------------------------------------------------------------------
+#
+# Each event is a pydantic dataclass: built with its fields in order (``CaseStart(case.name)``) and
+# validated, as it is built and as :func:`decode` reads it back, by the same declarations.
 
-@dataclass(frozen=True)
+#: Events take their wire keys as well as their field names (the case-start event names its case ``name``).
+_WIRE = ConfigDict(populate_by_name=True)
+#: A device fact: text, whatever the worker gave.
+_Fact = Annotated[str, BeforeValidator(lambda v: v if isinstance(v, str) else str(v))]
+#: A case's result as the runner keeps it: its text made safe and capped (:func:`grader.results.clean_case`).
+_Case = Annotated[CaseResult, AfterValidator(clean_case)]
+
+@pydantic_dataclass(frozen=True, config=_WIRE)
 class _Event:
     #: The event's name on the wire.
     name: ClassVar[str] = ""
@@ -134,23 +145,23 @@ class _Event:
     t: float | None = field(default=None, kw_only=True)
 
 
-@dataclass(frozen=True)
+@pydantic_dataclass(frozen=True, config=_WIRE)
 class Device(_Event):
     """The backend is up: facts about the device (name, versions, workers, sandbox) as strings."""
 
     name: ClassVar[str] = "device"
-    info: dict[str, str]
+    info: dict[str, _Fact]
 
 
-@dataclass(frozen=True)
+@pydantic_dataclass(frozen=True, config=_WIRE)
 class DeviceUpdate(_Event):
     """More facts about the device, learnt while timing (``copy_gbps``, ``warnings``)."""
 
     name: ClassVar[str] = "device-update"
-    info: dict[str, str]
+    info: dict[str, _Fact]
 
 
-@dataclass(frozen=True)
+@pydantic_dataclass(frozen=True, config=_WIRE)
 class CompileFailed(_Event):
     """The part's file does not compile (or uses a forbidden directive); ``message``: the log."""
 
@@ -158,52 +169,52 @@ class CompileFailed(_Event):
     message: str
 
 
-@dataclass(frozen=True)
+@pydantic_dataclass(frozen=True, config=_WIRE)
 class Compiled(_Event):
     """The part compiled; its cases start."""
 
     name: ClassVar[str] = "compiled"
 
 
-@dataclass(frozen=True)
+@pydantic_dataclass(frozen=True, config=_WIRE)
 class CaseStart(_Event):
     """A case (or a timed size, ``timed n=... dtype``) starts: the runner's per-case deadline runs."""
 
     name: ClassVar[str] = "case-start"
-    case: str
+    case: str = Field(alias="name")
 
 
-@dataclass(frozen=True)
+@pydantic_dataclass(frozen=True, config=_WIRE)
 class CaseDone(_Event):
     """A correctness case's result."""
 
     name: ClassVar[str] = "case"
-    result: CaseResult
+    result: _Case
 
 
-@dataclass(frozen=True)
+@pydantic_dataclass(frozen=True, config=_WIRE)
 class Timed(_Event):
     """A timed size's result (with its :class:`grader.results.Timing`)."""
 
     name: ClassVar[str] = "timed"
-    result: CaseResult
+    result: _Case
 
 
-@dataclass(frozen=True)
+@pydantic_dataclass(frozen=True, config=_WIRE)
 class TimingStart(_Event):
     """The timing phase starts (GPU only)."""
 
     name: ClassVar[str] = "timing-start"
 
 
-@dataclass(frozen=True)
+@pydantic_dataclass(frozen=True, config=_WIRE)
 class HiddenStart(_Event):
     """The hidden cases start (after every visible case and the timing)."""
 
     name: ClassVar[str] = "hidden-start"
 
 
-@dataclass(frozen=True)
+@pydantic_dataclass(frozen=True, config=_WIRE)
 class PerformanceScored(_Event):
     """A timed part's performance score, once its hidden cases have run."""
 
@@ -211,14 +222,14 @@ class PerformanceScored(_Event):
     result: Performance
 
 
-@dataclass(frozen=True)
+@pydantic_dataclass(frozen=True, config=_WIRE)
 class ProfileStart(_Event):
     """The memory-access profile starts (after the visible cases and the timing, before any hidden case)."""
 
     name: ClassVar[str] = "profile-start"
 
 
-@dataclass(frozen=True)
+@pydantic_dataclass(frozen=True, config=_WIRE)
 class Profiled(_Event):
     """A profiled part's profile and its points, once its hidden cases have run."""
 
@@ -226,7 +237,7 @@ class Profiled(_Event):
     result: Profile
 
 
-@dataclass(frozen=True)
+@pydantic_dataclass(frozen=True, config=_WIRE)
 class Restart(_Event):
     """The case just reported faulted on the GPU and lost the worker's CUDA context: the worker
     ends, and a new one grades the cases after it (as after a case that hung)."""
@@ -235,7 +246,7 @@ class Restart(_Event):
     case: str
 
 
-@dataclass(frozen=True)
+@pydantic_dataclass(frozen=True, config=_WIRE)
 class LocatingFault(_Event):
     """The case's kernel faulted on the GPU; compute-sanitizer's memcheck now looks for the line (its
     own silence limit bounds it, not the case's deadline). The case's result follows."""
@@ -244,7 +255,7 @@ class LocatingFault(_Event):
     case: str
 
 
-@dataclass(frozen=True)
+@pydantic_dataclass(frozen=True, config=_WIRE)
 class CompilerNotes(_Event):
     """The case's output is wrong; the host compiler now checks the file for warnings that explain
     wrong values (:meth:`grader.backends.emulator.build.Toolchain.compiler_notes`: its own time, once
@@ -254,7 +265,7 @@ class CompilerNotes(_Event):
     case: str
 
 
-@dataclass(frozen=True)
+@pydantic_dataclass(frozen=True, config=_WIRE)
 class WorkerError(_Event):
     """The backend could not start; ``message`` says why. The worker ends."""
 
@@ -262,7 +273,7 @@ class WorkerError(_Event):
     message: str
 
 
-@dataclass(frozen=True)
+@pydantic_dataclass(frozen=True, config=_WIRE)
 class Done(_Event):
     """The worker finished the job."""
 
@@ -276,54 +287,29 @@ EVENTS: dict[str, type] = {cls.name: cls for cls in (Device, DeviceUpdate, Compi
                                                      CaseDone, Timed, TimingStart, HiddenStart, PerformanceScored,
                                                      ProfileStart, Profiled, Restart, LocatingFault, CompilerNotes,
                                                      WorkerError, Done)}
-#: Wire keys that differ from the attribute's name (the case-start event names its case ``name``).
-_WIRE_KEYS = {"case": "name"}
-_RESULT_TYPES = {CaseDone: case_from_dict, Timed: case_from_dict,
-                 PerformanceScored: lambda d: Performance(**d), Profiled: lambda d: Profile(**d)}
+#: How each event type is read and written.
+_ADAPTERS: dict[type, TypeAdapter] = {cls: TypeAdapter(cls) for cls in EVENTS.values()}
 
 
 def encode(event: Event) -> str:
     """``event`` as one line of JSON (no newline): ``{"event": name, "t": ..., fields...}``."""
-    body: dict[str, Any] = {"event": event.name}
-    for f in dataclasses.fields(event):
-        value = getattr(event, f.name)
-        if dataclasses.is_dataclass(value):
-            value = dataclasses.asdict(value)
-        body[_WIRE_KEYS.get(f.name, f.name)] = value
-    return json.dumps(body)
+    return json.dumps({"event": event.name, **_ADAPTERS[type(event)].dump_python(event, by_alias=True)})
 
 
 def decode(line: str | bytes) -> Event | None:
-    """The event on one line a worker wrote, every string in it made safe and capped; None for a
-    line that is not a well-formed event (not JSON, an unknown name, a field missing or malformed)."""
+    """The event on one line a worker wrote, validated as its type, every string in it made safe and
+    capped first (:func:`_capped`); None for a line that is not a well-formed event (not JSON, an
+    unknown name, a field missing or malformed)."""
     try:
         raw = json.loads(line)
     except (json.JSONDecodeError, UnicodeDecodeError):
         return None
     if not isinstance(raw, dict) or not isinstance(raw.get("event"), str) or raw["event"] not in EVENTS:
         return None
-    cls = EVENTS[raw["event"]]
-    raw = _capped(raw)
-    t = raw.get("t")
-    kwargs: dict[str, Any] = {"t": float(t) if isinstance(t, (int, float)) and not isinstance(t, bool) else None}
+    cls = EVENTS[raw.pop("event")]
     try:
-        for f in dataclasses.fields(cls):
-            if f.name == "t":
-                continue
-            value = raw[_WIRE_KEYS.get(f.name, f.name)]
-            if f.name == "result":
-                if not isinstance(value, dict):
-                    return None
-                value = _RESULT_TYPES[cls](value)
-            elif f.name == "info":
-                if not isinstance(value, dict):
-                    return None
-                value = {str(k): v if isinstance(v, str) else str(v) for k, v in value.items()}
-            elif not isinstance(value, str):
-                return None
-            kwargs[f.name] = value
-        return cls(**kwargs)
-    except (KeyError, TypeError, ValueError):
+        return _ADAPTERS[cls].validate_python(_capped(raw))
+    except ValidationError:
         return None
 
 

@@ -142,6 +142,14 @@ def test_a_malformed_line_is_dropped(line):
     assert decode(line) is None
 
 
+def test_a_result_of_the_wrong_shape_is_dropped_not_handed_to_the_runner():
+    wire = json.loads(encode(CaseDone(CASE)))
+    for field, value in (("points", "all of them"), ("n", [33]), ("findings", [{"kind": 3, "message": "x"}])):
+        bad = {**wire, "result": {**wire["result"], field: value}}
+        assert decode(json.dumps(bad)) is None, field
+    assert decode(json.dumps(wire)).result.points == 0.0
+
+
 def test_decoded_strings_are_cleaned_and_capped():
     line = json.dumps({"event": "device", "info": {"device": "\x1b[31mGPU\x1b[0m", "workers": 4}})
     assert decode(line).info == {"device": "GPU", "workers": "4"}
