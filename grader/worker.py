@@ -346,10 +346,11 @@ class _GpuChecks:
         def limit(i: int) -> float:
             c = self.cases[i]
             return sanitizer_budget_s(part=self.part.key, dtype=c.dtype, n=c.n, case_s=self.cfg.timeouts.case_s)
-        with self.backend.gpu_shared():  # its children's kernels share the GPU; no timed window meanwhile
-            self._found.update(check_cases(sanitizer=self.sanitizer, job=Path(self.job_path), cubins=self._cubins(),
-                                           cases=todo, workdir=self.work, case_timeout_s=limit,
-                                           first_output_s=min(self.cfg.timeouts.case_s, 60), stop_at_silence=True))
+        # The children take the GPU's lock shared around each case's launches (grader.gpu_lock), so
+        # another worker's timed window waits for one case, not for the whole run.
+        self._found.update(check_cases(sanitizer=self.sanitizer, job=Path(self.job_path), cubins=self._cubins(),
+                                       cases=todo, workdir=self.work, case_timeout_s=limit,
+                                       first_output_s=min(self.cfg.timeouts.case_s, 60), stop_at_silence=True))
         try:
             self._saved_path.write_text(json.dumps({i: c.to_json() for i, c in self._found.items()}),
                                         encoding="utf-8")

@@ -95,6 +95,9 @@ _FAULTS = (
     ("illegal memory access", "illegal-address", "an illegal memory access (a read or write of memory that is not "
                                                  "allocated: usually an index past the end of an array, or a wild "
                                                  "pointer)"),
+    # CUDA_ERROR_INVALID_ADDRESS_SPACE, measured on an H100: a store a gigabyte past an output buffer.
+    ("not supported on global/shared address space", "illegal-address",
+     "an access outside the memory it may reach (an address far past an array, or a wild pointer)"),
     ("misaligned address", "misaligned", "a misaligned access (an address that is not a multiple of the size read "
                                          "or written)"),
     ("illegal instruction", "illegal-instruction", "an illegal instruction (often undefined behaviour, or __trap())"),
@@ -355,8 +358,8 @@ class PyCudaBackend(Backend):
         else:
             kind, words = "cuda-error", f"the CUDA driver reported an error ({text})"
         from grader.kinds import FAULT_KINDS
-        if kind in FAULT_KINDS or kind == "timeout":
-            self.broken = True
+        if kind in FAULT_KINDS or kind in ("timeout", "cuda-error"):
+            self.broken = True  # an error the driver does not explain may have lost the context too
         return KernelError(f"{kernel} stopped on the GPU: {words}", kind=kind)
 
     #: Set when a kernel fault lost the CUDA context: nothing more can run in this process.
