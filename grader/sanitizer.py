@@ -418,7 +418,7 @@ def _child(argv: list[str]) -> int:
     part = PARTS[job.part]
     pc = cfg.parts[part.key]
     specs = case_list(cfg, part.key)
-    backend = PyCudaBackend(sandbox="off", blocking_sync=True)
+    backend = PyCudaBackend(sandbox="off")
     modules = {d: backend.load_cubin(Path(p).read_bytes(), filename=part.filename, kernels=part.kernels)
                for d, p in (item.split("=", 1) for item in cubin_arg.split(","))}
     mark = f"{_MARK} {token}"

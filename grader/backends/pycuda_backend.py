@@ -180,8 +180,6 @@ class PyCudaBackend(Backend):
         device: the CUDA device's ordinal.
         sandbox: the compile sandbox's policy (config key ``emulator.sandbox``: ``auto``,
             ``required``, ``off``), shared with the emulator.
-        blocking_sync: wait for the GPU asleep rather than spinning (for processes that only check
-            kernels, never time them).
 
     Raises:
         BackendUnavailable: PyCUDA is missing, no context can be created, or the compile sandbox
@@ -190,7 +188,7 @@ class PyCudaBackend(Backend):
 
     name = "pycuda"
 
-    def __init__(self, device: int = 0, *, sandbox: str = "auto", blocking_sync: bool = False) -> None:
+    def __init__(self, device: int = 0, *, sandbox: str = "auto") -> None:
         from grader.backends.emulator.build import Toolchain
         from grader.backends.emulator.sandbox import Sandbox
         self._toolchain = Toolchain(sandbox=Sandbox(sandbox))
@@ -202,9 +200,7 @@ class PyCudaBackend(Backend):
         try:
             cuda.init()
             self._device = cuda.Device(device)
-            # Blocking sync (compute-sanitizer's replay): the thread sleeps while a kernel runs
-            # instead of spinning, so an instrumented kernel's seconds leave its core to other work.
-            self._context = self._device.make_context(cuda.ctx_flags.SCHED_BLOCKING_SYNC if blocking_sync else 0)
+            self._context = self._device.make_context()
         except cuda.Error as exc:
             raise BackendUnavailable(f"cannot create a CUDA context on device {device}: {exc}") from None
         from grader.gpu_lock import gpu_lock_for
