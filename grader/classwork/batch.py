@@ -187,7 +187,8 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
     except BaseException as exc:  # Ctrl-C, or the batch itself failed: start nothing more, end what runs
         stop.set()
         pool.shutdown(wait=False, cancel_futures=True)
-        wait(futures)
+        # The ones it cancelled never finish (wait() would block on them for ever): wait for the rest.
+        wait([f for f in futures if not f.cancelled()])
         if not isinstance(exc, KeyboardInterrupt):
             raise
         raise _interrupted(out, work, [(s.id, results[s.id]) for s in subs if s.id in results],
