@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader.backends import select_backend  # noqa: E402
+from grader.backends import BACKENDS, backend_kind, select_backend  # noqa: E402
 from grader.config import load_config  # noqa: E402
 from grader.deadlines import TABLE_PATH  # noqa: E402
 from grader.runner import grade  # noqa: E402
@@ -51,7 +51,8 @@ def _cpu_model() -> str:
 def measure(backend: str, runs: int, config: str) -> dict:
     """The backend's entry of the table: per part, ``"<mode> <dtype>": [[n, seconds], ...]``."""
     cfg = load_config(config)
-    if backend == "emulator":
+    kind = backend_kind(backend)
+    if not kind.uses_gpus:  # as batch runs it: one emulator thread per submission
         cfg = cfg.override(emulator={"workers": 1})
     selection = select_backend(backend, config_value=cfg.backend)
     worst: dict[tuple[str, str, int], float] = {}
@@ -71,7 +72,7 @@ def measure(backend: str, runs: int, config: str) -> dict:
                 if c.elapsed_ms is None:
                     continue
                 mode = "timed" if c.timing is not None else (
-                    "checked" if backend == "emulator" and c.n <= cfg.emulator.checks_max_n else "plain")
+                    "checked" if not kind.has_sanitizer and c.n <= cfg.emulator.checks_max_n else "plain")
                 key = (p.key, f"{mode} {c.dtype}", c.n)
                 worst[key] = max(worst.get(key, 0.0), c.elapsed_ms / 1e3)
     for f in sanitizer_times.glob("*-sanitizer-*.json"):  # the slowest tool's time per checked case
@@ -86,7 +87,7 @@ def measure(backend: str, runs: int, config: str) -> dict:
     return {"measured": time.strftime("%Y-%m-%d"), "runs": runs,
             "machine": f"{os.cpu_count()} cores ({_cpu_model()}), 1-minute load average "
                        f"{min(loads):.1f} to {max(loads):.1f} while measured",
-            "device": device.get("device", ""), "emulator_workers": 1 if backend == "emulator" else None,
+            "device": device.get("device", ""), "emulator_workers": None if kind.uses_gpus else 1,
             "parts": parts}
 
 
@@ -101,7 +102,7 @@ def _dumps(value, indent: int = 0) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--backend", choices=("emulator", "pycuda"), required=True)
+    ap.add_argument("--backend", choices=tuple(BACKENDS), required=True)
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--config", default=str(ROOT / "config.yaml"))
     ap.add_argument("--out", default=str(TABLE_PATH), help="the table to update (default: %(default)s)")

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Callable
 
 from grader import __version__, api, render
+from grader.backends import CHOICES as BACKEND_CHOICES
 from grader.config import find_config
 from grader.errors import ScangradeError, UsageError
 from grader.execute import case_list
@@ -45,7 +46,7 @@ def _config_options(p: argparse.ArgumentParser, *, config_help: str = _CONFIG_HE
 
 def _backend_option(p: argparse.ArgumentParser) -> None:
     """``--backend auto|pycuda|emulator`` (None: SCANGRADE_BACKEND, then the config)."""
-    p.add_argument("--backend", choices=("auto", "pycuda", "emulator"), default=None, help=_BACKEND_HELP)
+    p.add_argument("--backend", choices=BACKEND_CHOICES, default=None, help=_BACKEND_HELP)
 
 
 def _checks_options(p: argparse.ArgumentParser) -> None:

@@ -25,10 +25,10 @@ from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fi
                       ValidationError, ValidationInfo, model_validator)
 from pydantic_core import PydanticCustomError
 
+from grader.backends import CHOICES as BACKEND_CHOICES
 from grader.errors import ConfigError, UsageError
 from grader.parts import DTYPES, PARTS, PartSpec
 
-BACKEND_CHOICES = ("auto", "pycuda", "emulator")
 #: Values of ``emulator.sandbox`` (grader.backends.emulator.sandbox.POLICIES).
 SANDBOX_CHOICES = ("auto", "required", "off")
 #: Values of ``prairielearn.compile_error``: how PrairieLearn's results.json treats a part that does not

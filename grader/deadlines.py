@@ -1,6 +1,7 @@
 """Each case's deadline, derived from what the case needs: a hang is found in seconds.
 
-A case may run for ``FLOOR_S[backend] + FACTOR * t_ref`` wall seconds, times the machine's load
+A case may run for ``floor + FACTOR * t_ref`` wall seconds (the floor: the backend's
+:attr:`~grader.backends.BackendKind.case_floor_s`), times the machine's load
 (:func:`load_factor`), and never longer than ``timeouts.case_s``. ``t_ref`` is the reference
 solution's time on the same case and backend (the part, the dtype, n, and whether the case runs
 under the emulator's checks), as measured by ``bench/case_times.py`` and kept in
@@ -26,11 +27,19 @@ import os
 from bisect import bisect_left
 from pathlib import Path
 
-__all__ = ["FLOOR_S", "FACTOR", "TABLE_PATH", "case_budget_s", "sanitizer_budget_s", "reference_case_s",
+from grader.backends import BACKENDS
+
+__all__ = ["floor_s", "FACTOR", "TABLE_PATH", "case_budget_s", "sanitizer_budget_s", "reference_case_s",
            "load_factor", "describe_budget", "timed_case_n"]
 
-#: Seconds every case may take besides ``FACTOR`` times the reference's time, per backend.
-FLOOR_S = {"emulator": 5.0, "pycuda": 5.0}
+
+def floor_s(backend: str) -> float:
+    """Seconds every case of ``backend`` may take besides ``FACTOR`` times the reference's time
+    (its row's ``case_floor_s``; the largest of the table for a backend it lacks)."""
+    kind = BACKENDS.get(backend)
+    return kind.case_floor_s if kind else max(k.case_floor_s for k in BACKENDS.values())
+
+
 #: How many times the reference solution's time a case may take.
 FACTOR = 20.0
 #: Seconds a timed case may take besides ``FACTOR`` times the reference's: it may wait for the GPU
@@ -86,7 +95,7 @@ def reference_case_s(backend: str, part: str, mode: str, dtype: str, n: int, *,
 
 def case_budget_s(*, backend: str, part: str, dtype: str, n: int, checked: bool, timed: bool = False,
                   case_s: float, gpu_emulator_checks: bool = False, table: dict | None = None) -> float:
-    """Wall seconds one case may take on an idle machine (:func:`load_factor` scales it): ``FLOOR_S +
+    """Wall seconds one case may take on an idle machine (:func:`load_factor` scales it): ``floor_s +
     FACTOR * t_ref``, at most ``case_s`` (``timeouts.case_s``); ``case_s`` where the reference's
     time is not known.
 
@@ -98,7 +107,8 @@ def case_budget_s(*, backend: str, part: str, dtype: str, n: int, checked: bool,
         gpu_emulator_checks: on a GPU without compute-sanitizer, a checked case also runs under the
             emulator's checks: their time is added.
     """
-    mode = "timed" if timed else ("checked" if checked and backend == "emulator" else "plain")
+    checks_in_run = backend in BACKENDS and not BACKENDS[backend].has_sanitizer  # the checks slow the run itself
+    mode = "timed" if timed else ("checked" if checked and checks_in_run else "plain")
     t_ref = reference_case_s(backend, part, mode, dtype, n, table=table)
     if t_ref is None:
         return case_s
@@ -107,7 +117,7 @@ def case_budget_s(*, backend: str, part: str, dtype: str, n: int, checked: bool,
         if extra is None:
             return case_s
         t_ref += extra
-    floor = TIMED_FLOOR_S if timed else FLOOR_S.get(backend, max(FLOOR_S.values()))
+    floor = TIMED_FLOOR_S if timed else floor_s(backend)
     return min(case_s, floor + FACTOR * t_ref)
 
 
@@ -145,7 +155,7 @@ def describe_budget(seconds: float, case_s: float, backend: str) -> str:
     case stopped at its deadline; it always names ``timeouts.case_s``."""
     if seconds >= case_s:
         return f"timeouts.case_s: {case_s:g} s"
-    floor = FLOOR_S.get(backend, max(FLOOR_S.values()))
+    floor = floor_s(backend)
     return (f"the case's deadline: {floor:g} s plus {FACTOR:g} times the reference solution's time on it, "
             f"scaled by the machine's load, at most timeouts.case_s = {case_s:g} s")
 

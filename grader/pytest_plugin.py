@@ -44,13 +44,14 @@ _PART_MESSAGE_STATUSES = ("compile-error", "missing", "timeout", "crash", "error
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     """The plugin's options (group ``scangrade``)."""
+    from grader.backends import CHOICES as BACKEND_CHOICES
     group = parser.getgroup("scangrade", "grade CUDA scan kernels with scangrade (one item per case)")
     group.addoption("--scangrade", metavar="SUBMISSION", default=None,
                     help="grade SUBMISSION (a folder of part files, or one part's .cu file): one test item per "
                          "part, size and dtype")
     group.addoption("--scangrade-config", metavar="FILE", default=None,
                     help="scangrade's config (default: ./config.yaml, else the one beside the grader)")
-    group.addoption("--scangrade-backend", choices=("auto", "pycuda", "emulator"), default=None,
+    group.addoption("--scangrade-backend", choices=BACKEND_CHOICES, default=None,
                     help="where kernels run (default: SCANGRADE_BACKEND, then the config, then auto)")
     group.addoption("--scangrade-private-config", metavar="FILE", default=None,
                     help="a TA's private config adding hidden cases")
@@ -119,7 +120,7 @@ class _Grading:
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         line = (f"scangrade: {self.submission} · config {self.cfg.path} · backend {self.selection.name} "
-                f"({self.selection.reason}){'' if self.checks or self.selection.name != 'emulator' else ' · no checks'}")
+                f"({self.selection.reason}){'' if self.checks else ' · no checks'}")
         return [line]
 
     @pytest.hookimpl(hookwrapper=True)

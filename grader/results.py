@@ -467,8 +467,25 @@ class SubmissionResult:
         run on the emulator (which cannot time kernels) of a part whose cases all passed, with
         performance points to give. They are in :attr:`max_points`, never in :attr:`points`."""
         perf = part.performance
-        return (perf is not None and perf.max_points > 0 and perf.ratio is None and self.backend == "emulator"
+        return (perf is not None and perf.max_points > 0 and perf.ratio is None and not self.backend_times_kernels
                 and part.status == "pass")
+
+    @property
+    def backend_times_kernels(self) -> bool:
+        """Whether the backend this result was graded on times kernels (its ``times_kernels`` in
+        :data:`grader.backends.BACKENDS`; True for a name this grader does not know)."""
+        return self._backend_trait("times_kernels")
+
+    @property
+    def backend_uses_gpus(self) -> bool:
+        """Whether the backend this result was graded on ran the kernels on a GPU, not in the
+        emulator's sandbox on the host (its ``uses_gpus``; True for a name this grader does not know)."""
+        return self._backend_trait("uses_gpus")
+
+    def _backend_trait(self, trait: str) -> bool:
+        from grader.backends import BACKENDS
+        kind = BACKENDS.get(self.backend)
+        return kind is None or getattr(kind, trait)
 
     @property
     def pending_points(self) -> float:

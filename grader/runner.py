@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Callable
 
 from grader import __version__, protocol
-from grader.backends import Selection
+from grader.backends import Selection, backend_kind
 from grader.config import Config
 from grader.deadlines import case_budget_s, describe_budget, load_factor, timed_case_n
 from grader.errors import GradingStopped, UsageError
@@ -428,7 +428,7 @@ def check_sandbox(cfg: Config, backend: str, *, command: str) -> None:
     bwrap, why = probe_bubblewrap()
     if bwrap is None:
         how = ("pass --allow-unsandboxed" if command == "batch" else "set emulator.sandbox: auto in the config")
-        if backend == "emulator":
+        if not backend_kind(backend).uses_gpus:
             raise UsageError(f"{command} grades on the emulator only inside its OS sandbox (bubblewrap), and {why}. "
                              f"Install bubblewrap, or, to grade with resource limits and the seccomp filter only, "
                              f"{how} (docs/security.md)")
@@ -472,7 +472,7 @@ def _case_budgets(cfg: Config, key: str, specs: list, *, backend: str, checks: b
     (:func:`grader.deadlines.case_budget_s`), for its correctness cases (``specs``) and timed cases."""
     by_name = {c.name: c for c in specs}
     emulator_checks = False
-    if backend == "pycuda" and checks:
+    if backend_kind(backend).has_sanitizer and checks:
         from grader.sanitizer import find_sanitizer
         emulator_checks = find_sanitizer() is None
 
@@ -506,7 +506,7 @@ def default_part_jobs(backend: str, parts: int) -> int:
     all of them (their compiles, checks and host work overlap; timed runs still have the GPU alone,
     :mod:`grader.gpu_lock`); on the emulator one at a time (each part's kernels already run on
     every core)."""
-    if backend == "pycuda" and (os.cpu_count() or 1) >= 4:
+    if backend_kind(backend).uses_gpus and (os.cpu_count() or 1) >= 4:
         return max(1, parts)
     return 1
 
@@ -576,7 +576,7 @@ def grade(submission: Path | Intake, *, cfg: Config, selection: Selection, seed:
     keys = [key for key in files if key in cfg.parts]
     if part_jobs is None:
         part_jobs = default_part_jobs(selection.name, len(keys))
-    if selection.name == "pycuda" and any(cfg.parts[k].profile for k in keys):
+    if not selection.kind.counts_profile and any(cfg.parts[k].profile for k in keys):
         _warm_emulator(cfg)  # the profile's emulator runtime builds while the parts start
     lock = threading.Lock()
     halt = threading.Event()  # set by an interrupt of this thread: the parts graded in others stop too
@@ -619,7 +619,7 @@ def grade(submission: Path | Intake, *, cfg: Config, selection: Selection, seed:
     note = ("timed on the GPU: CUDA events, L2 emptied before each run, median of "
             f"{cfg.timing.runs} runs after {cfg.timing.warmup} warm-ups" if timed else
             "not timed: the emulator runs kernels on the CPU, so its times say nothing about a GPU"
-            if selection.name == "emulator" else "not timed: no part of this run is timed")
+            if not selection.kind.times_kernels else "not timed: no part of this run is timed")
     return SubmissionResult(submission=str(intake.path if intake else submission), backend=selection.name, backend_reason=selection.reason,
                             device=device, config=cfg.path, seed=cfg.seed, block_size=cfg.block_size,
                             parts=tuple(results), scangrade_version=__version__, started_at=started,

@@ -57,7 +57,7 @@ def main(argv: list[str]) -> int:
     _die_with_runner()
     job = _read_job(argv[0])
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    from grader.backends import create_backend
+    from grader.backends import backend_kind, create_backend
     from grader.errors import CompileError, ScangradeError
     from grader.execute import CHECK_SCHEDULES, case_list, run_case, with_compiler_notes
     from grader.parts import DTYPES, PARTS, part_header
@@ -74,6 +74,7 @@ def main(argv: list[str]) -> int:
         except ScangradeError as exc:
             events.emit(WorkerError(str(exc)))
             return 0
+        kind = backend_kind(job.backend)  # its traits
         try:
             events.emit(Device(backend.describe()))
             source = read_source(Path(job.source))  # BOM dropped; non-UTF-8 read losslessly
@@ -98,11 +99,11 @@ def main(argv: list[str]) -> int:
                 results = []
                 all_cases = case_list(cfg, part.key)
                 checker = _GpuChecks(backend, job, cfg, part, modules, all_cases, Path(work), argv[0],
-                                     compile_part) if backend.name == "pycuda" and job.checks else None
+                                     compile_part) if kind.has_sanitizer and job.checks else None
                 if checker is not None:
                     events.emit(DeviceUpdate({"checker": checker.describe()}))
                     checker.prime()  # every checked case under compute-sanitizer now, before any case's deadline runs
-                elif job.checks and backend.name == "emulator":
+                elif job.checks:  # the backend checks as it runs each case
                     events.emit(DeviceUpdate({"checker": "the emulator's checks (races, bounds, barriers, unwritten "
                                                          "shared memory; three thread orders) on cases up to n = "
                                                          f"{cfg.emulator.checks_max_n}"}))
@@ -129,7 +130,7 @@ def main(argv: list[str]) -> int:
 
                 def run_one(case, checked: bool, found) -> None:
                     events.emit(CaseStart(case.name))
-                    if job.checks and backend.name == "emulator":
+                    if job.checks and not kind.has_sanitizer:
                         backend.checks = checked  # large sizes: plain runs, but a deadlock is still found at once
                         backend.detect_deadlock = True
                     if checker is not None and checked:
@@ -190,13 +191,14 @@ def _time_part(events, backend, cfg, part, pc, modules, results, compile_part, *
     ``timed`` events, and the :class:`~grader.results.Performance` they earn (returned; the caller
     reports it once the hidden cases have run, see :func:`performance_after_hidden`).
     ``earlier_failed``: a case before this worker's first failed (it hung), so nothing is timed."""
+    from grader.backends import backend_kind
     from grader.errors import CompileError
     from grader.execute import score_performance, time_case
     from grader.parts import PARTS
     from grader.results import Performance
 
     tc = pc.timing
-    if not backend.supports_timing:
+    if not backend_kind(backend.name).times_kernels:
         return Performance(0.0, tc.points, None, f"not timed: the {backend.name} backend cannot time kernels; "
                                                  "performance points need a run on a GPU")
     if earlier_failed or any(r.status != "pass" for r in results):
@@ -255,11 +257,12 @@ def _profile_part(events, backend, cfg, part, source, results, work: Path, *, ea
     event scored by :func:`grader.profile_phase.profile_after_hidden`). On the emulator, the cases'
     executors are stopped first (they start again at the next launch), so the part still has one
     executor alive at a time."""
+    from grader.backends import backend_kind
     from grader.profile_phase import profile_phase
 
     if not earlier_failed and all(r.status == "pass" for r in results):
         events.emit(ProfileStart())
-        if backend.name == "emulator":
+        if backend_kind(backend.name).counts_profile:
             backend.close()
     return profile_phase(cfg=cfg, part=part, source=source, results=results, workdir=work, solutions=SOLUTIONS,
                          earlier_failed=earlier_failed)

@@ -35,6 +35,30 @@ def test_asking_for_pycuda_without_a_gpu_explains_and_points_to_the_emulator():
         select_backend("pycuda", env={})
 
 
+def test_every_backend_of_the_table_is_offered_everywhere_and_made_by_its_row():
+    from grader.backends import BACKENDS, CHOICES, FALLBACK, create_backend
+    from grader.config import BACKEND_CHOICES
+    assert CHOICES == BACKEND_CHOICES == ("auto", *BACKENDS) and FALLBACK in BACKENDS
+    backend = create_backend(FALLBACK, emulator_workers=1)
+    try:
+        assert backend.name == FALLBACK
+    finally:
+        backend.close()
+
+
+def test_no_module_outside_the_backends_compares_a_backend_name():
+    """Decisions read a backend's traits (grader.backends.BACKENDS), so adding a backend is a row."""
+    import re
+    from pathlib import Path
+    from grader.backends import BACKENDS
+    root = Path(__file__).resolve().parent.parent / "grader"
+    names = "|".join(map(re.escape, BACKENDS))
+    compare = re.compile(rf"""[=!]=\s*["']({names})["']|["']({names})["']\s*[=!]=|\bin\s*\(\s*["']({names})["']""")
+    found = [f"{f.relative_to(root)}:{i}: {line.strip()}" for f in root.rglob("*.py") if "backends" not in f.parts
+             for i, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1) if compare.search(line)]
+    assert not found, found
+
+
 @pytest.mark.parametrize("grid, block, shared, words", [
     (1, 1025, 0, "block.x = 1025 exceeds the limit 1024"),
     (1, (32, 32, 2), 0, "2048 threads per block"),

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from grader.backends import Selection
 from grader.config import load_config
-from grader.deadlines import FACTOR, FLOOR_S, case_budget_s, reference_case_s, timed_case_n
+from grader.deadlines import FACTOR, case_budget_s, floor_s, reference_case_s, timed_case_n
 from grader.execute import case_list
 from grader.runner import MAX_HANGS_IN_A_ROW, grade
 from tests.conftest import BROKEN, ROOT, write_config
@@ -74,7 +74,7 @@ def test_the_reference_time_is_interpolated_in_n_and_grows_in_proportion_past_th
     assert reference_case_s("emulator", "part4_any_size", "plain", "float32", 5, table=table) is None
     budget = case_budget_s(backend="emulator", part="part4_any_size", dtype="int32", n=2000, checked=False,
                            case_s=120, table=table)
-    assert budget == FLOOR_S["emulator"] + FACTOR * 1.5
+    assert budget == floor_s("emulator") + FACTOR * 1.5
     assert case_budget_s(backend="emulator", part="part4_any_size", dtype="int32", n=10**9, checked=False,
                          case_s=120, table=table) == 120  # never past timeouts.case_s
     assert case_budget_s(backend="pycuda", part="part4_any_size", dtype="int32", n=5, checked=False,

@@ -115,7 +115,7 @@ def test_array_task_i_grades_shard_i_with_the_same_options_and_absolute_paths(tm
     argv = _run_script(grade, tmp_path, env={"SLURM_ARRAY_TASK_ID": "2"})
     assert argv == ["-P", "-m", "grader", "batch", str(base / "class"), "--out", str(base / "out dir/shards/2"),
                     "--shard", "2/3", "--config", str(config), "--backend", "pycuda",
-                    "--private-config", str(private)]
+                    "--private-config", str(private), "--checks"]
     # the merge job: every shard folder, the placement options, no GPU, no time limit of the tasks
     merge_lines = merge_text.splitlines()
     assert "#SBATCH --partition=gpu" in merge_lines and "#SBATCH --account=cs149" in merge_lines
@@ -134,6 +134,15 @@ def test_on_the_emulator_a_task_uses_its_cpus_and_passes_on_extra_arguments(tmp_
                        args=("--resume",))
     assert argv[-4:] == ["--checks", "--jobs", "6", "--resume"]
     assert "--shard" in argv and argv[argv.index("--shard") + 1] == "0/2"
+
+
+@pytest.mark.parametrize("backend", ["pycuda", "emulator"])
+def test_a_task_skips_the_checks_when_asked_on_every_backend(tmp_path, backend):
+    grade, _ = sbatch_scripts(tmp_path, out=tmp_path / "out", shards=1, config=write_config(tmp_path),
+                              private_config=None, backend=backend, checks=False, jobs=2,
+                              python=str(_fake_python(tmp_path)))
+    argv = _run_script(grade, tmp_path, env={"SLURM_ARRAY_TASK_ID": "0"})
+    assert "--no-checks" in argv and "--checks" not in argv  # on a GPU too: compute-sanitizer is skipped
 
 
 @pytest.mark.parametrize("status, expected", [(0, 0), (1, 0), (2, 2), (137, 137)])

@@ -1,21 +1,30 @@
-"""Backend selection, in one place.
+"""The backends, in one table (:data:`BACKENDS`), and the choice of one.
 
-Precedence: the ``--backend`` option, then the ``SCANGRADE_BACKEND`` environment variable, then
-the config's ``backend`` key, then auto-detection (PyCUDA when it can create a CUDA context,
-else the CPU emulator). :func:`select_backend` also says where the choice came from, for the report.
+Each :class:`BackendKind` says how a backend starts (in a part's worker), how to tell whether it
+can run here, and what it can do (its traits). Every decision that depends on the backend reads
+a trait; no other module compares a backend's name. Adding a backend is one row here and its
+module (see docs/architecture.md, "How to add...").
+
+Choosing one (:func:`select_backend`): the ``--backend`` option, then the ``SCANGRADE_BACKEND``
+environment variable, then the config's ``backend`` key, then auto-detection (the first backend of
+the table that its probe says can run here: PyCUDA when it can create a CUDA context, else the CPU
+emulator). It also says where the choice came from, for the report.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
 
-from grader.backends.base import Backend
 from grader.errors import BackendUnavailable, UsageError
 
-NAMES = ("pycuda", "emulator")
+if TYPE_CHECKING:
+    from grader.backends.base import Backend
+
 ENV_VAR = "SCANGRADE_BACKEND"
 
 _PROBE = """
@@ -32,11 +41,91 @@ ctx.detach()
 
 
 @dataclass(frozen=True)
+class BackendKind:
+    """One backend: how it starts, whether it can run here, and what it can do.
+
+    Attributes:
+        name: as ``--backend``, the config's ``backend`` key and results name it.
+        module: the module that implements it, whose ``create(workers=, checks=, sandbox=)`` makes
+            the :class:`~grader.backends.base.Backend` (:meth:`create`); imported only there, so this
+            table sits below everything, results and renderers included.
+        probe: ``() -> (usable here, the device's name or why not)``, found out in a child process;
+            None: usable wherever the grader runs (the last resort of auto).
+        times_kernels: times kernels (CUDA events): timed cases and performance points. A run on a
+            backend without it leaves a part's performance points pending a GPU.
+        has_sanitizer: its checks are NVIDIA compute-sanitizer's, run over the checked cases before
+            their deadlines start (:mod:`grader.sanitizer`), not checks the backend makes as it runs
+            each case (the emulator's checked mode, which makes each checked case slower).
+        counts_profile: it is the CPU emulator that counts the memory-access profile: the cases'
+            executors make way for the profile's. Without it the profile needs an emulator beside
+            the backend, whose runtime is built while the parts start.
+        uses_gpus: kernels run on CUDA devices, not on the grader's CPU: a batch grades one
+            submission per GPU (``CUDA_VISIBLE_DEVICES``), a Slurm job asks for one, a submission's
+            parts are graded at once where cores are to spare, and what runs the student's code is
+            nvcc's compile sandbox rather than the emulator's.
+        case_floor_s: seconds every case may take on an idle machine before its measured share
+            (:func:`grader.deadlines.case_budget_s`).
+    """
+
+    name: str
+    module: str
+    probe: Callable[[], tuple[bool, str]] | None
+    times_kernels: bool
+    has_sanitizer: bool
+    counts_profile: bool
+    uses_gpus: bool
+    case_floor_s: float
+
+    def create(self, *, workers: int = 0, checks: bool = False, sandbox: str = "auto") -> "Backend":
+        """The backend, made in the process that runs the kernels (a part's worker).
+
+        Args:
+            workers: the emulator's threads (0: one per core).
+            checks: the emulator's race, bounds and barrier checks (a GPU backend ignores it).
+            sandbox: the OS sandbox policy (``emulator.sandbox``) of the emulator and of nvcc.
+
+        Raises:
+            BackendUnavailable: it cannot start here.
+        """
+        return importlib.import_module(self.module).create(workers=workers, checks=checks, sandbox=sandbox)
+
+
+#: Every backend by name, in the order auto tries them.
+BACKENDS: dict[str, BackendKind] = {k.name: k for k in (
+    BackendKind("pycuda", "grader.backends.pycuda_backend", lambda: probe_pycuda(), times_kernels=True, has_sanitizer=True,
+                counts_profile=False, uses_gpus=True, case_floor_s=5.0),
+    BackendKind("emulator", "grader.backends.emulator", None, times_kernels=False, has_sanitizer=False,
+                counts_profile=True, uses_gpus=False, case_floor_s=5.0),
+)}
+#: The values of ``--backend`` and of the config's ``backend`` key.
+CHOICES = ("auto", *BACKENDS)
+#: The backend that runs wherever the grader does (auto's last resort).
+FALLBACK = next(k.name for k in BACKENDS.values() if k.probe is None)
+
+
+def backend_kind(name: str) -> BackendKind:
+    """The row of :data:`BACKENDS` named ``name``.
+
+    Raises:
+        UsageError: no backend has that name.
+    """
+    try:
+        return BACKENDS[name]
+    except KeyError:
+        raise UsageError(f"unknown backend {name!r}; choose {' or '.join(BACKENDS)}") from None
+
+
+@dataclass(frozen=True)
 class Selection:
     """The backend chosen and why (``"--backend option"``, ``"auto: no CUDA GPU (...)"``...)."""
 
     name: str
     reason: str
+
+    @property
+    def kind(self) -> BackendKind:
+        """The chosen backend's row of :data:`BACKENDS` (its traits)."""
+        return backend_kind(self.name)
 
 
 def probe_pycuda(timeout_s: float = 60.0) -> tuple[bool, str]:
@@ -78,31 +167,38 @@ def select_backend(option: str | None, *, config_value: str = "auto", env: dict[
 
     Raises:
         UsageError: an unknown backend name.
-        BackendUnavailable: ``pycuda`` was asked for explicitly and cannot run here.
+        BackendUnavailable: a backend with a probe (``pycuda``) was asked for explicitly and cannot run here.
     """
     env = os.environ if env is None else env
     for value, source in ((option, "--backend option"), (env.get(ENV_VAR), f"{ENV_VAR} environment variable"),
                           (config_value, "config key 'backend'")):
         if not value or value == "auto":
             continue
-        if value not in NAMES:
-            raise UsageError(f"unknown backend {value!r} from the {source}; choose auto, pycuda or emulator")
-        if value == "pycuda":
-            ok, why = probe_pycuda()
-            if not ok:
-                raise BackendUnavailable(f"the pycuda backend was asked for ({source}) but cannot run here: {why}. "
-                                         "Use --backend emulator to grade on the CPU.")
-            return Selection("pycuda", f"{source} (GPU: {why})")
-        return Selection(value, source)
-    ok, why = probe_pycuda()
-    if ok:
-        return Selection("pycuda", f"auto: CUDA GPU found ({why})")
-    return Selection("emulator", f"auto: no usable CUDA GPU ({why})")
+        if value not in BACKENDS:
+            raise UsageError(f"unknown backend {value!r} from the {source}; choose {', '.join(CHOICES)}")
+        kind = BACKENDS[value]
+        if kind.probe is None:
+            return Selection(value, source)
+        ok, why = kind.probe()
+        if not ok:
+            raise BackendUnavailable(f"the {value} backend was asked for ({source}) but cannot run here: {why}. "
+                                     f"Use --backend {FALLBACK} to grade on the CPU.")
+        return Selection(value, f"{source} (GPU: {why})")
+    whys = []
+    for kind in BACKENDS.values():
+        if kind.probe is None:
+            return Selection(kind.name, f"auto: no usable CUDA GPU ({'; '.join(whys)})")
+        ok, why = kind.probe()
+        if ok:
+            return Selection(kind.name, f"auto: CUDA GPU found ({why})")
+        whys.append(why)
+    raise AssertionError("the table of backends has no fallback")  # pragma: no cover - FALLBACK exists
 
 
 def create_backend(name: str, *, emulator_workers: int = 0, checks: bool = False,
-                   emulator_sandbox: str = "auto") -> Backend:
-    """Instantiate a backend by name (in the process that will run the kernels).
+                   emulator_sandbox: str = "auto") -> "Backend":
+    """Instantiate a backend by name (in the process that will run the kernels): its row's
+    :attr:`BackendKind.create`.
 
     Args:
         emulator_workers: the emulator's worker threads (0: one per core).
@@ -111,12 +207,7 @@ def create_backend(name: str, *, emulator_workers: int = 0, checks: bool = False
             of the GPU backend's nvcc.
 
     Raises:
+        UsageError: no backend has that name.
         BackendUnavailable: the backend cannot start here.
     """
-    if name == "pycuda":
-        from grader.backends.pycuda_backend import PyCudaBackend
-        return PyCudaBackend(sandbox=emulator_sandbox)
-    if name == "emulator":
-        from grader.backends.emulator import EmulatorBackend
-        return EmulatorBackend(workers=emulator_workers, checks=checks, sandbox=emulator_sandbox)
-    raise UsageError(f"unknown backend {name!r}; choose pycuda or emulator")
+    return backend_kind(name).create(workers=emulator_workers, checks=checks, sandbox=emulator_sandbox)

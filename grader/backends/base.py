@@ -185,7 +185,7 @@ class Backend(abc.ABC):
     backends refuse the same bad launches with the same message.
     """
 
-    #: ``"pycuda"`` or ``"emulator"``.
+    #: Its name in :data:`grader.backends.BACKENDS`, the table of its traits.
     name: ClassVar[str]
 
     limits: LaunchLimits = DEFAULT_LIMITS
@@ -243,9 +243,6 @@ class Backend(abc.ABC):
             raise ValueError(f"memset32 of a buffer of {dest.nbytes} bytes (not a multiple of 4)")
         self.to_device(np.full(dest.nbytes // 4, value & 0xFFFFFFFF, dtype=np.uint32).view(dest.dtype), dest)
 
-    #: Whether :meth:`time_ms` measures anything meaningful (GPU backends only).
-    supports_timing: ClassVar[bool] = False
-
     def time_ms(self, work, *, before, warmup: int, runs: int, flush_bytes: int) -> list[float]:
         """Time ``work()`` (which launches kernels) ``runs`` times after ``warmup`` untimed runs.
 
@@ -257,7 +254,8 @@ class Backend(abc.ABC):
             The times of the timed runs in milliseconds (CUDA events), in order.
 
         Raises:
-            NotImplementedError: the backend cannot time (the emulator); check :attr:`supports_timing`.
+            NotImplementedError: the backend cannot time (the emulator); see its ``times_kernels``
+                (:data:`grader.backends.BACKENDS`).
             KernelError: a launch failed.
         """
         return self.time_interleaved_ms([("the kernel", work, before)], warmup=warmup, runs=runs,
@@ -279,7 +277,7 @@ class Backend(abc.ABC):
 
         Raises:
             NotImplementedError: the backend cannot time (the emulator: it runs kernels on the CPU,
-                so its times say nothing about a GPU); check :attr:`supports_timing`.
+                so its times say nothing about a GPU); see its ``times_kernels`` (:data:`grader.backends.BACKENDS`).
             KernelError: a launch failed.
         """
         raise NotImplementedError(f"the {self.name} backend does not time kernels")

@@ -256,7 +256,6 @@ class PyCudaBackend(Backend):
         self._cuda.memcpy_dtoh(out, src.address)
         return out
 
-    supports_timing = True
     _deferred = False  # while timing: launches are queued, not synchronised one by one
 
     def memset32(self, dest: DeviceArray, value: int) -> None:
@@ -424,3 +423,9 @@ class PyCudaBackend(Backend):
         if ctx is not None:
             ctx.pop()
             ctx.detach()
+
+
+def create(*, workers: int = 0, checks: bool = False, sandbox: str = "auto") -> PyCudaBackend:
+    """The GPU backend as :meth:`grader.backends.BackendKind.create` makes it (``workers`` and
+    ``checks`` are the emulator's; the GPU's checks are compute-sanitizer's, :mod:`grader.sanitizer`)."""
+    return PyCudaBackend(sandbox=sandbox)

@@ -122,14 +122,14 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
     everyone, positions = [s.id for s in subs], shard_positions(len(subs), shard)
     subs = [subs[p] for p in positions]
     gpus = [g for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g.strip()]
-    if selection.name == "pycuda":
+    if selection.kind.uses_gpus:
         if not gpus:
             from grader.backends import probe_gpu_count
             gpus = [str(i) for i in range(probe_gpu_count())] or ["0"]
         jobs = jobs or max(len(gpus), min(8 * len(gpus), (os.cpu_count() or 1) // 2))
     else:
         jobs = jobs or (os.cpu_count() or 1)
-    if selection.name == "emulator" and jobs > 1:
+    if not selection.kind.uses_gpus and jobs > 1:  # the jobs share the cores: one emulator thread each
         cfg = cfg.override(emulator={"workers": 1})
     slots = list(range(jobs))
     slot_lock = threading.Lock()
@@ -142,7 +142,7 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
         with slot_lock:
             slot = slots.pop()
         try:
-            env = {"CUDA_VISIBLE_DEVICES": gpus[slot % len(gpus)]} if selection.name == "pycuda" else None
+            env = {"CUDA_VISIBLE_DEVICES": gpus[slot % len(gpus)]} if selection.kind.uses_gpus else None
             if sub.refused:
                 return _not_graded(sub, cfg=cfg, selection=selection, why=f"not graded: {sub.refused}")
             try:

@@ -31,7 +31,7 @@ from pathlib import Path
 from grader import __version__
 from grader.classwork.store import check_out_folder
 from grader.classwork.submissions import count_submissions
-from grader.config import BACKEND_CHOICES
+from grader.backends import BACKENDS, CHOICES, ENV_VAR
 from grader.errors import UsageError
 
 #: sbatch options that say where and on whose account a job runs: the merge job gets these too.
@@ -82,17 +82,17 @@ class SlurmPlan:
 
 def slurm_backend(option: str | None, *, config_value: str = "auto", env: dict[str, str] | None = None) -> str:
     """The backend the array tasks run: ``--backend``, then ``SCANGRADE_BACKEND``, then the config's
-    key, as for a local run; ``auto`` means ``pycuda`` (the tasks ask Slurm for a GPU each), since the
+    key, as for a local run; ``auto`` means the GPU backend (``pycuda``: the tasks ask Slurm for a GPU each), since the
     machine writing the scripts is not the one that grades.
 
     Raises:
         UsageError: an unknown backend name.
     """
     env = os.environ if env is None else env
-    name = option or env.get("SCANGRADE_BACKEND") or config_value or "auto"
-    if name not in BACKEND_CHOICES:
-        raise UsageError(f"unknown backend {name!r}; choose one of {', '.join(BACKEND_CHOICES)}")
-    return "pycuda" if name == "auto" else name
+    name = option or env.get(ENV_VAR) or config_value or "auto"
+    if name not in CHOICES:
+        raise UsageError(f"unknown backend {name!r}; choose one of {', '.join(CHOICES)}")
+    return next(k.name for k in BACKENDS.values() if k.uses_gpus) if name == "auto" else name
 
 
 def _check_option(opt: str) -> str:
@@ -117,13 +117,14 @@ def _option_name(opt: str) -> str:
 
 
 def sbatch_scripts(submissions: Path, *, out: Path, shards: int, config: Path, private_config: Path | None,
-                   backend: str, checks: bool = False, jobs: int | None = None, options: list[str] | tuple[str, ...] = (),
+                   backend: str, checks: bool = True, jobs: int | None = None, options: list[str] | tuple[str, ...] = (),
                    resume: bool = False, python: str | None = None,
                    allow_unsandboxed: bool = False) -> tuple[str, str]:
     """The text of the array job script and of the merge job script.
 
     Array task I runs ``python -P -m grader batch SUBMISSIONS --out OUT/shards/I --shard I/K`` with
-    the config, private config, backend and checks given; arguments after the script's name on
+    the config, private config, backend and checks (``--checks`` or ``--no-checks``, on every backend)
+    given; arguments after the script's name on
     sbatch's command line are passed on (``sbatch --array=2 grade.sbatch --resume``). On the pycuda
     backend each task asks for ``--gres=gpu:1`` (unless an option already asks for GPUs); on the
     emulator, ``--jobs`` defaults to the task's CPUs (``SLURM_CPUS_ON_NODE``). Every path is
@@ -159,22 +160,19 @@ def sbatch_scripts(submissions: Path, *, out: Path, shards: int, config: Path, p
            "--backend", backend]
     if private_config is not None:
         cmd += ["--private-config", q(str(private_config.resolve()))]
-    if checks:
-        cmd.append("--checks")
-    elif backend == "emulator":  # checks are the default there
-        cmd.append("--no-checks")
+    cmd.append("--checks" if checks else "--no-checks")
     if resume:
         cmd.append("--resume")
     if allow_unsandboxed:
         cmd.append("--allow-unsandboxed")
     if jobs:
         cmd += ["--jobs", str(jobs)]
-    elif backend == "emulator":
+    elif not BACKENDS[backend].uses_gpus:  # one submission per core of the node
         cmd += ["--jobs", '"${SLURM_CPUS_ON_NODE:-1}"']
     names = {_option_name(o) for o in options}
     heads = ["#SBATCH --job-name=scangrade", f"#SBATCH --array=0-{shards - 1}",
              f"#SBATCH --output={_directive_path(logs / 'grade-%A_%a.out')}", "#SBATCH --ntasks=1"]
-    if backend == "pycuda" and not names & {"--gres", "--gpus", "-G", "--gpus-per-task", "--gpus-per-node"}:
+    if BACKENDS[backend].uses_gpus and not names & {"--gres", "--gpus", "-G", "--gpus-per-task", "--gpus-per-node"}:
         heads.append("#SBATCH --gres=gpu:1")
     heads += [f"#SBATCH {o}" for o in options]
     grade = "\n".join([
@@ -247,7 +245,7 @@ def submit(plan: SlurmPlan, *, sbatch: str = "sbatch") -> SlurmPlan:
     try:
         array = _sbatch([str(plan.grade_script)], what="array job", sbatch=sbatch)
     except UsageError as exc:
-        if plan.backend == "pycuda" and "gres" in str(exc).lower():
+        if BACKENDS[plan.backend].uses_gpus and "gres" in str(exc).lower():
             raise UsageError(f"{exc}\nthe tasks ask Slurm for a GPU each (--gres=gpu:1: --backend auto or pycuda); "
                              "on a cluster without GPUs grade on the CPU with --backend emulator, or name a "
                              "partition that has GPUs with --slurm-option=--partition=NAME") from None
@@ -262,7 +260,7 @@ def submit(plan: SlurmPlan, *, sbatch: str = "sbatch") -> SlurmPlan:
 
 
 def slurm_batch(submissions: Path, *, out: Path, config: Path, private_config: Path | None, backend: str,
-                checks: bool = False, jobs: int | None = None, shards: int | None = None,
+                checks: bool = True, jobs: int | None = None, shards: int | None = None,
                 options: list[str] | tuple[str, ...] = (), resume: bool = False, submit_jobs: bool = True,
                 sbatch: str = "sbatch", python: str | None = None, allow_unsandboxed: bool = False) -> SlurmPlan:
     """Write ``OUT/slurm/grade.sbatch`` and ``merge.sbatch`` for a class and (unless told not to)

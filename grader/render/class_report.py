@@ -344,7 +344,7 @@ def _timing(rows, parts: Mapping[str, tuple[int, str]], plots: bool) -> dict:
         return {"state": "untimed"}
     any_timed = any(_timed_runs(p) for _, r in rows for p in r.parts if p.key in timed_keys)
     if not any_timed:
-        emulated = sum(r.backend == "emulator" for _, r in rows)
+        emulated = sum(not r.backend_times_kernels for _, r in rows)
         why = (f"{emulated} of {len(rows)} results come from the CPU emulator, which checks correctness only: its "
                "run times say nothing about a GPU" if emulated else "no submission of these results was timed")
         names = ", ".join(f"Part {parts[k][0]}" + (" (the challenge)" if k == CHALLENGE_PART else "")
@@ -368,9 +368,9 @@ def _timing_part(rows, key: str, number_title: tuple[int, str], plots: bool) -> 
             entries.append(_Timed(sid, r.device.get("device", ""), runs, part))
         else:
             why = part.performance.message if part.performance else PART_STATUS_WORDS.get(part.status, part.status)
-            untimed.append((sid, why, r.backend))
+            untimed.append((sid, why, r.backend_times_kernels))
     if not entries:
-        emu = sum(b == "emulator" for _, _, b in untimed)
+        emu = sum(not timing for _, _, timing in untimed)
         out["none_timed"] = (f"{emu} of {len(untimed)} results are from the emulator, which does not time kernels"
                              if emu else "a part is timed only when every one of its cases passes")
         return out

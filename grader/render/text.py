@@ -148,7 +148,7 @@ def render_text(result: SubmissionResult) -> str:
     sandbox = result.device.get("sandbox")
     if sandbox:
         lines.insert(3, f"sandbox: {sandbox}")
-        if result.backend == "emulator" and sandbox != FULL_SANDBOX:
+        if not result.backend_uses_gpus and sandbox != FULL_SANDBOX:
             lines.insert(3, "WARNING: the submission's code ran without the emulator's whole OS sandbox (bubblewrap "
                             "and seccomp), with what the sandbox line says (docs/security.md)")
     for warning in result.device.get("warnings", "").split("\n"):

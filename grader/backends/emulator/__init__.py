@@ -10,4 +10,9 @@ prelude, fibers, scheduler, shared-memory arena; the executor program).
 from grader.backends.emulator.backend import (KERNEL_ERROR_KINDS, SCHEDULES, EmulatorArray, EmulatorBackend,
                                               EmulatorModule, Finding)
 
-__all__ = ["EmulatorBackend", "EmulatorArray", "EmulatorModule", "Finding", "KERNEL_ERROR_KINDS", "SCHEDULES"]
+__all__ = ["EmulatorBackend", "EmulatorArray", "EmulatorModule", "Finding", "KERNEL_ERROR_KINDS", "SCHEDULES", "create"]
+
+
+def create(*, workers: int = 0, checks: bool = False, sandbox: str = "auto") -> EmulatorBackend:
+    """The emulator as :meth:`grader.backends.BackendKind.create` makes it."""
+    return EmulatorBackend(workers=workers, checks=checks, sandbox=sandbox)
