@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         from grader.backends import select_backend
         from grader.classwork.batch import batch
         from grader.config import load_config
-        from grader.render.student import student_reports
+        from grader.render.formats import student_reports
 
         cfg = load_config(args.config)
         selection = select_backend(args.backend, config_value=cfg.backend)

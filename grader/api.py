@@ -118,7 +118,7 @@ class Grading:
         Args:
             jobs: submissions graded at once; None: one per GPU, or one per core on the emulator.
             reports: ``result -> {file name: text}`` besides ``result.json`` (default: every
-                student report format, :func:`grader.render.student.student_reports`).
+                student report format, :func:`grader.render.formats.student_reports`).
 
         Returns:
             ``(id, result)`` per submission, in id order.
@@ -129,7 +129,7 @@ class Grading:
         """
         from grader.classwork.batch import batch
         if reports is None:
-            from grader.render.student import student_reports as reports
+            from grader.render.formats import student_reports as reports
         return batch(absolute(folder, self.start), out=absolute(out, self.start), cfg=self.cfg,
                      selection=self.selection, resume=resume, jobs=jobs, checks=self.checks, on_done=on_done,
                      shard=shard, reports=reports)

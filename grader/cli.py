@@ -7,17 +7,16 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import sys
 from pathlib import Path
 from typing import Callable
 
-from grader import __version__, api, render
+from grader import __version__, api
 from grader.backends import CHOICES as BACKEND_CHOICES
 from grader.config import find_config
 from grader.errors import ScangradeError, UsageError
 from grader.execute import case_list
-from grader.render.prairielearn import dumps as prairielearn_dumps
+from grader.render.formats import FORMATS
 from grader.render.text import render_text
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -68,15 +67,11 @@ def _run_options(p: argparse.ArgumentParser) -> None:
 
 
 def _report_options(p: argparse.ArgumentParser) -> None:
-    """The report files one grade also writes: ``--json``, ``--gradescope``, ``--prairielearn``, ``--junit``,
-    ``--markdown``."""
-    p.add_argument("--json", metavar="FILE", help="also write the result as JSON to FILE")
-    p.add_argument("--gradescope", metavar="FILE", help="also write Gradescope's results.json to FILE")
-    p.add_argument("--prairielearn", metavar="FILE",
-                   help="also write PrairieLearn's results.json to FILE (docs/prairielearn.md)")
-    p.add_argument("--junit", metavar="FILE", help="also write JUnit XML (one testcase per case) to FILE")
-    p.add_argument("--markdown", metavar="FILE",
-                   help="also write a Markdown summary to FILE (e.g. $GITHUB_STEP_SUMMARY)")
+    """The report files one grade also writes: ``--NAME FILE`` per format of
+    :data:`grader.render.formats.FORMATS` with an option (``--json``, ``--gradescope``, ...)."""
+    for f in FORMATS.values():
+        if f.flag:
+            p.add_argument(f.flag, metavar="FILE", dest=f.name, help=f.option_help)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -385,17 +380,12 @@ def _grade(args: argparse.Namespace) -> int:
         result = grading.grade(path, seed=args.seed, parts=args.parts, intake=getattr(args, "intake", False),
                                on_event=progress)
     _print_report(render_text(result))
-    outputs = {args.json: lambda: result.to_json() + "\n",
-               args.gradescope: lambda: json.dumps(render.gradescope(result), indent=2) + "\n",
-               args.prairielearn: lambda: prairielearn_dumps(
-                   render.prairielearn(result, compile_error=cfg.prairielearn.compile_error)) + "\n",
-               args.junit: lambda: render.junit_xml(result),
-               args.markdown: lambda: render.markdown(result)}
-    for path, text in outputs.items():
+    for f in FORMATS.values():
+        path = getattr(args, f.name) if f.flag else None
         if not path:
             continue
         try:
-            Path(path).write_text(text(), encoding="utf-8")
+            Path(path).write_text(f.render(result, cfg), encoding="utf-8")
         except OSError as exc:
             raise UsageError(f"cannot write {path}: {exc.strerror}") from None
     return EXIT_PASS if result.passed else EXIT_FAIL

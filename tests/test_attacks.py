@@ -50,7 +50,7 @@ from grader import render
 from grader.backends import Selection
 from grader.classwork.batch import batch
 from grader.config import Config, load_config, load_private
-from grader.render.student import student_reports
+from grader.render.formats import student_reports
 from grader.render.text import render_text
 from grader.results import SubmissionResult
 from grader.runner import grade

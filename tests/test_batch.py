@@ -18,7 +18,7 @@ from grader.backends import Selection
 from grader.classwork.batch import batch
 from grader.classwork.submissions import find_submissions
 from grader.config import load_config
-from grader.render.student import student_reports
+from grader.render.formats import student_reports
 from tests.conftest import BROKEN, ROOT, SOLUTIONS, TEMPLATES, write_config
 
 EMULATOR = Selection("emulator", "test")

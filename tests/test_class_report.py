@@ -23,7 +23,7 @@ import pytest
 from grader.classwork.store import CLASS_REPORT as REPORT_NAME
 from grader.classwork.store import load_batch, write_class_report, write_reports
 from grader.render.class_report import class_report, class_report_page, failure_groups, part_failures
-from grader.render.student import student_reports
+from grader.render.formats import student_reports
 from grader.results import CaseResult, PartResult, Performance, SubmissionResult, Timing
 from tests.conftest import BROKEN, SOLUTIONS, write_config
 

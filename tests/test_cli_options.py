@@ -78,6 +78,29 @@ def test_a_report_file_that_cannot_be_written_exits_2_after_the_report(tmp_path,
     assert "scangrade: error: cannot write" in err and "r.json" in err and "Traceback" not in err
 
 
+def test_grade_writes_each_report_format_of_the_table_that_it_is_asked_for(tmp_path, capsys):
+    import json
+
+    from grader.config import load_config
+    from grader.render.formats import FORMATS, student_reports
+    from grader.results import result_from_dict
+    path = write_config(tmp_path, sizes={"part1_naive": [1]})
+    path.write_text(path.read_text() + "prairielearn:\n  compile_error: zero\n")
+    (tmp_path / "part1_naive.cu").write_text("this does not compile\n")
+    files = {f.name: tmp_path / f"report-{f.name}" for f in FORMATS.values() if f.flag}
+    assert set(files) == {"json", "gradescope", "prairielearn", "junit", "markdown"}
+    argv = [x for name, file in files.items() for x in (f"--{name}", str(file))]
+    assert main(["grade", str(tmp_path), "--config", str(path), "--backend", "emulator", "--no-checks",
+                 "--part", "part1_naive", *argv]) == 1
+    capsys.readouterr()
+    result = result_from_dict(json.loads(files["json"].read_text()))
+    cfg = load_config(path)
+    for name, file in files.items():
+        assert file.read_text() == FORMATS[name].render(result, cfg), name
+    assert json.loads(files["prairielearn"].read_text())["gradable"] is True  # the config's compile_error: zero
+    assert set(student_reports(result)) == {"report.txt", "results.json", "junit.xml", "report.md"}
+
+
 def test_find_config_takes_the_option_relative_to_the_start_folder(tmp_path):
     assert find_config("sub/c.yaml", start=tmp_path) == tmp_path / "sub" / "c.yaml"
     assert find_config(str(tmp_path / "abs.yaml"), start=tmp_path / "elsewhere") == tmp_path / "abs.yaml"

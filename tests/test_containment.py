@@ -309,7 +309,7 @@ def test_thread_bombs_are_stopped_at_the_first_thread_and_a_classmate_in_the_bat
     import json
 
     from grader.classwork.batch import batch
-    from grader.render.student import student_reports
+    from grader.render.formats import student_reports
     from tests.test_attacks import EMULATOR, SOLUTIONS
 
     before = scene.snapshot()

@@ -22,7 +22,7 @@ from grader.classwork.batch import batch
 from grader.classwork.submissions import find_submissions
 from grader.config import load_config
 from grader.errors import UsageError
-from grader.render.student import student_reports
+from grader.render.formats import student_reports
 from grader.runner import grade
 from grader.intake import Absent, read_source, resolve_parts, resolve_submission
 from tests.conftest import SOLUTIONS, write_config

@@ -381,7 +381,7 @@ def test_a_kernel_that_hangs_at_every_n_still_ends_within_the_part_timeout(tmp_p
 
 def test_a_worker_of_a_parallel_batch_runs_the_emulator_on_one_thread(tmp_path):
     from grader.classwork.batch import batch
-    from grader.render.student import student_reports
+    from grader.render.formats import student_reports
     cfg = load_config(write_config(tmp_path, sizes={"part1_naive": [5]}))
     assert cfg.emulator.workers == 0  # the file says: one thread per core
     subs = tmp_path / "subs"

@@ -24,7 +24,7 @@ from grader.errors import Interrupted, UsageError
 from grader.classwork.merge import IncompleteMerge, merge
 from grader.classwork.slurm import sbatch_scripts, slurm_backend, slurm_batch
 from grader.classwork.store import config_fingerprint, parse_shard, shard_positions
-from grader.render.student import student_reports
+from grader.render.formats import student_reports
 from tests.conftest import BROKEN, SOLUTIONS, TEMPLATES, write_config
 
 EMULATOR = Selection("emulator", "test")

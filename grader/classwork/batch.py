@@ -11,7 +11,7 @@ breaks, hangs, attacks or is refused is graded as such; the batch goes on. With 
 submissions whose ``result.json`` is already there and intact are not graded again.
 
 This module renders nothing: the caller gives the per-student report texts as a function
-(``scangrade batch`` passes :func:`grader.render.student.student_reports`) and writes the class
+(``scangrade batch`` passes :func:`grader.render.formats.student_reports`) and writes the class
 report page after the run.
 """
 
@@ -87,7 +87,7 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
     Args:
         out: the output folder (created).
         reports: the texts of a student's reports besides ``result.json``, written into ``out/<id>/``
-            before it (:func:`grader.render.student.student_reports` writes every format).
+            before it (:func:`grader.render.formats.student_reports` writes every format).
         resume: skip submissions whose ``result.json`` is already written and intact.
         checks: the emulator's checks (see :func:`grader.runner.grade`); on by default.
         jobs: submissions graded at once (1 or more); None means, on the pycuda backend, one per two CPU

@@ -14,7 +14,7 @@ Layout of a ``scangrade batch --out OUT`` folder (a merged folder has the same):
 
 Every file is written through :func:`write_atomic` (a temporary file beside it, then a rename), so
 a reader never sees half a file. This module renders nothing: the texts of a student's reports
-come from the caller (:func:`grader.render.student.student_reports` in ``scangrade batch``).
+come from the caller (:func:`grader.render.formats.student_reports` in ``scangrade batch``).
 
 A class is split into K shards: shard I holds every K-th submission of the sorted list, starting
 at the I-th (:func:`shard_positions`); each shard's folder has its own ``batch.json``.

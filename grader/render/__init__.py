@@ -10,8 +10,10 @@ Pure functions of the result: nothing here reads or writes files.
   (student-facing);
 - :func:`class_report` — a class's results as one self-contained HTML page (TA-facing);
   :func:`class_report_page` renders it from a folder loaded by :mod:`grader.classwork.store`;
-- :func:`grader.render.student.student_reports` — every report of one result, as the files of
-  ``OUT/<id>/`` (import it from its module, so that loading this package does not load every report at once).
+- :data:`grader.render.formats.FORMATS` — the one table of report formats: per format its
+  renderer, its ``grade``/``check`` option and its file in a student's folder of a batch;
+  :func:`grader.render.formats.student_reports` — every report of one result, as the files of
+  ``OUT/<id>/`` (import them from their module, so that loading this package does not load every report at once).
 
 Student-facing renderers show a hidden case by name and status only. ``docs/results.md`` maps
 each status to each format.
