@@ -441,6 +441,8 @@ def run_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, c
     try:
         return _run_case(backend, module, cfg=cfg, part=part, case=case, schedules=schedules, checked=checked,
                          result=result, warnings=warnings, known=known if checker is None else ())
+    except KernelError as exc:  # a GPU fault reported by a copy after the launches (pycuda_backend._copy)
+        return result(verdict_of(exc.kind), f"the kernel failed ({exc.kind}): {exc}", kind=exc.kind)
     finally:
         if getattr(backend, "poison_shared", None) is not None:
             backend.shared_fill = None  # no fill before the launches of timing

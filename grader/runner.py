@@ -272,7 +272,7 @@ def grade_part(part: PartSpec, source: Path | Absent | None, *, cfg: Config, bac
         cases: list[CaseResult] = []
         hung: list[str] = []  # cases stopped at their deadline; the next worker starts after each
         faulted: list[str] = []  # cases whose GPU fault lost the worker's context (protocol.Restart)
-        lost: list[str] = []  # the cases that hung or faulted, in the order they did
+        lost: list[str] = []  # the cases that hung, in the order they did (a fault never cuts a part short)
         items: list[protocol.Event] = []
         performance = pending
         start = 0
@@ -325,19 +325,14 @@ def grade_part(part: PartSpec, source: Path | Absent | None, *, cfg: Config, bac
                     return part_result(status, "", tuple(cases), performance), device
 
             # A GPU fault lost the worker's context after it reported the case: the cases after it are
-            # graded in a new worker, while the part's time lasts, unless the last few cases in a row
-            # all faulted or hung (each new worker costs seconds).
+            # graded in a new worker, while the part's time lasts. Every one of them, even when each
+            # faults: the emulator grades each such case as a failure of its kind, and a GPU must give
+            # the same verdict (only cases that hang, which cost their deadline, are cut short in a row).
             if (restart in names and current is None and names.index(restart) + 1 < len(names)
                     and names.index(restart) + 1 > start and time.monotonic() < deadline):
                 faulted.append(restart)
-                lost.append(restart)
-                if not _lost_in_a_row(lost, names):
-                    start = names.index(restart) + 1
-                    continue
-                status = PartStatus.TIMEOUT if hung else PartStatus.FAIL
-                why = (_hung_message(hung) + "\n" if hung else "") + _in_a_row_message("faulted or hung")
-                return part_result(status, why, not_run(cfg, part.key, _in_a_row_rest("faulted or hung"), kind=status,
-                                                        done=tuple(cases)), performance), device
+                start = names.index(restart) + 1
+                continue
             if restart in names and current is None and names.index(restart) + 1 == len(names):
                 status = PartStatus.TIMEOUT if hung else (
                     PartStatus.PASS if all(c.status == CaseStatus.PASS for c in cases) else PartStatus.FAIL)
@@ -386,9 +381,8 @@ def grade_part(part: PartSpec, source: Path | Absent | None, *, cfg: Config, bac
                     start = names.index(current) + 1
                     continue
                 if in_a_row and names.index(current) + 1 < len(names):
-                    what = "hung" if all(c in hung for c in lost[-MAX_HANGS_IN_A_ROW:]) else "faulted or hung"
-                    rest = _in_a_row_rest(what)
-                    why += "\n" + _in_a_row_message(what)
+                    rest = _in_a_row_rest("hung")
+                    why += "\n" + _in_a_row_message("hung")
             if hung:
                 why = _hung_message(hung) + "\n" + why
             return part_result(status, why, not_run(cfg, part.key, rest, kind=status, done=tuple(cases)),
@@ -437,13 +431,13 @@ def check_sandbox(cfg: Config, backend: str, *, command: str) -> None:
                          f"(docs/security.md)")
 
 
-#: After this many cases in a row ran past their deadlines or faulted on the GPU (each costs a new
+#: After this many cases in a row ran past their deadlines (each costs its deadline and a new
 #: worker), a part's remaining cases are not run.
 MAX_HANGS_IN_A_ROW = 3
 
 
 def _lost_in_a_row(lost: list[str], names: list[str]) -> bool:
-    """Whether the last :data:`MAX_HANGS_IN_A_ROW` cases that hung or faulted are consecutive in the case order."""
+    """Whether the last :data:`MAX_HANGS_IN_A_ROW` cases that hung are consecutive in the case order."""
     if len(lost) < MAX_HANGS_IN_A_ROW:
         return False
     last = [names.index(h) for h in lost[-MAX_HANGS_IN_A_ROW:]]

@@ -249,12 +249,26 @@ class PyCudaBackend(Backend):
         host = np.ascontiguousarray(host, dtype=dest.dtype)
         if host.size != dest.count:
             raise ValueError(f"copy of {host.size} elements into a buffer of {dest.count}")
-        self._cuda.memcpy_htod(dest.address, host)
+        self._copy(self._cuda.memcpy_htod, dest.address, host)
 
     def to_host(self, src: DeviceArray) -> np.ndarray:
         out = np.empty(src.count, dtype=src.dtype)
-        self._cuda.memcpy_dtoh(out, src.address)
+        self._copy(self._cuda.memcpy_dtoh, out, src.address)
         return out
+
+    def _copy(self, copy, *args) -> None:
+        """A synchronous copy or memset. A kernel's fault can surface here rather than at its launch
+        (on an H100, a store far past a buffer was reported by the next cuMemcpyDtoH as 'operation not
+        supported on global/shared address space').
+
+        Raises:
+            KernelError: the CUDA error, as :meth:`_fault` words it (:attr:`broken` set where the
+                context may be lost).
+        """
+        try:
+            copy(*args)
+        except self._cuda.Error as exc:
+            raise self._fault("the kernel", exc) from None
 
     _deferred = False  # while timing: launches are queued, not synchronised one by one
 
@@ -265,7 +279,7 @@ class PyCudaBackend(Backend):
         if self._deferred:
             self._cuda.memset_d32_async(dest.address, value & 0xFFFFFFFF, count)
         else:
-            self._cuda.memset_d32(dest.address, value & 0xFFFFFFFF, count)
+            self._copy(self._cuda.memset_d32, dest.address, value & 0xFFFFFFFF, count)
 
     def time_interleaved_ms(self, jobs, *, warmup: int, runs: int, flush_bytes: int) -> list[list[float]]:
         """See :meth:`Backend.time_interleaved_ms`; the GPU is this process's alone meanwhile
