@@ -396,8 +396,7 @@ class _Bench:
 
     # -- setup
     def setup(self, dtypes: Sequence[str]) -> None:
-        from grader.parts import DTYPES, PARTS, part_header
-        from grader.parts import SOLUTIONS
+        from grader.parts import PARTS, SOLUTIONS, compile_part
         for key in BENCH_PARTS:
             spec = PARTS[key]
             src = SOLUTIONS / spec.filename
@@ -409,13 +408,10 @@ class _Bench:
                 continue
             pc = self.cfg.parts[key]
             for dtype in dtypes:
-                header = part_header(spec, block_size=pc.block_size, dtype=DTYPES[dtype],
-                                     items_per_thread=pc.items_per_thread)
                 with tempfile.TemporaryDirectory(prefix="scangrade-bench-") as work:
                     try:
-                        self.modules[key, dtype] = self.backend.compile(
-                            source=header + src.read_text(), filename=spec.filename, kernels=spec.kernels,
-                            workdir=Path(work))
+                        self.modules[key, dtype] = compile_part(self.backend, spec, src.read_text(), pc=pc,
+                                                                dtype=dtype, workdir=Path(work))
                     except CompileError as exc:
                         self.skipped.append(f"{spec.label} reference ({dtype}): does not compile: {exc}")
         try:
@@ -483,7 +479,7 @@ class _Bench:
         try:
             run, plan, d_in, before = _timed_plan(self.backend, self.modules[key, case.dtype], part=spec, pc=pc,
                                                   x=case.x, dtype=DTYPES[case.dtype])
-            times = self.backend.time_ms(plan.run, before=before, **self.timing)
+            times = self.backend.time_ms(plan.launch, before=before, **self.timing)
             expected = case.inclusive if spec.inclusive else case.exclusive
             verdict = check_run(run, plan, d_in, case.x, expected, part=spec, pc=pc, cfg=self.cfg)
             status, message = verdict.status, verdict.message

@@ -272,28 +272,6 @@ def _explained(told: list, mm: Mismatch | None, n: int, tile: int | None, known:
     return told, dataclasses.replace(mm, hint=hint)
 
 
-def _tile_of(part: PartSpec, pc: PartConfig) -> int | None:
-    """Elements per tile of a multi-block part (Part 4: 2*BLOCK_SIZE, Part 5:
-    BLOCK_SIZE*ITEMS_PER_THREAD); None for a one-block part (Parts 1-3)."""
-    if part.limit(pc.block_size) is not None:
-        return None
-    return pc.block_size * pc.items_per_thread if part.items_per_thread else 2 * pc.block_size
-
-
-def _ticket_problem(counter: int, tiles: int) -> str | None:
-    """Part 5's ticket rule: every block takes one ticket, so ``*tile_counter`` (zeroed before the
-    launch) ends equal to gridDim.x. A message when it does not, None when it does."""
-    if int(counter) == tiles:
-        return None
-    return (f"*tile_counter is {int(counter)} after the launch, expected {tiles} (one ticket per block, "
-            f"gridDim.x = {tiles} tiles): take each block's tile index from a ticket, "
-            "t = atomicAdd(tile_counter, 1), shared through shared memory, not from blockIdx.x. CUDA does "
-            "not promise that blocks start in blockIdx order, and the look-back makes a tile wait for the "
-            "tiles before it: with blockIdx.x a block can wait on a tile whose block never gets a "
-            "multiprocessor, and the GPU hangs; a ticket is only taken by a running block, so tile t's "
-            "predecessors are always running")
-
-
 class _Verdict(NamedTuple):
     """What :func:`check_run` found: the grader's own findings (a write into a guard zone, a modified
     input, a wrong output, Part 5's ticket), in the order checked, and the first mismatch of a wrong
@@ -318,7 +296,8 @@ def check_run(run: Run, plan: Plan, d_in: Guarded, x: np.ndarray, expected: np.n
     """Read every buffer of a run whose launches are done back and check it, as a case is checked:
     guard zones, the input ``x`` (``d_in``), then, where the launches ``completed`` (no finding
     stopped a kernel), the output against ``expected`` (the reference scan of ``x``, float32 within
-    ``cfg.float_rtol``) and Part 5's ticket counter. Every problem found is a finding.
+    ``cfg.float_rtol``) and the part's own checks (:attr:`grader.plans.Plan.checks`: Part 5's ticket
+    counter). Every problem found is a finding.
 
     Returns:
         a ``_Verdict`` (findings, mismatch; its ``status`` and ``message`` sum them up), a named tuple.
@@ -338,12 +317,12 @@ def check_run(run: Run, plan: Plan, d_in: Guarded, x: np.ndarray, expected: np.n
             "the contract's input is read-only")))
     if not completed:
         return _Verdict(found, None)
-    if plan.ticket:
-        problem = _ticket_problem(wholes[id(plan.ticket[0])][GUARD], plan.ticket[1])
-        if problem:
-            found.append(CaseFinding(FailureKind.TICKET, problem))
+    for check in plan.checks:  # the part's own rules (Part 5's ticket)
+        finding = check(lambda g: wholes[id(g)][GUARD:GUARD + g.count])
+        if finding is not None:
+            found.append(finding)
     got = wholes[id(plan.out)][GUARD:GUARD + n]
-    tile = _tile_of(part, pc)
+    tile = part.tile_of(pc)
     mm = diagnose(got, expected, source=x, inclusive=part.inclusive, tile=tile, rtol=cfg.float_rtol)
     if mm is None:
         return _Verdict(found, None)
@@ -563,6 +542,7 @@ def _run_case(backend, module, *, cfg, part, case, schedules, checked, result, w
         errors: list[KernelError] = []
         try:
             plan = prepare(run, part, pc, d_in, case.n)
+            plan.reset()
             for step in plan.launches:
                 try:
                     step()
@@ -615,7 +595,7 @@ def _run_case(backend, module, *, cfg, part, case, schedules, checked, result, w
                         "Pad the unused slots with the scan's identity (0) before using them")
                 told.append(_Told(CaseFinding("uninitialized-read", text), text))
         if told:
-            told, mm = _explained(told, mm, case.n, _tile_of(part, pc), known)
+            told, mm = _explained(told, mm, case.n, part.tile_of(pc), known)
             suffix = ""
             if where and not kernel:  # a kernel's finding names the order itself
                 suffix = (f"{where} — it passed in {schedules[0]} order, so the result depends on the order "
@@ -633,7 +613,8 @@ def _median_spread(times: list[float]) -> tuple[float, float]:
 def _timed_plan(backend: Backend, module: Module, *, part: PartSpec, pc: PartConfig, x: np.ndarray,
                 dtype: np.dtype, d_in: Guarded | None = None) -> tuple[Run, Plan, Guarded, Callable[[], None]]:
     """``module``'s launches on ``x`` (uploaded, or already on the device as ``d_in``), ready to time:
-    ``(run, plan, d_in, before)``, where ``before()`` poisons the outputs and resets status words."""
+    ``(run, plan, d_in, before)``, where ``before()`` poisons the outputs and does the plan's resets
+    (Part 5's status words), outside the timed window; the window holds :meth:`Plan.launch` only."""
     run = Run(backend, module, dtype)
     if d_in is None:
         d_in = run.buffer("in", x.size, x, output=False)
@@ -645,8 +626,7 @@ def _timed_plan(backend: Backend, module: Module, *, part: PartSpec, pc: PartCon
     def before() -> None:
         for g in outputs:
             backend.memset32(g.inner, POISON_BITS)
-        for reset in plan.resets:
-            reset()
+        plan.reset()
     return run, plan, d_in, before
 
 
@@ -677,12 +657,12 @@ def time_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, 
     expected = reference_output(part, x)
     try:
         run, plan, d_in, before = _timed_plan(backend, module, part=part, pc=pc, x=x, dtype=dtype)
-        jobs = [("the submission's kernel", plan.run, before)]
+        jobs = [("the submission's kernel", plan.launch, before)]
         if reference is not None:  # the same input on the device; the reference never writes it
             ref_part, ref_module = reference
             _, ref_plan, _, ref_before = _timed_plan(backend, ref_module, part=ref_part,
                                                      pc=cfg.parts.get(ref_part.key, pc), x=x, dtype=dtype, d_in=d_in)
-            jobs.append(("the reference solution's kernel", ref_plan.run, ref_before))
+            jobs.append(("the reference solution's kernel", ref_plan.launch, ref_before))
         all_times = backend.time_interleaved_ms(jobs, warmup=cfg.timing.warmup, runs=cfg.timing.runs,
                                                 flush_bytes=cfg.timing.flush_bytes)
     except LaunchError as exc:

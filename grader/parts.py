@@ -14,11 +14,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
 from grader.kernels import KernelSpec, Param
+
+if TYPE_CHECKING:
+    from grader.backends.base import Backend, Module
+    from grader.config import PartConfig
 
 #: The C type of ``scan_t`` for each supported numpy dtype.
 C_TYPES = {np.dtype(np.int32): "int", np.dtype(np.float32): "float"}
@@ -46,6 +50,11 @@ class PartSpec:
         inclusive: True for an inclusive scan, False for exclusive.
         max_n: the largest n the contract admits, as a function of BLOCK_SIZE (None: unbounded).
         items_per_thread: whether the part takes ITEMS_PER_THREAD from the config.
+        tile: elements per tile of a part that scans tiles, one per block, as a function of
+            BLOCK_SIZE and ITEMS_PER_THREAD (Part 4: 2*BLOCK_SIZE, Part 5:
+            BLOCK_SIZE*ITEMS_PER_THREAD); None for a part of one block (Parts 1-3). Its plan
+            (:data:`grader.plans.PLANS`) launches one block per tile, and a wrong output names
+            the first wrong tile.
     """
 
     key: str
@@ -56,10 +65,16 @@ class PartSpec:
     inclusive: bool
     max_n: Callable[[int], int] | None
     items_per_thread: bool = False
+    tile: Callable[[int, int | None], int] | None = None
 
     def limit(self, block_size: int) -> int | None:
         """The largest admissible n for this BLOCK_SIZE, or None when any n is allowed."""
         return None if self.max_n is None else self.max_n(block_size)
+
+    def tile_of(self, pc: "PartConfig") -> int | None:
+        """Elements per tile under ``pc`` (its ``block_size`` and ``items_per_thread``), or None for a
+        part of one block (see :attr:`tile`)."""
+        return None if self.tile is None else self.tile(pc.block_size, pc.items_per_thread)
 
     @property
     def label(self) -> str:
@@ -83,14 +98,14 @@ PARTS: dict[str, PartSpec] = {
                   KernelSpec("add_tile_offsets", (Param("out", "scan_t*", "ptr"),
                                                   Param("tile_offsets", "const scan_t*", "ptr"),
                                                   Param("n", "int", "int")))),
-                 False, None),
+                 False, None, tile=lambda b, _: 2 * b),
         PartSpec("part5_single_pass", 5, "single-pass exclusive scan with decoupled look-back (challenge)",
                  "part5_single_pass.cu",
                  (KernelSpec("scan_single_pass", (Param("in", "const scan_t*", "ptr"), Param("out", "scan_t*", "ptr"),
                                                   Param("n", "int", "int"),
                                                   Param("tile_status", "unsigned long long*", "ptr"),
                                                   Param("tile_counter", "unsigned int*", "ptr"))),),
-                 False, None, items_per_thread=True),
+                 False, None, items_per_thread=True, tile=lambda b, items: b * items),
     )
 }
 
@@ -115,3 +130,26 @@ def part_header(part: PartSpec, *, block_size: int, dtype: np.dtype, items_per_t
         f'#line 1 "{part.filename}"',
     ]
     return "\n".join(lines) + "\n"
+
+
+def compile_part(backend: "Backend", part: PartSpec, source: str, *, pc: "PartConfig", dtype: str,
+                 workdir: Path) -> "Module":
+    """Compile a part's file for one ``scan_t`` on ``backend``: :func:`part_header` (BLOCK_SIZE and
+    ITEMS_PER_THREAD from ``pc``) before ``source``, built in ``workdir`` (created). The one way the
+    grader compiles a part: a worker's submission and reference, the profile's, the bench's.
+
+    Args:
+        backend: a :class:`~grader.backends.base.Backend`.
+        part: the part whose contract the file fills (its file name in messages, its kernels).
+        source: the file's text.
+        pc: the part's config, or the config of the part it is timed or profiled for (a reference
+            solution of another part runs with that part's BLOCK_SIZE).
+        dtype: ``int32`` or ``float32``.
+        workdir: a folder of its own for the build.
+
+    Raises:
+        CompileError: the file does not compile (the compiler's message).
+    """
+    header = part_header(part, block_size=pc.block_size, dtype=DTYPES[dtype], items_per_thread=pc.items_per_thread)
+    workdir.mkdir(parents=True, exist_ok=True)
+    return backend.compile(source=header + source, filename=part.filename, kernels=part.kernels, workdir=workdir)

@@ -2,8 +2,11 @@
 
 A plan allocates every buffer a part's kernels take (each with poisoned guard zones, see
 :class:`Run`) and returns the launches as a replayable :class:`Plan`, so a correctness case runs
-it once and a timed case replays it. :data:`PLANS` holds one plan function per part key of
-:data:`grader.parts.PARTS`; :func:`prepare` looks it up.
+it once and a timed case replays it. Besides the launches, a plan holds what is the part's own
+around them: its resets (what every run must redo first, outside a timed window) and its checks
+after the launches (Part 5's ticket counter). :data:`PLANS` holds one plan function per part key
+of :data:`grader.parts.PARTS` (whose :class:`~grader.parts.PartSpec` holds the part's other rules:
+its contract, its size limit, its tile); :func:`prepare` looks it up.
 
 The plans (dynamic shared memory in bytes, ``S = sizeof(scan_t)``, ``B = BLOCK_SIZE``,
 ``I = ITEMS_PER_THREAD``):
@@ -17,7 +20,8 @@ The plans (dynamic shared memory in bytes, ``S = sizeof(scan_t)``, ``B = BLOCK_S
   grid ``ceil(n / (2*B))``, block B, no dynamic shared memory: block ``b`` adds
   ``tile_offsets[b]`` to the ``2*B`` elements of tile ``b``.
 - Part 5 ``scan_single_pass``: grid ``ceil(n / (B*I))``, block B, ``B*I*S`` bytes; ``tile_status``
-  (one 64-bit word per tile) and ``*tile_counter`` are zeroed by the grader before every launch.
+  (one 64-bit word per tile) and ``*tile_counter`` are zeroed by the grader before every run (its
+  resets), and ``*tile_counter`` must end equal to the grid (its check: one ticket per block).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from grader.backends.base import Backend, DeviceArray, Module
 from grader.config import PartConfig
 from grader.errors import LaunchError
 from grader.parts import PartSpec
+from grader.results import CaseFinding, FailureKind
 
 #: Elements of poison on each side of every device buffer.
 GUARD = 256
@@ -99,25 +104,37 @@ class Run:
         return g
 
 
+#: A check of a run once its launches are done: ``check(read)`` with ``read(buffer)`` the buffer's
+#: elements as they are now (guard zones left out); a finding, or None when the rule holds.
+Check = Callable[[Callable[[Guarded], np.ndarray]], "CaseFinding | None"]
+
+
 @dataclass
 class Plan:
     """A part's launches for one input, with every buffer allocated: replayable for timing.
 
     Attributes:
         out: the buffer checked against the reference scan.
-        launches: run in order by :meth:`run`; each blocks until its kernel is done.
-        resets: what a timed run must redo before each replay besides poisoning the outputs
-            (Part 5 zeroes its status words).
-        ticket: Part 5: the ``tile_counter`` buffer and the tiles (gridDim.x) it must count up to.
+        launches: run in order by :meth:`launch`; each blocks until its kernel is done.
+        resets: what every run must redo before its launches besides poisoning the outputs (Part 5
+            zeroes its status words and ticket counter): :meth:`run` does, and a timed run does it
+            before its timed window, with the poisoning.
+        checks: the part's own rules about its buffers after the launches (Part 5's ticket
+            counter), checked with the output (:func:`grader.execute.check_run`).
     """
 
     out: Guarded
     launches: list[Callable[[], None]]
     resets: list[Callable[[], None]] = field(default_factory=list)
-    ticket: tuple[Guarded, int] | None = None
+    checks: list[Check] = field(default_factory=list)
 
-    def run(self) -> None:
-        """Launch every kernel of the plan, in order.
+    def reset(self) -> None:
+        """Redo what every run needs before its launches (:attr:`resets`)."""
+        for reset in self.resets:
+            reset()
+
+    def launch(self) -> None:
+        """Launch every kernel of the plan, in order: what a timed run times.
 
         Raises:
             LaunchError, KernelError: from :meth:`grader.backends.base.Backend.launch`.
@@ -125,9 +142,18 @@ class Plan:
         for launch in self.launches:
             launch()
 
+    def run(self) -> None:
+        """One whole run: :meth:`reset`, then :meth:`launch`.
 
-#: A part's plan: ``(run, part config, input buffer, n) -> Plan``.
-PlanFunction = Callable[[Run, PartConfig, Guarded, int], Plan]
+        Raises:
+            LaunchError, KernelError: from :meth:`grader.backends.base.Backend.launch`.
+        """
+        self.reset()
+        self.launch()
+
+
+#: A part's plan: ``(run, part, part config, input buffer, n) -> Plan``.
+PlanFunction = Callable[[Run, PartSpec, PartConfig, Guarded, int], Plan]
 
 
 def tiles(n: int, tile: int) -> int:
@@ -143,7 +169,7 @@ def _launcher(run: Run, kernel: str, *, grid: int, block: int, shared_bytes: int
 def _one_block(kernel: str, shared_elements: Callable[[int], int]) -> PlanFunction:
     """Parts 1-3: one launch of ``kernel`` with grid 1, block B and ``shared_elements(B)`` elements
     of dynamic shared memory, on ``(in, out, n)``."""
-    def plan(run: Run, pc: PartConfig, d_in: Guarded, n: int) -> Plan:
+    def plan(run: Run, part: PartSpec, pc: PartConfig, d_in: Guarded, n: int) -> Plan:
         b = pc.block_size
         out = run.buffer("out", n)
         return Plan(out, [_launcher(run, kernel, grid=1, block=b, shared_bytes=shared_elements(b) * run.dtype.itemsize,
@@ -151,16 +177,15 @@ def _one_block(kernel: str, shared_elements: Callable[[int], int]) -> PlanFuncti
     return plan
 
 
-def _hierarchical(run: Run, pc: PartConfig, d_in: Guarded, n: int) -> Plan:
+def _hierarchical(run: Run, part: PartSpec, pc: PartConfig, d_in: Guarded, n: int) -> Plan:
     """Part 4: scan the tiles, scan the tile sums the same way, add the offsets back."""
     launches: list[Callable[[], None]] = []
-    out = _hierarchy(run, pc.block_size, d_in, n, 0, launches)
+    out = _hierarchy(run, pc.block_size, part.tile_of(pc), d_in, n, 0, launches)
     return Plan(out, launches)
 
 
-def _hierarchy(run: Run, b: int, d_in: Guarded, n: int, level: int, launches: list) -> Guarded:
+def _hierarchy(run: Run, b: int, tile: int, d_in: Guarded, n: int, level: int, launches: list) -> Guarded:
     """One level of Part 4's plan (recursively, the levels above it); returns the level's output."""
-    tile = 2 * b
     count = tiles(n, tile)
     suffix = "" if level == 0 else f" (level {level})"
     out = run.buffer("out" + suffix, n)
@@ -168,16 +193,17 @@ def _hierarchy(run: Run, b: int, d_in: Guarded, n: int, level: int, launches: li
     launches.append(_launcher(run, "scan_tiles", grid=count, block=b, shared_bytes=tile * run.dtype.itemsize,
                               args=[d_in.inner, out.inner, sums.inner, n]))
     if count > 1:
-        offsets = _hierarchy(run, b, sums, count, level + 1, launches)
+        offsets = _hierarchy(run, b, tile, sums, count, level + 1, launches)
         launches.append(_launcher(run, "add_tile_offsets", grid=count, block=b, shared_bytes=0,
                                   args=[out.inner, offsets.inner, n]))
     return out
 
 
-def _single_pass(run: Run, pc: PartConfig, d_in: Guarded, n: int) -> Plan:
-    """Part 5: one launch over every tile, its status words and ticket counter zeroed before it."""
+def _single_pass(run: Run, part: PartSpec, pc: PartConfig, d_in: Guarded, n: int) -> Plan:
+    """Part 5: one launch over every tile, its status words and ticket counter zeroed before it (its
+    resets), one ticket per block after it (its check)."""
     b = pc.block_size
-    tile = b * pc.items_per_thread
+    tile = part.tile_of(pc)
     count = tiles(n, tile)
     out = run.buffer("out", n)
     status = run.buffer("tile_status", count, np.zeros(count, np.uint64), dtype=np.dtype(np.uint64), output=False)
@@ -185,12 +211,22 @@ def _single_pass(run: Run, pc: PartConfig, d_in: Guarded, n: int) -> Plan:
     resets = [lambda: run.backend.memset32(status.inner, 0), lambda: run.backend.memset32(counter.inner, 0)]
     launch = _launcher(run, "scan_single_pass", grid=count, block=b, shared_bytes=tile * run.dtype.itemsize,
                        args=[d_in.inner, out.inner, n, status.inner, counter.inner])
+    return Plan(out, [launch], resets, checks=[lambda read: _ticket_finding(read(counter)[0], count)])
 
-    def zero_then_launch() -> None:
-        for reset in resets:
-            reset()
-        launch()
-    return Plan(out, [zero_then_launch], resets, ticket=(counter, count))
+
+def _ticket_finding(counter: int, tiles: int) -> CaseFinding | None:
+    """Part 5's ticket rule: every block takes one ticket, so ``*tile_counter`` (zeroed before the
+    launch) ends equal to gridDim.x. A ``ticket`` finding when it does not, None when it does."""
+    if int(counter) == tiles:
+        return None
+    return CaseFinding(FailureKind.TICKET, (
+        f"*tile_counter is {int(counter)} after the launch, expected {tiles} (one ticket per block, "
+        f"gridDim.x = {tiles} tiles): take each block's tile index from a ticket, "
+        "t = atomicAdd(tile_counter, 1), shared through shared memory, not from blockIdx.x. CUDA does "
+        "not promise that blocks start in blockIdx order, and the look-back makes a tile wait for the "
+        "tiles before it: with blockIdx.x a block can wait on a tile whose block never gets a "
+        "multiprocessor, and the GPU hangs; a ticket is only taken by a running block, so tile t's "
+        "predecessors are always running"))
 
 
 #: The plan of each part, by part key (the keys of :data:`grader.parts.PARTS`).
@@ -212,4 +248,4 @@ def prepare(run: Run, part: PartSpec, pc: PartConfig, d_in: Guarded, n: int) -> 
     plan = PLANS.get(part.key)
     if plan is None:
         raise LaunchError(f"no launch plan for part {part.key}")
-    return plan(run, pc, d_in, n)
+    return plan(run, part, pc, d_in, n)

@@ -89,7 +89,7 @@ def profile_phase(*, cfg, part, source: str, results: list, workdir, solutions, 
             without checks and without the nvcc cross-check, which the part's compile already had).
     """
     from grader.errors import CompileError, ScangradeError
-    from grader.parts import DTYPES, PARTS, part_header
+    from grader.parts import PARTS, compile_part
     from grader.results import Profile
 
     pconf = cfg.parts[part.key].profile
@@ -107,12 +107,8 @@ def profile_phase(*, cfg, part, source: str, results: list, workdir, solutions, 
                                           f"cannot start here: {exc}")
 
     def compile_for(spec, text: str, tag: str):
-        pcfg = cfg.parts.get(spec.key, cfg.parts[part.key])
-        header = part_header(spec, block_size=pcfg.block_size, dtype=DTYPES[dtype],
-                             items_per_thread=pcfg.items_per_thread)
-        folder = workdir / f"profile-{tag}-{spec.key}-{dtype}"
-        folder.mkdir(parents=True, exist_ok=True)
-        return emu.compile(source=header + text, filename=spec.filename, kernels=spec.kernels, workdir=folder)
+        return compile_part(emu, spec, text, pc=cfg.parts.get(spec.key, cfg.parts[part.key]), dtype=dtype,
+                            workdir=workdir / f"profile-{tag}-{spec.key}-{dtype}")
 
     try:
         try:

@@ -60,7 +60,7 @@ def main(argv: list[str]) -> int:
     from grader.backends import backend_kind, create_backend
     from grader.errors import CompileError, ScangradeError
     from grader.execute import CHECK_SCHEDULES, case_list, run_case, with_compiler_notes
-    from grader.parts import DTYPES, PARTS, part_header
+    from grader.parts import DTYPES, PARTS, compile_part, part_header
     from grader.directives import check_includes
     from grader.intake import read_source
 
@@ -81,25 +81,22 @@ def main(argv: list[str]) -> int:
             with tempfile.TemporaryDirectory(prefix="scangrade-build-") as work:
                 modules = {}
 
-                def compile_part(spec, text: str, dtype: str, tag: str):
-                    header = part_header(spec, block_size=cfg.parts.get(spec.key, pc).block_size,
-                                         dtype=DTYPES[dtype], items_per_thread=cfg.parts.get(spec.key, pc).items_per_thread)
-                    folder = Path(work) / f"{tag}-{spec.key}-{dtype}"
-                    folder.mkdir()
-                    return backend.compile(source=header + text, filename=spec.filename, kernels=spec.kernels,
-                                           workdir=folder)
+                def build(spec, text: str, dtype: str, tag: str):
+                    """``spec``'s file ``text`` compiled for ``dtype`` on the backend, in a folder of its own."""
+                    return compile_part(backend, spec, text, pc=cfg.parts.get(spec.key, pc), dtype=dtype,
+                                        workdir=Path(work) / f"{tag}-{spec.key}-{dtype}")
                 try:
                     check_includes(source, filename=part.filename)
                     for dtype in pc.dtypes:
-                        modules[dtype] = compile_part(part, source, dtype, "submission")
+                        modules[dtype] = build(part, source, dtype, "submission")
                 except CompileError as exc:
                     events.emit(CompileFailed(str(exc)))
                     return 0
                 events.emit(Compiled())
                 results = []
                 all_cases = case_list(cfg, part.key)
-                checker = _GpuChecks(backend, job, cfg, part, modules, all_cases, Path(work), argv[0],
-                                     compile_part) if kind.has_sanitizer and job.checks else None
+                checker = (_GpuChecks(backend, job, cfg, part, modules, all_cases, Path(work), argv[0])
+                           if kind.has_sanitizer and job.checks else None)
                 if checker is not None:
                     events.emit(DeviceUpdate({"checker": checker.describe()}))
                     checker.prime()  # every checked case under compute-sanitizer now, before any case's deadline runs
@@ -163,7 +160,7 @@ def main(argv: list[str]) -> int:
                     run(case)
                 performance = None
                 if pc.timing is not None:
-                    performance = _time_part(events, backend, cfg, part, pc, modules, results, compile_part,
+                    performance = _time_part(events, backend, cfg, part, pc, modules, results, build,
                                              earlier_failed=job.earlier_failed)
                 profile = None
                 if pc.profile is not None:  # its counts and messages too: before any hidden case
@@ -186,7 +183,7 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def _time_part(events, backend, cfg, part, pc, modules, results, compile_part, *, earlier_failed: bool = False):
+def _time_part(events, backend, cfg, part, pc, modules, results, build, *, earlier_failed: bool = False):
     """The timing phase of a part (GPU only), after the visible cases and before the hidden ones:
     ``timed`` events, and the :class:`~grader.results.Performance` they earn (returned; the caller
     reports it once the hidden cases have run, see :func:`performance_after_hidden`).
@@ -210,7 +207,7 @@ def _time_part(events, backend, cfg, part, pc, modules, results, compile_part, *
     reference = None
     if ref_file.is_file():
         try:
-            reference = (ref_spec, compile_part(ref_spec, ref_file.read_text(), dtype, "reference"))
+            reference = (ref_spec, build(ref_spec, ref_file.read_text(), dtype, "reference"))
         except CompileError as exc:  # the course's own reference must compile; say so plainly
             return Performance(0.0, tc.points, None, f"not scored: the reference solution does not compile: {exc}")
     timed = []
@@ -274,11 +271,11 @@ class _GpuChecks:
     is not installed, the emulator's checks on those cases instead (the part compiled for the
     emulator too). Either way a finding fails the case, as on the emulator."""
 
-    def __init__(self, backend, job, cfg, part, modules, cases, work: Path, job_path: str, compile_part) -> None:
+    def __init__(self, backend, job, cfg, part, modules, cases, work: Path, job_path: str) -> None:
         from grader.sanitizer import find_sanitizer, sanitizer_version
 
         self.backend, self.job, self.cfg, self.part, self.modules = backend, job, cfg, part, modules
-        self.cases, self.work, self.job_path, self.compile_part = cases, work, job_path, compile_part
+        self.cases, self.work, self.job_path = cases, work, job_path
         self.sanitizer = find_sanitizer()
         self.version = sanitizer_version(self.sanitizer) if self.sanitizer else ""
         self.name = "compute-sanitizer" if self.sanitizer else "emulator checks"
@@ -378,20 +375,15 @@ class _GpuChecks:
         """The emulator backend with checks on, and the part compiled by it for each of ``dtypes``."""
         from grader.backends.emulator import EmulatorBackend
         from grader.intake import read_source
-        from grader.parts import DTYPES, part_header
+        from grader.parts import compile_part
 
         if self._emulator is None:
             self._emulator = EmulatorBackend(workers=self.cfg.emulator.workers, checks=True,
                                              sandbox=self.cfg.emulator.sandbox, nvcc_check=False)
         pc = self.cfg.parts[self.part.key]
         for dtype in sorted(set(dtypes) - set(self._emulator_modules)):
-            header = part_header(self.part, block_size=pc.block_size, dtype=DTYPES[dtype],
-                                 items_per_thread=pc.items_per_thread)
-            folder = self.work / f"emulator-checks-{dtype}"
-            folder.mkdir(exist_ok=True)
-            self._emulator_modules[dtype] = self._emulator.compile(
-                source=header + read_source(Path(self.job.source)), filename=self.part.filename,
-                kernels=self.part.kernels, workdir=folder)
+            self._emulator_modules[dtype] = compile_part(self._emulator, self.part, read_source(Path(self.job.source)),
+                                                         pc=pc, dtype=dtype, workdir=self.work / f"emulator-checks-{dtype}")
 
     def _emulator_checks(self, index: int):
         from grader.execute import CHECK_SCHEDULES, run_case

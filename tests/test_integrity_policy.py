@@ -19,7 +19,7 @@ import pytest
 from grader.backends import Selection
 from grader.cli import main
 from grader.config import load_config, load_private
-from grader.execute import _tile_of, case_list, diagnose
+from grader.execute import case_list, diagnose
 from grader.parts import PARTS
 from grader.results import (MESSAGE_BYTES, MESSAGE_LINES, PART_CASES_BYTES, PART_MESSAGE_BYTES, CaseResult,
                             clean_case, clean_text)
@@ -242,7 +242,7 @@ def test_each_part_names_its_own_tile(tmp_path, key, tile):
     cfg = _part5_config(tmp_path)
     pc = cfg.parts["part5_single_pass"]
     pc4 = pc.model_copy(update={"block_size": 256})
-    assert _tile_of(PARTS[key], pc4 if key == "part4_any_size" else pc) == tile
+    assert PARTS[key].tile_of(pc4 if key == "part4_any_size" else pc) == tile
 
 
 # --- 6. Worker text is capped and made safe ----------------------------------------------------------

@@ -127,16 +127,32 @@ def test_part4_of_one_tile_launches_no_offsets():
     assert [k for k, *_ in backend.launches] == ["scan_tiles"]
 
 
-def test_part5_zeroes_its_status_words_and_ticket_counter_before_every_launch():
+def test_part5_zeroes_its_status_words_and_ticket_counter_before_every_run_not_in_its_launches():
     backend, run, plan = plan_of("part5_single_pass", 1000, items=4)  # tiles of 128 elements
-    counter, count = plan.ticket
-    assert count == tiles(1000, 128) == 8 and counter.name == "tile_counter"
+    counter = next(g for g in run.buffers if g.name == "tile_counter")
     for _ in range(2):
         run.backend.to_device(np.full(1, 7, np.uint32), counter.inner)  # a previous launch's tickets
         plan.run()
     assert [(k, g, b, s) for k, g, b, s, _ in backend.launches] == [("scan_single_pass", 8, 32, 128 * 4)] * 2
     assert all(args[3:] == [("tile_status", 0), ("tile_counter", 0)] for *_, args in backend.launches)
-    assert len(plan.resets) == 2
+    run.backend.to_device(np.full(1, 7, np.uint32), counter.inner)
+    plan.launch()  # what a timed run times: the launch alone, the resets done before its window
+    assert backend.launches[-1][4][4] == ("tile_counter", 7)
+
+
+def test_part5_checks_one_ticket_per_block_after_its_launch():
+    _, run, plan = plan_of("part5_single_pass", 1000, items=4)  # 8 tiles
+    counter = next(g for g in run.buffers if g.name == "tile_counter")
+    read = {id(counter): np.array([8], np.uint32)}
+    assert [check(lambda g: read[id(g)]) for check in plan.checks] == [None]
+    read[id(counter)] = np.array([3], np.uint32)
+    (finding,) = [check(lambda g: read[id(g)]) for check in plan.checks]
+    assert finding.kind == "ticket" and "*tile_counter is 3 after the launch, expected 8" in finding.message
+    assert PARTS["part5_single_pass"].tile_of(plan_pc(1000, items=4)) == 32 * 4 and tiles(1000, 32 * 4) == 8
+
+
+def plan_pc(n: int, *, block: int = 32, items: int | None = None) -> PartConfig:
+    return PartConfig(sizes=(n,), block_size=block, items_per_thread=items)
 
 
 def test_buffers_are_poisoned_around_and_inside_and_the_input_copied():
