@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -516,39 +515,16 @@ def _finite(value: Any) -> Any:
 
 
 def case_from_dict(d: dict[str, Any]) -> CaseResult:
-    """Rebuild a CaseResult from its ``dataclasses.asdict`` form (as the worker sends it), its text
-    made safe and capped (:func:`clean_case`): where text from a worker enters results. A document
-    written before cases had a ``kind`` gets the kind its message shows (:func:`_legacy_kind`).
+    """Rebuild a CaseResult from its ``dataclasses.asdict`` form (a saved result's case), its text
+    made safe and capped (:func:`clean_case`).
 
     Raises:
         ValueError: the status is not a :class:`CaseStatus`.
         TypeError: a field is missing or unknown.
     """
     mm, tm = d.get("mismatch"), d.get("timing")
-    kind = d["kind"] if "kind" in d else _legacy_kind(d.get("status"), d.get("message", ""))
-    return clean_case(CaseResult(**{**d, "kind": kind, "mismatch": Mismatch(**mm) if mm else None,
+    return clean_case(CaseResult(**{**d, "mismatch": Mismatch(**mm) if mm else None,
                                     "timing": Timing(**tm) if tm else None}))
-
-
-_KERNEL_FAILED = re.compile(r"the kernel failed(?: while timed)? \(([\w-]+)\)")
-_LEGACY_PREFIXES = (("out-of-bounds write", FailureKind.OUT_OF_BOUNDS),
-                    ("the input was modified", FailureKind.INPUT_MODIFIED),
-                    ("launch refused", FailureKind.LAUNCH_REFUSED),
-                    ("wrong output after the timed runs", FailureKind.WRONG_AFTER_TIMING))
-
-
-def _legacy_kind(status: str, message: str) -> str | None:
-    """The kind of a case read from a document written before cases had one (scangrade 0.1), from
-    the message the grader wrote then; the one place that reads a kind from message text."""
-    if status in (CaseStatus.PASS, CaseStatus.NOT_RUN):
-        return None
-    m = _KERNEL_FAILED.search(message or "")
-    if m:
-        return m.group(1)
-    for prefix, kind in _LEGACY_PREFIXES:
-        if (message or "").startswith(prefix):
-            return str(kind)
-    return str(FailureKind.MISMATCH if status == CaseStatus.FAIL else status)
 
 
 def result_from_dict(d: dict[str, Any]) -> SubmissionResult:

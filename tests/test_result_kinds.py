@@ -10,7 +10,7 @@ from grader.backends import Selection
 from grader.config import load_config
 from grader.render.class_report import part_failures
 from grader.results import (CASE_STATUSES, PART_STATUSES, CaseResult, CaseStatus, FailureKind, PartStatus,
-                            case_from_dict, result_from_dict)
+                            result_from_dict)
 from grader.runner import grade
 from tests.conftest import BROKEN, write_config
 
@@ -59,29 +59,6 @@ def test_a_wrong_output_is_a_mismatch_and_a_missing_file_says_so(tmp_path):
     assert {(c.status, c.kind) for c in parts["part4_any_size"].cases} == {("fail", "mismatch")}
     assert {(c.status, c.kind) for c in parts["part1_naive"].cases} == {("not-run", "missing")}
     assert [f.kind for f in part_failures("s", parts["part4_any_size"])] == ["wrong-result"]
-
-
-def _legacy(status: str, message: str) -> dict:
-    """A case as scangrade 0.1 wrote it to JSON: no ``kind``."""
-    return {"name": "n=5 int32", "n": 5, "dtype": "int32", "seed": 7, "status": status, "points": 0.0,
-            "max_points": 1.0, "message": message, "mismatch": None, "elapsed_ms": 1.0, "timing": None,
-            "visibility": "visible"}
-
-
-def test_a_case_written_before_kinds_gets_the_kind_its_message_shows():
-    cases = [("fail", "the kernel failed (race): thread 3 writes s[2]", "race"),
-             ("error", "the kernel failed while timed (trap): __trap()", "trap"),
-             ("fail", "out-of-bounds write: out[5] (1 past the end of out, 5 elements) was written", "out-of-bounds"),
-             ("fail", "the input was modified: in[0] = 1, was 2", "input-modified"),
-             ("error", "launch refused: block size 2048", "launch-refused"),
-             ("fail", "wrong output after the timed runs (...): out[0] = 1", "wrong-after-timing"),
-             ("fail", "out[0] = 1, expected 0; 1 of 5 elements wrong", "mismatch"),
-             ("timeout", "timed out after 2 s (timeouts.case_s) during case n=5 int32", "timeout"),
-             ("pass", "", None), ("not-run", "not run: part1_naive.cu does not compile", None)]
-    for status, message, kind in cases:
-        assert case_from_dict(_legacy(status, message)).kind == kind, message
-    written = {**_legacy("fail", "the kernel failed (race): x"), "kind": "mismatch"}
-    assert case_from_dict(written).kind == "mismatch"  # a kind written is never guessed over
 
 
 def test_the_class_report_groups_by_kind_not_by_message():
