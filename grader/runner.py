@@ -230,12 +230,162 @@ def _launch(cfg: Config, key: str) -> dict[str, int | None]:
     return {"block_size": pc.block_size, "items_per_thread": pc.items_per_thread}
 
 
+@dataclasses.dataclass
+class _Reported:
+    """What a part's workers reported, folded event by event (:meth:`add`): the device facts, the
+    cases' results, the performance and the profile, across workers; and of the worker now read,
+    what it was doing when it stopped and how it ended.
+
+    Attributes:
+        current: the case started and not reported (the one running when the worker stopped).
+        compiled: the part compiled; profiling: the profile ran last (no case or hidden case since).
+        restart: the case whose GPU fault lost the worker's context (:class:`protocol.Restart`).
+        end: the worker's last word: a :class:`protocol.WorkerError`, :class:`protocol.CompileFailed`
+            or :class:`protocol.Done`; None when it stopped without one.
+    """
+
+    device: dict[str, str] = dataclasses.field(default_factory=dict)
+    cases: list[CaseResult] = dataclasses.field(default_factory=list)
+    performance: Performance | None = None
+    profile: Profile | None = None
+    current: str | None = None
+    compiled: bool = False
+    profiling: bool = False
+    restart: str | None = None
+    end: protocol.Event | None = None
+
+    def next_worker(self) -> None:
+        """Forget what the last worker was doing; keep what the part's workers reported."""
+        self.current, self.compiled, self.profiling, self.restart, self.end = None, False, False, None, None
+
+    def add(self, ev: protocol.Event) -> None:
+        """Fold one event in (none after the worker's last word)."""
+        if isinstance(ev, (protocol.Device, protocol.DeviceUpdate)):
+            self.device = {**self.device, **ev.info}
+        elif isinstance(ev, (protocol.WorkerError, protocol.CompileFailed, protocol.Done)):
+            self.end = ev
+        elif isinstance(ev, protocol.Compiled):
+            self.compiled = True
+        elif isinstance(ev, protocol.CaseStart):
+            self.current = ev.case
+        elif isinstance(ev, (protocol.CaseDone, protocol.Timed)):
+            self.cases.append(ev.result)
+            self.current = None
+        elif isinstance(ev, protocol.PerformanceScored):
+            self.performance = ev.result
+        elif isinstance(ev, protocol.Profiled):
+            self.profile = ev.result
+        elif isinstance(ev, protocol.Restart):
+            self.restart = ev.case
+        if isinstance(ev, (protocol.ProfileStart, protocol.HiddenStart, protocol.CaseDone)):
+            self.profiling = isinstance(ev, protocol.ProfileStart)
+
+    def stage(self) -> str:
+        """What the worker was doing, for a message (``case n=5 int32``, ``compiling``...)."""
+        if self.current:
+            return f"case {self.current}"
+        if self.profiling:
+            return "the bank-conflict profile"
+        return "setting up" if self.compiled else "compiling"
+
+    def passed(self) -> PartStatus:
+        """``pass`` when every case reported passed, else ``fail``."""
+        return PartStatus.PASS if all(c.status == CaseStatus.PASS for c in self.cases) else PartStatus.FAIL
+
+
+@dataclasses.dataclass
+class _Workers:
+    """A part's workers: where the next one starts in the part's case list (``start``), and the
+    cases that cost one, which it starts after: those that hung (past their deadline) and those
+    whose GPU fault lost the worker's context. A new worker starts while the part's time
+    (``deadline``, ``time.monotonic()``) lasts."""
+
+    names: list[str]
+    deadline: float
+    start: int = 0
+    hung: list[str] = dataclasses.field(default_factory=list)
+    faulted: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def attempt(self) -> int:
+        """How many workers ran before the next one."""
+        return len(self.hung) + len(self.faulted)
+
+    def after_fault(self, case: str) -> bool:
+        """Whether a new worker grades the cases after ``case``, whose GPU fault lost the context
+        after it was reported. Every one of them, even when each faults: the emulator grades each
+        such case as a failure of its kind, and a GPU must give the same verdict (only cases that
+        hang, which cost their deadline, are cut short in a row)."""
+        after = self.names.index(case) + 1
+        if self.start < after < len(self.names) and time.monotonic() < self.deadline:
+            self.faulted.append(case)
+            self.start = after
+            return True
+        return False
+
+    def after_hang(self, case: str) -> str:
+        """What follows ``case``, which ran past its deadline: ``retry`` (a new worker grades the
+        cases after it, while the part's time lasts), ``in a row`` (the last
+        :data:`MAX_HANGS_IN_A_ROW` cases in a row hung: a kernel that hangs at every n, the rest is
+        not run) or ``stop``."""
+        self.hung.append(case)
+        after = self.names.index(case) + 1
+        in_a_row = _lost_in_a_row(self.hung, self.names)
+        if after < len(self.names) and time.monotonic() < self.deadline and not in_a_row:
+            self.start = after
+            return "retry"
+        return "in a row" if in_a_row and after < len(self.names) else "stop"
+
+
+def _how_it_stopped(stopped: str | None, returncode: int | None, reported: _Reported,
+                    tmpdir: Path) -> tuple[PartStatus, str]:
+    """The part's status and message when its worker ended without its last word: stopped at a
+    deadline (``stopped`` says which), killed by a signal (a crash), or exited on its own (the
+    grader's error, with its stderr); the kernel's last output (stdout) after a timeout or a crash."""
+    stage = reported.stage()
+    if stopped:
+        why = f"{stopped} during {stage}"
+        if reported.current:
+            why += (": the kernel may never finish — check loop conditions, and that every thread reaches "
+                    "every __syncthreads()")
+        status = PartStatus.TIMEOUT
+    elif returncode is not None and returncode < 0:
+        why = f"the process running this part crashed ({_signal_name(returncode)}) during {stage}"
+        if returncode == -signal.SIGSEGV:
+            why += " — often a read or write outside an array"
+        status = PartStatus.CRASH
+    else:
+        tail = _tail(tmpdir / "stderr.txt")
+        why = f"the grader's worker stopped unexpectedly (exit status {returncode}) during {stage}"
+        if tail:
+            why += f":\n{tail}"
+        status = PartStatus.ERROR
+    out_tail = _tail(tmpdir / "stdout.txt")
+    if out_tail and status != PartStatus.ERROR:
+        why += f"\nlast output of the kernel:\n{out_tail}"
+    return status, why
+
+
+def _stopped_case(name: str, specs: list, *, cfg: Config, key: str, status: PartStatus, why: str) -> CaseResult:
+    """The result of case ``name``, which was running when its worker stopped: ``status``, with the
+    first line of ``why``."""
+    spec = next((c for c in specs if c.name == name), None)
+    return CaseResult(name=name, n=spec.n if spec else 0, dtype=spec.dtype if spec else "",
+                      seed=spec.seed if spec else cfg.seed, status=CaseStatus(status), points=0.0,
+                      max_points=cfg.parts[key].points_per_case if spec else 0.0, message=why.splitlines()[0],
+                      visibility=spec.visibility if spec else "visible", kind=FailureKind(status))
+
+
 def grade_part(part: PartSpec, source: Path | Absent | None, *, cfg: Config, backend: str, checks: bool = True,
                on_event: Callable[[str, protocol.Event], None] | None = None,
                env: dict[str, str] | None = None,
                stop: threading.Event | None = None) -> tuple[PartResult, dict[str, str]]:
     """Grade one part in a child process (``checks``: the emulator's checking mode and thread orders,
     on cases up to ``emulator.checks_max_n``; the default, as every official grade uses them).
+
+    A worker's events are folded into what the part reported (:class:`_Reported`); a worker that
+    ends without its last word is told in words (:func:`_how_it_stopped`); a case that hung or a
+    GPU fault that lost the context starts a new worker after it (:class:`_Workers`).
 
     Returns:
         ``(part result, device facts reported by the child)``. Never raises for problems of the
@@ -245,148 +395,80 @@ def grade_part(part: PartSpec, source: Path | Absent | None, *, cfg: Config, bac
         GradingStopped: ``stop`` was set while the part ran (its workers are ended).
     """
     phases: dict[str, float] = {}
+    reported = _Reported(performance=_pending_performance(cfg, part.key, "not timed: the part did not finish"),
+                         profile=_pending_profile(cfg, part.key, "not profiled: the part did not finish"))
+    pending = reported.performance
 
     def part_result(status: str, message: str, cases: tuple[CaseResult, ...],
-                    performance: Performance | None = None) -> PartResult:
+                    performance: Performance | None = None) -> tuple[PartResult, dict[str, str]]:
         budget = [PART_CASES_BYTES]  # all the part's case messages together
         return PartResult(key=part.key, number=part.number, title=part.title,
                           file=str(source) if source else part.filename, status=status,
                           message=clean_part_message(message),
                           cases=tuple(clean_case(c, budget) for c in _report_order(cases)),
-                          performance=performance, phases_s=phases, profile=profile[0], **_launch(cfg, part.key))
+                          performance=performance, phases_s=phases, profile=reported.profile,
+                          **_launch(cfg, part.key)), reported.device
 
-    pending = _pending_performance(cfg, part.key, "not timed: the part did not finish")
-    profile = [_pending_profile(cfg, part.key, "not profiled: the part did not finish")]
     if not isinstance(source, Path):  # None, or an Absent saying why (misnamed, a link, too large)
         msg = getattr(source, "message", "") or f"{part.filename} is missing from the submission"
         status = PartStatus(getattr(source, "status", PartStatus.MISSING))
-        return part_result(status, msg, not_run(cfg, part.key, "not run: " + msg, kind=status), pending), {}
+        return part_result(status, msg, not_run(cfg, part.key, "not run: " + msg, kind=status), pending)
 
     with tempfile.TemporaryDirectory(prefix="scangrade-part-") as tmp:
         tmpdir = Path(tmp)
         specs = case_list(cfg, part.key)
         names = [c.name for c in specs]
         started = time.time()
-        deadline = time.monotonic() + cfg.timeouts.part_s
-        device: dict[str, str] = {}
-        cases: list[CaseResult] = []
-        hung: list[str] = []  # cases stopped at their deadline; the next worker starts after each
-        faulted: list[str] = []  # cases whose GPU fault lost the worker's context (protocol.Restart)
-        lost: list[str] = []  # the cases that hung, in the order they did (a fault never cuts a part short)
+        workers = _Workers(names, deadline=time.monotonic() + cfg.timeouts.part_s)
         items: list[protocol.Event] = []
-        performance = pending
-        start = 0
         budget = _case_budgets(cfg, part.key, specs, backend=backend, checks=checks)
         while True:
-            attempt = len(hung) + len(faulted)
-            events = protocol.EventReader(tmpdir / f"events-{attempt}.jsonl")
-            job_path = tmpdir / f"job-{attempt}.json"
+            events = protocol.EventReader(tmpdir / f"events-{workers.attempt}.jsonl")
+            job_path = tmpdir / f"job-{workers.attempt}.json"
             job_path.write_text(protocol.Job.for_part(cfg, part=part.key, source=source, backend=backend,
-                                                      events=events.path, checks=checks, start=start,
-                                                      earlier_failed=bool(hung or faulted)).to_json())
+                                                      events=events.path, checks=checks, start=workers.start,
+                                                      earlier_failed=workers.attempt > 0).to_json())
             returncode, stopped, case_hung = _run_worker(job_path, events, cfg=cfg, tmpdir=tmpdir,
-                                                         on_event=on_event, extra_env=env, deadline=deadline,
+                                                         on_event=on_event, extra_env=env, deadline=workers.deadline,
                                                          backend=backend, budget=budget, stop=stop)
             items += events.items
             phases.clear()
             phases.update(_phases(items, started, time.time()))
-            current = None
-            compiled = False
-            restart = None
+            reported.next_worker()
             for ev in events.items:
-                if isinstance(ev, (protocol.Device, protocol.DeviceUpdate)):
-                    device = {**device, **ev.info}
-                elif isinstance(ev, protocol.WorkerError):
-                    return part_result(PartStatus.ERROR, ev.message,
-                                       not_run(cfg, part.key, "not run: " + ev.message, kind=PartStatus.ERROR,
-                                               done=tuple(cases)), pending), device
-                elif isinstance(ev, protocol.CompileFailed):
-                    return part_result(PartStatus.COMPILE_ERROR, ev.message,
-                                       not_run(cfg, part.key, f"not run: {part.filename} does not compile",
-                                               kind=PartStatus.COMPILE_ERROR, done=tuple(cases)), pending), device
-                elif isinstance(ev, protocol.Compiled):
-                    compiled = True
-                elif isinstance(ev, protocol.CaseStart):
-                    current = ev.case
-                elif isinstance(ev, (protocol.CaseDone, protocol.Timed)):
-                    cases.append(ev.result)
-                    current = None
-                elif isinstance(ev, protocol.PerformanceScored):
-                    performance = ev.result
-                elif isinstance(ev, protocol.Profiled):
-                    profile[0] = ev.result
-                elif isinstance(ev, protocol.Restart):
-                    restart = ev.case
-                elif isinstance(ev, protocol.Done):
-                    if hung:
-                        return part_result(PartStatus.TIMEOUT, _hung_message(hung), tuple(cases),
-                                           performance), device
-                    status = PartStatus.PASS if all(c.status == CaseStatus.PASS for c in cases) else PartStatus.FAIL
-                    return part_result(status, "", tuple(cases), performance), device
-
-            # A GPU fault lost the worker's context after it reported the case: the cases after it are
-            # graded in a new worker, while the part's time lasts. Every one of them, even when each
-            # faults: the emulator grades each such case as a failure of its kind, and a GPU must give
-            # the same verdict (only cases that hang, which cost their deadline, are cut short in a row).
-            if (restart in names and current is None and names.index(restart) + 1 < len(names)
-                    and names.index(restart) + 1 > start and time.monotonic() < deadline):
-                faulted.append(restart)
-                start = names.index(restart) + 1
+                reported.add(ev)
+                if reported.end is not None:
+                    break
+            cases = reported.cases
+            if isinstance(reported.end, (protocol.WorkerError, protocol.CompileFailed)):
+                status = PartStatus.ERROR if isinstance(reported.end, protocol.WorkerError) else PartStatus.COMPILE_ERROR
+                rest = ("not run: " + reported.end.message if status == PartStatus.ERROR
+                        else f"not run: {part.filename} does not compile")
+                return part_result(status, reported.end.message,
+                                   not_run(cfg, part.key, rest, kind=status, done=tuple(cases)), pending)
+            last_faulted = reported.restart in names and reported.current is None
+            if last_faulted and workers.after_fault(reported.restart):
                 continue
-            if restart in names and current is None and names.index(restart) + 1 == len(names):
-                status = PartStatus.TIMEOUT if hung else (
-                    PartStatus.PASS if all(c.status == CaseStatus.PASS for c in cases) else PartStatus.FAIL)
-                return part_result(status, _hung_message(hung) if hung else "", tuple(cases), performance), device
-            stage = f"case {current}" if current else ("compiling" if not compiled else "setting up")
-            phase = next((ev for ev in reversed(events.items)
-                          if isinstance(ev, (protocol.ProfileStart, protocol.HiddenStart, protocol.CaseDone))), None)
-            if current is None and isinstance(phase, protocol.ProfileStart):
-                stage = "the bank-conflict profile"
-            if stopped:
-                why = f"{stopped} during {stage}"
-                if current:
-                    why += (": the kernel may never finish — check loop conditions, and that every thread reaches "
-                            "every __syncthreads()")
-                status = PartStatus.TIMEOUT
-            elif returncode is not None and returncode < 0:
-                why = f"the process running this part crashed ({_signal_name(returncode)}) during {stage}"
-                if returncode == -signal.SIGSEGV:
-                    why += " — often a read or write outside an array"
-                status = PartStatus.CRASH
-            else:
-                tail = _tail(tmpdir / "stderr.txt")
-                why = f"the grader's worker stopped unexpectedly (exit status {returncode}) during {stage}"
-                if tail:
-                    why += f":\n{tail}"
-                status = PartStatus.ERROR
-            out_tail = _tail(tmpdir / "stdout.txt")
-            if out_tail and status != PartStatus.ERROR:
-                why += f"\nlast output of the kernel:\n{out_tail}"
-            if current is not None:
-                spec = specs[names.index(current)] if current in names else None
-                cases.append(CaseResult(name=current, n=spec.n if spec else 0, dtype=spec.dtype if spec else "",
-                                        seed=spec.seed if spec else cfg.seed, status=CaseStatus(status), points=0.0,
-                                        max_points=cfg.parts[part.key].points_per_case if spec else 0.0,
-                                        message=why.splitlines()[0],
-                                        visibility=spec.visibility if spec else "visible", kind=FailureKind(status)))
-            # A case that hung (past its deadline) costs that case only: a new worker grades the cases
-            # after it, while the part's time (timeouts.part_s) lasts, unless the last few cases in a
-            # row all hung (a kernel that hangs at every n).
+            if isinstance(reported.end, protocol.Done) or (last_faulted and reported.restart == names[-1]):
+                if workers.hung:
+                    return part_result(PartStatus.TIMEOUT, _hung_message(workers.hung), tuple(cases),
+                                       reported.performance)
+                return part_result(reported.passed(), "", tuple(cases), reported.performance)
+            status, why = _how_it_stopped(stopped, returncode, reported, tmpdir)
+            if reported.current is not None:
+                cases.append(_stopped_case(reported.current, specs, cfg=cfg, key=part.key, status=status, why=why))
             rest = f"not run: an earlier step ended in {status}"
-            if case_hung and current in names:
-                hung.append(current)
-                lost.append(current)
-                in_a_row = _lost_in_a_row(lost, names)
-                if names.index(current) + 1 < len(names) and time.monotonic() < deadline and not in_a_row:
-                    start = names.index(current) + 1
+            if case_hung and reported.current in names:
+                after = workers.after_hang(reported.current)
+                if after == "retry":
                     continue
-                if in_a_row and names.index(current) + 1 < len(names):
+                if after == "in a row":
                     rest = _in_a_row_rest("hung")
                     why += "\n" + _in_a_row_message("hung")
-            if hung:
-                why = _hung_message(hung) + "\n" + why
+            if workers.hung:
+                why = _hung_message(workers.hung) + "\n" + why
             return part_result(status, why, not_run(cfg, part.key, rest, kind=status, done=tuple(cases)),
-                               performance), device
+                               reported.performance)
 
 
 def grading_sandbox(cfg: Config, *, official: bool, allow_unsandboxed: bool = False) -> Config:

@@ -1,0 +1,68 @@
+"""The runner's part loop in its pieces (grader/runner.py): the events of a part's workers folded
+into what they reported, how a worker that stopped without its last word is told, and when a new
+worker takes over after a case that hung or faulted on the GPU."""
+
+from __future__ import annotations
+
+import signal
+import time
+
+from grader import protocol
+from grader.results import CaseResult
+from grader.runner import MAX_HANGS_IN_A_ROW, _how_it_stopped, _Reported, _Workers
+
+NAMES = [f"n={n} int32" for n in range(1, 9)]
+
+
+def _case(name: str, status: str = "pass") -> CaseResult:
+    return CaseResult(name=name, n=1, dtype="int32", seed=7, status=status, points=1.0 if status == "pass" else 0.0,
+                      max_points=1.0, kind=None if status == "pass" else "mismatch")
+
+
+def test_the_fold_keeps_what_every_worker_reported_and_what_the_last_one_was_doing():
+    reported = _Reported()
+    for ev in (protocol.Device({"backend": "emulator"}), protocol.Compiled(), protocol.CaseStart(NAMES[0]),
+               protocol.CaseDone(_case(NAMES[0])), protocol.ProfileStart()):
+        reported.add(ev)
+    assert reported.stage() == "the bank-conflict profile" and reported.end is None
+    reported.next_worker()  # a new worker: what the part reported stays
+    assert reported.stage() == "compiling" and [c.name for c in reported.cases] == [NAMES[0]]
+    for ev in (protocol.DeviceUpdate({"checker": "x"}), protocol.Compiled(), protocol.HiddenStart(),
+               protocol.CaseStart(NAMES[1])):
+        reported.add(ev)
+    assert reported.stage() == f"case {NAMES[1]}" and reported.device == {"backend": "emulator", "checker": "x"}
+    reported.add(protocol.CaseDone(_case(NAMES[1], "fail")))
+    reported.add(protocol.Done())
+    assert isinstance(reported.end, protocol.Done) and reported.passed() == "fail" and reported.current is None
+
+
+def test_every_case_after_a_gpu_fault_is_graded_by_a_new_worker_even_when_each_faults():
+    workers = _Workers(NAMES, deadline=time.monotonic() + 60)
+    for i, name in enumerate(NAMES[:-1]):
+        assert workers.after_fault(name) and workers.start == i + 1
+    assert not workers.after_fault(NAMES[-1])  # nothing after the last case
+    assert workers.attempt == len(NAMES) - 1 and not workers.hung
+
+
+def test_cases_that_hang_in_a_row_end_the_part_and_a_spent_part_starts_no_worker():
+    workers = _Workers(NAMES, deadline=time.monotonic() + 60)
+    assert workers.after_hang(NAMES[0]) == "retry" and workers.start == 1
+    assert [workers.after_hang(name) for name in NAMES[4:4 + MAX_HANGS_IN_A_ROW]] == \
+        ["retry"] * (MAX_HANGS_IN_A_ROW - 1) + ["in a row"]
+    spent = _Workers(NAMES, deadline=time.monotonic() - 1)
+    assert spent.after_hang(NAMES[0]) == "stop" and not spent.after_fault(NAMES[0])
+
+
+def test_a_worker_that_stopped_is_told_by_how_it_stopped(tmp_path):
+    reported = _Reported()
+    reported.add(protocol.Compiled())
+    reported.add(protocol.CaseStart(NAMES[3]))
+    (tmp_path / "stdout.txt").write_text("KERNEL SAYS HI\n")
+    (tmp_path / "stderr.txt").write_text("Traceback: the grader's own\n")
+    status, why = _how_it_stopped("timed out after 5 s", None, reported, tmp_path)
+    assert status == "timeout" and why.startswith(f"timed out after 5 s during case {NAMES[3]}: the kernel may never")
+    assert why.endswith("last output of the kernel:\nKERNEL SAYS HI")
+    status, why = _how_it_stopped(None, -signal.SIGSEGV, reported, tmp_path)
+    assert status == "crash" and "crashed (SIGSEGV" in why and "outside an array" in why
+    status, why = _how_it_stopped(None, 1, reported, tmp_path)
+    assert status == "error" and "exit status 1" in why and "the grader's own" in why and "KERNEL" not in why
