@@ -132,8 +132,8 @@ PART_STATUSES = tuple(PartStatus)
 class FailureKind(StrEnum):
     """The grader's own kinds of failure of a case (:attr:`CaseResult.kind`). A kernel that stops
     with a :class:`grader.errors.KernelError` gives the backend's kind instead (``race``, ``trap``,
-    ``undefined-shift``, ``illegal-address``...: ``KERNEL_ERROR_KINDS`` in
-    :mod:`grader.backends.emulator.backend`), so a kind is a string and these are its fixed values."""
+    ``undefined-shift``, ``illegal-address``...: every kind is a row of :data:`grader.kinds.KINDS`),
+    so a kind is a string and these are its fixed values."""
 
     #: The output differs from the sequential reference scan (the mismatch says where).
     MISMATCH = "mismatch"

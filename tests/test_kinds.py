@@ -8,27 +8,35 @@ from pathlib import Path
 
 import pytest
 
-from grader.backends.emulator.backend import KERNEL_ERROR_KINDS
 from grader.backends.pycuda_backend import _FAULTS
 from grader.kinds import CHECK_KINDS, CRASH_KINDS, FAULT_KINDS, KINDS, WARNING_KINDS, group_of, verdict_of
 from grader.render.class_report import FAILURE_KINDS, _case_kind
 from grader.results import CaseResult, CaseStatus, FailureKind
 
-RUNTIME = Path(__file__).resolve().parent.parent / "grader" / "backends" / "emulator" / "runtime"
+EMULATOR = Path(__file__).resolve().parent.parent / "grader" / "backends" / "emulator"
 
 
 def _runtime_kinds() -> set[str]:
-    """Every kind string the emulator's C++ runtime gives a finding or an error."""
-    text = "\n".join(p.read_text() for p in RUNTIME.iterdir() if p.suffix in (".inc", ".cpp", ".h"))
-    found = set(re.findall(r'make_finding\(\s*\w+\s*,\s*"([\w-]+)"', text))
-    found |= set(re.findall(r'bad_access\(\s*\w+\s*,\s*"([\w-]+)"', text))
+    """Every kind string the emulator's C++ runtime gives a finding or an error, where it gives it
+    (``make_finding``, ``bad_access``, a worker's ``fail``, the ABI's ``set_result``, a record's kind)."""
+    text = "\n".join(p.read_text() for p in (EMULATOR / "runtime").iterdir() if p.suffix in (".inc", ".cpp", ".h"))
+    found = set(re.findall(r'(?:make_finding|bad_access|fail)\(\s*\w+\s*,\s*"([\w-]+)"', text))
+    found |= set(re.findall(r'set_result\(\s*\w+\s*,\s*SG_KERNEL_ERROR\s*,\s*"([\w-]+)"', text))
+    found |= set(re.findall(r'snprintf\(\s*rec\.kind\s*,[^,]+,\s*"([\w-]+)"', text))  # a launch error's is no kind
     return found
 
 
+def _executor_kinds() -> set[str]:
+    """Every kind the emulator's executor gives the death of the process running a module."""
+    return set(re.findall(r'ExecutorDied\(\s*"([\w-]+)"', (EMULATOR / "executor.py").read_text()))
+
+
 def test_every_kind_the_grader_can_report_is_in_the_table():
-    reported = (set(KERNEL_ERROR_KINDS) | {kind for _, kind, _ in _FAULTS} | {str(k) for k in FailureKind}
-                | _runtime_kinds() | {"mismatch", "ticket"})
-    assert _runtime_kinds(), "the runtime's kinds were not found: has the runtime's code moved?"
+    reported = ({kind for _, kind, _ in _FAULTS} | {str(k) for k in FailureKind} | _runtime_kinds()
+                | _executor_kinds() | {"mismatch", "ticket"})
+    assert {"trap", "assert", "shared-memory-limit", "internal", "race", "deadlock"} <= _runtime_kinds(), \
+        "the runtime's kinds were not found: has the runtime's code moved?"
+    assert {"crash", "sandbox-violation", "resource-limit"} <= _executor_kinds()
     assert reported - set(KINDS) == set()
 
 

@@ -7,10 +7,9 @@ source rewrite), :mod:`.build` (toolchain, runtime and executor cache, the sandb
 prelude, fibers, scheduler, shared-memory arena; the executor program).
 """
 
-from grader.backends.emulator.backend import (KERNEL_ERROR_KINDS, SCHEDULES, EmulatorArray, EmulatorBackend,
-                                              EmulatorModule, Finding)
+from grader.backends.emulator.backend import SCHEDULES, EmulatorArray, EmulatorBackend, EmulatorModule, Finding
 
-__all__ = ["EmulatorBackend", "EmulatorArray", "EmulatorModule", "Finding", "KERNEL_ERROR_KINDS", "SCHEDULES", "create"]
+__all__ = ["EmulatorBackend", "EmulatorArray", "EmulatorModule", "Finding", "SCHEDULES", "create"]
 
 
 def create(*, workers: int = 0, checks: bool = False, sandbox: str = "auto") -> EmulatorBackend:

@@ -60,41 +60,8 @@ from grader.results import CHECK_KINDS  # kinds the checks report (they come wit
 if TYPE_CHECKING:
     from grader.profile import MemoryProfile
 
-__all__ = ["EmulatorBackend", "EmulatorArray", "EmulatorModule", "Finding", "KERNEL_ERROR_KINDS", "SCHEDULES",
-           "OUTPUT_CAP", "DEFAULT_SHARED_FILL"]
-
-#: The ``kind`` of every KernelError the emulator raises.
-KERNEL_ERROR_KINDS = {
-    "assert": "a device assert() failed",
-    "trap": "__trap() or __brkpt() was called",
-    "shared-memory-limit": "static + dynamic shared memory of a block exceed the limit (48 KiB)",
-    "unsupported": "the kernel used a feature the emulator does not emulate (e.g. pre-Volta __shfl without _sync)",
-    "race": "checks: two threads accessed the same memory, at least one writing, with no barrier between",
-    "out-of-bounds": "an access outside its __shared__ array (in a red zone: also without checks); checks: an access "
-                     "outside every device allocation and local, or in a buffer's guard zone",
-    "misaligned": "checks: an access at an address that is not a multiple of its size",
-    "uninitialized-read": "checks: a read of shared memory that no thread of the block has written (a warning, "
-                          "see EmulatorBackend.take_warnings; listed after the fatal findings of a failed launch)",
-    "barrier-divergence": "threads of a block wait at different barriers, or a warp intrinsic's mask is wrong "
-                          "(caller or source lane not in it)",
-    "early-exit": "checks: some threads exited while others of the block wait at a __syncthreads() (a warning: "
-                  "since Volta exited threads do not count at a barrier)",
-    "deadlock": "checks: every thread polls (spin-waits) and nothing it reads changes",
-    "shift-clamped": "a shift by the width of its type or more, given PTX's clamped value (0, or -1) as on a GPU (a "
-                     "warning, see EmulatorBackend.take_warnings), with the line",
-    "undefined-shift": "a shift by the width of its type or more (undefined in C++; x86 and a GPU give different "
-                       "values), with the line",
-    "illegal-address": "a thread accessed an unmapped address (a wild or null pointer), or memory past the "
-                       "block's shared-memory arena",
-    "stack-overflow": "a thread overflowed its 64 KiB stack (a large local array or deep recursion)",
-    "division-by-zero": "a thread divided an integer by zero (or INT_MIN by -1)",
-    "illegal-instruction": "a thread executed an illegal instruction (undefined behaviour)",
-    "internal": "the emulator itself failed (out of memory for fiber stacks...)",
-    "crash": "the process running the module died outside the emulated threads' fault handling (a static "
-             "constructor, a thread the module started, exit())",
-    "sandbox-violation": "the module made a system call the sandbox forbids (fork, exec, sockets...)",
-    "resource-limit": "the module exceeded a limit of the sandbox (CPU time, file size)",
-}
+__all__ = ["EmulatorBackend", "EmulatorArray", "EmulatorModule", "Finding", "SCHEDULES", "OUTPUT_CAP",
+           "DEFAULT_SHARED_FILL"]
 
 #: Thread orders within a block (the numbers are the runtime's).
 SCHEDULES = {"ascending": 0, "descending": 1, "random": 2}
@@ -608,7 +575,7 @@ class EmulatorBackend(Backend):
             LaunchError: unknown kernel, or arguments that do not match the kernel's parameters
                 (count, or a pointer parameter not given an emulator buffer, or an ``int``
                 parameter not given an int in the 32-bit range), naming the kernel and parameter.
-            KernelError: the kernel failed; ``kind`` is one of :data:`KERNEL_ERROR_KINDS` and the
+            KernelError: the kernel failed; ``kind`` is a row of :data:`grader.kinds.KINDS` and the
                 message names the file and line where known and the block and thread ids. Findings
                 of a kind in :data:`grader.kinds.WARNING_KINDS` alone do not fail a launch: they are
                 kept for :meth:`take_warnings`.
