@@ -48,6 +48,7 @@
 #include <mutex>
 #include <new>
 #include <string>
+#include <chrono>
 #include <thread>
 #include <unordered_map>
 #include <vector>
