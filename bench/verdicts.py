@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"grading {entry.name} on {backend} ...", file=sys.stderr, flush=True)
             res = grade_entry(entry.path, entry.part, backend)
             results[backend] = res
-            problems = [] if entry.unsettled else verdict_problems(entry, res, cfg)
+            problems = verdict_problems(entry, res, cfg)
             cells[backend] = summary(res) + (" !" if problems else "")
             for p in problems:
                 details.append(f"{entry.name} on {backend}: {p if len(p) <= 240 else p[:239] + '…'}")

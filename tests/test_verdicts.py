@@ -44,7 +44,6 @@ class Expected:
         file: the file as the table names it (relative to ``tests/verdicts``).
         path: the file itself.
         part: the part key it is graded as.
-        unsettled: no verdict is decided yet (nothing is asserted but agreement between backends).
         status: the part's status.
         kinds: the failure kinds of the cases that do not pass, as a set.
         fails: the sizes n whose cases do not pass (in every configured dtype).
@@ -56,7 +55,6 @@ class Expected:
     file: str
     path: Path
     part: str
-    unsettled: bool = False
     status: str = ""
     kinds: frozenset[str] = frozenset()
     fails: frozenset[int] = frozenset()
@@ -98,13 +96,8 @@ def load_table(path: Path = TABLE, cfg: Config | None = None) -> list[Expected]:
         if row["file"] in seen:
             raise ValueError(f"{where}: listed twice")
         seen.add(row["file"])
-        if row.get("expected") == "unsettled":
-            if set(row) - {"file", "part", "expected"}:
-                raise ValueError(f"{where}: an unsettled row has no verdict keys")
-            table.append(Expected(row["file"], file_path, part, unsettled=True))
-            continue
         if "expected" in row:
-            raise ValueError(f"{where}: expected: {row['expected']!r}; only 'unsettled' is known")
+            raise ValueError(f"{where}: 'expected' is not a key of a row: give the file's verdict (status, kinds, fails)")
         sizes = set(cfg.parts[part].sizes) | {c.n for c in case_list(cfg, part)}
         fails = sizes if row.get("fails") == "all" else set(row.get("fails", []))
         kinds = frozenset(row.get("kinds", []))
@@ -117,7 +110,7 @@ def load_table(path: Path = TABLE, cfg: Config | None = None) -> list[Expected]:
             raise ValueError(f"{where}: unknown kinds {sorted(kinds - known_kinds())}")
         if (status == "pass") != (not fails) or bool(fails) != bool(kinds):
             raise ValueError(f"{where}: status {status}, kinds {sorted(kinds)} and fails {sorted(fails)} disagree")
-        table.append(Expected(row["file"], file_path, part, False, status, kinds, frozenset(fails), case_status,
+        table.append(Expected(row["file"], file_path, part, status, kinds, frozenset(fails), case_status,
                               row.get("gpu_differs", "")))
     return table
 
@@ -188,8 +181,6 @@ def summary(res: PartResult) -> str:
 
 def expected_summary(entry: Expected) -> str:
     """The table's verdict in the form of :func:`summary`."""
-    if entry.unsettled:
-        return "unsettled"
     if not entry.fails:
         return entry.status
     suffix = "" if entry.case_status == "fail" or entry.kinds == {entry.case_status} else f"/{entry.case_status}"
@@ -204,8 +195,6 @@ ENTRIES = load_table()
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_every_corpus_file_gets_its_verdict(entry, backend):
     res = grade_entry(entry.path, entry.part, backend)
-    if entry.unsettled:
-        pytest.skip(f"{entry.file}: verdict unsettled (expected.yaml); {backend} gives {summary(res)}")
     if backend == "pycuda" and entry.gpu_differs:
         pytest.xfail(f"{entry.file}: a known difference of the GPU path: {entry.gpu_differs}")
     problems = verdict_problems(entry, res, corpus_config())
