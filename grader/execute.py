@@ -124,6 +124,50 @@ def reference_output(part: PartSpec, x: np.ndarray) -> np.ndarray:
     return inclusive_scan(x) if part.inclusive else exclusive_scan(x)
 
 
+class DrawAhead:
+    """Cases' inputs and reference outputs (:func:`make_input`, :func:`reference_output`) drawn in a
+    background thread before the cases ask for them: a GPU worker draws its large cases and its
+    timed sizes (2^28 elements: about a second of host work) while compute-sanitizer checks the
+    small ones, instead of after. The values are the same as drawn on demand (a function of the
+    seed, the part, n and the dtype); an input drawn ahead is handed out once, then forgotten.
+
+    Args:
+        cfg: the configuration the inputs are drawn under.
+        part: the part whose cases they are.
+        items: ``(n, seed, dtype)`` of each input, in the order to draw them.
+
+    Memory: every input drawn and not yet taken (2 GiB for a 2^28 int32 input and its scan).
+    """
+
+    def __init__(self, cfg: Config, part: PartSpec, items: list[tuple[int, int, np.dtype]]) -> None:
+        self.cfg, self.part = cfg, part
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="scangrade-draw-ahead")
+        self._ahead = {(n, seed, np.dtype(d).str): self._pool.submit(self._draw, n, seed, np.dtype(d))
+                       for n, seed, d in items}
+        self._pool.shutdown(wait=False)
+
+    def _draw(self, n: int, seed: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+        x = make_input(self.cfg, self.part, n, seed, dtype)
+        return x, reference_output(self.part, x)
+
+    def take(self, n: int, seed: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+        """``(input, reference output)`` of one case: the one drawn ahead (waiting for it if it is
+        being drawn), else drawn now."""
+        future = self._ahead.pop((n, seed, np.dtype(dtype).str), None)
+        if future is not None:
+            return future.result()
+        return self._draw(n, seed, np.dtype(dtype))
+
+
+def case_input(cfg: Config, part: PartSpec, n: int, seed: int, dtype: np.dtype,
+               ahead: DrawAhead | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(input, reference output)`` of one case: from ``ahead`` where given, else drawn now."""
+    if ahead is not None and ahead.part is part:
+        return ahead.take(n, seed, dtype)
+    x = make_input(cfg, part, n, seed, dtype)
+    return x, reference_output(part, x)
+
+
 #: The sequential CPU scan (the report's "times faster than the CPU") is timed on at most this many
 #: elements and scaled linearly to n (it is memory-bound).
 CPU_TIMED_MAX = 1 << 24
@@ -373,7 +417,7 @@ def _output_bits(run: Run, plan: Plan, n: int) -> np.ndarray:
 
 def run_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, case: CaseSpec,
              schedules: tuple[str, ...] = (), checked=None, checker: str | None = None,
-             known: tuple[CaseFinding, ...] = ()) -> CaseResult:
+             known: tuple[CaseFinding, ...] = (), ahead: DrawAhead | None = None) -> CaseResult:
     """Run and check one correctness case; failures of the kernel become a failing CaseResult.
 
     Args:
@@ -389,6 +433,7 @@ def run_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, c
         known: the findings of the part's earlier cases: a case whose checks did not run (None
             ``checker``) takes a hint from them where one explains its wrong output (a race found at
             a smaller size, for an output wrong only in its last tile).
+        ahead: inputs drawn ahead (:class:`DrawAhead`); the case's is taken from it where drawn.
 
     Every finding: a kernel whose checks found something that did not stop it (a race) still has
     its buffers checked (guard zones, input, output, Part 5's ticket); one that was stopped (an
@@ -419,7 +464,7 @@ def run_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, c
 
     try:
         return _run_case(backend, module, cfg=cfg, part=part, case=case, schedules=schedules, checked=checked,
-                         result=result, warnings=warnings, known=known if checker is None else ())
+                         result=result, warnings=warnings, known=known if checker is None else (), ahead=ahead)
     except KernelError as exc:  # a GPU fault reported by a copy after the launches (pycuda_backend._copy)
         return result(verdict_of(exc.kind), f"the kernel failed ({exc.kind}): {exc}", kind=exc.kind)
     finally:
@@ -516,7 +561,7 @@ class _Launched(NamedTuple):
         return all(getattr(e, "completed", False) for e in self.errors)
 
 
-def _run_case(backend, module, *, cfg, part, case, schedules, checked, result, warnings, known) -> CaseResult:
+def _run_case(backend, module, *, cfg, part, case, schedules, checked, result, warnings, known, ahead) -> CaseResult:
     pc = cfg.parts[part.key]
     dtype = DTYPES[case.dtype]
     if isinstance(checked, CaseResult):  # the emulator's checks, standing in for compute-sanitizer
@@ -529,8 +574,7 @@ def _run_case(backend, module, *, cfg, part, case, schedules, checked, result, w
         message = told[0].text + "".join(f"\nalso: {f.kind} at {f.file}:{f.line}" for f in others[:5])
         return result(verdict_of(first.kind), message + " — found by compute-sanitizer", kind=first.kind,
                       findings=tuple(t.finding for t in told))
-    x = make_input(cfg, part, case.n, case.seed, dtype)
-    expected = reference_output(part, x)
+    x, expected = case_input(cfg, part, case.n, case.seed, dtype, ahead)
     set_schedule = getattr(backend, "set_schedule", None) if schedules else None
     take_warnings = getattr(backend, "take_warnings", None)
     sees_reads = take_warnings is not None and getattr(backend, "checks", False) is True
@@ -631,13 +675,13 @@ def _timed_plan(backend: Backend, module: Module, *, part: PartSpec, pc: PartCon
 
 
 def time_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, n: int, dtype_name: str,
-              reference: tuple[PartSpec, Module] | None) -> CaseResult:
+              reference: tuple[PartSpec, Module] | None, ahead: DrawAhead | None = None) -> CaseResult:
     """Time one size on a GPU: the submission and the reference solution interleaved on the same
     input (see :meth:`Backend.time_interleaved_ms`), then a device-to-device copy and the
     sequential CPU scan; the submission's output is re-verified after the timed runs.
 
     Device memory: the input, both outputs (and Part 4's tile sums) and the L2 flush buffer at once
-    (3.5 GiB at 2^28 int32 elements).
+    (3.5 GiB at 2^28 int32 elements). ``ahead``: inputs drawn ahead (:class:`DrawAhead`).
 
     Returns:
         A CaseResult named ``timed n=<n> <dtype>`` worth no correctness points, with :class:`Timing`.
@@ -653,8 +697,7 @@ def time_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, 
                           max_points=0.0, message=message, mismatch=mismatch,
                           elapsed_ms=(time.perf_counter() - t0) * 1e3, timing=timing, kind=kind)
 
-    x = make_input(cfg, part, n, cfg.seed, dtype)
-    expected = reference_output(part, x)
+    x, expected = case_input(cfg, part, n, cfg.seed, dtype, ahead)
     try:
         run, plan, d_in, before = _timed_plan(backend, module, part=part, pc=pc, x=x, dtype=dtype)
         jobs = [("the submission's kernel", plan.launch, before)]

@@ -62,6 +62,8 @@ class Job(BaseModel):
         start: how many of the part's cases (:func:`grader.execute.case_list`) to skip: a worker
             started after a case that hung grades the cases after it.
         earlier_failed: a case before ``start`` did not pass (so the part is not timed).
+        sanitizer_pool: the folder of the submission's :class:`grader.sanitizer_pool.SanitizerPool`
+            (compute-sanitizer's children, already started), or "" where there is none.
     """
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
@@ -74,14 +76,16 @@ class Job(BaseModel):
     checks: bool = False
     start: int = 0
     earlier_failed: bool = False
+    sanitizer_pool: str = ""
 
     @classmethod
     def for_part(cls, cfg: Config, *, part: str, source: Path, backend: str, events: Path, checks: bool,
-                 start: int = 0, earlier_failed: bool = False) -> "Job":
+                 start: int = 0, earlier_failed: bool = False, sanitizer_pool: Path | None = None) -> "Job":
         """The job grading ``part`` of ``source`` under the validated ``cfg`` (paths made absolute:
         the worker runs in a folder of its own)."""
         return cls(config=cfg, part=part, source=str(Path(source).resolve()), backend=backend, events=str(events),
-                   checks=checks, start=start, earlier_failed=earlier_failed)
+                   checks=checks, start=start, earlier_failed=earlier_failed,
+                   sanitizer_pool=str(sanitizer_pool) if sanitizer_pool else "")
 
     def to_json(self) -> str:
         """The job as one JSON object (the keys are the attribute names)."""

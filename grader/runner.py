@@ -9,6 +9,7 @@ the part's ``part_s``.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as _dt
 import os
@@ -379,9 +380,11 @@ def _stopped_case(name: str, specs: list, *, cfg: Config, key: str, status: Part
 def grade_part(part: PartSpec, source: Path | Absent | None, *, cfg: Config, backend: str, checks: bool = True,
                on_event: Callable[[str, protocol.Event], None] | None = None,
                env: dict[str, str] | None = None,
-               stop: threading.Event | None = None) -> tuple[PartResult, dict[str, str]]:
+               stop: threading.Event | None = None,
+               sanitizer_pool: Path | None = None) -> tuple[PartResult, dict[str, str]]:
     """Grade one part in a child process (``checks``: the emulator's checking mode and thread orders,
-    on cases up to ``emulator.checks_max_n``; the default, as every official grade uses them).
+    on cases up to ``emulator.checks_max_n``; the default, as every official grade uses them;
+    ``sanitizer_pool``: the folder of the submission's :class:`grader.sanitizer_pool.SanitizerPool`).
 
     A worker's events are folded into what the part reported (:class:`_Reported`); a worker that
     ends without its last word is told in words (:func:`_how_it_stopped`); a case that hung or a
@@ -427,7 +430,8 @@ def grade_part(part: PartSpec, source: Path | Absent | None, *, cfg: Config, bac
             job_path = tmpdir / f"job-{workers.attempt}.json"
             job_path.write_text(protocol.Job.for_part(cfg, part=part.key, source=source, backend=backend,
                                                       events=events.path, checks=checks, start=workers.start,
-                                                      earlier_failed=workers.attempt > 0).to_json())
+                                                      earlier_failed=workers.attempt > 0,
+                                                      sanitizer_pool=sanitizer_pool).to_json())
             returncode, stopped, case_hung = _run_worker(job_path, events, cfg=cfg, tmpdir=tmpdir,
                                                          on_event=on_event, extra_env=env, deadline=workers.deadline,
                                                          backend=backend, budget=budget, stop=stop)
@@ -603,6 +607,27 @@ def _warm_emulator(cfg: Config) -> None:
     threading.Thread(target=build, name="scangrade-warm-emulator", daemon=True).start()
 
 
+def _sanitizer_pool(stack: contextlib.ExitStack, selection: Selection, *, checks: bool,
+                    env: dict[str, str] | None, graded: bool, sources: list):
+    """The submission's :class:`grader.sanitizer_pool.SanitizerPool`, started now (closed and removed
+    by ``stack``), where its parts will run compute-sanitizer: a GPU backend with the checks on,
+    compute-sanitizer installed, and a part file to grade; else None (and where it cannot start:
+    each part's worker then starts its own children)."""
+    if not (checks and graded and selection.kind.has_sanitizer and any(isinstance(s, Path) for s in sources)):
+        return None
+    from grader.sanitizer import find_sanitizer
+    from grader.sanitizer_pool import SanitizerPool
+
+    sanitizer = find_sanitizer()
+    if sanitizer is None:
+        return None
+    folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="scangrade-sanitizer-")))
+    try:
+        return stack.enter_context(SanitizerPool(sanitizer, folder, env=env))
+    except OSError:
+        return None
+
+
 def grade(submission: Path | Intake, *, cfg: Config, selection: Selection, seed: int | None = None,
           parts: list[str] | None = None, checks: bool = True,
           on_event: Callable[[str, protocol.Event], None] | None = None,
@@ -674,19 +699,23 @@ def grade(submission: Path | Intake, *, cfg: Config, selection: Selection, seed:
                                  file=where.get(key) or (str(source) if source else None)), {}
         part_cfg = cfg.override(timeouts={"part_s": min(cfg.timeouts.part_s, left)})
         res, dev = grade_part(PARTS[key], source, cfg=part_cfg, backend=selection.name, checks=checks,
-                              on_event=events if on_event else None, env=env, stop=_Either(stop, halt))
+                              on_event=events if on_event else None, env=env, stop=_Either(stop, halt),
+                              sanitizer_pool=pool.folder if pool else None)
         return (dataclasses.replace(res, file=where[key]) if key in where else res), dev
 
-    if part_jobs <= 1:
-        graded = [one(key) for key in keys]
-    else:
-        with ThreadPoolExecutor(max_workers=part_jobs) as pool:
-            futures = [pool.submit(one, key) for key in keys]
-            try:
-                graded = [f.result() for f in futures]
-            except BaseException:
-                halt.set()  # the other threads stop their workers within a poll
-                raise
+    with contextlib.ExitStack() as stack:
+        pool = _sanitizer_pool(stack, selection, checks=checks, env=env,
+                               graded=intake is None or not intake.refused, sources=[files[k] for k in keys])
+        if part_jobs <= 1:
+            graded = [one(key) for key in keys]
+        else:
+            with ThreadPoolExecutor(max_workers=part_jobs) as threads:
+                futures = [threads.submit(one, key) for key in keys]
+                try:
+                    graded = [f.result() for f in futures]
+                except BaseException:
+                    halt.set()  # the other threads stop their workers within a poll
+                    raise
     results = [res for res, _ in graded]
     device: dict[str, str] = {}
     for _, dev in graded:

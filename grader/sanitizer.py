@@ -26,6 +26,7 @@ Source of the tools' behaviour: NVIDIA, *Compute Sanitizer User Manual* (CUDA 13
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 import secrets
@@ -276,7 +277,8 @@ def findings_by_case(text: str, token: str) -> tuple[dict[int, list[Finding]], s
 
 def check_cases(*, sanitizer: str, job: Path, cubins: dict[str, Path], cases: list[tuple[int, str]], workdir: Path,
                 case_timeout_s: float | Callable[[int], float], tools: tuple[str, ...] = TOOLS,
-                first_output_s: float | None = None, stop_at_silence: bool = False) -> dict[int, CaseChecks]:
+                first_output_s: float | None = None, stop_at_silence: bool = False,
+                pool: Path | None = None, priority: int = 0) -> dict[int, CaseChecks]:
     """Run ``cases`` under each of ``tools`` (at once, one child per tool) and gather the findings.
 
     Args:
@@ -295,6 +297,11 @@ def check_cases(*, sanitizer: str, job: Path, cubins: dict[str, Path], cases: li
             run has shown whether that case hangs). A tool whose children fault on
             :data:`FAULTS_IN_A_ROW` cases in a row checks no further case either; those cases are
             returned unchecked by it (incomplete).
+        pool: the folder of a :class:`grader.sanitizer_pool.SanitizerPool` (children already started
+            for this submission): each tool takes an idle child of it, and starts its own only where
+            the pool has none to give within ``first_output_s``.
+        priority: a pool's idle child goes to the waiting worker of the highest priority (a timed
+            part, whose timing waits for its checks, before the others).
 
     Returns:
         Per case index, its :class:`CaseChecks` (``seconds``: the longest a tool took on it).
@@ -302,9 +309,9 @@ def check_cases(*, sanitizer: str, job: Path, cubins: dict[str, Path], cases: li
     limit = case_timeout_s if callable(case_timeout_s) else (lambda _index: float(case_timeout_s))
     if first_output_s is None:
         first_output_s = 60.0 if callable(case_timeout_s) else float(case_timeout_s)
-    with ThreadPoolExecutor(len(tools)) as pool:
-        runs = list(pool.map(lambda tool: _run_tool(sanitizer, tool, job, cubins, cases, workdir, limit,
-                                                    first_output_s, stop_at_silence), tools))
+    with ThreadPoolExecutor(len(tools)) as threads:
+        runs = list(threads.map(lambda tool: _run_tool(sanitizer, tool, job, cubins, cases, workdir, limit,
+                                                       first_output_s, stop_at_silence, pool, priority), tools))
     order = [i for i, _ in cases]
     silent = [run[3] for run in runs if run[3] is not None]
     last = min(order.index(i) for i in silent) if silent else len(order) - 1
@@ -322,13 +329,143 @@ def check_cases(*, sanitizer: str, job: Path, cubins: dict[str, Path], cases: li
     return out
 
 
+def tool_argv(sanitizer: str, tool: str) -> list[str]:
+    """compute-sanitizer's command line for ``tool``, up to the program it runs."""
+    argv = [sanitizer, "--tool", tool, "--show-backtrace", "no", "--print-limit", "64", "--check-exit-code", "no"]
+    if tool == "racecheck":
+        argv += ["--racecheck-report", "analysis"]
+    return argv
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (not gone, not a zombie waiting for its parent)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return False
+
+
+class _Spawned:
+    """A child started for one run of cases: ``python -m grader.sanitizer JOB TOKEN CUBINS CASES`` under
+    the tool, in its own process group (in the worker's session: it goes with the worker); it exits
+    when the cases are done, or at a fault."""
+
+    def __init__(self, argv: list[str], log: Path, workdir: Path) -> None:
+        self.log = log
+        self._out = open(log, "wb")
+        self.reader = open(log, "rb")
+        self.proc = subprocess.Popen(argv, stdout=self._out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     cwd=workdir, process_group=0)
+        self.killed = False
+
+    def ended(self) -> bool:
+        return self.proc.poll() is not None
+
+    def ended_itself(self) -> bool:
+        """It exited without being stopped (a fault loses the context: the child exits)."""
+        return self.proc.returncode is not None and self.proc.returncode >= 0 and not self.killed
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.proc.pid, 9)
+        except ProcessLookupError:
+            pass
+        self.proc.wait()
+        self.killed = True
+
+    def text(self) -> str:
+        self.reader.close()
+        self._out.close()
+        return self.log.read_text(errors="replace")
+
+
+class _Pooled:
+    """An idle child of a :class:`grader.sanitizer_pool.SanitizerPool`, claimed for one run of cases:
+    the request is written into its folder, its output read from where its log stood at the claim;
+    the run is over at its ``end`` marker (the child is idle again) or when it is gone (a fault, or
+    stopped here: the pool starts another)."""
+
+    def __init__(self, slot: Path, request: dict, token: str) -> None:
+        self.slot = slot
+        self.pid = int((slot / "pid").read_text())
+        self.reader = open(slot / "log.txt", "rb")
+        self.start = self.reader.seek(0, os.SEEK_END)
+        self.end_mark = f"{_MARK} {token} end".encode()
+        self.seen_end = False
+        self.killed = False
+        tmp = slot / "request.tmp"
+        tmp.write_text(json.dumps(request), encoding="utf-8")
+        os.replace(tmp, slot / "request.json")
+
+    def see(self, line: bytes) -> None:
+        if line.rstrip() == self.end_mark:
+            self.seen_end = True
+
+    def ended(self) -> bool:
+        return self.seen_end or not _alive(self.pid)
+
+    def ended_itself(self) -> bool:
+        return not self.seen_end and not self.killed
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.pid, 9)  # the pool started it as its group's leader
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.killed = True
+
+    def text(self) -> str:
+        self.reader.seek(self.start)
+        data = self.reader.read()
+        self.reader.close()
+        return data.decode(errors="replace")
+
+
+def _claim(pool: Path, tool: str, wait_s: float, priority: int = 0) -> Path | None:
+    """An idle child of ``tool`` in ``pool``, taken (its ``idle`` file renamed ``claimed``: one taker
+    wins), waiting up to ``wait_s`` for one; None where the pool is closed, cannot start the tool,
+    or has none idle in time. While a worker of a higher ``priority`` waits for the tool (its file
+    ``want-TOOL-PRIORITY-PID``, while that process lives), this one lets it go first."""
+    deadline = time.monotonic() + wait_s
+    want = pool / f"want-{tool}-{priority}-{os.getpid()}"
+    try:
+        want.touch()
+        while True:
+            if (pool / "closed").exists() or (pool / f"{tool}.broken").exists():
+                return None
+            if not _outranked(pool, tool, priority):
+                for slot in sorted(pool.glob(f"{tool}-*")):
+                    try:
+                        os.rename(slot / "idle", slot / "claimed")
+                        return slot
+                    except OSError:
+                        continue
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.01)
+    finally:
+        want.unlink(missing_ok=True)
+
+
+def _outranked(pool: Path, tool: str, priority: int) -> bool:
+    """Whether a live worker of a higher priority than ``priority`` waits for ``tool`` in ``pool``."""
+    for f in pool.glob(f"want-{tool}-*"):
+        rank, _, pid = f.name[len(f"want-{tool}-"):].partition("-")
+        if rank.isdigit() and int(rank) > priority and pid.isdigit() and _alive(int(pid)):
+            return True
+    return False
+
+
 def _run_tool(sanitizer: str, tool: str, job: Path, cubins: dict[str, Path], cases: list[tuple[int, str]],
-              workdir: Path, limit: Callable[[int], float], first_output_s: float, stop_at_silence: bool
+              workdir: Path, limit: Callable[[int], float], first_output_s: float, stop_at_silence: bool,
+              pool: Path | None = None, priority: int = 0
               ) -> tuple[dict[int, list[Finding]], set[int], dict[int, float], int | None]:
-    """One tool over ``cases``: a child from the first case not yet run, again after each child that
-    ended (a fault loses the context) or was stopped, until every case was tried once (or, with
-    ``stop_at_silence``, until a child goes silent on a case). Returns the findings per case, the
-    cases finished, the seconds each took (between its markers) and the case it went silent on."""
+    """One tool over ``cases``: a child (the pool's, else one of its own) from the first case not yet
+    run, again after each child that ended (a fault loses the context) or was stopped, until every
+    case was tried once (or, with ``stop_at_silence``, until a child goes silent on a case). Returns
+    the findings per case, the cases finished, the seconds each took (between its markers) and the
+    case it went silent on."""
     per: dict[int, list[Finding]] = {}
     done: set[int] = set()
     seconds: dict[int, float] = {}
@@ -337,52 +474,59 @@ def _run_tool(sanitizer: str, tool: str, job: Path, cubins: dict[str, Path], cas
     todo = list(cases)
     while todo and silent_on is None and faults < FAULTS_IN_A_ROW:
         token = secrets.token_hex(8)
-        argv = [sanitizer, "--tool", tool, "--show-backtrace", "no", "--print-limit", "64", "--check-exit-code", "no"]
-        if tool == "racecheck":
-            argv += ["--racecheck-report", "analysis"]
-        argv += [sys.executable, "-m", "grader.sanitizer", str(job), token,
-                 ",".join(f"{d}={p}" for d, p in cubins.items()), ",".join(f"{i}:{d}" for i, d in todo)]
-        log = workdir / f"sanitizer-{tool}-{token}.txt"
+        slot = _claim(pool, tool, first_output_s, priority) if pool is not None else None
+        child: _Spawned | _Pooled
+        if slot is not None:
+            child = _Pooled(slot, {"job": str(job), "token": token, "cubins": {d: str(p) for d, p in cubins.items()},
+                                   "cases": [[i, d] for i, d in todo]}, token)
+        else:
+            argv = tool_argv(sanitizer, tool) + [
+                sys.executable, "-m", "grader.sanitizer", str(job), token,
+                ",".join(f"{d}={p}" for d, p in cubins.items()), ",".join(f"{i}:{d}" for i, d in todo)]
+            child = _Spawned(argv, workdir / f"sanitizer-{tool}-{token}.txt", workdir)
+        popen_t = time.time()
         mark = f"{_MARK} {token} ".encode()
-        with open(log, "wb") as out, open(log, "rb") as reader:
-            # Its own process group in the worker's session: stopped with the worker (runner.kill_session).
-            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    cwd=workdir, process_group=0)
-            last_change = time.monotonic()
-            allowed = first_output_s
-            started: dict[int, float] = {}
-            current: int | None = None
-            pending = b""
-            while proc.poll() is None:
-                time.sleep(0.05)
-                new = reader.read()
-                now = time.monotonic()
-                if new:
-                    last_change = now
-                    pending += new
-                    *lines, pending = pending.split(b"\n")
-                    for line in lines:
-                        if not line.startswith(mark):
-                            continue
-                        words = line[len(mark):].split()
-                        if words[:1] == [b"case"] and len(words) > 1 and words[1].isdigit():
-                            current = int(words[1])
-                            started[current] = now
-                            allowed = limit(current)
-                        elif words[:1] == [b"done"] and len(words) > 1 and words[1].isdigit():
-                            index = int(words[1])
-                            if index in started:
-                                seconds[index] = now - started[index]
-                elif now - last_change > allowed:
-                    try:
-                        os.killpg(proc.pid, 9)
-                    except ProcessLookupError:
-                        pass
-                    proc.wait()
-                    if stop_at_silence and current is not None and current not in seconds:
-                        silent_on = current
-                    break
-        text = log.read_text(errors="replace")
+        last_change = time.monotonic()
+        allowed = first_output_s
+        started: dict[int, float] = {}
+        current: int | None = None
+        pending = b""
+        while True:
+            over = child.ended()
+            new = child.reader.read()
+            now = time.monotonic()
+            if new:
+                last_change = now
+                pending += new
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    if not line.startswith(mark):
+                        continue
+                    if isinstance(child, _Pooled):
+                        child.see(line)
+                    words = line[len(mark):].split()
+                    if words[:1] == [b"case"] and len(words) > 1 and words[1].isdigit():
+                        current = int(words[1])
+                        started[current] = now
+                        allowed = limit(current)
+                    elif words[:1] == [b"done"] and len(words) > 1 and words[1].isdigit():
+                        index = int(words[1])
+                        if index in started:
+                            seconds[index] = now - started[index]
+            if over or child.ended():
+                break
+            if not new and now - last_change > allowed:
+                child.kill()
+                if stop_at_silence and current is not None and current not in seconds:
+                    silent_on = current
+                break
+            time.sleep(0.02)
+        text = child.text()
+        trace = os.environ.get("SCANGRADE_SANITIZER_LOGS")  # bench: every child's output, with its start and end
+        if trace:
+            Path(trace).mkdir(parents=True, exist_ok=True)
+            (Path(trace) / f"{tool}-{token}.txt").write_text(
+                f"{tool} popen {popen_t} end {time.time()} pooled {slot is not None}\n" + text, errors="replace")
         found, started_cases, finished = findings_by_case(text, token)
         for index, fs in found.items():
             per.setdefault(index, []).extend(fs)
@@ -392,73 +536,136 @@ def _run_tool(sanitizer: str, tool: str, job: Path, cubins: dict[str, Path], cas
             break
         order = [c[0] for c in todo]
         last = max(order.index(i) for i in tried if i in order)
-        faults = faults + 1 if last == 0 and proc.returncode is not None and proc.returncode >= 0 and len(todo) > 1 \
-            else 0
+        faults = faults + 1 if last == 0 and child.ended_itself() and len(todo) > 1 else 0
         todo = todo[last + 1:]
     return per, done, seconds, silent_on
 
 
 # --- the child ------------------------------------------------------------------------------------
 
+class _Replay:
+    """Replays cases in a CUDA context (the child's), writing the markers :func:`findings_by_case`
+    reads: one per case before and after it, and one per buffer with its address and size."""
+
+    def __init__(self) -> None:
+        from grader.backends.pycuda_backend import PyCudaBackend
+
+        self.backend = PyCudaBackend(sandbox="off")
+        self._jobs: dict[str, tuple] = {}
+
+    def say(self, token: str, text: str) -> None:
+        sys.stdout.write(f"\n{_MARK} {token} {text}\n")
+        sys.stdout.flush()
+
+    def run(self, job_path: str, token: str, cubins: dict[str, str], cases: list[tuple[int, str]]) -> None:
+        """Replay ``cases`` (``(index, dtype)``) of the job's part with ``cubins`` (path per dtype).
+        At a fault (the context is lost) the process exits, after the case's ``done`` marker."""
+        import numpy as np
+
+        from grader.errors import KernelError, LaunchError
+        from grader.execute import case_list, make_input
+        from grader.parts import DTYPES, PARTS
+        from grader.plans import Run, prepare
+        from grader.protocol import Job
+
+        if job_path not in self._jobs:
+            job = Job.from_json(Path(job_path).read_text(encoding="utf-8"), where=job_path)
+            self._jobs = {job_path: (job.config, PARTS[job.part], case_list(job.config, job.part))}
+        cfg, part, specs = self._jobs[job_path]
+        pc = cfg.parts[part.key]
+        backend = self.backend
+        modules = {d: backend.load_cubin(Path(p).read_bytes(), filename=part.filename, kernels=part.kernels)
+                   for d, p in cubins.items()}
+        for index, dtype_name in cases:
+            case = specs[int(index)]
+            dtype = DTYPES[dtype_name]
+            x = make_input(cfg, part, case.n, case.seed, dtype)
+            self.say(token, f"case {index} {time.time()}")
+            spacers = []
+
+            class Spaced(Run):
+                def buffer(self, *args, **kwargs):  # an unallocated gap before every buffer
+                    spacers.append(backend.alloc(GAP_BYTES, np.dtype(np.uint8)))
+                    return super().buffer(*args, **kwargs)
+            run = Spaced(backend, modules[dtype_name], dtype, guard=0)
+            try:
+                d_in = run.buffer("in", case.n, x, output=False)
+                plan = prepare(run, part, pc, d_in, case.n)
+                spacers.append(backend.alloc(GAP_BYTES, np.dtype(np.uint8)))
+                backend.free(*spacers)
+                for g in run.buffers:
+                    self.say(token, f"buffer {g.name.replace(' ', '~')} {g.inner.address} {g.inner.nbytes} "
+                                    f"{g.inner.dtype.itemsize}")
+                with backend.gpu_shared():  # never while another worker times (grader.gpu_lock); case by case
+                    plan.run()
+                    backend.synchronize()
+            except LaunchError:
+                pass  # refused before it ran: the plain run reports it
+            except KernelError:
+                self.say(token, f"done {index} {time.time()}")
+                sys.stdout.flush()
+                os._exit(0)  # the context is lost; a new child runs the cases after this one
+            self.say(token, f"done {index} {time.time()}")
+
+
 def _child(argv: list[str]) -> int:
     """``python -m grader.sanitizer JOB TOKEN DTYPE=CUBIN,... INDEX:DTYPE,...``: replay the cases on
     exact-size buffers, writing markers; exits at the first CUDA error (its context is lost)."""
     job_path, token, cubin_arg, case_arg = argv
-    import numpy as np
-
-    from grader.backends.pycuda_backend import PyCudaBackend
-    from grader.errors import KernelError, LaunchError
-    from grader.execute import case_list, make_input
-    from grader.parts import DTYPES, PARTS
-    from grader.plans import Run, prepare
-    from grader.protocol import Job
-
-    job = Job.from_json(Path(job_path).read_text(encoding="utf-8"), where=job_path)
-    cfg = job.config
-    part = PARTS[job.part]
-    pc = cfg.parts[part.key]
-    specs = case_list(cfg, part.key)
-    backend = PyCudaBackend(sandbox="off")
-    modules = {d: backend.load_cubin(Path(p).read_bytes(), filename=part.filename, kernels=part.kernels)
-               for d, p in (item.split("=", 1) for item in cubin_arg.split(","))}
-    mark = f"{_MARK} {token}"
-
-    def say(text: str) -> None:
-        sys.stdout.write(f"\n{mark} {text}\n")
-        sys.stdout.flush()
-    for item in case_arg.split(","):
-        index, dtype_name = item.split(":")
-        case = specs[int(index)]
-        dtype = DTYPES[dtype_name]
-        x = make_input(cfg, part, case.n, case.seed, dtype)
-        say(f"case {index}")
-        spacers = []
-
-        class Spaced(Run):
-            def buffer(self, *args, **kwargs):  # an unallocated gap before every buffer
-                spacers.append(backend.alloc(GAP_BYTES, np.dtype(np.uint8)))
-                return super().buffer(*args, **kwargs)
-        run = Spaced(backend, modules[dtype_name], dtype, guard=0)
-        try:
-            d_in = run.buffer("in", case.n, x, output=False)
-            plan = prepare(run, part, pc, d_in, case.n)
-            spacers.append(backend.alloc(GAP_BYTES, np.dtype(np.uint8)))
-            backend.free(*spacers)
-            for g in run.buffers:
-                say(f"buffer {g.name.replace(' ', '~')} {g.inner.address} {g.inner.nbytes} {g.inner.dtype.itemsize}")
-            with backend.gpu_shared():  # never while another worker times (grader.gpu_lock); case by case
-                plan.run()
-                backend.synchronize()
-        except LaunchError:
-            pass  # refused before it ran: the plain run reports it
-        except KernelError:
-            say(f"done {index}")
-            sys.stdout.flush()
-            os._exit(0)  # the context is lost; a new child runs the cases after this one
-        say(f"done {index}")
+    begun = time.time()
+    replay = _Replay()
+    replay.say(token, f"ready {begun} {time.time()}")
+    cubins = dict(item.split("=", 1) for item in cubin_arg.split(","))
+    replay.run(job_path, token, cubins, [tuple(item.split(":")) for item in case_arg.split(",")])
     sys.stdout.flush()
     os._exit(0)
 
 
+#: A claim of a pool child (its ``claimed`` file) with no request after this many seconds is
+#: dropped: the worker that claimed it was stopped before it could write one.
+CLAIM_STALE_S = 10.0
+
+
+def _serve(folder: Path, replay=None) -> int:
+    """``python -m grader.sanitizer --serve FOLDER``: a pool child (:mod:`grader.sanitizer_pool`).
+    Starts its CUDA context, then marks itself idle (the file ``idle``) and replays each request a
+    worker writes (``request.json``: job, token, cubins, cases), ending each with an ``end`` marker
+    and marking itself idle again. Exits at a fault (the context is lost), or when the grader that
+    started it is gone. ``replay``: what replays the cases (default a :class:`_Replay`; tests give
+    one without a GPU)."""
+    import ctypes
+    import signal
+
+    try:  # gone with compute-sanitizer, its parent
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    parent = os.getppid()
+    runner = os.environ.get("SCANGRADE_RUNNER_PID", "")
+    replay = replay or _Replay()
+    request, claimed, idle = folder / "request.json", folder / "claimed", folder / "idle"
+    idle.touch()
+    claimed_at: float | None = None
+    while True:
+        if request.exists():
+            data = json.loads(request.read_text(encoding="utf-8"))
+            request.unlink()
+            replay.run(data["job"], data["token"], data["cubins"], [tuple(c) for c in data["cases"]])
+            replay.say(data["token"], "end")
+            claimed_at = None
+            os.rename(claimed, idle)
+            continue
+        if os.getppid() != parent or (runner.isdigit() and not _alive(int(runner))):
+            os._exit(0)
+        if claimed.exists():
+            claimed_at = claimed_at or time.monotonic()
+            if time.monotonic() - claimed_at > CLAIM_STALE_S:
+                os.rename(claimed, idle)
+                claimed_at = None
+        time.sleep(0.005)
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--serve"]:
+        sys.exit(_serve(Path(sys.argv[2])))
     sys.exit(_child(sys.argv[1:]))

@@ -95,6 +95,7 @@ def main(argv: list[str]) -> int:
                 events.emit(Compiled())
                 results = []
                 all_cases = case_list(cfg, part.key)
+                ahead = _draw_ahead(kind, job, cfg, part, all_cases)
                 checker = (_GpuChecks(backend, job, cfg, part, modules, all_cases, Path(work), argv[0])
                            if kind.has_sanitizer and job.checks else None)
                 if checker is not None:
@@ -133,12 +134,12 @@ def main(argv: list[str]) -> int:
                     if checker is not None and checked:
                         result = run_case(backend, modules[case.dtype], cfg=cfg, part=part, case=case,
                                           checked=found if checker.sanitizer else checker.checks(all_cases.index(case)),
-                                          checker=checker.name)
+                                          checker=checker.name, ahead=ahead)
                     else:
                         result = run_case(backend, modules[case.dtype], cfg=cfg, part=part, case=case,
                                           schedules=CHECK_SCHEDULES if checked else (),
                                           checker="emulator checks" if checked else None,
-                                          known=tuple(f for r in results for f in r.findings))
+                                          known=tuple(f for r in results for f in r.findings), ahead=ahead)
                     if getattr(backend, "broken", False) and checker is not None and checker.sanitizer:
                         events.emit(LocatingFault(case.name))  # memcheck's run is not the case's time
                         result = checker.locate_fault(result, all_cases.index(case))
@@ -161,7 +162,7 @@ def main(argv: list[str]) -> int:
                 performance = None
                 if pc.timing is not None:
                     performance = _time_part(events, backend, cfg, part, pc, modules, results, build,
-                                             earlier_failed=job.earlier_failed)
+                                             earlier_failed=job.earlier_failed, ahead=ahead)
                 profile = None
                 if pc.profile is not None:  # its counts and messages too: before any hidden case
                     profile = _profile_part(events, backend, cfg, part, source, results, Path(work),
@@ -183,7 +184,26 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def _time_part(events, backend, cfg, part, pc, modules, results, build, *, earlier_failed: bool = False):
+def _draw_ahead(kind, job, cfg, part, cases):
+    """On a GPU, the inputs of this worker's large visible cases (those compute-sanitizer does not
+    check) and of its timed sizes, drawn in the background from now (:class:`grader.execute.DrawAhead`):
+    the host work is done while compute-sanitizer checks the small cases. None on the emulator (its
+    cases are checked as they run: nothing to overlap)."""
+    from grader.execute import DrawAhead
+    from grader.parts import DTYPES
+
+    if not kind.times_kernels:
+        return None
+    pc = cfg.parts[part.key]
+    items = [(c.n, c.seed, DTYPES[c.dtype]) for c in cases[job.start:]
+             if c.visibility != "hidden" and c.n > cfg.emulator.checks_max_n]
+    if pc.timing is not None and not job.earlier_failed:
+        items += [(n, cfg.seed, DTYPES[pc.dtypes[0]]) for n in pc.timing.sizes]
+    return DrawAhead(cfg, part, items) if items else None
+
+
+def _time_part(events, backend, cfg, part, pc, modules, results, build, *, earlier_failed: bool = False,
+               ahead=None):
     """The timing phase of a part (GPU only), after the visible cases and before the hidden ones:
     ``timed`` events, and the :class:`~grader.results.Performance` they earn (returned; the caller
     reports it once the hidden cases have run, see :func:`performance_after_hidden`).
@@ -213,7 +233,8 @@ def _time_part(events, backend, cfg, part, pc, modules, results, build, *, earli
     timed = []
     for n in tc.sizes:
         events.emit(CaseStart(f"timed n={n} {dtype}"))
-        result = time_case(backend, modules[dtype], cfg=cfg, part=part, n=n, dtype_name=dtype, reference=reference)
+        result = time_case(backend, modules[dtype], cfg=cfg, part=part, n=n, dtype_name=dtype, reference=reference,
+                           ahead=ahead)
         timed.append(result)
         events.emit(Timed(result))
     gpu = backend.describe().get("device", "")
@@ -279,6 +300,9 @@ class _GpuChecks:
         self.sanitizer = find_sanitizer()
         self.version = sanitizer_version(self.sanitizer) if self.sanitizer else ""
         self.name = "compute-sanitizer" if self.sanitizer else "emulator checks"
+        self.pool = Path(job.sanitizer_pool) if job.sanitizer_pool else None  # the submission's children
+        # a timed part's timing and large cases wait for its checks: it goes first to the pool's children
+        self._priority = 1 if cfg.parts[part.key].timing is not None else 0
         self._found = None
         self._emulator = None
         self._emulator_modules: dict = {}
@@ -350,7 +374,8 @@ class _GpuChecks:
         # another worker's timed window waits for one case, not for the whole run.
         self._found.update(check_cases(sanitizer=self.sanitizer, job=Path(self.job_path), cubins=self._cubins(),
                                        cases=todo, workdir=self.work, case_timeout_s=limit,
-                                       first_output_s=min(self.cfg.timeouts.case_s, 60), stop_at_silence=True))
+                                       first_output_s=min(self.cfg.timeouts.case_s, 60), stop_at_silence=True,
+                                       pool=self.pool, priority=self._priority))
         try:
             self._saved_path.write_text(json.dumps({i: c.to_json() for i, c in self._found.items()}),
                                         encoding="utf-8")
@@ -407,7 +432,8 @@ class _GpuChecks:
         try:
             found = check_cases(sanitizer=self.sanitizer, job=Path(self.job_path), cubins=self._cubins(),
                                 cases=[(index, self.cases[index].dtype)], workdir=self.work,
-                                case_timeout_s=min(self.cfg.timeouts.case_s, 60), tools=("memcheck",)).get(index)
+                                case_timeout_s=min(self.cfg.timeouts.case_s, 60), tools=("memcheck",),
+                                pool=self.pool).get(index)
         except OSError:
             return result
         if found and found.findings:

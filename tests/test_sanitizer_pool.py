@@ -1,0 +1,175 @@
+"""The submission's pool of compute-sanitizer children (grader/sanitizer_pool.py) and the workers'
+use of it (grader.sanitizer.check_cases with ``pool``), on any machine: a stand-in for
+compute-sanitizer runs the pool child's real serving loop (``grader.sanitizer._serve``) with a
+replay that needs no GPU and prints, per case, what compute-sanitizer prints for a race, or faults
+(the process ends, as when a kernel loses its context), or hangs. The real child runs on a GPU in
+tests/test_sanitizer.py and the GPU tests."""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from grader.sanitizer import check_cases
+from grader.sanitizer_pool import SanitizerPool
+
+CHILD = textwrap.dedent('''
+    import os, sys, time
+    from pathlib import Path
+    from grader.sanitizer import _MARK, _serve
+
+    class Replay:
+        """Per case index, the file FAKE_PLAN says: race (a racecheck report), fault (the process ends after
+        the case), hang (nothing more is printed); other cases are clean."""
+        def say(self, token, text):
+            sys.stdout.write(f"\\n{_MARK} {token} {text}\\n"); sys.stdout.flush()
+        def run(self, job, token, cubins, cases):
+            text = Path(os.environ["FAKE_PLAN"]).read_text()
+            plan = dict(item.split("=") for item in text.split(",") if item)
+            with open(os.environ["FAKE_SEEN"], "a") as f:
+                f.write(f"{os.getpid()} {job} {[int(i) for i, _ in cases]}\\n")
+            for index, _dtype in cases:
+                self.say(token, f"case {index}")
+                what = plan.get(str(index))
+                if what == "hang":
+                    time.sleep(3600)
+                if what == "race":
+                    print("========= Error: Race reported between Write access at k+0x10 in part1_naive.cu:7")
+                    print("=========     and Read access at k+0x20 in part1_naive.cu:8 [3 hazards]")
+                    print("=========")
+                self.say(token, f"done {index}")
+                if what == "fault":
+                    os._exit(0)
+
+    # argv: the tool's options, then PYTHON -m grader.sanitizer --serve FOLDER
+    _serve(Path(sys.argv[sys.argv.index("--serve") + 1]), replay=Replay())
+''')
+
+
+@pytest.fixture
+def fake(tmp_path, monkeypatch):
+    """A stand-in compute-sanitizer (an executable that runs the fake child), the file where each
+    child writes the requests it served, and the file of what each case does (read at each request)."""
+    child = tmp_path / "child.py"
+    child.write_text(CHILD)
+    exe = tmp_path / "compute-sanitizer"
+    exe.write_text(f"#!/bin/sh\nexec {sys.executable} {child} \"$@\"\n")
+    exe.chmod(0o755)
+    seen = tmp_path / "seen.txt"
+    seen.touch()
+    monkeypatch.setenv("FAKE_SEEN", str(seen))
+    monkeypatch.setenv("FAKE_PLAN", str(tmp_path / "plan.txt"))
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parent.parent))
+    return exe, seen, tmp_path / "plan.txt"
+
+
+def _served(seen: Path) -> list[tuple[int, str, list[int]]]:
+    out = []
+    for line in seen.read_text().splitlines():
+        pid, job, cases = line.split(" ", 2)
+        out.append((int(pid), job, eval(cases)))  # noqa: S307 - our own child's list of ints
+    return out
+
+
+def _check(exe, pool, tmp_path, cases, job="job-a.json", **kw):
+    work = tmp_path / f"work-{job}"
+    work.mkdir(exist_ok=True)
+    return check_cases(sanitizer=str(exe), job=Path(job), cubins={"int32": Path("x.cubin")},
+                       cases=[(i, "int32") for i in cases], workdir=work, case_timeout_s=kw.pop("timeout", 30.0),
+                       tools=kw.pop("tools", ("racecheck",)), first_output_s=30.0, pool=pool, **kw)
+
+
+def test_parts_share_the_pools_children_and_findings_go_to_their_case(fake, tmp_path, monkeypatch):
+    exe, seen, plan = fake
+    plan.write_text("2=race")
+    with SanitizerPool(str(exe), tmp_path / "pool", tools=("racecheck",)) as pool:
+        first = _check(exe, pool.folder, tmp_path, [0, 1, 2, 3], job="job-a.json")
+        second = _check(exe, pool.folder, tmp_path, [0, 1, 2], job="job-b.json")
+    served = _served(seen)
+    assert [(job, cases) for _, job, cases in served] == [("job-a.json", [0, 1, 2, 3]), ("job-b.json", [0, 1, 2])]
+    assert served[0][0] == served[1][0], "the second part was served by the same child, not a new one"
+    for result, cases in ((first, [0, 1, 2, 3]), (second, [0, 1, 2])):
+        assert sorted(result) == cases and all(result[i].complete for i in cases)
+        assert [f.kind for f in result[2].findings] == ["race"]
+        assert (result[2].findings[0].line, result[2].findings[0].other_line) == (7, 8)
+        assert all(not result[i].findings for i in cases if i != 2)
+
+
+def test_a_fault_ends_the_child_and_the_cases_after_it_go_to_its_replacement(fake, tmp_path, monkeypatch):
+    exe, seen, plan = fake
+    plan.write_text("1=fault")
+    with SanitizerPool(str(exe), tmp_path / "pool", tools=("memcheck",)) as pool:
+        result = _check(exe, pool.folder, tmp_path, [0, 1, 2, 3], tools=("memcheck",))
+    served = _served(seen)
+    assert [cases for _, _, cases in served] == [[0, 1, 2, 3], [2, 3]]
+    assert served[0][0] != served[1][0], "the cases after the fault ran in a new child"
+    assert sorted(result) == [0, 1, 2, 3] and all(result[i].complete for i in result)
+
+
+def test_a_silent_child_is_stopped_replaced_and_the_case_left_to_its_plain_run(fake, tmp_path, monkeypatch):
+    exe, seen, plan = fake
+    plan.write_text("1=hang")
+    with SanitizerPool(str(exe), tmp_path / "pool", tools=("synccheck",)) as pool:
+        result = _check(exe, pool.folder, tmp_path, [0, 1, 2], tools=("synccheck",), timeout=1.0,
+                        stop_at_silence=True)
+        assert sorted(result) == [0, 1] and result[0].complete and not result[1].complete
+        hung = _served(seen)[0][0]
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not list(pool.folder.glob("synccheck-*/idle")):
+            time.sleep(0.05)
+        # the hung child is gone (its process group stopped), and a new one is idle for the next part
+        assert not Path(f"/proc/{hung}").exists() or "Z" in Path(f"/proc/{hung}/stat").read_text().split()[2]
+        plan.write_text("")
+        again = _check(exe, pool.folder, tmp_path, [1, 2], job="job-b.json", tools=("synccheck",))
+    assert all(again[i].complete for i in (1, 2))
+    assert _served(seen)[-1][0] != hung
+
+
+def test_closing_the_pool_stops_its_children_and_workers_then_start_their_own(fake, tmp_path, monkeypatch):
+    exe, seen, plan = fake
+    plan.write_text("")
+    pool = SanitizerPool(str(exe), tmp_path / "pool", tools=("racecheck",))
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not list(pool.folder.glob("racecheck-*/idle")):
+        time.sleep(0.05)
+    pids = [int(p.read_text()) for p in pool.folder.glob("racecheck-*/pid")]
+    pool.close()
+    pool.close()
+    assert pids and all(not Path(f"/proc/{pid}").exists() for pid in pids)
+    # a worker asking a closed pool starts a child of its own (the one-shot child of grader.sanitizer:
+    # here the stand-in cannot run it, so the tool reports nothing: the cases are unchecked, not lost)
+    result = _check(exe, pool.folder, tmp_path, [0, 1])
+    assert sorted(result) == [0, 1] and not any(r.complete for r in result.values())
+    assert not _served(seen)
+
+
+def test_a_tool_whose_children_cannot_start_is_given_up(tmp_path):
+    exe = tmp_path / "compute-sanitizer"
+    exe.write_text("#!/bin/sh\nexit 1\n")
+    exe.chmod(0o755)
+    with SanitizerPool(str(exe), tmp_path / "pool", tools=("memcheck",)) as pool:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (pool.folder / "memcheck.broken").exists():
+            time.sleep(0.05)
+        assert (pool.folder / "memcheck.broken").exists()
+        assert len(list(pool.folder.glob("memcheck-*"))) == 3
+
+
+def test_a_waiting_timed_part_goes_first_and_a_dead_waiter_does_not_block(tmp_path):
+    from grader.sanitizer import _claim
+
+    pool = tmp_path / "pool"
+    (pool / "racecheck-1").mkdir(parents=True)
+    (pool / "racecheck-1" / "idle").touch()
+    (pool / f"want-racecheck-1-{os.getppid()}").touch()  # a live worker of a timed part waits
+    assert _claim(pool, "racecheck", 0.2, priority=0) is None
+    assert _claim(pool, "racecheck", 0.2, priority=1) == pool / "racecheck-1"
+    assert not list(pool.glob(f"want-racecheck-1-{os.getpid()}")), "a claimer's own wish is removed"
+    (pool / "racecheck-1" / "claimed").rename(pool / "racecheck-1" / "idle")
+    (pool / f"want-racecheck-1-{os.getppid()}").rename(pool / "want-racecheck-1-999999999")  # gone
+    assert _claim(pool, "racecheck", 0.2, priority=0) == pool / "racecheck-1"
