@@ -45,7 +45,11 @@ from grader.backends.base import Finding
 TOOLS = ("memcheck", "racecheck", "synccheck")
 #: After this many children in a row each ended with its first case (a fault: the kernel lost its
 #: context), a tool checks no further case of the part: each would cost a child's start-up (seconds),
-#: and the cases' plain runs still show the fault.
+#: and the cases' plain runs still show the fault. Not memcheck's children of a pool
+#: (:mod:`grader.sanitizer_pool`): the pool has the next one starting as one ends (about a second),
+#: and a case memcheck has located a fault in is not run again plainly, where each faulting plain
+#: run costs a new worker and memcheck's run to locate it (3 to 4 s on an H100: a Part 1 that
+#: faulted at all 36 cases took 135 s).
 FAULTS_IN_A_ROW = 3
 #: Unallocated bytes left between two buffers in the sanitizer's replay.
 GAP_BYTES = 1 << 20
@@ -295,8 +299,8 @@ def check_cases(*, sanitizer: str, job: Path, cubins: dict[str, Path], cases: li
         stop_at_silence: a tool whose child went silent on a case goes no further; only the cases up
             to the first such case are returned (the caller checks the others later, once the plain
             run has shown whether that case hangs). A tool whose children fault on
-            :data:`FAULTS_IN_A_ROW` cases in a row checks no further case either; those cases are
-            returned unchecked by it (incomplete).
+            :data:`FAULTS_IN_A_ROW` cases in a row checks no further case either (but a pool's
+            memcheck: see there); those cases are returned unchecked by it (incomplete).
         pool: the folder of a :class:`grader.sanitizer_pool.SanitizerPool` (children already started
             for this submission): each tool takes an idle child of it, and starts its own only where
             the pool has none to give within ``first_output_s``.
@@ -472,7 +476,8 @@ def _run_tool(sanitizer: str, tool: str, job: Path, cubins: dict[str, Path], cas
     silent_on: int | None = None
     faults = 0  # children in a row that ended with their first case (a fault loses the context)
     todo = list(cases)
-    while todo and silent_on is None and faults < FAULTS_IN_A_ROW:
+    most = FAULTS_IN_A_ROW if pool is None or tool != "memcheck" else len(cases) + 1
+    while todo and silent_on is None and faults < most:
         token = secrets.token_hex(8)
         slot = _claim(pool, tool, first_output_s, priority) if pool is not None else None
         child: _Spawned | _Pooled

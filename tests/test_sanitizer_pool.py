@@ -87,7 +87,7 @@ def _check(exe, pool, tmp_path, cases, job="job-a.json", **kw):
 def test_parts_share_the_pools_children_and_findings_go_to_their_case(fake, tmp_path, monkeypatch):
     exe, seen, plan = fake
     plan.write_text("2=race")
-    with SanitizerPool(str(exe), tmp_path / "pool", tools=("racecheck",)) as pool:
+    with SanitizerPool(str(exe), tmp_path / "pool", tools=("racecheck",), slots={"racecheck": 1}) as pool:
         first = _check(exe, pool.folder, tmp_path, [0, 1, 2, 3], job="job-a.json")
         second = _check(exe, pool.folder, tmp_path, [0, 1, 2], job="job-b.json")
     served = _served(seen)
@@ -173,3 +173,16 @@ def test_a_waiting_timed_part_goes_first_and_a_dead_waiter_does_not_block(tmp_pa
     (pool / "racecheck-1" / "claimed").rename(pool / "racecheck-1" / "idle")
     (pool / f"want-racecheck-1-{os.getppid()}").rename(pool / "want-racecheck-1-999999999")  # gone
     assert _claim(pool, "racecheck", 0.2, priority=0) == pool / "racecheck-1"
+
+
+def test_a_pools_memcheck_checks_every_faulting_case_the_other_tools_stop_after_three(fake, tmp_path):
+    exe, seen, plan = fake
+    plan.write_text(",".join(f"{i}=fault" for i in range(6)))
+    with SanitizerPool(str(exe), tmp_path / "pool", tools=("memcheck", "racecheck"),
+                       slots={"racecheck": 1}) as pool:
+        result = _check(exe, pool.folder, tmp_path, list(range(6)), tools=("memcheck", "racecheck"))
+    # memcheck: every case, each in a child of its own (a fault ends the child); a plain run of a
+    # case memcheck did not check would fault and cost a new worker
+    assert all("memcheck" in result[i].tools for i in range(6))
+    assert [i for i in range(6) if "racecheck" in result[i].tools] == [0, 1, 2]
+    assert len({pid for pid, _, _ in _served(seen)}) == 6 + 3
