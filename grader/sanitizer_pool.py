@@ -85,7 +85,7 @@ class SanitizerPool:
             proc = subprocess.Popen(tool_argv(self.sanitizer, tool) + [sys.executable, "-m", "grader.sanitizer",
                                                                        "--serve", str(slot)],
                                     stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=slot,
-                                    env=self._env, start_new_session=True)
+                                    env=self._env, start_new_session=True, preexec_fn=_die_with_parent)
         (slot / "pid").write_text(str(proc.pid))
         self._children[tool, k] = (proc, slot)
 
@@ -135,3 +135,16 @@ class SanitizerPool:
     def __exit__(self, *exc) -> None:
         self.close()
 
+
+def _die_with_parent() -> None:
+    """In the child, before compute-sanitizer starts: SIGKILL when the thread that started it ends
+    (the grade's, or the pool's watcher; both outlive the pool, which stops its children itself),
+    so a grader killed outright leaves no student kernel running under the sanitizer (the Python
+    child under it has the same tie to compute-sanitizer). Linux only; elsewhere nothing."""
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
