@@ -136,15 +136,18 @@ class SanitizerPool:
         self.close()
 
 
+
+try:  # loaded here, not in the forked child (where an import could wait on a lock another thread held)
+    import ctypes as _ctypes
+    _PRCTL = _ctypes.CDLL(None, use_errno=True).prctl
+except (OSError, AttributeError):
+    _PRCTL = None
+
+
 def _die_with_parent() -> None:
     """In the child, before compute-sanitizer starts: SIGKILL when the thread that started it ends
     (the grade's, or the pool's watcher; both outlive the pool, which stops its children itself),
     so a grader killed outright leaves no student kernel running under the sanitizer (the Python
     child under it has the same tie to compute-sanitizer). Linux only; elsewhere nothing."""
-    import ctypes
-    import signal
-
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
+    if _PRCTL is not None:
+        _PRCTL(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL
