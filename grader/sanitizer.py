@@ -363,6 +363,9 @@ class _Spawned:
                                      cwd=workdir, process_group=0)
         self.killed = False
 
+    def see(self, line: bytes) -> None:
+        """A marker line of its (nothing to note: it ends by exiting)."""
+
     def ended(self) -> bool:
         return self.proc.poll() is not None
 
@@ -507,8 +510,7 @@ def _run_tool(sanitizer: str, tool: str, job: Path, cubins: dict[str, Path], cas
                 for line in lines:
                     if not line.startswith(mark):
                         continue
-                    if isinstance(child, _Pooled):
-                        child.see(line)
+                    child.see(line)
                     words = line[len(mark):].split()
                     if words[:1] == [b"case"] and len(words) > 1 and words[1].isdigit():
                         current = int(words[1])
@@ -638,13 +640,9 @@ def _serve(folder: Path, replay=None) -> int:
     and marking itself idle again. Exits at a fault (the context is lost), or when the grader that
     started it is gone. ``replay``: what replays the cases (default a :class:`_Replay`; tests give
     one without a GPU)."""
-    import ctypes
-    import signal
+    from grader.lifetime import die_with_parent
 
-    try:  # gone with compute-sanitizer, its parent
-        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
+    die_with_parent()  # gone with compute-sanitizer, its parent
     parent = os.getppid()
     runner = os.environ.get("SCANGRADE_RUNNER_PID", "")
     replay = replay or _Replay()

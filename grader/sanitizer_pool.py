@@ -30,6 +30,7 @@ import threading
 import time
 from pathlib import Path
 
+from grader.lifetime import die_with_parent
 from grader.sanitizer import TOOLS, tool_argv
 
 #: A tool whose children end before they are ready this many times in a row starts no more.
@@ -81,11 +82,13 @@ class SanitizerPool:
         self._serial += 1
         slot = self.folder / f"{tool}-{self._serial}"
         slot.mkdir()
+        # dies with the thread starting it (the grade's, or the watcher: both outlive the pool, which
+        # stops its children itself), so a grader killed outright leaves no kernel running under it
         with open(slot / "log.txt", "wb") as log:
             proc = subprocess.Popen(tool_argv(self.sanitizer, tool) + [sys.executable, "-m", "grader.sanitizer",
                                                                        "--serve", str(slot)],
                                     stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=slot,
-                                    env=self._env, start_new_session=True, preexec_fn=_die_with_parent)
+                                    env=self._env, start_new_session=True, preexec_fn=die_with_parent)
         (slot / "pid").write_text(str(proc.pid))
         self._children[tool, k] = (proc, slot)
 
@@ -134,20 +137,3 @@ class SanitizerPool:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-
-try:  # loaded here, not in the forked child (where an import could wait on a lock another thread held)
-    import ctypes as _ctypes
-    _PRCTL = _ctypes.CDLL(None, use_errno=True).prctl
-except (OSError, AttributeError):
-    _PRCTL = None
-
-
-def _die_with_parent() -> None:
-    """In the child, before compute-sanitizer starts: SIGKILL when the thread that started it ends
-    (the grade's, or the pool's watcher; both outlive the pool, which stops its children itself),
-    so a grader killed outright leaves no student kernel running under the sanitizer (the Python
-    child under it has the same tie to compute-sanitizer). Linux only; elsewhere nothing."""
-    if _PRCTL is not None:
-        _PRCTL(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL

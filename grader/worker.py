@@ -39,13 +39,9 @@ def _die_with_runner() -> None:
     the worker (bubblewrap's ``--die-with-parent``, or their own ``PR_SET_PDEATHSIG``). Where the
     runner is already gone (its pid, from ``SCANGRADE_RUNNER_PID``, is no longer the parent), exit
     at once. Linux only; elsewhere nothing happens."""
-    import ctypes
-    import signal
+    from grader.lifetime import die_with_parent
 
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
+    if not die_with_parent():
         return
     runner = os.environ.get("SCANGRADE_RUNNER_PID")
     if runner and runner.isdigit() and os.getppid() != int(runner):
