@@ -127,7 +127,7 @@ def test_every_gradebook_row_has_the_same_maximum_refused_or_graded(tmp_path):
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc (Linux) to look for processes left behind")
 def test_ctrl_c_stops_the_batch_ends_its_workers_writes_what_is_done_and_says_how_to_resume(tmp_path):
-    from tests.test_runner_cleanup import _processes_mentioning, _wait_for
+    from tests.test_runner_cleanup import _processes_mentioning, _wait_for, default_sigint
     root, out = tmp_path / "class", tmp_path / "out"
     (root / "alice").mkdir(parents=True)
     shutil.copy(SOLUTIONS / "part1_naive.cu", root / "alice")
@@ -146,7 +146,7 @@ def test_ctrl_c_stops_the_batch_ends_its_workers_writes_what_is_done_and_says_ho
         grader = subprocess.Popen([sys.executable, "-m", "grader", "batch", str(root), "--out", str(out),
                                    "--config", str(config), "--backend", "emulator", "--no-checks", "--jobs", "2",
                                    "--allow-unsandboxed"], env=env, stdout=subprocess.DEVNULL, stderr=err_f,
-                                  start_new_session=True)
+                                  start_new_session=True, preexec_fn=default_sigint)
     try:
         # alice is done (a cold emulator cache first builds the runtime: minutes on a slow machine)
         assert _wait_for(lambda: b"[1/3] alice" in err.read_bytes() or grader.poll() is not None, 600), \

@@ -12,6 +12,13 @@ import pytest
 from tests.conftest import BROKEN, ROOT, write_config
 
 
+def default_sigint() -> None:
+    """In a grader started by a test: SIGINT as a terminal gives it, even where this test runs with
+    SIGINT ignored (a job started in the background by a non-interactive shell inherits that, and
+    Python then installs no KeyboardInterrupt handler)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _processes_mentioning(folder: Path) -> list[int]:
     """Live (not zombie) processes whose command line mentions ``folder`` (as given or resolved: the
     executor names its module by the resolved path, which differs where /tmp is a link)."""
@@ -54,7 +61,7 @@ def test_a_grader_stopped_while_a_kernel_hangs_leaves_no_worker_or_executor(tmp_
     with err.open("wb") as err_f:
         grader = subprocess.Popen([sys.executable, "-m", "grader", "grade", str(sub), "--config", str(config),
                                    "--backend", "emulator", "--no-checks"], env=env, stdout=subprocess.DEVNULL,
-                                  stderr=err_f, start_new_session=True)
+                                  stderr=err_f, start_new_session=True, preexec_fn=default_sigint)
     try:
         # the kernel is running once the worker has reported its case started (a cold emulator cache
         # first builds the runtime: minutes on a slow machine)
