@@ -411,6 +411,25 @@ def _warning_lines(findings) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _fill_changed(first: np.ndarray, second: np.ndarray, expected: np.ndarray, dtype: np.dtype, *,
+                  rtol: float) -> np.ndarray:
+    """Indices where two runs of a case, with unwritten shared memory filled with the two
+    :data:`SHARED_FILLS`, give outputs that differ beyond rounding (``first``, ``second``: the
+    outputs' 32-bit words, shape (n,); ``expected``: the reference).
+
+    Integers must be equal bit for bit. A float32 output may differ in its last bits from one run
+    to the next without any unwritten memory: a decoupled look-back sums its predecessors in the
+    order their status words became visible, and float addition is not associative. So floats count
+    as changed only beyond the case's tolerance (:func:`tolerance`); a fill of about 3.4e38 that
+    reaches the output changes it far beyond that."""
+    if np.dtype(dtype).kind != "f":
+        return np.flatnonzero(first != second)
+    a = first.view(np.float32).astype(np.float64)
+    b = second.view(np.float32).astype(np.float64)
+    tol = tolerance(expected, n=first.size, rtol=rtol)
+    return np.flatnonzero((first != second) & ~(np.abs(a - b) <= tol))
+
+
 def _output_bits(run: Run, plan: Plan, n: int) -> np.ndarray:
     return run.backend.to_host(plan.out.full)[GUARD:GUARD + n].view(np.uint32).copy()
 
@@ -517,7 +536,8 @@ def _failed(kinds_found: list[_Told], result, mismatch: Mismatch | None, suffix:
 
 
 def _checker_findings(found: list) -> list[_Told]:
-    """compute-sanitizer's findings of a case (``grader.backends.base.Finding``), each told."""
+    """A checker's findings of a case (``grader.backends.base.Finding``: compute-sanitizer's, or the
+    emulator's that it cannot make), each told."""
     told = []
     for f in found:
         text = f"the kernel failed ({f.kind}): {f.message}"
@@ -567,12 +587,17 @@ def _run_case(backend, module, *, cfg, part, case, schedules, checked, result, w
     if isinstance(checked, CaseResult):  # the emulator's checks, standing in for compute-sanitizer
         return result(checked.status, checked.message, checked.mismatch, checked.kind, checked.findings)
     found = [f for f in getattr(checked, "findings", ())]
-    if found:
-        told = in_cause_order(_checker_findings(found), kind=lambda t: t.finding.kind)
+    seen = {(f.kind, f.line) for f in found}
+    emulator = [f for f in getattr(checked, "emulator", ()) if (f.kind, f.line) not in seen]
+    if found or emulator:
+        told = in_cause_order(_checker_findings(found + emulator), kind=lambda t: t.finding.kind)
         first = told[0].finding
-        others = [f for f in found if (f.kind, f.message) != (first.kind, first.message)]
+        others = [f for f in found + emulator if (f.kind, f.message) != (first.kind, first.message)]
         message = told[0].text + "".join(f"\nalso: {f.kind} at {f.file}:{f.line}" for f in others[:5])
-        return result(verdict_of(first.kind), message + " — found by compute-sanitizer", kind=first.kind,
+        by_sanitizer = any((f.kind, f.message) == (first.kind, first.message) for f in found)
+        by = (" — found by compute-sanitizer" if by_sanitizer else
+              " — found by the emulator's checks, which the GPU path runs for what compute-sanitizer cannot see")
+        return result(verdict_of(first.kind), message + by, kind=first.kind,
                       findings=tuple(t.finding for t in told))
     x, expected = case_input(cfg, part, case.n, case.seed, dtype, ahead)
     set_schedule = getattr(backend, "set_schedule", None) if schedules else None
@@ -627,7 +652,7 @@ def _run_case(backend, module, *, cfg, part, case, schedules, checked, result, w
                 return again
             second = _output_bits(again.run, again.plan, case.n)
             _set_shared_fill(backend, SHARED_FILLS[0])
-            differ = np.flatnonzero(first != second)
+            differ = _fill_changed(first, second, expected, dtype, rtol=cfg.float_rtol)
             # The emulator's checks see every read of shared memory: where they saw none of unwritten
             # memory, an output that changed comes from something else (blocks' timing, a race).
             if differ.size and (unwritten or not sees_reads):

@@ -97,12 +97,17 @@ class CaseChecks:
         complete: every tool finished the case (a tool whose child hung or died before the case
             ended did not; the case is then judged on its plain run).
         tools: the tools that finished it.
+        seconds: the longest a tool took on it (s), where measured.
+        emulator: on the GPU path, the emulator's findings on the same case that compute-sanitizer
+            cannot make (``grader.worker.unseen_by_sanitizer``: races on global memory, overruns
+            of a ``__shared__`` array inside the block's shared memory); not saved by :meth:`to_json`.
     """
 
     findings: list[Finding]
     complete: bool
     tools: list[str]
     seconds: float | None = None
+    emulator: list[Finding] = dataclasses.field(default_factory=list)
 
     def to_json(self) -> dict:
         """A JSON object (:meth:`from_json` reads it back): what a worker hands to the next one."""

@@ -21,6 +21,7 @@ import os
 import resource
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 from grader.parts import SOLUTIONS
@@ -31,6 +32,9 @@ from grader.protocol import (CaseDone, CaseStart, Compiled, CompileFailed, Compi
 
 #: The smallest copy (bytes read + written) whose bandwidth the report records and checks.
 COPY_BANDWIDTH_MIN_BYTES = 128 * 2**20
+#: On a GPU, how long the first checked case may wait for the emulator's compiles of the part (one
+#: per dtype, each under the toolchain's 60 s limit) on top of its own budget on the emulator.
+EMULATOR_COMPILES_S = 120.0
 
 
 def _die_with_runner() -> None:
@@ -71,6 +75,7 @@ def main(argv: list[str]) -> int:
             events.emit(WorkerError(str(exc)))
             return 0
         kind = backend_kind(job.backend)  # its traits
+        checker = None
         try:
             events.emit(Device(backend.describe()))
             source = read_source(Path(job.source))  # BOM dropped; non-UTF-8 read losslessly
@@ -175,6 +180,8 @@ def main(argv: list[str]) -> int:
                 if profile is not None:
                     events.emit(Profiled(profile_after_hidden(profile, hidden_results)))
         finally:
+            if checker is not None:
+                checker.close()
             backend.close()
         events.emit(Done())
     return 0
@@ -302,11 +309,18 @@ class _GpuChecks:
         self._found = None
         self._emulator = None
         self._emulator_modules: dict = {}
+        # what the emulator's checks see that compute-sanitizer cannot (:func:`unseen_by_sanitizer`),
+        # per checked case, filled in the background while compute-sanitizer runs
+        self._unseen: dict[int, list] = {}
+        self._unseen_ready: dict[int, threading.Event] = {}
+        self._unseen_lost = False  # the background run overran a case's budget: no more of it
 
     def describe(self) -> str:
         limit = f"cases up to n = {self.cfg.emulator.checks_max_n}"
         if self.sanitizer:
-            return f"compute-sanitizer {self.version.removeprefix('Version ')} (memcheck, racecheck, synccheck) on {limit}"
+            return (f"compute-sanitizer {self.version.removeprefix('Version ')} (memcheck, racecheck, synccheck) on "
+                    f"{limit}, and the emulator's checks for what it cannot see (races on global memory, memory "
+                    "order, overruns inside a block's shared memory)")
         return (f"the emulator's checks on {limit} (compute-sanitizer is not installed here: install the CUDA "
                 "toolkit's compute-sanitizer for NVIDIA's own)")
 
@@ -329,7 +343,14 @@ class _GpuChecks:
             self._found = self._saved()
         if index not in self._found and index >= self.job.start and self._checked(index):
             self._check_from(index)
-        return self._found.get(index)
+        found = self._found.get(index)
+        unseen = self._unseen_of(index)
+        if unseen:
+            from dataclasses import replace
+
+            from grader.sanitizer import CaseChecks
+            found = replace(found or CaseChecks([], complete=False, tools=[]), emulator=unseen)
+        return found
 
     def _checked(self, index: int) -> bool:
         return 0 <= index < len(self.cases) and self.cases[index].n <= self.cfg.emulator.checks_max_n
@@ -388,6 +409,7 @@ class _GpuChecks:
         over the checked cases (its children are stopped by its own silence limit), or the part
         compiled for the emulator's checks where it is not installed."""
         if self.sanitizer:
+            self._start_unseen()
             self.checks(self.job.start)
         elif any(self._checked(i) for i in range(self.job.start, len(self.cases))):
             self._emulator_modules_for({c.dtype for c in self.cases[self.job.start:]})
@@ -405,6 +427,53 @@ class _GpuChecks:
         for dtype in sorted(set(dtypes) - set(self._emulator_modules)):
             self._emulator_modules[dtype] = compile_part(self._emulator, self.part, read_source(Path(self.job.source)),
                                                          pc=pc, dtype=dtype, workdir=self.work / f"emulator-checks-{dtype}")
+
+    def _start_unseen(self) -> None:
+        """Run the emulator's checks over this worker's checked cases in a background thread, keeping
+        what compute-sanitizer cannot see (:func:`unseen_by_sanitizer`) for :meth:`checks`."""
+        todo = [i for i in range(self.job.start, len(self.cases)) if self._checked(i)]
+        self._unseen_ready = {i: threading.Event() for i in todo}
+
+        def work() -> None:
+            from grader.errors import ScangradeError
+            try:
+                for i in todo:
+                    try:
+                        result = self._emulator_checks(i)
+                    except ScangradeError:  # the emulator cannot build or run it: the GPU's own checks decide
+                        return
+                    self._unseen[i] = unseen_by_sanitizer(result.findings) if result is not None else []
+                    self._unseen_ready[i].set()
+            except Exception:  # noqa: BLE001 - closed under it (the worker ends): nothing more to add
+                return
+            finally:
+                for event in self._unseen_ready.values():
+                    event.set()
+        threading.Thread(target=work, name="scangrade-emulator-checks", daemon=True).start()
+
+    def _unseen_of(self, index: int) -> list:
+        """The emulator's findings on case ``index`` that compute-sanitizer cannot see, waiting for
+        the background run up to the case's budget on the emulator (the first case: plus the
+        compiles). A run that overruns it adds nothing to this case or any later one."""
+        from grader.deadlines import case_budget_s
+
+        ready = self._unseen_ready.get(index)
+        if ready is None or self._unseen_lost:
+            return []
+        case = self.cases[index]
+        budget = case_budget_s(backend="emulator", part=self.part.key, dtype=case.dtype, n=case.n, checked=True,
+                               case_s=self.cfg.timeouts.case_s)
+        if not any(e.is_set() for e in self._unseen_ready.values()):
+            budget += EMULATOR_COMPILES_S
+        if not ready.wait(budget):
+            self._unseen_lost = True
+            return []
+        return self._unseen.get(index, [])
+
+    def close(self) -> None:
+        """Stop the emulator of the checks (its executors), if one was started."""
+        if self._emulator is not None:
+            self._emulator.close()
 
     def _emulator_checks(self, index: int):
         from grader.execute import CHECK_SCHEDULES, run_case
@@ -442,6 +511,29 @@ class _GpuChecks:
             return replace(result, kind=kind, message=f"{result.message}\nmemcheck finds it: {f.message}",
                            checker=self.name)
         return result
+
+
+def unseen_by_sanitizer(findings) -> list:
+    """The findings of the emulator's checks (``grader.results.CaseFinding``) that compute-sanitizer
+    cannot make, as ``grader.backends.base.Finding``: the GPU path adds them to its own, so a kernel
+    gets the same verdict on a GPU as on the emulator.
+
+    - Races on global memory, between blocks or within one, memory order included (a flag read
+      before the value behind it was published: Merrill & Garland 2016, section 4): racecheck
+      watches shared memory only.
+    - Accesses past a ``__shared__`` array that stay inside the block's shared memory: memcheck sees
+      only accesses outside the block's whole shared window (another array's memory, or the dynamic
+      part behind a static array, is valid memory to it).
+    """
+    from grader.backends.base import Finding
+
+    out = []
+    for f in findings:
+        text = f.message
+        if (f.kind == "race" and ("on global memory" in text or "(memory order)" in text)) or (
+                f.kind == "out-of-bounds" and "shared memory" in text):
+            out.append(Finding(f.kind, text, f.file, f.line, block=f.block, thread=f.thread))
+    return out
 
 
 def _compiler_notes(backend, cfg, source: str, filename: str, workdir: Path) -> list[str]:
