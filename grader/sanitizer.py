@@ -46,10 +46,10 @@ TOOLS = ("memcheck", "racecheck", "synccheck")
 #: After this many children in a row each ended with its first case (a fault: the kernel lost its
 #: context), a tool checks no further case of the part: each would cost a child's start-up (seconds),
 #: and the cases' plain runs still show the fault. Not memcheck's children of a pool
-#: (:mod:`grader.sanitizer_pool`): the pool has the next one starting as one ends (about a second),
-#: and a case memcheck has located a fault in is not run again plainly, where each faulting plain
-#: run costs a new worker and memcheck's run to locate it (3 to 4 s on an H100: a Part 1 that
-#: faulted at all 36 cases took 135 s).
+#: (:mod:`grader.sanitizer_pool`): after a fault they check every case left, several at once
+#: (:data:`FAULT_CHILDREN`), and a case memcheck has located a fault in is not run again plainly,
+#: where each faulting plain run costs a new worker and memcheck's run to locate it (3 to 4 s on an
+#: H100: a Part 1 that faulted at all 36 cases took 135 s).
 FAULTS_IN_A_ROW = 3
 #: Unallocated bytes left between two buffers in the sanitizer's replay.
 GAP_BYTES = 1 << 20
@@ -241,7 +241,10 @@ def parse_report(record: list[str], buffers: list[Buffer]) -> Finding | None:
 
 
 def findings_by_case(text: str, token: str) -> tuple[dict[int, list[Finding]], set[int], set[int]]:
-    """Split one child's output into the findings of each case (by the child's markers).
+    """Split one child's output into the findings of each case (by the child's markers). Text after
+    a case's ``done`` marker is still that case's (a fault's report may follow it, as the child
+    exits), up to the next case or the request's ``end`` marker; a pool child's log after that
+    marker is its next request's, for another worker or another case.
 
     Returns:
         ``(findings per case index, cases started, cases finished)``.
@@ -276,6 +279,8 @@ def findings_by_case(text: str, token: str) -> tuple[dict[int, list[Finding]], s
                 flush()
                 chunk = []
                 done.add(int(words[1]))
+            elif words[:1] == ["end"]:  # a pool child's end of this request: what follows is another's
+                break
             continue
         chunk.append(line)
     flush()
@@ -469,88 +474,174 @@ def _outranked(pool: Path, tool: str, priority: int) -> bool:
     return False
 
 
+@dataclasses.dataclass
+class _ChildRun:
+    """What one child did with the cases it was handed (:func:`_one_child`)."""
+
+    found: dict[int, list[Finding]]
+    started: set[int]
+    finished: set[int]
+    seconds: dict[int, float]
+    silent_on: int | None
+    ended_itself: bool
+
+
+def _one_child(sanitizer: str, tool: str, job: Path, cubins: dict[str, Path], todo: list[tuple[int, str]],
+               workdir: Path, limit: Callable[[int], float], first_output_s: float, stop_at_silence: bool,
+               pool: Path | None, priority: int) -> _ChildRun:
+    """``todo`` in one child of ``tool``: the pool's (an idle one, claimed), else one started for it;
+    read until it ends (its ``end`` marker, a fault, or stopped here after going silent)."""
+    token = secrets.token_hex(8)
+    slot = _claim(pool, tool, first_output_s, priority) if pool is not None else None
+    child: _Spawned | _Pooled
+    if slot is not None:
+        child = _Pooled(slot, {"job": str(job), "token": token, "cubins": {d: str(p) for d, p in cubins.items()},
+                               "cases": [[i, d] for i, d in todo]}, token)
+    else:
+        argv = tool_argv(sanitizer, tool) + [
+            sys.executable, "-m", "grader.sanitizer", str(job), token,
+            ",".join(f"{d}={p}" for d, p in cubins.items()), ",".join(f"{i}:{d}" for i, d in todo)]
+        child = _Spawned(argv, workdir / f"sanitizer-{tool}-{token}.txt", workdir)
+    popen_t = time.time()
+    mark = f"{_MARK} {token} ".encode()
+    last_change = time.monotonic()
+    allowed = first_output_s
+    started: dict[int, float] = {}
+    seconds: dict[int, float] = {}
+    silent_on: int | None = None
+    current: int | None = None
+    pending = b""
+    while True:
+        over = child.ended()
+        new = child.reader.read()
+        now = time.monotonic()
+        if new:
+            last_change = now
+            pending += new
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                if not line.startswith(mark):
+                    continue
+                child.see(line)
+                words = line[len(mark):].split()
+                if words[:1] == [b"case"] and len(words) > 1 and words[1].isdigit():
+                    current = int(words[1])
+                    started[current] = now
+                    allowed = limit(current)
+                elif words[:1] == [b"done"] and len(words) > 1 and words[1].isdigit():
+                    index = int(words[1])
+                    if index in started:
+                        seconds[index] = now - started[index]
+        if over or child.ended():
+            break
+        if not new and now - last_change > allowed:
+            child.kill()
+            if stop_at_silence and current is not None and current not in seconds:
+                silent_on = current
+            break
+        time.sleep(0.02)
+    text = child.text()
+    trace = os.environ.get("SCANGRADE_SANITIZER_LOGS")  # bench: every child's output, with its start and end
+    if trace:
+        Path(trace).mkdir(parents=True, exist_ok=True)
+        (Path(trace) / f"{tool}-{token}.txt").write_text(
+            f"{tool} popen {popen_t} end {time.time()} pooled {slot is not None}\n" + text, errors="replace")
+    found, started_cases, finished = findings_by_case(text, token)
+    return _ChildRun(found, started_cases, finished, seconds, silent_on, child.ended_itself())
+
+
 def _run_tool(sanitizer: str, tool: str, job: Path, cubins: dict[str, Path], cases: list[tuple[int, str]],
               workdir: Path, limit: Callable[[int], float], first_output_s: float, stop_at_silence: bool,
               pool: Path | None = None, priority: int = 0
               ) -> tuple[dict[int, list[Finding]], set[int], dict[int, float], int | None]:
     """One tool over ``cases``: a child (the pool's, else one of its own) from the first case not yet
     run, again after each child that ended (a fault loses the context) or was stopped, until every
-    case was tried once (or, with ``stop_at_silence``, until a child goes silent on a case). Returns
-    the findings per case, the cases finished, the seconds each took (between its markers) and the
-    case it went silent on."""
+    case was tried once (or, with ``stop_at_silence``, until a child goes silent on a case). After a
+    fault, a pool's memcheck checks the cases left at once in :data:`FAULT_CHILDREN` children, one
+    case each (:func:`_fan_out`). Returns the findings per case, the cases finished, the seconds
+    each took (between its markers) and the case it went silent on."""
     per: dict[int, list[Finding]] = {}
     done: set[int] = set()
     seconds: dict[int, float] = {}
     silent_on: int | None = None
     faults = 0  # children in a row that ended with their first case (a fault loses the context)
     todo = list(cases)
-    most = FAULTS_IN_A_ROW if pool is None or tool != "memcheck" else len(cases) + 1
-    while todo and silent_on is None and faults < most:
-        token = secrets.token_hex(8)
-        slot = _claim(pool, tool, first_output_s, priority) if pool is not None else None
-        child: _Spawned | _Pooled
-        if slot is not None:
-            child = _Pooled(slot, {"job": str(job), "token": token, "cubins": {d: str(p) for d, p in cubins.items()},
-                                   "cases": [[i, d] for i, d in todo]}, token)
-        else:
-            argv = tool_argv(sanitizer, tool) + [
-                sys.executable, "-m", "grader.sanitizer", str(job), token,
-                ",".join(f"{d}={p}" for d, p in cubins.items()), ",".join(f"{i}:{d}" for i, d in todo)]
-            child = _Spawned(argv, workdir / f"sanitizer-{tool}-{token}.txt", workdir)
-        popen_t = time.time()
-        mark = f"{_MARK} {token} ".encode()
-        last_change = time.monotonic()
-        allowed = first_output_s
-        started: dict[int, float] = {}
-        current: int | None = None
-        pending = b""
-        while True:
-            over = child.ended()
-            new = child.reader.read()
-            now = time.monotonic()
-            if new:
-                last_change = now
-                pending += new
-                *lines, pending = pending.split(b"\n")
-                for line in lines:
-                    if not line.startswith(mark):
-                        continue
-                    child.see(line)
-                    words = line[len(mark):].split()
-                    if words[:1] == [b"case"] and len(words) > 1 and words[1].isdigit():
-                        current = int(words[1])
-                        started[current] = now
-                        allowed = limit(current)
-                    elif words[:1] == [b"done"] and len(words) > 1 and words[1].isdigit():
-                        index = int(words[1])
-                        if index in started:
-                            seconds[index] = now - started[index]
-            if over or child.ended():
-                break
-            if not new and now - last_change > allowed:
-                child.kill()
-                if stop_at_silence and current is not None and current not in seconds:
-                    silent_on = current
-                break
-            time.sleep(0.02)
-        text = child.text()
-        trace = os.environ.get("SCANGRADE_SANITIZER_LOGS")  # bench: every child's output, with its start and end
-        if trace:
-            Path(trace).mkdir(parents=True, exist_ok=True)
-            (Path(trace) / f"{tool}-{token}.txt").write_text(
-                f"{tool} popen {popen_t} end {time.time()} pooled {slot is not None}\n" + text, errors="replace")
-        found, started_cases, finished = findings_by_case(text, token)
-        for index, fs in found.items():
+    fan_out = pool is not None and tool == "memcheck"
+    while todo and silent_on is None and faults < FAULTS_IN_A_ROW:
+        run = _one_child(sanitizer, tool, job, cubins, todo, workdir, limit, first_output_s, stop_at_silence,
+                         pool, priority)
+        for index, fs in run.found.items():
             per.setdefault(index, []).extend(fs)
-        done |= finished
-        tried = started_cases | finished
+        done |= run.finished
+        seconds.update(run.seconds)
+        silent_on = run.silent_on
+        tried = run.started | run.finished
         if not tried:  # the child did not get to a case (no GPU, no PyCUDA): give up on this tool
             break
         order = [c[0] for c in todo]
         last = max(order.index(i) for i in tried if i in order)
-        faults = faults + 1 if last == 0 and child.ended_itself() and len(todo) > 1 else 0
+        faulted = run.ended_itself and last < len(todo) - 1
         todo = todo[last + 1:]
+        if faulted and fan_out and silent_on is None:
+            silent_on = _fan_out(sanitizer, tool, job, cubins, todo, workdir, limit, first_output_s,
+                                 stop_at_silence, pool, priority, per, done, seconds)
+            break
+        faults = faults + 1 if faulted and last == 0 else 0
     return per, done, seconds, silent_on
+
+
+#: After a fault, a pool's memcheck checks the part's cases left in this many children at once, one
+#: case each: a kernel that faults at one case usually faults at the next, and each fault costs a new
+#: child (compute-sanitizer, Python and a CUDA context: about 1.7 s on an H100), one after the
+#: other before. CUDA creates contexts one at a time, so more children than this gain little.
+FAULT_CHILDREN = int(os.environ.get("SCANGRADE_FAULT_CHILDREN", "4"))
+
+
+def _fan_out(sanitizer: str, tool: str, job: Path, cubins: dict[str, Path], todo: list[tuple[int, str]],
+             workdir: Path, limit: Callable[[int], float], first_output_s: float, stop_at_silence: bool,
+             pool: Path, priority: int, per: dict, done: set, seconds: dict) -> int | None:
+    """``todo`` in up to :data:`FAULT_CHILDREN` of the pool's children of ``tool`` at once, one case
+    per request, in order; the pool is asked for that many (its ``grow-TOOL`` file). Adds to
+    ``per``, ``done`` and ``seconds``; returns the first case (in order) a child went silent on, after
+    which no further case is started."""
+    import threading
+
+    try:
+        (pool / f"grow-{tool}").write_text(str(FAULT_CHILDREN))
+    except OSError:
+        pass
+    order = [i for i, _ in todo]
+    queue = list(todo)
+    lock = threading.Lock()
+    silent: list[int] = []
+    given_up = threading.Event()
+
+    def work() -> None:
+        while True:
+            with lock:
+                if not queue or given_up.is_set():
+                    return
+                item = queue.pop(0)
+            run = _one_child(sanitizer, tool, job, cubins, [item], workdir, limit, first_output_s, stop_at_silence,
+                             pool, priority)
+            with lock:
+                for index, fs in run.found.items():
+                    per.setdefault(index, []).extend(fs)
+                done.update(run.finished)
+                seconds.update(run.seconds)
+                if run.silent_on is not None:
+                    silent.append(run.silent_on)
+                    given_up.set()
+                if not (run.started | run.finished):  # no child got to it: the tool cannot go on
+                    given_up.set()
+
+    threads = [threading.Thread(target=work, name=f"scangrade-{tool}-{k}", daemon=True)
+               for k in range(max(1, min(FAULT_CHILDREN, len(todo))))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return min(silent, key=order.index) if silent else None
 
 
 # --- the child ------------------------------------------------------------------------------------

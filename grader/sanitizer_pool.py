@@ -17,8 +17,9 @@ row is marked broken, and the workers start children of their own for it, as wit
 The folder's layout (one sub-folder per child, ``TOOL-SERIAL``): ``pid`` (the compute-sanitizer
 process, leader of its process group), ``log.txt`` (everything it prints), ``idle`` (it waits for
 a request; a worker takes it by renaming it ``claimed``), ``request.json`` (the worker's cases).
-The pool's folder holds ``closed`` once it is closed and ``TOOL.broken`` for a tool that cannot
-start.
+The pool's folder holds ``closed`` once it is closed, ``TOOL.broken`` for a tool that cannot
+start, and ``grow-TOOL`` where a worker asks for more children of a tool (memcheck after a fault:
+each faulting case then costs a child, and several start at once).
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ START_FAILURES = 3
 #: submission in 3.7 s, the others theirs in 0.5 to 1.3 s; a second racecheck child costs one
 #: more CUDA context (about 0.25 s of the driver's lock).
 SLOTS = {"memcheck": 1, "racecheck": 2, "synccheck": 1}
+#: The most children of one tool a worker's ``grow-TOOL`` file can ask for
+#: (:data:`grader.sanitizer.FAULT_CHILDREN`: memcheck after a fault).
+MOST_CHILDREN = 8
 _ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -94,11 +98,13 @@ class SanitizerPool:
 
     def _watch(self) -> None:
         """Replace each child that ended, until closed; give a tool up after :data:`START_FAILURES`
-        children in a row that ended before they were ever idle."""
+        children in a row that ended before they were ever idle; start more children of a tool that
+        a worker asked for (its ``grow-TOOL`` file: how many in all, at most :data:`MOST_CHILDREN`)."""
         while not self._closed.wait(0.05):
             with self._lock:
                 if self._closed.is_set():
                     return
+                self._grow()
                 for (tool, k), (proc, slot) in list(self._children.items()):
                     if proc.poll() is None:
                         continue
@@ -112,6 +118,21 @@ class SanitizerPool:
                         self._start(tool, k)
                     except OSError:
                         (self.folder / f"{tool}.broken").touch()
+
+    def _grow(self) -> None:
+        for tool in self.tools:
+            try:
+                want = int((self.folder / f"grow-{tool}").read_text())
+            except (OSError, ValueError):
+                continue
+            have = [k for (t, k) in self._children if t == tool]
+            if (self.folder / f"{tool}.broken").exists():
+                continue
+            for k in range(max(have, default=-1) + 1, max(have, default=-1) + 1 + min(want, MOST_CHILDREN) - len(have)):
+                try:
+                    self._start(tool, k)
+                except OSError:
+                    return
 
     def close(self) -> None:
         """Stop every child (their process groups) and start no more; the workers that still ask

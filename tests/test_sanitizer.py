@@ -113,6 +113,14 @@ def test_reports_go_to_the_case_they_came_from_and_forged_markers_are_ignored():
     assert set(per) >= {1} and not per.get(0) and not per.get(2) and done == {0, 1, 2}
 
 
+def test_a_pool_childs_next_request_after_this_ones_end_is_not_this_requests():
+    """A pool child's log is read to its end after the request's ``end`` marker: by then the child
+    may serve another worker's request, whose report must not go to this request's last case."""
+    text = _output((0, [IN, OUT], "")) + f"\n@@scangrade {TOKEN} end\n@@scangrade {'f' * 8} case 5\n" + RACE_ERROR
+    per, started, done = findings_by_case(text, TOKEN)
+    assert started == done == {0} and not per.get(0)
+
+
 def test_a_case_the_child_did_not_finish_is_started_but_not_done():
     text = _output((0, [IN, OUT], ""))
     text += f"\n@@scangrade {TOKEN} case 1\n" + WRITE_PAST

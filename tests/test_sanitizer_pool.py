@@ -102,9 +102,9 @@ def test_parts_share_the_pools_children_and_findings_go_to_their_case(fake, tmp_
 
 def test_a_fault_ends_the_child_and_the_cases_after_it_go_to_its_replacement(fake, tmp_path, monkeypatch):
     exe, seen, plan = fake
-    plan.write_text("1=fault")
-    with SanitizerPool(str(exe), tmp_path / "pool", tools=("memcheck",)) as pool:
-        result = _check(exe, pool.folder, tmp_path, [0, 1, 2, 3], tools=("memcheck",))
+    plan.write_text("1=fault")  # racecheck: memcheck spreads the cases after a fault (the test below)
+    with SanitizerPool(str(exe), tmp_path / "pool", tools=("racecheck",), slots={"racecheck": 1}) as pool:
+        result = _check(exe, pool.folder, tmp_path, [0, 1, 2, 3], tools=("racecheck",))
     served = _served(seen)
     assert [cases for _, _, cases in served] == [[0, 1, 2, 3], [2, 3]]
     assert served[0][0] != served[1][0], "the cases after the fault ran in a new child"
@@ -186,3 +186,26 @@ def test_a_pools_memcheck_checks_every_faulting_case_the_other_tools_stop_after_
     assert all("memcheck" in result[i].tools for i in range(6))
     assert [i for i in range(6) if "racecheck" in result[i].tools] == [0, 1, 2]
     assert len({pid for pid, _, _ in _served(seen)}) == 6 + 3
+
+
+def test_after_a_fault_a_pools_memcheck_checks_the_cases_left_one_each_in_more_children(fake, tmp_path):
+    """A kernel that faults at one case usually faults at the next: after the first fault the pool
+    is asked for more memcheck children (grow-memcheck) and each case left goes to a child of its
+    own, so several faults cost one child's start-up, not one each in turn. A case that does not
+    fault is checked too, and its child serves the next case."""
+    from grader.sanitizer import FAULT_CHILDREN
+
+    exe, seen, plan = fake
+    plan.write_text("0=fault,2=fault,3=race,5=fault")
+    with SanitizerPool(str(exe), tmp_path / "pool", tools=("memcheck",)) as pool:
+        result = _check(exe, pool.folder, tmp_path, list(range(7)), tools=("memcheck",))
+        asked = int((pool.folder / "grow-memcheck").read_text())
+    assert asked == FAULT_CHILDREN > 1
+    assert sorted(result) == list(range(7)) and all(result[i].tools == ["memcheck"] for i in range(7))
+    assert [f.kind for f in result[3].findings] == ["race"] and not any(result[i].findings for i in (1, 4, 6))
+    served = _served(seen)
+    assert served[0][2] == list(range(7))  # the first child had them all, and faulted at case 0
+    assert sorted(c for _, _, cases in served[1:] for c in cases) == list(range(1, 7))
+    assert all(len(cases) == 1 for _, _, cases in served[1:])
+    faulted = {pid for pid, _, cases in served if cases[0] in (0, 2, 5)}
+    assert len(faulted) == 3  # each fault ended its child
