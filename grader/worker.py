@@ -17,11 +17,13 @@ worker started after a case that hung (the job's ``start``) grades the cases aft
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 from grader.parts import SOLUTIONS
@@ -67,15 +69,19 @@ def main(argv: list[str]) -> int:
     cfg = job.config  # the config the runner validated, its settings included
     part = PARTS[job.part]
     pc = cfg.parts[part.key]
+    kind = backend_kind(job.backend)  # its traits
+    # on a GPU, the emulator's checks for what compute-sanitizer cannot see, from now on: beside the
+    # CUDA context's start, the compile and compute-sanitizer
+    unseen = _unseen_checks(kind, job, cfg, part)
     with EventWriter(job.events) as events:
         try:
             backend = create_backend(job.backend, emulator_workers=cfg.emulator.workers,
                                      checks=job.checks, emulator_sandbox=cfg.emulator.sandbox)
         except ScangradeError as exc:
             events.emit(WorkerError(str(exc)))
+            if unseen is not None:
+                unseen.close()
             return 0
-        kind = backend_kind(job.backend)  # its traits
-        checker = None
         try:
             events.emit(Device(backend.describe()))
             source = read_source(Path(job.source))  # BOM dropped; non-UTF-8 read losslessly
@@ -100,6 +106,7 @@ def main(argv: list[str]) -> int:
                 checker = (_GpuChecks(backend, job, cfg, part, modules, all_cases, Path(work), argv[0])
                            if kind.has_sanitizer and job.checks else None)
                 if checker is not None:
+                    checker.unseen = unseen
                     events.emit(DeviceUpdate({"checker": checker.describe()}))
                     checker.prime()  # every checked case under compute-sanitizer now, before any case's deadline runs
                 elif job.checks:  # the backend checks as it runs each case
@@ -180,8 +187,8 @@ def main(argv: list[str]) -> int:
                 if profile is not None:
                     events.emit(Profiled(profile_after_hidden(profile, hidden_results)))
         finally:
-            if checker is not None:
-                checker.close()
+            if unseen is not None:
+                unseen.close()
             backend.close()
         events.emit(Done())
     return 0
@@ -309,11 +316,7 @@ class _GpuChecks:
         self._found = None
         self._emulator = None
         self._emulator_modules: dict = {}
-        # what the emulator's checks see that compute-sanitizer cannot (:func:`unseen_by_sanitizer`),
-        # per checked case, filled in the background while compute-sanitizer runs
-        self._unseen: dict[int, list] = {}
-        self._unseen_ready: dict[int, threading.Event] = {}
-        self._unseen_lost = False  # the background run overran a case's budget: no more of it
+        self.unseen: _UnseenChecks | None = None  # set by the worker: the emulator's, for what this cannot see
 
     def describe(self) -> str:
         limit = f"cases up to n = {self.cfg.emulator.checks_max_n}"
@@ -344,7 +347,7 @@ class _GpuChecks:
         if index not in self._found and index >= self.job.start and self._checked(index):
             self._check_from(index)
         found = self._found.get(index)
-        unseen = self._unseen_of(index)
+        unseen = self.unseen.of(index) if self.unseen is not None else []
         if unseen:
             from dataclasses import replace
 
@@ -409,7 +412,6 @@ class _GpuChecks:
         over the checked cases (its children are stopped by its own silence limit), or the part
         compiled for the emulator's checks where it is not installed."""
         if self.sanitizer:
-            self._start_unseen()
             self.checks(self.job.start)
         elif any(self._checked(i) for i in range(self.job.start, len(self.cases))):
             self._emulator_modules_for({c.dtype for c in self.cases[self.job.start:]})
@@ -427,53 +429,6 @@ class _GpuChecks:
         for dtype in sorted(set(dtypes) - set(self._emulator_modules)):
             self._emulator_modules[dtype] = compile_part(self._emulator, self.part, read_source(Path(self.job.source)),
                                                          pc=pc, dtype=dtype, workdir=self.work / f"emulator-checks-{dtype}")
-
-    def _start_unseen(self) -> None:
-        """Run the emulator's checks over this worker's checked cases in a background thread, keeping
-        what compute-sanitizer cannot see (:func:`unseen_by_sanitizer`) for :meth:`checks`."""
-        todo = [i for i in range(self.job.start, len(self.cases)) if self._checked(i)]
-        self._unseen_ready = {i: threading.Event() for i in todo}
-
-        def work() -> None:
-            from grader.errors import ScangradeError
-            try:
-                for i in todo:
-                    try:
-                        result = self._emulator_checks(i)
-                    except ScangradeError:  # the emulator cannot build or run it: the GPU's own checks decide
-                        return
-                    self._unseen[i] = unseen_by_sanitizer(result.findings) if result is not None else []
-                    self._unseen_ready[i].set()
-            except Exception:  # noqa: BLE001 - closed under it (the worker ends): nothing more to add
-                return
-            finally:
-                for event in self._unseen_ready.values():
-                    event.set()
-        threading.Thread(target=work, name="scangrade-emulator-checks", daemon=True).start()
-
-    def _unseen_of(self, index: int) -> list:
-        """The emulator's findings on case ``index`` that compute-sanitizer cannot see, waiting for
-        the background run up to the case's budget on the emulator (the first case: plus the
-        compiles). A run that overruns it adds nothing to this case or any later one."""
-        from grader.deadlines import case_budget_s
-
-        ready = self._unseen_ready.get(index)
-        if ready is None or self._unseen_lost:
-            return []
-        case = self.cases[index]
-        budget = case_budget_s(backend="emulator", part=self.part.key, dtype=case.dtype, n=case.n, checked=True,
-                               case_s=self.cfg.timeouts.case_s)
-        if not any(e.is_set() for e in self._unseen_ready.values()):
-            budget += EMULATOR_COMPILES_S
-        if not ready.wait(budget):
-            self._unseen_lost = True
-            return []
-        return self._unseen.get(index, [])
-
-    def close(self) -> None:
-        """Stop the emulator of the checks (its executors), if one was started."""
-        if self._emulator is not None:
-            self._emulator.close()
 
     def _emulator_checks(self, index: int):
         from grader.execute import CHECK_SCHEDULES, run_case
@@ -511,6 +466,106 @@ class _GpuChecks:
             return replace(result, kind=kind, message=f"{result.message}\nmemcheck finds it: {f.message}",
                            checker=self.name)
         return result
+
+
+class _UnseenChecks:
+    """On the GPU path with compute-sanitizer: the emulator's checks of the part's checked cases
+    (from the job's ``start``), run in a background thread from the worker's start on, beside its
+    CUDA context, its compile and compute-sanitizer, keeping per case what compute-sanitizer cannot
+    see (:func:`unseen_by_sanitizer`)."""
+
+    def __init__(self, job, cfg, part, cases, source: str) -> None:
+        self.job, self.cfg, self.part, self.cases = job, cfg, part, cases
+        self._found: dict[int, list] = {}
+        todo = [i for i in range(job.start, len(cases)) if cases[i].n <= cfg.emulator.checks_max_n]
+        self._ready = {i: threading.Event() for i in todo}
+        self._compiled = threading.Event()
+        self._lost = False  # the background run overran a case's budget: nothing more from it
+        self._emulator = None
+        self._work = Path(tempfile.mkdtemp(prefix="scangrade-emulator-checks-"))
+        self._started = time.time()
+        self._thread = threading.Thread(target=self._run, args=(todo, source), name="scangrade-emulator-checks",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self, todo: list[int], source: str) -> None:
+        from grader.backends.emulator import EmulatorBackend
+        from grader.errors import ScangradeError
+        from grader.execute import CHECK_SCHEDULES, run_case
+        from grader.kinds import CHECK_KINDS
+        from grader.parts import compile_part
+
+        try:
+            self._emulator = EmulatorBackend(workers=self.cfg.emulator.workers, checks=True,
+                                             sandbox=self.cfg.emulator.sandbox, nvcc_check=False)
+            pc = self.cfg.parts[self.part.key]
+            modules = {d: compile_part(self._emulator, self.part, source, pc=pc, dtype=d, workdir=self._work / d)
+                       for d in sorted({self.cases[i].dtype for i in todo})}
+            self._compiled.set()
+            compiled = time.time()
+            for i in todo:
+                case = self.cases[i]
+                result = run_case(self._emulator, modules[case.dtype], cfg=self.cfg, part=self.part, case=case,
+                                  schedules=CHECK_SCHEDULES, checker="emulator checks")
+                failed = result.status != "pass" and any(f.kind in CHECK_KINDS for f in result.findings)
+                self._found[i] = unseen_by_sanitizer(result.findings) if failed else []
+                self._ready[i].set()
+            trace = os.environ.get("SCANGRADE_CASE_TIMES")  # bench: when the compiles and the cases were done
+            if trace:
+                Path(trace).mkdir(parents=True, exist_ok=True)
+                (Path(trace) / f"{self.part.key}-emulator-checks-{os.getpid()}.json").write_text(json.dumps(
+                    {"started": self._started, "compiled": compiled, "done": time.time(), "cases": len(todo)}))
+        except ScangradeError:  # the emulator cannot build or run it: the GPU's own checks decide
+            pass
+        except Exception:  # noqa: BLE001 - closed under it (the worker ends): nothing more to add
+            pass
+        finally:
+            self._compiled.set()
+            for event in self._ready.values():
+                event.set()
+
+    def of(self, index: int) -> list:
+        """The emulator's findings on case ``index`` that compute-sanitizer cannot see, waiting for
+        the background run up to the case's budget on the emulator (before the part's emulator
+        compiles are done: plus :data:`EMULATOR_COMPILES_S`). A run that overruns it adds nothing
+        to this case or any later one."""
+        from grader.deadlines import case_budget_s
+
+        ready = self._ready.get(index)
+        if ready is None or self._lost:
+            return []
+        case = self.cases[index]
+        budget = case_budget_s(backend="emulator", part=self.part.key, dtype=case.dtype, n=case.n, checked=True,
+                               case_s=self.cfg.timeouts.case_s)
+        if not self._compiled.wait(EMULATOR_COMPILES_S) or not ready.wait(budget):
+            self._lost = True
+            return []
+        return self._found.get(index, [])
+
+    def close(self) -> None:
+        """Stop the emulator's executors (a run still going ends with an error) and remove its files."""
+        import shutil
+
+        if self._emulator is not None:
+            self._emulator.close()
+        shutil.rmtree(self._work, ignore_errors=True)
+
+
+def _unseen_checks(kind, job, cfg, part) -> "_UnseenChecks | None":
+    """The emulator's checks for what compute-sanitizer cannot see (:class:`_UnseenChecks`), started
+    now, where this worker will run compute-sanitizer (a GPU backend, checks on, the tool
+    installed, the source readable); else None."""
+    from grader.execute import case_list
+    from grader.intake import read_source
+    from grader.sanitizer import find_sanitizer
+
+    if not (kind.has_sanitizer and job.checks and find_sanitizer()):
+        return None
+    try:
+        source = read_source(Path(job.source))
+    except OSError:
+        return None  # the worker reports it
+    return _UnseenChecks(job, cfg, part, case_list(cfg, part.key), source)
 
 
 def unseen_by_sanitizer(findings) -> list:
