@@ -342,16 +342,21 @@ class _GpuChecks:
         (its deadline): compute-sanitizer may run here."""
         if not self.sanitizer:
             return self._emulator_checks(index)
+        from dataclasses import replace
+
+        from grader.sanitizer import CaseChecks
         if self._found is None:
             self._found = self._saved()
+        early = self.unseen.peek(index) if self.unseen is not None else None
+        if early and any(f.kind == "deadlock" for f in early):
+            # the emulator already found that it deadlocks: compute-sanitizer's child would only go
+            # silent on it (seconds each time) and the GPU hang; neither runs it
+            return CaseChecks([], complete=False, tools=[], emulator=early)
         if index not in self._found and index >= self.job.start and self._checked(index):
             self._check_from(index)
         found = self._found.get(index)
         unseen = self.unseen.of(index) if self.unseen is not None else []
         if unseen:
-            from dataclasses import replace
-
-            from grader.sanitizer import CaseChecks
             found = replace(found or CaseChecks([], complete=False, tools=[]), emulator=unseen)
         return found
 
@@ -523,6 +528,14 @@ class _UnseenChecks:
             self._compiled.set()
             for event in self._ready.values():
                 event.set()
+
+    def peek(self, index: int) -> list | None:
+        """What :meth:`of` gives for case ``index`` if the background run has done it, without
+        waiting; None if it has not."""
+        ready = self._ready.get(index)
+        if ready is None or self._lost or not ready.is_set():
+            return None
+        return self._found.get(index, [])
 
     def of(self, index: int) -> list:
         """The emulator's findings on case ``index`` that compute-sanitizer cannot see, waiting for
