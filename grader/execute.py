@@ -654,9 +654,10 @@ def _run_case(backend, module, *, cfg, part, case, schedules, checked, result, w
             _set_shared_fill(backend, SHARED_FILLS[0])
             differ = _fill_changed(first, second, expected, dtype, rtol=cfg.float_rtol)
             if differ.size and not sees_reads:
-                # Without the emulator's view of every read (a GPU), the fill is the cause only if the
-                # first fill gives the first output again: a kernel whose output changes from run to
-                # run anyway (state kept between launches, a race) is not blamed on unwritten memory.
+                # Without the emulator's view of every read (a GPU, or the emulator above checks_max_n:
+                # both the same way), the fill is the cause only if the first fill gives the first
+                # output again: a kernel whose output changes from run to run anyway (state kept
+                # between launches, a race) is not blamed on unwritten memory.
                 del again
                 same = launch(SHARED_FILLS[0])
                 if isinstance(same, CaseResult):

@@ -99,8 +99,8 @@ class CaseChecks:
         tools: the tools that finished it.
         seconds: the longest a tool took on it (s), where measured.
         emulator: on the GPU path, the emulator's findings on the same case that compute-sanitizer
-            cannot make (``grader.worker.unseen_by_sanitizer``: races on global memory, overruns
-            of a ``__shared__`` array inside the block's shared memory); not saved by :meth:`to_json`.
+            cannot make (``grader.worker.unseen_by_sanitizer``: races on global memory, out-of-bounds
+            accesses); not saved by :meth:`to_json`.
     """
 
     findings: list[Finding]

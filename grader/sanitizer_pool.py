@@ -125,10 +125,11 @@ class SanitizerPool:
                 want = int((self.folder / f"grow-{tool}").read_text())
             except (OSError, ValueError):
                 continue
-            have = [k for (t, k) in self._children if t == tool]
             if (self.folder / f"{tool}.broken").exists():
                 continue
-            for k in range(max(have, default=-1) + 1, max(have, default=-1) + 1 + min(want, MOST_CHILDREN) - len(have)):
+            have = [k for (t, k) in self._children if t == tool]
+            first = max(have, default=-1) + 1  # the slots' numbers go on from the highest
+            for k in range(first, first + min(want, MOST_CHILDREN) - len(have)):
                 try:
                     self._start(tool, k)
                 except OSError:

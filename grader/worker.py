@@ -323,7 +323,7 @@ class _GpuChecks:
         if self.sanitizer:
             return (f"compute-sanitizer {self.version.removeprefix('Version ')} (memcheck, racecheck, synccheck) on "
                     f"{limit}, and the emulator's checks for what it cannot see (races on global memory, memory "
-                    "order, overruns inside a block's shared memory)")
+                    "order, out-of-bounds accesses)")
         return (f"the emulator's checks on {limit} (compute-sanitizer is not installed here: install the CUDA "
                 "toolkit's compute-sanitizer for NVIDIA's own)")
 
@@ -418,27 +418,20 @@ class _GpuChecks:
 
     def _emulator_modules_for(self, dtypes) -> None:
         """The emulator backend with checks on, and the part compiled by it for each of ``dtypes``."""
-        from grader.backends.emulator import EmulatorBackend
         from grader.intake import read_source
         from grader.parts import compile_part
 
         if self._emulator is None:
-            self._emulator = EmulatorBackend(workers=self.cfg.emulator.workers, checks=True,
-                                             sandbox=self.cfg.emulator.sandbox, nvcc_check=False)
+            self._emulator = _checking_emulator(self.cfg)
         pc = self.cfg.parts[self.part.key]
         for dtype in sorted(set(dtypes) - set(self._emulator_modules)):
             self._emulator_modules[dtype] = compile_part(self._emulator, self.part, read_source(Path(self.job.source)),
                                                          pc=pc, dtype=dtype, workdir=self.work / f"emulator-checks-{dtype}")
 
     def _emulator_checks(self, index: int):
-        from grader.execute import CHECK_SCHEDULES, run_case
-        from grader.kinds import CHECK_KINDS
-
         case = self.cases[index]
         self._emulator_modules_for({case.dtype})
-        result = run_case(self._emulator, self._emulator_modules[case.dtype], cfg=self.cfg, part=self.part, case=case,
-                          schedules=CHECK_SCHEDULES, checker="emulator checks")
-        return result if result.status != "pass" and any(f.kind in CHECK_KINDS for f in result.findings) else None
+        return _emulator_check(self._emulator, self._emulator_modules[case.dtype], self.cfg, self.part, case)
 
     def locate_fault(self, result, index: int):
         """A case whose kernel faulted on the GPU (its context is lost), with the line where memcheck
@@ -489,15 +482,11 @@ class _UnseenChecks:
         self._thread.start()
 
     def _run(self, todo: list[int], source: str) -> None:
-        from grader.backends.emulator import EmulatorBackend
         from grader.errors import ScangradeError
-        from grader.execute import CHECK_SCHEDULES, run_case
-        from grader.kinds import CHECK_KINDS
         from grader.parts import compile_part
 
         try:
-            self._emulator = EmulatorBackend(workers=self.cfg.emulator.workers, checks=True,
-                                             sandbox=self.cfg.emulator.sandbox, nvcc_check=False)
+            self._emulator = _checking_emulator(self.cfg)
             pc = self.cfg.parts[self.part.key]
             modules = {d: compile_part(self._emulator, self.part, source, pc=pc, dtype=d, workdir=self._work / d)
                        for d in sorted({self.cases[i].dtype for i in todo})}
@@ -505,10 +494,8 @@ class _UnseenChecks:
             compiled = time.time()
             for i in todo:
                 case = self.cases[i]
-                result = run_case(self._emulator, modules[case.dtype], cfg=self.cfg, part=self.part, case=case,
-                                  schedules=CHECK_SCHEDULES, checker="emulator checks")
-                failed = result.status != "pass" and any(f.kind in CHECK_KINDS for f in result.findings)
-                self._found[i] = unseen_by_sanitizer(result.findings) if failed else []
+                failed = _emulator_check(self._emulator, modules[case.dtype], self.cfg, self.part, case)
+                self._found[i] = unseen_by_sanitizer(failed.findings) if failed is not None else []
                 self._ready[i].set()
             trace = os.environ.get("SCANGRADE_CASE_TIMES")  # bench: when the compiles and the cases were done
             if trace:
@@ -549,6 +536,24 @@ class _UnseenChecks:
         if self._emulator is not None:
             self._emulator.close()
         shutil.rmtree(self._work, ignore_errors=True)
+
+
+def _checking_emulator(cfg):
+    """An emulator backend with its checks on (the config's workers and sandbox), for the GPU path."""
+    from grader.backends.emulator import EmulatorBackend
+
+    return EmulatorBackend(workers=cfg.emulator.workers, checks=True, sandbox=cfg.emulator.sandbox, nvcc_check=False)
+
+
+def _emulator_check(emulator, module, cfg, part, case):
+    """Case ``case`` under the emulator's checks (three thread orders): its failing CaseResult where
+    a check found something, else None."""
+    from grader.execute import CHECK_SCHEDULES, run_case
+    from grader.kinds import CHECK_KINDS
+
+    result = run_case(emulator, module, cfg=cfg, part=part, case=case, schedules=CHECK_SCHEDULES,
+                      checker="emulator checks")
+    return result if result.status != "pass" and any(f.kind in CHECK_KINDS for f in result.findings) else None
 
 
 def _unseen_checks(kind, job, cfg, part) -> "_UnseenChecks | None":
