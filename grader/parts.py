@@ -150,6 +150,14 @@ def compile_part(backend: "Backend", part: PartSpec, source: str, *, pc: "PartCo
     Raises:
         CompileError: the file does not compile (the compiler's message).
     """
-    header = part_header(part, block_size=pc.block_size, dtype=DTYPES[dtype], items_per_thread=pc.items_per_thread)
     workdir.mkdir(parents=True, exist_ok=True)
-    return backend.compile(source=header + source, filename=part.filename, kernels=part.kernels, workdir=workdir)
+    return backend.compile(source=part_source(part, source, pc=pc, dtype=dtype), filename=part.filename,
+                           kernels=part.kernels, workdir=workdir)
+
+
+def part_source(part: PartSpec, source: str, *, pc: "PartConfig", dtype: str) -> str:
+    """The whole translation unit :func:`compile_part` compiles: :func:`part_header` (BLOCK_SIZE and
+    ITEMS_PER_THREAD from ``pc``, ``scan_t`` from ``dtype``, ``int32`` or ``float32``) before the
+    file's text ``source``."""
+    header = part_header(part, block_size=pc.block_size, dtype=DTYPES[dtype], items_per_thread=pc.items_per_thread)
+    return header + source

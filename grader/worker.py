@@ -17,6 +17,7 @@ worker started after a case that hung (the job's ``start``) grades the cases aft
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import resource
@@ -60,9 +61,9 @@ def main(argv: list[str]) -> int:
     job = _read_job(argv[0])
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     from grader.backends import backend_kind, create_backend
-    from grader.errors import CompileError, ScangradeError
+    from grader.errors import BackendUnavailable, CompileError, ScangradeError
     from grader.execute import CHECK_SCHEDULES, case_list, run_case, with_compiler_notes
-    from grader.parts import DTYPES, PARTS, compile_part, part_header
+    from grader.parts import DTYPES, PARTS, compile_part, part_header, part_source
     from grader.directives import check_includes
     from grader.intake import read_source
 
@@ -70,6 +71,8 @@ def main(argv: list[str]) -> int:
     part = PARTS[job.part]
     pc = cfg.parts[part.key]
     kind = backend_kind(job.backend)  # its traits
+    # on a GPU, nvcc from now on, beside the CUDA context's start
+    cubins = _cubins_ahead(kind, job, cfg, part)
     # on a GPU, the emulator's checks for what compute-sanitizer cannot see, from now on: beside the
     # CUDA context's start, the compile and compute-sanitizer
     unseen = _unseen_checks(kind, job, cfg, part)
@@ -89,8 +92,16 @@ def main(argv: list[str]) -> int:
                 modules = {}
 
                 def build(spec, text: str, dtype: str, tag: str):
-                    """``spec``'s file ``text`` compiled for ``dtype`` on the backend, in a folder of its own."""
-                    return compile_part(backend, spec, text, pc=cfg.parts.get(spec.key, pc), dtype=dtype,
+                    """``spec``'s file ``text`` compiled for ``dtype`` on the backend, in a folder of its
+                    own; or the cubin compiled ahead of the same text, loaded."""
+                    spec_pc = cfg.parts.get(spec.key, pc)
+                    whole, cubin = cubins.get((tag, spec.key, dtype), (None, None))
+                    if cubin is not None and whole == part_source(spec, text, pc=spec_pc, dtype=dtype):
+                        try:
+                            return backend.load_cubin(cubin.result(), filename=spec.filename, kernels=spec.kernels)
+                        except BackendUnavailable:  # the device could not be read there: compile here
+                            pass
+                    return compile_part(backend, spec, text, pc=spec_pc, dtype=dtype,
                                         workdir=Path(work) / f"{tag}-{spec.key}-{dtype}")
                 try:
                     check_includes(source, filename=part.filename)
@@ -192,6 +203,42 @@ def main(argv: list[str]) -> int:
             backend.close()
         events.emit(Done())
     return 0
+
+
+def _cubins_ahead(kind, job, cfg, part) -> dict:
+    """Where the backend compiles ahead (the GPU's ``compile_ahead``: nvcc needs no CUDA context):
+    the part's file for each dtype, then, for a timed part, the reference solution it is timed
+    against, compiled from now on in the background: ``{(tag, part key, dtype): (translation unit,
+    Future of the cubin)}`` (tag ``submission`` or ``reference``, as the worker's ``build`` names
+    them). Empty on other backends, and where the file cannot be read or its ``#include`` lines are
+    refused: the worker's own compile then reports it."""
+    import importlib
+
+    from grader.directives import check_includes
+    from grader.errors import ScangradeError
+    from grader.intake import read_source
+    from grader.parts import PARTS, part_source
+
+    ahead = getattr(importlib.import_module(kind.module), "compile_ahead", None)
+    if ahead is None:
+        return {}
+    pc = cfg.parts[part.key]
+    try:
+        source = read_source(Path(job.source))
+        check_includes(source, filename=part.filename)
+    except (OSError, ScangradeError):
+        return {}
+    builds = [(("submission", part.key, d), part_source(part, source, pc=pc, dtype=d), part.filename)
+              for d in pc.dtypes]
+    if pc.timing is not None and kind.times_kernels and not job.earlier_failed:
+        ref = PARTS[pc.timing.reference]
+        ref_file = SOLUTIONS / ref.filename
+        if ref_file.is_file():
+            builds.append((("reference", ref.key, pc.dtypes[0]),
+                           part_source(ref, ref_file.read_text(), pc=cfg.parts.get(ref.key, pc), dtype=pc.dtypes[0]),
+                           ref.filename))
+    futures = ahead([(tag, text, filename) for tag, text, filename in builds], sandbox=cfg.emulator.sandbox)
+    return {tag: (text, futures[tag]) for tag, text, _ in builds}
 
 
 def _draw_ahead(kind, job, cfg, part, cases):
@@ -488,8 +535,9 @@ class _UnseenChecks:
         try:
             self._emulator = _checking_emulator(self.cfg)
             pc = self.cfg.parts[self.part.key]
-            modules = {d: compile_part(self._emulator, self.part, source, pc=pc, dtype=d, workdir=self._work / d)
-                       for d in sorted({self.cases[i].dtype for i in todo})}
+            modules = _at_once({d: functools.partial(compile_part, self._emulator, self.part, source, pc=pc, dtype=d,
+                                                     workdir=self._work / d)
+                                for d in sorted({self.cases[i].dtype for i in todo})})
             self._compiled.set()
             compiled = time.time()
             for i in todo:
@@ -536,6 +584,29 @@ class _UnseenChecks:
         if self._emulator is not None:
             self._emulator.close()
         shutil.rmtree(self._work, ignore_errors=True)
+
+
+def _at_once(calls: dict) -> dict:
+    """``{key: call()}``, the calls made at once, each in a daemon thread of its own (a worker that
+    ends does not wait for them); the first error raised, in ``calls``' order, is raised again."""
+    results: dict = {}
+
+    def one(key) -> None:
+        try:
+            results[key] = (True, calls[key]())
+        except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
+            results[key] = (False, exc)
+
+    threads = [threading.Thread(target=one, args=(key,), daemon=True, name="scangrade-at-once") for key in calls]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for key in calls:
+        ok, value = results[key]
+        if not ok:
+            raise value
+    return {key: results[key][1] for key in calls}
 
 
 def _checking_emulator(cfg):

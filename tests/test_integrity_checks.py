@@ -284,6 +284,39 @@ def test_the_object_audit_accepts_what_the_prelude_calls_and_the_runtime_keeps_i
     assert named_state == {"__assert_fail"}, named_state  # no g_pool, g_findings_text, internal functions
 
 
+def test_the_expected_runtime_names_are_the_names_the_runtime_object_defines(plain):
+    """A module compiles with the expected names poisoned while the runtime still builds
+    (cold); they must be the object's, or a module compiled cold is compiled twice."""
+    from grader.backends.emulator.build import expected_names
+    assert expected_names() == plain.toolchain.runtime_names(), (
+        "grader/backends/emulator/runtime_names.txt is out of date: run python -c \"from "
+        "grader.backends.emulator.build import write_expected_names; write_expected_names()\"")
+
+
+HOOK_ATTACK = ('extern "C" { __attribute__((used)) void __tsan_write4(void*) {} }\n'
+               '__global__ void k(int* out) { out[threadIdx.x] = 1; }\n')
+
+
+def test_a_module_compiled_while_the_runtime_builds_is_poisoned_as_after_and_again_where_a_name_was_unexpected(
+        tmp_path, monkeypatch):
+    """On a new machine (nothing cached) the module's compile does not wait for the runtime: it
+    poisons the expected names. Where the runtime turns out to define a name not expected (another
+    compiler), the module is compiled again with the object's names: the hook is still refused by
+    the compiler, with the line, not only by the object audit."""
+    from grader.backends.emulator import build
+    toolchain = build.Toolchain(cache_dir=tmp_path / "cache")
+    assert toolchain.built_runtime() is None
+    assert toolchain.lockdown_names() == build.expected_names()  # nothing built yet: the expected names
+    monkeypatch.setattr(build, "expected_names", lambda: frozenset({"__tsan_read4"}))
+    src = tmp_path / "attack.cpp"
+    src.write_text('#line 1 "part1_naive.cu"\n' + HOOK_ATTACK.replace("__global__ ", ""))
+    with pytest.raises(CompileError, match=r"not allowed: `__tsan_write4`: this name is reserved .*\(part1_naive.cu:1\)"):
+        toolchain.compile_module(source=src, output=tmp_path / "attack.so", filename="part1_naive.cu",
+                                 workdir=tmp_path)
+    assert toolchain.built_runtime() is not None  # the compile waited for the runtime before its audit
+    assert toolchain.lockdown_names() == toolchain.runtime_names()  # built: the object's own names
+
+
 # -- 3. shifts by 32 or more --------------------------------------------------------------------------
 @pytest.mark.parametrize("mode", ["plain", "checked"])
 def test_a_shift_by_32_or_more_gives_the_gpus_value_with_a_warning_naming_the_line(tmp_path, request, mode):

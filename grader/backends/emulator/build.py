@@ -40,9 +40,15 @@ from grader.errors import BackendUnavailable, CompileError
 from grader.kernels import KernelSpec
 
 __all__ = ["Toolchain", "CompileCache", "kernel_glue", "check_nvcc_first_stage", "tool_identity", "RUNTIME_DIR",
+           "EXPECTED_NAMES", "expected_names", "write_expected_names",
            "PRELUDE", "STUB_INCLUDE_DIR", "GLUE_FILENAME", "OUTPUT_BYTES", "run_compile", "start_compiler",
            "read_output"]
 
+#: The names the runtime object is expected to define for other objects (:func:`.lockdown.runtime_names`
+#: of it as g++ builds it), one per line: what a module's compile poisons (:meth:`Toolchain.lockdown_names`)
+#: while the runtime is not built yet, so that on a new machine the two compile at once. A test
+#: checks the file against the runtime built here; :func:`write_expected_names` writes it.
+EXPECTED_NAMES = Path(__file__).resolve().parent / "runtime_names.txt"
 #: The runtime sources: prelude.h, sg_abi.h, sg_host.h, runtime.cpp with its sections (rt_*.inc, profile.inc)
 #: and the stub CUDA headers.
 RUNTIME_DIR = Path(__file__).resolve().parent / "runtime"
@@ -63,7 +69,7 @@ EXECUTOR_FLAGS = ("-std=c++17", "-O2", "-g", "-pthread")
 SECCOMP_HEADERS = (Path("/usr/include/seccomp.h"), Path("/usr/local/include/seccomp.h"))
 
 #: Flags for the runtime object (compiled once, optimised).
-RUNTIME_FLAGS = ("-std=c++17", "-O2", "-g", "-fPIC", "-fvisibility=hidden", "-pthread")
+RUNTIME_FLAGS = ("-std=c++17", "-O2", "-fPIC", "-fvisibility=hidden", "-pthread")
 #: Flags for the emulated translation unit (the student's file). ``-fsanitize=thread`` makes every
 #: load and store call a ``__tsan_*`` hook, which the runtime defines (no sanitizer runtime is
 #: linked): volatile accesses become yield points, and with checks on every access is checked.
@@ -297,6 +303,26 @@ class Toolchain:
         return [*self.argv, *flags, "-include", str(PRELUDE), *extra, "-I", str(STUB_INCLUDE_DIR),
                 "-x", "c++", "-c", str(source), "-o", str(output) + ".o"]
 
+    def built_runtime(self) -> Path | None:
+        """The runtime object where it is built already (this process, or the cache), else None;
+        builds nothing."""
+        if self._runtime is None or not self._runtime.exists():
+            target = self.cache_dir / "emulator" / f"runtime-{self.runtime_key()}.o"
+            self._runtime = target if target.exists() else None
+        return self._runtime
+
+    def lockdown_names(self) -> frozenset[str]:
+        """The names a module's compile poisons (:meth:`lockdown_text`): the runtime object's
+        (:meth:`runtime_names`) where it is built; before that the names it is expected to define
+        (:data:`EXPECTED_NAMES`), so that the module compiles while the runtime builds.
+        :meth:`compile_module` compiles again with the object's own names where it defines one
+        that was not expected (another compiler)."""
+        if self.built_runtime() is None:
+            expected = expected_names()
+            if expected:
+                return expected
+        return self.runtime_names()
+
     def runtime_names(self) -> frozenset[str]:
         """The names the runtime object defines for other objects (:func:`.lockdown.runtime_names`), read
         once per runtime object."""
@@ -307,8 +333,8 @@ class Toolchain:
 
     def lockdown_text(self) -> str:
         """The header :meth:`compile_module` force-includes after the prelude
-        (:func:`.lockdown.lockdown_header` of :meth:`runtime_names`); part of a compiled module's cache key."""
-        return lockdown_header(self.runtime_names())
+        (:func:`.lockdown.lockdown_header` of :meth:`lockdown_names`); part of a compiled module's cache key."""
+        return lockdown_header(self.lockdown_names())
 
     def syntax_command(self, source: Path, workdir: Path) -> list[str]:
         """The compiler command line checking ``source``, CUDA as the student wrote it (not
@@ -360,19 +386,27 @@ class Toolchain:
                 (with the same log) where the lockdown refused a name, an attribute or inline
                 assembly, or the object binds a name of the runtime.
         """
-        runtime = self.runtime_object()
         lockdown = workdir / "scangrade-lockdown.h"
-        lockdown.write_text(self.lockdown_text(), encoding="utf-8")
-        try:
-            self._run(self.sandboxed(self.module_command(source, output, runtime, lockdown), workdir=workdir,
-                                     read_only=[RUNTIME_DIR, runtime], tools=[self.path]),
-                      filename=filename, workdir=workdir)
-        except CompileError as exc:
-            refusal = explain_refusal(exc.log or "")
-            if refusal is None:
-                raise
-            raise CompileError(refusal, command=exc.command, log=exc.log) from None
-        audit_object(Path(str(output) + ".o"), self.runtime_names(), filename=filename)
+
+        def compile_with(names: frozenset[str]) -> None:
+            lockdown.write_text(lockdown_header(names), encoding="utf-8")
+            try:
+                self._run(self.sandboxed(self.module_command(source, output, RUNTIME_DIR, lockdown), workdir=workdir,
+                                         read_only=[RUNTIME_DIR], tools=[self.path]),
+                          filename=filename, workdir=workdir)
+            except CompileError as exc:
+                refusal = explain_refusal(exc.log or "")
+                if refusal is None:
+                    raise
+                raise CompileError(refusal, command=exc.command, log=exc.log) from None
+
+        poisoned = self.lockdown_names()  # the expected names where the runtime is still building
+        compile_with(poisoned)
+        runtime = self.runtime_object()  # built by now, or waited for
+        names = self.runtime_names()
+        if not names <= poisoned:  # this compiler's runtime defines a name not expected: poison it too
+            compile_with(names)
+        audit_object(Path(str(output) + ".o"), names, filename=filename)
         self._run(self.sandboxed(self.link_command(output, runtime), workdir=workdir, read_only=[RUNTIME_DIR, runtime],
                                  tools=[self.path]), filename=filename, workdir=workdir)
 
@@ -394,6 +428,29 @@ class Toolchain:
 #: macros can make g++ print gigabytes of notes until its timeout). Far more than the first errors
 #: and than what a result keeps (:attr:`grader.errors.CompileError.LOG_LIMIT`).
 OUTPUT_BYTES = 256 * 1024
+
+
+def expected_names(path: Path = EXPECTED_NAMES) -> frozenset[str]:
+    """The names in ``path`` (:data:`EXPECTED_NAMES`: one per line, ``#`` comments); empty where the
+    file is missing."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return frozenset()
+    return frozenset(line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#"))
+
+
+def write_expected_names(toolchain: "Toolchain | None" = None, path: Path = EXPECTED_NAMES) -> frozenset[str]:
+    """Write ``path`` from the runtime object ``toolchain`` builds (default: the host's g++ or ``$CXX``);
+    returns the names. Run after changing which names the runtime defines::
+
+        python -c "from grader.backends.emulator.build import write_expected_names; write_expected_names()"
+    """
+    names = (toolchain or Toolchain()).runtime_names()
+    path.write_text("# The names the emulator runtime defines for other objects (grader/backends/emulator/build.py,\n"
+                    "# EXPECTED_NAMES): written by write_expected_names(), checked by tests/test_integrity_checks.py.\n"
+                    + "".join(f"{n}\n" for n in sorted(names)), encoding="utf-8")
+    return names
 
 
 def start_compiler(cmd: Command) -> subprocess.Popen:
