@@ -588,15 +588,19 @@ def _run_case(backend, module, *, cfg, part, case, schedules, checked, result, w
         return result(checked.status, checked.message, checked.mismatch, checked.kind, checked.findings)
     found = [f for f in getattr(checked, "findings", ())]
     seen = {(f.kind, f.line) for f in found}
-    emulator = [f for f in getattr(checked, "emulator", ()) if (f.kind, f.line) not in seen]
+    taken = list(getattr(checked, "emulator", ()))
+    emulator = [f for f in taken if (f.kind, f.line) not in seen]
     if found or emulator:
         told = in_cause_order(_checker_findings(found + emulator), kind=lambda t: t.finding.kind)
+        if taken:  # the emulator's kind of the case leads, as it does there (grader.worker.taken_from_emulator)
+            told.sort(key=lambda t: t.finding.kind != taken[0].kind)
         first = told[0].finding
         others = [f for f in found + emulator if (f.kind, f.message) != (first.kind, first.message)]
         message = told[0].text + "".join(f"\nalso: {f.kind} at {f.file}:{f.line}" for f in others[:5])
         by_sanitizer = any((f.kind, f.message) == (first.kind, first.message) for f in found)
         by = (" — found by compute-sanitizer" if by_sanitizer else
-              " — found by the emulator's checks, which the GPU path runs for what compute-sanitizer cannot see")
+              " — found by the emulator's checks, which the GPU path runs beside compute-sanitizer so that every "
+              "machine gives the same verdict")
         return result(verdict_of(first.kind), message + by, kind=first.kind,
                       findings=tuple(t.finding for t in told))
     x, expected = case_input(cfg, part, case.n, case.seed, dtype, ahead)

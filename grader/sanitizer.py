@@ -53,6 +53,17 @@ TOOLS = ("memcheck", "racecheck", "synccheck")
 FAULTS_IN_A_ROW = 3
 #: Unallocated bytes left between two buffers in the sanitizer's replay.
 GAP_BYTES = 1 << 20
+#: compute-sanitizer's ``--print-limit``: the reports it prints in the whole life of a process, after
+#: which it stops printing (it still checks). A child replays many cases (a part's, and in a pool
+#: every part's of a submission), so with the former limit of 64 a kernel that races at every case
+#: had its race reported for the first six cases only, and every later case looked clean to
+#: racecheck (tests/kernels/part2_missing_sync.cu on an H100: `race` at n < 255 int32, a plain
+#: `mismatch` at the 26 cases after).
+PRINT_LIMIT = 10000
+#: A child takes no further case once it has printed this many reports (:class:`_PrintBudget`):
+#: the cases left go to another child, so every case has at least ``PRINT_LIMIT - PRINT_BUDGET``
+#: reports of room.
+PRINT_BUDGET = PRINT_LIMIT // 2
 _MARK = "@@scangrade"
 
 
@@ -98,9 +109,9 @@ class CaseChecks:
             ended did not; the case is then judged on its plain run).
         tools: the tools that finished it.
         seconds: the longest a tool took on it (s), where measured.
-        emulator: on the GPU path, the emulator's findings on the same case that compute-sanitizer
-            cannot make (``grader.worker.unseen_by_sanitizer``: races on global memory, out-of-bounds
-            accesses); not saved by :meth:`to_json`.
+        emulator: on the GPU path, the emulator's checks' findings on the same case
+            (``grader.worker.taken_from_emulator``: its kind of the case first, which then leads the
+            case's findings); not saved by :meth:`to_json`.
     """
 
     findings: list[Finding]
@@ -345,7 +356,8 @@ def check_cases(*, sanitizer: str, job: Path, cubins: dict[str, Path], cases: li
 
 def tool_argv(sanitizer: str, tool: str) -> list[str]:
     """compute-sanitizer's command line for ``tool``, up to the program it runs."""
-    argv = [sanitizer, "--tool", tool, "--show-backtrace", "no", "--print-limit", "64", "--check-exit-code", "no"]
+    argv = [sanitizer, "--tool", tool, "--show-backtrace", "no", "--print-limit", str(PRINT_LIMIT),
+            "--check-exit-code", "no"]
     if tool == "racecheck":
         argv += ["--racecheck-report", "analysis"]
     return argv
@@ -647,6 +659,32 @@ def _fan_out(sanitizer: str, tool: str, job: Path, cubins: dict[str, Path], todo
 
 # --- the child ------------------------------------------------------------------------------------
 
+class _PrintBudget:
+    """How many reports compute-sanitizer has printed into this process's standard output (the
+    child's log, where the tool prints too): one per report's first line (``========= `` then text;
+    its continuation lines are indented). Where standard output is not a file (a pipe), nothing is
+    counted."""
+
+    def __init__(self, fd: int = 1) -> None:
+        import stat
+        self.printed = 0
+        self._reader = None
+        self._pending = b""
+        try:
+            if stat.S_ISREG(os.fstat(fd).st_mode):
+                self._reader = open(f"/proc/self/fd/{fd}", "rb")
+                self._reader.seek(0, os.SEEK_END)
+        except OSError:
+            self._reader = None
+
+    def spent(self) -> bool:
+        """Whether :data:`PRINT_BUDGET` reports were printed since this was made (reads what is new)."""
+        if self._reader is not None:
+            *lines, self._pending = (self._pending + self._reader.read()).split(b"\n")
+            self.printed += sum(1 for line in lines if line.startswith(b"========= ") and line[10:11].strip())
+        return self.printed >= PRINT_BUDGET
+
+
 class _Replay:
     """Replays cases in a CUDA context (the child's), writing the markers :func:`findings_by_case`
     reads: one per case before and after it, and one per buffer with its address and size."""
@@ -661,9 +699,12 @@ class _Replay:
         sys.stdout.write(f"\n{_MARK} {token} {text}\n")
         sys.stdout.flush()
 
-    def run(self, job_path: str, token: str, cubins: dict[str, str], cases: list[tuple[int, str]]) -> None:
-        """Replay ``cases`` (``(index, dtype)``) of the job's part with ``cubins`` (path per dtype).
-        At a fault (the context is lost) the process exits, after the case's ``done`` marker."""
+    def run(self, job_path: str, token: str, cubins: dict[str, str], cases: list[tuple[int, str]],
+            stop: Callable[[], bool] | None = None) -> None:
+        """Replay ``cases`` (``(index, dtype)``) of the job's part with ``cubins`` (path per dtype),
+        until ``stop()`` says so before a case (:meth:`_PrintBudget.spent`: the cases left go to
+        another child). At a fault (the context is lost) the process exits, after the case's
+        ``done`` marker."""
         import numpy as np
 
         from grader.errors import KernelError, LaunchError
@@ -681,6 +722,8 @@ class _Replay:
         modules = {d: backend.load_cubin(Path(p).read_bytes(), filename=part.filename, kernels=part.kernels)
                    for d, p in cubins.items()}
         for index, dtype_name in cases:
+            if stop is not None and stop():
+                return
             case = specs[int(index)]
             dtype = DTYPES[dtype_name]
             x = make_input(cfg, part, case.n, case.seed, dtype)
@@ -720,7 +763,8 @@ def _child(argv: list[str]) -> int:
     replay = _Replay()
     replay.say(token, f"ready {begun} {time.time()}")
     cubins = dict(item.split("=", 1) for item in cubin_arg.split(","))
-    replay.run(job_path, token, cubins, [tuple(item.split(":")) for item in case_arg.split(",")])
+    budget = _PrintBudget()  # its print budget spent, it exits: the cases left go to a new child
+    replay.run(job_path, token, cubins, [tuple(item.split(":")) for item in case_arg.split(",")], stop=budget.spent)
     sys.stdout.flush()
     os._exit(0)
 
@@ -734,9 +778,10 @@ def _serve(folder: Path, replay=None) -> int:
     """``python -m grader.sanitizer --serve FOLDER``: a pool child (:mod:`grader.sanitizer_pool`).
     Starts its CUDA context, then marks itself idle (the file ``idle``) and replays each request a
     worker writes (``request.json``: job, token, cubins, cases), ending each with an ``end`` marker
-    and marking itself idle again. Exits at a fault (the context is lost), or when the grader that
-    started it is gone. ``replay``: what replays the cases (default a :class:`_Replay`; tests give
-    one without a GPU)."""
+    and marking itself idle again. Exits at a fault (the context is lost), once it has printed
+    :data:`PRINT_BUDGET` reports (after the request's ``end``, the cases it did not get to left to
+    another child: the pool starts a new one), or when the grader that started it is gone.
+    ``replay``: what replays the cases (default a :class:`_Replay`; tests give one without a GPU)."""
     from grader.lifetime import die_with_parent
 
     die_with_parent()  # gone with compute-sanitizer, its parent
@@ -744,14 +789,19 @@ def _serve(folder: Path, replay=None) -> int:
     runner = os.environ.get("SCANGRADE_RUNNER_PID", "")
     replay = replay or _Replay()
     request, claimed, idle = folder / "request.json", folder / "claimed", folder / "idle"
+    budget = _PrintBudget()
     idle.touch()
     claimed_at: float | None = None
     while True:
         if request.exists():
             data = json.loads(request.read_text(encoding="utf-8"))
             request.unlink()
-            replay.run(data["job"], data["token"], data["cubins"], [tuple(c) for c in data["cases"]])
+            replay.run(data["job"], data["token"], data["cubins"], [tuple(c) for c in data["cases"]],
+                       stop=budget.spent)
             replay.say(data["token"], "end")
+            if budget.spent():  # not idle again: the pool starts a child with a whole budget
+                sys.stdout.flush()
+                os._exit(0)
             claimed_at = None
             os.rename(claimed, idle)
             continue

@@ -73,17 +73,17 @@ def main(argv: list[str]) -> int:
     kind = backend_kind(job.backend)  # its traits
     # on a GPU, nvcc from now on, beside the CUDA context's start
     cubins = _cubins_ahead(kind, job, cfg, part)
-    # on a GPU, the emulator's checks for what compute-sanitizer cannot see, from now on: beside the
+    # on a GPU, the emulator's checks, so that the verdict is the emulator's, from now on: beside the
     # CUDA context's start, the compile and compute-sanitizer
-    unseen = _unseen_checks(kind, job, cfg, part)
+    beside = _emulator_beside(kind, job, cfg, part)
     with EventWriter(job.events) as events:
         try:
             backend = create_backend(job.backend, emulator_workers=cfg.emulator.workers,
                                      checks=job.checks, emulator_sandbox=cfg.emulator.sandbox)
         except ScangradeError as exc:
             events.emit(WorkerError(str(exc)))
-            if unseen is not None:
-                unseen.close()
+            if beside is not None:
+                beside.close()
             return 0
         try:
             events.emit(Device(backend.describe()))
@@ -117,7 +117,7 @@ def main(argv: list[str]) -> int:
                 checker = (_GpuChecks(backend, job, cfg, part, modules, all_cases, Path(work), argv[0])
                            if kind.has_sanitizer and job.checks else None)
                 if checker is not None:
-                    checker.unseen = unseen
+                    checker.beside = beside
                     events.emit(DeviceUpdate({"checker": checker.describe()}))
                     checker.prime()  # every checked case under compute-sanitizer now, before any case's deadline runs
                 elif job.checks:  # the backend checks as it runs each case
@@ -198,8 +198,8 @@ def main(argv: list[str]) -> int:
                 if profile is not None:
                     events.emit(Profiled(profile_after_hidden(profile, hidden_results)))
         finally:
-            if unseen is not None:
-                unseen.close()
+            if beside is not None:
+                beside.close()
             backend.close()
         events.emit(Done())
     return 0
@@ -363,14 +363,14 @@ class _GpuChecks:
         self._found = None
         self._emulator = None
         self._emulator_modules: dict = {}
-        self.unseen: _UnseenChecks | None = None  # set by the worker: the emulator's, for what this cannot see
+        self.beside: _EmulatorBeside | None = None  # set by the worker: the emulator's checks of the same cases
 
     def describe(self) -> str:
         limit = f"cases up to n = {self.cfg.emulator.checks_max_n}"
         if self.sanitizer:
             return (f"compute-sanitizer {self.version.removeprefix('Version ')} (memcheck, racecheck, synccheck) on "
-                    f"{limit}, and the emulator's checks for what it cannot see (races on global memory, memory "
-                    "order, out-of-bounds accesses)")
+                    f"{limit}, and the emulator's checks of the same cases (races on global memory and memory "
+                    "order, which it cannot see; what it missed; the emulator's verdict leads)")
         return (f"the emulator's checks on {limit} (compute-sanitizer is not installed here: install the CUDA "
                 "toolkit's compute-sanitizer for NVIDIA's own)")
 
@@ -397,9 +397,9 @@ class _GpuChecks:
         if index not in self._found and index >= self.job.start and self._checked(index):
             self._check_from(index)
         found = self._found.get(index)
-        unseen = self.unseen.of(index) if self.unseen is not None else []
-        if unseen:
-            found = replace(found or CaseChecks([], complete=False, tools=[]), emulator=unseen)
+        beside = self.beside.of(index) if self.beside is not None else []
+        if beside:
+            found = replace(found or CaseChecks([], complete=False, tools=[]), emulator=beside)
         return found
 
     def _checked(self, index: int) -> bool:
@@ -508,11 +508,11 @@ class _GpuChecks:
         return result
 
 
-class _UnseenChecks:
+class _EmulatorBeside:
     """On the GPU path with compute-sanitizer: the emulator's checks of the part's checked cases
     (from the job's ``start``), run in a background thread from the worker's start on, beside its
-    CUDA context, its compile and compute-sanitizer, keeping per case what compute-sanitizer cannot
-    see (:func:`unseen_by_sanitizer`)."""
+    CUDA context, its compile and compute-sanitizer, keeping per case what the GPU path takes from
+    them (:func:`taken_from_emulator`)."""
 
     def __init__(self, job, cfg, part, cases, source: str) -> None:
         self.job, self.cfg, self.part, self.cases = job, cfg, part, cases
@@ -543,7 +543,7 @@ class _UnseenChecks:
             for i in todo:
                 case = self.cases[i]
                 failed = _emulator_check(self._emulator, modules[case.dtype], self.cfg, self.part, case)
-                self._found[i] = unseen_by_sanitizer(failed.findings) if failed is not None else []
+                self._found[i] = taken_from_emulator(failed.findings, failed.kind) if failed is not None else []
                 self._ready[i].set()
             trace = os.environ.get("SCANGRADE_CASE_TIMES")  # bench: when the compiles and the cases were done
             if trace:
@@ -560,7 +560,7 @@ class _UnseenChecks:
                 event.set()
 
     def of(self, index: int) -> list:
-        """The emulator's findings on case ``index`` that compute-sanitizer cannot see, waiting for
+        """The emulator's findings on case ``index`` that the GPU path takes, waiting for
         the background run up to the case's budget on the emulator (before the part's emulator
         compiles are done: plus :data:`EMULATOR_COMPILES_S`). A run that overruns it adds nothing
         to this case or any later one."""
@@ -627,8 +627,8 @@ def _emulator_check(emulator, module, cfg, part, case):
     return result if result.status != "pass" and any(f.kind in CHECK_KINDS for f in result.findings) else None
 
 
-def _unseen_checks(kind, job, cfg, part) -> "_UnseenChecks | None":
-    """The emulator's checks for what compute-sanitizer cannot see (:class:`_UnseenChecks`), started
+def _emulator_beside(kind, job, cfg, part) -> "_EmulatorBeside | None":
+    """The emulator's checks beside compute-sanitizer (:class:`_EmulatorBeside`), started
     now, where this worker will run compute-sanitizer (a GPU backend, checks on, the tool
     installed, the source readable); else None."""
     from grader.execute import case_list
@@ -641,35 +641,42 @@ def _unseen_checks(kind, job, cfg, part) -> "_UnseenChecks | None":
         source = read_source(Path(job.source))
     except OSError:
         return None  # the worker reports it
-    return _UnseenChecks(job, cfg, part, case_list(cfg, part.key), source)
+    return _EmulatorBeside(job, cfg, part, case_list(cfg, part.key), source)
 
 
-def unseen_by_sanitizer(findings) -> list:
-    """The findings of the emulator's checks (``grader.results.CaseFinding``) that compute-sanitizer
-    cannot make, as ``grader.backends.base.Finding``: the GPU path adds them to its own, so a kernel
-    gets the same verdict on a GPU as on the emulator.
+def taken_from_emulator(findings, kind: str | None = None) -> list:
+    """What the GPU path takes from the emulator's checks of a case (``findings``, the emulator's
+    failing ``grader.results.CaseFinding`` list, ``kind`` its case's kind), as
+    ``grader.backends.base.Finding``, so that a kernel gets the same verdict on a GPU as on the
+    emulator: every finding of a checker's kind (:data:`grader.kinds.CHECK_KINDS`) but a deadlock,
+    the one of ``kind`` first (on the GPU path it leads the case's findings, as on the emulator).
 
-    - Races on global memory, between blocks or within one, memory order included (a flag read
+    compute-sanitizer cannot make some of them, and misses others:
+
+    - races on global memory, between blocks or within one, memory order included (a flag read
       before the value behind it was published: Merrill & Garland 2016, section 4): racecheck
-      watches shared memory only.
-    - Out-of-bounds accesses. Past a ``__shared__`` array but inside the block's shared memory,
+      watches shared memory only;
+    - out-of-bounds accesses: past a ``__shared__`` array but inside the block's shared memory,
       memcheck cannot see them (another array's memory, or the dynamic part behind a static array,
       is valid memory to it); and on an NVIDIA H100 it passed a read of ``in[n]`` at n = 128 and 256
-      that the emulator's exact bounds fail (tests/kernels/part1_le_n_guard.cu).
+      that the emulator's exact bounds fail (tests/kernels/part1_le_n_guard.cu);
+    - races in shared memory that racecheck did not report (tests/kernels/part2_missing_sync.cu on
+      an H100, at 26 of its 32 cases), and an output that depends on unwritten shared memory where
+      the GPU's memory happened to hold the right values;
+    - where both report a case, the kinds may differ: a read of ``temp[-1]`` is a race to racecheck
+      and out of bounds to the emulator (tests/kernels/part2_reads_minus_one.cu), which the
+      emulator's kind settles.
 
     Not a deadlock the emulator finds (every thread spin-waits, nothing changes): on a GPU that
     case hangs to its deadline (``timeout``). Taking it made compute-sanitizer's child go silent on
     every such case in turn (part1_hang.cu was not graded within 250 s on an H100; 81 s without).
     """
     from grader.backends.base import Finding
+    from grader.kinds import CHECK_KINDS
 
-    out = []
-    for f in findings:
-        text = f.message
-        if ((f.kind == "race" and ("on global memory" in text or "(memory order)" in text))
-                or f.kind == "out-of-bounds"):
-            out.append(Finding(f.kind, text, f.file, f.line, block=f.block, thread=f.thread))
-    return out
+    out = [Finding(f.kind, f.message, f.file, f.line, block=f.block, thread=f.thread)
+           for f in findings if f.kind in CHECK_KINDS and f.kind != "deadlock"]
+    return sorted(out, key=lambda f: f.kind != kind)
 
 
 def _compiler_notes(backend, cfg, source: str, filename: str, workdir: Path) -> list[str]:

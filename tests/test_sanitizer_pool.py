@@ -21,20 +21,30 @@ from grader.sanitizer_pool import SanitizerPool
 CHILD = textwrap.dedent('''
     import os, sys, time
     from pathlib import Path
+    import grader.sanitizer
     from grader.sanitizer import _MARK, _serve
 
     class Replay:
-        """Per case index, the file FAKE_PLAN says: race (a racecheck report), fault (the process ends after
-        the case), hang (nothing more is printed); other cases are clean."""
+        """Per case index, the file FAKE_PLAN says: race (a racecheck report), flood (three reports of
+        another line), fault (the process ends after the case), hang (nothing more is printed); other
+        cases are clean. Like the real replay, it stops before a case when stop() says so."""
         def say(self, token, text):
             sys.stdout.write(f"\\n{_MARK} {token} {text}\\n"); sys.stdout.flush()
-        def run(self, job, token, cubins, cases):
+        def run(self, job, token, cubins, cases, stop=None):
             text = Path(os.environ["FAKE_PLAN"]).read_text()
             plan = dict(item.split("=") for item in text.split(",") if item)
             with open(os.environ["FAKE_SEEN"], "a") as f:
                 f.write(f"{os.getpid()} {job} {[int(i) for i, _ in cases]}\\n")
             for index, _dtype in cases:
+                if stop is not None and stop():
+                    return
                 self.say(token, f"case {index}")
+                if plan.get(str(index)) == "flood":
+                    for _ in range(3):
+                        print("========= Error: Race reported between Write access at k+0x30 in part1_naive.cu:9")
+                        print("=========     and Read access at k+0x40 in part1_naive.cu:9 [1 hazards]")
+                        print("=========")
+                    sys.stdout.flush()
                 what = plan.get(str(index))
                 if what == "hang":
                     time.sleep(3600)
@@ -46,6 +56,8 @@ CHILD = textwrap.dedent('''
                 if what == "fault":
                     os._exit(0)
 
+    if os.environ.get("FAKE_BUDGET"):
+        grader.sanitizer.PRINT_BUDGET = int(os.environ["FAKE_BUDGET"])
     # argv: the tool's options, then PYTHON -m grader.sanitizer --serve FOLDER
     _serve(Path(sys.argv[sys.argv.index("--serve") + 1]), replay=Replay())
 ''')
@@ -109,6 +121,26 @@ def test_a_fault_ends_the_child_and_the_cases_after_it_go_to_its_replacement(fak
     assert [cases for _, _, cases in served] == [[0, 1, 2, 3], [2, 3]]
     assert served[0][0] != served[1][0], "the cases after the fault ran in a new child"
     assert sorted(result) == [0, 1, 2, 3] and all(result[i].complete for i in result)
+
+
+def test_a_child_that_printed_its_budget_of_reports_leaves_the_cases_after_to_a_new_one(fake, tmp_path, monkeypatch):
+    """compute-sanitizer stops printing after --print-limit reports in a process's life: a child
+    that has printed PRINT_BUDGET of them takes no further case, so a race at a later case is still
+    reported (with the limit spent, racecheck saw it and printed nothing)."""
+    exe, seen, plan = fake
+    monkeypatch.setenv("FAKE_BUDGET", "5")
+    plan.write_text("0=flood,1=flood,2=race")  # 3 reports, then 6 (>= 5): case 2 goes to a new child
+    with SanitizerPool(str(exe), tmp_path / "pool", tools=("racecheck",), slots={"racecheck": 1}) as pool:
+        result = _check(exe, pool.folder, tmp_path, [0, 1, 2, 3])
+        served = _served(seen)
+        assert [cases for _, _, cases in served] == [[0, 1, 2, 3], [2, 3]]
+        assert served[0][0] != served[1][0]
+        assert sorted(result) == [0, 1, 2, 3] and all(result[i].complete for i in result)
+        assert [f.line for f in result[1].findings] == [9] and [f.line for f in result[2].findings] == [7]
+        # the child that spent its budget is gone, the new one (budget left) is idle for the next part
+        plan.write_text("")
+        _check(exe, pool.folder, tmp_path, [0], job="job-b.json")
+    assert _served(seen)[-1][0] == served[1][0]
 
 
 def test_a_silent_child_is_stopped_replaced_and_the_case_left_to_its_plain_run(fake, tmp_path, monkeypatch):
