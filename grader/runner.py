@@ -591,21 +591,25 @@ def default_part_jobs(backend: str, parts: int) -> int:
     return 1
 
 
-def _warm_emulator(cfg: Config) -> None:
-    """Build the emulator's runtime and executor (cached: a few seconds of one core each, once per
-    machine and grader version), each in a background thread of its own (at once: the runtime took
-    4.4 s and the executor 1.3 s of one core on the 2-core development machine), so the GPU path's
-    emulator checks and profile phase do not wait for them to be built after the parts' compiles.
-    Errors are left for those to report."""
+def _warm_emulator(cfg: Config, *, checks: bool, profile: bool) -> None:
+    """Build the emulator's executor, and its runtimes (cached: a few seconds of one core each, once
+    per machine and grader version): the quick one of the GPU path's ``checks``
+    (:data:`grader.backends.emulator.build.QUICK_RUNTIME_FLAGS`), the optimised one of the
+    ``profile`` phase; each in a background thread of its own, so the GPU path's emulator checks
+    and profile phase do not wait for them to be built after the parts' compiles. Errors are left
+    for those to report."""
+    from grader.backends.emulator.build import QUICK_RUNTIME_FLAGS
+
     def build(what: str) -> None:
         try:
             from grader.backends.emulator.build import Toolchain
             from grader.backends.emulator.sandbox import Sandbox
-            toolchain = Toolchain(sandbox=Sandbox(cfg.emulator.sandbox))
+            toolchain = Toolchain(sandbox=Sandbox(cfg.emulator.sandbox),
+                                  runtime_flags=QUICK_RUNTIME_FLAGS if what == "quick-runtime" else ())
             toolchain.executor_binary() if what == "executor" else toolchain.runtime_object()
         except Exception:  # noqa: BLE001 - the emulator's checks and the profile phase say what is wrong
             pass
-    for what in ("runtime", "executor"):
+    for what in ("quick-runtime",) * checks + ("runtime",) * profile + ("executor",):
         threading.Thread(target=build, args=(what,), name=f"scangrade-warm-{what}", daemon=True).start()
 
 
@@ -679,8 +683,10 @@ def grade(submission: Path | Intake, *, cfg: Config, selection: Selection, seed:
     keys = [key for key in files if key in cfg.parts]
     if part_jobs is None:
         part_jobs = default_part_jobs(selection.name, len(keys))
-    if not selection.kind.counts_profile and keys and (checks or any(cfg.parts[k].profile for k in keys)):
-        _warm_emulator(cfg)  # the checks' and the profile's emulator runtime builds while the parts start
+    profiled = any(cfg.parts[k].profile for k in keys)
+    if not selection.kind.counts_profile and keys and (checks or profiled):
+        # the checks' and the profile's emulator runtimes build while the parts start
+        _warm_emulator(cfg, checks=checks, profile=profiled)
     lock = threading.Lock()
     halt = threading.Event()  # set by an interrupt of this thread: the parts graded in others stop too
 

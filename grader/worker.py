@@ -610,10 +610,13 @@ def _at_once(calls: dict) -> dict:
 
 
 def _checking_emulator(cfg):
-    """An emulator backend with its checks on (the config's workers and sandbox), for the GPU path."""
+    """An emulator backend with its checks on (the config's workers and sandbox), for the GPU path:
+    its runtime built quickly (:data:`grader.backends.emulator.build.QUICK_RUNTIME_FLAGS`)."""
     from grader.backends.emulator import EmulatorBackend
+    from grader.backends.emulator.build import QUICK_RUNTIME_FLAGS
 
-    return EmulatorBackend(workers=cfg.emulator.workers, checks=True, sandbox=cfg.emulator.sandbox, nvcc_check=False)
+    return EmulatorBackend(workers=cfg.emulator.workers, checks=True, sandbox=cfg.emulator.sandbox, nvcc_check=False,
+                           runtime_flags=QUICK_RUNTIME_FLAGS)
 
 
 def _emulator_check(emulator, module, cfg, part, case):

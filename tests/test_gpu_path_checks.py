@@ -129,3 +129,25 @@ def test_a_finding_both_make_is_told_once_as_compute_sanitizers(verdicts_cfg):
                       checked=CaseChecks([theirs], True, ["memcheck"], emulator=[mine]), checker="compute-sanitizer")
     assert result.status == "fail" and result.message.count("out-of-bounds") == 1, result.message
     assert "memcheck's words" in result.message and "found by compute-sanitizer" in result.message
+
+
+def test_the_gpu_paths_emulator_runs_on_the_quick_runtime_and_finds_what_the_emulator_does(cfg, tmp_path):
+    """The GPU path's emulator (grader.worker._checking_emulator) builds its runtime with
+    QUICK_RUNTIME_FLAGS (a new machine's first case waits for that build): the same names for the
+    lockdown, and the same finding on a real kernel."""
+    from grader.backends.emulator.build import QUICK_RUNTIME_FLAGS, Toolchain, expected_names
+    from grader.parts import compile_part
+    from grader.worker import _checking_emulator, _emulator_check
+
+    emulator = _checking_emulator(cfg)
+    try:
+        assert emulator.toolchain.runtime_flags == QUICK_RUNTIME_FLAGS
+        assert emulator.toolchain.runtime_names() == expected_names()
+        part = PARTS["part5_single_pass"]
+        module = compile_part(emulator, part, (BROKEN / "part5_missing_fence.cu").read_text(),
+                              pc=cfg.parts[part.key], dtype="int32", workdir=tmp_path)
+        failed = _emulator_check(emulator, module, cfg, part, case_list(cfg, part.key)[-1])  # n = 1000
+    finally:
+        emulator.close()
+    assert failed is not None and failed.kind == "race" and "(memory order)" in failed.message
+    assert emulator.toolchain.runtime_key() != Toolchain().runtime_key()  # its own object, not the -O2 one

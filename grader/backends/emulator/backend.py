@@ -238,6 +238,8 @@ class EmulatorBackend(Backend):
             GPU is a CompileError; default: when ``nvcc`` is on the PATH.
         sandbox: ``"auto"`` (bubblewrap when it works here), ``"required"`` or ``"off"``; see
             :mod:`.sandbox`.
+        runtime_flags: compiler flags of the runtime object after the default ones (see
+            :class:`.build.Toolchain`; the GPU path's checks use :data:`.build.QUICK_RUNTIME_FLAGS`).
 
     Attributes:
         detect_deadlock: a deadlock (every thread polls, nothing changes) is a KernelError of kind
@@ -262,12 +264,14 @@ class EmulatorBackend(Backend):
 
     def __init__(self, *, workers: int = 0, cxx: str | None = None, cache_dir: Path | None = None,
                  compile_timeout_s: float = 60.0, checks: bool = False, schedule: str = "ascending",
-                 schedule_seed: int = 0, nvcc_check: bool | None = None, sandbox: str = "auto") -> None:
+                 schedule_seed: int = 0, nvcc_check: bool | None = None, sandbox: str = "auto",
+                 runtime_flags: Sequence[str] = ()) -> None:
         if workers < 0:
             raise ValueError(f"workers must be >= 0 (got {workers})")
         self.workers = workers or os.cpu_count() or 1
         self.sandbox = Sandbox(sandbox)
-        self.toolchain = Toolchain(cxx=cxx, cache_dir=cache_dir, timeout_s=compile_timeout_s, sandbox=self.sandbox)
+        self.toolchain = Toolchain(cxx=cxx, cache_dir=cache_dir, timeout_s=compile_timeout_s, sandbox=self.sandbox,
+                                   runtime_flags=runtime_flags)
         executor, problem = self.toolchain.executor_binary()
         if self.sandbox.seccomp and problem is None:
             problem = probe_seccomp(executor, self.sandbox)
