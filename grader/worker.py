@@ -237,7 +237,7 @@ def _cubins_ahead(kind, job, cfg, part) -> dict:
             builds.append((("reference", ref.key, pc.dtypes[0]),
                            part_source(ref, ref_file.read_text(), pc=cfg.parts.get(ref.key, pc), dtype=pc.dtypes[0]),
                            ref.filename))
-    futures = ahead([(tag, text, filename) for tag, text, filename in builds], sandbox=cfg.emulator.sandbox)
+    futures = ahead(builds, sandbox=cfg.emulator.sandbox)
     return {tag: (text, futures[tag]) for tag, text, _ in builds}
 
 

@@ -20,7 +20,7 @@ import gc
 import shlex
 import shutil
 from pathlib import Path
-from typing import Sequence, Union
+from typing import Hashable, Sequence, Union
 
 import numpy as np
 
@@ -464,7 +464,7 @@ def device_arch(device: int = 0) -> str:
     return f"sm_{major}{minor}"
 
 
-def compile_ahead(builds: Sequence[tuple[str, str, str]], *, sandbox: str = "auto", threads: int = 2):
+def compile_ahead(builds: Sequence[tuple[Hashable, str, str]], *, sandbox: str = "auto", threads: int = 2) -> dict:
     """Start compiling cubins now, in background threads, beside the CUDA context's start: each of
     ``builds`` (``(tag, whole translation unit, file name)``) by :func:`compile_cubin` for device 0,
     in a scratch folder of its own, in the order given (``threads`` at a time). A worker's compile
