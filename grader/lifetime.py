@@ -3,10 +3,18 @@
 The grader's children (part workers, compute-sanitizer and the Python under it) must not outlive
 the grader: a grader stopped by Ctrl-C, killed or crashed must leave no student code running.
 
-Public API: :func:`die_with_parent`.
+Background work that must not keep the grader alive either runs in daemon threads
+(:func:`daemon_futures`): a process that ends does not wait for it.
+
+Public API: :func:`die_with_parent`, :func:`daemon_futures`.
 """
 
 from __future__ import annotations
+
+import queue
+import threading
+from concurrent.futures import Future
+from typing import Callable, Hashable
 
 try:  # loaded at import, never in a forked child before exec (an import there could wait on a lock)
     import ctypes as _ctypes
@@ -28,3 +36,33 @@ def die_with_parent() -> bool:
     if _PRCTL is None:
         return False
     return _PRCTL(_PR_SET_PDEATHSIG, _SIGKILL, 0, 0, 0) == 0
+
+
+def daemon_futures(calls: dict[Hashable, Callable[[], object]], threads: int) -> dict[Hashable, Future]:
+    """Start ``calls`` now, in ``calls``' order, at most ``threads`` at once, each in a daemon thread
+    (the process may end while one runs: it is abandoned, where a ``ThreadPoolExecutor``'s threads
+    are waited for at exit).
+
+    Returns:
+        ``{key: Future}``: each call's result, or the exception it raised.
+    """
+    todo: queue.SimpleQueue = queue.SimpleQueue()
+    futures: dict[Hashable, Future] = {}
+    for key, call in calls.items():
+        futures[key] = Future()
+        todo.put((futures[key], call))
+
+    def drain() -> None:
+        while True:
+            try:
+                future, call = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                future.set_result(call())
+            except BaseException as exc:  # noqa: BLE001 - handed to whoever waits for the result
+                future.set_exception(exc)
+
+    for i in range(min(max(1, threads), len(calls))):
+        threading.Thread(target=drain, name=f"scangrade-background-{i}", daemon=True).start()
+    return futures

@@ -589,24 +589,9 @@ class _EmulatorBeside:
 def _at_once(calls: dict) -> dict:
     """``{key: call()}``, the calls made at once, each in a daemon thread of its own (a worker that
     ends does not wait for them); the first error raised, in ``calls``' order, is raised again."""
-    results: dict = {}
+    from grader.lifetime import daemon_futures
 
-    def one(key) -> None:
-        try:
-            results[key] = (True, calls[key]())
-        except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
-            results[key] = (False, exc)
-
-    threads = [threading.Thread(target=one, args=(key,), daemon=True, name="scangrade-at-once") for key in calls]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    for key in calls:
-        ok, value = results[key]
-        if not ok:
-            raise value
-    return {key: results[key][1] for key in calls}
+    return {key: future.result() for key, future in daemon_futures(calls, len(calls)).items()}
 
 
 def _checking_emulator(cfg):

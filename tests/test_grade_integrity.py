@@ -99,7 +99,7 @@ def test_no_macro_of_the_emulator_names_it(tmp_path):
     source.write_text("".join(f"#include <{name}>\n" for name in headers))
     backend = EmulatorBackend(workers=1, nvcc_check=False)
     try:
-        argv = backend.toolchain.module_command(source, tmp_path / "all.so", tmp_path / "runtime.o")
+        argv = backend.toolchain.module_command(source, tmp_path / "all.so")
     finally:
         backend.close()
     argv = argv[:argv.index("-c")] + ["-dM", "-E", str(source)]

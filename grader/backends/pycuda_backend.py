@@ -477,21 +477,16 @@ def compile_ahead(builds: Sequence[tuple[Hashable, str, str]], *, sandbox: str =
         not be read (the caller then compiles as usual, and reports the backend's own error).
         A compile still running when the process exits is abandoned (daemon threads).
     """
-    import queue
+    import functools
     import tempfile
     import threading
-    from concurrent.futures import Future
 
     from grader.backends.emulator.build import Toolchain
     from grader.backends.emulator.sandbox import Sandbox
+    from grader.lifetime import daemon_futures
 
     made: list = []  # [arch, toolchain], made once by the first build
     lock = threading.Lock()
-    todo: queue.SimpleQueue = queue.SimpleQueue()
-    futures: dict = {}
-    for tag, source, filename in builds:
-        futures[tag] = Future()
-        todo.put((futures[tag], source, filename))
 
     def one(source: str, filename: str) -> bytes:
         with lock:  # the first to get here reads the device and sets the sandbox up; the rest reuse them
@@ -501,18 +496,5 @@ def compile_ahead(builds: Sequence[tuple[Hashable, str, str]], *, sandbox: str =
         with tempfile.TemporaryDirectory(prefix="scangrade-cubin-") as work:
             return compile_cubin(source, filename=filename, workdir=Path(work), arch=arch, toolchain=toolchain)
 
-    def drain() -> None:
-        while True:
-            try:
-                future, source, filename = todo.get_nowait()
-            except queue.Empty:
-                return
-            try:
-                future.set_result(one(source, filename))
-            except BaseException as exc:  # noqa: BLE001 - handed to whoever waits for this cubin
-                future.set_exception(exc)
-
-    for i in range(min(max(1, threads), len(builds))):
-        # daemon threads: a worker that ends early (its backend could not start) does not wait for nvcc
-        threading.Thread(target=drain, name=f"scangrade-cubin-{i}", daemon=True).start()
-    return futures
+    # daemon threads: a worker that ends early (its backend could not start) does not wait for nvcc
+    return daemon_futures({tag: functools.partial(one, source, filename) for tag, source, filename in builds}, threads)

@@ -377,7 +377,7 @@ class EmulatorBackend(Backend):
         cache = tc.compiled
         key = cache.key("emulator module", text, filename, source if self.nvcc_check else "",
                         tool_identity(self.nvcc) if self.nvcc_check else "", tc.path, tc.version, *tc.argv[1:],
-                        *tc.module_command(Path("m.cpp"), Path("m.so"), Path("r.o")), *LINK_FLAGS, tc.runtime_key(),
+                        *tc.module_command(Path("m.cpp"), Path("m.so")), *LINK_FLAGS, tc.runtime_key(),
                         tc.lockdown_text())
         so = cache.get(key, ".so")
         if so is None:  # not compiled (and checked by nvcc) before: compile it

@@ -301,7 +301,7 @@ class Toolchain:
                 os.unlink(tmp)
         return target
 
-    def module_command(self, source: Path, output: Path, runtime: Path, lockdown: Path | None = None) -> list[str]:
+    def module_command(self, source: Path, output: Path, lockdown: Path | None = None) -> list[str]:
         """The compiler command line compiling one emulated module to an object (``output`` + ``.o``):
         the prelude force-included, then ``lockdown`` (:func:`.lockdown.lockdown_header`) when given."""
         flags = MODULE_FLAGS
@@ -400,7 +400,7 @@ class Toolchain:
         def compile_with(names: frozenset[str]) -> None:
             lockdown.write_text(lockdown_header(names), encoding="utf-8")
             try:
-                self._run(self.sandboxed(self.module_command(source, output, RUNTIME_DIR, lockdown), workdir=workdir,
+                self._run(self.sandboxed(self.module_command(source, output, lockdown), workdir=workdir,
                                          read_only=[RUNTIME_DIR], tools=[self.path]),
                           filename=filename, workdir=workdir)
             except CompileError as exc:
