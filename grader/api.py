@@ -137,7 +137,8 @@ class Grading:
 
 def prepare(*, config: PathLike | None = None, private_config: PathLike | None = None, backend: str | None = None,
             checks: bool = True, official: bool = False, allow_unsandboxed: bool = False,
-            start: PathLike | None = None, command: str = "grade", flag: str = "--config") -> Grading:
+            start: PathLike | None = None, command: str = "grade", flag: str = "--config",
+            sanitizer_audit: bool = False) -> Grading:
     """Decide what a grading runs under (see the module's docstring), before any child process.
 
     Args:
@@ -149,6 +150,9 @@ def prepare(*, config: PathLike | None = None, private_config: PathLike | None =
         allow_unsandboxed: ``batch --allow-unsandboxed``: the emulator may run without bubblewrap.
         start: the folder relative paths are taken from (default: the current folder).
         command, flag: the command and the config option named in messages.
+        sanitizer_audit: on a GPU, also run NVIDIA compute-sanitizer on the checked cases, as an
+            audit beside the emulator's checks (``--sanitizer-audit``; the config's
+            ``sanitizer_audit`` turns it on too).
 
     Raises:
         UsageError, ConfigError: as :func:`load`; an unknown backend; the sandbox is required and
@@ -159,6 +163,8 @@ def prepare(*, config: PathLike | None = None, private_config: PathLike | None =
     cfg = load(config=config, private_config=private_config, start=here, flag=flag)
     selection = select_backend(backend, config_value=cfg.backend)
     cfg = grading_sandbox(cfg, official=official, allow_unsandboxed=allow_unsandboxed)
+    if sanitizer_audit:
+        cfg = cfg.override(sanitizer_audit=True)
     check_sandbox(cfg, selection.name, command=command)
     return Grading(cfg=cfg, selection=selection, checks=checks, start=here)
 

@@ -53,10 +53,13 @@ def _checks_options(p: argparse.ArgumentParser) -> None:
     official grade (the emulator's; on a GPU, compute-sanitizer's)."""
     p.add_argument("--checks", dest="checks", action="store_true", default=True,
                    help="check for races, out-of-bounds accesses and barrier divergence on sizes up to "
-                        "emulator.checks_max_n (the default): on the emulator under three thread orders, on a GPU "
-                        "with NVIDIA compute-sanitizer (or the emulator's checks where it is not installed)")
+                        "emulator.checks_max_n (the default): the emulator's checks under three thread orders, on "
+                        "every machine (on a GPU they run beside it, on the CPU's cores)")
     p.add_argument("--no-checks", dest="checks", action="store_false",
                    help="skip the checks (faster; the grade may then differ from the official one)")
+    p.add_argument("--sanitizer-audit", action="store_true", default=False,
+                   help="on a GPU, also run NVIDIA compute-sanitizer (memcheck, racecheck, synccheck) on the checked "
+                        "cases, as an audit beside the emulator's checks (slower; config: sanitizer_audit)")
 
 
 def _run_options(p: argparse.ArgumentParser) -> None:
@@ -264,7 +267,7 @@ def _batch(args: argparse.Namespace) -> int:
     shard = parse_shard(args.shard) if args.shard else None
     grading = api.prepare(config=args.config, private_config=args.private_config, backend=args.backend,
                           checks=args.checks, official=True, allow_unsandboxed=args.allow_unsandboxed,
-                          command="batch")
+                          command="batch", sanitizer_audit=args.sanitizer_audit)
     total = len(shard_positions(require_submissions(Path(args.submissions)), shard))
     bar = _Progress(total)
     done = []
@@ -369,7 +372,8 @@ def _grade(args: argparse.Namespace) -> int:
     """``scangrade grade`` and ``scangrade check``: the report on stdout; 0 when every case passed, 1
     when any failed, 2 on usage or configuration errors (a report file that cannot be written included)."""
     grading = api.prepare(config=args.config, private_config=args.private_config, backend=args.backend,
-                          checks=args.checks, official=args.command == "grade" and args.require_sandbox)
+                          checks=args.checks, official=args.command == "grade" and args.require_sandbox,
+                          sanitizer_audit=args.sanitizer_audit)
     cfg = grading.cfg
     path = Path(args.path if args.command == "grade" else args.dir)
     if args.command == "check" and not path.is_dir():

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Annotated, Any, Callable, get_args, get_origin
 
 import yaml
-from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict, StrictInt, StrictStr,
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict, StrictBool, StrictInt, StrictStr,
                       ValidationError, ValidationInfo, model_validator)
 from pydantic_core import PydanticCustomError
 
@@ -427,6 +427,9 @@ class ConfigFile(_Schema):
         1e-6, description="a positive number (float32 tolerance per sqrt(n), relative)")
     timing: TimingMethod = Field(default_factory=TimingMethod)
     prairielearn: PrairieLearnConfig = Field(default_factory=PrairieLearnConfig)
+    sanitizer_audit: StrictBool = Field(
+        False, description="true or false (on a GPU, also run NVIDIA compute-sanitizer on the checked cases, "
+                           "as an audit beside the emulator's checks)")
     parts: dict[str, PartConfig]
 
     @model_validator(mode="before")

@@ -444,9 +444,10 @@ def run_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, c
             these thread orders in turn (the random one seeded by the case's seed); the first
             order that fails is reported. Empty: the backend's current order only.
         checked: on a GPU, what compute-sanitizer found in this case (a
-            :class:`grader.sanitizer.CaseChecks`), or a failing CaseResult of the emulator's
-            checks standing in for it: a finding fails the case (the kernel is not run again),
-            as the emulator's checks fail a case whatever its output.
+            :class:`grader.sanitizer.CaseChecks`: its audit, or its fallback where the emulator
+            cannot run the part), or a failing CaseResult of the emulator's checks: a finding fails
+            the case (the kernel is not run again), as the emulator's checks fail a case whatever
+            its output.
         checker: what checked the case beyond its output, for the result (``compute-sanitizer``,
             ``emulator checks``); None: the output only.
         known: the findings of the part's earlier cases: a case whose checks did not run (None
@@ -587,21 +588,12 @@ def _run_case(backend, module, *, cfg, part, case, schedules, checked, result, w
     if isinstance(checked, CaseResult):  # the emulator's checks, standing in for compute-sanitizer
         return result(checked.status, checked.message, checked.mismatch, checked.kind, checked.findings)
     found = [f for f in getattr(checked, "findings", ())]
-    seen = {(f.kind, f.line) for f in found}
-    taken = list(getattr(checked, "emulator", ()))
-    emulator = [f for f in taken if (f.kind, f.line) not in seen]
-    if found or emulator:
-        told = in_cause_order(_checker_findings(found + emulator), kind=lambda t: t.finding.kind)
-        if taken:  # the emulator's kind of the case leads, as it does there (grader.worker.taken_from_emulator)
-            told.sort(key=lambda t: t.finding.kind != taken[0].kind)
+    if found:  # compute-sanitizer's findings (the audit, or its fallback where the emulator cannot run the part)
+        told = in_cause_order(_checker_findings(found), kind=lambda t: t.finding.kind)
         first = told[0].finding
-        others = [f for f in found + emulator if (f.kind, f.message) != (first.kind, first.message)]
+        others = [f for f in found if (f.kind, f.message) != (first.kind, first.message)]
         message = told[0].text + "".join(f"\nalso: {f.kind} at {f.file}:{f.line}" for f in others[:5])
-        by_sanitizer = any((f.kind, f.message) == (first.kind, first.message) for f in found)
-        by = (" — found by compute-sanitizer" if by_sanitizer else
-              " — found by the emulator's checks, which the GPU path runs beside compute-sanitizer so that every "
-              "machine gives the same verdict")
-        return result(verdict_of(first.kind), message + by, kind=first.kind,
+        return result(verdict_of(first.kind), message + " — found by compute-sanitizer", kind=first.kind,
                       findings=tuple(t.finding for t in told))
     x, expected = case_input(cfg, part, case.n, case.seed, dtype, ahead)
     set_schedule = getattr(backend, "set_schedule", None) if schedules else None

@@ -62,6 +62,8 @@ class Job(BaseModel):
         start: how many of the part's cases (:func:`grader.execute.case_list`) to skip: a worker
             started after a case that hung grades the cases after it.
         earlier_failed: a case before ``start`` did not pass (so the part is not timed).
+        earlier_hung: a case before ``start`` ran past its deadline: on a GPU, the cases the GPU
+            would run go to the emulator instead (a hang there costs no GPU and no deadline wait).
         sanitizer_pool: the folder of the submission's :class:`grader.sanitizer_pool.SanitizerPool`
             (compute-sanitizer's children, already started), or "" where there is none.
     """
@@ -76,15 +78,17 @@ class Job(BaseModel):
     checks: bool = False
     start: int = 0
     earlier_failed: bool = False
+    earlier_hung: bool = False
     sanitizer_pool: str = ""
 
     @classmethod
     def for_part(cls, cfg: Config, *, part: str, source: Path, backend: str, events: Path, checks: bool,
-                 start: int = 0, earlier_failed: bool = False, sanitizer_pool: Path | None = None) -> "Job":
+                 start: int = 0, earlier_failed: bool = False, earlier_hung: bool = False,
+                 sanitizer_pool: Path | None = None) -> "Job":
         """The job grading ``part`` of ``source`` under the validated ``cfg`` (paths made absolute:
         the worker runs in a folder of its own)."""
         return cls(config=cfg, part=part, source=str(Path(source).resolve()), backend=backend, events=str(events),
-                   checks=checks, start=start, earlier_failed=earlier_failed,
+                   checks=checks, start=start, earlier_failed=earlier_failed, earlier_hung=earlier_hung,
                    sanitizer_pool=str(sanitizer_pool) if sanitizer_pool else "")
 
     def to_json(self) -> str:

@@ -431,6 +431,7 @@ def grade_part(part: PartSpec, source: Path | Absent | None, *, cfg: Config, bac
             job_path.write_text(protocol.Job.for_part(cfg, part=part.key, source=source, backend=backend,
                                                       events=events.path, checks=checks, start=workers.start,
                                                       earlier_failed=workers.attempt > 0,
+                                                      earlier_hung=bool(workers.hung),
                                                       sanitizer_pool=sanitizer_pool).to_json())
             returncode, stopped, case_hung = _run_worker(job_path, events, cfg=cfg, tmpdir=tmpdir,
                                                          on_event=on_event, extra_env=env, deadline=workers.deadline,
@@ -551,10 +552,8 @@ def _case_budgets(cfg: Config, key: str, specs: list, *, backend: str, checks: b
     """``budget(case name)``: the seconds a case of part ``key`` may run on an idle machine
     (:func:`grader.deadlines.case_budget_s`), for its correctness cases (``specs``) and timed cases."""
     by_name = {c.name: c for c in specs}
-    emulator_checks = False
-    if backend_kind(backend).has_sanitizer and checks:
-        from grader.sanitizer import find_sanitizer
-        emulator_checks = find_sanitizer() is None
+    # on a GPU a checked case waits, within its deadline, for the emulator's checks of it (the checker)
+    emulator_checks = backend_kind(backend).has_sanitizer and checks
 
     def budget(name: str) -> float:
         spec = by_name.get(name)
@@ -613,13 +612,15 @@ def _warm_emulator(cfg: Config, *, checks: bool, profile: bool) -> None:
         threading.Thread(target=build, args=(what,), name=f"scangrade-warm-{what}", daemon=True).start()
 
 
-def _sanitizer_pool(stack: contextlib.ExitStack, selection: Selection, *, checks: bool,
+def _sanitizer_pool(stack: contextlib.ExitStack, selection: Selection, *, cfg: Config, checks: bool,
                     env: dict[str, str] | None, graded: bool, sources: list):
     """The submission's :class:`grader.sanitizer_pool.SanitizerPool`, started now (closed and removed
-    by ``stack``), where its parts will run compute-sanitizer: a GPU backend with the checks on,
-    compute-sanitizer installed, and a part file to grade; else None (and where it cannot start:
-    each part's worker then starts its own children)."""
-    if not (checks and graded and selection.kind.has_sanitizer and any(isinstance(s, Path) for s in sources)):
+    by ``stack``), where its parts will run compute-sanitizer: a GPU backend with the checks on and
+    the audit asked for (``sanitizer_audit``), compute-sanitizer installed, and a part file to grade;
+    else None (and where it cannot start, or where a worker falls back on compute-sanitizer because
+    the emulator cannot build its part: each part's worker then starts its own children)."""
+    if not (checks and cfg.sanitizer_audit and graded and selection.kind.has_sanitizer
+            and any(isinstance(s, Path) for s in sources)):
         return None
     from grader.sanitizer import find_sanitizer
     from grader.sanitizer_pool import SanitizerPool
@@ -712,7 +713,7 @@ def grade(submission: Path | Intake, *, cfg: Config, selection: Selection, seed:
         return (dataclasses.replace(res, file=where[key]) if key in where else res), dev
 
     with contextlib.ExitStack() as stack:
-        pool = _sanitizer_pool(stack, selection, checks=checks, env=env,
+        pool = _sanitizer_pool(stack, selection, cfg=cfg, checks=checks, env=env,
                                graded=intake is None or not intake.refused, sources=[files[k] for k in keys])
         if part_jobs <= 1:
             graded = [one(key) for key in keys]

@@ -109,16 +109,12 @@ class CaseChecks:
             ended did not; the case is then judged on its plain run).
         tools: the tools that finished it.
         seconds: the longest a tool took on it (s), where measured.
-        emulator: on the GPU path, the emulator's checks' findings on the same case
-            (``grader.worker.taken_from_emulator``: its kind of the case first, which then leads the
-            case's findings); not saved by :meth:`to_json`.
     """
 
     findings: list[Finding]
     complete: bool
     tools: list[str]
     seconds: float | None = None
-    emulator: list[Finding] = dataclasses.field(default_factory=list)
 
     def to_json(self) -> dict:
         """A JSON object (:meth:`from_json` reads it back): what a worker hands to the next one."""

@@ -31,13 +31,20 @@ from grader.parts import SOLUTIONS
 from grader.profile_phase import profile_after_hidden
 from grader.protocol import (CaseDone, CaseStart, Compiled, CompileFailed, CompilerNotes, Device, DeviceUpdate, Done,
                              EventWriter, HiddenStart, Job, LocatingFault, PerformanceScored, Profiled, ProfileStart,
-                             ProtocolError, Restart, Timed, TimingStart, WorkerError)
+                             ProtocolError, Timed, TimingStart, WorkerError)
 
 #: The smallest copy (bytes read + written) whose bandwidth the report records and checks.
 COPY_BANDWIDTH_MIN_BYTES = 128 * 2**20
-#: On a GPU, how long the first checked case may wait for the emulator's compiles of the part (one
-#: per dtype, each under the toolchain's 60 s limit) on top of its own budget on the emulator.
+#: On a GPU, how long the first checked case may wait, before its deadline starts, for the emulator's
+#: compiles of the part (one per dtype, each under the toolchain's 60 s limit).
 EMULATOR_COMPILES_S = 120.0
+#: What checks a checked case, for the report's ``checker`` line (``n``: ``emulator.checks_max_n``).
+EMULATOR_CHECKER = ("the emulator's checks (races, bounds, barriers, memory order, unwritten shared memory; three "
+                    "thread orders) on cases up to n = {n}")
+#: After the emulator's checks find one of these in a case, the GPU runs none of the part's later
+#: cases (they run on the emulator, as the emulator backend runs them): a kernel that deadlocked or
+#: diverged at a barrier would hang there until its deadline, and one that faulted loses the context.
+GPU_STOPPERS = frozenset({"deadlock", "barrier-divergence"})
 
 
 def _die_with_runner() -> None:
@@ -73,9 +80,11 @@ def main(argv: list[str]) -> int:
     kind = backend_kind(job.backend)  # its traits
     # on a GPU, nvcc from now on, beside the CUDA context's start
     cubins = _cubins_ahead(kind, job, cfg, part)
-    # on a GPU, the emulator's checks, so that the verdict is the emulator's, from now on: beside the
-    # CUDA context's start, the compile and compute-sanitizer
+    # on a GPU, the emulator's checks, the checker of every machine, from now on: beside the CUDA
+    # context's start and the compile
     beside = _emulator_beside(kind, job, cfg, part)
+    gpu_checks = kind.has_sanitizer and job.checks  # the GPU path: the emulator's checks decide checked cases
+    gpu = None
     with EventWriter(job.events) as events:
         try:
             backend = create_backend(job.backend, emulator_workers=cfg.emulator.workers,
@@ -114,16 +123,15 @@ def main(argv: list[str]) -> int:
                 results = []
                 all_cases = case_list(cfg, part.key)
                 ahead = _draw_ahead(kind, job, cfg, part, all_cases)
-                checker = (_GpuChecks(backend, job, cfg, part, modules, all_cases, Path(work), argv[0])
-                           if kind.has_sanitizer and job.checks else None)
-                if checker is not None:
-                    checker.beside = beside
-                    events.emit(DeviceUpdate({"checker": checker.describe()}))
-                    checker.prime()  # every checked case under compute-sanitizer now, before any case's deadline runs
+                # compute-sanitizer: an audit a TA asks for (sanitizer_audit), or the fallback where the
+                # emulator cannot build the part (gpu.fallback below)
+                gpu = _GpuPath(backend, job, cfg, part, modules, all_cases, Path(work), argv[0], beside,
+                               events) if gpu_checks else None
+                if gpu is not None:
+                    events.emit(DeviceUpdate({"checker": gpu.describe()}))
+                    gpu.prime()  # an audit: every checked case under compute-sanitizer now, before any deadline runs
                 elif job.checks:  # the backend checks as it runs each case
-                    events.emit(DeviceUpdate({"checker": "the emulator's checks (races, bounds, barriers, unwritten "
-                                                         "shared memory; three thread orders) on cases up to n = "
-                                                         f"{cfg.emulator.checks_max_n}"}))
+                    events.emit(DeviceUpdate({"checker": EMULATOR_CHECKER.format(n=cfg.emulator.checks_max_n)}))
 
                 notes: dict[str, list[str]] = {}
 
@@ -140,38 +148,27 @@ def main(argv: list[str]) -> int:
 
                 def run(case) -> None:
                     checked = job.checks and case.n <= cfg.emulator.checks_max_n
-                    # compute-sanitizer's findings before the case's deadline starts (it may run now)
-                    found = checker.checks(all_cases.index(case)) if checker and checker.sanitizer and checked else None
+                    if gpu is not None:
+                        gpu.before(case, checked)  # what may take long and is not the kernel's: no deadline yet
                     with backend.gpu_shared():  # taken before the deadline starts: another part may be timing
-                        run_one(case, checked, found)
-
-                def run_one(case, checked: bool, found) -> None:
-                    events.emit(CaseStart(case.name))
-                    if job.checks and not kind.has_sanitizer:
-                        backend.checks = checked  # large sizes: plain runs, but a deadlock is still found at once
-                        backend.detect_deadlock = True
-                    if checker is not None and checked:
-                        result = run_case(backend, modules[case.dtype], cfg=cfg, part=part, case=case,
-                                          checked=found if checker.sanitizer else checker.checks(all_cases.index(case)),
-                                          checker=checker.name, ahead=ahead)
-                    else:
-                        result = run_case(backend, modules[case.dtype], cfg=cfg, part=part, case=case,
-                                          schedules=CHECK_SCHEDULES if checked else (),
-                                          checker="emulator checks" if checked else None,
-                                          known=tuple(f for r in results for f in r.findings), ahead=ahead)
-                    if getattr(backend, "broken", False) and checker is not None and checker.sanitizer:
-                        events.emit(LocatingFault(case.name))  # memcheck's run is not the case's time
-                        result = checker.locate_fault(result, all_cases.index(case))
+                        events.emit(CaseStart(case.name))
+                        if gpu is not None:
+                            result = gpu.run(case, checked, known=tuple(f for r in results for f in r.findings),
+                                             ahead=ahead)
+                        else:
+                            if job.checks:
+                                backend.checks = checked  # large sizes: plain runs, but a deadlock is found at once
+                                backend.detect_deadlock = True
+                            result = run_case(backend, modules[case.dtype], cfg=cfg, part=part, case=case,
+                                              schedules=CHECK_SCHEDULES if checked else (),
+                                              checker="emulator checks" if checked else None,
+                                              known=tuple(f for r in results for f in r.findings), ahead=ahead)
                     if any(f.kind == "mismatch" for f in result.findings):
                         if case.dtype not in notes:
                             events.emit(CompilerNotes(case.name))  # the compiler's time is not the case's
                         result = with_compiler_notes(result, compiler_notes(case.dtype), results)
                     results.append(result)
                     events.emit(CaseDone(result))
-                    if getattr(backend, "broken", False):  # a GPU fault lost the context: a new worker goes on
-                        events.emit(Restart(case.name))
-                        events.close()
-                        os._exit(0)  # not through PyCUDA's clean-up of a lost context (it prints warnings)
                 # Every visible case, and the timing, before any hidden case: a kernel can keep state
                 # across launches (a __device__ global), so nothing a student sees may run after one.
                 # A worker started after a case that hung (job "start") grades the cases after it.
@@ -200,8 +197,14 @@ def main(argv: list[str]) -> int:
         finally:
             if beside is not None:
                 beside.close()
-            backend.close()
+            lost = getattr(backend, "broken", False)
+            if gpu is not None:
+                gpu.close()
+            if not lost:
+                backend.close()
         events.emit(Done())
+    if lost:  # a GPU fault lost the context: not through PyCUDA's clean-up of it (it prints warnings)
+        os._exit(0)
     return 0
 
 
@@ -343,11 +346,174 @@ def _profile_part(events, backend, cfg, part, source, results, work: Path, *, ea
                          earlier_failed=earlier_failed)
 
 
+class _GpuPath:
+    """How a GPU worker with checks on grades each case: the emulator's checks decide (one checker on
+    every machine), the GPU verifies the output of every case they pass, and compute-sanitizer is an
+    audit (``sanitizer_audit``) or the fallback where the emulator cannot build the part.
+
+    - A checked case waits, within its deadline, for the emulator's checks of it (:class:`_EmulatorBeside`,
+      run in the background from the worker's start). A case they fail (a finding of a checker's
+      kind, a deadlock included, or a fault) is graded from them and is not run on the GPU: no hang,
+      no fault, no new worker.
+    - Once the kernel deadlocked or diverged at a barrier under the checks, faulted on the GPU (the
+      context is lost), or an earlier worker's case hung (``job.earlier_hung``), the cases the GPU
+      would run go to the emulator instead, run as the emulator backend runs them (unchecked above
+      ``emulator.checks_max_n``, a deadlock found at once), with a message that says why.
+    """
+
+    def __init__(self, backend, job, cfg, part, modules, cases, work: Path, job_path: str,
+                 beside: "_EmulatorBeside | None", events) -> None:
+        self.backend, self.job, self.cfg, self.part, self.modules = backend, job, cfg, part, modules
+        self.cases, self.work, self.job_path, self.beside, self.events = cases, work, job_path, beside, events
+        self.sanitizer = (_GpuChecks(backend, job, cfg, part, modules, cases, work, job_path)
+                          if cfg.sanitizer_audit else None)
+        self.fallback = False  # compute-sanitizer stands in for the emulator, which cannot build the part
+        self.elsewhere = ("a case before these hung (ran past its deadline), so the GPU runs no more of this part"
+                          if job.earlier_hung else None)  # why the GPU runs no more cases, once it does not
+        self._found = None  # compute-sanitizer's findings on the case about to start
+        self._emulator = None
+        self._emulator_modules: dict = {}
+
+    def describe(self) -> str:
+        """The report's ``checker`` line."""
+        what = (EMULATOR_CHECKER.format(n=self.cfg.emulator.checks_max_n) + ", run beside the GPU on this machine's "
+                "cores: they decide those cases, and the GPU runs every case they pass to verify its output")
+        if self.sanitizer is not None:
+            what += "; " + self.sanitizer.describe_audit()
+        return what
+
+    def prime(self) -> None:
+        """The audit: compute-sanitizer over the checked cases now, before any case's deadline runs."""
+        if self.sanitizer is not None and self.sanitizer.sanitizer:
+            self.sanitizer.prime()
+
+    def before(self, case, checked: bool) -> None:
+        """What a case needs before its deadline starts: the emulator's compiles of the part (the first
+        checked case waits for them), and compute-sanitizer's findings on it where it runs (the audit,
+        or the fallback where the emulator cannot build the part)."""
+        self._found = None
+        if not checked:
+            return
+        if self.beside is None or not self.beside.compiled(EMULATOR_COMPILES_S):
+            self._fall_back("the emulator's checks did not start here")
+        elif self.beside.unavailable:
+            self._fall_back(self.beside.unavailable)
+        if self.sanitizer is not None and self.sanitizer.sanitizer:
+            self._found = self.sanitizer.checks(self.cases.index(case))
+
+    def _fall_back(self, why: str) -> None:
+        if self.fallback:
+            return
+        self.fallback = True
+        if self.sanitizer is None:
+            self.sanitizer = _GpuChecks(self.backend, self.job, self.cfg, self.part, self.modules, self.cases,
+                                        self.work, self.job_path)
+        self.events.emit(DeviceUpdate({"checker": f"{self.sanitizer.describe()}: the emulator's checks cannot run this "
+                                                  f"part ({why.splitlines()[0] if why else 'no reason given'})"}))
+        if self.sanitizer.sanitizer:
+            self.sanitizer.prime()
+
+    def run(self, case, checked: bool, *, known: tuple, ahead):
+        """The result of ``case``, whose deadline runs (see the class's docstring)."""
+        from dataclasses import replace
+
+        from grader.execute import run_case
+        from grader.kinds import FAULT_KINDS
+
+        index = self.cases.index(case)
+        own = None  # the emulator's checked run of the case
+        if checked and not self.fallback and self.beside is not None:
+            own = self.beside.result(index)
+            if own is not None and _decided_by_checks(own):
+                if own.kind in GPU_STOPPERS or own.kind in FAULT_KINDS:
+                    self.elsewhere = (f"the kernel failed at {case.name} under the emulator's checks ({own.kind}), and "
+                                      "on a GPU it would hang or fault")
+                return self._decided(own)
+        if self.elsewhere is not None:
+            if own is not None and own.status != "error":
+                return own  # its checked run on the emulator: it passed, or its output is wrong
+            return self._on_emulator(case, known=known, ahead=ahead)
+        found = self._found
+        checker = None  # the output only: an unchecked case, or a fallback with no compute-sanitizer here
+        if checked and not self.fallback:
+            checker = "emulator checks"
+        elif checked and self.sanitizer.sanitizer:
+            checker = "compute-sanitizer"
+        if found is not None:
+            result = run_case(self.backend, self.modules[case.dtype], cfg=self.cfg, part=self.part, case=case,
+                              checked=found, checker="compute-sanitizer" if found.findings else checker, ahead=ahead)
+        else:
+            result = run_case(self.backend, self.modules[case.dtype], cfg=self.cfg, part=self.part, case=case,
+                              checker=checker, known=() if checked else known, ahead=ahead)
+        if getattr(self.backend, "broken", False):  # a GPU fault lost the context
+            self.elsewhere = f"the kernel faulted on the GPU at {case.name}, which lost its context"
+            if self.sanitizer is not None and self.sanitizer.sanitizer:
+                self.events.emit(LocatingFault(case.name))  # memcheck's run is not the case's time
+                result = self.sanitizer.locate_fault(result, index)
+        return result if own is None or result.status != "pass" else replace(result, warnings=own.warnings)
+
+    def _decided(self, own):
+        """``own``, the emulator's failing checked run, as the case's result on the GPU path (with what
+        the audit found in it, where compute-sanitizer ran)."""
+        from dataclasses import replace
+
+        extra = ""
+        found = self._found.findings if self._found is not None else ()
+        if found:
+            extra = "\ncompute-sanitizer (audit) reports: " + "; ".join(
+                f"{f.kind} at {f.file}:{f.line}" if f.line else f.kind for f in found[:5])
+        return replace(own, checker="emulator checks",
+                       message=own.message + " — found by the emulator's checks, which decide on every machine "
+                                             "(not run on the GPU)" + extra)
+
+    def _on_emulator(self, case, *, known: tuple, ahead):
+        """``case`` run on the emulator as the emulator backend runs it (see :attr:`elsewhere`), its
+        message saying why."""
+        from dataclasses import replace
+
+        from grader.execute import run_case
+        from grader.intake import read_source
+        from grader.parts import compile_part
+
+        note = f"run on the emulator, not the GPU: {self.elsewhere}"
+        try:
+            if self._emulator is None:
+                self._emulator = _checking_emulator(self.cfg)
+            if case.dtype not in self._emulator_modules:
+                self._emulator_modules[case.dtype] = compile_part(
+                    self._emulator, self.part, read_source(Path(self.job.source)), pc=self.cfg.parts[self.part.key],
+                    dtype=case.dtype, workdir=self.work / f"emulator-rest-{case.dtype}")
+        except Exception as exc:  # noqa: BLE001 - the emulator cannot run it: the case is not run
+            from grader.execute import not_run
+            done = not_run(self.cfg, self.part.key, f"not run: {note}, and the emulator cannot run it ({exc})",
+                           kind="error")
+            return next(c for c in done if c.name == case.name)
+        self._emulator.checks = False  # as the emulator backend runs a case it does not check
+        self._emulator.detect_deadlock = True
+        result = run_case(self._emulator, self._emulator_modules[case.dtype], cfg=self.cfg, part=self.part,
+                          case=case, known=known, ahead=ahead)
+        return replace(result, message=f"{result.message} ({note})" if result.message else note)
+
+    def close(self) -> None:
+        if self._emulator is not None:
+            self._emulator.close()
+
+
+def _decided_by_checks(result) -> bool:
+    """Whether the emulator's checked run ``result`` decides its case on the GPU path: it failed with a
+    finding of a checker's kind (a deadlock included) or a fault, which a GPU run could only repeat
+    (or hang on)."""
+    from grader.kinds import CHECK_KINDS, FAULT_KINDS
+
+    return result.status != "pass" and any(f.kind in CHECK_KINDS or f.kind in FAULT_KINDS for f in result.findings)
+
+
 class _GpuChecks:
-    """The checks of the GPU path: compute-sanitizer (:mod:`grader.sanitizer`) on every case up to
-    ``emulator.checks_max_n`` of this worker, run once for all of them before the first; where it
-    is not installed, the emulator's checks on those cases instead (the part compiled for the
-    emulator too). Either way a finding fails the case, as on the emulator."""
+    """compute-sanitizer (:mod:`grader.sanitizer`) on every case up to ``emulator.checks_max_n`` of
+    this worker, run once for all of them before the first: the audit a TA asks for
+    (``sanitizer_audit``), or the fallback where the emulator cannot build the part; where it is not
+    installed, the emulator's checks on those cases instead (the part compiled for the emulator too).
+    Either way a finding fails the case, as on the emulator."""
 
     def __init__(self, backend, job, cfg, part, modules, cases, work: Path, job_path: str) -> None:
         from grader.sanitizer import find_sanitizer, sanitizer_version
@@ -363,16 +529,22 @@ class _GpuChecks:
         self._found = None
         self._emulator = None
         self._emulator_modules: dict = {}
-        self.beside: _EmulatorBeside | None = None  # set by the worker: the emulator's checks of the same cases
 
     def describe(self) -> str:
+        """What checks the cases where compute-sanitizer stands in for the emulator's checks."""
         limit = f"cases up to n = {self.cfg.emulator.checks_max_n}"
         if self.sanitizer:
             return (f"compute-sanitizer {self.version.removeprefix('Version ')} (memcheck, racecheck, synccheck) on "
-                    f"{limit}, and the emulator's checks of the same cases (races on global memory and memory "
-                    "order, which it cannot see; what it missed; the emulator's verdict leads)")
+                    f"{limit}")
         return (f"the emulator's checks on {limit} (compute-sanitizer is not installed here: install the CUDA "
                 "toolkit's compute-sanitizer for NVIDIA's own)")
+
+    def describe_audit(self) -> str:
+        """The audit's part of the report's ``checker`` line."""
+        if self.sanitizer:
+            return (f"and, as an audit (sanitizer_audit), compute-sanitizer {self.version.removeprefix('Version ')} "
+                    "(memcheck, racecheck, synccheck) on the same cases: a finding of its own fails a case too")
+        return "the audit asked for (sanitizer_audit) cannot run: compute-sanitizer is not installed here"
 
     def _cubins(self) -> dict:
         cubins = {}
@@ -389,18 +561,11 @@ class _GpuChecks:
         (its deadline): compute-sanitizer may run here."""
         if not self.sanitizer:
             return self._emulator_checks(index)
-        from dataclasses import replace
-
-        from grader.sanitizer import CaseChecks
         if self._found is None:
             self._found = self._saved()
         if index not in self._found and index >= self.job.start and self._checked(index):
             self._check_from(index)
-        found = self._found.get(index)
-        beside = self.beside.of(index) if self.beside is not None else []
-        if beside:
-            found = replace(found or CaseChecks([], complete=False, tools=[]), emulator=beside)
-        return found
+        return self._found.get(index)
 
     def _checked(self, index: int) -> bool:
         return 0 <= index < len(self.cases) and self.cases[index].n <= self.cfg.emulator.checks_max_n
@@ -509,18 +674,19 @@ class _GpuChecks:
 
 
 class _EmulatorBeside:
-    """On the GPU path with compute-sanitizer: the emulator's checks of the part's checked cases
-    (from the job's ``start``), run in a background thread from the worker's start on, beside its
-    CUDA context, its compile and compute-sanitizer, keeping per case what the GPU path takes from
-    them (:func:`taken_from_emulator`)."""
+    """On the GPU path: the emulator's checks of the part's checked cases (from the job's ``start``),
+    the checker that decides them, run in a background thread from the worker's start on, beside its
+    CUDA context and its compile, keeping each case's checked run (a
+    :class:`~grader.results.CaseResult`) for :meth:`result`. Where the emulator cannot build or run
+    the part (:attr:`unavailable` says why), compute-sanitizer stands in (:class:`_GpuPath`)."""
 
     def __init__(self, job, cfg, part, cases, source: str) -> None:
         self.job, self.cfg, self.part, self.cases = job, cfg, part, cases
-        self._found: dict[int, list] = {}
+        self._results: dict[int, object] = {}
         todo = [i for i in range(job.start, len(cases)) if cases[i].n <= cfg.emulator.checks_max_n]
         self._ready = {i: threading.Event() for i in todo}
         self._compiled = threading.Event()
-        self._lost = False  # the background run overran a case's budget: nothing more from it
+        self.unavailable: str | None = None  # why the emulator cannot check this part
         self._emulator = None
         self._work = Path(tempfile.mkdtemp(prefix="scangrade-emulator-checks-"))
         self._started = time.time()
@@ -530,6 +696,7 @@ class _EmulatorBeside:
 
     def _run(self, todo: list[int], source: str) -> None:
         from grader.errors import ScangradeError
+        from grader.execute import CHECK_SCHEDULES, run_case
         from grader.parts import compile_part
 
         try:
@@ -541,41 +708,37 @@ class _EmulatorBeside:
             self._compiled.set()
             compiled = time.time()
             for i in todo:
-                case = self.cases[i]
-                failed = _emulator_check(self._emulator, modules[case.dtype], self.cfg, self.part, case)
-                self._found[i] = taken_from_emulator(failed.findings, failed.kind) if failed is not None else []
+                self._results[i] = run_case(self._emulator, modules[self.cases[i].dtype], cfg=self.cfg, part=self.part,
+                                            case=self.cases[i], schedules=CHECK_SCHEDULES, checker="emulator checks")
                 self._ready[i].set()
             trace = os.environ.get("SCANGRADE_CASE_TIMES")  # bench: when the compiles and the cases were done
             if trace:
                 Path(trace).mkdir(parents=True, exist_ok=True)
                 (Path(trace) / f"{self.part.key}-emulator-checks-{os.getpid()}.json").write_text(json.dumps(
                     {"started": self._started, "compiled": compiled, "done": time.time(), "cases": len(todo)}))
-        except ScangradeError:  # the emulator cannot build or run it: the GPU's own checks decide
-            pass
-        except Exception:  # noqa: BLE001 - closed under it (the worker ends): nothing more to add
-            pass
+        except ScangradeError as exc:  # the emulator cannot build or run it: compute-sanitizer stands in
+            self.unavailable = str(exc) or type(exc).__name__
+        except Exception as exc:  # noqa: BLE001 - closed under it (the worker ends), or a grader bug: say so
+            self.unavailable = f"the emulator's checks stopped: {type(exc).__name__}: {exc}"
         finally:
             self._compiled.set()
             for event in self._ready.values():
                 event.set()
 
-    def of(self, index: int) -> list:
-        """The emulator's findings on case ``index`` that the GPU path takes, waiting for
-        the background run up to the case's budget on the emulator (before the part's emulator
-        compiles are done: plus :data:`EMULATOR_COMPILES_S`). A run that overruns it adds nothing
-        to this case or any later one."""
-        from grader.deadlines import case_budget_s
+    def compiled(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` s for the part's emulator compiles (or their failure); whether they ended."""
+        return self._compiled.wait(timeout)
 
+    def result(self, index: int):
+        """The emulator's checked run of case ``index`` (a CaseResult), waiting for it: the case's
+        deadline, which includes the emulator's time on it, bounds the wait (a kernel that hangs on
+        the emulator hangs here, and the runner stops it as a hang). None for a case it does not
+        check, or when it could not run it."""
         ready = self._ready.get(index)
-        if ready is None or self._lost:
-            return []
-        case = self.cases[index]
-        budget = case_budget_s(backend="emulator", part=self.part.key, dtype=case.dtype, n=case.n, checked=True,
-                               case_s=self.cfg.timeouts.case_s)
-        if not self._compiled.wait(EMULATOR_COMPILES_S) or not ready.wait(budget):
-            self._lost = True
-            return []
-        return self._found.get(index, [])
+        if ready is None:
+            return None
+        ready.wait()
+        return self._results.get(index)
 
     def close(self) -> None:
         """Stop the emulator's executors (a run still going ends with an error) and remove its files."""
@@ -616,55 +779,18 @@ def _emulator_check(emulator, module, cfg, part, case):
 
 
 def _emulator_beside(kind, job, cfg, part) -> "_EmulatorBeside | None":
-    """The emulator's checks beside compute-sanitizer (:class:`_EmulatorBeside`), started
-    now, where this worker will run compute-sanitizer (a GPU backend, checks on, the tool
-    installed, the source readable); else None."""
+    """The emulator's checks beside the GPU (:class:`_EmulatorBeside`), started now, where this worker
+    grades on a GPU with the checks on and the source is readable; else None."""
     from grader.execute import case_list
     from grader.intake import read_source
-    from grader.sanitizer import find_sanitizer
 
-    if not (kind.has_sanitizer and job.checks and find_sanitizer()):
+    if not (kind.has_sanitizer and job.checks):
         return None
     try:
         source = read_source(Path(job.source))
     except OSError:
         return None  # the worker reports it
     return _EmulatorBeside(job, cfg, part, case_list(cfg, part.key), source)
-
-
-def taken_from_emulator(findings, kind: str | None = None) -> list:
-    """What the GPU path takes from the emulator's checks of a case (``findings``, the emulator's
-    failing ``grader.results.CaseFinding`` list, ``kind`` its case's kind), as
-    ``grader.backends.base.Finding``, so that a kernel gets the same verdict on a GPU as on the
-    emulator: every finding of a checker's kind (:data:`grader.kinds.CHECK_KINDS`) but a deadlock,
-    the one of ``kind`` first (on the GPU path it leads the case's findings, as on the emulator).
-
-    compute-sanitizer cannot make some of them, and misses others:
-
-    - races on global memory, between blocks or within one, memory order included (a flag read
-      before the value behind it was published: Merrill & Garland 2016, section 4): racecheck
-      watches shared memory only;
-    - out-of-bounds accesses: past a ``__shared__`` array but inside the block's shared memory,
-      memcheck cannot see them (another array's memory, or the dynamic part behind a static array,
-      is valid memory to it); and on an NVIDIA H100 it passed a read of ``in[n]`` at n = 128 and 256
-      that the emulator's exact bounds fail (tests/kernels/part1_le_n_guard.cu);
-    - races in shared memory that racecheck did not report (tests/kernels/part2_missing_sync.cu on
-      an H100, at 26 of its 32 cases), and an output that depends on unwritten shared memory where
-      the GPU's memory happened to hold the right values;
-    - where both report a case, the kinds may differ: a read of ``temp[-1]`` is a race to racecheck
-      and out of bounds to the emulator (tests/kernels/part2_reads_minus_one.cu), which the
-      emulator's kind settles.
-
-    Not a deadlock the emulator finds (every thread spin-waits, nothing changes): on a GPU that
-    case hangs to its deadline (``timeout``). Taking it made compute-sanitizer's child go silent on
-    every such case in turn (part1_hang.cu was not graded within 250 s on an H100; 81 s without).
-    """
-    from grader.backends.base import Finding
-    from grader.kinds import CHECK_KINDS
-
-    out = [Finding(f.kind, f.message, f.file, f.line, block=f.block, thread=f.thread)
-           for f in findings if f.kind in CHECK_KINDS and f.kind != "deadlock"]
-    return sorted(out, key=lambda f: f.kind != kind)
 
 
 def _compiler_notes(backend, cfg, source: str, filename: str, workdir: Path) -> list[str]:

@@ -1,7 +1,9 @@
-"""What the GPU path takes from the emulator's checks (grader.worker.taken_from_emulator): every
-finding of a checker's kind but a deadlock, the emulator's kind of the case leading, so the same
-file gets the same verdict on a GPU as on the emulator. Runs on the CPU: the emulator's real findings on kernels of tests/, and the GPU path's
-merge of them into a case (grader.execute.run_case with a grader.sanitizer.CaseChecks)."""
+"""The GPU path's one checker (grader.worker._GpuPath): the emulator's checks decide every checked
+case, a case they fail is never run on the GPU, the GPU runs every case they pass, and once a kernel
+deadlocked or diverged the GPU runs none of the part's later cases (they run on the emulator).
+
+Runs on the CPU: the emulator's real checks (grader.worker._EmulatorBeside) beside a stand-in "GPU"
+(the emulator running plainly) that counts the launches it is asked for."""
 
 from __future__ import annotations
 
@@ -9,143 +11,147 @@ from pathlib import Path
 
 import pytest
 
-from grader.backends import Selection
+from grader import protocol
+from grader.backends.emulator import EmulatorBackend
 from grader.config import load_config
-from grader.execute import case_list, run_case
-from grader.parts import PARTS
-from grader.runner import grade
-from grader.sanitizer import CaseChecks
-from grader.sanitizer import Finding
-from grader.worker import taken_from_emulator
+from grader.execute import case_list
+from grader.parts import PARTS, SOLUTIONS, compile_part
+from grader.worker import _EmulatorBeside, _GpuPath
 from tests.conftest import BROKEN
 
 VERDICTS = Path(__file__).parent / "verdicts"
 
 
-@pytest.fixture(scope="module")
-def cfg(tmp_path_factory):
-    path = tmp_path_factory.mktemp("cfg") / "config.yaml"
-    path.write_text("block_size: 64\nseed: 7\nparts:\n"
-                    "  part5_single_pass:\n    block_size: 64\n    items_per_thread: 4\n    points_per_case: 1\n"
-                    "    dtypes: [int32]\n    sizes: [1000]\n")
-    return load_config(path)
+class StandInGpu:
+    """The emulator, unchecked, standing in for a GPU: every backend call goes to it; ``launches``
+    counts the kernel launches, ``broken`` stays False (no fault loses its context)."""
+
+    name = "pycuda"
+
+    def __init__(self) -> None:
+        self._emulator = EmulatorBackend(workers=1, checks=False)
+        self.launches = 0
+
+    def launch(self, *args, **kwargs):
+        self.launches += 1
+        return self._emulator.launch(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._emulator, name)
 
 
-@pytest.fixture(scope="module")
-def verdicts_cfg():
-    return load_config(VERDICTS / "config.yaml")
+class Events:
+    def __init__(self) -> None:
+        self.items = []
+
+    def emit(self, event) -> None:
+        self.items.append(event)
 
 
-def emulator_case(cfg, source: Path, part: str):
-    """The first failing case of ``source`` graded on the emulator."""
-    (result,) = grade(source, cfg=cfg, selection=Selection("emulator", "test"), parts=[part]).parts
-    return next(c for c in result.cases if c.status == "fail")
+@pytest.fixture
+def cfg(tmp_path):
+    """The verdict corpus's config with cases above checks_max_n too (Part 1: n = 500, 512 unchecked)."""
+    base = load_config(VERDICTS / "config.yaml")
+    return base.override(emulator={"checks_max_n": 300, "workers": 1})
 
 
-def emulator_findings(cfg, source: Path, part: str):
-    """The findings of the first failing case of ``source`` graded on the emulator."""
-    return emulator_case(cfg, source, part).findings
+def grade_on_gpu_path(cfg, source: Path, key: str, tmp_path: Path):
+    """Every case of part ``key`` of ``source`` through the GPU path, as the worker runs them:
+    ``(results, stand-in GPU, launches made per case)``."""
+    part, pc = PARTS[key], cfg.parts[key]
+    text = source.read_text()
+    cases = case_list(cfg, key)
+    job = protocol.Job.for_part(cfg, part=key, source=source, backend="pycuda", events=tmp_path / "events.jsonl",
+                                checks=True)
+    gpu = StandInGpu()
+    modules = {d: compile_part(gpu, part, text, pc=pc, dtype=d, workdir=tmp_path / f"gpu-{d}") for d in pc.dtypes}
+    beside = _EmulatorBeside(job, cfg, part, cases, text)
+    path = _GpuPath(gpu, job, cfg, part, modules, cases, tmp_path, str(tmp_path / "job.json"), beside, Events())
+    results, launched = [], []
+    try:
+        for case in cases:
+            checked = case.n <= cfg.emulator.checks_max_n
+            path.before(case, checked)
+            before = gpu.launches
+            results.append(path.run(case, checked, known=(), ahead=None))
+            launched.append(gpu.launches - before)
+    finally:
+        beside.close()
+        path.close()
+        gpu.close()
+    return results, gpu, launched
 
 
-def taken(findings):
-    """taken_from_emulator of a case's findings (the first is its kind)."""
-    return taken_from_emulator(findings, findings[0].kind if findings else None)
+def test_a_correct_part_is_checked_by_the_emulator_and_verified_on_the_gpu(cfg, tmp_path):
+    results, _, launched = grade_on_gpu_path(cfg, SOLUTIONS / "part1_naive.cu", "part1_naive", tmp_path)
+    assert all(r.status == "pass" for r in results), [r.message for r in results if r.status != "pass"]
+    assert all(n > 0 for n in launched)  # every case ran on the GPU, checked or not
+    assert {r.checker for r in results if r.n <= 300} == {"emulator checks"}
+    assert {r.checker for r in results if r.n > 300} == {None}
 
 
-def test_a_missing_fence_between_blocks_is_taken(cfg):
-    found = taken(emulator_findings(cfg, BROKEN / "part5_missing_fence.cu", "part5_single_pass"))
-    assert [f.kind for f in found] == ["race"] and "(memory order)" in found[0].message
-    assert found[0].file == "part5_single_pass.cu" and found[0].line is not None
+def test_a_case_the_checks_fail_is_not_run_on_the_gpu(cfg, tmp_path):
+    results, _, launched = grade_on_gpu_path(cfg, BROKEN / "part2_missing_sync.cu", "part2_blelloch", tmp_path)
+    failed = [(r, n) for r, n in zip(results, launched) if r.status == "fail" and r.checker == "emulator checks"]
+    assert failed, [r.message for r in results]
+    for result, n in failed:
+        assert result.kind == "race" and n == 0
+        assert "not run on the GPU" in result.message and "part2_blelloch.cu:" in result.message
 
 
-def test_an_overrun_inside_the_blocks_shared_memory_is_taken(verdicts_cfg):
-    found = taken(emulator_findings(verdicts_cfg, VERDICTS / "part2_shared_overrun.cu", "part2_blelloch"))
-    assert [f.kind for f in found] == ["out-of-bounds"] and "shared array temp" in found[0].message
+def test_a_deadlock_is_decided_by_the_checks_and_the_gpu_runs_no_later_case(cfg, tmp_path):
+    """part1_hang.cu spin-waits at every n: the checks find the deadlock at n = 1, nothing waits for a
+    GPU deadline, and the unchecked sizes run on the emulator, which finds it again at once."""
+    results, gpu, _ = grade_on_gpu_path(cfg, BROKEN / "part1_hang.cu", "part1_naive", tmp_path)
+    assert gpu.launches == 0
+    assert all(r.status == "fail" and r.kind == "deadlock" for r in results), [(r.name, r.kind) for r in results]
+    unchecked = [r for r in results if r.n > 300]
+    assert unchecked and all("run on the emulator, not the GPU" in r.message for r in unchecked)
 
 
-def test_a_race_in_shared_memory_is_taken_too_where_racecheck_misses_it(verdicts_cfg):
-    """racecheck reported the missing barrier of part2_missing_sync.cu at 6 of its 32 cases on an
-    H100; the emulator's finding fails the other 26 as it does on the emulator."""
-    cfg = verdicts_cfg
-    part = PARTS["part2_blelloch"]
-    failing = emulator_case(cfg, BROKEN / "part2_missing_sync.cu", part.key)
-    taken = taken_from_emulator(failing.findings, failing.kind)
-    assert [f.kind for f in taken][:1] == ["race"]
-    case = next(c for c in case_list(cfg, part.key) if c.name == failing.name)
-    result = run_case(None, None, cfg=cfg, part=part, case=case,
-                      checked=CaseChecks([], True, ["memcheck", "racecheck", "synccheck"], emulator=taken),
-                      checker="compute-sanitizer")
-    assert result.status == "fail" and result.kind == "race" and "found by the emulator's checks" in result.message
+def test_where_the_emulator_cannot_check_the_part_the_gpu_runs_it_and_the_report_says_so(cfg, tmp_path):
+    part, pc = PARTS["part1_naive"], cfg.parts["part1_naive"]
+    source = SOLUTIONS / "part1_naive.cu"
+    cases = case_list(cfg, part.key)
+    job = protocol.Job.for_part(cfg, part=part.key, source=source, backend="pycuda", events=tmp_path / "e.jsonl",
+                                checks=True)
+    gpu = StandInGpu()
+    modules = {"int32": compile_part(gpu, part, source.read_text(), pc=pc, dtype="int32", workdir=tmp_path / "g")}
+    beside = _EmulatorBeside(job, cfg, part, cases, "this is not C++ {")  # the emulator cannot build it
+    events = Events()
+    path = _GpuPath(gpu, job, cfg, part, modules, cases, tmp_path, str(tmp_path / "job.json"), beside, events)
+    try:
+        path.before(cases[0], True)
+        result = path.run(cases[0], True, known=(), ahead=None)
+    finally:
+        beside.close()
+        path.close()
+        gpu.close()
+    assert beside.unavailable and path.fallback
+    assert result.status == "pass" and gpu.launches > 0
+    told = [e.info["checker"] for e in events.items if isinstance(e, protocol.DeviceUpdate)]
+    assert told and "the emulator's checks cannot run this part" in told[0]
 
 
-def test_where_both_checkers_report_a_case_the_emulators_kind_leads(verdicts_cfg):
-    """A read of temp[-1] is a race to racecheck (the word before the array is another's) and out
-    of bounds to the emulator (tests/kernels/part2_reads_minus_one.cu): the GPU path gives the
-    emulator's kind, and tells the race as well."""
-    cfg = verdicts_cfg
-    part = PARTS["part2_blelloch"]
-    failing = emulator_case(cfg, BROKEN / "part2_reads_minus_one.cu", part.key)
-    assert failing.kind == "out-of-bounds"
-    taken = taken_from_emulator(failing.findings, failing.kind)
-    case = next(c for c in case_list(cfg, part.key) if c.name == failing.name)
-    racecheck = Finding("race", "racecheck's hazard at part2_blelloch.cu:30", "part2_blelloch.cu", 30)
-    result = run_case(None, None, cfg=cfg, part=part, case=case,
-                      checked=CaseChecks([racecheck], True, ["racecheck"], emulator=taken), checker="compute-sanitizer")
-    assert result.status == "fail" and result.kind == "out-of-bounds", result.message
-    assert "also: race at part2_blelloch.cu:30" in result.message
-    assert [f.kind for f in result.findings][:2] == ["out-of-bounds", "race"]
-
-
-def test_a_read_past_n_is_taken_where_memcheck_may_miss_it(verdicts_cfg):
-    """memcheck passed a read of in[n] at n = 128 and 256 on an H100 (part1_le_n_guard.cu); where it
-    sees one too, the case tells it once (the next test)."""
-    found = taken(emulator_findings(verdicts_cfg, VERDICTS / "part2_read_past_n.cu", "part2_blelloch"))
-    assert [f.kind for f in found] == ["out-of-bounds"] and "in[" in found[0].message
-
-
-def test_a_deadlock_is_left_to_the_gpus_deadline(verdicts_cfg):
-    findings = emulator_findings(verdicts_cfg, BROKEN / "part1_hang.cu", "part1_naive")
-    assert [f.kind for f in findings] == ["deadlock"] and taken(findings) == []
-
-
-def test_a_case_fails_on_the_emulators_finding_alone_and_says_who_found_it(cfg):
-    part = PARTS["part5_single_pass"]
-    case = case_list(cfg, part.key)[0]
-    extra = taken(emulator_findings(cfg, BROKEN / "part5_missing_fence.cu", "part5_single_pass"))
-    result = run_case(None, None, cfg=cfg, part=part, case=case, checked=CaseChecks([], True, ["memcheck"], emulator=extra),
-                      checker="compute-sanitizer")
-    assert result.status == "fail" and result.kind == "race"
-    assert "missing __threadfence()" in result.message and "found by the emulator's checks" in result.message
-
-
-def test_a_finding_both_make_is_told_once_as_compute_sanitizers(verdicts_cfg):
-    cfg = verdicts_cfg
-    part = PARTS["part2_blelloch"]
-    case = case_list(cfg, part.key)[0]
-    (mine,) = taken(emulator_findings(cfg, VERDICTS / "part2_shared_overrun.cu", "part2_blelloch"))
-    from dataclasses import replace
-    theirs = replace(mine, message=f"memcheck's words for it at {mine.file}:{mine.line}")
-    result = run_case(None, None, cfg=cfg, part=part, case=case,
-                      checked=CaseChecks([theirs], True, ["memcheck"], emulator=[mine]), checker="compute-sanitizer")
-    assert result.status == "fail" and result.message.count("out-of-bounds") == 1, result.message
-    assert "memcheck's words" in result.message and "found by compute-sanitizer" in result.message
-
-
-def test_the_gpu_paths_emulator_runs_on_the_quick_runtime_and_finds_what_the_emulator_does(cfg, tmp_path):
+def test_the_gpu_paths_emulator_runs_on_the_quick_runtime_and_finds_what_the_emulator_does(tmp_path):
     """The GPU path's emulator (grader.worker._checking_emulator) builds its runtime with
     QUICK_RUNTIME_FLAGS (a new machine's first case waits for that build): the same names for the
     lockdown, and the same finding on a real kernel."""
     from grader.backends.emulator.build import QUICK_RUNTIME_FLAGS, Toolchain, expected_names
-    from grader.parts import compile_part
     from grader.worker import _checking_emulator, _emulator_check
 
+    path = tmp_path / "config.yaml"
+    path.write_text("block_size: 64\nseed: 7\nparts:\n"
+                    "  part5_single_pass:\n    block_size: 64\n    items_per_thread: 4\n    points_per_case: 1\n"
+                    "    dtypes: [int32]\n    sizes: [1000]\n")
+    cfg = load_config(path)
     emulator = _checking_emulator(cfg)
     try:
         assert emulator.toolchain.runtime_flags == QUICK_RUNTIME_FLAGS
         assert emulator.toolchain.runtime_names() == expected_names()
         part = PARTS["part5_single_pass"]
         module = compile_part(emulator, part, (BROKEN / "part5_missing_fence.cu").read_text(),
-                              pc=cfg.parts[part.key], dtype="int32", workdir=tmp_path)
+                              pc=cfg.parts[part.key], dtype="int32", workdir=tmp_path / "m")
         failed = _emulator_check(emulator, module, cfg, part, case_list(cfg, part.key)[-1])  # n = 1000
     finally:
         emulator.close()
