@@ -10,7 +10,11 @@ Prints a table (and writes it as JSON with ``--json``) of, on one backend:
 - a fault submission: the reference solutions with a Part 1 that writes a gigabyte past its output
   at every n (``tests/verdicts/part1_illegal_address.cu``: an illegal address on a GPU);
 - a batch: the reference solutions copied N times, graded by :func:`grader.classwork.batch.batch`
-  (the code path of ``scangrade batch``, its default jobs), in submissions per minute.
+  (the code path of ``scangrade batch``, its default jobs), in submissions per minute;
+- a broken class (``--broken``): one submission per kernel of ``tests/kernels`` and ``tests/verdicts``
+  (hangs, faults and compile errors included), each the reference solutions with that part replaced,
+  every other one with a second part replaced too; graded as the batch is, in submissions per
+  minute; then the slowest of them graded again alone.
 
 Every run grades with the checks on (the default of every grading command). The cache folder is a
 fresh temporary one (``XDG_CACHE_HOME``), so the cold row is cold whatever ran before. The machine's
@@ -52,13 +56,42 @@ def _load() -> float:
         return float("nan")
 
 
-def _submission(folder: Path, part1: Path | None = None) -> Path:
-    from grader.parts import SOLUTIONS
+def _submission(folder: Path, part1: Path | None = None, *, broken: tuple[Path, ...] = ()) -> Path:
+    """The reference solutions copied to ``folder``, with ``part1`` as its Part 1 and each file of
+    ``broken`` as the part its name starts with (``part4_...cu``: Part 4)."""
+    from grader.parts import PARTS, SOLUTIONS
 
     shutil.copytree(SOLUTIONS, folder)
     if part1 is not None:
         shutil.copy(part1, folder / "part1_naive.cu")
+    for file in broken:
+        spec = next(p for p in PARTS.values() if file.name.startswith(f"part{p.number}_"))
+        shutil.copy(file, folder / spec.filename)
     return folder
+
+
+def broken_kernels() -> list[Path]:
+    """Every kernel of the test corpora, broken on purpose or not: ``tests/kernels`` and ``tests/verdicts``
+    (``partN_*.cu``), in name order."""
+    return sorted((p for d in (ROOT / "tests" / "kernels", ROOT / "tests" / "verdicts") for p in d.glob("part[1-5]_*.cu")),
+                  key=lambda p: p.name)
+
+
+def broken_class(folder: Path, count: int) -> dict[str, tuple[Path, ...]]:
+    """``count`` submissions (at most one per corpus kernel) under ``folder``: submission i has kernel i
+    in place of its part, and every odd one kernel i + 1 as well where that is another part's.
+    Returns ``{submission name: kernels}``."""
+    kernels = broken_kernels()
+    made: dict[str, tuple[Path, ...]] = {}
+    for i, kernel in enumerate(kernels[:count]):
+        files = (kernel,)
+        other = kernels[(i + 1) % len(kernels)]
+        if i % 2 and other.name[:6] != kernel.name[:6]:
+            files += (other,)
+        name = f"b{i:03d}-" + "+".join(f.stem for f in files)
+        _submission(folder / name, broken=files)
+        made[name] = files
+    return made
 
 
 def _one(name: str, folder: Path, *, cfg, selection) -> dict:
@@ -108,6 +141,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--backend", choices=CHOICES, default=None)
     ap.add_argument("--submissions", type=int, default=50, help="the batch's size (default: 50; 0: no batch)")
     ap.add_argument("--jobs", type=int, default=0, help="the batch's jobs (default: as scangrade batch)")
+    ap.add_argument("--broken", type=int, default=0,
+                    help=f"the broken class's size (default 0: none; at most {len(broken_kernels())}, one per kernel)")
+    ap.add_argument("--only-broken", action="store_true", help="only the broken class's rows")
     ap.add_argument("--config", default=str(ROOT / "config.yaml"))
     ap.add_argument("--json", help="also write the measurements to this file")
     args = ap.parse_args(argv)
@@ -124,20 +160,22 @@ def main(argv: list[str] | None = None) -> int:
         reference = _submission(Path(tmp) / "reference")
         rows: list[dict] = []
         batch_row = None
+        broken_rows: list[dict] = []
 
         def save() -> None:  # after every row: a run stopped part way keeps what it measured
             if args.json:
                 Path(args.json).write_text(json.dumps({"backend": selection.name, "cores": os.cpu_count(),
-                                                       "rows": rows, "batch": batch_row}, indent=2) + "\n")
-        for name, part1 in (("one submission, cold", None), ("one submission, warm", None),
-                            ("hang (Part 1 never ends at n = 1)", HANG), ("fault (Part 1 writes 1 GiB past out)", FAULT)):
+                                                       "rows": rows, "batch": batch_row, "broken": broken_rows},
+                                                      indent=2) + "\n")
+        first = (("one submission, cold", None), ("one submission, warm", None))
+        for name, part1 in first + (() if args.only_broken else (
+                ("hang (Part 1 never ends at n = 1)", HANG), ("fault (Part 1 writes 1 GiB past out)", FAULT))):
             folder = reference if part1 is None else _submission(Path(tmp) / name.split()[0], part1)
             rows.append(_one(name, folder, cfg=cfg, selection=selection))
             save()
-        if args.submissions:
-            subs = Path(tmp) / "class"
-            for i in range(args.submissions):
-                _submission(subs / f"s{i:03d}")
+
+        def run_batch(subs: Path, out: Path, what: str) -> tuple[dict, list]:
+            total = len(list(subs.iterdir()))
             load = _load()
             cpu0 = _cpu_s()
             t0 = time.perf_counter()
@@ -145,17 +183,37 @@ def main(argv: list[str] | None = None) -> int:
 
             def progress(sid: str, result, resumed: bool) -> None:
                 done.append(time.perf_counter() - t0)
-                print(f"[{len(done)}/{args.submissions}] {sid}: {result.points:g}/{result.max_points:g} in "
+                print(f"[{len(done)}/{total}] {sid}: {result.points:g}/{result.max_points:g} in "
                       f"{result.elapsed_s:.1f} s, {done[-1]:.1f} s since the start", file=sys.stderr, flush=True)
-            graded = batch(subs, out=Path(tmp) / "out", cfg=cfg, selection=selection, jobs=args.jobs or None,
+            graded = batch(subs, out=out, cfg=cfg, selection=selection, jobs=args.jobs or None,
                            reports=student_reports, on_done=progress)
             wall = time.perf_counter() - t0
             results = [r for _, r in graded]
-            batch_row = {"run": f"batch of {len(results)}", "wall_s": round(wall, 2),
-                         "cpu_s": round(_cpu_s() - cpu0, 1), "load_before": load,
-                         "load_after": _load(), "submissions_per_min": round(60 * len(results) / wall, 2),
-                         "passed": sum(r.passed for r in results), "submissions": len(results),
-                         "submission_s_median": round(statistics.median(r.elapsed_s for r in results), 2)}
+            return {"run": f"{what} of {len(results)}", "wall_s": round(wall, 2),
+                    "cpu_s": round(_cpu_s() - cpu0, 1), "load_before": load,
+                    "load_after": _load(), "submissions_per_min": round(60 * len(results) / wall, 2),
+                    "passed": sum(r.passed for r in results), "submissions": len(results),
+                    "submission_s_median": round(statistics.median(r.elapsed_s for r in results), 2),
+                    "submission_s_max": round(max(r.elapsed_s for r in results), 2)}, graded
+        if args.submissions and not args.only_broken:
+            subs = Path(tmp) / "class"
+            for i in range(args.submissions):
+                _submission(subs / f"s{i:03d}")
+            batch_row, _ = run_batch(subs, Path(tmp) / "out", "batch")
+            save()
+        if args.broken:
+            made = broken_class(Path(tmp) / "broken", args.broken)
+            row, graded = run_batch(Path(tmp) / "broken", Path(tmp) / "broken-out", "broken class")
+            row["slowest"] = [(sid, r.elapsed_s, f"{r.points:g}/{r.max_points:g}")
+                              for sid, r in sorted(graded, key=lambda g: -g[1].elapsed_s)[:5]]
+            row["kernels"] = {name: [f.name for f in files] for name, files in made.items()}
+            broken_rows.append(row)
+            slowest = row["slowest"][0][0]
+            alone = _one(f"slowest broken, alone ({slowest})", Path(tmp) / "broken" / slowest, cfg=cfg,
+                         selection=selection)
+            broken_rows.append(alone)
+            rows.append(alone)
+            save()
 
     device = rows[0]["device"] or f"the CPU emulator ({os.cpu_count()} cores)"
     print(f"backend {selection.name}, {device}, checks on; CPU = seconds of every core together; load = 1-minute "
@@ -165,18 +223,21 @@ def main(argv: list[str] | None = None) -> int:
         note = ", ".join(f"{k}: {v}" for k, v in r["part1"]["statuses"].items()) if "Part 1" in r["run"] else ""
         print(f"{r['run']:<40}{r['wall_s']:>7.1f}s {r['cpu_s']:>7.1f}s  {r['points']:>5g}/{r['max_points']:<5g}  "
               f"{r['load_before']:>5} /{r['load_after']:>4}  {('part 1 cases ' + note) if note else ''}")
-    if batch_row:
-        print(f"{batch_row['run']:<40}{batch_row['wall_s']:>7.1f}s {batch_row['cpu_s']:>7.1f}s  {batch_row['passed']:>5}/"
-              f"{batch_row['submissions']:<5}  {batch_row['load_before']:>5} /{batch_row['load_after']:>4}  "
-              f"{batch_row['submissions_per_min']:.1f} submissions / min (median {batch_row['submission_s_median']} s "
-              "each)")
+    for b in ([batch_row] if batch_row else []) + [r for r in broken_rows if "submissions_per_min" in r]:
+        print(f"{b['run']:<40}{b['wall_s']:>7.1f}s {b['cpu_s']:>7.1f}s  {b['passed']:>5}/"
+              f"{b['submissions']:<5}  {b['load_before']:>5} /{b['load_after']:>4}  "
+              f"{b['submissions_per_min']:.1f} submissions / min (median {b['submission_s_median']} s, "
+              f"slowest {b['submission_s_max']} s each)")
+        for sid, sec, points in b.get("slowest", []):
+            print(f"  slowest: {sid} {sec:.1f} s {points}")
     for r in rows[:2]:
         print(f"{r['run']}, seconds per part and phase (parts run at once on a GPU machine):")
         for key, phases in r["part_phases_s"].items():
             print(f"  {key:<22}" + "  ".join(f"{k} {v:.2f}" for k, v in phases.items()))
     save()
-    ok = (rows[0]["passed"] and rows[1]["passed"] and rows[2]["part1"]["status"] == "timeout"
-          and rows[3]["part1"]["status"] == "fail" and (batch_row is None or batch_row["passed"] == args.submissions))
+    ok = (rows[0]["passed"] and rows[1]["passed"] and (args.only_broken or (
+          rows[2]["part1"]["status"] == "timeout" and rows[3]["part1"]["status"] == "fail"))
+          and (batch_row is None or batch_row["passed"] == args.submissions))
     return 0 if ok else 1
 
 
