@@ -1,7 +1,7 @@
 // Part 1 (part1_naive), for bench/throughput.py's hang row. BUG: a right Hillis-Steele scan, but at
 // n = 1 every thread waits, at a barrier each round, for a flag that nothing sets: it never ends
-// (on a GPU a real hang; on the emulator too, since every round passes its barrier, so it is no
-// deadlock the emulator could name). The other sizes are scanned right.
+// (on a GPU a real hang; the emulator's checks see the block go round the same barrier with
+// nothing in memory changing and report a deadlock). The other sizes are scanned right.
 
 __global__ void naive_scan(const scan_t* in, scan_t* out, int n)
 {

@@ -2,7 +2,8 @@
 // step can add pairs, in a while loop that never advances `len`: for odd n > 1 its condition never
 // changes and the loop (one barrier per round, so nothing can optimise it away) never ends. n = 1
 // and even n skip the loop and are scanned right.
-// EXPECTED: timeout, kind timeout, at every odd n > 1 (here 33); pass at the other n.
+// EXPECTED: fail, kind deadlock (an endless loop: on a GPU alone, a timeout), at every odd n > 1
+// (here 33); pass at the other n.
 
 __global__ void naive_scan(const scan_t* in, scan_t* out, int n)
 {
