@@ -42,7 +42,7 @@ from grader.runner import check_sandbox, grade, grading_sandbox
 __all__ = ["Grading", "absolute", "load", "prepare", "grade_submission", "grade_class"]
 
 PathLike = str | os.PathLike
-#: ``result -> {file name: text}``: a student's reports besides ``result.json`` (as in :mod:`grader.classwork.batch`).
+#: ``result -> {path: text}``: a student's reports besides ``result.json`` (as in :mod:`grader.classwork.batch`).
 StudentReports = Callable[[SubmissionResult], Mapping[str, str]]
 
 
@@ -117,8 +117,9 @@ class Grading:
 
         Args:
             jobs: submissions graded at once; None: one per GPU, or one per core on the emulator.
-            reports: ``result -> {file name: text}`` besides ``result.json`` (default: every
-                student report format, :func:`grader.render.formats.student_reports`).
+            reports: ``result -> {path: text}`` besides ``result.json``, paths relative to the
+                student's folder (default: every format's staff copy and the student-safe set in
+                ``student/``, :func:`grader.render.formats.batch_reports`).
 
         Returns:
             ``(id, result)`` per submission, in id order.
@@ -129,7 +130,7 @@ class Grading:
         """
         from grader.classwork.batch import batch
         if reports is None:
-            from grader.render.formats import student_reports as reports
+            from grader.render.formats import batch_reports as reports
         return batch(absolute(folder, self.start), out=absolute(out, self.start), cfg=self.cfg,
                      selection=self.selection, resume=resume, jobs=jobs, checks=self.checks, on_done=on_done,
                      shard=shard, reports=reports)

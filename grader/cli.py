@@ -71,10 +71,15 @@ def _run_options(p: argparse.ArgumentParser) -> None:
 
 def _report_options(p: argparse.ArgumentParser) -> None:
     """The report files one grade also writes: ``--NAME FILE`` per format of
-    :data:`grader.render.formats.FORMATS` with an option (``--json``, ``--gradescope``, ...)."""
+    :data:`grader.render.formats.FORMATS` with an option (``--json``, ``--gradescope``, ...); and
+    ``--show-hidden``, the terminal report as the course staff read it."""
     for f in FORMATS.values():
         if f.flag:
             p.add_argument(f.flag, metavar="FILE", dest=f.name, help=f.option_help)
+    p.add_argument("--show-hidden", action="store_true",
+                   help="print the report with every hidden case in full (size, seed, message, the run time): for "
+                        "course staff; by default the terminal shows a hidden case by name and passed or failed only, "
+                        "as students may see it")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -383,7 +388,7 @@ def _grade(args: argparse.Namespace) -> int:
     with _Progress(total) as progress:
         result = grading.grade(path, seed=args.seed, parts=args.parts, intake=getattr(args, "intake", False),
                                on_event=progress)
-    _print_report(render_text(result))
+    _print_report(render_text(result, show_hidden=args.show_hidden))
     for f in FORMATS.values():
         path = getattr(args, f.name) if f.flag else None
         if not path:

@@ -24,7 +24,7 @@ from grader.errors import Interrupted, UsageError
 from grader.classwork.merge import IncompleteMerge, merge
 from grader.classwork.slurm import sbatch_scripts, slurm_backend, slurm_batch
 from grader.classwork.store import config_fingerprint, parse_shard, shard_positions
-from grader.render.formats import student_reports
+from grader.render.formats import batch_reports
 from tests.conftest import BROKEN, SOLUTIONS, TEMPLATES, write_config
 
 EMULATOR = Selection("emulator", "test")
@@ -263,8 +263,8 @@ def graded(tmp_path_factory):
     cfg = load_config(write_config(base, sizes={"part1_naive": [5]}))
     for i in range(2):
         batch(root, out=base / "shards" / str(i), cfg=cfg, selection=EMULATOR,
-              reports=student_reports, jobs=2, shard=(i, 2))
-    batch(root, out=base / "whole", cfg=cfg, selection=EMULATOR, reports=student_reports, jobs=2)
+              reports=batch_reports, jobs=2, shard=(i, 2))
+    batch(root, out=base / "whole", cfg=cfg, selection=EMULATOR, reports=batch_reports, jobs=2)
     return base
 
 
@@ -302,7 +302,7 @@ def test_a_shard_resumes_on_its_own_and_a_run_cut_short_leaves_no_manifest(grade
         raise KeyboardInterrupt
     with pytest.raises(Interrupted):  # as Ctrl-C ends a batch
         batch(graded / "class", out=shards[1], cfg=load_config(graded / "config.yaml"), selection=EMULATOR,
-              reports=student_reports, resume=True, jobs=1, shard=(1, 2), on_done=stop)
+              reports=batch_reports, resume=True, jobs=1, shard=(1, 2), on_done=stop)
     assert not (shards[1] / "batch.json").exists()
     with pytest.raises(IncompleteMerge, match="shard 1/2 .* has no batch.json"):
         merge(shards, out=tmp_path / "m")

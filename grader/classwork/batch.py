@@ -11,8 +11,9 @@ breaks, hangs, attacks or is refused is graded as such; the batch goes on. With 
 submissions whose ``result.json`` is already there and intact are not graded again.
 
 This module renders nothing: the caller gives the per-student report texts as a function
-(``scangrade batch`` passes :func:`grader.render.formats.student_reports`) and writes the class
-report page after the run.
+(``scangrade batch`` passes :func:`grader.render.formats.batch_reports`: the course staff's copies
+in ``OUT/<id>/``, the student-safe set in ``OUT/<id>/student/``) and writes the class report page
+after the run.
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ from grader.parts import PARTS
 from grader.results import PartStatus, SubmissionResult
 from grader.runner import grade, ungraded_part
 
-#: ``result -> {file name: text}``: a student's reports besides ``result.json`` (``report.txt``...).
+#: ``result -> {path: text}``: a student's reports besides ``result.json``, paths relative to the
+#: student's folder (``report.txt``, ``student/report.txt``...).
 StudentReports = Callable[[SubmissionResult], Mapping[str, str]]
 
 
@@ -87,7 +89,8 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
     Args:
         out: the output folder (created).
         reports: the texts of a student's reports besides ``result.json``, written into ``out/<id>/``
-            before it (:func:`grader.render.formats.student_reports` writes every format).
+            (paths relative to it) before it (:func:`grader.render.formats.batch_reports` writes
+            every format).
         resume: skip submissions whose ``result.json`` is already written and intact.
         checks: the emulator's checks (see :func:`grader.runner.grade`); on by default.
         jobs: submissions graded at once (1 or more); None means, on the pycuda backend, one per two CPU

@@ -10,11 +10,16 @@ Layout of a ``scangrade batch --out OUT`` folder (a merged folder has the same):
     OUT/class_report.html             the class report page (written by the CLI, after batch.json)
     OUT/<id>/result.json              the result (scangrade.result), written atomically, last
     OUT/<id>/report.txt, report.md, results.json (Gradescope), junit.xml
+                                      the course staff's: every hidden case in full (report.txt,
+                                      junit.xml, result.json); never hand this folder to a student
+    OUT/<id>/student/                 the student-safe set, to hand to the student: report.txt,
+                                      report.md, results.json, showing each hidden case by name
+                                      and passed or failed only (grader.render.formats.student_reports)
     OUT/.work/<id>/                   the grader's copy of the part files, graded; removed at the end
 
 Every file is written through :func:`write_atomic` (a temporary file beside it, then a rename), so
 a reader never sees half a file. This module renders nothing: the texts of a student's reports
-come from the caller (:func:`grader.render.formats.student_reports` in ``scangrade batch``).
+come from the caller (:func:`grader.render.formats.batch_reports` in ``scangrade batch``).
 
 A class is split into K shards: shard I holds every K-th submission of the sorted list, starting
 at the I-th (:func:`shard_positions`); each shard's folder has its own ``batch.json``.
@@ -90,10 +95,12 @@ def load_intact(path: Path) -> SubmissionResult | None:
 
 
 def write_reports(result: SubmissionResult, folder: Path, reports: Mapping[str, str]) -> None:
-    """A student's files into ``folder`` (created): each of ``reports`` (file name -> text, e.g.
-    ``report.txt``), then ``result.json`` last, so its presence means the rest is there too."""
+    """A student's files into ``folder`` (created): each of ``reports`` (path relative to ``folder``
+    -> text, e.g. ``report.txt``, ``student/report.md``), then ``result.json`` last, so its presence
+    means the rest is there too."""
     folder.mkdir(parents=True, exist_ok=True)
     for name, text in reports.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
         write_atomic(folder / name, text)
     write_atomic(folder / RESULT, result.to_json() + "\n")
 
