@@ -107,7 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "into a gradebook and per-student reports")
     t.add_argument("submissions", help="the folder holding one folder or .zip per submission")
     t.add_argument("--out", required=True, metavar="DIR", help="where the gradebook and reports go")
-    t.add_argument("--resume", action="store_true", help="skip submissions whose result is already written and intact")
+    t.add_argument("--resume", action="store_true",
+                   help="skip submissions whose result is already written, intact, and of the same submission, config, "
+                        "private config, backend and checks (any other is graded again, and said)")
     t.add_argument("--jobs", type=int, default=None,
                    help="submissions graded at once, 1 or more (default: on a GPU machine one per two cores, up "
                         "to 8 per GPU, timed runs still alone on the GPU; one per core on the emulator)")
@@ -285,9 +287,11 @@ def _batch(args: argparse.Namespace) -> int:
         else:
             print(f"[{len(done)}/{total}] {sid}: {result.points:g}/{result.max_points:g}"
                   f"{' (resumed)' if resumed else ''}", file=sys.stderr)
+    def on_note(sid: str, note: str) -> None:
+        print(f"scangrade: note: {sid}: {note}", file=sys.stderr)  # rich's bar, where there is one, prints it above
     with bar:
         rows = grading.grade_class(args.submissions, out=args.out, resume=args.resume, jobs=args.jobs,
-                                   shard=shard, on_done=on_done)
+                                   shard=shard, on_done=on_done, on_note=on_note)
     # OUT/class_report.html, after batch.json: it shows the config fingerprint
     page = write_class_report(Path(args.out), class_report_page, rows=rows)
     print((Path(args.out) / "summary.txt").read_text(), end="")
