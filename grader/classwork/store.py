@@ -54,8 +54,10 @@ RESULT = "result.json"
 #: Names in the output folder that belong to the batch, never to a student's folder.
 RESERVED = {"gradebook.csv", "summary.txt", MANIFEST, CLASS_REPORT, "slurm", "shards", "work"}
 #: Config fields that do not change a grade (where the files were, how many threads the emulator
-#: used, the config's own backend key — the backend that ran is recorded apart).
-_NOT_FINGERPRINTED = {"path": True, "private_path": True, "emulator": {"workers"}, "backend": True}
+#: used, the config's own backend key — the backend that ran is recorded apart —, the compile
+#: cache's bounds).
+_NOT_FINGERPRINTED = {"path": True, "private_path": True, "emulator": {"workers"}, "backend": True,
+                      "compile_cache": True}
 _SHARD_RE = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
 
