@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import json
 import shutil
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -193,3 +194,19 @@ def test_find_submissions_records_each_name(tmp_path):
     subs = {s.name: s for s in find_submissions(root, work=tmp_path / "work")}
     assert subs["alice"].id == "alice" and subs["alice"].collision == ""
     assert subs["Zoé"].id.startswith("Zo_") and subs["Zoé"].collision == ""  # renamed, but no other reads as it
+
+
+def test_a_late_name_that_reads_like_one_graded_moves_both_and_the_old_folder_is_named_not_read(tmp_path):
+    from grader.classwork.store import load_batch
+    root, out, cfg = tmp_path / "class", tmp_path / "out", _cfg(tmp_path)
+    _submit(root, "alice", CORRECT)
+    _grade(root, out, cfg)
+    with zipfile.ZipFile(root / "Alice.zip", "w") as z:  # reads as alice, case aside
+        z.write(TEMPLATE, "part1_naive.cu")
+    rows, notes, done = _grade(root, out, cfg, resume=True)
+    ids = _by_name(out)
+    assert "alice" not in rows and ids["alice"] != "alice" and ids["Alice.zip"] != "alice"  # neither is "alice" now
+    assert done == sorted([(ids["alice"], False), (ids["Alice.zip"], False)])  # graded afresh: no saved result there
+    assert rows[ids["alice"]].passed and not rows[ids["Alice.zip"]].passed
+    assert "folders of an earlier run, not in this gradebook (kept" in (out / "summary.txt").read_text()
+    assert (out / "alice" / "result.json").is_file() and sorted(dict(load_batch(out).rows)) == sorted(ids.values())
