@@ -42,7 +42,7 @@ from grader.runner import check_sandbox, grade, grading_sandbox
 __all__ = ["Grading", "absolute", "load", "prepare", "grade_submission", "grade_class"]
 
 PathLike = str | os.PathLike
-#: ``result -> {file name: text}``: a student's reports besides ``result.json`` (as in :mod:`grader.classwork.batch`).
+#: ``result -> {path: text}``: a student's reports besides ``result.json`` (as in :mod:`grader.classwork.batch`).
 StudentReports = Callable[[SubmissionResult], Mapping[str, str]]
 
 
@@ -111,14 +111,18 @@ class Grading:
     def grade_class(self, folder: PathLike, *, out: PathLike, resume: bool = False, jobs: int | None = None,
                     shard: tuple[int, int] | None = None,
                     on_done: Callable[[str, SubmissionResult, bool], None] | None = None,
+                    on_note: Callable[[str, str], None] | None = None,
                     reports: StudentReports | None = None) -> list[tuple[str, SubmissionResult]]:
         """Grade every submission of a class folder into ``out`` (both relative to :attr:`start`):
         :func:`grader.classwork.batch.batch`.
 
         Args:
             jobs: submissions graded at once; None: one per GPU, or one per core on the emulator.
-            reports: ``result -> {file name: text}`` besides ``result.json`` (default: every
-                student report format, :func:`grader.render.formats.student_reports`).
+            on_done, on_note: as :func:`grader.classwork.batch.batch`'s (each graded submission; a
+                saved result ``resume`` did not trust).
+            reports: ``result -> {path: text}`` besides ``result.json``, paths relative to the
+                student's folder (default: every format's staff copy and the student-safe set in
+                ``student/``, :func:`grader.render.formats.batch_reports`).
 
         Returns:
             ``(id, result)`` per submission, in id order.
@@ -129,10 +133,10 @@ class Grading:
         """
         from grader.classwork.batch import batch
         if reports is None:
-            from grader.render.formats import student_reports as reports
+            from grader.render.formats import batch_reports as reports
         return batch(absolute(folder, self.start), out=absolute(out, self.start), cfg=self.cfg,
                      selection=self.selection, resume=resume, jobs=jobs, checks=self.checks, on_done=on_done,
-                     shard=shard, reports=reports)
+                     on_note=on_note, shard=shard, reports=reports)
 
 
 def prepare(*, config: PathLike | None = None, private_config: PathLike | None = None, backend: str | None = None,
@@ -194,6 +198,7 @@ def grade_class(folder: PathLike, *, out: PathLike, config: PathLike | None = No
                 resume: bool = False, jobs: int | None = None, shard: tuple[int, int] | None = None,
                 allow_unsandboxed: bool = False,
                 on_done: Callable[[str, SubmissionResult, bool], None] | None = None,
+                on_note: Callable[[str, str], None] | None = None,
                 reports: StudentReports | None = None,
                 start: PathLike | None = None) -> list[tuple[str, SubmissionResult]]:
     """Grade a class for the record (``official``: the emulator's sandbox is required unless
@@ -204,4 +209,4 @@ def grade_class(folder: PathLike, *, out: PathLike, config: PathLike | None = No
     """
     return prepare(config=config, private_config=private_config, backend=backend, checks=checks, official=True,
                    allow_unsandboxed=allow_unsandboxed, start=start, command="batch").grade_class(
-        folder, out=out, resume=resume, jobs=jobs, shard=shard, on_done=on_done, reports=reports)
+        folder, out=out, resume=resume, jobs=jobs, shard=shard, on_done=on_done, on_note=on_note, reports=reports)

@@ -71,10 +71,15 @@ def _run_options(p: argparse.ArgumentParser) -> None:
 
 def _report_options(p: argparse.ArgumentParser) -> None:
     """The report files one grade also writes: ``--NAME FILE`` per format of
-    :data:`grader.render.formats.FORMATS` with an option (``--json``, ``--gradescope``, ...)."""
+    :data:`grader.render.formats.FORMATS` with an option (``--json``, ``--gradescope``, ...); and
+    ``--show-hidden``, the terminal report as the course staff read it."""
     for f in FORMATS.values():
         if f.flag:
             p.add_argument(f.flag, metavar="FILE", dest=f.name, help=f.option_help)
+    p.add_argument("--show-hidden", action="store_true",
+                   help="print the report with every hidden case in full (size, seed, message, the run time): for "
+                        "course staff; by default the terminal shows a hidden case by name and passed or failed only, "
+                        "as students may see it")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -102,7 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "into a gradebook and per-student reports")
     t.add_argument("submissions", help="the folder holding one folder or .zip per submission")
     t.add_argument("--out", required=True, metavar="DIR", help="where the gradebook and reports go")
-    t.add_argument("--resume", action="store_true", help="skip submissions whose result is already written and intact")
+    t.add_argument("--resume", action="store_true",
+                   help="skip submissions whose result is already written, intact, and of the same submission, config, "
+                        "private config, backend and checks (any other is graded again, and said)")
     t.add_argument("--jobs", type=int, default=None,
                    help="submissions graded at once, 1 or more (default: on a GPU machine one per two cores, up "
                         "to 8 per GPU, timed runs still alone on the GPU; one per core on the emulator)")
@@ -280,9 +287,11 @@ def _batch(args: argparse.Namespace) -> int:
         else:
             print(f"[{len(done)}/{total}] {sid}: {result.points:g}/{result.max_points:g}"
                   f"{' (resumed)' if resumed else ''}", file=sys.stderr)
+    def on_note(sid: str, note: str) -> None:
+        print(f"scangrade: note: {sid}: {note}", file=sys.stderr)  # rich's bar, where there is one, prints it above
     with bar:
         rows = grading.grade_class(args.submissions, out=args.out, resume=args.resume, jobs=args.jobs,
-                                   shard=shard, on_done=on_done)
+                                   shard=shard, on_done=on_done, on_note=on_note)
     # OUT/class_report.html, after batch.json: it shows the config fingerprint
     page = write_class_report(Path(args.out), class_report_page, rows=rows)
     print((Path(args.out) / "summary.txt").read_text(), end="")
@@ -383,7 +392,7 @@ def _grade(args: argparse.Namespace) -> int:
     with _Progress(total) as progress:
         result = grading.grade(path, seed=args.seed, parts=args.parts, intake=getattr(args, "intake", False),
                                on_event=progress)
-    _print_report(render_text(result))
+    _print_report(render_text(result, show_hidden=args.show_hidden))
     for f in FORMATS.values():
         path = getattr(args, f.name) if f.flag else None
         if not path:

@@ -285,6 +285,31 @@ class TimingMethod(_Schema):
         return self.flush_mib * 2**20
 
 
+class CompileCacheConfig(_Schema):
+    """``compile_cache:``: the bounds of the compile cache (``<cache>/compiled``: emulated modules and
+    cubins, kept between runs; :class:`grader.backends.emulator.build.CompileCache`).
+
+    ``max_mib``: the most the cache holds; past it the least recently used go first.
+    ``max_age_days``: a file not used for that long goes. ``submission_mib``: the most one grading
+    (one submission) may add; what it compiles past that, and any one file larger, is used and not
+    kept (a static array of 60 MiB in a part's file makes each of its modules that large).
+    """
+
+    max_mib: Annotated[Int, _check(_positive)] = Field(
+        1024, description="a positive number of MiB (the most the compile cache holds)")
+    max_age_days: Annotated[Int, _check(_positive)] = Field(
+        30, description="a positive number of days (a compiled file not used for that long is removed)")
+    submission_mib: Annotated[Int, _check(_positive)] = Field(
+        32, description="a positive number of MiB (the most one submission's grading adds to the compile cache)")
+
+    @model_validator(mode="after")
+    def _quota_within_bound(self) -> "CompileCacheConfig":
+        if self.submission_mib > self.max_mib:
+            raise _fault(f"submission_mib ({self.submission_mib}) must not be above max_mib ({self.max_mib})",
+                         field=("submission_mib",), plain=True)
+        return self
+
+
 class PrairieLearnConfig(_Schema):
     """``prairielearn:``: how PrairieLearn's results.json treats a submission (docs/prairielearn.md)."""
 
@@ -430,6 +455,7 @@ class ConfigFile(_Schema):
     sanitizer_audit: StrictBool = Field(
         False, description="true or false (on a GPU, also run NVIDIA compute-sanitizer on the checked cases, "
                            "as an audit beside the emulator's checks)")
+    compile_cache: CompileCacheConfig = Field(default_factory=CompileCacheConfig)
     parts: dict[str, PartConfig]
 
     @model_validator(mode="before")

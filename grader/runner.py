@@ -19,6 +19,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
@@ -660,7 +661,9 @@ def grade(submission: Path | Intake, *, cfg: Config, selection: Selection, seed:
             emulator's checks where it is not installed.
         on_event: called with the name and the typed event (:mod:`grader.protocol`) of each event a
             worker reports (for progress display).
-        env: extra environment for the part workers (e.g. ``CUDA_VISIBLE_DEVICES``).
+        env: extra environment for the part workers (e.g. ``CUDA_VISIBLE_DEVICES``); they also get
+            a token of this grading (``SCANGRADE_CACHE_OWNER``), by which the compile cache counts
+            one submission's quota (:class:`grader.backends.emulator.build.CompileCache`).
         stop: set from another thread to stop grading: the running workers' sessions are ended and
             :class:`~grader.errors.GradingStopped` raised (``scangrade batch`` on Ctrl-C).
         part_jobs: parts graded at once (default :func:`default_part_jobs`); the result is the
@@ -679,6 +682,8 @@ def grade(submission: Path | Intake, *, cfg: Config, selection: Selection, seed:
     where = intake.sources if intake else {}
     if seed is not None:
         cfg = cfg.override(seed=seed)
+    from grader.backends.emulator.build import CACHE_OWNER_ENV
+    env = {**(env or {}), CACHE_OWNER_ENV: uuid.uuid4().hex}  # its workers' compiles share one cache quota
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     t0 = time.perf_counter()
     keys = [key for key in files if key in cfg.parts]

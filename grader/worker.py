@@ -75,6 +75,8 @@ def main(argv: list[str]) -> int:
     from grader.intake import read_source
 
     cfg = job.config  # the config the runner validated, its settings included
+    from grader.backends.emulator.build import CacheLimits, set_cache_limits
+    set_cache_limits(CacheLimits(**cfg.compile_cache.model_dump()))  # this grading's compile cache bounds
     part = PARTS[job.part]
     pc = cfg.parts[part.key]
     kind = backend_kind(job.backend)  # its traits

@@ -18,7 +18,7 @@ from grader.backends import Selection
 from grader.classwork.batch import batch
 from grader.classwork.submissions import find_submissions
 from grader.config import load_config
-from grader.render.formats import student_reports
+from grader.render.formats import batch_reports
 from tests.conftest import BROKEN, ROOT, SOLUTIONS, TEMPLATES, write_config
 
 EMULATOR = Selection("emulator", "test")
@@ -48,7 +48,7 @@ def _config(tmp_path: Path):
 def test_a_class_is_graded_into_a_gradebook_and_reports_even_with_a_hanging_submission(tmp_path):
     root, out = _class(tmp_path), tmp_path / "out"
     rows = batch(root, out=out, cfg=_config(tmp_path), selection=EMULATOR,
-                 reports=student_reports, jobs=2, checks=False)  # a hang, not a deadlock finding
+                 reports=batch_reports, jobs=2, checks=False)  # a hang, not a deadlock finding
     assert [sid for sid, _ in rows] == ["alice", "bob", "carol", "dave"]
     book = list(csv.DictReader((out / "gradebook.csv").open()))
     by_id = {r["student"]: r for r in book}
@@ -61,6 +61,8 @@ def test_a_class_is_graded_into_a_gradebook_and_reports_even_with_a_hanging_subm
     for sid in by_id:
         for name in ("result.json", "report.txt", "report.md", "results.json", "junit.xml"):
             assert (out / sid / name).is_file(), (sid, name)
+        # the student-safe set: every student-facing format, no result.json, no JUnit (hidden cases in full)
+        assert sorted(p.name for p in (out / sid / "student").iterdir()) == ["report.md", "report.txt", "results.json"]
     dave = json.loads((out / "dave" / "result.json").read_text())
     assert dave["parts"][0]["status"] == "timeout"
     assert (out / "summary.txt").read_text().startswith("4 submissions")
@@ -71,11 +73,11 @@ def test_resume_skips_intact_results_and_regrades_broken_ones(tmp_path):
     root, out = _class(tmp_path), tmp_path / "out"
     shutil.rmtree(root / "dave")
     cfg = _config(tmp_path)
-    batch(root, out=out, cfg=cfg, selection=EMULATOR, reports=student_reports, jobs=1)
+    batch(root, out=out, cfg=cfg, selection=EMULATOR, reports=batch_reports, jobs=1)
     (out / "bob" / "result.json").write_text('{"schema": "scangrade.result", "schema_ver')  # cut short
     before = (out / "alice" / "result.json").read_text()
     seen = []
-    batch(root, out=out, cfg=cfg, selection=EMULATOR, reports=student_reports, resume=True, jobs=1,
+    batch(root, out=out, cfg=cfg, selection=EMULATOR, reports=batch_reports, resume=True, jobs=1,
           on_done=lambda sid, result, resumed: seen.append((sid, resumed)))
     assert sorted(seen) == [("alice", True), ("bob", False), ("carol", True)]
     assert (out / "alice" / "result.json").read_text() == before
@@ -116,7 +118,7 @@ def test_every_gradebook_row_has_the_same_maximum_refused_or_graded(tmp_path):
     (root / "frank").mkdir(parents=True)
     (root / "frank" / "notes.txt").write_text("no part file here")  # graded: the part is missing
     (root / "eve.zip").write_bytes(b"not a zip at all")  # refused by intake
-    rows = batch(root, out=out, cfg=cfg, selection=EMULATOR, reports=student_reports, jobs=1, checks=False)
+    rows = batch(root, out=out, cfg=cfg, selection=EMULATOR, reports=batch_reports, jobs=1, checks=False)
     assert [sid for sid, _ in rows] == ["eve", "frank"]
     book = {r["student"]: r for r in csv.DictReader((out / "gradebook.csv").open())}
     assert "not a readable zip" in dict(rows)["eve"].parts[0].message
@@ -200,7 +202,7 @@ def test_every_member_of_a_group_submission_gets_a_row_graded_once(tmp_path):
     assert count_submissions(root) == 3
     seen = []
     rows = batch(root, out=tmp_path / "out", cfg=load_config(write_config(tmp_path, sizes={"part1_naive": [5]})),
-                 selection=EMULATOR, reports=student_reports, jobs=2, checks=False,
+                 selection=EMULATOR, reports=batch_reports, jobs=2, checks=False,
                  on_done=lambda sid, result, resumed: seen.append(sid))
     assert [sid for sid, _ in rows] == ["s1815", "s1906", "alan@example.edu"] and sorted(seen) == sorted(dict(rows))
     book = {r["student"]: r for r in csv.DictReader((tmp_path / "out" / "gradebook.csv").open())}
@@ -250,9 +252,11 @@ def test_no_gradebook_cell_or_id_starts_a_spreadsheet_formula(tmp_path):
         (root / name).mkdir(parents=True)
         shutil.copy(SOLUTIONS / "part1_naive.cu", root / name)
     rows = batch(root, out=tmp_path / "out", cfg=load_config(write_config(tmp_path, sizes={"part1_naive": [5]})),
-                 selection=EMULATOR, reports=student_reports, jobs=2, checks=False)
+                 selection=EMULATOR, reports=batch_reports, jobs=2, checks=False)
     ids = [sid for sid, _ in rows]
-    assert "SUM_A1" in ids and len(ids) == 7 and not [i for i in ids if i.startswith(FORMULA_STARTS)]
+    # a name that is not a safe id as it is gets a hash of itself (never another's plain name: a squat)
+    assert any(i.startswith("SUM_A1_") for i in ids) and len(ids) == 7
+    assert not [i for i in ids if i.startswith(FORMULA_STARTS)]
     for row in csv.reader((tmp_path / "out" / "gradebook.csv").open()):
         assert not [cell for cell in row if cell.startswith(FORMULA_STARTS)], row
     for text in ("=HYPERLINK(\"http://x\")", "+1", "-cmd", "@A1", "\t=1", "\r=1"):

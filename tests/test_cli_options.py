@@ -82,7 +82,7 @@ def test_grade_writes_each_report_format_of_the_table_that_it_is_asked_for(tmp_p
     import json
 
     from grader.config import load_config
-    from grader.render.formats import FORMATS, student_reports
+    from grader.render.formats import FORMATS, batch_reports, student_reports
     from grader.results import result_from_dict
     path = write_config(tmp_path, sizes={"part1_naive": [1]})
     path.write_text(path.read_text() + "prairielearn:\n  compile_error: zero\n")
@@ -98,7 +98,9 @@ def test_grade_writes_each_report_format_of_the_table_that_it_is_asked_for(tmp_p
     for name, file in files.items():
         assert file.read_text() == FORMATS[name].render(result, cfg), name
     assert json.loads(files["prairielearn"].read_text())["gradable"] is True  # the config's compile_error: zero
-    assert set(student_reports(result)) == {"report.txt", "results.json", "junit.xml", "report.md"}
+    assert set(student_reports(result)) == {"report.txt", "results.json", "report.md"}  # the student-safe set
+    assert set(batch_reports(result)) == {"report.txt", "results.json", "junit.xml", "report.md", "student/report.txt",
+                                          "student/results.json", "student/report.md"}
 
 
 def test_find_config_takes_the_option_relative_to_the_start_folder(tmp_path):

@@ -11,10 +11,12 @@ import json
 import math
 import re
 import xml.etree.ElementTree as ET
+from types import SimpleNamespace
 
 import pytest
 
 from grader.render import gradescope, junit_xml, markdown
+from grader.render.formats import FORMATS
 from grader.results import CaseResult, Mismatch, PartResult, Performance, SubmissionResult, Timing
 
 BASE_SEED = 20261122
@@ -293,7 +295,11 @@ def test_gradescope_scores_add_up(result):
 
 @pytest.mark.parametrize("elapsed, expected", [(12.6, 13), (0.2, 0), (59.5, 60)])
 def test_gradescope_execution_time_is_whole_seconds(elapsed, expected):
-    assert gradescope(submission(PART1, elapsed_s=elapsed))["execution_time"] == expected
+    assert gradescope(submission(PART5_TIMED, elapsed_s=elapsed))["execution_time"] == expected
+
+
+def test_gradescope_leaves_the_execution_time_out_where_hidden_cases_ran():
+    assert "execution_time" not in gradescope(submission(PART1, elapsed_s=12.6))
 
 
 @pytest.mark.parametrize("name, number, score, max_score, status", [
@@ -344,7 +350,7 @@ def test_gradescope_timed_case_output_has_the_timing(gs):
 def test_gradescope_hidden_case_is_shown_by_name_and_status(gs):
     test = _gs_test(gs, "Part 5 · scan_single_pass · hidden #1 int32")
     assert "visibility" not in test  # Gradescope's "hidden" would hide it, its status and the total score
-    assert test["output"].startswith("crashed")
+    assert test["status"] == "failed" and test["output"].startswith("failed (")  # it crashed: not said
 
 
 def test_gradescope_hidden_case_visibility_applies_to_hidden_tests_only():
@@ -413,7 +419,7 @@ def test_markdown_has_a_section_per_part(md, part):
     (4, "KERNELOUT 123"),                                 # the timed-out case's full message
     (4, "2 case(s) not run: an earlier step ended in timeout."),  # what did not run, and why
     (4, "| n=16000000 int32 | not run | 0/2 |"),          # ... case by case
-    (5, "| hidden #1 int32 | crashed | 0/1 | hidden case: details are not shown |"),
+    (5, "| hidden #1 int32 | failed | 0/1 | hidden case: details are not shown |"),  # it crashed: not said
 ])
 def test_markdown_shows_each_failure(md, number, text):
     assert text in _section(md, number)
@@ -458,8 +464,22 @@ def test_markdown_compile_error_is_fenced_without_colour_codes(md):
 
 # ----------------------------------------------------------------------------------------- hidden cases
 
+#: Every format students read (grader.render.formats.FORMATS' student_facing rows).
+STUDENT_FORMATS = [f.name for f in FORMATS.values() if f.student_facing]
+
+
+#: A config's keys the renderers read (PrairieLearn grades a part that does not compile as 0, so that
+#: the other parts are rendered too).
+RENDER_CFG = SimpleNamespace(prairielearn=SimpleNamespace(compile_error="zero"))
+
+
 def _student_views(result: SubmissionResult) -> dict[str, str]:
-    return {"gradescope": json.dumps(gradescope(result), ensure_ascii=False), "markdown": markdown(result)}
+    return {name: FORMATS[name].render(result, RENDER_CFG) for name in STUDENT_FORMATS}
+
+
+def test_the_student_facing_formats_are_those_students_read():
+    assert {"text", "gradescope", "prairielearn", "markdown"} <= set(STUDENT_FORMATS)
+    assert "junit" not in STUDENT_FORMATS and "json" not in STUDENT_FORMATS  # the course staff's
 
 
 @pytest.fixture(scope="module")
@@ -467,18 +487,18 @@ def views() -> dict[str, str]:
     return _student_views(RESULT)
 
 
-@pytest.mark.parametrize("view", ["gradescope", "markdown"])
+@pytest.mark.parametrize("view", STUDENT_FORMATS)
 @pytest.mark.parametrize("secret", HIDDEN_SECRETS)
 def test_student_views_leak_nothing_of_hidden_cases(views, view, secret):
     assert secret not in views[view]
 
 
-@pytest.mark.parametrize("view", ["gradescope", "markdown"])
+@pytest.mark.parametrize("view", STUDENT_FORMATS)
 def test_student_views_show_hidden_cases_by_name_and_status(views, view):
     assert "hidden #1 int32" in views[view] and "hidden case 2" in views[view]
 
 
-@pytest.mark.parametrize("view", ["gradescope", "markdown"])
+@pytest.mark.parametrize("view", STUDENT_FORMATS)
 def test_student_views_hide_a_base_seed_only_hidden_cases_use(view):
     seed = 5550123
     part = PartResult(key="part1_naive", number=1, title="t", file="f.cu", status="fail",
@@ -488,7 +508,7 @@ def test_student_views_hide_a_base_seed_only_hidden_cases_use(view):
     assert str(seed) not in text and "4321" not in text
 
 
-@pytest.mark.parametrize("view", ["gradescope", "markdown"])
+@pytest.mark.parametrize("view", STUDENT_FORMATS)
 def test_part_stopped_after_hidden_cases_ran_keeps_first_line_only(view):
     # The part timed out on a visible case after a hidden one ran: the kernel output may come from
     # the hidden case, so only the first line of the part's message is shown.

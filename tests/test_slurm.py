@@ -24,7 +24,8 @@ from grader.errors import Interrupted, UsageError
 from grader.classwork.merge import IncompleteMerge, merge
 from grader.classwork.slurm import sbatch_scripts, slurm_backend, slurm_batch
 from grader.classwork.store import config_fingerprint, parse_shard, shard_positions
-from grader.render.formats import student_reports
+from grader.render.formats import batch_reports
+from grader.runner import grading_sandbox
 from tests.conftest import BROKEN, SOLUTIONS, TEMPLATES, write_config
 
 EMULATOR = Selection("emulator", "test")
@@ -260,11 +261,12 @@ def graded(tmp_path_factory):
     root = _class(base / "class", broken=False)
     shutil.copytree(SOLUTIONS, root / "dave")
     shutil.copy(BROKEN / "part1_oob_write.cu", root / "dave" / "part1_naive.cu")
-    cfg = load_config(write_config(base, sizes={"part1_naive": [5]}))
+    # the sandbox policy of `scangrade batch` (required), so that a shard resumed by the command trusts these
+    cfg = grading_sandbox(load_config(write_config(base, sizes={"part1_naive": [5]})), official=True)
     for i in range(2):
         batch(root, out=base / "shards" / str(i), cfg=cfg, selection=EMULATOR,
-              reports=student_reports, jobs=2, shard=(i, 2))
-    batch(root, out=base / "whole", cfg=cfg, selection=EMULATOR, reports=student_reports, jobs=2)
+              reports=batch_reports, jobs=2, shard=(i, 2))
+    batch(root, out=base / "whole", cfg=cfg, selection=EMULATOR, reports=batch_reports, jobs=2)
     return base
 
 
@@ -302,7 +304,7 @@ def test_a_shard_resumes_on_its_own_and_a_run_cut_short_leaves_no_manifest(grade
         raise KeyboardInterrupt
     with pytest.raises(Interrupted):  # as Ctrl-C ends a batch
         batch(graded / "class", out=shards[1], cfg=load_config(graded / "config.yaml"), selection=EMULATOR,
-              reports=student_reports, resume=True, jobs=1, shard=(1, 2), on_done=stop)
+              reports=batch_reports, resume=True, jobs=1, shard=(1, 2), on_done=stop)
     assert not (shards[1] / "batch.json").exists()
     with pytest.raises(IncompleteMerge, match="shard 1/2 .* has no batch.json"):
         merge(shards, out=tmp_path / "m")
@@ -554,7 +556,7 @@ def test_a_class_graded_on_slurm_equals_a_local_batch(cluster, tmp_path, monkeyp
         assert (out / name).read_bytes() == (tmp_path / "local" / name).read_bytes(), f"{name}\n{logs}"
     book = (out / "gradebook.csv").read_text().splitlines()
     assert [line.split(",")[0] for line in book[1:]] == ["alice", "bob", "carol", "dave", "erin"]
-    assert [line.split(",")[-3] for line in book[1:]] == ["pass", "fail", "pass", "fail", "pass"]
+    assert [line.split(",")[-4] for line in book[1:]] == ["pass", "fail", "pass", "fail", "pass"]  # status, backend, gpu, note
     assert all((out / sid / "result.json").is_file() for sid in ("alice", "bob", "carol", "dave", "erin"))
     assert "5 submissions" in (out / "slurm" / f"merge-{merge_job}.out").read_text()
 

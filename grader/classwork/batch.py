@@ -6,13 +6,16 @@ files are looked for below it) or a ``.zip`` — and optionally Gradescope's exp
 :mod:`grader.classwork.submissions`). The output folder's layout is :mod:`grader.classwork.store`'s.
 
 Intake copies each submission's part files, refusing links and capping sizes; a student's id is
-safe as a file name, unique, and never one of the batch's own output names. A submission that
-breaks, hangs, attacks or is refused is graded as such; the batch goes on. With ``resume``,
-submissions whose ``result.json`` is already there and intact are not graded again.
+safe as a file name, unique, never one of the batch's own output names, and made of the
+submission's own name (names that read alike each get a hash, and a note in the gradebook and the
+summary). A submission that breaks, hangs, attacks or is refused is graded as such; the batch goes
+on. With ``resume``, submissions whose ``result.json`` is already there, intact and of the same
+grading (submission, config, private config, backend, checks) are not graded again.
 
 This module renders nothing: the caller gives the per-student report texts as a function
-(``scangrade batch`` passes :func:`grader.render.formats.student_reports`) and writes the class
-report page after the run.
+(``scangrade batch`` passes :func:`grader.render.formats.batch_reports`: the course staff's copies
+in ``OUT/<id>/``, the student-safe set in ``OUT/<id>/student/``) and writes the class report page
+after the run.
 """
 
 from __future__ import annotations
@@ -29,16 +32,17 @@ from pathlib import Path
 from grader import __version__
 from grader.backends import Selection
 from grader.classwork.gradebook import class_summary, gradebook_csv
-from grader.classwork.store import (MANIFEST, RESULT, check_out_folder, load_intact, shard_positions, write_atomic, write_manifest,
-                                    write_reports)
-from grader.classwork.submissions import Submission, find_submissions, require_submissions
+from grader.classwork.store import (MANIFEST, RESULT, check_out_folder, grading_record, load_trusted, shard_positions,
+                                    student_folders, write_atomic, write_manifest, write_reports)
+from grader.classwork.submissions import Submission, find_submissions, require_submissions, submission_sha256
 from grader.config import Config
 from grader.errors import GradingStopped, Interrupted, UsageError
 from grader.parts import PARTS
 from grader.results import PartStatus, SubmissionResult
 from grader.runner import grade, ungraded_part
 
-#: ``result -> {file name: text}``: a student's reports besides ``result.json`` (``report.txt``...).
+#: ``result -> {path: text}``: a student's reports besides ``result.json``, paths relative to the
+#: student's folder (``report.txt``, ``student/report.txt``...).
 StudentReports = Callable[[SubmissionResult], Mapping[str, str]]
 
 
@@ -54,7 +58,7 @@ def _not_graded(sub: Submission, *, cfg: Config, selection: Selection, why: str)
 
 
 def _interrupted(out: Path, work: Path, rows: list[tuple[str, SubmissionResult]], *, total: int,
-                 keys: list[str]) -> Interrupted:
+                 keys: list[str], notes: dict[str, str]) -> Interrupted:
     """After Ctrl-C: the gradebook and summary of the ``rows`` finished (none written when there are
     none), never the manifest (the run did not finish, so ``scangrade merge`` refuses the folder);
     the intake copies removed. Returns the error whose one line says what was written and how to go on."""
@@ -62,8 +66,8 @@ def _interrupted(out: Path, work: Path, rows: list[tuple[str, SubmissionResult]]
     if not rows:
         return Interrupted(f"no submission was finished, nothing was written to {out}; run the same command "
                            "again to grade the class")
-    write_atomic(out / "gradebook.csv", gradebook_csv(rows, keys))
-    write_atomic(out / "summary.txt", class_summary(rows, keys))
+    write_atomic(out / "gradebook.csv", gradebook_csv(rows, keys, notes))
+    write_atomic(out / "summary.txt", class_summary(rows, keys, notes))
     return Interrupted(f"{len(rows)} of {total} submissions graded: their reports and a gradebook of them are in "
                        f"{out}; run the same command with --resume to grade the other {total - len(rows)}")
 
@@ -81,14 +85,20 @@ def check_jobs(jobs: int | None) -> None:
 
 def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume: bool = False, jobs: int | None = None,
           checks: bool = True, on_done: Callable[[str, SubmissionResult, bool], None] | None = None,
-          shard: tuple[int, int] | None = None, reports: StudentReports) -> list[tuple[str, SubmissionResult]]:
+          on_note: Callable[[str, str], None] | None = None, shard: tuple[int, int] | None = None,
+          reports: StudentReports) -> list[tuple[str, SubmissionResult]]:
     """Grade every submission of ``folder`` into ``out``.
 
     Args:
         out: the output folder (created).
         reports: the texts of a student's reports besides ``result.json``, written into ``out/<id>/``
-            before it (:func:`grader.render.formats.student_reports` writes every format).
-        resume: skip submissions whose ``result.json`` is already written and intact.
+            (paths relative to it) before it (:func:`grader.render.formats.batch_reports` writes
+            every format).
+        resume: skip submissions whose ``result.json`` is already written, intact, and of the same
+            grading: the same submission (its name and the hash of its part files), config and
+            private config (their fingerprint), backend and checks
+            (:func:`grader.classwork.store.load_trusted`); any other is graded again, and said
+            (``on_note``, and a line of ``summary.txt``).
         checks: the emulator's checks (see :func:`grader.runner.grade`); on by default.
         jobs: submissions graded at once (1 or more); None means, on the pycuda backend, one per two CPU
             cores (at least one per visible GPU, at most 8 per GPU; each pinned to a GPU with
@@ -97,6 +107,8 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
             one per CPU core on the emulator (each emulator then runs one worker thread). Each
             submission's parts are then graded one at a time.
         on_done: called as ``(id, result, was_resumed)`` after each submission.
+        on_note: called as ``(id, one line)`` for what the TA should know of a submission before it
+            is graded (``graded again: its part files changed since its saved result was graded``).
         shard: ``(I, K)``: grade only shard I of K (0-based), the submissions at positions I, I+K,
             I+2K, ... of the sorted list (see :mod:`grader.classwork.slurm`; ``scangrade merge`` joins shards).
 
@@ -120,6 +132,8 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
     subs = find_submissions(folder, work=work)
     (out / MANIFEST).unlink(missing_ok=True)  # a run cut short must not look finished to scangrade merge
     everyone, positions = [s.id for s in subs], shard_positions(len(subs), shard)
+    names = {s.id: s.name for s in subs}
+    notes = {s.id: s.collision for s in subs if s.collision}  # of the whole class: a shard's gradebook says them too
     subs = [subs[p] for p in positions]
     gpus = [g for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g.strip()]
     if selection.kind.uses_gpus:
@@ -134,6 +148,7 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
     slots = list(range(jobs))
     slot_lock = threading.Lock()
     results: dict[str, SubmissionResult] = {}
+    regraded: dict[str, str] = {}  # id -> why its saved result was not trusted
     stop = threading.Event()  # set on Ctrl-C: running gradings end their workers and stop
 
     groups: dict[str, tuple[threading.Lock, list[SubmissionResult]]] = {}  # a group's lock, and its result once graded
@@ -158,12 +173,18 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
 
     def one(sub: Submission) -> None:
         target = out / sub.id
-        saved = load_intact(target / RESULT) if resume else None
+        record = grading_record(submission=sub.name, submission_sha256=submission_sha256(sub), cfg=cfg,
+                                backend=selection.name, checks=checks)
+        saved, why = load_trusted(target / RESULT, record) if resume else (None, "")
         if saved is not None:
             results[sub.id] = saved
             if on_done:
                 on_done(sub.id, saved, True)
             return
+        if why:  # a saved result there, not of this grading: graded again, and said
+            regraded[sub.id] = why
+            if on_note:
+                on_note(sub.id, f"graded again: {why}")
         if sub.group:  # a group submission is graded once; every member gets its result
             with slot_lock:
                 lock, done = groups.setdefault(sub.group, (threading.Lock(), []))
@@ -174,7 +195,7 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
         else:
             result = graded(sub)
         result = dataclasses.replace(result, submission=sub.id)
-        write_reports(result, target, reports(result))
+        write_reports(result, target, reports(result), record)
         results[sub.id] = result
         if on_done:
             on_done(sub.id, result, False)
@@ -192,14 +213,18 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
         if not isinstance(exc, KeyboardInterrupt):
             raise
         raise _interrupted(out, work, [(s.id, results[s.id]) for s in subs if s.id in results],
-                           total=len(subs), keys=[k for k in PARTS if k in cfg.parts]) from None
+                           total=len(subs), keys=[k for k in PARTS if k in cfg.parts], notes=notes) from None
     finally:
         pool.shutdown(wait=True)
     rows = [(s.id, results[s.id]) for s in subs]
     keys = [k for k in PARTS if k in cfg.parts]
-    write_atomic(out / "gradebook.csv", gradebook_csv(rows, keys))
-    write_atomic(out / "summary.txt", class_summary(rows, keys))
+    write_atomic(out / "gradebook.csv", gradebook_csv(rows, keys, notes))
+    stale = [f.name for f in student_folders(out) if f.name not in names]
+    write_atomic(out / "summary.txt", class_summary(rows, keys, notes) + "".join(
+        f"graded again on --resume: {sid}: {why}\n" for sid, why in regraded.items()) + (
+        f"folders of an earlier run, not in this gradebook (kept; not a submission of this run, or one whose id "
+        f"changed): {', '.join(stale)}\n" if stale else ""))
     write_manifest(out, cfg=cfg, backend=selection.name, checks=checks, shard=shard, part_keys=keys,
-                   everyone=everyone, positions=positions, submissions=folder)
+                   everyone=everyone, positions=positions, submissions=folder, names=names, notes=notes)
     shutil.rmtree(work, ignore_errors=True)
     return rows

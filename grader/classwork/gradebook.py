@@ -10,6 +10,7 @@ import csv
 import io
 import re
 import statistics
+from collections.abc import Mapping
 
 from grader.results import SubmissionResult
 
@@ -26,25 +27,35 @@ def spreadsheet_cell(text: str) -> str:
     return "'" + text if text.startswith(FORMULA_STARTS) and not _NUMBER.fullmatch(text) else text
 
 
-def gradebook_csv(rows: list[tuple[str, SubmissionResult]], part_keys: list[str]) -> str:
-    """The gradebook: id, points per part, total, max, pending, status, backend, GPU — one row per
-    submission, every cell safe to open in a spreadsheet (:func:`spreadsheet_cell`). ``pending`` is the performance points that wait for a run on a GPU (an emulator
-    run of parts that passed; :attr:`~grader.results.SubmissionResult.pending_points`): in ``max``,
-    never in ``total``, so ``max - pending`` is what the row could earn here."""
+def gradebook_csv(rows: list[tuple[str, SubmissionResult]], part_keys: list[str],
+                  notes: Mapping[str, str] | None = None) -> str:
+    """The gradebook: id, points per part, total, max, pending, status, backend, GPU, note — one row
+    per submission, every cell safe to open in a spreadsheet (:func:`spreadsheet_cell`). ``pending``
+    is the performance points that wait for a run on a GPU (an emulator run of parts that passed;
+    :attr:`~grader.results.SubmissionResult.pending_points`): in ``max``, never in ``total``, so
+    ``max - pending`` is what the row could earn here. ``note``: ``notes[id]``, e.g. an id collision
+    (:attr:`grader.classwork.submissions.Submission.collision`), else empty."""
+    notes = notes or {}
     out = io.StringIO()
     w = csv.writer(out)
-    w.writerow(["student", *part_keys, "total", "max", "pending", "status", "backend", "gpu"])
+    w.writerow(["student", *part_keys, "total", "max", "pending", "status", "backend", "gpu", "note"])
     for sid, r in rows:
         by_key = {p.key: p for p in r.parts}
         w.writerow([spreadsheet_cell(str(cell)) for cell in (
             sid, *(f"{by_key[k].points:g}" if k in by_key else "" for k in part_keys),
             f"{r.points:g}", f"{r.max_points:g}", f"{r.pending_points:g}", "pass" if r.passed else "fail",
-            r.backend, r.device.get("device", ""))])
+            r.backend, r.device.get("device", ""), notes.get(sid, ""))])
     return out.getvalue()
 
 
-def class_summary(rows: list[tuple[str, SubmissionResult]], part_keys: list[str]) -> str:
-    """Per part: mean, median and how many submissions passed every case; failures by kind."""
+#: Notes the summary lists one by one; past it, how many more (every one is in gradebook.csv).
+SUMMARY_NOTES = 20
+
+
+def class_summary(rows: list[tuple[str, SubmissionResult]], part_keys: list[str],
+                  notes: Mapping[str, str] | None = None) -> str:
+    """Per part: mean, median and how many submissions passed every case; failures by kind; the
+    rows with a note (``notes[id]``: an id collision), by id."""
     lines = [f"{len(rows)} submissions"]
     for k in part_keys:
         pts = [p.points for _, r in rows for p in r.parts if p.key == k]
@@ -65,4 +76,10 @@ def class_summary(rows: list[tuple[str, SubmissionResult]], part_keys: list[str]
                      "(in max, not in total; gradebook.csv's pending column)")
     if kinds:
         lines.append("parts not passing, by status: " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))
+    noted = [(sid, notes[sid]) for sid, _ in rows if notes and notes.get(sid)]
+    if noted:
+        lines.append(f"{len(noted)} row(s) with a note (gradebook.csv's note column):")
+        lines += [f"  {sid}: {note}" for sid, note in noted[:SUMMARY_NOTES]]
+        if len(noted) > SUMMARY_NOTES:
+            lines.append(f"  and {len(noted) - SUMMARY_NOTES} more")
     return "\n".join(lines) + "\n"

@@ -155,7 +155,7 @@ def merge(shard_dirs: list[Path], *, out: Path, allow_partial: bool = False) -> 
 
     placed: dict[str, Path] = {}
     positions: dict[int, str] = {}
-    rows_at: list[tuple[int, str, SubmissionResult, Path]] = []
+    rows_at: list[tuple[int, str, SubmissionResult, Path, dict]] = []
     for folder, m in found:
         for entry in m["students"]:
             sid, pos = entry["id"], entry["position"]
@@ -170,7 +170,7 @@ def merge(shard_dirs: list[Path], *, out: Path, allow_partial: bool = False) -> 
             if result is None:
                 raise UsageError(f"{folder / sid / 'result.json'} is missing or damaged though {folder / MANIFEST} "
                                  f"lists it; {_resubmit_hint(folder, _shard_index(folder))}")
-            rows_at.append((pos, sid, result, folder / sid))
+            rows_at.append((pos, sid, result, folder / sid, entry))
     rows_at.sort(key=lambda r: r[0])
     if not absent and sorted(positions) != list(range(first["class_size"])):
         raise UsageError(f"the shards hold {len(positions)} of the class's {first['class_size']} submissions: "
@@ -183,28 +183,29 @@ def merge(shard_dirs: list[Path], *, out: Path, allow_partial: bool = False) -> 
         raise UsageError(f"cannot write the merged class into {out}: {exc.strerror or exc}") from None
 
 
-def _write_merged(out: Path, rows_at: list[tuple[int, str, SubmissionResult, Path]], *, shard_dirs: list[Path],
+def _write_merged(out: Path, rows_at: list[tuple[int, str, SubmissionResult, Path, dict]], *, shard_dirs: list[Path],
                   first: dict, by_index: dict[int, Path], count: int, absent: int, missing: list[str]) -> Merged:
     """The files of :func:`merge`, once every check has passed."""
     out.mkdir(parents=True, exist_ok=True)
     keep = {d.resolve() for d in shard_dirs} | {(out / "slurm").resolve()}
-    for _, sid, _, src in rows_at:
+    for _, sid, _, src, _ in rows_at:
         dest = (out / sid).resolve()
         if dest in keep or any(dest in k.parents for k in keep):
             raise UsageError(f"student {sid!r} would overwrite {dest}, which holds shards or scripts: "
                              "merge into another --out folder")
         if src.resolve() != dest:
             _link_tree(src, dest)
-    rows = [(sid, result) for _, sid, result, _ in rows_at]
+    rows = [(sid, result) for _, sid, result, _, _ in rows_at]
+    notes = {sid: entry["note"] for _, sid, _, _, entry in rows_at if entry.get("note")}
     keys = list(first["part_keys"])
-    write_atomic(out / "gradebook.csv", gradebook_csv(rows, keys))
-    summary = class_summary(rows, keys)
+    write_atomic(out / "gradebook.csv", gradebook_csv(rows, keys, notes))
+    summary = class_summary(rows, keys, notes)
     if absent:
         summary += (f"PARTIAL: {absent} shard(s) of {count} missing, "
                     f"{first['class_size'] - len(rows)} of {first['class_size']} submissions not in this gradebook\n")
     write_atomic(out / "summary.txt", summary)
     merged = {**{k: v for k, v in first.items() if k not in ("shard", "students", "finished_at")},
-              "shard": None, "students": [{"position": p, "id": sid} for p, sid, _, _ in rows_at],
+              "shard": None, "students": [entry for _, _, _, _, entry in rows_at],
               "merged_from": [str(f.resolve()) for _, f in sorted(by_index.items())],
               "missing": missing, "finished_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
     write_atomic(out / MANIFEST, json.dumps(merged, indent=2) + "\n")

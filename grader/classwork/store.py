@@ -10,11 +10,16 @@ Layout of a ``scangrade batch --out OUT`` folder (a merged folder has the same):
     OUT/class_report.html             the class report page (written by the CLI, after batch.json)
     OUT/<id>/result.json              the result (scangrade.result), written atomically, last
     OUT/<id>/report.txt, report.md, results.json (Gradescope), junit.xml
+                                      the course staff's: every hidden case in full (report.txt,
+                                      junit.xml, result.json); never hand this folder to a student
+    OUT/<id>/student/                 the student-safe set, to hand to the student: report.txt,
+                                      report.md, results.json, showing each hidden case by name
+                                      and passed or failed only (grader.render.formats.student_reports)
     OUT/.work/<id>/                   the grader's copy of the part files, graded; removed at the end
 
 Every file is written through :func:`write_atomic` (a temporary file beside it, then a rename), so
 a reader never sees half a file. This module renders nothing: the texts of a student's reports
-come from the caller (:func:`grader.render.formats.student_reports` in ``scangrade batch``).
+come from the caller (:func:`grader.render.formats.batch_reports` in ``scangrade batch``).
 
 A class is split into K shards: shard I holds every K-th submission of the sorted list, starting
 at the I-th (:func:`shard_positions`); each shard's folder has its own ``batch.json``.
@@ -49,8 +54,10 @@ RESULT = "result.json"
 #: Names in the output folder that belong to the batch, never to a student's folder.
 RESERVED = {"gradebook.csv", "summary.txt", MANIFEST, CLASS_REPORT, "slurm", "shards", "work"}
 #: Config fields that do not change a grade (where the files were, how many threads the emulator
-#: used, the config's own backend key — the backend that ran is recorded apart).
-_NOT_FINGERPRINTED = {"path": True, "private_path": True, "emulator": {"workers"}, "backend": True}
+#: used, the config's own backend key — the backend that ran is recorded apart —, the compile
+#: cache's bounds).
+_NOT_FINGERPRINTED = {"path": True, "private_path": True, "emulator": {"workers"}, "backend": True,
+                      "compile_cache": True}
 _SHARD_RE = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
 
@@ -89,13 +96,71 @@ def load_intact(path: Path) -> SubmissionResult | None:
         return None
 
 
-def write_reports(result: SubmissionResult, folder: Path, reports: Mapping[str, str]) -> None:
-    """A student's files into ``folder`` (created): each of ``reports`` (file name -> text, e.g.
-    ``report.txt``), then ``result.json`` last, so its presence means the rest is there too."""
+#: The key of a batch's ``result.json`` recording what the result is of (:func:`grading_record`).
+GRADED = "batch"
+
+
+def grading_record(*, submission: str, submission_sha256: str, cfg: Config, backend: str, checks: bool) -> dict:
+    """What a batch's saved result is of, kept in its ``result.json`` under :data:`GRADED`, so that
+    ``batch --resume`` trusts it only for the same grading (:func:`load_trusted`).
+
+    Args:
+        submission: the submission as the class folder names it; submission_sha256: the hash of its
+            part files as taken in (:func:`grader.classwork.submissions.submission_sha256`).
+        cfg: the config as loaded, public and private (its :func:`config_fingerprint`).
+        backend, checks: the backend that grades, and the emulator's checks.
+    """
+    return {"submission": submission, "submission_sha256": submission_sha256,
+            "config_sha256": config_fingerprint(cfg), "backend": backend, "checks": checks}
+
+
+#: Why a saved result is not trusted, per field of :func:`grading_record` that differs.
+_UNTRUSTED = {
+    "submission": "its saved result is of another submission ({saved!r}; this one is {now!r})",
+    "submission_sha256": "its part files changed since its saved result was graded",
+    "config_sha256": "its saved result was graded under another config (public or private: sizes, hidden sizes, "
+                     "seeds, points, limits...)",
+    "backend": "its saved result was graded on {saved}; this run grades on {now}",
+    "checks": "its saved result was graded with checks {saved}; this run with checks {now}",
+}
+
+
+def load_trusted(path: Path, record: Mapping[str, object]) -> tuple[SubmissionResult | None, str]:
+    """A saved result that ``batch --resume`` may keep: ``(result, "")`` when ``path`` is intact and
+    its :data:`GRADED` record equals ``record`` (:func:`grading_record`: the same submission, part
+    files, config, private config, backend and checks); ``(None, why)`` when it is there but not to
+    be trusted (cut short, of another grading, or saved without a record), ``why`` one line; and
+    ``(None, "")`` when there is none."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None, ""
+    except (OSError, ValueError):
+        return None, "its saved result.json is cut short or unreadable"
+    try:
+        result = result_from_dict(data)
+    except (ValueError, KeyError, TypeError):
+        return None, "its saved result.json is not a scangrade result"
+    saved = data.get(GRADED)
+    if not isinstance(saved, dict):
+        return None, "its saved result does not record what it graded (an earlier scangrade wrote it)"
+    for key, why in _UNTRUSTED.items():
+        if saved.get(key) != record.get(key):
+            return None, why.format(saved=saved.get(key), now=record.get(key))
+    return result, ""
+
+
+def write_reports(result: SubmissionResult, folder: Path, reports: Mapping[str, str],
+                  record: Mapping[str, object] | None = None) -> None:
+    """A student's files into ``folder`` (created): each of ``reports`` (path relative to ``folder``
+    -> text, e.g. ``report.txt``, ``student/report.md``), then ``result.json`` last, so its presence
+    means the rest is there too; ``record`` (:func:`grading_record`) goes into it under :data:`GRADED`."""
     folder.mkdir(parents=True, exist_ok=True)
     for name, text in reports.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
         write_atomic(folder / name, text)
-    write_atomic(folder / RESULT, result.to_json() + "\n")
+    body = result.to_dict() | ({GRADED: dict(record)} if record is not None else {})
+    write_atomic(folder / RESULT, json.dumps(body, indent=2, allow_nan=False) + "\n")
 
 
 @dataclass(frozen=True)
@@ -116,23 +181,36 @@ class BatchFolder:
     manifest: dict | None = None
 
 
+def student_folders(folder: Path) -> list[Path]:
+    """The subfolders of a batch output folder that hold a student's results (``result.json``, or
+    reports left without one), sorted; ``slurm/``, ``shards/`` and hidden ones are not."""
+    if not folder.is_dir():
+        return []
+    return [sub for sub in sorted(folder.iterdir())
+            if not sub.name.startswith(".") and sub.is_dir() and not sub.is_symlink()
+            and ((sub / RESULT).exists() or (sub / "report.txt").exists())]
+
+
 def load_batch(folder: Path) -> BatchFolder:
     """The results of a batch output folder (or a merged one): one subfolder per student holding
-    ``result.json``; subfolders that are not a student's (``slurm/``, ``shards/``) are skipped.
+    ``result.json``; subfolders that are not a student's (``slurm/``, ``shards/``) are skipped, and
+    so, where the folder's manifest lists its students, are those it does not list (a folder an
+    earlier run left: a submission whose id changed since, see
+    :func:`grader.classwork.submissions.submission_ids`).
 
     Raises:
         UsageError: ``folder`` is not a folder, or holds no student's results.
     """
     if not folder.is_dir():
         raise UsageError(f"{folder}: not a folder; pass the output folder of scangrade batch (its --out)")
+    manifest = usable_manifest(folder)
+    students = manifest.get("students") if manifest else None
+    listed = {s.get("id") for s in students if isinstance(s, dict)} if isinstance(students, list) else None
     rows, damaged = [], []
-    for sub in sorted(folder.iterdir()):
-        if sub.name.startswith(".") or not sub.is_dir() or sub.is_symlink():
+    for sub in student_folders(folder):
+        if listed is not None and sub.name not in listed:
             continue
-        saved = sub / RESULT
-        if not saved.exists() and not (sub / "report.txt").exists():
-            continue  # not a student's folder (e.g. slurm/, shards/)
-        result = load_intact(saved)
+        result = load_intact(sub / RESULT)
         if result is None:
             damaged.append(sub.name)
         else:
@@ -140,7 +218,7 @@ def load_batch(folder: Path) -> BatchFolder:
     if not rows and not damaged:
         raise UsageError(f"{folder}: no <student>/result.json in it; pass the output folder of scangrade batch "
                          "(its --out), after the batch has graded someone")
-    return BatchFolder(folder, rows, damaged, usable_manifest(folder))
+    return BatchFolder(folder, rows, damaged, manifest)
 
 
 def write_class_report(folder: Path, render: Callable[[BatchFolder, str], str], *, out: Path | None = None,
@@ -226,7 +304,8 @@ def _class_hash(ids: list[str]) -> str:
 
 
 def write_manifest(out: Path, *, cfg: Config, backend: str, checks: bool, shard: tuple[int, int] | None,
-                   part_keys: list[str], everyone: list[str], positions: list[int], submissions: Path) -> Path:
+                   part_keys: list[str], everyone: list[str], positions: list[int], submissions: Path,
+                   names: Mapping[str, str] | None = None, notes: Mapping[str, str] | None = None) -> Path:
     """Write ``out/batch.json``: what a batch run graded and under which rules (written last, so
     its presence means the shard finished).
 
@@ -238,6 +317,9 @@ def write_manifest(out: Path, *, cfg: Config, backend: str, checks: bool, shard:
         everyone: every submission id of the class, in gradebook order (not only this shard's).
         positions: the positions in ``everyone`` this run graded.
         submissions: the folder of submissions.
+        names, notes: id -> the submission as the class folder names it, and its gradebook note
+            (an id collision; :class:`grader.classwork.submissions.Submission`), recorded per student
+            (``submission``, ``note``) so that ``scangrade merge`` writes the same gradebook.
 
     Returns:
         The manifest's path.
@@ -249,7 +331,8 @@ def write_manifest(out: Path, *, cfg: Config, backend: str, checks: bool, shard:
         "private_config": str(Path(cfg.private_path).resolve()) if cfg.private_path else None,
         "backend": backend, "checks": checks, "part_keys": list(part_keys),
         "submissions": str(submissions.resolve()), "class_size": len(everyone), "class_sha256": _class_hash(everyone),
-        "students": [{"position": p, "id": everyone[p]} for p in positions],
+        "students": [{"position": p, "id": everyone[p], "submission": (names or {}).get(everyone[p], everyone[p]),
+                      "note": (notes or {}).get(everyone[p], "")} for p in positions],
         "finished_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
     path = out / MANIFEST

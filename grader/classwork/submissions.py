@@ -1,5 +1,6 @@
 """A class's submissions: the entries of a class folder, each a :class:`Submission` with a safe,
-unique id (Gradescope's export metadata names them), read by :func:`grader.intake.snapshot`.
+unique, stable id (:func:`submission_ids`; Gradescope's export metadata names them), read by
+:func:`grader.intake.snapshot`.
 
 Users: ``scangrade batch`` (:func:`find_submissions`), its Slurm and command-line checks
 (:func:`require_submissions`, :func:`count_submissions`). What one submission holds, and every
@@ -8,6 +9,7 @@ check on it, is :mod:`grader.intake`'s.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +20,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StrictInt, Stri
 from grader.classwork.store import RESERVED
 from grader.errors import UsageError
 from grader.intake import Intake, show, snapshot
+from grader.parts import PARTS
 from grader.safe_text import one_line
 
 _LOOKED_FOR = ("one folder or .zip per submission (hidden entries skipped), or Gradescope's export "
@@ -32,26 +35,126 @@ class Submission(Intake):
 
     Attributes:
         id: its gradebook row and output folder name (safe: no separators, no ``..``, no control
-            characters, unique in the batch, never one of the batch's own output names).
+            characters, unique in the batch, never one of the batch's own output names), a function of
+            its own name alone wherever that is not ambiguous (:func:`submission_ids`).
         group: for a member of a group submission (Gradescope's export), the entry's name, shared by
             every member's :class:`Submission` (graded once, one gradebook row each); "" otherwise.
+        name: the submission as the class folder names it, fit for a report (``alice.zip``, ``-alice``,
+            ``submission_101: s1815`` for a member of Gradescope's export).
+        collision: one line for the gradebook and the summary where its name reads as the same id as
+            another's, or as one of the batch's own output names; "" otherwise.
     """
 
     id: str = field(default="", kw_only=True)
     group: str = field(default="", kw_only=True)
+    name: str = field(default="", kw_only=True)
+    collision: str = field(default="", kw_only=True)
 
 
-def _safe_id(name: str, taken: set[str]) -> str:
-    """A file-name-safe, unique id (compared case-insensitively) from a folder or student name, that
-    never begins with what a spreadsheet takes for a formula (``@SUM(A1)`` becomes ``SUM_A1``)."""
+#: The hex digits of the hash of a submission's whole name that an id which needs one ends in:
+#: first 10 (40 bits: a class of thousands has no accidental clash), then more where one still clashes.
+_HASH_DIGITS = (10, 32, 64)
+#: The longest id.
+_ID_CHARS = 80
+
+
+def _plain_id(name: str) -> str:
+    """A name made file-name-safe: every run of characters other than ``A-Za-z0-9._@-`` one ``_``,
+    no leading or trailing ``.``, ``_``, ``-``, and none of what a spreadsheet takes for the start of
+    a formula (``@SUM(A1)`` reads as ``SUM_A1``), at most :data:`_ID_CHARS` characters; "submission"
+    for a name with nothing left."""
     text = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    sid = re.sub(r"[^A-Za-z0-9._@-]+", "_", text).strip("._-").lstrip("@._-")[:80] or "submission"
-    base, n = sid, 1
-    while sid.lower() in taken or sid.lower() in RESERVED:
-        n += 1
-        sid = f"{base}_{n}"
-    taken.add(sid.lower())
-    return sid
+    return re.sub(r"[^A-Za-z0-9._@-]+", "_", text).strip("._-").lstrip("@._-")[:_ID_CHARS] or "submission"
+
+
+def _hashed_id(plain: str, key: str, level: int) -> str:
+    """``plain`` ending in ``_`` and the first ``_HASH_DIGITS[level - 1]`` hex digits of the SHA-256 of
+    ``key`` (the submission's whole name), within :data:`_ID_CHARS` characters; ``plain`` at level 0."""
+    if level == 0:
+        return plain
+    digits = _HASH_DIGITS[min(level, len(_HASH_DIGITS)) - 1]
+    digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:digits]
+    return f"{plain[:_ID_CHARS - 1 - digits].rstrip('._-')}_{digest}"
+
+
+def submission_ids(names: dict[str, str]) -> dict[str, tuple[str, str]]:
+    """Each submission's id, and a note where its name is ambiguous.
+
+    Args:
+        names: key -> name: a submission's whole name, unique in the class (its entry in the class
+            folder, ``alice.zip``; for a member of Gradescope's export the entry and the submitter's
+            id) -> the name its id is made from (``alice``; the submitter's id).
+
+    Returns:
+        key -> ``(id, note)``. The id is the name itself where the name is already a safe id
+        (:func:`_plain_id` leaves it as it is), no other name reads as the same id (compared
+        without regard to case, as some file systems do) and it is none of the batch's own output
+        names (:data:`grader.classwork.store.RESERVED`); else the safe form followed by ``_`` and a
+        hash of the whole name (10 hex digits, more where that still clashes). So an id depends on
+        the submission's own name and never on its position among others: a folder ``-alice``
+        beside ``alice`` is ``alice_<hash>`` and alice keeps ``alice``; ``Zoé`` is ``Zo_<hash of
+        Zoé>`` whoever else submits. Names that read alike all get a hash (none of them is more
+        ``alice`` than the others) and a note naming the others; the note is "" for every other.
+    """
+    plain = {key: _plain_id(name) for key, name in names.items()}
+    level = {key: 0 if plain[key] == name and plain[key].lower() not in RESERVED else 1
+             for key, name in names.items()}
+    first = {key: _hashed_id(plain[key], key, level[key]) for key in names}
+    while True:
+        ids = {key: _hashed_id(plain[key], key, level[key]) for key in names}
+        by_id: dict[str, list[str]] = {}
+        for key, sid in ids.items():
+            by_id.setdefault(sid.lower(), []).append(key)
+        clashing = [key for sid, keys in by_id.items() if len(keys) > 1 or sid in RESERVED for key in keys]
+        if not clashing:
+            break
+        for key in clashing:
+            level[key] += 1
+    alike: dict[str, list[str]] = {}
+    for key in names:
+        alike.setdefault(plain[key].lower(), []).append(key)
+    notes = {}
+    for key in names:
+        others = [k for k in alike[plain[key].lower()] if k != key]
+        if others:
+            named = [repr(show(k)) for k in others]
+            them = named[0] if len(named) == 1 else f"{', '.join(named[:-1])} and {named[-1]}"
+            notes[key] = (f"id collision: {show(key)!r} reads as {plain[key]!r}, as {them} "
+                          f"{'does' if len(named) == 1 else 'do'}; each has an id of its own")
+        elif plain[key].lower() in RESERVED:
+            notes[key] = f"{show(key)!r} reads as {plain[key]!r}, a name of the batch's own output; its id has a hash"
+        elif ids[key] != first[key]:
+            notes[key] = (f"id collision: {show(key)!r} reads as {first[key]!r}, as another submission's id does; "
+                          "each has an id of its own")
+        else:
+            notes[key] = ""
+    return {key: (ids[key], notes[key]) for key in names}
+
+
+def submission_sha256(sub: Intake) -> str:
+    """The SHA-256 (hex) of what grading a submission reads: each part's file as taken in (its
+    bytes), or why it is not graded (missing, misnamed, refused), where each file was in the
+    submission, and why the whole submission is refused if it is. Equal for a submission that has not
+    changed (``batch --resume`` trusts a saved result only then: :func:`grader.classwork.store.load_trusted`).
+    """
+    h = hashlib.sha256()
+
+    def add(*fields: str | bytes) -> None:
+        for f in fields:
+            data = f.encode("utf-8", "surrogateescape") if isinstance(f, str) else f
+            h.update(len(data).to_bytes(8, "little") + data)
+    for key, spec in PARTS.items():
+        note, file = sub.notes.get(key), sub.path / spec.filename
+        if note is not None:
+            add(key, "not graded", note.status, note.message)
+        elif file.is_file():
+            add(key, "file", hashlib.sha256(file.read_bytes()).digest())
+        else:
+            add(key, "missing")
+    for key, where in sorted(sub.sources.items()):
+        add("source", key, where)
+    add("refused", sub.refused)
+    return h.hexdigest()
 
 
 _METADATA = "submission_metadata.yml"
@@ -159,7 +262,7 @@ def count_submissions(folder: Path) -> int:
         UsageError: ``folder`` is not a folder, or its Gradescope metadata is not YAML.
     """
     meta = _metadata(folder)
-    return sum(max(1, len(m)) if isinstance(m := meta.get(e.name), list) else 1 for e in _entries(folder))
+    return sum(max(1, len(set(m))) if isinstance(m := meta.get(e.name), list) else 1 for e in _entries(folder))
 
 
 def require_submissions(folder: Path) -> int:
@@ -178,29 +281,37 @@ def require_submissions(folder: Path) -> int:
 def find_submissions(folder: Path, *, work: Path) -> list[Submission]:
     """Every submission in ``folder``, sorted by entry name; the part files of each are copied into
     ``work/<id>`` (links refused, sizes capped), which is graded. A group submission of Gradescope's
-    export is one :class:`Submission` per member, in the metadata's order, sharing a ``group``; an
-    entry its metadata gets wrong is refused, saying why.
+    export is one :class:`Submission` per member (each submitter's id once), in the metadata's order,
+    sharing a ``group``; an entry its metadata gets wrong is refused, saying why. Ids come from
+    :func:`submission_ids`: of each submission's own name, never of its position.
 
     Raises:
         UsageError: ``folder`` is not a folder, or its Gradescope metadata is not YAML.
     """
     entries = _entries(folder)
     meta = _metadata(folder)
-    found: list[Submission] = []
-    taken: set[str] = set()
+    plan: list[tuple[Path, str, str, str | None, bool]] = []  # entry, key, name, why refused, one of a group
     for entry in entries:
         base = entry.name[:-4] if entry.suffix.lower() == ".zip" else entry.name
         info = meta.get(entry.name)
         if isinstance(info, str):  # a malformed metadata entry: this submission alone is refused
-            sid = _safe_id(base, taken)
-            found.append(Submission(work / sid, refused=info, id=sid))
+            plan.append((entry, entry.name, base, info, False))
             continue
-        members = info or [base]
-        for member in members:
-            sid = _safe_id(member, taken)
-            intake = snapshot(entry, work / sid)
-            sep = ":" if entry.suffix.lower() == ".zip" else "/"
-            found.append(Submission(intake.path, intake.notes, intake.refused,
-                                    {k: f"{show(entry.name)}{sep}{rel}" for k, rel in intake.sources.items()},
-                                    id=sid, group=entry.name if len(members) > 1 else ""))
+        members = list(dict.fromkeys(info)) if info else []
+        if not members:
+            plan.append((entry, entry.name, base, None, False))
+        for member in members:  # Gradescope's export: the row is the submitter's id; the entry is its submission id
+            plan.append((entry, f"{entry.name}: {member}", member, None, len(members) > 1))
+    ids = submission_ids({key: name for _, key, name, _, _ in plan})
+    found: list[Submission] = []
+    for entry, key, _, refused, grouped in plan:
+        sid, note = ids[key]
+        if refused is not None:
+            found.append(Submission(work / sid, refused=refused, id=sid, name=show(key), collision=note))
+            continue
+        intake = snapshot(entry, work / sid)
+        sep = ":" if entry.suffix.lower() == ".zip" else "/"
+        found.append(Submission(intake.path, intake.notes, intake.refused,
+                                {k: f"{show(entry.name)}{sep}{rel}" for k, rel in intake.sources.items()},
+                                id=sid, group=entry.name if grouped else "", name=show(key), collision=note))
     return found

@@ -62,8 +62,9 @@ if [ -n "$usage" ]; then
 else
     # --require-sandbox: on the emulator, grade only inside the OS sandbox (bubblewrap) unless the
     # bundle's config sets emulator.sandbox (docs/security.md). The emulator's checks are on (the default).
+    # --show-hidden: the report printed goes to the job's log, which only the course staff see.
     args=(grade "$ROOT/student" --intake --config "$HERE/config.yaml" --backend "${SCANGRADE_BACKEND:-auto}"
-          --require-sandbox --prairielearn "$RESULTS/results.json" "${parts[@]}")
+          --require-sandbox --show-hidden --prairielearn "$RESULTS/results.json" "${parts[@]}")
     if [ "$private" = yes ]; then
         args+=(--private-config "$HERE/private.yaml")
     fi

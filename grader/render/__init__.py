@@ -2,7 +2,8 @@
 
 Pure functions of the result: nothing here reads or writes files.
 
-- :func:`render_text` — the terminal report (plain text; the CLI colours it);
+- :func:`render_text` — the terminal report (plain text; the CLI colours it; student-facing,
+  ``show_hidden=True`` for the course staff's copy);
 - :func:`gradescope` — Gradescope's ``results.json`` as a dict (student-facing);
 - :func:`prairielearn` — PrairieLearn's ``results.json`` as a dict (student-facing);
 - :func:`junit_xml` — JUnit XML text for course CI (TA-facing: hidden cases in full);
@@ -11,12 +12,14 @@ Pure functions of the result: nothing here reads or writes files.
 - :func:`class_report` — a class's results as one self-contained HTML page (TA-facing);
   :func:`class_report_page` renders it from a folder loaded by :mod:`grader.classwork.store`;
 - :data:`grader.render.formats.FORMATS` — the one table of report formats: per format its
-  renderer, its ``grade``/``check`` option and its file in a student's folder of a batch;
-  :func:`grader.render.formats.student_reports` — every report of one result, as the files of
-  ``OUT/<id>/`` (import them from their module, so that loading this package does not load every report at once).
+  renderer, its ``grade``/``check`` option, whether students read it, and its file in a student's
+  folder of a batch; :func:`grader.render.formats.batch_reports` — every report of one result, as
+  the files of ``OUT/<id>/`` (the course staff's) and ``OUT/<id>/student/`` (the student-safe set,
+  :func:`grader.render.formats.student_reports`) (import them from their module, so that loading
+  this package does not load every report at once).
 
-Student-facing renderers show a hidden case by name and status only. ``docs/results.md`` maps
-each status to each format.
+Student-facing renderers render :func:`grader.render._common.student_view` of a result: a hidden
+case by name and passed or failed only. ``docs/results.md`` maps each status to each format.
 """
 
 from __future__ import annotations

@@ -1,7 +1,10 @@
 """Helpers shared by the renderers: labels, number formats, and what a student may see.
 
-The student-facing renderers (Gradescope, Markdown) show a hidden case by name and status only.
-Three things need care beyond not printing the case's fields:
+The student-facing renderers (the formats whose row in :data:`grader.render.formats.FORMATS` is
+``student_facing``) render :func:`student_view` of a result: each hidden case by name and ``passed``
+or ``failed`` only, and nothing else that depends on how the hidden cases ran (a crash or a
+timeout there reads as a failure; :func:`student_view` says what it changes). Run times shown to
+students are :func:`public_elapsed_s`. Three things need care beyond not printing the case's fields:
 
 - a hidden case's *name* may itself give the size away (the runner names cases ``n=<size>``);
   such a name is replaced by ``hidden case K`` (:func:`public_case_name`);
@@ -14,10 +17,12 @@ Three things need care beyond not printing the case's fields:
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import re
 
-from grader.results import CaseResult, PartResult, SubmissionResult, Timing
+from grader.results import (CaseResult, CaseStatus, PartResult, PartStatus, Performance, Profile, SubmissionResult,
+                            Timing)
 from grader.safe_text import printable  # noqa: F401  (the renderers' cleaner, re-exported)
 
 #: Part statuses for which a part is shown as one failing entry when none of its cases ran.
@@ -276,3 +281,88 @@ def block_size_text(result: SubmissionResult) -> str:
              for p in result.parts
              if p.block_size is not None and (p.block_size != result.block_size or p.items_per_thread)]
     return f"BLOCK_SIZE {result.block_size}" + (f" ({'; '.join(other)})" if other else "")
+
+
+# ---- what students see of the hidden cases ---------------------------------------------------------
+
+#: A student-facing format's performance and profile messages for a part in which a hidden case
+#: failed, whatever the TA's result says (the part may have stopped there, and lost its scores).
+HIDDEN_FAILED_PERFORMANCE = ("no performance points: a hidden case did not pass (performance is scored only when "
+                             "every case passes)")
+HIDDEN_FAILED_PROFILE = "no profile points: a hidden case did not pass (the profile is scored only when every case passes)"
+
+
+def hidden_phase_ran(part: PartResult) -> bool:
+    """Whether the part reached its hidden cases (any of them ran). They run after every visible
+    case, the timing and the profile, so whatever happened before this is the visible cases' doing."""
+    return any(is_hidden(c) and ran(c) for c in part.cases)
+
+
+def _student_case(part: PartResult, case: CaseResult, *, keep_not_run: bool) -> CaseResult:
+    """A hidden case as a student may see it: its public name (:func:`public_case_name`), its
+    dtype, seed and points, and ``pass`` or ``fail``; no size (0), message, mismatch, timing, kind,
+    finding or warning. A case not run stays ``not-run`` only where ``keep_not_run``."""
+    status = case.status if case.status == "pass" or (keep_not_run and not ran(case)) else CaseStatus.FAIL
+    return CaseResult(name=public_case_name(part, case), n=0, dtype=case.dtype, seed=case.seed, status=status,
+                      points=case.points, max_points=case.max_points, visibility=case.visibility)
+
+
+def _student_part(part: PartResult) -> PartResult:
+    """``part`` as :func:`student_view` gives it."""
+    hidden = [c for c in part.cases if is_hidden(c)]
+    if not hidden:
+        return part
+    whole = whole_part_failure(part)  # nothing ran: one entry with the part's (compiler's) message
+    cases = tuple(_student_case(part, c, keep_not_run=whole) if is_hidden(c) else c for c in part.cases)
+    if not hidden_phase_ran(part):  # what the student sees came before any hidden case ran
+        return dataclasses.replace(part, cases=cases)
+    status, message = part.status, part.message
+    culprit = stopped_case(part)
+    if status in STOPPED_STATUSES and not any(c.status == status for c in part.cases if not is_hidden(c)):
+        status, message = PartStatus.FAIL, ""  # it stopped on a hidden case: as a failure of that case
+    elif culprit is not None and is_hidden(culprit):
+        message = ""
+    else:
+        message = public_part_message(part)
+    performance, profile = part.performance, part.profile
+    if any(c.status != "pass" for c in hidden):
+        # performance and profile are given after the hidden cases and lost when one fails; a part
+        # that stopped there lost them otherwise worded: one wording for every way a hidden case
+        # fails (points are never changed: a student's score is the result's)
+        if performance is not None and not performance.points:
+            performance = Performance(0.0, performance.max_points, None, HIDDEN_FAILED_PERFORMANCE)
+        if profile is not None and not profile.points:
+            profile = Profile(0.0, profile.max_points, HIDDEN_FAILED_PROFILE)
+    return dataclasses.replace(part, status=status, message=message, cases=cases, performance=performance,
+                               profile=profile, phases_s={})
+
+
+def student_view(result: SubmissionResult) -> SubmissionResult:
+    """``result`` as a student may see it, which every student-facing renderer renders: nothing in it
+    depends on the hidden cases beyond their names and whether each passed.
+
+    - each hidden case: its public name (:func:`public_case_name`), dtype, seed and points, and
+      ``pass`` or ``fail`` (a crash, a timeout, an error and a case not run after the part stopped
+      among the hidden cases are all ``fail``); size 0, no message, mismatch, timing or findings;
+      cases not run because the part failed before any case ran (a compile error) stay ``not-run``;
+    - a part that stopped (``timeout``, ``crash``, ``error``) on a hidden case is ``fail``, its
+      message empty, as a part whose hidden case failed; a part that stopped on a visible case
+      after hidden cases ran keeps its message's first line (:func:`public_part_message`);
+    - where a hidden case failed, the part's performance and profile (0 points then, as the
+      worker scores them) have one message each (:data:`HIDDEN_FAILED_PERFORMANCE`,
+      :data:`HIDDEN_FAILED_PROFILE`), however the part's run ended; its phase times are dropped.
+
+    Points are never changed: the view's score is the result's.
+
+    The run's wall time and base seed are not changed here: a renderer shows
+    :func:`public_elapsed_s` and :func:`public_seed` (the seeds of the hidden cases are kept so
+    that the latter can be taken of the view as of the result). A pure function.
+    """
+    return dataclasses.replace(result, parts=tuple(_student_part(p) for p in result.parts))
+
+
+def public_elapsed_s(result: SubmissionResult) -> float | None:
+    """The run's wall time a student may see: ``elapsed_s`` when no hidden case ran, else None (the
+    time would cover the hidden cases: a kernel could spin in proportion to a hidden size and read it
+    back; the visible cases' share cannot be told apart where parts ran at once)."""
+    return None if any(hidden_phase_ran(p) for p in result.parts) else result.elapsed_s

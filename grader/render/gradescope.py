@@ -14,8 +14,8 @@ from typing import Any
 
 from grader.render._common import (CASE_STATUS_WORDS, HIDDEN_NOTE, PART_STATUS_WORDS, device_text, is_hidden,
                                    is_timed_case, largest_timed_case, part_label, pending_text,
-                                   performance_shown, points, printable,
-                                   public_case_name, public_part_message, public_seed, stopped_case,
+                                   performance_shown, points, printable, public_case_name, public_elapsed_s,
+                                   public_part_message, public_seed, stopped_case, student_view,
                                    visible_case_details, whole_part_failure)
 from grader.results import CaseResult, PartResult, SubmissionResult
 
@@ -127,10 +127,12 @@ def gradescope(result: SubmissionResult, *, leaderboard_part: str | None = "part
     message. The test scores add up to ``result.points`` and the max_scores to
     ``result.max_points`` less ``result.pending_points``.
 
-    Hidden cases (``CaseResult.visibility == "hidden"``) reach the student as name, score and
-    status only: the output is a fixed note, a name that gives the size or seed away becomes
-    ``hidden case K``, and part messages that could reveal one are cut (see
-    :mod:`grader.render._common`). Gradescope's own per-test ``"hidden"`` visibility would hide the
+    What is rendered is :func:`grader.render._common.student_view` of the result: hidden cases
+    (``CaseResult.visibility == "hidden"``) reach the student as name, score and ``passed`` or
+    ``failed`` only (a crash or a timeout there is ``failed``): the output is a fixed note, a name
+    that gives the size or seed away becomes ``hidden case K``, and part messages that could reveal
+    one are cut (see :mod:`grader.render._common`). ``execution_time`` is left out when hidden cases
+    ran (it would cover them: :func:`grader.render._common.public_elapsed_s`). Gradescope's own per-test ``"hidden"`` visibility would hide the
     test, its status and the student's total score entirely, so it is not used unless asked for.
 
     Args:
@@ -145,7 +147,8 @@ def gradescope(result: SubmissionResult, *, leaderboard_part: str | None = "part
             the top level).
 
     Returns:
-        A dict with ``score`` (float points), ``execution_time`` (int, rounded seconds), ``output`` (a
+        A dict with ``score`` (float points), ``execution_time`` (int, rounded seconds; absent when
+        hidden cases ran), ``output`` (a
         short summary, HTML-escaped, as Gradescope renders top-level output as simple HTML),
         ``visibility``, ``stdout_visibility``, ``tests`` (list of dicts) and, when there is one,
         ``leaderboard`` (list of ``{"name", "value", "order": "asc"}``).
@@ -157,17 +160,20 @@ def gradescope(result: SubmissionResult, *, leaderboard_part: str | None = "part
                        ("hidden_case_visibility", hidden_case_visibility)):
         if value is not None and value not in VISIBILITIES:
             raise ValueError(f"{arg} must be one of {', '.join(VISIBILITIES)}, not {value!r}")
-    tests = [t for p in result.parts
-             for t in _part_tests(p, hidden_case_visibility, pending=result.performance_pending(p))]
-    out: dict[str, Any] = {
-        "score": float(result.points),
-        "execution_time": max(0, round(result.elapsed_s)),
-        "output": html.escape(_summary(result), quote=False),
+    view = student_view(result)
+    tests = [t for p in view.parts
+             for t in _part_tests(p, hidden_case_visibility, pending=view.performance_pending(p))]
+    out: dict[str, Any] = {"score": float(view.points)}
+    elapsed = public_elapsed_s(result)
+    if elapsed is not None:
+        out["execution_time"] = max(0, round(elapsed))
+    out |= {
+        "output": html.escape(_summary(view), quote=False),
         "visibility": visibility,
         "stdout_visibility": stdout_visibility,
         "tests": tests,
     }
-    board = _leaderboard(result, leaderboard_part)
+    board = _leaderboard(view, leaderboard_part)
     if board:
         out["leaderboard"] = board
     return out

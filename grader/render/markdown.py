@@ -10,8 +10,8 @@ import re
 
 from grader.render._common import (CASE_STATUS_WORDS, PART_STATUS_WORDS, block_size_text, device_text, is_hidden,
                                    is_timed_case, pending_text, performance_shown, points, printable,
-                                   public_case_name, public_part_message, public_seed, stopped_case,
-                                   whole_part_failure)
+                                   public_case_name, public_elapsed_s, public_part_message, public_seed, stopped_case,
+                                   student_view, whole_part_failure)
 from grader.results import CaseResult, PartResult, SubmissionResult, Timing
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
@@ -140,8 +140,9 @@ def markdown(result: SubmissionResult) -> str:
     """A Markdown summary of the result (GitHub-flavoured; a str ending in a newline, no I/O).
 
     Layout: a ``##`` header with the total points; a line with submission, backend, device facts,
-    seed, BLOCK_SIZE, grader version and wall time; the timing note; an overview table (part,
-    status, cases passed, points, and a total row); then per part a ``###`` section with a table of
+    seed, BLOCK_SIZE, grader version and wall time (:func:`grader.render._common.public_elapsed_s`);
+    the timing note; an overview table (part, status, cases passed, points, and a total row); then
+    per part a ``###`` section with a table of
     its correctness cases (case, status, points, and the first line of each failing case's
     message; folded into ``<details>`` when all passed), a table of its timed cases when it has any
     (median ms, spread, GB/s, % of copy bandwidth, ratio to the reference, speed-up over the CPU
@@ -150,22 +151,26 @@ def markdown(result: SubmissionResult) -> str:
     shows its message (the compiler output) in a code block instead of tables. A case's seed is
     shown only where it differs from the run's seed in the header.
 
-    Student-facing: a hidden case shows its name (``hidden case K`` when the name gives its size
-    away), status and points only — no size, seed, values, message or timing. Text from the
+    Student-facing, it renders :func:`grader.render._common.student_view` of the result: a hidden
+    case shows its name (``hidden case K`` when the name gives its size away), ``passed`` or
+    ``failed`` (a crash or a timeout there is ``failed``) and points only — no size, seed, values,
+    message or timing; the wall time is left out when hidden cases ran. Text from the
     submission (messages, compiler output, paths) is escaped or fenced, so it cannot inject
     Markdown or HTML; ANSI colour sequences are dropped.
     """
+    seed, elapsed = public_seed(result), public_elapsed_s(result)
+    result = student_view(result)
     lines = [f"## scangrade: {points(result.points)}/{points(result.max_points)} points — "
              f"{'all cases passed' if result.passed else 'some cases did not pass'}", ""]
     facts = [f"Submission {_md(result.submission)}", f"backend {_md(result.backend)}"]
     dev = device_text(result)
     if dev:
         facts.append(f"device: {_md(dev)}")
-    seed = public_seed(result)
     if seed is not None:
         facts.append(f"seed {seed}")
-    facts += [_md(block_size_text(result)), f"scangrade {_md(result.scangrade_version)}",
-              f"graded in {result.elapsed_s:.1f} s"]
+    facts += [_md(block_size_text(result)), f"scangrade {_md(result.scangrade_version)}"]
+    if elapsed is not None:
+        facts.append(f"graded in {elapsed:.1f} s")
     lines += [" · ".join(facts), ""]
     if result.timing_note:
         lines += [f"_{_md(result.timing_note)}_", ""]

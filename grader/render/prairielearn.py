@@ -22,7 +22,7 @@ from grader.config import COMPILE_ERROR_CHOICES
 from grader.render._common import (CASE_STATUS_WORDS, PART_STATUS_WORDS, device_text, is_hidden,
                                    is_timed_case, part_label, pending_performance, points, printable,
                                    public_case_name, public_part_message, public_seed, stopped_case,
-                                   timing_text, visible_case_details, whole_part_failure)
+                                   student_view, timing_text, visible_case_details, whole_part_failure)
 from grader.results import CaseResult, PartResult, SubmissionResult, clean_text
 
 #: PrairieLearn's limit on ``results.json`` (bytes); :func:`prairielearn` keeps the document under
@@ -194,7 +194,7 @@ def _throughput_image(result: SubmissionResult) -> dict[str, str] | None:
     return {"label": THROUGHPUT_LABEL, "url": "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()}
 
 
-def _message(result: SubmissionResult, earned: float, counted: float, pending: float) -> str:
+def _message(result: SubmissionResult, earned: float, counted: float, pending: float, seed: int | None) -> str:
     lines = [f"scangrade {result.scangrade_version}: {points(earned)}/{points(counted)} points."]
     if pending:
         lines.append(f"Performance ({points(pending)} points) is pending a run on a GPU: this score counts "
@@ -205,7 +205,6 @@ def _message(result: SubmissionResult, earned: float, counted: float, pending: f
         lines.append(f"Device: {dev}.")
     if result.timing_note:
         lines.append(result.timing_note.rstrip(".") + ".")
-    seed = public_seed(result)
     if seed is not None:
         lines.append(f"Inputs were drawn with seed {seed}; scangrade check --seed {seed} replays them.")
     return "\n".join(lines)
@@ -241,7 +240,8 @@ def prairielearn(result: SubmissionResult, *, compile_error: str = "not-gradable
       config: the visible cases of each dtype (``"Part 2 · blelloch_scan · int32"``: the cases that
       did not pass with their message, n and seed, then the sizes that passed), and the hidden cases
       (``"... · hidden cases"``: each case's name and status only, names that give a size away
-      replaced as in :func:`grader.render._common.public_case_name`). A part that failed before any
+      replaced as in :func:`grader.render._common.public_case_name`; ``passed`` or ``failed`` only:
+      what is rendered is :func:`grader.render._common.student_view` of the result). A part that failed before any
       case ran (a compile error under ``compile_error="zero"``, a missing file, a timeout or crash
       while compiling) is one test with the part's message. Then ``"... · performance"`` when the
       part has performance points or timed runs (each run's timing in its output), and
@@ -270,6 +270,8 @@ def prairielearn(result: SubmissionResult, *, compile_error: str = "not-gradable
     if compile_error not in COMPILE_ERROR_CHOICES:
         raise ValueError(f"compile_error must be one of {', '.join(COMPILE_ERROR_CHOICES)}, not {compile_error!r}")
     target = int(TARGET_FRACTION * limit_bytes)
+    seed = public_seed(result)
+    result = student_view(result)
     doc = _not_gradable(result, compile_error)
     if doc is not None:
         return _fit(doc, target)
@@ -278,7 +280,7 @@ def prairielearn(result: SubmissionResult, *, compile_error: str = "not-gradable
     counted = result.max_points - pending
     score = result.points / counted if counted > 0 else float(result.passed)
     doc = {"gradable": True, "score": min(1.0, max(0.0, float(score))),
-           "message": printable(_message(result, result.points, counted, pending)), "tests": tests}
+           "message": printable(_message(result, result.points, counted, pending, seed)), "tests": tests}
     image = _throughput_image(result) if plot else None
     if image is not None:
         doc["images"] = [image]

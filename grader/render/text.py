@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import textwrap
 
-from grader.render._common import (SHOWN_FINDINGS, block_size_text, folded_sizes, group_findings, is_timed_case,
-                                   other_findings, pending_text, performance_shown, printable)
+from grader.render._common import (SHOWN_FINDINGS, block_size_text, folded_sizes, group_findings, is_hidden,
+                                   is_timed_case, other_findings, pending_text, performance_shown, printable,
+                                   public_elapsed_s, public_seed, student_view)
 from grader.results import CaseResult, PartResult, SubmissionResult
 
 #: The emulator's sandbox when all of it is in force (``EmulatorBackend.describe()["sandbox"]``).
@@ -45,8 +46,10 @@ def _timing_lines(p: PartResult, pending: bool) -> list[str]:
     return lines
 
 
-def _part_block(p: PartResult, pending: bool = False) -> list[str]:
-    """The part's lines; ``pending``: its performance points wait for a run on a GPU."""
+def _part_block(p: PartResult, pending: bool = False, *, show_hidden: bool = True) -> list[str]:
+    """The part's lines; ``pending``: its performance points wait for a run on a GPU; without
+    ``show_hidden`` (a student's report, of :func:`grader.render._common.student_view`), the hidden
+    cases are one line for those that passed and one for those that failed, by name."""
     head = f"Part {p.number}: {p.title}  [{p.file}]  {_points(p.points)}/{_points(p.max_points)} points"
     if pending:
         head += f" ({_points(p.performance.max_points)} pending a GPU run)"
@@ -55,17 +58,34 @@ def _part_block(p: PartResult, pending: bool = False) -> list[str]:
         lines += ["    " + m for m in p.message.splitlines()]
     if p.status in ("compile-error", "missing", "error"):
         return lines + _timing_lines(p, pending) + _profile_lines(p)
-    checked = [c for c in p.cases if not is_timed_case(c)]
+    checked = [c for c in p.cases if not is_timed_case(c) and (show_hidden or not is_hidden(c))]
     passed = [c for c in checked if c.status == "pass"]
     if passed:
-        every = "all " if len(passed) == len(checked) else ""
+        every = "all " if len(passed) == len(checked) and (show_hidden or not any(map(is_hidden, p.cases))) else ""
         lines.append(f"    PASS    {every}{_cases(passed)}: n = {folded_sizes(passed)}")
-    for group in group_findings([c for c in p.cases if c.status not in ("pass", "not-run")]):
+    for group in group_findings([c for c in p.cases if c.status not in ("pass", "not-run")
+                                 and (show_hidden or not is_hidden(c))]):
         lines += _failure_lines(group)
     skipped = [c for c in checked if c.status == "not-run"]
     if skipped:
         lines.append(f"    NOT RUN {_cases(skipped)}: n = {folded_sizes(skipped)}")
+    if not show_hidden:
+        lines += _hidden_lines(p)
     return lines + _warning_lines(p) + _timing_lines(p, pending) + _profile_lines(p)
+
+
+def _hidden_lines(p: PartResult) -> list[str]:
+    """A student's lines for the part's hidden cases that ran: those that passed, those that
+    failed, by name (whatever the way they failed: the part is :func:`student_view`'s)."""
+    lines = []
+    for mark, status in (("PASS", "pass"), ("FAIL", "fail")):
+        cases = [c for c in p.cases if is_hidden(c) and c.status == status]
+        if cases:
+            lines.append(f"    {mark:<7} {len(cases)} hidden case{'s' if len(cases) != 1 else ''}: "
+                         f"{', '.join(c.name for c in cases)}")
+    if any(is_hidden(c) and c.status == "fail" for c in p.cases):
+        lines.append(f"{_INDENT}(only names and results are shown for hidden cases)")
+    return lines
 
 
 #: Columns a report line is wrapped at (messages of 250 characters and more otherwise).
@@ -135,13 +155,24 @@ def _profile_lines(p: PartResult) -> list[str]:
     return ["    " + line for line in report_lines(p.profile)]
 
 
-def render_text(result: SubmissionResult) -> str:
+def render_text(result: SubmissionResult, *, show_hidden: bool = False) -> str:
     """A plain-text report: a header, a block per part with every failing case and the timing
-    table where timed, then a summary table."""
+    table where timed, then a summary table.
+
+    Without ``show_hidden`` it is what a student may read (the terminal of ``scangrade grade`` and
+    ``check``, a student's ``report.txt``): it renders :func:`grader.render._common.student_view`
+    of the result, each hidden case by name and passed or failed, the base seed only where a
+    visible case uses it, the wall time only where no hidden case ran. With it, the course staff's
+    report (``grade --show-hidden``, the ``report.txt`` of a student's folder of a batch): every
+    hidden case in full."""
+    seed, elapsed = result.seed, result.elapsed_s
+    if not show_hidden:
+        seed, elapsed = public_seed(result), public_elapsed_s(result)
+        result = student_view(result)
     dev = result.device.get("device")
     lines = [f"scangrade {result.scangrade_version} — grading {result.submission}",
              f"backend: {result.backend}{f' on {dev}' if dev else ''} ({result.backend_reason})",
-             f"config: {result.config} · seed {result.seed} · {block_size_text(result)}",
+             f"config: {result.config}{f' · seed {seed}' if seed is not None else ''} · {block_size_text(result)}",
              ""]
     if result.device.get("checker"):
         lines.insert(3, f"checks: {result.device['checker']}")
@@ -155,7 +186,7 @@ def render_text(result: SubmissionResult) -> str:
         if warning:
             lines.insert(3, f"WARNING: {warning}")
     for p in result.parts:
-        lines += _part_block(p, result.performance_pending(p)) + [""]
+        lines += _part_block(p, result.performance_pending(p), show_hidden=show_hidden) + [""]
     width = max([len(p.key) for p in result.parts] + [5])
     lines.append(f"{'part':<{width}}  {'status':<13}  {'cases':>7}  {'points':>11}")
     for p in result.parts:
@@ -167,5 +198,5 @@ def render_text(result: SubmissionResult) -> str:
                  f"{f'{_points(result.points)}/{_points(result.max_points)}':>11}")
     if result.pending_points:
         lines.append(f"PENDING {pending_text(result.pending_points)}.")
-    lines.append(f"{result.timing_note}. Graded in {result.elapsed_s:.1f} s.")
+    lines.append(f"{result.timing_note}." + (f" Graded in {elapsed:.1f} s." if elapsed is not None else ""))
     return printable("\n".join(lines))  # results are clean already; a result read back from a file may not be
