@@ -13,10 +13,14 @@ run, so a kernel that skips work once the answer is in the buffer fails.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
+import os
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -124,6 +128,48 @@ def reference_output(part: PartSpec, x: np.ndarray) -> np.ndarray:
     return inclusive_scan(x) if part.inclusive else exclusive_scan(x)
 
 
+#: The environment variable naming a folder of inputs shared by the workers of one ``batch`` on a GPU
+#: (:func:`shared_input`): the whole class is graded on the same inputs, drawn once.
+INPUT_CACHE_ENV = "SCANGRADE_INPUT_CACHE"
+#: The smallest input kept in that folder (smaller ones cost less to draw than to read back).
+INPUT_CACHE_MIN = 1 << 20
+
+
+def shared_input(cfg: Config, part: PartSpec, n: int, seed: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """``(input, reference output)`` of one case (:func:`make_input`, :func:`reference_output`), read
+    from the folder :data:`INPUT_CACHE_ENV` names where another worker of the batch drew it (mapped
+    copy-on-write: a worker's writes stay its own), else drawn and left there for the others (written
+    to a temporary name, then renamed: a reader sees a whole file or none). Without that folder, or
+    for inputs under :data:`INPUT_CACHE_MIN` elements, drawn now. Only the GPU path sets the folder:
+    there no student code runs on the host, so nothing but the grader can write it."""
+    dtype = np.dtype(dtype)
+    folder = os.environ.get(INPUT_CACHE_ENV)
+    if not folder or n < INPUT_CACHE_MIN:
+        x = make_input(cfg, part, n, seed, dtype)
+        return x, reference_output(part, x)
+    key = hashlib.sha256(repr((seed, part.number, part.inclusive, n, dtype.str, cfg.inputs.low, cfg.inputs.high,
+                               CHUNK)).encode()).hexdigest()[:32]
+    paths = [Path(folder) / f"{key}-{what}.npy" for what in ("in", "out")]
+    try:
+        if all(p.is_file() for p in paths):
+            x, expected = (np.load(p, mmap_mode="c") for p in paths)
+            if x.shape == (n,) and x.dtype == dtype and expected.shape == (n,):
+                return x, expected
+    except (OSError, ValueError):
+        pass  # unreadable or cut short: drawn again below
+    x = make_input(cfg, part, n, seed, dtype)
+    expected = reference_output(part, x)
+    try:
+        for path, array in zip(paths, (x, expected)):
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+            with open(tmp, "wb") as f:
+                np.save(f, array)
+            os.replace(tmp, path)
+    except OSError:
+        pass  # a full disk: the others draw their own
+    return x, expected
+
+
 class DrawAhead:
     """Cases' inputs and reference outputs (:func:`make_input`, :func:`reference_output`) drawn in a
     background thread before the cases ask for them: a GPU worker draws its large cases and its
@@ -147,8 +193,7 @@ class DrawAhead:
         self._pool.shutdown(wait=False)
 
     def _draw(self, n: int, seed: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
-        x = make_input(self.cfg, self.part, n, seed, dtype)
-        return x, reference_output(self.part, x)
+        return shared_input(self.cfg, self.part, n, seed, dtype)
 
     def take(self, n: int, seed: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
         """``(input, reference output)`` of one case: the one drawn ahead (waiting for it if it is
@@ -164,8 +209,7 @@ def case_input(cfg: Config, part: PartSpec, n: int, seed: int, dtype: np.dtype,
     """``(input, reference output)`` of one case: from ``ahead`` where given, else drawn now."""
     if ahead is not None and ahead.part is part:
         return ahead.take(n, seed, dtype)
-    x = make_input(cfg, part, n, seed, dtype)
-    return x, reference_output(part, x)
+    return shared_input(cfg, part, n, seed, dtype)
 
 
 #: The sequential CPU scan (the report's "times faster than the CPU") is timed on at most this many

@@ -205,9 +205,23 @@ def main(argv: list[str]) -> int:
             if not lost:
                 backend.close()
         events.emit(Done())
+    _trace_cpu(job.part)
     if lost:  # a GPU fault lost the context: not through PyCUDA's clean-up of it (it prints warnings)
         os._exit(0)
     return 0
+
+
+def _trace_cpu(part: str) -> None:
+    """Where ``SCANGRADE_CASE_TIMES`` names a folder (bench/throughput.py): this worker's CPU seconds
+    (all its threads; and its children that ended: executors, compilers) there, for the bench."""
+    folder = os.environ.get("SCANGRADE_CASE_TIMES")
+    if not folder:
+        return
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    (Path(folder) / f"{part}-cpu-{os.getpid()}.json").write_text(json.dumps(
+        {"part": part, "self_s": me.ru_utime + me.ru_stime, "children_s": kids.ru_utime + kids.ru_stime,
+         "main_thread_s": time.thread_time()}))
 
 
 def _cubins_ahead(kind, job, cfg, part) -> dict:
@@ -717,7 +731,8 @@ class _EmulatorBeside:
             if trace:
                 Path(trace).mkdir(parents=True, exist_ok=True)
                 (Path(trace) / f"{self.part.key}-emulator-checks-{os.getpid()}.json").write_text(json.dumps(
-                    {"started": self._started, "compiled": compiled, "done": time.time(), "cases": len(todo)}))
+                    {"started": self._started, "compiled": compiled, "done": time.time(), "cases": len(todo),
+                     "thread_cpu_s": time.thread_time()}))
         except ScangradeError as exc:  # the emulator cannot build or run it: compute-sanitizer stands in
             self.unavailable = str(exc) or type(exc).__name__
         except Exception as exc:  # noqa: BLE001 - closed under it (the worker ends), or a grader bug: say so

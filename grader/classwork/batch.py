@@ -24,6 +24,7 @@ import dataclasses
 import datetime as _dt
 import os
 import shutil
+import tempfile
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -37,6 +38,7 @@ from grader.classwork.store import (MANIFEST, RESULT, check_out_folder, grading_
 from grader.classwork.submissions import Submission, find_submissions, require_submissions, submission_sha256
 from grader.config import Config
 from grader.errors import GradingStopped, Interrupted, UsageError
+from grader.execute import INPUT_CACHE_ENV
 from grader.parts import PARTS
 from grader.results import PartStatus, SubmissionResult
 from grader.runner import grade, ungraded_part
@@ -145,6 +147,9 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
         jobs = jobs or (os.cpu_count() or 1)
     if not selection.kind.uses_gpus and jobs > 1:  # the jobs share the cores: one emulator thread each
         cfg = cfg.override(emulator={"workers": 1})
+    # On a GPU, the large inputs every submission is graded on, drawn once for the class (no student
+    # code runs on the host there: grader.execute.shared_input); removed when the batch ends.
+    inputs = Path(tempfile.mkdtemp(prefix="scangrade-inputs-")) if selection.kind.uses_gpus else None
     slots = list(range(jobs))
     slot_lock = threading.Lock()
     results: dict[str, SubmissionResult] = {}
@@ -157,7 +162,8 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
         with slot_lock:
             slot = slots.pop()
         try:
-            env = {"CUDA_VISIBLE_DEVICES": gpus[slot % len(gpus)]} if selection.kind.uses_gpus else None
+            env = ({"CUDA_VISIBLE_DEVICES": gpus[slot % len(gpus)], INPUT_CACHE_ENV: str(inputs)}
+                   if selection.kind.uses_gpus else None)
             if sub.refused:
                 return _not_graded(sub, cfg=cfg, selection=selection, why=f"not graded: {sub.refused}")
             try:
@@ -216,6 +222,8 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
                            total=len(subs), keys=[k for k in PARTS if k in cfg.parts], notes=notes) from None
     finally:
         pool.shutdown(wait=True)
+        if inputs is not None:
+            shutil.rmtree(inputs, ignore_errors=True)
     rows = [(s.id, results[s.id]) for s in subs]
     keys = [k for k in PARTS if k in cfg.parts]
     write_atomic(out / "gradebook.csv", gradebook_csv(rows, keys, notes))

@@ -1,0 +1,65 @@
+"""The inputs a GPU batch draws once for the whole class (grader.execute.shared_input): the same
+values as drawn alone, read back by the next worker, private to each worker once mapped, and drawn
+again where a file is cut short."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from grader.config import load_config
+from grader.execute import INPUT_CACHE_ENV, INPUT_CACHE_MIN, make_input, reference_output, shared_input
+from grader.parts import PARTS, SOLUTIONS
+
+N = INPUT_CACHE_MIN + 5
+
+
+@pytest.fixture
+def cfg():
+    return load_config(SOLUTIONS.parent.parent / "config.yaml")
+
+
+def test_an_input_drawn_once_is_read_back_with_the_same_values(cfg, tmp_path, monkeypatch):
+    monkeypatch.setenv(INPUT_CACHE_ENV, str(tmp_path))
+    part = PARTS["part4_any_size"]
+    first, first_out = shared_input(cfg, part, N, 7, np.int32)
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert len(files) == 2 and all(f.endswith(".npy") for f in files)
+    again, again_out = shared_input(cfg, part, N, 7, np.int32)
+    assert isinstance(again, np.memmap)  # read back, not drawn
+    alone = make_input(cfg, part, N, 7, np.int32)
+    assert np.array_equal(again, alone) and np.array_equal(again_out, reference_output(part, alone))
+    assert np.array_equal(first, alone) and np.array_equal(first_out, again_out)
+
+
+def test_a_workers_writes_to_a_shared_input_stay_its_own(cfg, tmp_path, monkeypatch):
+    monkeypatch.setenv(INPUT_CACHE_ENV, str(tmp_path))
+    part = PARTS["part5_single_pass"]
+    shared_input(cfg, part, N, 3, np.float32)
+    mine, _ = shared_input(cfg, part, N, 3, np.float32)
+    mine[:10] = -1
+    theirs, _ = shared_input(cfg, part, N, 3, np.float32)
+    assert np.array_equal(theirs, make_input(cfg, part, N, 3, np.float32))
+
+
+def test_other_cases_get_other_files_and_a_cut_short_one_is_drawn_again(cfg, tmp_path, monkeypatch):
+    monkeypatch.setenv(INPUT_CACHE_ENV, str(tmp_path))
+    part = PARTS["part4_any_size"]
+    shared_input(cfg, part, N, 1, np.int32)
+    shared_input(cfg, part, N, 2, np.int32)  # another seed
+    shared_input(cfg, PARTS["part5_single_pass"], N, 1, np.int32)  # another part
+    assert len(list(tmp_path.iterdir())) == 6
+    for p in tmp_path.iterdir():
+        p.write_bytes(p.read_bytes()[:100])  # cut short
+    x, out = shared_input(cfg, part, N, 1, np.int32)
+    assert np.array_equal(x, make_input(cfg, part, N, 1, np.int32))
+
+
+def test_small_inputs_and_runs_without_the_folder_are_drawn_in_memory(cfg, tmp_path, monkeypatch):
+    part = PARTS["part4_any_size"]
+    monkeypatch.setenv(INPUT_CACHE_ENV, str(tmp_path))
+    shared_input(cfg, part, INPUT_CACHE_MIN - 1, 1, np.int32)
+    assert not list(tmp_path.iterdir())
+    monkeypatch.delenv(INPUT_CACHE_ENV)
+    x, _ = shared_input(cfg, part, N, 1, np.int32)
+    assert not isinstance(x, np.memmap) and not list(tmp_path.iterdir())
