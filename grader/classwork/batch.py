@@ -74,6 +74,11 @@ def _interrupted(out: Path, work: Path, rows: list[tuple[str, SubmissionResult]]
                        f"{out}; run the same command with --resume to grade the other {total - len(rows)}")
 
 
+#: The most submissions a batch grades at once per GPU by default: each holds a CUDA context, and
+#: beyond this the queue for the timed windows (one at a time on a GPU) grows without more throughput.
+GPU_JOBS_PER_GPU = 16
+
+
 def check_jobs(jobs: int | None) -> None:
     """Refuse ``jobs`` below 1 (None is automatic: one per GPU, or one per core on the emulator).
 
@@ -102,12 +107,13 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
             (:func:`grader.classwork.store.load_trusted`); any other is graded again, and said
             (``on_note``, and a line of ``summary.txt``).
         checks: the emulator's checks (see :func:`grader.runner.grade`); on by default.
-        jobs: submissions graded at once (1 or more); None means, on the pycuda backend, one per two CPU
-            cores (at least one per visible GPU, at most 8 per GPU; each pinned to a GPU with
-            ``CUDA_VISIBLE_DEVICES``, round robin), so that compiles, checks and host work of some
-            overlap another's timed runs, which still have the GPU alone (:mod:`grader.gpu_lock`);
-            one per CPU core on the emulator (each emulator then runs one worker thread). Each
-            submission's parts are then graded one at a time.
+        jobs: submissions graded at once (1 or more); None means, on the pycuda backend, one per CPU
+            core (at least one per visible GPU, at most :data:`GPU_JOBS_PER_GPU` per GPU; each pinned
+            to a GPU with ``CUDA_VISIBLE_DEVICES``, round robin), so that the emulator's checks,
+            compiles and host work of some overlap another's timed runs, which still have the GPU
+            alone (:mod:`grader.gpu_lock`); one per CPU core on the emulator. The emulator's threads
+            (``emulator.workers`` where the config leaves it 0) are the cores shared among the jobs.
+            Each submission's parts are then graded one at a time.
         on_done: called as ``(id, result, was_resumed)`` after each submission.
         on_note: called as ``(id, one line)`` for what the TA should know of a submission before it
             is graded (``graded again: its part files changed since its saved result was graded``).
@@ -142,11 +148,11 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
         if not gpus:
             from grader.backends import probe_gpu_count
             gpus = [str(i) for i in range(probe_gpu_count())] or ["0"]
-        jobs = jobs or max(len(gpus), min(8 * len(gpus), (os.cpu_count() or 1) // 2))
+        jobs = jobs or max(len(gpus), min(GPU_JOBS_PER_GPU * len(gpus), os.cpu_count() or 1))
     else:
         jobs = jobs or (os.cpu_count() or 1)
-    if not selection.kind.uses_gpus and jobs > 1:  # the jobs share the cores: one emulator thread each
-        cfg = cfg.override(emulator={"workers": 1})
+    if jobs > 1 and not cfg.emulator.workers:  # the jobs share the cores: the emulator's threads too
+        cfg = cfg.override(emulator={"workers": max(1, (os.cpu_count() or 1) // jobs)})
     # On a GPU, the large inputs every submission is graded on, drawn once for the class (no student
     # code runs on the host there: grader.execute.shared_input); removed when the batch ends.
     inputs = Path(tempfile.mkdtemp(prefix="scangrade-inputs-")) if selection.kind.uses_gpus else None
