@@ -94,7 +94,8 @@ def reference_case_s(backend: str, part: str, mode: str, dtype: str, n: int, *,
 
 
 def case_budget_s(*, backend: str, part: str, dtype: str, n: int, checked: bool, timed: bool = False,
-                  case_s: float, gpu_emulator_checks: bool = False, table: dict | None = None) -> float:
+                  case_s: float, gpu_emulator_checks: bool = False, sampled: bool = False,
+                  table: dict | None = None) -> float:
     """Wall seconds one case may take on an idle machine (:func:`load_factor` scales it): ``floor_s +
     FACTOR * t_ref``, at most ``case_s`` (``timeouts.case_s``); ``case_s`` where the reference's
     time is not known.
@@ -106,6 +107,10 @@ def case_budget_s(*, backend: str, part: str, dtype: str, n: int, checked: bool,
         case_s: the ceiling.
         gpu_emulator_checks: on a GPU without compute-sanitizer, a checked case also runs under the
             emulator's checks: their time is added.
+        sampled: a case above ``emulator.checks_max_n`` with checks on, whose checks run on a sample
+            of each launch's blocks (:func:`grader.execute.run_case`), on either backend: one run per
+            thread order of :data:`grader.execute.CHECK_SCHEDULES`, each at most a plain run of every
+            block on the emulator (a part whose blocks wait on one another runs them all), is added.
     """
     checks_in_run = backend in BACKENDS and not BACKENDS[backend].has_sanitizer  # the checks slow the run itself
     mode = "timed" if timed else ("checked" if checked and checks_in_run else "plain")
@@ -117,6 +122,13 @@ def case_budget_s(*, backend: str, part: str, dtype: str, n: int, checked: bool,
         if extra is None:
             return case_s
         t_ref += extra
+    if sampled and not timed:
+        from grader.execute import CHECK_SCHEDULES
+
+        extra = reference_case_s("emulator", part, "plain", dtype, n, table=table)
+        if extra is None:
+            return case_s
+        t_ref += len(CHECK_SCHEDULES) * extra
     floor = TIMED_FLOOR_S if timed else floor_s(backend)
     return min(case_s, floor + FACTOR * t_ref)
 

@@ -380,10 +380,11 @@ class _Verdict(NamedTuple):
 
 
 def check_run(run: Run, plan: Plan, d_in: Guarded, x: np.ndarray, expected: np.ndarray, *, part: PartSpec,
-              pc: PartConfig, cfg: Config, completed: bool = True) -> _Verdict:
+              pc: PartConfig, cfg: Config, completed: bool = True, output: bool = True) -> _Verdict:
     """Read every buffer of a run whose launches are done back and check it, as a case is checked:
     guard zones, the input ``x`` (``d_in``), then, where the launches ``completed`` (no finding
-    stopped a kernel), the output against ``expected`` (the reference scan of ``x``, float32 within
+    stopped a kernel) and ``output`` holds (not for a run of sampled blocks only, where the other
+    blocks wrote nothing), the output against ``expected`` (the reference scan of ``x``, float32 within
     ``cfg.float_rtol``) and the part's own checks (:attr:`grader.plans.Plan.checks`: Part 5's ticket
     counter). Every problem found is a finding.
 
@@ -403,7 +404,7 @@ def check_run(run: Run, plan: Plan, d_in: Guarded, x: np.ndarray, expected: np.n
         found.append(CaseFinding(FailureKind.INPUT_MODIFIED, (
             f"the input was modified: in[{j}] = {inner_in[j]}, was {x[j]} ({changed.size} element(s) changed); "
             "the contract's input is read-only")))
-    if not completed:
+    if not completed or not output:
         return _Verdict(found, None)
     for check in plan.checks:  # the part's own rules (Part 5's ticket)
         finding = check(lambda g: wholes[id(g)][GUARD:GUARD + g.count])
@@ -428,6 +429,9 @@ def check_run(run: Run, plan: Plan, d_in: Guarded, x: np.ndarray, expected: np.n
 
 #: Thread orders a checking run of the emulator tries, in turn: ascending order hides races.
 CHECK_SCHEDULES = ("ascending", "descending", "random")
+#: The ``checker`` of a case above ``emulator.checks_max_n`` whose checks ran on sampled blocks
+#: (:func:`run_case`'s ``sampled``); ``emulator checks`` for a case checked whole.
+SAMPLED_CHECKER = "emulator checks (sampled blocks)"
 #: The 32-bit patterns shared memory holds before a correctness case (on the emulator, every block's
 #: shared memory at its start; on a GPU, every multiprocessor's, written by a kernel just before):
 #: the first for every run, the second for the run again that tells whether the output depends on
@@ -480,13 +484,23 @@ def _output_bits(run: Run, plan: Plan, n: int) -> np.ndarray:
 
 def run_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, case: CaseSpec,
              schedules: tuple[str, ...] = (), checked=None, checker: str | None = None,
-             known: tuple[CaseFinding, ...] = (), ahead: DrawAhead | None = None) -> CaseResult:
+             known: tuple[CaseFinding, ...] = (), ahead: DrawAhead | None = None, sampled: bool = False,
+             plain: bool = True) -> CaseResult:
     """Run and check one correctness case; failures of the kernel become a failing CaseResult.
 
     Args:
         schedules: on a backend with ``set_schedule`` (the emulator), run the case under each of
             these thread orders in turn (the random one seeded by the case's seed); the first
             order that fails is reported. Empty: the backend's current order only.
+        sampled: on the emulator, a case too large to check whole (n above
+            ``emulator.checks_max_n``): the checks run on the first, the last and
+            ``backend.sample_drawn`` blocks drawn from the case's seed of each launch, under
+            ``schedules``, and a finding fails the case as it does a smaller one. Where the part's
+            blocks are independent (:attr:`grader.parts.PartSpec.independent_blocks`) only those
+            blocks run there, and where they find nothing a plain run of every block (the
+            backend's checks as they are) judges the output (``plain``; False: not run, the GPU
+            path's checks, whose output the GPU judges); elsewhere every block runs in each order,
+            the checks in the sampled ones only, and each output is judged.
         checked: on a GPU, what compute-sanitizer found in this case (a
             :class:`grader.sanitizer.CaseChecks`: its audit, or its fallback where the emulator
             cannot run the part), or a failing CaseResult of the emulator's checks: a finding fails
@@ -528,7 +542,8 @@ def run_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, c
 
     try:
         return _run_case(backend, module, cfg=cfg, part=part, case=case, schedules=schedules, checked=checked,
-                         result=result, warnings=warnings, known=known if checker is None else (), ahead=ahead)
+                         result=result, warnings=warnings, known=known if checker is None else (), ahead=ahead,
+                         sampled=sampled, plain=plain)
     except KernelError as exc:  # a GPU fault reported by a copy after the launches (pycuda_backend._copy)
         return result(verdict_of(exc.kind), f"the kernel failed ({exc.kind}): {exc}", kind=exc.kind)
     finally:
@@ -626,7 +641,8 @@ class _Launched(NamedTuple):
         return all(getattr(e, "completed", False) for e in self.errors)
 
 
-def _run_case(backend, module, *, cfg, part, case, schedules, checked, result, warnings, known, ahead) -> CaseResult:
+def _run_case(backend, module, *, cfg, part, case, schedules, checked, result, warnings, known, ahead,
+              sampled, plain) -> CaseResult:
     pc = cfg.parts[part.key]
     dtype = DTYPES[case.dtype]
     if isinstance(checked, CaseResult):  # the emulator's checks, standing in for compute-sanitizer
@@ -640,11 +656,9 @@ def _run_case(backend, module, *, cfg, part, case, schedules, checked, result, w
         return result(verdict_of(first.kind), message + " — found by compute-sanitizer", kind=first.kind,
                       findings=tuple(t.finding for t in told))
     x, expected = case_input(cfg, part, case.n, case.seed, dtype, ahead)
-    set_schedule = getattr(backend, "set_schedule", None) if schedules else None
     take_warnings = getattr(backend, "take_warnings", None)
-    sees_reads = take_warnings is not None and getattr(backend, "checks", False) is True
 
-    def launch(fill: int) -> _Launched | CaseResult:
+    def launch(fill: int, where: str) -> _Launched | CaseResult:
         _set_shared_fill(backend, fill)
         run = Run(backend, module, dtype)
         d_in = run.buffer("in", case.n, x, output=False)
@@ -671,58 +685,122 @@ def _run_case(backend, module, *, cfg, part, case, schedules, checked, result, w
                 warnings.extend(_warning_lines(take_warnings()))
         return _Launched(run, plan, d_in, errors)
 
-    for schedule in (schedules if set_schedule else [None]):
-        where = f" (emulator thread order: {schedule})" if schedule and schedule != schedules[0] else ""
-        if set_schedule:
-            set_schedule(schedule, seed=case.seed)
-        before = len(warnings)
-        launched = launch(SHARED_FILLS[0])
-        if isinstance(launched, CaseResult):
-            return launched
-        kernel = [t for exc in launched.errors for t in _kernel_findings(exc, where)]
-        own, mm = check_run(launched.run, launched.plan, launched.d_in, x, expected, part=part, pc=pc, cfg=cfg,
-                         completed=launched.completed)
-        told = kernel + [_Told(f, f.message) for f in own]
-        unwritten = [w for w in warnings[before:] if w.startswith("uninitialized-read")]
-        if (mm is not None and not kernel) or (unwritten and not told):
-            first = _output_bits(launched.run, launched.plan, case.n)
-            del launched
-            again = launch(SHARED_FILLS[1])
-            if isinstance(again, CaseResult):
-                return again
-            second = _output_bits(again.run, again.plan, case.n)
-            _set_shared_fill(backend, SHARED_FILLS[0])
-            differ = _fill_changed(first, second, expected, dtype, rtol=cfg.float_rtol)
-            if differ.size and not sees_reads:
-                # Without the emulator's view of every read (a GPU, or the emulator above checks_max_n:
-                # both the same way), the fill is the cause only if the first fill gives the first
-                # output again: a kernel whose output changes from run to run anyway (state kept
-                # between launches, a race) is not blamed on unwritten memory.
-                del again
-                same = launch(SHARED_FILLS[0])
-                if isinstance(same, CaseResult):
-                    return same
-                if _fill_changed(first, _output_bits(same.run, same.plan, case.n), expected, dtype,
-                                 rtol=cfg.float_rtol).size:
-                    differ = differ[:0]
-            # The emulator's checks see every read of shared memory: where they saw none of unwritten
-            # memory, an output that changed comes from something else (blocks' timing, a race).
-            if differ.size and (unwritten or not sees_reads):
-                i = int(differ[0])
-                note = unwritten[0].split(": ", 1)[1] if unwritten else (
-                    "the kernel reads shared memory that no thread of its block wrote")
-                text = (f"the output depends on shared memory no thread wrote: with unwritten shared memory filled "
-                        f"with two different patterns, out[{i}] differs ({differ.size} of {case.n} elements); {note}. "
-                        "Pad the unused slots with the scan's identity (0) before using them")
-                told.append(_Told(CaseFinding("uninitialized-read", text), text))
-        if told:
-            told, mm = _explained(told, mm, case.n, part.tile_of(pc), known)
-            suffix = ""
-            if where and not kernel:  # a kernel's finding names the order itself
-                suffix = (f"{where} — it passed in {schedules[0]} order, so the result depends on the order "
-                          "threads run in: a race (a missing __syncthreads() or __syncwarp()?)")
-            return _failed(told, result, mm, suffix)
+    def orders(schedules: tuple[str, ...], *, output: bool, note: str = "") -> _Found | CaseResult:
+        """The runs of the case in each of ``schedules`` in turn (the backend's current order where
+        empty, or where the backend has no orders), up to the first that finds something; ``output``:
+        whether a run's output and the part's own checks are judged (not in a run of sampled blocks
+        only); ``note``: what a finding's text says of how the case was checked."""
+        set_schedule = getattr(backend, "set_schedule", None) if schedules else None
+        sees_reads = take_warnings is not None and getattr(backend, "checks", False) is True
+        for schedule in (schedules if set_schedule else [None]):
+            order = f"emulator thread order: {schedule}" if schedule and schedule != schedules[0] else ""
+            where = f" ({'; '.join(filter(None, (note, order)))})" if note or order else ""
+            if set_schedule:
+                set_schedule(schedule, seed=case.seed)
+            before = len(warnings)
+            launched = launch(SHARED_FILLS[0], where)
+            if isinstance(launched, CaseResult):
+                return launched
+            if getattr(backend, "sample", None) == "only" and any(e.kind == "deadlock" for e in launched.errors):
+                # The sampled blocks wait on blocks that were not run: every block runs from now on.
+                del launched
+                backend.sample = "all"
+                launched = launch(SHARED_FILLS[0], where)
+                if isinstance(launched, CaseResult):
+                    return launched
+            kernel = [t for exc in launched.errors for t in _kernel_findings(exc, where)]
+            own, mm = check_run(launched.run, launched.plan, launched.d_in, x, expected, part=part, pc=pc, cfg=cfg,
+                                completed=launched.completed, output=output)
+            told = kernel + [_Told(f, f.message) for f in own]
+            unwritten = [w for w in warnings[before:] if w.startswith("uninitialized-read")]
+            if (mm is not None and not kernel) or (unwritten and not told):
+                first = _output_bits(launched.run, launched.plan, case.n)
+                del launched
+                again = launch(SHARED_FILLS[1], where)
+                if isinstance(again, CaseResult):
+                    return again
+                second = _output_bits(again.run, again.plan, case.n)
+                _set_shared_fill(backend, SHARED_FILLS[0])
+                differ = _fill_changed(first, second, expected, dtype, rtol=cfg.float_rtol)
+                if differ.size and not sees_reads:
+                    # Without the emulator's view of every read (a GPU, or the emulator above checks_max_n:
+                    # both the same way), the fill is the cause only if the first fill gives the first
+                    # output again: a kernel whose output changes from run to run anyway (state kept
+                    # between launches, a race) is not blamed on unwritten memory.
+                    del again
+                    same = launch(SHARED_FILLS[0], where)
+                    if isinstance(same, CaseResult):
+                        return same
+                    if _fill_changed(first, _output_bits(same.run, same.plan, case.n), expected, dtype,
+                                     rtol=cfg.float_rtol).size:
+                        differ = differ[:0]
+                # The emulator's checks see every read of shared memory: where they saw none of unwritten
+                # memory, an output that changed comes from something else (blocks' timing, a race).
+                if differ.size and (unwritten or not sees_reads):
+                    i = int(differ[0])
+                    note_ = unwritten[0].split(": ", 1)[1] if unwritten else (
+                        "the kernel reads shared memory that no thread of its block wrote")
+                    text = (f"the output depends on shared memory no thread wrote: with unwritten shared memory "
+                            f"filled with two different patterns, out[{i}] differs ({differ.size} of {case.n} "
+                            f"elements); {note_}. Pad the unused slots with the scan's identity (0) before using them")
+                    told.append(_Told(CaseFinding("uninitialized-read", text), text))
+            if told:
+                suffix = ""
+                if order and not kernel:  # a kernel's finding names the order itself
+                    suffix = (f"{where} — it passed in {schedules[0]} order, so the result depends on the order "
+                              "threads run in: a race (a missing __syncthreads() or __syncwarp()?)")
+                return _Found(told, mm, suffix)
+        return _Found([], None, "")
+
+    if not sampled:
+        found_ = orders(schedules, output=True)
+    else:
+        # Above emulator.checks_max_n: the checks on a sample of each launch's blocks, in the same
+        # orders; where the part's blocks are independent, only those blocks run, so the output of
+        # these runs is not judged: where they find nothing, a plain run of every block (``plain``)
+        # gives it. Where they find something, the case fails on it, as a smaller case does.
+        mode = "only" if part.independent_blocks else "all"
+        note = (f"checks on the first, the last and {backend.sample_drawn} seeded blocks of each launch"
+                f"{'' if mode == 'only' else ' (every block run)'}, as n is above emulator.checks_max_n = "
+                f"{cfg.emulator.checks_max_n}")
+        with _sampling(backend, mode):
+            found_ = orders(schedules, output=mode == "all", note=note)
+        if plain and mode == "only" and not isinstance(found_, CaseResult) and not found_.told:
+            found_ = orders((), output=True)
+    if isinstance(found_, CaseResult):
+        return found_
+    if found_.told:
+        told, mm = _explained(found_.told, found_.mismatch, case.n, part.tile_of(pc), known)
+        return _failed(told, result, mm, found_.suffix)
     return result(CaseStatus.PASS)
+
+
+class _Found(NamedTuple):
+    """What the runs of a case in its orders found (:func:`_run_case`): the findings, each told, the
+    first mismatch, and what the message adds after the first finding's text (the order that failed)."""
+
+    told: list
+    mismatch: Mismatch | None
+    suffix: str
+
+
+class _sampling:
+    """``with _sampling(backend, mode)``: the backend's checks on, on a sample of each launch's blocks
+    (``mode``: ``only`` or ``all``, see :attr:`grader.backends.emulator.EmulatorBackend.sample`), with
+    deadlocks found at once; its checks, sample, deadlock detection and thread order as they were after."""
+
+    def __init__(self, backend, mode: str) -> None:
+        self.backend, self.mode = backend, mode
+
+    def __enter__(self) -> None:
+        b = self.backend
+        self.saved = (b.checks, b.sample, b.detect_deadlock, b.schedule, b.schedule_seed)
+        b.checks, b.sample, b.detect_deadlock = True, self.mode, True
+
+    def __exit__(self, *exc) -> None:
+        b = self.backend
+        b.checks, b.sample, b.detect_deadlock, schedule, seed = self.saved
+        b.set_schedule(schedule, seed)
 
 
 def _median_spread(times: list[float]) -> tuple[float, float]:

@@ -55,6 +55,13 @@ class PartSpec:
             BLOCK_SIZE*ITEMS_PER_THREAD); None for a part of one block (Parts 1-3). Its plan
             (:data:`grader.plans.PLANS`) launches one block per tile, and a wrong output names
             the first wrong tile.
+        independent_blocks: whether each block of its launches does its work without waiting on
+            another block (Parts 1-4: a block scans its own tile). Above ``emulator.checks_max_n``
+            the checks run on a sample of each launch's blocks (the first, the last and a few drawn
+            from the case's seed): where this holds, only the sampled blocks run there, so the
+            checks cost the same at every n; where it does not (Part 5: a block spin-waits on the
+            status of the tiles before it, a decoupled look-back), every block runs and only the
+            sampled ones are checked.
     """
 
     key: str
@@ -66,6 +73,7 @@ class PartSpec:
     max_n: Callable[[int], int] | None
     items_per_thread: bool = False
     tile: Callable[[int, int | None], int] | None = None
+    independent_blocks: bool = True
 
     def limit(self, block_size: int) -> int | None:
         """The largest admissible n for this BLOCK_SIZE, or None when any n is allowed."""
@@ -105,7 +113,7 @@ PARTS: dict[str, PartSpec] = {
                                                   Param("n", "int", "int"),
                                                   Param("tile_status", "unsigned long long*", "ptr"),
                                                   Param("tile_counter", "unsigned int*", "ptr"))),),
-                 False, None, items_per_thread=True, tile=lambda b, items: b * items),
+                 False, None, items_per_thread=True, tile=lambda b, items: b * items, independent_blocks=False),
     )
 }
 

@@ -384,7 +384,8 @@ def grade_part(part: PartSpec, source: Path | Absent | None, *, cfg: Config, bac
                stop: threading.Event | None = None,
                sanitizer_pool: Path | None = None) -> tuple[PartResult, dict[str, str]]:
     """Grade one part in a child process (``checks``: the emulator's checking mode and thread orders,
-    on cases up to ``emulator.checks_max_n``; the default, as every official grade uses them;
+    on cases up to ``emulator.checks_max_n`` and on sampled blocks above it; the default, as every
+    official grade uses them;
     ``sanitizer_pool``: the folder of the submission's :class:`grader.sanitizer_pool.SanitizerPool`).
 
     A worker's events are folded into what the part reported (:class:`_Reported`); a worker that
@@ -567,7 +568,7 @@ def _case_budgets(cfg: Config, key: str, specs: list, *, backend: str, checks: b
             return cfg.timeouts.case_s
         return case_budget_s(backend=backend, part=key, dtype=dtype, n=n, timed=timed,
                              checked=checks and n <= cfg.emulator.checks_max_n, case_s=cfg.timeouts.case_s,
-                             gpu_emulator_checks=emulator_checks)
+                             gpu_emulator_checks=emulator_checks, sampled=checks and n > cfg.emulator.checks_max_n)
     return budget
 
 
@@ -652,13 +653,14 @@ def grade(submission: Path | Intake, *, cfg: Config, selection: Selection, seed:
         selection: the backend chosen (see :func:`grader.backends.select_backend`).
         seed: overrides the config's seed.
         parts: part keys to grade (default: every part in the config).
-        checks: on the emulator, check for races, out-of-bounds accesses and barrier divergence,
-            and run every case up to ``emulator.checks_max_n`` under ascending, descending and random
-            thread orders (larger cases run once, unchecked). On by default, so every path that
-            grades (check, grade, batch, Gradescope, the pytest plugin) gives the same grade;
-            False only to go faster (``--no-checks``). On a GPU the same cases run under NVIDIA
-            compute-sanitizer (racecheck, memcheck, synccheck; :mod:`grader.sanitizer`), or under the
-            emulator's checks where it is not installed.
+        checks: check for races, out-of-bounds accesses and barrier divergence with the emulator's
+            checks, on every machine, and run every case up to ``emulator.checks_max_n`` under
+            ascending, descending and random thread orders (larger cases: the checks on the first,
+            the last and a few seeded blocks of each launch, in the same orders, then, where the
+            part's blocks are independent, a plain run of every block for the output). On by default,
+            so every path that grades (check, grade, batch, Gradescope, the pytest plugin) gives the
+            same grade; False only to go faster (``--no-checks``). On a GPU the checks run beside
+            it (compute-sanitizer, an audit: :mod:`grader.sanitizer`).
         on_event: called with the name and the typed event (:mod:`grader.protocol`) of each event a
             worker reports (for progress display).
         env: extra environment for the part workers (e.g. ``CUDA_VISIBLE_DEVICES``); they also get

@@ -38,9 +38,11 @@ COPY_BANDWIDTH_MIN_BYTES = 128 * 2**20
 #: On a GPU, how long the first checked case may wait, before its deadline starts, for the emulator's
 #: compiles of the part (one per dtype, each under the toolchain's 60 s limit).
 EMULATOR_COMPILES_S = 120.0
-#: What checks a checked case, for the report's ``checker`` line (``n``: ``emulator.checks_max_n``).
+#: What checks a checked case, for the report's ``checker`` line (``n``: ``emulator.checks_max_n``;
+#: ``drawn``: the blocks a sampling launch draws besides its first and last).
 EMULATOR_CHECKER = ("the emulator's checks (races, bounds, barriers, memory order, unwritten shared memory; three "
-                    "thread orders) on cases up to n = {n}")
+                    "thread orders) on cases up to n = {n}, "
+                    "and above it on the first, the last and {drawn} seeded blocks of each launch")
 #: After the emulator's checks find one of these in a case, the GPU runs none of the part's later
 #: cases (they run on the emulator, as the emulator backend runs them): a kernel that deadlocked or
 #: diverged at a barrier would hang there until its deadline, and one that faulted loses the context.
@@ -69,7 +71,7 @@ def main(argv: list[str]) -> int:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     from grader.backends import backend_kind, create_backend
     from grader.errors import BackendUnavailable, CompileError, ScangradeError
-    from grader.execute import CHECK_SCHEDULES, case_list, run_case, with_compiler_notes
+    from grader.execute import CHECK_SCHEDULES, SAMPLED_CHECKER, case_list, run_case, with_compiler_notes
     from grader.parts import DTYPES, PARTS, compile_part, part_header, part_source
     from grader.directives import check_includes
     from grader.intake import read_source
@@ -133,7 +135,7 @@ def main(argv: list[str]) -> int:
                     events.emit(DeviceUpdate({"checker": gpu.describe()}))
                     gpu.prime()  # an audit: every checked case under compute-sanitizer now, before any deadline runs
                 elif job.checks:  # the backend checks as it runs each case
-                    events.emit(DeviceUpdate({"checker": EMULATOR_CHECKER.format(n=cfg.emulator.checks_max_n)}))
+                    events.emit(DeviceUpdate({"checker": _emulator_checker(cfg)}))
 
                 notes: dict[str, list[str]] = {}
 
@@ -150,6 +152,7 @@ def main(argv: list[str]) -> int:
 
                 def run(case) -> None:
                     checked = job.checks and case.n <= cfg.emulator.checks_max_n
+                    sampled = job.checks and not checked  # the checks on sampled blocks (execute.run_case)
                     if gpu is not None:
                         gpu.before(case, checked)  # what may take long and is not the kernel's: no deadline yet
                     with backend.gpu_shared():  # taken before the deadline starts: another part may be timing
@@ -162,8 +165,9 @@ def main(argv: list[str]) -> int:
                                 backend.checks = checked  # large sizes: plain runs, but a deadlock is found at once
                                 backend.detect_deadlock = True
                             result = run_case(backend, modules[case.dtype], cfg=cfg, part=part, case=case,
-                                              schedules=CHECK_SCHEDULES if checked else (),
-                                              checker="emulator checks" if checked else None,
+                                              schedules=CHECK_SCHEDULES if job.checks else (), sampled=sampled,
+                                              checker=("emulator checks" if checked else
+                                                       SAMPLED_CHECKER if sampled else None),
                                               known=tuple(f for r in results for f in r.findings), ahead=ahead)
                     if any(f.kind == "mismatch" for f in result.findings):
                         if case.dtype not in notes:
@@ -392,7 +396,7 @@ class _GpuPath:
 
     def describe(self) -> str:
         """The report's ``checker`` line."""
-        what = (EMULATOR_CHECKER.format(n=self.cfg.emulator.checks_max_n) + ", run beside the GPU on this machine's "
+        what = (_emulator_checker(self.cfg) + ", run beside the GPU on this machine's "
                 "cores: they decide those cases, and the GPU runs every case they pass to verify its output")
         if self.sanitizer is not None:
             what += "; " + self.sanitizer.describe_audit()
@@ -405,10 +409,13 @@ class _GpuPath:
 
     def before(self, case, checked: bool) -> None:
         """What a case needs before its deadline starts: the emulator's compiles of the part (the first
-        checked case waits for them), and compute-sanitizer's findings on it where it runs (the audit,
-        or the fallback where the emulator cannot build the part)."""
+        case waits for them: a case above ``emulator.checks_max_n`` for its checks on sampled blocks),
+        and compute-sanitizer's findings on it where it runs (the audit, or the fallback where the
+        emulator cannot build the part)."""
         self._found = None
         if not checked:
+            if self.beside is not None and not self.fallback:
+                self.beside.compiled(EMULATOR_COMPILES_S)
             return
         if self.beside is None or not self.beside.compiled(EMULATOR_COMPILES_S):
             self._fall_back("the emulator's checks did not start here")
@@ -437,8 +444,8 @@ class _GpuPath:
         from grader.kinds import FAULT_KINDS
 
         index = self.cases.index(case)
-        own = None  # the emulator's checked run of the case
-        if checked and not self.fallback and self.beside is not None:
+        own = None  # the emulator's checked run of the case (above checks_max_n: of its sampled blocks)
+        if not self.fallback and self.beside is not None:
             own = self.beside.result(index)
             if own is not None and _decided_by_checks(own):
                 if own.kind in GPU_STOPPERS or own.kind in FAULT_KINDS:
@@ -446,15 +453,17 @@ class _GpuPath:
                                       "on a GPU it would hang or fault")
                 return self._decided(own)
         if self.elsewhere is not None:
-            if own is not None and own.status != "error":
+            if checked and own is not None and own.status != "error":
                 return own  # its checked run on the emulator: it passed, or its output is wrong
-            return self._on_emulator(case, known=known, ahead=ahead)
+            return self._on_emulator(case, known=known, ahead=ahead)  # above checks_max_n: the output
         found = self._found
         checker = None  # the output only: an unchecked case, or a fallback with no compute-sanitizer here
         if checked and not self.fallback:
             checker = "emulator checks"
         elif checked and self.sanitizer.sanitizer:
             checker = "compute-sanitizer"
+        elif own is not None:
+            checker = own.checker  # the checks on its sampled blocks found nothing
         if found is not None:
             result = run_case(self.backend, self.modules[case.dtype], cfg=self.cfg, part=self.part, case=case,
                               checked=found, checker="compute-sanitizer" if found.findings else checker, ahead=ahead)
@@ -478,7 +487,7 @@ class _GpuPath:
         if found:
             extra = "\ncompute-sanitizer (audit) reports: " + "; ".join(
                 f"{f.kind} at {f.file}:{f.line}" if f.line else f.kind for f in found[:5])
-        return replace(own, checker="emulator checks",
+        return replace(own, checker=own.checker or "emulator checks",
                        message=own.message + " — found by the emulator's checks, which decide on every machine "
                                              "(not run on the GPU)" + extra)
 
@@ -690,16 +699,18 @@ class _GpuChecks:
 
 
 class _EmulatorBeside:
-    """On the GPU path: the emulator's checks of the part's checked cases (from the job's ``start``),
-    the checker that decides them, run in a background thread from the worker's start on, beside its
+    """On the GPU path: the emulator's checks of the part's cases (from the job's ``start``), the
+    checker that decides them, run in a background thread from the worker's start on, beside its
     CUDA context and its compile, keeping each case's checked run (a
-    :class:`~grader.results.CaseResult`) for :meth:`result`. Where the emulator cannot build or run
-    the part (:attr:`unavailable` says why), compute-sanitizer stands in (:class:`_GpuPath`)."""
+    :class:`~grader.results.CaseResult`) for :meth:`result`: whole up to ``emulator.checks_max_n``,
+    of sampled blocks above it (:func:`grader.execute.run_case`'s ``sampled``, without its plain run:
+    the GPU judges the output). Where the emulator cannot build or run the part (:attr:`unavailable`
+    says why), compute-sanitizer stands in on the cases up to ``emulator.checks_max_n`` (:class:`_GpuPath`)."""
 
     def __init__(self, job, cfg, part, cases, source: str) -> None:
         self.job, self.cfg, self.part, self.cases = job, cfg, part, cases
         self._results: dict[int, object] = {}
-        todo = [i for i in range(job.start, len(cases)) if cases[i].n <= cfg.emulator.checks_max_n]
+        todo = list(range(job.start, len(cases)))
         self._ready = {i: threading.Event() for i in todo}
         self._compiled = threading.Event()
         self.unavailable: str | None = None  # why the emulator cannot check this part
@@ -712,7 +723,7 @@ class _EmulatorBeside:
 
     def _run(self, todo: list[int], source: str) -> None:
         from grader.errors import ScangradeError
-        from grader.execute import CHECK_SCHEDULES, run_case
+        from grader.execute import CHECK_SCHEDULES, SAMPLED_CHECKER, run_case
         from grader.parts import compile_part
 
         try:
@@ -724,8 +735,11 @@ class _EmulatorBeside:
             self._compiled.set()
             compiled = time.time()
             for i in todo:
-                self._results[i] = run_case(self._emulator, modules[self.cases[i].dtype], cfg=self.cfg, part=self.part,
-                                            case=self.cases[i], schedules=CHECK_SCHEDULES, checker="emulator checks")
+                case = self.cases[i]
+                sampled = case.n > self.cfg.emulator.checks_max_n
+                self._results[i] = run_case(self._emulator, modules[case.dtype], cfg=self.cfg, part=self.part,
+                                            case=case, schedules=CHECK_SCHEDULES, sampled=sampled, plain=False,
+                                            checker=SAMPLED_CHECKER if sampled else "emulator checks")
                 self._ready[i].set()
             trace = os.environ.get("SCANGRADE_CASE_TIMES")  # bench: when the compiles and the cases were done
             if trace:
@@ -764,6 +778,13 @@ class _EmulatorBeside:
         if self._emulator is not None:
             self._emulator.close()
         shutil.rmtree(self._work, ignore_errors=True)
+
+
+def _emulator_checker(cfg) -> str:
+    """The report's ``checker`` line for the emulator's checks under ``cfg``."""
+    from grader.backends.emulator.backend import SAMPLE_DRAWN
+
+    return EMULATOR_CHECKER.format(n=cfg.emulator.checks_max_n, drawn=SAMPLE_DRAWN)
 
 
 def _at_once(calls: dict) -> dict:

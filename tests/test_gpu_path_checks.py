@@ -14,7 +14,7 @@ import pytest
 from grader import protocol
 from grader.backends.emulator import EmulatorBackend
 from grader.config import load_config
-from grader.execute import case_list
+from grader.execute import SAMPLED_CHECKER, case_list
 from grader.parts import PARTS, SOLUTIONS, compile_part
 from grader.worker import _EmulatorBeside, _GpuPath
 from tests.conftest import BROKEN
@@ -87,7 +87,7 @@ def test_a_correct_part_is_checked_by_the_emulator_and_verified_on_the_gpu(cfg, 
     assert all(r.status == "pass" for r in results), [r.message for r in results if r.status != "pass"]
     assert all(n > 0 for n in launched)  # every case ran on the GPU, checked or not
     assert {r.checker for r in results if r.n <= 300} == {"emulator checks"}
-    assert {r.checker for r in results if r.n > 300} == {None}
+    assert {r.checker for r in results if r.n > 300} == {SAMPLED_CHECKER}  # the checks on sampled blocks
 
 
 def test_a_case_the_checks_fail_is_not_run_on_the_gpu(cfg, tmp_path):
@@ -101,12 +101,12 @@ def test_a_case_the_checks_fail_is_not_run_on_the_gpu(cfg, tmp_path):
 
 def test_a_deadlock_is_decided_by_the_checks_and_the_gpu_runs_no_later_case(cfg, tmp_path):
     """part1_hang.cu spin-waits at every n: the checks find the deadlock at n = 1, nothing waits for a
-    GPU deadline, and the unchecked sizes run on the emulator, which finds it again at once."""
+    GPU deadline, and above checks_max_n the checks of sampled blocks find it again at once."""
     results, gpu, _ = grade_on_gpu_path(cfg, BROKEN / "part1_hang.cu", "part1_naive", tmp_path)
     assert gpu.launches == 0
     assert all(r.status == "fail" and r.kind == "deadlock" for r in results), [(r.name, r.kind) for r in results]
-    unchecked = [r for r in results if r.n > 300]
-    assert unchecked and all("run on the emulator, not the GPU" in r.message for r in unchecked)
+    sampled = [r for r in results if r.n > 300]
+    assert sampled and all(r.checker == SAMPLED_CHECKER and "not run on the GPU" in r.message for r in sampled)
 
 
 def test_where_the_emulator_cannot_check_the_part_the_gpu_runs_it_and_the_report_says_so(cfg, tmp_path):

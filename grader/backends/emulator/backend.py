@@ -18,7 +18,9 @@ Warp intrinsics are a rendezvous of the lanes named in the mask; atomics, volati
 fences and ``__nanosleep`` are yield points, and several blocks are resident per worker, so
 spin-waits on other threads or blocks (a decoupled look-back) make progress. With ``checks=True``
 every memory access is checked (races, bounds, alignment, uninitialised shared memory, barrier
-divergence, deadlock); findings come as :class:`Finding` objects on the KernelError.
+divergence, deadlock); findings come as :class:`Finding` objects on the KernelError. With
+``sample`` set, only the accesses of a sample of each launch's blocks are (:func:`sampled_blocks`:
+a case too large to check whole), and a launch may run those blocks alone.
 
 What it does not do: timing (emulated kernels run orders of magnitude slower than on a GPU and
 say nothing about GPU speed; the address patterns, bank conflicts and sectors per request, are
@@ -61,20 +63,55 @@ if TYPE_CHECKING:
     from grader.profile import MemoryProfile
 
 __all__ = ["EmulatorBackend", "EmulatorArray", "EmulatorModule", "Finding", "SCHEDULES", "OUTPUT_CAP",
-           "DEFAULT_SHARED_FILL"]
+           "DEFAULT_SHARED_FILL", "SAMPLE_MODES", "SAMPLE_DRAWN", "sampled_blocks"]
 
 #: Thread orders within a block (the numbers are the runtime's).
 SCHEDULES = {"ascending": 0, "descending": 1, "random": 2}
+#: Which blocks a checking launch runs and checks (:attr:`EmulatorBackend.sample`; the numbers are the
+#: runtime's): None, every block, checked; ``only``, only the sampled blocks, checked (the others are
+#: skipped: blocks that do not depend on one another); ``all``, every block, only the sampled ones
+#: checked (blocks that wait on others, as a decoupled look-back does).
+SAMPLE_MODES = {None: 0, "only": 1, "all": 2}
+#: Blocks a sampling launch draws from its seed besides its first and last (:func:`sampled_blocks`).
+SAMPLE_DRAWN = 2
+#: The most blocks the runtime takes in a sample (sg_host.h, SG_MAX_SAMPLE).
+_MAX_SAMPLE = 16
 #: Device printf output kept between two :meth:`EmulatorBackend.take_output` calls, in bytes.
 OUTPUT_CAP = 64 * 1024
 
-_ABI_VERSION = 4
+_ABI_VERSION = 5
 #: The head of a launch request (see executor.cpp's handle_launch).
-_LAUNCH_HEAD = struct.Struct("<3I3IQQiiQiiIiiI")
+_LAUNCH_HEAD = struct.Struct(f"<3I3IQQiiQiiIii{_MAX_SAMPLE}QiiI")
 #: What shared memory no thread has written reads by default: the 32-bit word 0xA5A5A5A5
 #: (-1515870811 as an int32, about -2.9e-16 as a float): not 0 (the identity of a sum) and not a
 #: value a scan plausibly produces.
 DEFAULT_SHARED_FILL = 0xA5A5A5A5
+
+
+def sampled_blocks(nblocks: int, seed: int, drawn: int = SAMPLE_DRAWN) -> tuple[int, ...]:
+    """The blocks a sampling launch checks: its first and its last, and ``drawn`` others drawn from
+    ``seed`` (the case's seed: the private one for a hidden case) and the grid's size, so a case's three
+    thread orders check the same blocks and a replay with the same seed checks them again.
+
+    Args:
+        nblocks: blocks in the launch's grid (>= 1).
+        seed: the seed the blocks are drawn from.
+        drawn: blocks drawn besides the first and the last (at most 14).
+
+    Returns:
+        Distinct linear block indices in ``[0, nblocks)``, ascending; all of them for a grid of at most
+        ``drawn + 2`` blocks.
+
+    Raises:
+        ValueError: ``nblocks`` < 1, or ``drawn`` outside 0..14.
+    """
+    import random
+
+    if nblocks < 1 or not 0 <= drawn <= _MAX_SAMPLE - 2:
+        raise ValueError(f"cannot sample {drawn} + 2 of {nblocks} blocks")
+    inner = range(1, nblocks - 1)
+    picked = random.Random(f"scangrade sample {seed} {nblocks}").sample(inner, min(drawn, len(inner)))
+    return tuple(sorted({0, nblocks - 1, *picked}))
 
 
 class _LaunchResult(ctypes.Structure):
@@ -253,6 +290,10 @@ class EmulatorBackend(Backend):
             memory no thread wrote sees: a grader that got an ``uninitialized-read`` warning runs the
             case again under another fill, and the output decides. The red zones between arrays
             keep their own poison; uninitialised locals keep their fixed pattern.
+        sample: with ``checks``, which blocks of each launch run and are checked (a key of
+            :data:`SAMPLE_MODES`): None (default), all of them; ``only``, the blocks of
+            :func:`sampled_blocks` (seeded by ``schedule_seed``) and no others; ``all``, every block,
+            with the checks in the sampled ones only. What checks a case too large to check whole.
 
     Raises:
         BackendUnavailable: no working C++ compiler, the executor does not build, or the sandbox is
@@ -261,6 +302,8 @@ class EmulatorBackend(Backend):
     """
 
     name: ClassVar[str] = "emulator"
+    #: Blocks a sampling launch draws besides its first and last (:func:`sampled_blocks`).
+    sample_drawn: ClassVar[int] = SAMPLE_DRAWN
 
     def __init__(self, *, workers: int = 0, cxx: str | None = None, cache_dir: Path | None = None,
                  compile_timeout_s: float = 60.0, checks: bool = False, schedule: str = "ascending",
@@ -279,6 +322,7 @@ class EmulatorBackend(Backend):
         self._seccomp = self.sandbox.seccomp and problem is None
         self.checks = bool(checks)
         self.detect_deadlock = bool(checks)
+        self.sample: str | None = None
         self.shared_fill = DEFAULT_SHARED_FILL
         self._warnings: list[Finding] = []  # warning findings of successful launches (take_warnings)
         self.schedule, self.schedule_seed = "ascending", 0
@@ -612,10 +656,15 @@ class EmulatorBackend(Backend):
                 raise LaunchError(f"{where}: parameter kind {param.kind!r} is not supported by the emulator")
         allocs = self._device_memory().live() if self.checks or id(module) in self._profiling else []
         name = kernel.encode()
+        if self.sample not in SAMPLE_MODES:
+            raise LaunchError(f"launch of {kernel}: unknown sample mode {self.sample!r}")
+        sample = sampled_blocks(grid.x * grid.y * grid.z, self.schedule_seed) if self.sample else ()
         request = b"".join([
             _LAUNCH_HEAD.pack(grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes,
                               self.limits.max_shared_bytes, self.workers, SCHEDULES[self.schedule], self.schedule_seed,
                               int(self.checks), int(self.detect_deadlock), int(self.shared_fill) & 0xFFFFFFFF,
+                              SAMPLE_MODES[self.sample],
+                              len(sample), *sample, *([0] * (_MAX_SAMPLE - len(sample))),
                               len(allocs), len(slots), len(name)),
             name, *(self._alloc_entry(b, n) for b, n in allocs), *(struct.pack("<iq", k, v) for k, v in slots)])
         with self._lock:
@@ -714,8 +763,9 @@ class EmulatorBackend(Backend):
     def describe(self) -> dict[str, str]:
         """Facts for the report: backend, compiler, workers, schedule, checks, sandbox."""
         schedule = self.schedule + (f" (seed {self.schedule_seed})" if self.schedule == "random" else "")
+        checks = "off" if not self.checks else "on" if not self.sample else f"on (sampled blocks: {self.sample})"
         return {"backend": self.name, "compiler": self.toolchain.version_line, "workers": str(self.workers),
-                "schedule": schedule, "checks": "on" if self.checks else "off",
+                "schedule": schedule, "checks": checks,
                 "nvcc check": "on" if self.nvcc_check else "off",
                 "sandbox": self.sandbox.describe(seccomp_problem=self._seccomp_problem)}
 

@@ -9,7 +9,10 @@
 
 #include <stdint.h>
 
-#define SG_ABI_VERSION 4
+#define SG_ABI_VERSION 5
+
+/* The most blocks a launch's checks may sample (sg_launch_config.sample). */
+#define SG_MAX_SAMPLE 16
 
 struct sg_alloc {
     uint64_t base;
@@ -31,6 +34,10 @@ struct sg_launch_config {
     int checks;             // 1: check every memory access and barrier
     int detect_deadlock;    // 1: a deadlock is a KernelError; 0: wait (the grader's timeout)
     uint32_t shared_fill;   // what unwritten shared memory reads: this 32-bit word, repeated (little-endian)
+    int sample_mode;        // with checks: 0 every block runs, checked; 1 only the blocks in `sample` run
+                            // (checked), the others are skipped; 2 every block runs, those in `sample` checked
+    int nsample;            // blocks in `sample` (at most SG_MAX_SAMPLE)
+    uint64_t sample[SG_MAX_SAMPLE];  // linear indices of the sampled blocks
     const sg_alloc *allocs; // device allocations (checks: global bounds)
     int nallocs;
 };
