@@ -427,7 +427,8 @@ def check_run(run: Run, plan: Plan, d_in: Guarded, x: np.ndarray, expected: np.n
     return _Verdict(found, mm)
 
 
-#: Thread orders a checking run of the emulator tries, in turn: ascending order hides races.
+#: Thread orders a checking run of the emulator tries, in turn: ascending order hides races (the
+#: random one also switches threads at memory accesses: grader.backends.emulator.backend.INTERLEAVE).
 CHECK_SCHEDULES = ("ascending", "descending", "random")
 #: The ``checker`` of a case above ``emulator.checks_max_n`` whose checks ran on sampled blocks
 #: (:func:`run_case`'s ``sampled``); ``emulator checks`` for a case checked whole.

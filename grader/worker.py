@@ -41,7 +41,7 @@ EMULATOR_COMPILES_S = 120.0
 #: What checks a checked case, for the report's ``checker`` line (``n``: ``emulator.checks_max_n``;
 #: ``drawn``: the blocks a sampling launch draws besides its first and last).
 EMULATOR_CHECKER = ("the emulator's checks (races, bounds, barriers, memory order, unwritten shared memory; three "
-                    "thread orders) on cases up to n = {n}, "
+                    "thread orders, the random one switching threads at memory accesses too) on cases up to n = {n}, "
                     "and above it on the first, the last and {drawn} seeded blocks of each launch")
 #: After the emulator's checks find one of these in a case, the GPU runs none of the part's later
 #: cases (they run on the emulator, as the emulator backend runs them): a kernel that deadlocked or

@@ -63,10 +63,14 @@ if TYPE_CHECKING:
     from grader.profile import MemoryProfile
 
 __all__ = ["EmulatorBackend", "EmulatorArray", "EmulatorModule", "Finding", "SCHEDULES", "OUTPUT_CAP",
-           "DEFAULT_SHARED_FILL", "SAMPLE_MODES", "SAMPLE_DRAWN", "sampled_blocks"]
+           "DEFAULT_SHARED_FILL", "SAMPLE_MODES", "SAMPLE_DRAWN", "INTERLEAVE", "sampled_blocks"]
 
 #: Thread orders within a block (the numbers are the runtime's).
 SCHEDULES = {"ascending": 0, "descending": 1, "random": 2}
+#: With checks on, the thread orders in which a thread of a checked block may also switch to another
+#: before each plain load or store of shared or global memory, and the chance of a switch there, out of
+#: 65536 (the runtime's ``interleave``): the random order, one access in eight.
+INTERLEAVE = {"random": 8192}
 #: Which blocks a checking launch runs and checks (:attr:`EmulatorBackend.sample`; the numbers are the
 #: runtime's): None, every block, checked; ``only``, only the sampled blocks, checked (the others are
 #: skipped: blocks that do not depend on one another); ``all``, every block, only the sampled ones
@@ -81,7 +85,7 @@ OUTPUT_CAP = 64 * 1024
 
 _ABI_VERSION = 5
 #: The head of a launch request (see executor.cpp's handle_launch).
-_LAUNCH_HEAD = struct.Struct(f"<3I3IQQiiQiiIii{_MAX_SAMPLE}QiiI")
+_LAUNCH_HEAD = struct.Struct(f"<3I3IQQiiQiiIIii{_MAX_SAMPLE}QiiI")
 #: What shared memory no thread has written reads by default: the 32-bit word 0xA5A5A5A5
 #: (-1515870811 as an int32, about -2.9e-16 as a float): not 0 (the identity of a sum) and not a
 #: value a scan plausibly produces.
@@ -663,7 +667,7 @@ class EmulatorBackend(Backend):
             _LAUNCH_HEAD.pack(grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes,
                               self.limits.max_shared_bytes, self.workers, SCHEDULES[self.schedule], self.schedule_seed,
                               int(self.checks), int(self.detect_deadlock), int(self.shared_fill) & 0xFFFFFFFF,
-                              SAMPLE_MODES[self.sample],
+                              INTERLEAVE.get(self.schedule, 0) if self.checks else 0, SAMPLE_MODES[self.sample],
                               len(sample), *sample, *([0] * (_MAX_SAMPLE - len(sample))),
                               len(allocs), len(slots), len(name)),
             name, *(self._alloc_entry(b, n) for b, n in allocs), *(struct.pack("<iq", k, v) for k, v in slots)])

@@ -431,7 +431,7 @@ template <class F> bool bind(void *lib, const char *name, F *out) {
 }
 
 // LAUNCH payload: grid[3], block[3] (uint32), dyn_shared, shared_limit (uint64), workers, schedule
-// (int32), seed (uint64), checks, detect_deadlock (int32), shared_fill (uint32),
+// (int32), seed (uint64), checks, detect_deadlock (int32), shared_fill, interleave (uint32),
 // sample_mode, nsample (int32), SG_MAX_SAMPLE sampled blocks (uint64), nallocs, nargs
 // (int32), kernel name length (uint32) and name, nallocs x {base, size, lo, count (uint64), elem (uint32), name (32 bytes)}, nargs x {kind (int32: 0 pointer, 1 int),
 // value (int64)}.
@@ -451,6 +451,7 @@ void handle_launch(const Module &M, const std::string &req) {
     cfg.checks = r.get<int32_t>();
     cfg.detect_deadlock = r.get<int32_t>();
     cfg.shared_fill = r.get<uint32_t>();
+    cfg.interleave = r.get<uint32_t>();
     cfg.sample_mode = r.get<int32_t>();
     cfg.nsample = r.get<int32_t>();
     for (uint64_t &b : cfg.sample) b = r.get<uint64_t>();

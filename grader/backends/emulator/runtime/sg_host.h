@@ -34,6 +34,8 @@ struct sg_launch_config {
     int checks;             // 1: check every memory access and barrier
     int detect_deadlock;    // 1: a deadlock is a KernelError; 0: wait (the grader's timeout)
     uint32_t shared_fill;   // what unwritten shared memory reads: this 32-bit word, repeated (little-endian)
+    uint32_t interleave;    // in a checked block: the chance, out of 65536, that a thread switches to the next
+                            // thread of its round before each plain load or store of shared or global memory
     int sample_mode;        // with checks: 0 every block runs, checked; 1 only the blocks in `sample` run
                             // (checked), the others are skipped; 2 every block runs, those in `sample` checked
     int nsample;            // blocks in `sample` (at most SG_MAX_SAMPLE)
