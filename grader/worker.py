@@ -371,14 +371,15 @@ class _GpuPath:
     every machine), the GPU verifies the output of every case they pass, and compute-sanitizer is an
     audit (``sanitizer_audit``) or the fallback where the emulator cannot build the part.
 
-    - A checked case waits, within its deadline, for the emulator's checks of it (:class:`_EmulatorBeside`,
-      run in the background from the worker's start). A case they fail (a finding of a checker's
-      kind, a deadlock included, or a fault) is graded from them and is not run on the GPU: no hang,
-      no fault, no new worker.
+    - Every case waits, within its deadline, for the emulator's checks of it (:class:`_EmulatorBeside`,
+      run in the background from the worker's start): of the whole case up to
+      ``emulator.checks_max_n``, of a sample of each launch's blocks above it. A case they fail (a
+      finding of a checker's kind, a deadlock included, or a fault) is graded from them and is not
+      run on the GPU: no hang, no fault, no new worker.
     - Once the kernel deadlocked or diverged at a barrier under the checks, faulted on the GPU (the
       context is lost), or an earlier worker's case hung (``job.earlier_hung``), the cases the GPU
-      would run go to the emulator instead, run as the emulator backend runs them (unchecked above
-      ``emulator.checks_max_n``, a deadlock found at once), with a message that says why.
+      would run go to the emulator instead: a checked case takes its checked run, a larger one a
+      plain run of every block for its output (a deadlock found at once), with a message that says why.
     """
 
     def __init__(self, backend, job, cfg, part, modules, cases, work: Path, job_path: str,

@@ -17,7 +17,7 @@ from grader.config import load_config
 from grader.execute import SAMPLED_CHECKER, case_list
 from grader.parts import PARTS, SOLUTIONS, compile_part
 from grader.worker import _EmulatorBeside, _GpuPath
-from tests.conftest import BROKEN
+from tests.conftest import BROKEN, ROOT
 
 VERDICTS = Path(__file__).parent / "verdicts"
 
@@ -157,3 +157,21 @@ def test_the_gpu_paths_emulator_runs_on_the_quick_runtime_and_finds_what_the_emu
         emulator.close()
     assert failed is not None and failed.kind == "race" and "(memory order)" in failed.message
     assert emulator.toolchain.runtime_key() != Toolchain().runtime_key()  # its own object, not the -O2 one
+
+
+@pytest.mark.parametrize("key, kernel, sizes", [
+    ("part4_any_size", "part4_race_above_checks.cu", [65537, 262143]),
+    ("part5_single_pass", "part5_lookback_race_above_checks.cu", [65535, 1048575]),
+])
+def test_a_race_only_above_checks_max_n_is_decided_by_the_checks_of_sampled_blocks(tmp_path, key, kernel, sizes):
+    """The reference up to n = 70,000 and a race above it (tests/test_sampled_checks.py): beside the
+    GPU the checks of the large case's sampled blocks find the race, and that case is not run on the
+    GPU; the checked case below passes and is verified there. The shipped config's checks_max_n."""
+    cfg = load_config(ROOT / "config.yaml").override(parts={key: {"sizes": sizes, "dtypes": ["int32"]}})
+    results, _, launched = grade_on_gpu_path(cfg, BROKEN / kernel, key, tmp_path)
+    by_n = {r.n: (r, n) for r, n in zip(results, launched)}  # n = 1 is always graded too
+    (small, small_launches), (large, large_launches) = by_n[sizes[0]], by_n[sizes[1]]
+    assert small.status == "pass" and small.checker == "emulator checks" and small_launches > 0, small.message
+    assert large.status == "fail" and large.kind == "race" and large.checker == SAMPLED_CHECKER, large.message
+    assert large_launches == 0 and "not run on the GPU" in large.message
+    assert f"{PARTS[key].filename}:" in large.message and "above emulator.checks_max_n" in large.message
