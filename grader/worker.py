@@ -733,6 +733,11 @@ class _EmulatorBeside:
             modules = _at_once({d: functools.partial(compile_part, self._emulator, self.part, source, pc=pc, dtype=d,
                                                      workdir=self._work / d)
                                 for d in sorted({self.cases[i].dtype for i in todo})})
+            # A compile loads its module in an executor started by the compile's own thread, which has
+            # ended: the executor dies with that thread (bubblewrap's --die-with-parent and its own
+            # PR_SET_PDEATHSIG are per thread), at any moment, a launch under way included. Stopped
+            # here, the next launch starts one from this thread.
+            self._emulator.close()
             self._compiled.set()
             compiled = time.time()
             for i in todo:
