@@ -53,8 +53,9 @@ def _checks_options(p: argparse.ArgumentParser) -> None:
     official grade (the emulator's; on a GPU, compute-sanitizer's)."""
     p.add_argument("--checks", dest="checks", action="store_true", default=True,
                    help="check for races, out-of-bounds accesses and barrier divergence on sizes up to "
-                        "emulator.checks_max_n (the default): the emulator's checks under three thread orders, on "
-                        "every machine (on a GPU they run beside it, on the CPU's cores)")
+                        "emulator.checks_max_n, and on sampled blocks above it (the default): the emulator's "
+                        "checks under three thread orders, on every machine (on a GPU they run beside it, on "
+                        "the CPU's cores)")
     p.add_argument("--no-checks", dest="checks", action="store_false",
                    help="skip the checks (faster; the grade may then differ from the official one)")
     p.add_argument("--sanitizer-audit", action="store_true", default=False,

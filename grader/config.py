@@ -248,7 +248,9 @@ class EmulatorConfig(_Schema):
     """``emulator:``: worker threads, the checked sizes and the sandbox policy.
 
     ``checks_max_n``: with checks on, cases up to this n run with race, bounds and barrier checks
-    under three thread orders; larger ones run once, unchecked (checking is ~3x slower).
+    under three thread orders; in larger ones the checks run on a sample of each launch's blocks
+    (the first, the last and 2 drawn from the case's seed), in the same orders (checking every block
+    is ~3x slower).
     ``sandbox``: how the emulator isolates student code (``docs/security.md``); where the file does
     not set it (:attr:`sandbox_explicit`), ``batch`` and the Gradescope autograder require the
     sandbox (:func:`grader.runner.grading_sandbox`).
@@ -257,7 +259,7 @@ class EmulatorConfig(_Schema):
     workers: Annotated[Int, _check(_not_negative)] = Field(
         0, description="a number of worker threads (0: one per core)")
     checks_max_n: Annotated[Int, _check(_positive)] = Field(
-        70000, description="the largest n checked for races under three thread orders")
+        70000, description="the largest n checked whole for races under three thread orders")
     sandbox: Annotated[StrictStr, BeforeValidator(_bare_off),
                        _check(lambda v: None if v in SANDBOX_CHOICES else "unknown sandbox policy")] = Field(
         "auto", description="one of " + ", ".join(SANDBOX_CHOICES))

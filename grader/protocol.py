@@ -58,7 +58,8 @@ class Job(BaseModel):
         source: path of the part's ``.cu`` file (absolute).
         backend: the backend's name (``emulator``, ``pycuda``).
         events: path of the event file the worker appends to.
-        checks: run the emulator's checks and thread orders (cases up to ``emulator.checks_max_n``).
+        checks: run the emulator's checks and thread orders (cases up to ``emulator.checks_max_n``;
+            above it, on sampled blocks).
         start: how many of the part's cases (:func:`grader.execute.case_list`) to skip: a worker
             started after a case that hung grades the cases after it.
         earlier_failed: a case before ``start`` did not pass (so the part is not timed).
