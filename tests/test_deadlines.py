@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from grader.backends import Selection
 from grader.config import load_config
 from grader.deadlines import FACTOR, case_budget_s, floor_s, reference_case_s, timed_case_n
@@ -79,6 +81,21 @@ def test_the_reference_time_is_interpolated_in_n_and_grows_in_proportion_past_th
                          case_s=120, table=table) == 120  # never past timeouts.case_s
     assert case_budget_s(backend="pycuda", part="part4_any_size", dtype="int32", n=5, checked=False,
                          case_s=120, table=table) == 120  # not measured on this backend: case_s
+
+
+def test_a_case_above_checks_max_n_has_time_for_the_checks_of_its_sampled_blocks():
+    """One emulator run of every block per thread order at most (Part 5 runs them all), on either
+    backend: on a GPU they run beside it, within the case's deadline."""
+    table = {"emulator": {"parts": {"part5_single_pass": {"plain int32": [[10**6, 0.5]]}}},
+             "pycuda": {"parts": {"part5_single_pass": {"plain int32": [[10**6, 0.01]]}}}}
+
+    def budget(backend, sampled):
+        return case_budget_s(backend=backend, part="part5_single_pass", dtype="int32", n=10**6, checked=False,
+                             sampled=sampled, case_s=1000, table=table)
+    assert budget("emulator", True) - budget("emulator", False) == pytest.approx(FACTOR * 3 * 0.5)
+    assert budget("pycuda", True) - budget("pycuda", False) == pytest.approx(FACTOR * 3 * 0.5)
+    assert case_budget_s(backend="emulator", part="part4_any_size", dtype="int32", n=10**6, checked=False,
+                         sampled=True, case_s=120, table=table) == 120  # the emulator's time unknown: case_s
 
 
 def test_every_case_of_the_shipped_config_has_a_measured_reference_time_on_the_emulator():
