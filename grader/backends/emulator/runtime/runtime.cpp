@@ -23,7 +23,9 @@
 //     for the grader's timeout, as a GPU would hang).
 //   * Memory hooks: modules are compiled with -fsanitize=thread, and this runtime defines the
 //     __tsan_* entry points (no sanitizer runtime is linked). Volatile accesses are yield points;
-//     with checks on, every access is checked (bounds, alignment, races, uninitialised shared).
+//     with checks on, every access of a checked block (every block, or the sampled ones: sg_host.h,
+//     sample_mode) is checked (bounds, alignment, races, uninitialised shared), and the random
+//     order may switch threads before plain accesses (rt_checks.inc, interleave).
 //   * Errors end the block; the launch reports the failure of the lowest failing block.
 //   * The runtime never times out on its own: the grader runs emulated code in a child process.
 
