@@ -18,7 +18,8 @@ the event is validated as its type, and a line that is not a well-formed event i
 
 The order of a part's events: ``device`` once the backend is up (or ``error`` and the end);
 ``compile-error`` and the end, or ``compiled``; ``case-start`` then ``case`` per visible case
-(on a GPU, a case whose kernel faulted has ``locating-fault`` before its ``case``, then ``restart``);
+(on a GPU, under compute-sanitizer's audit, a case whose kernel faulted has ``locating-fault`` before
+its ``case``);
 on a GPU, for a timed part whose visible cases all passed, ``timing-start``, then ``case-start``
 and ``timed`` per timed size (and ``device-update`` with the copy bandwidth); for a profiled part
 whose cases so far all passed, ``profile-start`` (the profile is taken before any hidden case);
@@ -246,15 +247,6 @@ class Profiled(_Event):
 
 
 @pydantic_dataclass(frozen=True, config=_WIRE)
-class Restart(_Event):
-    """The case just reported faulted on the GPU and lost the worker's CUDA context: the worker
-    ends, and a new one grades the cases after it (as after a case that hung)."""
-
-    name: ClassVar[str] = "restart"
-    case: str
-
-
-@pydantic_dataclass(frozen=True, config=_WIRE)
 class LocatingFault(_Event):
     """The case's kernel faulted on the GPU; compute-sanitizer's memcheck now looks for the line (its
     own silence limit bounds it, not the case's deadline). The case's result follows."""
@@ -289,11 +281,11 @@ class Done(_Event):
 
 
 Event = Union[Device, DeviceUpdate, CompileFailed, Compiled, CaseStart, CaseDone, Timed, TimingStart, HiddenStart,
-              PerformanceScored, ProfileStart, Profiled, Restart, LocatingFault, CompilerNotes, WorkerError, Done]
+              PerformanceScored, ProfileStart, Profiled, LocatingFault, CompilerNotes, WorkerError, Done]
 #: Every event type by its wire name.
 EVENTS: dict[str, type] = {cls.name: cls for cls in (Device, DeviceUpdate, CompileFailed, Compiled, CaseStart,
                                                      CaseDone, Timed, TimingStart, HiddenStart, PerformanceScored,
-                                                     ProfileStart, Profiled, Restart, LocatingFault, CompilerNotes,
+                                                     ProfileStart, Profiled, LocatingFault, CompilerNotes,
                                                      WorkerError, Done)}
 #: How each event type is read and written.
 _ADAPTERS: dict[type, TypeAdapter] = {cls: TypeAdapter(cls) for cls in EVENTS.values()}

@@ -241,7 +241,6 @@ class _Reported:
     Attributes:
         current: the case started and not reported (the one running when the worker stopped).
         compiled: the part compiled; profiling: the profile ran last (no case or hidden case since).
-        restart: the case whose GPU fault lost the worker's context (:class:`protocol.Restart`).
         end: the worker's last word: a :class:`protocol.WorkerError`, :class:`protocol.CompileFailed`
             or :class:`protocol.Done`; None when it stopped without one.
     """
@@ -253,12 +252,11 @@ class _Reported:
     current: str | None = None
     compiled: bool = False
     profiling: bool = False
-    restart: str | None = None
     end: protocol.Event | None = None
 
     def next_worker(self) -> None:
         """Forget what the last worker was doing; keep what the part's workers reported."""
-        self.current, self.compiled, self.profiling, self.restart, self.end = None, False, False, None, None
+        self.current, self.compiled, self.profiling, self.end = None, False, False, None
 
     def add(self, ev: protocol.Event) -> None:
         """Fold one event in (none after the worker's last word)."""
@@ -277,8 +275,6 @@ class _Reported:
             self.performance = ev.result
         elif isinstance(ev, protocol.Profiled):
             self.profile = ev.result
-        elif isinstance(ev, protocol.Restart):
-            self.restart = ev.case
         if isinstance(ev, (protocol.ProfileStart, protocol.HiddenStart, protocol.CaseDone)):
             self.profiling = isinstance(ev, protocol.ProfileStart)
 
@@ -298,32 +294,20 @@ class _Reported:
 @dataclasses.dataclass
 class _Workers:
     """A part's workers: where the next one starts in the part's case list (``start``), and the
-    cases that cost one, which it starts after: those that hung (past their deadline) and those
-    whose GPU fault lost the worker's context. A new worker starts while the part's time
-    (``deadline``, ``time.monotonic()``) lasts."""
+    cases that cost one, which it starts after: those that hung (past their deadline). A GPU fault
+    costs none: the worker grades the part's later cases on the emulator
+    (:class:`grader.worker._GpuPath`). A new worker starts while the part's time (``deadline``,
+    ``time.monotonic()``) lasts."""
 
     names: list[str]
     deadline: float
     start: int = 0
     hung: list[str] = dataclasses.field(default_factory=list)
-    faulted: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def attempt(self) -> int:
         """How many workers ran before the next one."""
-        return len(self.hung) + len(self.faulted)
-
-    def after_fault(self, case: str) -> bool:
-        """Whether a new worker grades the cases after ``case``, whose GPU fault lost the context
-        after it was reported. Every one of them, even when each faults: the emulator grades each
-        such case as a failure of its kind, and a GPU must give the same verdict (only cases that
-        hang, which cost their deadline, are cut short in a row)."""
-        after = self.names.index(case) + 1
-        if self.start < after < len(self.names) and time.monotonic() < self.deadline:
-            self.faulted.append(case)
-            self.start = after
-            return True
-        return False
+        return len(self.hung)
 
     def after_hang(self, case: str) -> str:
         """What follows ``case``, which ran past its deadline: ``retry`` (a new worker grades the
@@ -452,10 +436,7 @@ def grade_part(part: PartSpec, source: Path | Absent | None, *, cfg: Config, bac
                         else f"not run: {part.filename} does not compile")
                 return part_result(status, reported.end.message,
                                    not_run(cfg, part.key, rest, kind=status, done=tuple(cases)), pending)
-            last_faulted = reported.restart in names and reported.current is None
-            if last_faulted and workers.after_fault(reported.restart):
-                continue
-            if isinstance(reported.end, protocol.Done) or (last_faulted and reported.restart == names[-1]):
+            if isinstance(reported.end, protocol.Done):
                 if workers.hung:
                     return part_result(PartStatus.TIMEOUT, _hung_message(workers.hung), tuple(cases),
                                        reported.performance)

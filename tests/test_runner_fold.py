@@ -36,21 +36,13 @@ def test_the_fold_keeps_what_every_worker_reported_and_what_the_last_one_was_doi
     assert isinstance(reported.end, protocol.Done) and reported.passed() == "fail" and reported.current is None
 
 
-def test_every_case_after_a_gpu_fault_is_graded_by_a_new_worker_even_when_each_faults():
-    workers = _Workers(NAMES, deadline=time.monotonic() + 60)
-    for i, name in enumerate(NAMES[:-1]):
-        assert workers.after_fault(name) and workers.start == i + 1
-    assert not workers.after_fault(NAMES[-1])  # nothing after the last case
-    assert workers.attempt == len(NAMES) - 1 and not workers.hung
-
-
 def test_cases_that_hang_in_a_row_end_the_part_and_a_spent_part_starts_no_worker():
     workers = _Workers(NAMES, deadline=time.monotonic() + 60)
     assert workers.after_hang(NAMES[0]) == "retry" and workers.start == 1
     assert [workers.after_hang(name) for name in NAMES[4:4 + MAX_HANGS_IN_A_ROW]] == \
         ["retry"] * (MAX_HANGS_IN_A_ROW - 1) + ["in a row"]
     spent = _Workers(NAMES, deadline=time.monotonic() - 1)
-    assert spent.after_hang(NAMES[0]) == "stop" and not spent.after_fault(NAMES[0])
+    assert spent.after_hang(NAMES[0]) == "stop"
 
 
 def test_a_worker_that_stopped_is_told_by_how_it_stopped(tmp_path):
