@@ -3,6 +3,9 @@
 // computed for the same rows (this file's twin, compiled with nvcc -arch=sm_90), row by row.
 // Launched with one warp: (const int* in, int* out, int n); in[0] = 0.
 
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+
 #define ROW(r) out[(r) * 32 + lane]
 
 __global__ void warp_semantics(const int* in, int* out, int n) {
@@ -54,6 +57,22 @@ __global__ void warp_semantics(const int* in, int* out, int n) {
     ROW(26) = __reduce_xor_sync(0xffffffffu, lane);
     // 27: a ballot inside a branch, with the branch's lanes as its mask
     if (lane < 16) ROW(27) = __ballot_sync(0xffffu, lane > 3);
+    // 28-36: cooperative groups: tiles of 8 (static), of 16 (dynamic), the coalesced lanes of a branch
+    cg::thread_block blk = cg::this_thread_block();
+    cg::thread_block_tile<8> t8 = cg::tiled_partition<8>(blk);
+    ROW(28) = t8.shfl(lane + 100, 2);
+    ROW(29) = t8.ballot(lane & 1);
+    ROW(30) = t8.shfl_down(lane + 100, 1);
+    ROW(31) = t8.meta_group_rank() * 100 + t8.thread_rank();
+    cg::thread_group tg = cg::tiled_partition(blk, 16);
+    ROW(32) = tg.thread_rank() + 100 * tg.size();
+    if (lane % 3 == 0) {
+        cg::coalesced_group cgp = cg::coalesced_threads();
+        ROW(33) = cgp.size() * 1000 + cgp.thread_rank();
+        ROW(34) = cgp.shfl(lane + 100, 0);
+        ROW(35) = cgp.ballot(1);
+    }
+    ROW(36) = t8.any(lane == 9) + 10 * t8.all(lane < 30);
     // 37-38: an if/else inside a loop: each iteration's own lanes
     for (int i = 0; i < 2; ++i) {
         if ((lane + i) & 1) ROW(37 + i) = __activemask(); else ROW(37 + i) = __activemask() + 0;

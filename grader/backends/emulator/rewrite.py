@@ -66,6 +66,8 @@ _UNCHECKED_ATTRIBUTES = {"no_sanitize", "__no_sanitize__", "no_sanitize_thread",
 
 #: Jump statements reported to the runtime (the kinds of sg_abi.h's __SG_J_*).
 _JUMPS = {"return": 0, "break": 1, "continue": 2}
+#: Calls whose result is the lanes that execute them together (_close_am_block numbers them).
+_ACTIVEMASK = {"__activemask", "coalesced_threads"}
 _SPEC_DROP = {"__shared__", "static", "__device__", "register", "inline", "__forceinline__"}
 _PTR_OPS = {"*", "&", "const", "volatile", "__restrict__", "__restrict", "restrict"}
 _STMT_STOP = {";", "{", "}", ":", "else", "do"}
@@ -681,7 +683,7 @@ class _Rewriter:
                 continue
             if t.kind == "id" and self.jumps_on and t.text in self.jumps_on[-1]:
                 self._jump(i)
-            if t.kind == "id" and t.text == "__activemask" and self.p(i + 1) == "(" and self.p(i + 2) == ")":
+            if t.kind == "id" and t.text in _ACTIVEMASK and self.p(i + 1) == "(" and self.p(i + 2) == ")":
                 self.am_blocks[-1][3].append((i + 1, self.am_count))
                 self.am_count += 1
             if t.kind == "id" and t.text == "else" and self.p(i + 1) != "{":

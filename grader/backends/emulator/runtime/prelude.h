@@ -333,6 +333,9 @@ static inline unsigned __reduce_xor_sync(unsigned mask, unsigned v, __SG_SITE) {
 static inline unsigned __activemask(int __sg_o = -1, int __sg_a = -1, int __sg_b = -1, int __sg_lp = 0, __SG_SITE) {
     return __sg_activemask(__sg_o, __sg_a, __sg_b, __sg_lp, __sg_f, __sg_l);
 }
+/* A feature the emulator lacks, at run time (include/cooperative_groups.h uses it: the runtime's
+   own names are poisoned for the files included after the prelude). */
+#define __SG_UNSUPPORTED(what, file, line) __sg_unsupported(what, file, line)
 /* Pre-Volta intrinsics without a mask were removed in CUDA 9 for Volta and later GPUs. */
 #define __SG_LEGACY(name) __sg_unsupported(name " (deprecated: use the _sync variant with a mask)", __FILE__, __LINE__)
 #define __shfl(var, ...) (__SG_LEGACY("__shfl"), (var))
