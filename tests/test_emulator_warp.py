@@ -19,9 +19,10 @@ import numpy as np
 import pytest
 
 from grader.backends.emulator import EmulatorBackend
-from tests.test_emulator import KERNEL_DIR, header_for, spec
+from tests.test_emulator import KERNEL_DIR, header_for, marker_line, spec
 
-KERNEL = spec("warp_semantics", ("in", "const int*", "ptr"), ("out", "int*", "ptr"), ("n", "int", "int"))
+KERNELS = tuple(spec(name, ("in", "const int*", "ptr"), ("out", "int*", "ptr"), ("n", "int", "int"))
+                for name in ("warp_semantics", "activemask_spin"))
 
 
 def _row(text: str) -> list[int]:
@@ -83,8 +84,8 @@ H100 = {
 def warp_backend(request, tmp_path_factory) -> tuple[EmulatorBackend, object]:
     be = EmulatorBackend(workers=1, cache_dir=tmp_path_factory.getbasetemp() / "emulator-cache",
                          nvcc_check=False, checks=request.param)
-    source = header_for((KERNEL,), "warp_semantics.cu", 32) + (KERNEL_DIR / "warp_semantics.cu").read_text()
-    module = be.compile(source=source, filename="warp_semantics.cu", kernels=(KERNEL,),
+    source = header_for(KERNELS, "warp_semantics.cu", 32) + (KERNEL_DIR / "warp_semantics.cu").read_text()
+    module = be.compile(source=source, filename="warp_semantics.cu", kernels=KERNELS,
                         workdir=tmp_path_factory.mktemp("warp"))
     yield be, module
     be.close()
@@ -103,3 +104,20 @@ def test_warp_primitives_give_what_an_h100_gave(warp_backend, schedule: str) -> 
     wrong = {row: [f"{x:x}" for x in got[row]] for row, want in H100.items() if list(got[row]) != _row(want)}
     assert not wrong, f"rows that differ from the H100's: {wrong}"
     assert be.take_warnings() == []
+
+
+def test_lanes_at_activemask_go_on_without_lanes_that_spin_for_them(warp_backend) -> None:
+    """Forward progress (independent thread scheduling): a warning, not a deadlock."""
+    be, module = warp_backend
+    be.set_schedule("ascending", 0)
+    inp = be.alloc(32, np.dtype(np.int32))
+    out = be.alloc(64, np.dtype(np.int32))
+    be.to_device(np.zeros(64, np.int32), out)
+    be.launch(module, "activemask_spin", grid=(1, 1, 1), block=(32, 1, 1), shared_bytes=0, args=[inp, out, 0])
+    got = be.to_host(out)
+    assert got[0] == 1 and got[1:32].tolist() == [1] * 31
+    (w,) = be.take_warnings()
+    assert w.kind == "warp-convergence"
+    assert (w.line, w.other_line) == (marker_line("warp_semantics.cu", "spin_mask"),
+                                      marker_line("warp_semantics.cu", "spin_poll"))
+    assert "returns 0x00000001" in w.message and "lanes 0xfffffffe of its warp still spin" in w.message

@@ -81,3 +81,18 @@ __global__ void warp_semantics(const int* in, int* out, int n) {
     if (lane == 31) return;
     ROW(39) = __activemask();
 }
+
+// Lane 0 takes __activemask() and then releases lanes 1-31, which spin on a flag it sets: waiting for
+// them at the call would never end, so lane 0 goes on alone (forward progress), with a warning.
+__global__ void activemask_spin(const int* in, int* out, int n) {
+    const unsigned lane = threadIdx.x & 31;
+    volatile int* flag = out + 32;
+    if (lane == 0) {
+        out[0] = __activemask();  // LINE:spin_mask
+        *flag = 1;
+    } else {
+        while (*flag == 0) {  // LINE:spin_poll
+        }
+        out[lane] = 1;
+    }
+}
