@@ -66,6 +66,8 @@ _UNCHECKED_ATTRIBUTES = {"no_sanitize", "__no_sanitize__", "no_sanitize_thread",
 
 #: Jump statements reported to the runtime (the kinds of sg_abi.h's __SG_J_*).
 _JUMPS = {"return": 0, "break": 1, "continue": 2}
+#: Calls whose result is the lanes that execute them together (_close_am_block numbers them).
+_ACTIVEMASK = {"__activemask", "coalesced_threads"}
 _SPEC_DROP = {"__shared__", "static", "__device__", "register", "inline", "__forceinline__"}
 _PTR_OPS = {"*", "&", "const", "volatile", "__restrict__", "__restrict", "restrict"}
 _STMT_STOP = {";", "{", "}", ":", "else", "do"}
@@ -616,6 +618,12 @@ class _Rewriter:
         # per open brace, the jump statements reported (_jump): set() or {"break", "continue"}, with
         # "return" in a kernel
         self.jumps_on: list[set[str]] = []
+        # __activemask() calls (_close_am_block): how many so far, and per open block (a brace, or
+        # the brace-less statement of an `if`, `else`, `for`, `while`) the count at its start, whether
+        # it is a loop's body, whether it is brace-less, and its calls' `(` tokens with their indices
+        self.am_count = 0
+        self.am_blocks: list[tuple[int, bool, bool, list[tuple[int, int]]]] = [(0, False, False, [])]
+        self.am_bodies: dict[int, bool] = {}  # first token of a brace-less if/for/while body -> a loop's
         self.next_id = 0
         self.result = RewriteResult(text="")
 
@@ -650,6 +658,8 @@ class _Rewriter:
         i = 0
         while i < len(toks):
             t = toks[i]
+            if i in self.am_bodies:  # a brace-less body: a block of its own for __activemask()
+                self.am_blocks.append((self.am_count, self.am_bodies.pop(i), True, []))
             if t.kind == "pp":
                 self.loc.directive(t)
                 for part in t.parts:
@@ -673,6 +683,15 @@ class _Rewriter:
                 continue
             if t.kind == "id" and self.jumps_on and t.text in self.jumps_on[-1]:
                 self._jump(i)
+            if t.kind == "id" and t.text in _ACTIVEMASK and self.p(i + 1) == "(" and self.p(i + 2) == ")":
+                self.am_blocks[-1][3].append((i + 1, self.am_count))
+                self.am_count += 1
+            if t.kind == "id" and t.text == "else" and self.p(i + 1) != "{":
+                self.am_blocks.append((self.am_count, False, True, []))
+            if t.kind == "id" and t.text in ("if", "for", "while", "switch") and self.p(i + 1) == "(":
+                close = _match_forward(toks, i + 1, len(toks))
+                if close > 0 and self.p(close + 1) not in ("{", ";"):
+                    self.am_bodies[close + 1] = t.text != "if" and t.text != "switch"
             if t.kind == "id" and t.text in self.file_names:
                 prev = self.p(i - 1)
                 accessor = self.file_names[t.text]
@@ -687,7 +706,10 @@ class _Rewriter:
                 paren = max(0, paren - 1)
             elif txt == ";" and paren == 0:
                 head = i + 1
+                while self.am_blocks[-1][2]:  # the end of brace-less statements
+                    self._close_am_block()
             elif txt == "{":
+                self.am_blocks.append((self.am_count, self._loop_body(i), False, []))
                 kind = self._classify(head, i, scopes)
                 if kind == "func" and "func" not in scopes:  # a function's body
                     words = {w.text for w in toks[head:i] if w.kind == "id"}
@@ -702,9 +724,37 @@ class _Rewriter:
                 if scopes:
                     scopes.pop()
                     self.jumps_on.pop()
+                while len(self.am_blocks) > 1 and self.am_blocks[-1][2]:
+                    self._close_am_block()
+                if len(self.am_blocks) > 1:
+                    self._close_am_block()
+                if not (i + 1 < len(toks) and toks[i + 1].kind == "id" and toks[i + 1].text == "else"):
+                    while self.am_blocks[-1][2]:  # brace-less statements end with this block
+                        self._close_am_block()
                 head, paren = i + 1, 0
             i += 1
+        while self.am_blocks:
+            self._close_am_block()
         return self._apply()
+
+    def _loop_body(self, brace: int) -> bool:
+        """Whether the ``{`` at toks[brace] opens the body of a ``for``, ``while`` or ``do``."""
+        if brace > 0 and self.toks[brace - 1].kind == "id" and self.toks[brace - 1].text == "do":
+            return True
+        if brace == 0 or self.p(brace - 1) != ")":
+            return False
+        k = _match_backward(self.toks, brace - 1, 0)
+        return k > 0 and self.toks[k - 1].kind == "id" and self.toks[k - 1].text in ("for", "while")
+
+    def _close_am_block(self) -> None:
+        """Close the innermost block of __activemask() calls: each call of it gets its place
+        (``__activemask(ord, first, last, loop)``: its index among the file's calls, the indices of the
+        block's first and last, whether the block is a loop's body), from which the runtime tells
+        which calls a lane reaches a call from without leaving its block (rt_blocks.inc,
+        resolve_activemask: a GPU reconverges the warp there)."""
+        first, loop, _, calls = self.am_blocks.pop()
+        for paren, ord_ in calls:
+            self.overrides[paren] = f"({ord_}, {first}, {self.am_count - 1}, {int(loop)}"
 
     def _jump(self, i: int) -> None:
         """Report the jump statement at toks[i] (``return``, ``break``, ``continue``) to the runtime:

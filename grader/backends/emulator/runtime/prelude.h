@@ -311,8 +311,31 @@ template <class T>
 static inline unsigned __match_any_sync(unsigned mask, T value, __SG_SITE) {
     return (unsigned)__sg_warp_op(__SG_W_MATCH_ANY, mask, __sg_bits(value), 0, 32, __sg_f, __sg_l);
 }
-/* The lanes of the caller's warp that have not exited (the emulator cannot see divergence). */
-static inline unsigned __activemask(void) { return __sg_activemask(); }
+template <class T>
+static inline unsigned __match_all_sync(unsigned mask, T value, int *pred, __SG_SITE) {
+    unsigned r = (unsigned)__sg_warp_op(__SG_W_MATCH_ALL, mask, __sg_bits(value), 0, 32, __sg_f, __sg_l);
+    *pred = r != 0;
+    return r;
+}
+static inline unsigned __reduce_and_sync(unsigned mask, unsigned v, __SG_SITE) {
+    return (unsigned)__sg_warp_op(__SG_W_RAND, mask, v, 0, 32, __sg_f, __sg_l);
+}
+static inline unsigned __reduce_or_sync(unsigned mask, unsigned v, __SG_SITE) {
+    return (unsigned)__sg_warp_op(__SG_W_ROR, mask, v, 0, 32, __sg_f, __sg_l);
+}
+static inline unsigned __reduce_xor_sync(unsigned mask, unsigned v, __SG_SITE) {
+    return (unsigned)__sg_warp_op(__SG_W_RXOR, mask, v, 0, 32, __sg_f, __sg_l);
+}
+/* The lanes of the caller's warp that execute this call together (independent thread scheduling:
+   docs/emulator.md, "Warp-level primitives"). The source rewrite passes the call's place among the
+   file's __activemask() calls and its innermost block (rewrite.py, _activemask); a call it could not
+   place (inside a macro) keeps the defaults. */
+static inline unsigned __activemask(int __sg_o = -1, int __sg_a = -1, int __sg_b = -1, int __sg_lp = 0, __SG_SITE) {
+    return __sg_activemask(__sg_o, __sg_a, __sg_b, __sg_lp, __sg_f, __sg_l);
+}
+/* A feature the emulator lacks, at run time (include/cooperative_groups.h uses it: the runtime's
+   own names are poisoned for the files included after the prelude). */
+#define __SG_UNSUPPORTED(what, file, line) __sg_unsupported(what, file, line)
 /* Pre-Volta intrinsics without a mask were removed in CUDA 9 for Volta and later GPUs. */
 #define __SG_LEGACY(name) __sg_unsupported(name " (deprecated: use the _sync variant with a mask)", __FILE__, __LINE__)
 #define __shfl(var, ...) (__SG_LEGACY("__shfl"), (var))
