@@ -139,11 +139,11 @@ def test_the_gpu_paths_emulator_runs_on_the_quick_runtime_and_finds_what_the_emu
     from grader.parts import compile_part
     from grader.worker import _checking_emulator, _emulator_check
 
-    emulator = _checking_emulator(cfg)
+    part = PARTS["part5_single_pass"]
+    emulator = _checking_emulator(cfg, part)
     try:
         assert emulator.toolchain.runtime_flags == QUICK_RUNTIME_FLAGS
         assert emulator.toolchain.runtime_names() == expected_names()
-        part = PARTS["part5_single_pass"]
         module = compile_part(emulator, part, (BROKEN / "part5_missing_fence.cu").read_text(),
                               pc=cfg.parts[part.key], dtype="int32", workdir=tmp_path)
         failed = _emulator_check(emulator, module, cfg, part, case_list(cfg, part.key)[-1])  # n = 1000

@@ -439,9 +439,10 @@ class PyCudaBackend(Backend):
             ctx.detach()
 
 
-def create(*, workers: int = 0, checks: bool = False, sandbox: str = "auto") -> PyCudaBackend:
-    """The GPU backend as :meth:`grader.backends.BackendKind.create` makes it (``workers`` and
-    ``checks`` are the emulator's; the GPU's checks are compute-sanitizer's, :mod:`grader.sanitizer`)."""
+def create(*, workers: int = 0, checks: bool = False, sandbox: str = "auto", device_memory: int = 0) -> PyCudaBackend:
+    """The GPU backend as :meth:`grader.backends.BackendKind.create` makes it (``workers``,
+    ``checks`` and ``device_memory`` are the emulator's; the GPU's checks are compute-sanitizer's,
+    :mod:`grader.sanitizer`)."""
     return PyCudaBackend(sandbox=sandbox)
 
 

@@ -30,6 +30,7 @@ a missing ``__threadfence()`` breaks: docs/emulator.md, "Memory order between bl
 from __future__ import annotations
 
 import ctypes
+import gc
 import os
 import re
 import shlex
@@ -240,8 +241,13 @@ class EmulatorBackend(Backend):
             :mod:`.sandbox`.
         runtime_flags: compiler flags of the runtime object after the default ones (see
             :class:`.build.Toolchain`; the GPU path's checks use :data:`.build.QUICK_RUNTIME_FLAGS`).
+        device_memory: the most bytes of device memory live at once (the address space reserved for
+            it is mapped at the first launch); default :data:`.executor.ARENA_BYTES`. A grading passes
+            what its cases need (:func:`grader.execute.device_memory_bytes`), so that the grader runs
+            under an address-space limit (``ulimit -v``).
 
     Attributes:
+        device_memory: the most bytes of device memory live at once (``device_memory`` above).
         detect_deadlock: a deadlock (every thread polls, nothing changes) is a KernelError of kind
             ``"deadlock"``; default ``checks``. Off, a deadlocked launch waits like a hung GPU
             (for the grader's timeout).
@@ -265,9 +271,10 @@ class EmulatorBackend(Backend):
     def __init__(self, *, workers: int = 0, cxx: str | None = None, cache_dir: Path | None = None,
                  compile_timeout_s: float = 60.0, checks: bool = False, schedule: str = "ascending",
                  schedule_seed: int = 0, nvcc_check: bool | None = None, sandbox: str = "auto",
-                 runtime_flags: Sequence[str] = ()) -> None:
+                 runtime_flags: Sequence[str] = (), device_memory: int | None = None) -> None:
         if workers < 0:
             raise ValueError(f"workers must be >= 0 (got {workers})")
+        self.device_memory = int(device_memory or ARENA_BYTES)
         self.workers = workers or os.cpu_count() or 1
         self.sandbox = Sandbox(sandbox)
         self.toolchain = Toolchain(cxx=cxx, cache_dir=cache_dir, timeout_s=compile_timeout_s, sandbox=self.sandbox,
@@ -478,7 +485,7 @@ class EmulatorBackend(Backend):
     def _device_memory(self) -> Arena:
         with self._arena_lock:  # not self._lock: a launch holding it may restart an executor
             if self._arena is None:
-                self._arena = Arena(ARENA_BYTES)
+                self._arena = Arena(self.device_memory)
             return self._arena
 
     def _start_nvcc(self, source: str, path: Path, *, filename: str) -> tuple[subprocess.Popen, list[str]] | None:
@@ -525,7 +532,8 @@ class EmulatorBackend(Backend):
 
         Raises:
             ValueError: ``count`` is negative.
-            MemoryError: more than ``ARENA_BYTES`` (16 GiB) of device memory would be live.
+            MemoryError: more than :attr:`device_memory` bytes would be live.
+            ResourceLimit: its address space could not be mapped (``ulimit -v``).
         """
         dtype = np.dtype(dtype)
         count = int(count)
@@ -533,7 +541,13 @@ class EmulatorBackend(Backend):
             raise ValueError(f"cannot allocate {count} elements")
         nbytes = count * dtype.itemsize
         arena = self._device_memory()
-        address = arena.alloc(nbytes)
+        try:
+            address = arena.alloc(nbytes)
+        except MemoryError:
+            # Buffers whose last reference is a cycle (a KernelError's traceback holds the frame that
+            # holds its run's buffers) go back only when the collector runs: run it, then try again.
+            gc.collect()
+            address = arena.alloc(nbytes)
         self._labels.pop(address, None)  # a label of a freed buffer at the same address
         block = _Block(arena, address)
         memory = (ctypes.c_char * max(nbytes, 1)).from_address(address)
