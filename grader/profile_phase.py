@@ -121,7 +121,8 @@ def profile_phase(*, cfg, part, source: str, results: list, workdir, solutions, 
             from grader.backends.emulator import EmulatorBackend
             from grader.execute import device_memory_bytes
             emu = EmulatorBackend(workers=cfg.emulator.workers, sandbox=cfg.emulator.sandbox, nvcc_check=False,
-                                  device_memory=device_memory_bytes(profile_runs(cfg, part)))
+                                  device_memory=device_memory_bytes(profile_runs(cfg, part)),
+                                  target_arch=cfg.target_arch)
         else:
             emu = emulator_factory()
     except ResourceLimit:

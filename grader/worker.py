@@ -81,7 +81,8 @@ def main(argv: list[str]) -> int:
         try:
             backend = create_backend(job.backend, emulator_workers=cfg.emulator.workers,
                                      checks=job.checks, emulator_sandbox=cfg.emulator.sandbox,
-                                     device_memory=device_memory_bytes(case_runs(cfg, part.key)))
+                                     device_memory=device_memory_bytes(case_runs(cfg, part.key)),
+                                     target_arch=cfg.target_arch)
         except ScangradeError as exc:
             events.emit(WorkerError(str(exc)))
             if beside is not None:
@@ -605,13 +606,14 @@ def _at_once(calls: dict) -> dict:
 def _checking_emulator(cfg, part):
     """An emulator backend with its checks on (the config's workers and sandbox), for the GPU path:
     its runtime built quickly (:data:`grader.backends.emulator.build.QUICK_RUNTIME_FLAGS`), its
-    device memory what ``part``'s checked cases need."""
+    device memory what ``part``'s checked cases need, compiling for the config's ``target_arch`` (not
+    the GPU this worker runs on: the checks see what the course's GPU compiles)."""
     from grader.backends.emulator import EmulatorBackend
     from grader.backends.emulator.build import QUICK_RUNTIME_FLAGS
     from grader.execute import case_runs, device_memory_bytes
 
     return EmulatorBackend(workers=cfg.emulator.workers, checks=True, sandbox=cfg.emulator.sandbox, nvcc_check=False,
-                           runtime_flags=QUICK_RUNTIME_FLAGS,
+                           runtime_flags=QUICK_RUNTIME_FLAGS, target_arch=cfg.target_arch,
                            device_memory=device_memory_bytes(case_runs(cfg, part.key, max_n=cfg.emulator.checks_max_n)))
 
 
@@ -686,7 +688,8 @@ def _compiler_notes(backend, cfg, source: str, filename: str, workdir: Path) -> 
     from grader.errors import ScangradeError
 
     try:
-        toolchain = getattr(backend, "toolchain", None) or Toolchain(sandbox=Sandbox(cfg.emulator.sandbox or "auto"))
+        toolchain = getattr(backend, "toolchain", None) or Toolchain(sandbox=Sandbox(cfg.emulator.sandbox or "auto"),
+                                                                     target_arch=cfg.target_arch)
         return toolchain.compiler_notes(source, filename=filename, workdir=workdir)
     except (ScangradeError, OSError, ValueError):
         return []
