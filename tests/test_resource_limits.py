@@ -144,3 +144,17 @@ def test_a_worker_that_died_with_a_traceback_is_told_in_one_line() -> None:
         assert "out of memory" in why
     else:
         assert "ulimit -v" in why
+
+
+def test_the_graders_own_process_out_of_memory_is_one_line(monkeypatch, capsys):
+    """A ``MemoryError`` in the scangrade process itself (not a part's worker) ends the command with
+    one line saying what to do, exit status 2, no traceback."""
+    import grader.cli as cli
+
+    def short(args):
+        raise MemoryError()
+
+    monkeypatch.setattr(cli, "_grade", short)
+    assert cli.main(["grade", str(SOLUTIONS)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("scangrade: error: grade ran out of memory: ") and "Traceback" not in err
