@@ -69,12 +69,22 @@ def limit_advice(more: int, *, sizes: str = "the config's largest sizes") -> str
             f"(ulimit -v {want * 2**20}), or lower {sizes}")
 
 
-def resource_failure(exc: BaseException, *, sizes: str = "the config's largest sizes") -> str | None:
+def resource_failure(exc: BaseException, *, sizes: str = "the config's largest sizes",
+                     hidden: bool = False) -> str | None:
     """One line for ``exc`` where it is the machine running short, not a fault of the submission or
     a bug: a :class:`grader.errors.ResourceLimit` (its message), a ``MemoryError``, an ``OSError``
-    of ``ENOMEM``, or a thread that could not start; None for anything else."""
+    of ``ENOMEM``, or a thread that could not start; None for anything else. With ``hidden`` (the
+    part has hidden cases, whose sizes count in what it needs) the line gives no number that
+    depends on them: the limit, and that it is too small."""
     from grader.errors import ResourceLimit
 
+    if not isinstance(exc, (ResourceLimit, MemoryError, OSError, RuntimeError)):
+        return None
+    if hidden and (isinstance(exc, (ResourceLimit, MemoryError)) or resource_failure(exc) is not None):
+        limit = address_space_limit()
+        now = f" (ulimit -v, now {size_text(limit)})" if limit is not None else ""
+        return (f"the grader ran short of memory for this part's cases, the hidden ones included, under this "
+                f"machine's address-space limit{now}: raise the limit, or lower {sizes}")
     if isinstance(exc, ResourceLimit):
         return str(exc).splitlines()[0] if str(exc) else "the grader ran short of memory"
     if isinstance(exc, MemoryError):  # its text is left out: it can name a hidden case's size

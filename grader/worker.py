@@ -201,7 +201,7 @@ def main(argv: list[str]) -> int:
                 if profile is not None:
                     events.emit(Profiled(profile_after_hidden(profile, hidden_results)))
         except Exception as exc:  # the machine ran short (ulimit -v): the part's error, in one line
-            line = resource_failure(exc, sizes=f"the sizes of {part.key} in the config")
+            line = resource_failure(exc, sizes=f"the sizes of {part.key} in the config", hidden=bool(pc.hidden_sizes))
             if line is None:
                 raise
             events.emit(WorkerError(line))

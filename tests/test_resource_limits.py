@@ -27,7 +27,8 @@ SOLUTIONS = ROOT / "reference" / "solutions"
 GiB = 2**30
 
 
-def _grade(tmp_path: Path, limit: int, *, config: Path = CONFIG, parts: tuple[str, ...] = ()) -> dict[str, str]:
+def _grade(tmp_path: Path, limit: int, *, config: Path = CONFIG, parts: tuple[str, ...] = (),
+           private: Path | None = None) -> dict[str, str]:
     """``scangrade grade`` of the reference solutions on the emulator in a child process whose
     address space is capped at ``limit`` bytes (RLIMIT_AS, what ``ulimit -v`` sets), writing every
     report format: ``{format name (or "terminal"): its text}``."""
@@ -37,7 +38,7 @@ def _grade(tmp_path: Path, limit: int, *, config: Path = CONFIG, parts: tuple[st
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
     cmd = [sys.executable, "-m", "grader", "grade", str(SOLUTIONS), "--backend", "emulator", "--config", str(config),
-           *(a for p in parts for a in ("--part", p)),
+           *(a for p in parts for a in ("--part", p)), *(("--private-config", str(private)) if private else ()),
            *(a for f in FORMATS.values() if f.flag for a in (f.flag, str(outputs[f.name])))]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, preexec_fn=cap, timeout=1800)
     assert all(path.exists() for path in outputs.values()), proc.stdout + proc.stderr
@@ -124,6 +125,25 @@ def test_a_part_the_limit_cannot_hold_is_an_error_in_one_line_and_the_others_are
         assert "Traceback" not in text and 'File "' not in text, name
         if name in ("json", "gradescope", "markdown", "text"):
             assert "ulimit -v" in text, name
+
+
+def test_a_limit_too_small_for_hidden_cases_gives_no_number_that_depends_on_them(tmp_path) -> None:
+    """The same Part 4 case of 2^29 elements, hidden (a TA's private config): the part's message says
+    the limit is too small for its cases, hidden ones included, and gives no size derived from them
+    (nothing a student sees may depend on a hidden case)."""
+    data = yaml.safe_load(CONFIG.read_text())
+    data["parts"] = {"part4_any_size": {**data["parts"]["part4_any_size"], "sizes": [1, 512]}}
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(data))
+    private = tmp_path / "private.yaml"
+    private.write_text("parts:\n  part4_any_size:\n    hidden_sizes: [536870912]\n")
+    texts = _grade(tmp_path, 4 * GiB, config=config, private=private)
+    (p4,) = _result(texts)["parts"]
+    assert p4["status"] == "error", texts["text"]
+    assert "hidden ones included" in p4["message"] and "now 4 GiB" in p4["message"], p4["message"]
+    assert not any(n in p4["message"] for n in ("8 GiB", "43 GiB", "536870912")), p4["message"]
+    for name, text in texts.items():  # the full result (json) names the hidden case for the TA; no report its size
+        assert not any(n in text for n in ("8 GiB", "43 GiB", "Traceback")), name
 
 
 def test_a_worker_that_died_with_a_traceback_is_told_in_one_line() -> None:
