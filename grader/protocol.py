@@ -267,7 +267,9 @@ class CompilerNotes(_Event):
 
 @pydantic_dataclass(frozen=True, config=_WIRE)
 class WorkerError(_Event):
-    """The backend could not start; ``message`` says why. The worker ends."""
+    """The backend could not start, or the machine's limits (``ulimit -v``) stopped the part
+    (:func:`grader.resources.resource_failure`); ``message`` says why, and for a limit in one line
+    with what to do. The worker ends; the part is an ``error``."""
 
     name: ClassVar[str] = "error"
     message: str

@@ -341,15 +341,30 @@ def _how_it_stopped(stopped: str | None, returncode: int | None, reported: _Repo
             why += " — often a read or write outside an array"
         status = PartStatus.CRASH
     else:
-        tail = _tail(tmpdir / "stderr.txt")
-        why = f"the grader's worker stopped unexpectedly (exit status {returncode}) during {stage}"
-        if tail:
-            why += f":\n{tail}"
+        why = _worker_failure(returncode, stage, _tail(tmpdir / "stderr.txt"))
         status = PartStatus.ERROR
     out_tail = _tail(tmpdir / "stdout.txt")
     if out_tail and status != PartStatus.ERROR:
         why += f"\nlast output of the kernel:\n{out_tail}"
     return status, why
+
+
+def _worker_failure(returncode: int | None, stage: str, stderr: str) -> str:
+    """The part's message when its worker exited on its own without its last word, from its last
+    words on stderr (``stderr``): one line, never a Python traceback (its last line, the error
+    itself, stands for it); where that line says the worker could not get memory (an address-space
+    limit, ``ulimit -v``, too small to import numpy or start a thread), what to raise it to."""
+    from grader.resources import limit_advice, looks_like_memory_failure
+
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    last = lines[-1] if lines else ""
+    short = next((line for line in reversed(lines[-8:]) if looks_like_memory_failure(line)), None)
+    if short is not None:
+        return f"the grader's worker ran out of memory during {stage} ({short[:300]}): {limit_advice(0)}"
+    why = f"the grader's worker stopped unexpectedly (exit status {returncode}) during {stage}"
+    if any(line.startswith("Traceback (most recent call last)") for line in lines):
+        return f"{why}: {last[:500]} (a bug of the grader: please report it)"
+    return f"{why}:\n{stderr}" if stderr else why
 
 
 def _stopped_case(name: str, specs: list, *, cfg: Config, key: str, status: PartStatus, why: str) -> CaseResult:

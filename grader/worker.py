@@ -69,10 +69,11 @@ def main(argv: list[str]) -> int:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     from grader.backends import backend_kind, create_backend
     from grader.errors import BackendUnavailable, CompileError, ScangradeError
-    from grader.execute import CHECK_SCHEDULES, case_list, run_case, with_compiler_notes
+    from grader.execute import CHECK_SCHEDULES, case_list, case_runs, device_memory_bytes, run_case, with_compiler_notes
     from grader.parts import DTYPES, PARTS, compile_part, part_header, part_source
     from grader.directives import check_includes
     from grader.intake import read_source
+    from grader.resources import resource_failure
 
     cfg = job.config  # the config the runner validated, its settings included
     from grader.backends.emulator.build import CacheLimits, set_cache_limits
@@ -90,7 +91,9 @@ def main(argv: list[str]) -> int:
     with EventWriter(job.events) as events:
         try:
             backend = create_backend(job.backend, emulator_workers=cfg.emulator.workers,
-                                     checks=job.checks, emulator_sandbox=cfg.emulator.sandbox)
+                                     checks=job.checks, emulator_sandbox=cfg.emulator.sandbox,
+                                     device_memory=device_memory_bytes(case_runs(cfg, part.key)),
+                                     target_arch=cfg.target_arch)
         except ScangradeError as exc:
             events.emit(WorkerError(str(exc)))
             if beside is not None:
@@ -196,6 +199,12 @@ def main(argv: list[str]) -> int:
                     events.emit(PerformanceScored(performance))
                 if profile is not None:
                     events.emit(Profiled(profile_after_hidden(profile, hidden_results)))
+        except Exception as exc:  # the machine ran short (ulimit -v): the part's error, in one line
+            line = resource_failure(exc, sizes=f"the sizes of {part.key} in the config", hidden=bool(pc.hidden_sizes))
+            if line is None:
+                raise
+            events.emit(WorkerError(line))
+            return 0
         finally:
             if beside is not None:
                 beside.close()
@@ -494,7 +503,7 @@ class _GpuPath:
         note = f"run on the emulator, not the GPU: {self.elsewhere}"
         try:
             if self._emulator is None:
-                self._emulator = _checking_emulator(self.cfg)
+                self._emulator = _checking_emulator(self.cfg, self.part, every_size=True)
             if case.dtype not in self._emulator_modules:
                 self._emulator_modules[case.dtype] = compile_part(
                     self._emulator, self.part, read_source(Path(self.job.source)), pc=self.cfg.parts[self.part.key],
@@ -650,7 +659,7 @@ class _GpuChecks:
         from grader.parts import compile_part
 
         if self._emulator is None:
-            self._emulator = _checking_emulator(self.cfg)
+            self._emulator = _checking_emulator(self.cfg, self.part)
         pc = self.cfg.parts[self.part.key]
         for dtype in sorted(set(dtypes) - set(self._emulator_modules)):
             self._emulator_modules[dtype] = compile_part(self._emulator, self.part, read_source(Path(self.job.source)),
@@ -716,7 +725,7 @@ class _EmulatorBeside:
         from grader.parts import compile_part
 
         try:
-            self._emulator = _checking_emulator(self.cfg)
+            self._emulator = _checking_emulator(self.cfg, self.part)
             pc = self.cfg.parts[self.part.key]
             modules = _at_once({d: functools.partial(compile_part, self._emulator, self.part, source, pc=pc, dtype=d,
                                                      workdir=self._work / d)
@@ -774,14 +783,20 @@ def _at_once(calls: dict) -> dict:
     return {key: future.result() for key, future in daemon_futures(calls, len(calls)).items()}
 
 
-def _checking_emulator(cfg):
+def _checking_emulator(cfg, part, *, every_size: bool = False):
     """An emulator backend with its checks on (the config's workers and sandbox), for the GPU path:
-    its runtime built quickly (:data:`grader.backends.emulator.build.QUICK_RUNTIME_FLAGS`)."""
+    its runtime built quickly (:data:`grader.backends.emulator.build.QUICK_RUNTIME_FLAGS`), its
+    device memory what ``part``'s checked cases need (``every_size``: what every case needs),
+    compiling for the config's ``target_arch`` (not the GPU this worker runs on: the checks see what
+    the course's GPU compiles)."""
     from grader.backends.emulator import EmulatorBackend
     from grader.backends.emulator.build import QUICK_RUNTIME_FLAGS
+    from grader.execute import case_runs, device_memory_bytes
 
+    runs = case_runs(cfg, part.key, max_n=None if every_size else cfg.emulator.checks_max_n)
     return EmulatorBackend(workers=cfg.emulator.workers, checks=True, sandbox=cfg.emulator.sandbox, nvcc_check=False,
-                           runtime_flags=QUICK_RUNTIME_FLAGS)
+                           runtime_flags=QUICK_RUNTIME_FLAGS, target_arch=cfg.target_arch,
+                           device_memory=device_memory_bytes(runs))
 
 
 def _emulator_check(emulator, module, cfg, part, case):
@@ -818,7 +833,8 @@ def _compiler_notes(backend, cfg, source: str, filename: str, workdir: Path) -> 
     from grader.errors import ScangradeError
 
     try:
-        toolchain = getattr(backend, "toolchain", None) or Toolchain(sandbox=Sandbox(cfg.emulator.sandbox or "auto"))
+        toolchain = getattr(backend, "toolchain", None) or Toolchain(sandbox=Sandbox(cfg.emulator.sandbox or "auto"),
+                                                                     target_arch=cfg.target_arch)
         return toolchain.compiler_notes(source, filename=filename, workdir=workdir)
     except (ScangradeError, OSError, ValueError):
         return []

@@ -145,11 +145,11 @@ def test_the_gpu_paths_emulator_runs_on_the_quick_runtime_and_finds_what_the_emu
                     "  part5_single_pass:\n    block_size: 64\n    items_per_thread: 4\n    points_per_case: 1\n"
                     "    dtypes: [int32]\n    sizes: [1000]\n")
     cfg = load_config(path)
-    emulator = _checking_emulator(cfg)
+    part = PARTS["part5_single_pass"]
+    emulator = _checking_emulator(cfg, part)
     try:
         assert emulator.toolchain.runtime_flags == QUICK_RUNTIME_FLAGS
         assert emulator.toolchain.runtime_names() == expected_names()
-        part = PARTS["part5_single_pass"]
         module = compile_part(emulator, part, (BROKEN / "part5_missing_fence.cu").read_text(),
                               pc=cfg.parts[part.key], dtype="int32", workdir=tmp_path / "m")
         failed = _emulator_check(emulator, module, cfg, part, case_list(cfg, part.key)[-1])  # n = 1000
