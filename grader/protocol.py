@@ -19,7 +19,8 @@ the event is validated as its type, and a line that is not a well-formed event i
 The order of a part's events: ``device`` once the backend is up (or ``error`` and the end);
 ``compile-error`` and the end, or ``compiled``; ``case-start`` then ``case`` per visible case
 (on a GPU, under compute-sanitizer's audit, a case whose kernel faulted has ``locating-fault`` before
-its ``case``);
+its ``case``; a case the emulator's checks passed has ``gpu-wait`` and a second ``case-start`` before
+it runs on the GPU);
 on a GPU, for a timed part whose visible cases all passed, ``timing-start``, then ``case-start``
 and ``timed`` per timed size (and ``device-update`` with the copy bandwidth); for a profiled part
 whose cases so far all passed, ``profile-start`` (the profile is taken before any hidden case);
@@ -256,6 +257,16 @@ class LocatingFault(_Event):
 
 
 @pydantic_dataclass(frozen=True, config=_WIRE)
+class GpuWait(_Event):
+    """On a GPU, the emulator's checks passed the case; the worker now waits for the GPU (another
+    worker's timed window may hold it), which is not the case's time: a ``case-start`` of the same
+    case follows once it has the GPU, and its deadline starts again there."""
+
+    name: ClassVar[str] = "gpu-wait"
+    case: str
+
+
+@pydantic_dataclass(frozen=True, config=_WIRE)
 class CompilerNotes(_Event):
     """The case's output is wrong; the host compiler now checks the file for warnings that explain
     wrong values (:meth:`grader.backends.emulator.build.Toolchain.compiler_notes`: its own time, once
@@ -283,11 +294,11 @@ class Done(_Event):
 
 
 Event = Union[Device, DeviceUpdate, CompileFailed, Compiled, CaseStart, CaseDone, Timed, TimingStart, HiddenStart,
-              PerformanceScored, ProfileStart, Profiled, LocatingFault, CompilerNotes, WorkerError, Done]
+              PerformanceScored, ProfileStart, Profiled, LocatingFault, GpuWait, CompilerNotes, WorkerError, Done]
 #: Every event type by its wire name.
 EVENTS: dict[str, type] = {cls.name: cls for cls in (Device, DeviceUpdate, CompileFailed, Compiled, CaseStart,
                                                      CaseDone, Timed, TimingStart, HiddenStart, PerformanceScored,
-                                                     ProfileStart, Profiled, LocatingFault, CompilerNotes,
+                                                     ProfileStart, Profiled, LocatingFault, GpuWait, CompilerNotes,
                                                      WorkerError, Done)}
 #: How each event type is read and written.
 _ADAPTERS: dict[type, TypeAdapter] = {cls: TypeAdapter(cls) for cls in EVENTS.values()}

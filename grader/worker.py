@@ -30,8 +30,8 @@ from pathlib import Path
 from grader.parts import SOLUTIONS
 from grader.profile_phase import profile_after_hidden
 from grader.protocol import (CaseDone, CaseStart, Compiled, CompileFailed, CompilerNotes, Device, DeviceUpdate, Done,
-                             EventWriter, HiddenStart, Job, LocatingFault, PerformanceScored, Profiled, ProfileStart,
-                             ProtocolError, Timed, TimingStart, WorkerError)
+                             EventWriter, GpuWait, HiddenStart, Job, LocatingFault, PerformanceScored, Profiled,
+                             ProfileStart, ProtocolError, Timed, TimingStart, WorkerError)
 
 #: The smallest copy (bytes read + written) whose bandwidth the report records and checks.
 COPY_BANDWIDTH_MIN_BYTES = 128 * 2**20
@@ -153,21 +153,26 @@ def main(argv: list[str]) -> int:
 
                 def run(case) -> None:
                     checked = job.checks and case.n <= cfg.emulator.checks_max_n
+                    known = tuple(f for r in results for f in r.findings)
                     if gpu is not None:
                         gpu.before(case, checked)  # what may take long and is not the kernel's: no deadline yet
-                    with backend.gpu_shared():  # taken before the deadline starts: another part may be timing
                         events.emit(CaseStart(case.name))
-                        if gpu is not None:
-                            result = gpu.run(case, checked, known=tuple(f for r in results for f in r.findings),
-                                             ahead=ahead)
-                        else:
+                        result = gpu.decided(case, checked, known=known, ahead=ahead)  # the emulator's checks
+                        if result is None:  # they passed it: the GPU verifies its output
+                            events.emit(GpuWait(case.name))  # the wait for the GPU is not the case's time
+                            with backend.gpu_shared():  # another part may be timing
+                                events.emit(CaseStart(case.name))
+                                result = gpu.run(case, checked, known=known, ahead=ahead)
+                    else:
+                        with backend.gpu_shared():
+                            events.emit(CaseStart(case.name))
                             if job.checks:
                                 backend.checks = checked  # large sizes: plain runs, but a deadlock is found at once
                                 backend.detect_deadlock = True
                             result = run_case(backend, modules[case.dtype], cfg=cfg, part=part, case=case,
                                               schedules=CHECK_SCHEDULES if checked else (),
-                                              checker="emulator checks" if checked else None,
-                                              known=tuple(f for r in results for f in r.findings), ahead=ahead)
+                                              checker="emulator checks" if checked else None, known=known,
+                                              ahead=ahead)
                     if any(f.kind == "mismatch" for f in result.findings):
                         if case.dtype not in notes:
                             events.emit(CompilerNotes(case.name))  # the compiler's time is not the case's
@@ -396,6 +401,7 @@ class _GpuPath:
         self.elsewhere = ("a case before these hung (ran past its deadline), so the GPU runs no more of this part"
                           if job.earlier_hung else None)  # why the GPU runs no more cases, once it does not
         self._found = None  # compute-sanitizer's findings on the case about to start
+        self._own = None  # the emulator's checked run of the case being graded
         self._emulator = None
         self._emulator_modules: dict = {}
 
@@ -438,26 +444,36 @@ class _GpuPath:
         if self.sanitizer.sanitizer:
             self.sanitizer.prime()
 
-    def run(self, case, checked: bool, *, known: tuple, ahead):
-        """The result of ``case``, whose deadline runs (see the class's docstring)."""
-        from dataclasses import replace
-
-        from grader.execute import run_case
+    def decided(self, case, checked: bool, *, known: tuple, ahead):
+        """The result of ``case`` where it is decided without the GPU, its deadline running: a failure
+        of the emulator's checks (waiting for them), or a run on the emulator (see the class's
+        docstring); None where the GPU is to run it (:meth:`run`)."""
         from grader.kinds import FAULT_KINDS
 
         index = self.cases.index(case)
-        own = None  # the emulator's checked run of the case
+        self._own = None  # the emulator's checked run of the case
         if checked and not self.fallback and self.beside is not None:
-            own = self.beside.result(index)
+            self._own = own = self.beside.result(index)
             if own is not None and _decided_by_checks(own):
                 if own.kind in GPU_STOPPERS or own.kind in FAULT_KINDS:
                     self.elsewhere = (f"the kernel failed at {case.name} under the emulator's checks ({own.kind}), and "
                                       "on a GPU it would hang or fault")
                 return self._decided(own)
         if self.elsewhere is not None:
-            if own is not None and own.status != "error":
-                return own  # its checked run on the emulator: it passed, or its output is wrong
+            if self._own is not None and self._own.status != "error":
+                return self._own  # its checked run on the emulator: it passed, or its output is wrong
             return self._on_emulator(case, known=known, ahead=ahead)
+        return None
+
+    def run(self, case, checked: bool, *, known: tuple, ahead):
+        """The result of ``case`` run on the GPU, which :meth:`decided` left to it (its deadline runs);
+        ``known``: the part's earlier findings, a hint for an unchecked case's wrong output."""
+        from dataclasses import replace
+
+        from grader.execute import run_case
+
+        index = self.cases.index(case)
+        own = self._own
         found = self._found
         checker = None  # the output only: an unchecked case, or a fallback with no compute-sanitizer here
         if checked and not self.fallback:

@@ -11,7 +11,7 @@ import pytest
 
 from grader.config import load_config, load_private
 from grader.protocol import (EVENTS, CaseDone, CaseStart, Compiled, CompileFailed, CompilerNotes, Device, DeviceUpdate,
-                             Done, EventReader, EventWriter, HiddenStart, Job, LocatingFault, PerformanceScored,
+                             Done, EventReader, EventWriter, GpuWait, HiddenStart, Job, LocatingFault, PerformanceScored,
                              Profiled, ProfileStart, ProtocolError, Timed, TimingStart, WorkerError, decode,
                              encode)
 from grader.results import CaseResult, Mismatch, Performance, Profile, Timing
@@ -28,7 +28,7 @@ ONE_OF_EACH = [Device({"backend": "emulator", "workers": "1"}), DeviceUpdate({"c
                Timed(TIMED), TimingStart(), HiddenStart(),
                PerformanceScored(Performance(1.5, 2.0, 1.2, "time / reference time = 1.20")), ProfileStart(),
                Profiled(Profile(0.0, 1.0, "line 3: 2-way bank conflict", n=256, wavefronts=10, worst_line=3)),
-               LocatingFault("n=33 int32"), CompilerNotes("n=33 float32"),
+               LocatingFault("n=33 int32"), GpuWait("n=33 int32"), CompilerNotes("n=33 float32"),
                WorkerError("no C++ compiler"), Done()]
 
 
@@ -112,7 +112,7 @@ def test_the_worker_says_in_one_line_why_it_cannot_use_its_job(tmp_path):
 def test_every_event_of_the_worker_has_one_type():
     assert set(EVENTS) == {"device", "device-update", "compile-error", "compiled", "case-start", "case", "timed",
                            "timing-start", "hidden-start", "performance", "profile-start", "profile",
-                           "locating-fault", "compiler-notes", "error", "done"}
+                           "locating-fault", "gpu-wait", "compiler-notes", "error", "done"}
     assert {type(ev) for ev in ONE_OF_EACH} == set(EVENTS.values())
 
 
