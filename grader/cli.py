@@ -111,8 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="skip submissions whose result is already written, intact, and of the same submission, config, "
                         "private config, backend and checks (any other is graded again, and said)")
     t.add_argument("--jobs", type=int, default=None,
-                   help="submissions graded at once, 1 or more (default: one per core; on a GPU machine two per "
-                        "core, up to 24 per GPU, timed runs still alone on the GPU)")
+                   help="submissions graded at once, 1 or more (default: one per core, on a GPU machine up to 16 "
+                        "per GPU, timed runs still alone on the GPU)")
     t.add_argument("--allow-unsandboxed", action="store_true",
                    help="grade on the emulator even where its OS sandbox (bubblewrap) is unusable, with resource "
                         "limits and the seccomp filter only (by default batch refuses; docs/security.md)")
