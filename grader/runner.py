@@ -240,6 +240,8 @@ class _Reported:
 
     Attributes:
         current: the case started and not reported (the one running when the worker stopped).
+        waiting: on a GPU, the case the emulator's checks passed, waiting for the GPU.
+        timing: the timing phase started.
         compiled: the part compiled; profiling: the profile ran last (no case or hidden case since).
         end: the worker's last word: a :class:`protocol.WorkerError`, :class:`protocol.CompileFailed`
             or :class:`protocol.Done`; None when it stopped without one.
@@ -250,13 +252,16 @@ class _Reported:
     performance: Performance | None = None
     profile: Profile | None = None
     current: str | None = None
+    waiting: str | None = None
+    timing: bool = False
     compiled: bool = False
     profiling: bool = False
     end: protocol.Event | None = None
 
     def next_worker(self) -> None:
         """Forget what the last worker was doing; keep what the part's workers reported."""
-        self.current, self.compiled, self.profiling, self.end = None, False, False, None
+        self.current, self.waiting, self.timing, self.compiled, self.profiling, self.end = (None, None, False, False,
+                                                                                            False, None)
 
     def add(self, ev: protocol.Event) -> None:
         """Fold one event in (none after the worker's last word)."""
@@ -267,7 +272,11 @@ class _Reported:
         elif isinstance(ev, protocol.Compiled):
             self.compiled = True
         elif isinstance(ev, protocol.CaseStart):
-            self.current = ev.case
+            self.current, self.waiting = ev.case, None
+        elif isinstance(ev, protocol.GpuWait):
+            self.current, self.waiting = None, ev.case
+        elif isinstance(ev, protocol.TimingStart):
+            self.timing = True
         elif isinstance(ev, (protocol.CaseDone, protocol.Timed)):
             self.cases.append(ev.result)
             self.current = None
@@ -282,9 +291,14 @@ class _Reported:
         """What the worker was doing, for a message (``case n=5 int32``, ``compiling``...)."""
         if self.current:
             return f"case {self.current}"
+        if self.waiting:
+            return f"the wait for the GPU before case {self.waiting} (the emulator's checks had passed it)"
         if self.profiling:
             return "the bank-conflict profile"
-        return "setting up" if self.compiled else "compiling"
+        if self.timing:
+            return "the timing, between two timed sizes"
+        return ("the preparation of the cases (the emulator's compile of the checks, or compute-sanitizer's audit)"
+                if self.compiled else "compiling")
 
     def passed(self) -> PartStatus:
         """``pass`` when every case reported passed, else ``fail``."""

@@ -58,3 +58,20 @@ def test_a_worker_that_stopped_is_told_by_how_it_stopped(tmp_path):
     assert status == "crash" and "crashed (SIGSEGV" in why and "outside an array" in why
     status, why = _how_it_stopped(None, 1, reported, tmp_path)
     assert status == "error" and "exit status 1" in why and "the grader's own" in why and "KERNEL" not in why
+
+
+def test_a_worker_stopped_between_cases_is_told_what_it_was_waiting_for():
+    """'during setting up' never describes a kernel: a part stopped while its case waited for the GPU,
+    between timed sizes, or before its first case says which."""
+    reported = _Reported()
+    for ev in (protocol.Compiled(), protocol.CaseStart(NAMES[0]), protocol.GpuWait(NAMES[0])):
+        reported.add(ev)
+    assert reported.stage() == f"the wait for the GPU before case {NAMES[0]} (the emulator's checks had passed it)"
+    reported.add(protocol.CaseStart(NAMES[0]))
+    assert reported.stage() == f"case {NAMES[0]}"
+    reported.add(protocol.CaseDone(_case(NAMES[0], "pass")))
+    reported.add(protocol.TimingStart())
+    assert reported.stage() == "the timing, between two timed sizes"
+    fresh = _Reported()
+    fresh.add(protocol.Compiled())
+    assert "setting up" not in fresh.stage() and "emulator's compile" in fresh.stage()
