@@ -41,7 +41,8 @@ $(VENV)/bin/python:
 	$(call need,command -v $(PYTHON),$(PYTHON) not found: sudo apt install python3 python3-venv (Python 3.11 or newer))
 	$(call need,$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3$(comma) 11))',scangrade needs Python 3.11 or newer; $(PYTHON) is $(shell $(PYTHON) -V 2>&1): run make PYTHON=python3.11 (sudo apt install python3.11-venv))
 	$(call need,$(PYTHON) -c 'import ensurepip$(comma) venv',$(PYTHON) cannot create a virtual environment (no ensurepip): sudo apt install python3-venv)
-	$(PYTHON) -m venv $(VENV) || { rm -rf $(VENV); \
+	@echo "$(PYTHON) -m venv $(VENV)"
+	@$(PYTHON) -m venv $(VENV) || { rm -rf $(VENV); \
 	  echo "make: $(PYTHON) -m venv failed (above); on Debian or Ubuntu: sudo apt install python3-venv" >&2; exit 1; }
 
 $(INSTALLED): pyproject.toml | $(VENV)/bin/python
