@@ -25,8 +25,12 @@ test: cxx $(INSTALLED)
 check: cxx $(INSTALLED)
 	$(VENV)/bin/scangrade check $(ARGS)
 
+ifneq ($(filter release,$(MAKECMDGOALS)),)
+ifeq ($(OUT),)
+$(error make release needs the folder to write: make release OUT=../scan-release)
+endif
+endif
 release: $(INSTALLED)
-	@test -n "$(OUT)" || { echo "make: say where: make release OUT=../scan-release" >&2; exit 2; }
 	$(VENV)/bin/scangrade release "$(OUT)" $(ARGS)
 
 gpu: $(INSTALLED_GPU)

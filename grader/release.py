@@ -241,6 +241,8 @@ def _part_rows(cfg: Config) -> list[str]:
 def student_readme(cfg: Config) -> str:
     """The release's README.md: what is in the folder, how to install scangrade and check one's work."""
     rows = "\n".join(_part_rows(cfg))
+    example = next(key for key in PARTS if key in cfg.parts)
+    pad = " " * max(1, 45 - len(f'make check ARGS="--part {example}"'))
     return f"""\
 # Parallel prefix sum (scan) in CUDA: the assignment and its grader
 
@@ -265,8 +267,8 @@ from this folder (the one holding `assignment/` and `config.yaml`):
 
 ```sh
 make check                                   # grade everything in assignment/
-make check ARGS="--part part2_blelloch"      # one part (repeatable)
-make pytest ARGS="-k n1000"                  # the same cases as pytest items
+make check ARGS="--part {example}"{pad}# one part (repeatable)
+make pytest ARGS="-k int32"                  # the same cases as pytest items (-k selects)
 ```
 
 The first run creates `.venv` and installs the grader into it, with pytest; later runs install

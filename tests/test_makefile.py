@@ -154,3 +154,9 @@ def test_make_gpu_without_nvcc_says_to_install_the_cuda_toolkit(checkout, tmp_pa
     assert run.returncode != 0
     assert len(run.stderr.splitlines()) == 1 and "nvcc" in run.stderr and "CUDA toolkit" in run.stderr, run.stderr
     assert calls(log) == []
+
+
+def test_make_release_without_out_says_how_in_one_line_and_installs_nothing(checkout):
+    run = run_make(checkout, "release", env=env_with(CXX="true"))
+    assert run.returncode != 0 and len(run.stderr.splitlines()) == 1, run.stderr
+    assert "make release OUT=" in run.stderr and not (checkout / ".venv").exists()
