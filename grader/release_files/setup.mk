@@ -11,6 +11,8 @@
 # command a target runs).
 
 SHELL := /bin/sh
+# One step at a time even under make -j: the prerequisite checks before the venv, the venv before the install.
+.NOTPARALLEL:
 PYTHON ?= python3
 VENV ?= .venv
 ARGS ?=
