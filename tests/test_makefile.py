@@ -29,10 +29,18 @@ SETUP = Path("grader") / "release_files" / "setup.mk"
 RECORDER = '#!/bin/sh\necho "$(basename "$0") $*" >> "$(dirname "$0")/../../calls.log"\n'
 
 
+def env_with(**changes: str) -> dict[str, str]:
+    """This environment without what would change make's choices (CXX; an outer make's flags and
+    variables, as under `make test`; PYTHONPATH), with ``changes``."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("CXX", "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "PYTHONPATH")}
+    env.update(changes)
+    return env
+
+
 def run_make(folder: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    """``make -C folder ARGS...`` with ``env`` (default: this environment without CXX and MAKEFLAGS)."""
-    if env is None:
-        env = {k: v for k, v in os.environ.items() if k not in ("CXX", "MAKEFLAGS", "MFLAGS", "PYTHONPATH")}
+    """``make -C folder ARGS...`` with ``env`` (default: :func:`env_with`)."""
+    env = env_with() if env is None else env
     return subprocess.run([MAKE, "--no-print-directory", "-C", str(folder), *args], env=env, capture_output=True,
                           text=True, timeout=120, check=False)
 
@@ -46,12 +54,6 @@ def bare_path(tmp_path: Path, *programs: str) -> str:
     for name in programs:
         (bin_dir / name).symlink_to(shutil.which(name))
     return str(bin_dir)
-
-
-def env_with(**changes: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("CXX", "MAKEFLAGS", "MFLAGS", "PYTHONPATH")}
-    env.update(changes)
-    return env
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from grader.config import load_config
 from grader.errors import UsageError
 from grader.release import build_release, find_leaks
 from tests.conftest import ROOT, SOLUTIONS, TEMPLATES, write_config
-from tests.test_makefile import bare_path, needs_make, run_make
+from tests.test_makefile import bare_path, env_with, needs_make, run_make
 
 PRIVATE_SEED = 918273645
 HIDDEN = {"part1_naive": [77], "part4_any_size": [43211, 98765]}
@@ -263,7 +263,7 @@ def test_pytest_runs_in_the_release_without_a_warning_and_its_scangrade_route_gr
 @needs_make
 def test_make_check_in_the_release_sets_up_its_venv_then_runs_the_self_check(release):
     made, _ = release
-    env = {**_release_env(made), "CXX": "true"}  # the compiler check passes: make -n compiles nothing
+    env = env_with(PYTHONPATH=str(made.folder), CXX="true")  # the compiler check passes: make -n compiles nothing
     dry = {target: run_make(made.folder, "-n", *([target] if target else []), env=env)
            for target in ("", "check", "pytest")}
     for target, run in dry.items():

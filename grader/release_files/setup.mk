@@ -7,15 +7,17 @@
 # (the venv with scangrade and its test extra); `make gpu` builds $(INSTALLED_GPU) (the gpu extra
 # too). Where a prerequisite is missing, make stops with one line naming the package to install.
 # Variables: PYTHON (the Python that creates the venv; default python3), VENV (default .venv),
-# CXX (the emulator's C++ compiler; default c++, as the emulator's), ARGS (passed on to the
-# command a target runs).
+# CXX (the emulator's C++ compiler; default c++, as the emulator's); on the command line only, ARGS
+# (passed on to the command a target runs) and OUT (make release's folder).
 
 SHELL := /bin/sh
 # One step at a time even under make -j: the prerequisite checks before the venv, the venv before the install.
 .NOTPARALLEL:
 PYTHON ?= python3
 VENV ?= .venv
-ARGS ?=
+# Given on the command line only (an outer make's exported ARGS, as under `make test`, is not ours).
+ARGS :=
+OUT :=
 # make's built-in default CXX (g++) is not the emulator's: it runs $CXX when set, else c++.
 ifeq ($(origin CXX),default)
 EMULATOR_CXX := c++
