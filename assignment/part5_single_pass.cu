@@ -8,7 +8,8 @@
 //                                                  type-specific)
 // and declares the kernel: do not define any of them yourself, and keep the signature exactly as
 // it is. The grader does all the host work (memory, copies, the launch). Besides these, only the
-// compiler's macros are defined: __CUDACC__ and __CUDA_ARCH__ (700 on the CPU emulator).
+// compiler's macros are defined: nvcc's (__CUDACC__, __NVCC__, __CUDA_ARCH__: 900 for an H100, on
+// the CPU emulator too).
 //
 // Headers: only these may be included, in angle brackets (README.md, "What the grader gives you"):
 //   CUDA: cuda.h, cuda_runtime.h, cuda_runtime_api.h, device_launch_parameters.h,

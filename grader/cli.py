@@ -408,7 +408,9 @@ def _grade(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the exit status (0 all pass, 1 any fail, 2 usage or
     configuration error, 130 stopped by Ctrl-C; see :func:`_exit_status`). Ctrl-C ends every command
-    with one line, never a traceback; the workers of a grading are ended by the runner."""
+    with one line, never a traceback; the workers of a grading are ended by the runner. So does a
+    ``MemoryError`` of the grader's own process (an address-space limit, ``ulimit -v``): the line
+    says what to raise it to."""
     args = build_parser().parse_args(argv)
     args.argv = sys.argv[1:] if argv is None else argv
     try:
@@ -416,6 +418,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"scangrade: interrupted: {args.command} was stopped before it finished", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except MemoryError:  # the grader's own process, not a part's worker (those are graded results)
+        from grader.resources import limit_advice
+        print(f"scangrade: error: {args.command} ran out of memory: {limit_advice(0)}", file=sys.stderr)
+        return UsageError.exit_status
 
 
 if __name__ == "__main__":

@@ -31,6 +31,11 @@ from grader.parts import DTYPES, PARTS, PartSpec
 
 #: Values of ``emulator.sandbox`` (grader.backends.emulator.sandbox.POLICIES).
 SANDBOX_CHOICES = ("auto", "required", "off")
+#: The values of ``target_arch``: a GPU's compute capability times ten (``90``: sm_90, an H100),
+#: Volta (70) or later: the emulator models independent thread scheduling, as those do.
+TARGET_ARCHS = (70, 72, 75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121)
+#: The course's GPU where the config names none: an NVIDIA H100 (sm_90).
+DEFAULT_TARGET_ARCH = 90
 #: Values of ``prairielearn.compile_error``: how PrairieLearn's results.json treats a part that does not
 #: compile (:func:`grader.render.prairielearn.prairielearn`).
 COMPILE_ERROR_CHOICES = ("not-gradable", "zero")
@@ -448,6 +453,9 @@ class ConfigFile(_Schema):
     inputs: Inputs = Field(default_factory=Inputs)
     backend: Annotated[StrictStr, _check(lambda v: None if v in BACKEND_CHOICES else "unknown backend")] = Field(
         "auto", description="one of " + ", ".join(BACKEND_CHOICES))
+    target_arch: Annotated[Int, _check(lambda v: None if v in TARGET_ARCHS else "unknown GPU architecture")] = Field(
+        DEFAULT_TARGET_ARCH, description="the GPU the course targets, its compute capability times ten (90: an "
+                                         "H100); one of " + ", ".join(map(str, TARGET_ARCHS)))
     timeouts: Timeouts = Field(default_factory=Timeouts)
     emulator: EmulatorConfig = Field(default_factory=EmulatorConfig)
     float_rtol: Annotated[float, BeforeValidator(_float_only), _check(_positive)] = Field(

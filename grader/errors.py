@@ -49,6 +49,12 @@ class BackendUnavailable(ScangradeError):
     """The requested backend cannot run on this machine (no GPU, no PyCUDA, no C++ compiler)."""
 
 
+class ResourceLimit(BackendUnavailable):
+    """The machine's resource limits (an address-space limit, ``ulimit -v``) leave too little for the
+    grader: the message is one line saying what ran short and what to do (:mod:`grader.resources`).
+    Not the submission's fault: the part it stops is an ``error``, never a compile error."""
+
+
 class CompileError(ScangradeError):
     """A submission's source did not compile.
 

@@ -65,6 +65,44 @@ def case_list(cfg: Config, key: str) -> list[CaseSpec]:
     return visible + hidden
 
 
+#: The runs of a case whose buffers can be live at once: :func:`run_case` keeps one run's buffers
+#: while the next (the second shared-memory fill, the next thread order) allocates its own.
+RUNS_LIVE = 2
+#: What an allocator may add to each allocation (alignment, a gap after it), in bytes: counted.
+_PER_ALLOCATION = 4096
+#: Device memory beyond the runs' own, in bytes.
+_SLACK = 16 * 2**20
+
+
+class SizedRun(NamedTuple):
+    """One run of a part's launch plan to size device memory for: the part, its config, n, dtype."""
+
+    part: PartSpec
+    pc: PartConfig
+    n: int
+    dtype: str
+
+
+def case_runs(cfg: Config, key: str, *, max_n: int | None = None) -> list[SizedRun]:
+    """A :class:`SizedRun` per case of part ``key`` (:func:`case_list`: visible, hidden, every
+    dtype), only those up to ``max_n`` where given (the cases a GPU's checks run)."""
+    pc, spec = cfg.parts[key], PARTS[key]
+    return [SizedRun(spec, pc, c.n, c.dtype) for c in case_list(cfg, key) if max_n is None or c.n <= max_n]
+
+
+def device_memory_bytes(runs: list[SizedRun]) -> int:
+    """The device memory, in bytes, that grading ``runs`` needs at once: :data:`RUNS_LIVE` runs of
+    the largest (every buffer of its plan with its guard zones, as
+    :func:`grader.plans.plan_allocations` finds them, plus an allocator's rounding), and 16 MiB.
+    What the CPU emulator reserves (its device memory is address space of the grader's own
+    process, which an address-space limit caps), computed from the config alone."""
+    from grader.plans import plan_allocations
+
+    largest = max((sum(b + _PER_ALLOCATION for b in plan_allocations(r.part, r.pc, r.n, DTYPES[r.dtype]))
+                   for r in runs), default=0)
+    return RUNS_LIVE * largest + _SLACK
+
+
 def not_run(cfg: Config, key: str, message: str, *, kind: str,
             done: tuple[CaseResult, ...] = ()) -> tuple[CaseResult, ...]:
     """``done``, then every case of :func:`case_list` not among them (by name) as a ``not-run``

@@ -93,6 +93,8 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     _k("deadlock", "fail", "every thread spin-waits and nothing changes", check=True, cause="divergence"),
     _k("early-exit", "fail", "threads exited while others of the block wait at a __syncthreads() (allowed since "
        "Volta: a warning)", warning=True, cause="divergence"),
+    _k("warp-convergence", "fail", "__activemask() returned lanes that depend on where a GPU reconverges the warp "
+       "(unspecified in CUDA: a warning)", warning=True, cause="divergence"),
     _k("uninitialized-read", "fail", "the output depends on shared memory no thread had written", check=True,
        warning=True, cause="undefined"),
     _k("misaligned", "fail", "an access at an address not a multiple of its size", check=True, fault=True,

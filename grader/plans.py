@@ -249,3 +249,54 @@ def prepare(run: Run, part: PartSpec, pc: PartConfig, d_in: Guarded, n: int) -> 
     if plan is None:
         raise LaunchError(f"no launch plan for part {part.key}")
     return plan(run, part, pc, d_in, n)
+
+
+@dataclass
+class _Measured:
+    """What :class:`_Measuring` hands out for a buffer: its size only."""
+
+    count: int
+    dtype: np.dtype
+
+    @property
+    def nbytes(self) -> int:
+        return self.count * self.dtype.itemsize
+
+    def view(self, offset: int, count: int) -> "_Measured":
+        return _Measured(count, self.dtype)
+
+
+class _Measuring:
+    """A stand-in backend that records the size of every allocation and does nothing else."""
+
+    def __init__(self) -> None:
+        self.allocations: list[int] = []
+
+    def alloc(self, count: int, dtype: np.dtype) -> _Measured:
+        buffer = _Measured(int(count), np.dtype(dtype))
+        self.allocations.append(buffer.nbytes)
+        return buffer
+
+    def label(self, *args) -> None:
+        pass
+
+    def memset32(self, *args) -> None:
+        pass
+
+    def to_device(self, *args) -> None:
+        pass
+
+
+def plan_allocations(part: PartSpec, pc: PartConfig, n: int, dtype: np.dtype) -> list[int]:
+    """Bytes of every device allocation one run of ``part``'s plan makes for an input of ``n``
+    elements of ``dtype``, the input's included, each with its guard zones, in allocation order:
+    found by running the plan function of :data:`PLANS` against a backend that only records sizes,
+    so the sizes follow the plans (Part 4's levels, Part 5's status words) as they are.
+
+    Raises:
+        LaunchError: ``part`` has no plan in :data:`PLANS`.
+    """
+    measuring = _Measuring()
+    run = Run(measuring, None, np.dtype(dtype))  # type: ignore[arg-type]  # the plan only allocates
+    prepare(run, part, pc, run.buffer("in", n, output=False), n)
+    return measuring.allocations

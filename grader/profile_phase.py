@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 from grader.profile import MemoryProfile, score_profile
 
-__all__ = ["ProfiledRun", "profile_after_hidden", "profile_phase", "profile_run"]
+__all__ = ["ProfiledRun", "profile_after_hidden", "profile_phase", "profile_run", "profile_runs"]
 
 
 class ProfiledRun(NamedTuple):
@@ -66,6 +66,21 @@ def profile_run(backend, module, *, cfg, part, n: int, dtype_name: str, blocks: 
     return ProfiledRun(profile, "" if verdict.status == "pass" else verdict.message)
 
 
+def profile_runs(cfg, part) -> list:
+    """The runs of ``part``'s profile phase to size its emulator's device memory for
+    (:class:`grader.execute.SizedRun`): the part's and its reference's plan at the profile's size
+    and the part's first dtype; none where the part has no profile."""
+    from grader.execute import SizedRun
+    from grader.parts import PARTS
+
+    pconf = cfg.parts[part.key].profile
+    if pconf is None:
+        return []
+    dtype = cfg.parts[part.key].dtypes[0]
+    return [SizedRun(spec, cfg.parts.get(spec.key, cfg.parts[part.key]), pconf.size, dtype)
+            for spec in (part, PARTS[pconf.reference])]
+
+
 def profile_phase(*, cfg, part, source: str, results: list, workdir, solutions, earlier_failed: bool = False,
                   emulator_factory=None):
     """The profile of a part, taken before its hidden cases: its :class:`~grader.results.Profile`
@@ -76,7 +91,8 @@ def profile_phase(*, cfg, part, source: str, results: list, workdir, solutions, 
     emulator backend made for the phase, whatever backend the cases ran on, with ``source`` compiled
     afresh in it, so the profiled launch is the first launch of the submission in its process and
     no state a kernel kept from the cases' launches reaches it (they may have been on the same
-    emulator). The reference solution is profiled the same way on the same input.
+    emulator), its device memory what the profiled runs need (:func:`profile_runs`). The
+    reference solution is profiled the same way on the same input.
 
     Args:
         cfg: the Config; part: the PartSpec; source: the submission's text.
@@ -87,8 +103,12 @@ def profile_phase(*, cfg, part, source: str, results: list, workdir, solutions, 
         emulator_factory: makes the emulator backend (default: an
             :class:`~grader.backends.emulator.EmulatorBackend` with the config's workers and sandbox,
             without checks and without the nvcc cross-check, which the part's compile already had).
+
+    Raises:
+        ResourceLimit: the machine's address-space limit leaves too little for the emulator (not
+            the submission's problem: the part is an error, its message saying what to do).
     """
-    from grader.errors import CompileError, ScangradeError
+    from grader.errors import CompileError, ResourceLimit, ScangradeError
     from grader.parts import PARTS, compile_part
     from grader.results import Profile
 
@@ -99,9 +119,14 @@ def profile_phase(*, cfg, part, source: str, results: list, workdir, solutions, 
     try:
         if emulator_factory is None:
             from grader.backends.emulator import EmulatorBackend
-            emu = EmulatorBackend(workers=cfg.emulator.workers, sandbox=cfg.emulator.sandbox, nvcc_check=False)
+            from grader.execute import device_memory_bytes
+            emu = EmulatorBackend(workers=cfg.emulator.workers, sandbox=cfg.emulator.sandbox, nvcc_check=False,
+                                  device_memory=device_memory_bytes(profile_runs(cfg, part)),
+                                  target_arch=cfg.target_arch)
         else:
             emu = emulator_factory()
+    except ResourceLimit:
+        raise
     except ScangradeError as exc:
         return Profile(0.0, pconf.points, f"not profiled: the CPU emulator, which counts bank conflicts, "
                                           f"cannot start here: {exc}")
@@ -118,6 +143,8 @@ def profile_phase(*, cfg, part, source: str, results: list, workdir, solutions, 
         try:
             sub, wrong = profile_run(emu, module, cfg=cfg, part=part, n=pconf.size, dtype_name=dtype,
                                      blocks=pconf.blocks)
+        except ResourceLimit:
+            raise
         except ScangradeError as exc:
             return Profile(0.0, pconf.points, f"not profiled: the kernel failed under the CPU emulator: {exc}")
         if wrong:  # counts of a launch that did not compute the scan say nothing of its bank conflicts
@@ -131,6 +158,8 @@ def profile_phase(*, cfg, part, source: str, results: list, workdir, solutions, 
                 ref_module = compile_for(ref_spec, ref_file.read_text(), "reference")
                 ref, ref_wrong = profile_run(emu, ref_module, cfg=cfg, part=ref_spec, n=pconf.size,
                                              dtype_name=dtype, blocks=pconf.blocks)
+            except ResourceLimit:
+                raise
             except ScangradeError as exc:  # the course's own reference must work; say so plainly
                 ref_wrong = str(exc)
             if ref_wrong:

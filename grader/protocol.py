@@ -18,7 +18,9 @@ the event is validated as its type, and a line that is not a well-formed event i
 
 The order of a part's events: ``device`` once the backend is up (or ``error`` and the end);
 ``compile-error`` and the end, or ``compiled``; ``case-start`` then ``case`` per visible case
-(on a GPU, a case whose kernel faulted has ``locating-fault`` before its ``case``, then ``restart``);
+(on a GPU, under compute-sanitizer's audit, a case whose kernel faulted has ``locating-fault`` before
+its ``case``; a case the emulator's checks passed has ``gpu-wait`` and a second ``case-start`` before
+it runs on the GPU);
 on a GPU, for a timed part whose visible cases all passed, ``timing-start``, then ``case-start``
 and ``timed`` per timed size (and ``device-update`` with the copy bandwidth); for a profiled part
 whose cases so far all passed, ``profile-start`` (the profile is taken before any hidden case);
@@ -247,20 +249,21 @@ class Profiled(_Event):
 
 
 @pydantic_dataclass(frozen=True, config=_WIRE)
-class Restart(_Event):
-    """The case just reported faulted on the GPU and lost the worker's CUDA context: the worker
-    ends, and a new one grades the cases after it (as after a case that hung)."""
-
-    name: ClassVar[str] = "restart"
-    case: str
-
-
-@pydantic_dataclass(frozen=True, config=_WIRE)
 class LocatingFault(_Event):
     """The case's kernel faulted on the GPU; compute-sanitizer's memcheck now looks for the line (its
     own silence limit bounds it, not the case's deadline). The case's result follows."""
 
     name: ClassVar[str] = "locating-fault"
+    case: str
+
+
+@pydantic_dataclass(frozen=True, config=_WIRE)
+class GpuWait(_Event):
+    """On a GPU, the emulator's checks passed the case; the worker now waits for the GPU (another
+    worker's timed window may hold it), which is not the case's time: a ``case-start`` of the same
+    case follows once it has the GPU, and its deadline starts again there."""
+
+    name: ClassVar[str] = "gpu-wait"
     case: str
 
 
@@ -276,7 +279,9 @@ class CompilerNotes(_Event):
 
 @pydantic_dataclass(frozen=True, config=_WIRE)
 class WorkerError(_Event):
-    """The backend could not start; ``message`` says why. The worker ends."""
+    """The backend could not start, or the machine's limits (``ulimit -v``) stopped the part
+    (:func:`grader.resources.resource_failure`); ``message`` says why, and for a limit in one line
+    with what to do. The worker ends; the part is an ``error``."""
 
     name: ClassVar[str] = "error"
     message: str
@@ -290,11 +295,11 @@ class Done(_Event):
 
 
 Event = Union[Device, DeviceUpdate, CompileFailed, Compiled, CaseStart, CaseDone, Timed, TimingStart, HiddenStart,
-              PerformanceScored, ProfileStart, Profiled, Restart, LocatingFault, CompilerNotes, WorkerError, Done]
+              PerformanceScored, ProfileStart, Profiled, LocatingFault, GpuWait, CompilerNotes, WorkerError, Done]
 #: Every event type by its wire name.
 EVENTS: dict[str, type] = {cls.name: cls for cls in (Device, DeviceUpdate, CompileFailed, Compiled, CaseStart,
                                                      CaseDone, Timed, TimingStart, HiddenStart, PerformanceScored,
-                                                     ProfileStart, Profiled, Restart, LocatingFault, CompilerNotes,
+                                                     ProfileStart, Profiled, LocatingFault, GpuWait, CompilerNotes,
                                                      WorkerError, Done)}
 #: How each event type is read and written.
 _ADAPTERS: dict[type, TypeAdapter] = {cls: TypeAdapter(cls) for cls in EVENTS.values()}

@@ -7,7 +7,11 @@ What students get (a folder ``OUT``, and with ``zip_archive`` also ``OUT.zip`` h
     OUT/grader/          the grader package, as in this checkout (no caches, no build outputs)
     OUT/reference/       __init__.py and scan.py only: the sequential reference scan the grader imports
     OUT/config.yaml      the public configuration (sizes, points, timing thresholds)
-    OUT/pyproject.toml   so that ``pip install OUT`` (or ``pip install -e OUT``) installs ``scangrade``
+    OUT/pyproject.toml   so that ``pip install OUT`` (or ``pip install -e OUT``) installs ``scangrade``;
+                         the checkout's, without pytest's ``testpaths`` (the release has no tests/)
+    OUT/Makefile         ``make check``: a venv with the grader and pytest installed, then the self-check
+                         (grader/release_files/Makefile, with the set-up it shares with the checkout's)
+    OUT/.gitignore       the venv, the install's and Python's caches, results
 
 and nothing else: no reference solutions, no tests, no benchmarks, no docs, no ``.git``. Without
 the reference solutions the grader still grades everything; on a GPU a timed part has no reference
@@ -26,6 +30,7 @@ import os
 import re
 import shutil
 import tempfile
+import tomllib
 import zipfile
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -38,6 +43,9 @@ from grader.parts import PARTS
 
 #: The checkout this grader was loaded from (the source of a release).
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+#: Files of the release's top folder that are not in the checkout's, from grader/release_files/: name
+#: in the release, name in that folder. (The Makefile includes grader/release_files/setup.mk.)
+RELEASE_FILES = {"Makefile": "Makefile", ".gitignore": "gitignore"}
 #: Names never copied from a source folder: caches, build outputs, editor and VCS litter.
 IGNORED = ("__pycache__", "*.pyc", "*.pyo", "*.so", "*.o", "*.egg-info", "build", "dist", ".*", "*~")
 #: A line of a reference solution counts when it has at least this many non-blank characters.
@@ -73,7 +81,7 @@ class Release:
             lines.append(f"zip: {self.archive}")
         lines.append("checked for leaks: no reference solution, no hidden sizes"
                      + (", nothing of the private config" if self.private_checked else "")
-                     + "; students run `pip install -e .` and `scangrade check` in it")
+                     + "; students run `make check` in it (or `pip install -e \".[test]\"`, then `scangrade check`)")
         return "\n".join(lines) + "\n"
 
 
@@ -233,6 +241,8 @@ def _part_rows(cfg: Config) -> list[str]:
 def student_readme(cfg: Config) -> str:
     """The release's README.md: what is in the folder, how to install scangrade and check one's work."""
     rows = "\n".join(_part_rows(cfg))
+    example = next(key for key in PARTS if key in cfg.parts)
+    pad = " " * max(1, 45 - len(f'make check ARGS="--part {example}"'))
     return f"""\
 # Parallel prefix sum (scan) in CUDA: the assignment and its grader
 
@@ -249,24 +259,32 @@ is checked at and the points), so you can grade your own work the way it will be
 Bank-conflict points are for a part's shared-memory traffic (wavefronts) close to its reference
 solution's, counted by the grader's CPU emulator on any machine (the handout's Part 3 section).
 
-## Install
+## Check your work
 
-Python 3.11 or newer and a C++17 compiler (`g++` or `clang++`) for the grader's CPU emulator:
+You need Python 3.11 or newer with its `venv` module, and a C++17 compiler (`g++` or `clang++`)
+for the grader's CPU emulator; on Debian or Ubuntu: `sudo apt install python3-venv g++ make`. Then,
+from this folder (the one holding `assignment/` and `config.yaml`):
+
+```sh
+make check                                   # grade everything in assignment/
+make check ARGS="--part {example}"{pad}# one part (repeatable)
+make pytest ARGS="-k int32"                  # the same cases as pytest items (-k selects)
+```
+
+The first run creates `.venv` and installs the grader into it, with pytest; later runs install
+nothing and start at once. Where a prerequisite is missing, `make` stops with one line naming the
+package to install. On a machine with an NVIDIA GPU and the CUDA toolkit, run `make gpu` once
+first: it adds PyCUDA, and `make check` then runs on the GPU.
+
+Without `make`, the same by hand (run `. .venv/bin/activate` again in each new shell):
 
 ```sh
 python3 -m venv .venv
 . .venv/bin/activate
-pip install -e .          # in this folder; on a machine with an NVIDIA GPU: pip install -e ".[gpu]"
-```
-
-## Check your work
-
-From this folder (the one holding `assignment/` and `config.yaml`):
-
-```sh
+pip install -e ".[test]"                     # with a GPU: pip install -e ".[gpu,test]"
 scangrade check                              # grade everything in assignment/
-scangrade check --part part2_blelloch        # one part (repeatable)
 scangrade check --backend emulator           # on the CPU even where a GPU is usable
+pytest --scangrade assignment                # the same cases as pytest items
 ```
 
 It compiles each part, runs it at every configured size with `int` and `float` inputs, and
@@ -307,7 +325,8 @@ def build_release(out: Path, *, config: Path, private_config: Path | None = None
     check_destination(out, force=force, what="the release folder", source_root=source_root)
     if archive:
         check_destination(archive, force=force, what="the release zip", source_root=source_root)
-    for needed in ("assignment", "grader", "reference/scan.py", "reference/__init__.py", "pyproject.toml"):
+    for needed in ("assignment", "grader", "reference/scan.py", "reference/__init__.py", "pyproject.toml",
+                   *(f"grader/release_files/{name}" for name in RELEASE_FILES.values())):
         if not (source_root / needed).exists():
             raise UsageError(f"{source_root / needed}: not found; the release is built from a scangrade checkout")
     out.resolve().parent.mkdir(parents=True, exist_ok=True)
@@ -318,7 +337,9 @@ def build_release(out: Path, *, config: Path, private_config: Path | None = None
         (staging / "reference").mkdir()
         for name in ("__init__.py", "scan.py"):
             shutil.copy2(source_root / "reference" / name, staging / "reference" / name)
-        shutil.copy2(source_root / "pyproject.toml", staging / "pyproject.toml")
+        (staging / "pyproject.toml").write_text(release_pyproject(source_root / "pyproject.toml"), encoding="utf-8")
+        for name, source in RELEASE_FILES.items():
+            shutil.copy2(source_root / "grader" / "release_files" / source, staging / name)
         shutil.copyfile(config, staging / "config.yaml")
         (staging / "README.md").write_text(student_readme(public), encoding="utf-8")
         leaks = find_leaks(staging, solutions=source_root / "reference" / "solutions", public=public,
@@ -334,6 +355,28 @@ def build_release(out: Path, *, config: Path, private_config: Path | None = None
     if archive:
         write_zip(archive, ((f"{out.name}/{rel}", out / rel) for rel in files))
     return Release(folder=out, archive=archive, files=tuple(files), private_checked=private is not None)
+
+
+def release_pyproject(path: Path) -> str:
+    """The release's ``pyproject.toml``: the checkout's ``path`` without pytest's ``testpaths`` setting.
+
+    The release has no ``tests/`` folder, and a ``testpaths`` naming a missing folder makes every
+    plain ``pytest`` run warn. Everything else (the package, its extras, the plugin's entry point,
+    the markers) stays as it is.
+
+    Raises:
+        UsageError: ``path`` is not valid TOML, or sets ``testpaths`` other than on one line.
+    """
+    text = path.read_text(encoding="utf-8")
+    out = re.sub(r"(?m)^testpaths\s*=.*\n", "", text)
+    try:
+        pytest_options = tomllib.loads(out).get("tool", {}).get("pytest", {}).get("ini_options", {})
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{path}: not valid TOML without its testpaths line ({exc}); fix it") from None
+    if "testpaths" in pytest_options:
+        raise UsageError(f"{path}: [tool.pytest.ini_options] testpaths must be on one line, "
+                         "so that the release can leave it out")
+    return out
 
 
 def write_zip(archive: Path, entries: Iterable[tuple[str, Path]], *, executable: frozenset[str] = frozenset()) -> None:

@@ -240,8 +240,9 @@ class _Reported:
 
     Attributes:
         current: the case started and not reported (the one running when the worker stopped).
+        waiting: on a GPU, the case the emulator's checks passed, waiting for the GPU.
+        timing: the timing phase started.
         compiled: the part compiled; profiling: the profile ran last (no case or hidden case since).
-        restart: the case whose GPU fault lost the worker's context (:class:`protocol.Restart`).
         end: the worker's last word: a :class:`protocol.WorkerError`, :class:`protocol.CompileFailed`
             or :class:`protocol.Done`; None when it stopped without one.
     """
@@ -251,14 +252,16 @@ class _Reported:
     performance: Performance | None = None
     profile: Profile | None = None
     current: str | None = None
+    waiting: str | None = None
+    timing: bool = False
     compiled: bool = False
     profiling: bool = False
-    restart: str | None = None
     end: protocol.Event | None = None
 
     def next_worker(self) -> None:
         """Forget what the last worker was doing; keep what the part's workers reported."""
-        self.current, self.compiled, self.profiling, self.restart, self.end = None, False, False, None, None
+        self.current, self.waiting, self.timing, self.compiled, self.profiling, self.end = (None, None, False, False,
+                                                                                            False, None)
 
     def add(self, ev: protocol.Event) -> None:
         """Fold one event in (none after the worker's last word)."""
@@ -269,7 +272,11 @@ class _Reported:
         elif isinstance(ev, protocol.Compiled):
             self.compiled = True
         elif isinstance(ev, protocol.CaseStart):
-            self.current = ev.case
+            self.current, self.waiting = ev.case, None
+        elif isinstance(ev, protocol.GpuWait):
+            self.current, self.waiting = None, ev.case
+        elif isinstance(ev, protocol.TimingStart):
+            self.timing = True
         elif isinstance(ev, (protocol.CaseDone, protocol.Timed)):
             self.cases.append(ev.result)
             self.current = None
@@ -277,8 +284,6 @@ class _Reported:
             self.performance = ev.result
         elif isinstance(ev, protocol.Profiled):
             self.profile = ev.result
-        elif isinstance(ev, protocol.Restart):
-            self.restart = ev.case
         if isinstance(ev, (protocol.ProfileStart, protocol.HiddenStart, protocol.CaseDone)):
             self.profiling = isinstance(ev, protocol.ProfileStart)
 
@@ -286,9 +291,14 @@ class _Reported:
         """What the worker was doing, for a message (``case n=5 int32``, ``compiling``...)."""
         if self.current:
             return f"case {self.current}"
+        if self.waiting:
+            return f"the wait for the GPU before case {self.waiting} (the emulator's checks had passed it)"
         if self.profiling:
             return "the bank-conflict profile"
-        return "setting up" if self.compiled else "compiling"
+        if self.timing:
+            return "the timing, between two timed sizes"
+        return ("the preparation of the cases (the emulator's compile of the checks, or compute-sanitizer's audit)"
+                if self.compiled else "compiling")
 
     def passed(self) -> PartStatus:
         """``pass`` when every case reported passed, else ``fail``."""
@@ -298,32 +308,20 @@ class _Reported:
 @dataclasses.dataclass
 class _Workers:
     """A part's workers: where the next one starts in the part's case list (``start``), and the
-    cases that cost one, which it starts after: those that hung (past their deadline) and those
-    whose GPU fault lost the worker's context. A new worker starts while the part's time
-    (``deadline``, ``time.monotonic()``) lasts."""
+    cases that cost one, which it starts after: those that hung (past their deadline). A GPU fault
+    costs none: the worker grades the part's later cases on the emulator
+    (:class:`grader.worker._GpuPath`). A new worker starts while the part's time (``deadline``,
+    ``time.monotonic()``) lasts."""
 
     names: list[str]
     deadline: float
     start: int = 0
     hung: list[str] = dataclasses.field(default_factory=list)
-    faulted: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def attempt(self) -> int:
         """How many workers ran before the next one."""
-        return len(self.hung) + len(self.faulted)
-
-    def after_fault(self, case: str) -> bool:
-        """Whether a new worker grades the cases after ``case``, whose GPU fault lost the context
-        after it was reported. Every one of them, even when each faults: the emulator grades each
-        such case as a failure of its kind, and a GPU must give the same verdict (only cases that
-        hang, which cost their deadline, are cut short in a row)."""
-        after = self.names.index(case) + 1
-        if self.start < after < len(self.names) and time.monotonic() < self.deadline:
-            self.faulted.append(case)
-            self.start = after
-            return True
-        return False
+        return len(self.hung)
 
     def after_hang(self, case: str) -> str:
         """What follows ``case``, which ran past its deadline: ``retry`` (a new worker grades the
@@ -357,15 +355,30 @@ def _how_it_stopped(stopped: str | None, returncode: int | None, reported: _Repo
             why += " — often a read or write outside an array"
         status = PartStatus.CRASH
     else:
-        tail = _tail(tmpdir / "stderr.txt")
-        why = f"the grader's worker stopped unexpectedly (exit status {returncode}) during {stage}"
-        if tail:
-            why += f":\n{tail}"
+        why = _worker_failure(returncode, stage, _tail(tmpdir / "stderr.txt"))
         status = PartStatus.ERROR
     out_tail = _tail(tmpdir / "stdout.txt")
     if out_tail and status != PartStatus.ERROR:
         why += f"\nlast output of the kernel:\n{out_tail}"
     return status, why
+
+
+def _worker_failure(returncode: int | None, stage: str, stderr: str) -> str:
+    """The part's message when its worker exited on its own without its last word, from its last
+    words on stderr (``stderr``): one line, never a Python traceback (its last line, the error
+    itself, stands for it); where that line says the worker could not get memory (an address-space
+    limit, ``ulimit -v``, too small to import numpy or start a thread), what to raise it to."""
+    from grader.resources import limit_advice, looks_like_memory_failure
+
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    last = lines[-1] if lines else ""
+    short = next((line for line in reversed(lines[-8:]) if looks_like_memory_failure(line)), None)
+    if short is not None:
+        return f"the grader's worker ran out of memory during {stage} ({short[:300]}): {limit_advice(0)}"
+    why = f"the grader's worker stopped unexpectedly (exit status {returncode}) during {stage}"
+    if any(line.startswith("Traceback (most recent call last)") for line in lines):
+        return f"{why}: {last[:500]} (a bug of the grader: please report it)"
+    return f"{why}:\n{stderr}" if stderr else why
 
 
 def _stopped_case(name: str, specs: list, *, cfg: Config, key: str, status: PartStatus, why: str) -> CaseResult:
@@ -453,10 +466,7 @@ def grade_part(part: PartSpec, source: Path | Absent | None, *, cfg: Config, bac
                         else f"not run: {part.filename} does not compile")
                 return part_result(status, reported.end.message,
                                    not_run(cfg, part.key, rest, kind=status, done=tuple(cases)), pending)
-            last_faulted = reported.restart in names and reported.current is None
-            if last_faulted and workers.after_fault(reported.restart):
-                continue
-            if isinstance(reported.end, protocol.Done) or (last_faulted and reported.restart == names[-1]):
+            if isinstance(reported.end, protocol.Done):
                 if workers.hung:
                     return part_result(PartStatus.TIMEOUT, _hung_message(workers.hung), tuple(cases),
                                        reported.performance)

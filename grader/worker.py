@@ -30,8 +30,8 @@ from pathlib import Path
 from grader.parts import SOLUTIONS
 from grader.profile_phase import profile_after_hidden
 from grader.protocol import (CaseDone, CaseStart, Compiled, CompileFailed, CompilerNotes, Device, DeviceUpdate, Done,
-                             EventWriter, HiddenStart, Job, LocatingFault, PerformanceScored, Profiled, ProfileStart,
-                             ProtocolError, Timed, TimingStart, WorkerError)
+                             EventWriter, GpuWait, HiddenStart, Job, LocatingFault, PerformanceScored, Profiled,
+                             ProfileStart, ProtocolError, Timed, TimingStart, WorkerError)
 
 #: The smallest copy (bytes read + written) whose bandwidth the report records and checks.
 COPY_BANDWIDTH_MIN_BYTES = 128 * 2**20
@@ -71,10 +71,12 @@ def main(argv: list[str]) -> int:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     from grader.backends import backend_kind, create_backend
     from grader.errors import BackendUnavailable, CompileError, ScangradeError
-    from grader.execute import CHECK_SCHEDULES, SAMPLED_CHECKER, case_list, run_case, with_compiler_notes
+    from grader.execute import (CHECK_SCHEDULES, SAMPLED_CHECKER, case_list, case_runs, device_memory_bytes, run_case,
+                                with_compiler_notes)
     from grader.parts import DTYPES, PARTS, compile_part, part_header, part_source
     from grader.directives import check_includes
     from grader.intake import read_source
+    from grader.resources import resource_failure
 
     cfg = job.config  # the config the runner validated, its settings included
     from grader.backends.emulator.build import CacheLimits, set_cache_limits
@@ -92,7 +94,9 @@ def main(argv: list[str]) -> int:
     with EventWriter(job.events) as events:
         try:
             backend = create_backend(job.backend, emulator_workers=cfg.emulator.workers,
-                                     checks=job.checks, emulator_sandbox=cfg.emulator.sandbox)
+                                     checks=job.checks, emulator_sandbox=cfg.emulator.sandbox,
+                                     device_memory=device_memory_bytes(case_runs(cfg, part.key)),
+                                     target_arch=cfg.target_arch)
         except ScangradeError as exc:
             events.emit(WorkerError(str(exc)))
             if beside is not None:
@@ -153,14 +157,19 @@ def main(argv: list[str]) -> int:
                 def run(case) -> None:
                     checked = job.checks and case.n <= cfg.emulator.checks_max_n
                     sampled = job.checks and not checked  # the checks on sampled blocks (execute.run_case)
+                    known = tuple(f for r in results for f in r.findings)
                     if gpu is not None:
                         gpu.before(case, checked)  # what may take long and is not the kernel's: no deadline yet
-                    with backend.gpu_shared():  # taken before the deadline starts: another part may be timing
                         events.emit(CaseStart(case.name))
-                        if gpu is not None:
-                            result = gpu.run(case, checked, known=tuple(f for r in results for f in r.findings),
-                                             ahead=ahead)
-                        else:
+                        result = gpu.decided(case, checked, known=known, ahead=ahead)  # the emulator's checks
+                        if result is None:  # they passed it: the GPU verifies its output
+                            events.emit(GpuWait(case.name))  # the wait for the GPU is not the case's time
+                            with backend.gpu_shared():  # another part may be timing
+                                events.emit(CaseStart(case.name))
+                                result = gpu.run(case, checked, known=known, ahead=ahead)
+                    else:
+                        with backend.gpu_shared():
+                            events.emit(CaseStart(case.name))
                             if job.checks:
                                 backend.checks = checked  # large sizes: plain runs, but a deadlock is found at once
                                 backend.detect_deadlock = True
@@ -168,7 +177,7 @@ def main(argv: list[str]) -> int:
                                               schedules=CHECK_SCHEDULES if job.checks else (), sampled=sampled,
                                               checker=("emulator checks" if checked else
                                                        SAMPLED_CHECKER if sampled else None),
-                                              known=tuple(f for r in results for f in r.findings), ahead=ahead)
+                                              known=known, ahead=ahead)
                     if any(f.kind == "mismatch" for f in result.findings):
                         if case.dtype not in notes:
                             events.emit(CompilerNotes(case.name))  # the compiler's time is not the case's
@@ -200,6 +209,12 @@ def main(argv: list[str]) -> int:
                     events.emit(PerformanceScored(performance))
                 if profile is not None:
                     events.emit(Profiled(profile_after_hidden(profile, hidden_results)))
+        except Exception as exc:  # the machine ran short (ulimit -v): the part's error, in one line
+            line = resource_failure(exc, sizes=f"the sizes of {part.key} in the config", hidden=bool(pc.hidden_sizes))
+            if line is None:
+                raise
+            events.emit(WorkerError(line))
+            return 0
         finally:
             if beside is not None:
                 beside.close()
@@ -392,6 +407,7 @@ class _GpuPath:
         self.elsewhere = ("a case before these hung (ran past its deadline), so the GPU runs no more of this part"
                           if job.earlier_hung else None)  # why the GPU runs no more cases, once it does not
         self._found = None  # compute-sanitizer's findings on the case about to start
+        self._own = None  # the emulator's checked run of the case being graded
         self._emulator = None
         self._emulator_modules: dict = {}
 
@@ -437,17 +453,16 @@ class _GpuPath:
         if self.sanitizer.sanitizer:
             self.sanitizer.prime()
 
-    def run(self, case, checked: bool, *, known: tuple, ahead):
-        """The result of ``case``, whose deadline runs (see the class's docstring)."""
-        from dataclasses import replace
-
-        from grader.execute import run_case
+    def decided(self, case, checked: bool, *, known: tuple, ahead):
+        """The result of ``case`` where it is decided without the GPU, its deadline running: a failure
+        of the emulator's checks (waiting for them), or a run on the emulator (see the class's
+        docstring); None where the GPU is to run it (:meth:`run`)."""
         from grader.kinds import FAULT_KINDS
 
         index = self.cases.index(case)
-        own = None  # the emulator's checked run of the case (above checks_max_n: of its sampled blocks)
+        self._own = own = None  # the emulator's checked run of the case (above checks_max_n: of its sampled blocks)
         if not self.fallback and self.beside is not None:
-            own = self.beside.result(index)
+            self._own = own = self.beside.result(index)
             if own is not None and _decided_by_checks(own):
                 if own.kind in GPU_STOPPERS or own.kind in FAULT_KINDS:
                     self.elsewhere = (f"the kernel failed at {case.name} under the emulator's checks ({own.kind}), and "
@@ -457,6 +472,17 @@ class _GpuPath:
             if checked and own is not None and own.status != "error":
                 return own  # its checked run on the emulator: it passed, or its output is wrong
             return self._on_emulator(case, known=known, ahead=ahead)  # above checks_max_n: the output
+        return None
+
+    def run(self, case, checked: bool, *, known: tuple, ahead):
+        """The result of ``case`` run on the GPU, which :meth:`decided` left to it (its deadline runs);
+        ``known``: the part's earlier findings, a hint for an unchecked case's wrong output."""
+        from dataclasses import replace
+
+        from grader.execute import run_case
+
+        index = self.cases.index(case)
+        own = self._own
         found = self._found
         checker = None  # the output only: an unchecked case, or a fallback with no compute-sanitizer here
         if checked and not self.fallback:
@@ -504,7 +530,7 @@ class _GpuPath:
         note = f"run on the emulator, not the GPU: {self.elsewhere}"
         try:
             if self._emulator is None:
-                self._emulator = _checking_emulator(self.cfg)
+                self._emulator = _checking_emulator(self.cfg, self.part, every_size=True)
             if case.dtype not in self._emulator_modules:
                 self._emulator_modules[case.dtype] = compile_part(
                     self._emulator, self.part, read_source(Path(self.job.source)), pc=self.cfg.parts[self.part.key],
@@ -660,7 +686,7 @@ class _GpuChecks:
         from grader.parts import compile_part
 
         if self._emulator is None:
-            self._emulator = _checking_emulator(self.cfg)
+            self._emulator = _checking_emulator(self.cfg, self.part)
         pc = self.cfg.parts[self.part.key]
         for dtype in sorted(set(dtypes) - set(self._emulator_modules)):
             self._emulator_modules[dtype] = compile_part(self._emulator, self.part, read_source(Path(self.job.source)),
@@ -728,7 +754,7 @@ class _EmulatorBeside:
         from grader.parts import compile_part
 
         try:
-            self._emulator = _checking_emulator(self.cfg)
+            self._emulator = _checking_emulator(self.cfg, self.part)
             pc = self.cfg.parts[self.part.key]
             modules = _at_once({d: functools.partial(compile_part, self._emulator, self.part, source, pc=pc, dtype=d,
                                                      workdir=self._work / d)
@@ -801,14 +827,20 @@ def _at_once(calls: dict) -> dict:
     return {key: future.result() for key, future in daemon_futures(calls, len(calls)).items()}
 
 
-def _checking_emulator(cfg):
+def _checking_emulator(cfg, part, *, every_size: bool = False):
     """An emulator backend with its checks on (the config's workers and sandbox), for the GPU path:
-    its runtime built quickly (:data:`grader.backends.emulator.build.QUICK_RUNTIME_FLAGS`)."""
+    its runtime built quickly (:data:`grader.backends.emulator.build.QUICK_RUNTIME_FLAGS`), its
+    device memory what ``part``'s checked cases need (``every_size``: what every case needs),
+    compiling for the config's ``target_arch`` (not the GPU this worker runs on: the checks see what
+    the course's GPU compiles)."""
     from grader.backends.emulator import EmulatorBackend
     from grader.backends.emulator.build import QUICK_RUNTIME_FLAGS
+    from grader.execute import case_runs, device_memory_bytes
 
+    runs = case_runs(cfg, part.key, max_n=None if every_size else cfg.emulator.checks_max_n)
     return EmulatorBackend(workers=cfg.emulator.workers, checks=True, sandbox=cfg.emulator.sandbox, nvcc_check=False,
-                           runtime_flags=QUICK_RUNTIME_FLAGS)
+                           runtime_flags=QUICK_RUNTIME_FLAGS, target_arch=cfg.target_arch,
+                           device_memory=device_memory_bytes(runs))
 
 
 def _emulator_check(emulator, module, cfg, part, case):
@@ -845,7 +877,8 @@ def _compiler_notes(backend, cfg, source: str, filename: str, workdir: Path) -> 
     from grader.errors import ScangradeError
 
     try:
-        toolchain = getattr(backend, "toolchain", None) or Toolchain(sandbox=Sandbox(cfg.emulator.sandbox or "auto"))
+        toolchain = getattr(backend, "toolchain", None) or Toolchain(sandbox=Sandbox(cfg.emulator.sandbox or "auto"),
+                                                                     target_arch=cfg.target_arch)
         return toolchain.compiler_notes(source, filename=filename, workdir=workdir)
     except (ScangradeError, OSError, ValueError):
         return []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 from pathlib import Path
 
@@ -20,9 +21,9 @@ def _load(name: str) -> dict:
     return data
 
 
-def scangrade_commands(script: str) -> list[list[str]]:
-    """The arguments of every ``scangrade`` command of a shell script: a simple command (between
-    ``&&``, ``||``, ``;`` and ``|``) whose program is ``scangrade`` (continuation lines joined)."""
+def simple_commands(script: str) -> list[list[str]]:
+    """The words of every simple command of a shell script (between ``&&``, ``||``, ``;`` and ``|``;
+    continuation lines joined; comments and leading ``NAME=value`` assignments left out)."""
     commands = []
     for line in script.replace("\\\n", " ").splitlines():
         lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
@@ -31,12 +32,17 @@ def scangrade_commands(script: str) -> list[list[str]]:
         for word in [*lexer, ";"]:
             if word in ("&&", "||", ";", "|"):
                 words = [w for i, w in enumerate(command) if "=" not in w or any("=" not in v for v in command[:i])]
-                if words and Path(words[0]).name == "scangrade":
-                    commands.append(words[1:])
+                if words:
+                    commands.append(words)
                 command = []
             else:
                 command.append(word)
     return commands
+
+
+def scangrade_commands(script: str) -> list[list[str]]:
+    """The arguments of every ``scangrade`` command of a shell script (see :func:`simple_commands`)."""
+    return [words[1:] for words in simple_commands(script) if Path(words[0]).name == "scangrade"]
 
 
 def _parsed(args: list[str]):
@@ -106,3 +112,31 @@ def test_the_readme_names_both_files_and_the_commands():
     for needle in ("github-actions.yml", "gitlab-ci.yml", "scangrade check --backend emulator",
                    "self-hosted", "SCANGRADE_GPU", "artifacts:reports:junit"):
         assert needle in text, needle
+
+
+def _quick_start_blocks() -> list[list[str]]:
+    """The README's quick start: each code block's lines."""
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## Quick start\n", 1)[1].split("\n## ", 1)[0]
+    return [block.strip().splitlines() for block in section.split("```")[1::2]]
+
+
+def test_the_quick_start_is_an_apt_line_then_two_make_commands_that_ci_runs_in_a_clone():
+    apt, commands, *by_hand = _quick_start_blocks()
+    assert len(apt) == 1 and apt[0].startswith("sudo apt install ")
+    packages = set(apt[0].split()[3:])
+    setup = (ROOT / "grader" / "release_files" / "setup.mk").read_text()
+    named = set(re.findall(r"sudo apt install ([\w.+-]+)", setup))  # what make says to install when missing
+    assert {"g++", "python3-venv"} <= named and {"g++", "python3-venv", "make"} <= packages
+    assert commands == ["make grade", "make test"]
+    assert by_hand and by_hand[0][-2:] == ["scangrade grade reference/solutions", "pytest"]
+
+    ci = simple_commands((ROOT / ".ci" / "run").read_text())
+    ran = [" ".join(words[words.index("make"):]) for words in ci if "make" in words]
+    for command in commands:
+        assert command in ran, f".ci/run does not run the README's `{command}`"
+    assert ran.count("make test") == 1  # the suite runs once
+    clone = next(i for i, words in enumerate(ci) if words[:2] == ["git", "clone"])
+    first_make = next(i for i, words in enumerate(ci) if "make" in words)
+    assert clone < first_make  # in a fresh clone, as a new user would
+    assert ran.index("make grade") < ran.index("make test") < len(ran) - ran[::-1].index("make grade") - 1

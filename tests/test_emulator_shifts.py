@@ -28,6 +28,7 @@ import numpy as np
 import pytest
 
 from grader.backends import Selection
+from grader.backends.emulator.macros import nvcc_defines
 from grader.backends.emulator import EmulatorBackend
 from grader.backends.emulator.build import PRELUDE, RUNTIME_DIR
 from grader.backends.emulator.rewrite import SHIFT_COMPOUND, SHIFT_MINUS, SHIFT_PLUS, rewrite_source
@@ -254,7 +255,8 @@ def _run_host(cxx: str, tmp_path: Path, name: str, source: str, *, helpers: bool
             'int, int) {}\n') if helpers else ""
     src.write_text(source + stub)
     exe = tmp_path / name
-    flags = ["-include", str(PRELUDE), "-I", str(RUNTIME_DIR)] if helpers else []
+    defines = [f"-D{name}={value}" for name, value in nvcc_defines(90)]  # what the emulator's compile predefines
+    flags = [*defines, "-include", str(PRELUDE), "-I", str(RUNTIME_DIR)] if helpers else []
     subprocess.run([cxx, "-std=c++17", "-O1", "-w", *flags, str(src), "-o", str(exe)], check=True,
                    capture_output=True, text=True, timeout=300)
     return subprocess.run([str(exe)], check=True, capture_output=True, text=True, timeout=60).stdout

@@ -23,7 +23,8 @@ from tests.test_emulator_checks import line_of
 from tests.test_integrity_checks import compile_part
 
 FILE = Path(__file__).parent / "emulator_kernels" / "memory_order.cu"
-NAMES = ("no_fence", "reader_unfenced", "fenced", "release_acquire", "relaxed_atomics", "barrier_then_fence")
+NAMES = ("no_fence", "reader_unfenced", "fenced", "release_acquire", "relaxed_atomics", "barrier_then_fence",
+         "atomic_poll_unfenced", "atomic_poll_fenced")
 GRID = 4
 
 
@@ -56,7 +57,7 @@ def at(marker: str) -> str:
     return f"memory_order.cu:{line_of('memory_order.cu', marker)}"
 
 
-@pytest.mark.parametrize("kernel", ["fenced", "release_acquire", "barrier_then_fence"])
+@pytest.mark.parametrize("kernel", ["fenced", "release_acquire", "barrier_then_fence", "atomic_poll_fenced"])
 def test_message_passing_with_a_release_and_an_acquire_is_clean(checked, module, kernel):
     got = run(checked, module, kernel)
     assert got[2 * GRID + 1:].tolist() == list(range(1, GRID))
@@ -79,6 +80,15 @@ def test_a_reader_that_does_not_fence_after_the_flag_fails_naming_its_two_loads(
         run(checked, module, "reader_unfenced")
     (first,) = [f for f in info.value.findings if "memory order" in f.message]
     assert f"missing __threadfence() between {at('ru_flag_load')} and {at('ru_value_load')}" in first.message
+
+
+def test_a_flag_polled_with_a_cuda_atomic_needs_a_fence_before_the_value(checked, module):
+    """atomicAdd(flag, 0) reads the flag, but a CUDA atomic is relaxed: no acquire (issue 33)."""
+    with pytest.raises(KernelError) as info:
+        run(checked, module, "atomic_poll_unfenced")
+    (first,) = [f for f in info.value.findings if "memory order" in f.message]
+    assert first.line == line_of("memory_order.cu", "ap_value_load")
+    assert f"missing __threadfence() between {at('ap_flag_load')} and {at('ap_value_load')}" in first.message
 
 
 def test_relaxed_atomics_order_nothing(checked, module):

@@ -21,10 +21,11 @@ from grader.config import load_config
 from grader.errors import UsageError
 from grader.release import build_release, find_leaks
 from tests.conftest import ROOT, SOLUTIONS, TEMPLATES, write_config
+from tests.test_makefile import bare_path, env_with, needs_make, run_make
 
 PRIVATE_SEED = 918273645
 HIDDEN = {"part1_naive": [77], "part4_any_size": [43211, 98765]}
-TOP_LEVEL = {"README.md", "assignment", "grader", "reference", "config.yaml", "pyproject.toml"}
+TOP_LEVEL = {"README.md", "assignment", "grader", "reference", "config.yaml", "pyproject.toml", "Makefile", ".gitignore"}
 
 
 def _public(tmp_path: Path) -> Path:
@@ -75,9 +76,9 @@ def test_the_release_has_the_templates_the_handout_the_grader_and_the_public_con
         assert (out / "grader" / name).is_file(), name
     assert sorted(p.name for p in (out / "reference").iterdir()) == ["__init__.py", "scan.py"]
     assert (out / "config.yaml").read_text() == (tmp / "config.yaml").read_text()
-    assert (out / "pyproject.toml").read_bytes() == (ROOT / "pyproject.toml").read_bytes()
+    assert (out / "Makefile").read_bytes() == (ROOT / "grader" / "release_files" / "Makefile").read_bytes()
     readme = (out / "README.md").read_text()
-    assert "scangrade check" in readme and "pip install -e ." in readme and "assignment/part4_any_size.cu" in readme
+    assert "make check" in readme and "scangrade check" in readme and "assignment/part4_any_size.cu" in readme
     assert "assignment/part2_blelloch.cu" not in readme  # not in this config
     assert sorted(made.files) == sorted(p.relative_to(out).as_posix() for p in _files(out))
 
@@ -88,7 +89,8 @@ def test_the_release_has_no_solution_test_cache_or_vcs_file(release):
         rel = p.relative_to(made.folder)
         assert not p.is_symlink(), rel
         assert not set(rel.parts) & {"solutions", "tests", "bench", "docs", ".git", "__pycache__", ".pytest_cache"}, rel
-        assert not rel.name.startswith(".") and p.suffix not in (".pyc", ".so", ".o"), rel
+        assert (not rel.name.startswith(".") or rel.as_posix() == ".gitignore") and \
+            p.suffix not in (".pyc", ".so", ".o"), rel
 
 
 def test_no_file_of_the_release_holds_a_line_of_a_reference_solution(release):
@@ -216,3 +218,88 @@ def test_find_leaks_finds_a_solution_pasted_into_the_handout(tmp_path):
     leaks = find_leaks(folder, solutions=SOLUTIONS, public=cfg)
     assert leaks and all(line.startswith("assignment/README.md: holds") for line in leaks)  # not the template
     assert any("lines of the reference solution part2_blelloch.cu" in line for line in leaks)
+
+
+def _pytest_options(pyproject: Path) -> dict:
+    return tomllib.loads(pyproject.read_text())["tool"]["pytest"]["ini_options"]
+
+
+def test_the_release_pyproject_is_the_checkouts_without_testpaths(release):
+    made, _ = release
+    ours, theirs = (tomllib.loads(p.read_text()) for p in (ROOT / "pyproject.toml", made.folder / "pyproject.toml"))
+    assert "testpaths" in ours["tool"]["pytest"]["ini_options"]  # the checkout's, naming tests/
+    del ours["tool"]["pytest"]["ini_options"]["testpaths"]
+    assert theirs == ours
+    readme = (made.folder / "README.md").read_text()
+    extras = re.findall(r'pip install -e "\.\[([\w,]+)\]"', readme)
+    assert extras and all("test" in e.split(",") for e in extras)  # every install the README says has pytest
+    assert any(re.match(r"pytest\b", dep) for dep in theirs["project"]["optional-dependencies"]["test"])
+
+
+def _release_env(made) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("SCANGRADE_BACKEND", "PYTEST_ADDOPTS")}
+    env["PYTHONPATH"] = str(made.folder)
+    return env
+
+
+def test_pytest_runs_in_the_release_without_a_warning_and_its_scangrade_route_grades(release, tmp_path):
+    made, _ = release
+    plain = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"]
+    run = subprocess.run(plain, cwd=made.folder, env=_release_env(made), capture_output=True, text=True, timeout=120)
+    assert run.returncode == 5 and "warning" not in run.stdout.lower(), run.stdout  # 5: no tests, none expected
+    control = tmp_path / "control"  # the checkout's pyproject.toml in a folder without tests/ warns
+    control.mkdir()
+    shutil.copy(ROOT / "pyproject.toml", control / "pyproject.toml")
+    run = subprocess.run(plain, cwd=control, capture_output=True, text=True, timeout=120)
+    assert "No files were found in testpaths" in run.stdout
+
+    route = subprocess.run([*plain, "-W", "error", "--scangrade", "assignment", "-k", "part1_naive and n5 and int32"],
+                           cwd=made.folder, env=_release_env(made), capture_output=True, text=True, timeout=300)
+    assert route.returncode == 1, route.stdout + route.stderr  # the template fails its case: graded
+    assert "FAILED assignment::part1_naive[int32-n=5]" in route.stdout and "1 failed" in route.stdout
+    assert "warning" not in route.stdout.lower(), route.stdout
+
+
+@needs_make
+def test_make_check_in_the_release_sets_up_its_venv_then_runs_the_self_check(release):
+    made, _ = release
+    env = env_with(PYTHONPATH=str(made.folder), CXX="true")  # the compiler check passes: make -n compiles nothing
+    dry = {target: run_make(made.folder, "-n", *([target] if target else []), env=env)
+           for target in ("", "check", "pytest")}
+    for target, run in dry.items():
+        assert run.returncode == 0, (target, run.stderr)
+    assert dry[""].stdout == dry["check"].stdout  # `make` alone is `make check`
+    lines = dry["check"].stdout.splitlines()
+    steps = ["python3 -m venv .venv", '.venv/bin/python -m pip install -q -e ".[test]"', ".venv/bin/scangrade check"]
+    order = [next(i for i, line in enumerate(lines) if line.startswith(step)) for step in steps]
+    assert order == sorted(order), lines  # the venv, the install into it, then the check
+    assert ".venv/bin/python -m pytest --scangrade assignment" in dry["pytest"].stdout
+    assert not (made.folder / ".venv").exists()  # make -n ran nothing
+
+
+@needs_make
+def test_make_check_in_the_release_names_the_missing_compiler_in_one_line(release, tmp_path):
+    made, _ = release
+    copy = tmp_path / "release"
+    shutil.copytree(made.folder, copy)
+    run = run_make(copy, "check", env={"PATH": bare_path(tmp_path), "HOME": str(tmp_path)})
+    assert run.returncode != 0 and len(run.stderr.splitlines()) == 1, run.stderr
+    assert "sudo apt install g++" in run.stderr
+    assert not (copy / ".venv").exists()
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_the_release_gitignore_keeps_the_venv_and_caches_out_of_a_students_repository(release, tmp_path):
+    made, _ = release
+    repo = tmp_path / "student"
+    shutil.copytree(made.folder, repo)
+    litter = [".venv/bin/python", "scangrade.egg-info/PKG-INFO", "grader/__pycache__/cli.cpython-311.pyc",
+              ".pytest_cache/README.md", "results/check.json"]
+    for rel in litter:
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text("x")
+    subprocess.run(["git", "init", "-q", str(repo)], check=True, timeout=60)
+    status = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=all"],
+                            capture_output=True, text=True, check=True, timeout=60).stdout
+    listed = sorted(line[3:] for line in status.splitlines())
+    assert listed == sorted(made.files)  # every file of the release, none of the litter

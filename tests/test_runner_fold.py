@@ -36,21 +36,13 @@ def test_the_fold_keeps_what_every_worker_reported_and_what_the_last_one_was_doi
     assert isinstance(reported.end, protocol.Done) and reported.passed() == "fail" and reported.current is None
 
 
-def test_every_case_after_a_gpu_fault_is_graded_by_a_new_worker_even_when_each_faults():
-    workers = _Workers(NAMES, deadline=time.monotonic() + 60)
-    for i, name in enumerate(NAMES[:-1]):
-        assert workers.after_fault(name) and workers.start == i + 1
-    assert not workers.after_fault(NAMES[-1])  # nothing after the last case
-    assert workers.attempt == len(NAMES) - 1 and not workers.hung
-
-
 def test_cases_that_hang_in_a_row_end_the_part_and_a_spent_part_starts_no_worker():
     workers = _Workers(NAMES, deadline=time.monotonic() + 60)
     assert workers.after_hang(NAMES[0]) == "retry" and workers.start == 1
     assert [workers.after_hang(name) for name in NAMES[4:4 + MAX_HANGS_IN_A_ROW]] == \
         ["retry"] * (MAX_HANGS_IN_A_ROW - 1) + ["in a row"]
     spent = _Workers(NAMES, deadline=time.monotonic() - 1)
-    assert spent.after_hang(NAMES[0]) == "stop" and not spent.after_fault(NAMES[0])
+    assert spent.after_hang(NAMES[0]) == "stop"
 
 
 def test_a_worker_that_stopped_is_told_by_how_it_stopped(tmp_path):
@@ -66,3 +58,20 @@ def test_a_worker_that_stopped_is_told_by_how_it_stopped(tmp_path):
     assert status == "crash" and "crashed (SIGSEGV" in why and "outside an array" in why
     status, why = _how_it_stopped(None, 1, reported, tmp_path)
     assert status == "error" and "exit status 1" in why and "the grader's own" in why and "KERNEL" not in why
+
+
+def test_a_worker_stopped_between_cases_is_told_what_it_was_waiting_for():
+    """'during setting up' never describes a kernel: a part stopped while its case waited for the GPU,
+    between timed sizes, or before its first case says which."""
+    reported = _Reported()
+    for ev in (protocol.Compiled(), protocol.CaseStart(NAMES[0]), protocol.GpuWait(NAMES[0])):
+        reported.add(ev)
+    assert reported.stage() == f"the wait for the GPU before case {NAMES[0]} (the emulator's checks had passed it)"
+    reported.add(protocol.CaseStart(NAMES[0]))
+    assert reported.stage() == f"case {NAMES[0]}"
+    reported.add(protocol.CaseDone(_case(NAMES[0], "pass")))
+    reported.add(protocol.TimingStart())
+    assert reported.stage() == "the timing, between two timed sizes"
+    fresh = _Reported()
+    fresh.add(protocol.Compiled())
+    assert "setting up" not in fresh.stage() and "emulator's compile" in fresh.stage()

@@ -33,7 +33,7 @@ CONFIG = CORPUS / "config.yaml"
 TABLE = CORPUS / "expected.yaml"
 
 #: Keys an entry of expected.yaml may have; ``file`` and ``part`` are required.
-_ENTRY_KEYS = {"file", "part", "status", "kinds", "fails", "case_status", "expected", "gpu_differs"}
+_ENTRY_KEYS = {"file", "part", "status", "kinds", "fails", "case_status", "expected"}
 
 
 @dataclass(frozen=True)
@@ -48,8 +48,6 @@ class Expected:
         kinds: the failure kinds of the cases that do not pass, as a set.
         fails: the sizes n whose cases do not pass (in every configured dtype).
         case_status: the status of each case that does not pass.
-        gpu_differs: a known difference of the GPU path, and why (its GPU verdict and the agreement
-            are then expected to fail: xfail, with the reason).
     """
 
     file: str
@@ -59,7 +57,6 @@ class Expected:
     kinds: frozenset[str] = frozenset()
     fails: frozenset[int] = frozenset()
     case_status: str = "fail"
-    gpu_differs: str = ""
 
     @property
     def name(self) -> str:
@@ -110,8 +107,7 @@ def load_table(path: Path = TABLE, cfg: Config | None = None) -> list[Expected]:
             raise ValueError(f"{where}: unknown kinds {sorted(kinds - known_kinds())}")
         if (status == "pass") != (not fails) or bool(fails) != bool(kinds):
             raise ValueError(f"{where}: status {status}, kinds {sorted(kinds)} and fails {sorted(fails)} disagree")
-        table.append(Expected(row["file"], file_path, part, status, kinds, frozenset(fails), case_status,
-                              row.get("gpu_differs", "")))
+        table.append(Expected(row["file"], file_path, part, status, kinds, frozenset(fails), case_status))
     return table
 
 
@@ -195,8 +191,6 @@ ENTRIES = load_table()
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_every_corpus_file_gets_its_verdict(entry, backend):
     res = grade_entry(entry.path, entry.part, backend)
-    if backend == "pycuda" and entry.gpu_differs:
-        pytest.xfail(f"{entry.file}: a known difference of the GPU path: {entry.gpu_differs}")
     problems = verdict_problems(entry, res, corpus_config())
     assert not problems, f"{entry.file} on {backend}: {summary(res)}\n" + "\n".join(problems)
 
@@ -205,8 +199,6 @@ def test_every_corpus_file_gets_its_verdict(entry, backend):
 @pytest.mark.skipif(not gpu_available()[0], reason=f"no usable CUDA GPU: {gpu_available()[1]}")
 @pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.name)
 def test_the_emulator_and_the_gpu_agree_on_every_case(entry):
-    if entry.gpu_differs:
-        pytest.xfail(f"{entry.file}: a known difference of the GPU path: {entry.gpu_differs}")
     emulator = grade_entry(entry.path, entry.part, "emulator")
     gpu = grade_entry(entry.path, entry.part, "pycuda")
     lines = disagreements(emulator, gpu)

@@ -46,7 +46,7 @@ class BackendKind:
 
     Attributes:
         name: as ``--backend``, the config's ``backend`` key and results name it.
-        module: the module that implements it, whose ``create(workers=, checks=, sandbox=)`` makes
+        module: the module that implements it, whose ``create(workers=, checks=, sandbox=, device_memory=, target_arch=)`` makes
             the :class:`~grader.backends.base.Backend` (:meth:`create`); imported only there, so this
             table sits below everything, results and renderers included.
         probe: ``() -> (usable here, the device's name or why not)``, found out in a child process;
@@ -76,18 +76,25 @@ class BackendKind:
     uses_gpus: bool
     case_floor_s: float
 
-    def create(self, *, workers: int = 0, checks: bool = False, sandbox: str = "auto") -> "Backend":
+    def create(self, *, workers: int = 0, checks: bool = False, sandbox: str = "auto",
+               device_memory: int = 0, target_arch: int | None = None) -> "Backend":
         """The backend, made in the process that runs the kernels (a part's worker).
 
         Args:
             workers: the emulator's threads (0: one per core).
             checks: the emulator's race, bounds and barrier checks (a GPU backend ignores it).
             sandbox: the OS sandbox policy (``emulator.sandbox``) of the emulator and of nvcc.
+            device_memory: the device memory, in bytes, the cases need at once
+                (:func:`grader.execute.device_memory_bytes`): what the emulator reserves, in the
+                worker's own address space (0: its default; a GPU backend ignores it).
+            target_arch: the GPU the course targets (the config's ``target_arch``): the emulator
+                compiles for it; a GPU backend compiles for the GPU it runs on. None: the default.
 
         Raises:
             BackendUnavailable: it cannot start here.
         """
-        return importlib.import_module(self.module).create(workers=workers, checks=checks, sandbox=sandbox)
+        return importlib.import_module(self.module).create(workers=workers, checks=checks, sandbox=sandbox,
+                                                           device_memory=device_memory, target_arch=target_arch)
 
 
 #: Every backend by name, in the order auto tries them.
@@ -196,7 +203,8 @@ def select_backend(option: str | None, *, config_value: str = "auto", env: dict[
 
 
 def create_backend(name: str, *, emulator_workers: int = 0, checks: bool = False,
-                   emulator_sandbox: str = "auto") -> "Backend":
+                   emulator_sandbox: str = "auto", device_memory: int = 0,
+                   target_arch: int | None = None) -> "Backend":
     """Instantiate a backend by name (in the process that will run the kernels): its row's
     :attr:`BackendKind.create`.
 
@@ -205,9 +213,13 @@ def create_backend(name: str, *, emulator_workers: int = 0, checks: bool = False
         checks: the emulator's race, bounds and barrier checks (ignored by the GPU backend).
         emulator_sandbox: the sandbox policy, ``auto``, ``required`` or ``off``, of the emulator and
             of the GPU backend's nvcc.
+        device_memory: what the emulator reserves for device memory, in bytes (see
+            :meth:`BackendKind.create`; 0: its default).
+        target_arch: the GPU the emulator compiles for (see :meth:`BackendKind.create`).
 
     Raises:
         UsageError: no backend has that name.
         BackendUnavailable: the backend cannot start here.
     """
-    return backend_kind(name).create(workers=emulator_workers, checks=checks, sandbox=emulator_sandbox)
+    return backend_kind(name).create(workers=emulator_workers, checks=checks, sandbox=emulator_sandbox,
+                                     device_memory=device_memory, target_arch=target_arch)

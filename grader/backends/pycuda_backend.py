@@ -439,9 +439,11 @@ class PyCudaBackend(Backend):
             ctx.detach()
 
 
-def create(*, workers: int = 0, checks: bool = False, sandbox: str = "auto") -> PyCudaBackend:
-    """The GPU backend as :meth:`grader.backends.BackendKind.create` makes it (``workers`` and
-    ``checks`` are the emulator's; the GPU's checks are compute-sanitizer's, :mod:`grader.sanitizer`)."""
+def create(*, workers: int = 0, checks: bool = False, sandbox: str = "auto", device_memory: int = 0,
+           target_arch: int | None = None) -> PyCudaBackend:
+    """The GPU backend as :meth:`grader.backends.BackendKind.create` makes it (``workers``,
+    ``checks``, ``device_memory`` and ``target_arch`` are the emulator's: the GPU's checks are
+    compute-sanitizer's, :mod:`grader.sanitizer`, and it compiles for the GPU it runs on)."""
     return PyCudaBackend(sandbox=sandbox)
 
 

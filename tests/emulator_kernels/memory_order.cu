@@ -94,3 +94,36 @@ extern "C" __global__ void barrier_then_fence(int* out, int n) {
     __threadfence();
     FLAGS(out)[b] = 1;
 }
+
+// The writer publishes right (value, fence, flag by atomicExch); the reader polls the flag with a
+// CUDA atomic (relaxed: atomicAdd(flag, 0)) and reads the value with a plain load, with no fence
+// between: the value's load may be served before the flag's (issue 33).
+extern "C" __global__ void atomic_poll_unfenced(int* out, int n) {
+    const int b = blockIdx.x;
+    int* flags = out + gridDim.x;
+    if (threadIdx.x != 0) return;
+    if (b > 0) {
+        while (atomicAdd(&flags[b - 1], 0) == 0) {  // LINE:ap_flag_load
+        }
+        RESULTS(out)[b] = VALUES(out)[b - 1];  // LINE:ap_value_load
+    }
+    VALUES(out)[b] = b + 1;
+    __threadfence();
+    atomicExch(&flags[b], 1);
+}
+
+// Correct: as `atomic_poll_unfenced`, with a __threadfence() between the flag's read and the value's.
+extern "C" __global__ void atomic_poll_fenced(int* out, int n) {
+    const int b = blockIdx.x;
+    int* flags = out + gridDim.x;
+    if (threadIdx.x != 0) return;
+    if (b > 0) {
+        while (atomicCAS(&flags[b - 1], 1, 1) == 0) {
+        }
+        __threadfence();
+        RESULTS(out)[b] = VALUES(out)[b - 1];
+    }
+    VALUES(out)[b] = b + 1;
+    __threadfence();
+    atomicExch(&flags[b], 1);
+}

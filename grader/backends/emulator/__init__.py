@@ -12,6 +12,9 @@ from grader.backends.emulator.backend import SCHEDULES, EmulatorArray, EmulatorB
 __all__ = ["EmulatorBackend", "EmulatorArray", "EmulatorModule", "Finding", "SCHEDULES", "create"]
 
 
-def create(*, workers: int = 0, checks: bool = False, sandbox: str = "auto") -> EmulatorBackend:
+def create(*, workers: int = 0, checks: bool = False, sandbox: str = "auto", device_memory: int = 0,
+           target_arch: int | None = None) -> EmulatorBackend:
     """The emulator as :meth:`grader.backends.BackendKind.create` makes it."""
-    return EmulatorBackend(workers=workers, checks=checks, sandbox=sandbox)
+    more = {} if target_arch is None else {"target_arch": target_arch}
+    return EmulatorBackend(workers=workers, checks=checks, sandbox=sandbox, device_memory=device_memory or None,
+                           **more)

@@ -32,6 +32,7 @@ a missing ``__threadfence()`` breaks: docs/emulator.md, "Memory order between bl
 from __future__ import annotations
 
 import ctypes
+import gc
 import os
 import re
 import shlex
@@ -52,6 +53,7 @@ from grader.backends.emulator.build import (GLUE_FILENAME, LINK_FLAGS, RUNTIME_D
                                             cut_note, kernel_glue, kill_group, limit_note, read_output, run_compile,
                                             start_compiler, strip_workdir, tool_identity)
 from grader.backends.emulator.executor import ARENA_BYTES, Arena, Executor, ExecutorDied, probe_seccomp
+from grader.backends.emulator.macros import DEFAULT_TARGET_ARCH, nvcc_arch_flags
 from grader.backends.emulator.rewrite import find_definitions, rewrite_source
 from grader.backends.emulator.sandbox import Sandbox, executor_limits
 from grader.errors import CompileError, KernelError, LaunchError
@@ -281,8 +283,17 @@ class EmulatorBackend(Backend):
             :mod:`.sandbox`.
         runtime_flags: compiler flags of the runtime object after the default ones (see
             :class:`.build.Toolchain`; the GPU path's checks use :data:`.build.QUICK_RUNTIME_FLAGS`).
+        device_memory: the most bytes of device memory live at once (the address space reserved for
+            it is mapped at the first launch); default :data:`.executor.ARENA_BYTES`. A grading passes
+            what its cases need (:func:`grader.execute.device_memory_bytes`), so that the grader runs
+            under an address-space limit (``ulimit -v``).
+        target_arch: the GPU the course targets (the config's ``target_arch``; 90: sm_90, an H100):
+            student code is compiled with the macros nvcc's device pass for it predefines
+            (``__CUDA_ARCH__`` 900...; :mod:`.macros`), and nvcc's cross-check compiles for it.
 
     Attributes:
+        device_memory: the most bytes of device memory live at once (``device_memory`` above).
+        target_arch: the GPU student code is compiled for (``target_arch`` above).
         detect_deadlock: a deadlock (every thread polls, nothing changes) is a KernelError of kind
             ``"deadlock"``; default ``checks``. Off, a deadlocked launch waits like a hung GPU
             (for the grader's timeout).
@@ -302,7 +313,8 @@ class EmulatorBackend(Backend):
     Raises:
         BackendUnavailable: no working C++ compiler, the executor does not build, or the sandbox is
             ``required`` and bubblewrap does not work here.
-        ValueError: an unknown sandbox policy or schedule, or negative ``workers``.
+        ValueError: an unknown sandbox policy or schedule, negative ``workers``, or a ``target_arch``
+            not in :data:`.macros.TARGET_ARCHS`.
     """
 
     name: ClassVar[str] = "emulator"
@@ -312,13 +324,16 @@ class EmulatorBackend(Backend):
     def __init__(self, *, workers: int = 0, cxx: str | None = None, cache_dir: Path | None = None,
                  compile_timeout_s: float = 60.0, checks: bool = False, schedule: str = "ascending",
                  schedule_seed: int = 0, nvcc_check: bool | None = None, sandbox: str = "auto",
-                 runtime_flags: Sequence[str] = ()) -> None:
+                 runtime_flags: Sequence[str] = (), device_memory: int | None = None,
+                 target_arch: int = DEFAULT_TARGET_ARCH) -> None:
         if workers < 0:
             raise ValueError(f"workers must be >= 0 (got {workers})")
+        self.device_memory = int(device_memory or ARENA_BYTES)
         self.workers = workers or os.cpu_count() or 1
         self.sandbox = Sandbox(sandbox)
         self.toolchain = Toolchain(cxx=cxx, cache_dir=cache_dir, timeout_s=compile_timeout_s, sandbox=self.sandbox,
-                                   runtime_flags=runtime_flags)
+                                   runtime_flags=runtime_flags, target_arch=target_arch)
+        self.target_arch = self.toolchain.target_arch
         executor, problem = self.toolchain.executor_binary()
         if self.sandbox.seccomp and problem is None:
             problem = probe_seccomp(executor, self.sandbox)
@@ -493,12 +508,14 @@ class EmulatorBackend(Backend):
                                                                read_only=[RUNTIME_DIR], tools=[tc.path]),
                       f"{filename} does not compile (host C++ compiler under the CPU emulator)")]
         if self.nvcc_check:
-            compilers.insert(0, ("nvcc", lambda: tc.sandboxed([str(self.nvcc), "-ptx", "-x", "cu", str(path), "-o",
+            compilers.insert(0, ("nvcc", lambda: tc.sandboxed([str(self.nvcc), "-ptx", *self._nvcc_arch(), "-x", "cu",
+                                                               str(path), "-o",
                                                                os.devnull], workdir=workdir, tools=[str(self.nvcc)]),
                                  f"{filename} does not compile (nvcc -ptx)"))
         try:
             if self.nvcc_check:
-                check_nvcc_first_stage(str(self.nvcc), path, ["-x", "cu"], toolchain=tc, filename=filename,
+                check_nvcc_first_stage(str(self.nvcc), path, [*self._nvcc_arch(), "-x", "cu"], toolchain=tc,
+                                       filename=filename,
                                        named=str(path))
             for tool, command, failed in compilers:
                 try:
@@ -526,8 +543,13 @@ class EmulatorBackend(Backend):
     def _device_memory(self) -> Arena:
         with self._arena_lock:  # not self._lock: a launch holding it may restart an executor
             if self._arena is None:
-                self._arena = Arena(ARENA_BYTES)
+                self._arena = Arena(self.device_memory)
             return self._arena
+
+    def _nvcc_arch(self) -> tuple[str, ...]:
+        """nvcc's option compiling for :attr:`target_arch`, so that its cross-check reads the
+        ``#if __CUDA_ARCH__`` branches the emulator compiles (none where this nvcc cannot)."""
+        return nvcc_arch_flags(str(self.nvcc), self.target_arch) if self.nvcc else ()
 
     def _start_nvcc(self, source: str, path: Path, *, filename: str) -> tuple[subprocess.Popen, list[str]] | None:
         """Start ``nvcc -ptx`` on the same source text, in the compile sandbox (in parallel with the
@@ -537,9 +559,10 @@ class EmulatorBackend(Backend):
             CompileError: the first stage's output holds a directive a macro made.
         """
         path.write_text(source, encoding="utf-8")
-        check_nvcc_first_stage(str(self.nvcc), path, ["-x", "cu"], toolchain=self.toolchain, filename=filename,
-                               named=str(path))
-        cmd = self.toolchain.sandboxed([str(self.nvcc), "-ptx", "-x", "cu", str(path), "-o", os.devnull],
+        check_nvcc_first_stage(str(self.nvcc), path, [*self._nvcc_arch(), "-x", "cu"], toolchain=self.toolchain,
+                               filename=filename, named=str(path))
+        cmd = self.toolchain.sandboxed([str(self.nvcc), "-ptx", *self._nvcc_arch(), "-x", "cu", str(path), "-o",
+                                        os.devnull],
                                        workdir=path.parent, tools=[str(self.nvcc)])
         try:
             return start_compiler(cmd), cmd.shown
@@ -573,7 +596,8 @@ class EmulatorBackend(Backend):
 
         Raises:
             ValueError: ``count`` is negative.
-            MemoryError: more than ``ARENA_BYTES`` (16 GiB) of device memory would be live.
+            MemoryError: more than :attr:`device_memory` bytes would be live.
+            ResourceLimit: its address space could not be mapped (``ulimit -v``).
         """
         dtype = np.dtype(dtype)
         count = int(count)
@@ -581,7 +605,13 @@ class EmulatorBackend(Backend):
             raise ValueError(f"cannot allocate {count} elements")
         nbytes = count * dtype.itemsize
         arena = self._device_memory()
-        address = arena.alloc(nbytes)
+        try:
+            address = arena.alloc(nbytes)
+        except MemoryError:
+            # Buffers whose last reference is a cycle (a KernelError's traceback holds the frame that
+            # holds its run's buffers) go back only when the collector runs: run it, then try again.
+            gc.collect()
+            address = arena.alloc(nbytes)
         self._labels.pop(address, None)  # a label of a freed buffer at the same address
         block = _Block(arena, address)
         memory = (ctypes.c_char * max(nbytes, 1)).from_address(address)
@@ -765,10 +795,11 @@ class EmulatorBackend(Backend):
         return struct.pack("<QQQQI32s", base, nbytes, lo, count, elem, name.encode()[:31])
 
     def describe(self) -> dict[str, str]:
-        """Facts for the report: backend, compiler, workers, schedule, checks, sandbox."""
+        """Facts for the report: backend, compiler, target GPU, workers, schedule, checks, sandbox."""
         schedule = self.schedule + (f" (seed {self.schedule_seed})" if self.schedule == "random" else "")
         checks = "off" if not self.checks else "on" if not self.sample else f"on (sampled blocks: {self.sample})"
-        return {"backend": self.name, "compiler": self.toolchain.version_line, "workers": str(self.workers),
+        return {"backend": self.name, "compiler": self.toolchain.version_line,
+                "target": f"sm_{self.target_arch} (__CUDA_ARCH__ {self.target_arch * 10})", "workers": str(self.workers),
                 "schedule": schedule, "checks": checks,
                 "nvcc check": "on" if self.nvcc_check else "off",
                 "sandbox": self.sandbox.describe(seccomp_problem=self._seccomp_problem)}

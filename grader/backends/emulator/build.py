@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from grader.backends.emulator.lockdown import audit_object, explain_refusal, lockdown_header, runtime_names
+from grader.backends.emulator.macros import DEFAULT_TARGET_ARCH, TARGET_ARCHS, host_macro_flags, nvcc_defines
 from grader.backends.emulator.sandbox import COMPILE_MEMORY, COMPILE_TMP, FILE_SIZE, Command, Sandbox, compile_limits
 from grader.errors import BackendUnavailable, CompileError
 from grader.kernels import KernelSpec
@@ -162,13 +163,21 @@ class Toolchain:
         sandbox: how the student's translation unit is compiled (default ``Sandbox("auto")``).
         runtime_flags: compiler flags after :data:`RUNTIME_FLAGS` for the runtime object (part of
             its cache key): :data:`QUICK_RUNTIME_FLAGS` for the GPU path's checks.
+        target_arch: the GPU the student's code is compiled for (the config's ``target_arch``: 90
+            is sm_90, an H100): its compiles predefine what nvcc's device pass for it does
+            (:mod:`.macros`).
 
     Raises:
         BackendUnavailable: the compiler is missing or does not run.
+        ValueError: ``target_arch`` is not one of :data:`.macros.TARGET_ARCHS`.
     """
 
     def __init__(self, *, cxx: str | None = None, cache_dir: Path | None = None, timeout_s: float = 60.0,
-                 sandbox: Sandbox | None = None, runtime_flags: Sequence[str] = ()) -> None:
+                 sandbox: Sandbox | None = None, runtime_flags: Sequence[str] = (),
+                 target_arch: int = DEFAULT_TARGET_ARCH) -> None:
+        if target_arch not in TARGET_ARCHS:
+            raise ValueError(f"target_arch {target_arch!r} is not one of {', '.join(map(str, TARGET_ARCHS))}")
+        self.target_arch = int(target_arch)
         self.cxx = cxx or os.environ.get("CXX") or "c++"
         self.argv = shlex.split(self.cxx)
         self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
@@ -311,8 +320,17 @@ class Toolchain:
         if "clang" not in self.version_line and m and int(m[-1]) < 12:  # GCC < 12: no -ftrivial-auto-var-init
             flags = tuple(f for f in flags if not f.startswith("-ftrivial-auto-var-init"))
         extra = ["-include", str(lockdown)] if lockdown is not None else []
-        return [*self.argv, *flags, "-include", str(PRELUDE), *extra, "-I", str(STUB_INCLUDE_DIR),
-                "-x", "c++", "-c", str(source), "-o", str(output) + ".o"]
+        return [*self.argv, *flags, *self.predefined(flags), "-include", str(PRELUDE), *extra,
+                "-I", str(STUB_INCLUDE_DIR), "-x", "c++", "-c", str(source), "-o", str(output) + ".o"]
+
+    def predefined(self, flags: Sequence[str]) -> list[str]:
+        """The options that make a compile with ``flags`` predefine what nvcc's device pass for
+        :attr:`target_arch` does (:mod:`.macros`): the host compiler's macros as that pass has them
+        (``-U__OPTIMIZE__``...), then nvcc's (``-D__CUDA_ARCH__=900 -D__NVCC__=1``...), read from the
+        nvcc on the PATH where there is one."""
+        nvcc = shutil.which("nvcc")
+        return [*host_macro_flags(tuple(self.argv), tuple(flags)),
+                *(f"-D{name}={value}" for name, value in nvcc_defines(self.target_arch, nvcc))]
 
     def built_runtime(self) -> Path | None:
         """The runtime object where it is built already (this process, or the cache), else None;
@@ -354,7 +372,8 @@ class Toolchain:
         makes ``__shared__`` an empty word, so a declaration the rewrite refuses still parses."""
         shim = workdir / "scangrade-plain-shared.h"
         shim.write_text(PLAIN_SHARED, encoding="utf-8")
-        return [*self.argv, "-std=c++17", "-fsyntax-only", "-Wno-unknown-pragmas", "-include", str(PRELUDE),
+        flags = ("-std=c++17", "-fsyntax-only", "-Wno-unknown-pragmas")
+        return [*self.argv, *flags, *self.predefined(flags), "-include", str(PRELUDE),
                 "-include", str(shim), "-I", str(STUB_INCLUDE_DIR), "-x", "c++", str(source)]
 
     def compiler_notes(self, source: str, *, filename: str, workdir: Path) -> list[str]:

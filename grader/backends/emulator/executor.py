@@ -34,12 +34,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.backends.emulator.sandbox import FILE_SIZE, MODULE_MEMORY, Limits, Sandbox
-from grader.errors import BackendUnavailable
+from grader.errors import ResourceLimit
+from grader.resources import (address_space_limit, address_space_used, limit_advice, looks_like_memory_failure,
+                              size_text)
 
 __all__ = ["Arena", "Executor", "ExecutorDied", "Hello", "ARENA_BYTES", "probe_seccomp"]
 
-#: The most device memory live at once (shared memory is committed only where buffers are; the
-#: address space reserved, :attr:`Arena.span`, is larger: it holds the gaps between buffers too).
+#: The most device memory live at once of an arena made without a size (a backend made outside a
+#: grading: the benches, the tests); a grading sizes it from the config, to what its cases need
+#: (:func:`grader.execute.device_memory_bytes`). Memory is committed only where buffers are; the
+#: address space reserved, :attr:`Arena.span`, is larger: it holds the gaps between buffers too.
 ARENA_BYTES = 16 * 2**30
 #: Alignment of every buffer, and the smallest unallocated gap after each (counted against the
 #: arena's size, so that an access just past a buffer is outside every allocation for the checks).
@@ -49,10 +53,16 @@ _ALIGNMENT = 256
 #: than to the next, so the checks name the right one (runtime/rt_checks.inc, ``kNearBytes``).
 #: Address space only: the memfd's pages there are never touched by the grader, and cost nothing.
 GAP_BYTES = 16 * 2**20
-#: Address space reserved beyond an arena's size for the gaps (512 of them; when it runs out, gaps
-#: shrink). Kept small next to the size: a grader under an address-space limit (RLIMIT_AS) still
-#: maps it, and where even that fails the arena maps its size alone, with 256-byte gaps.
-_GAP_SPACE = 8 * 2**30
+#: Address space reserved beyond an arena's size for the gaps, tried in turn: room for 64 of them
+#: (a case's run has at most a dozen buffers), then for 8, then none (256-byte gaps); when it runs
+#: out, gaps shrink. The smaller ones are for a grader under an address-space limit (RLIMIT_AS,
+#: ``ulimit -v``), which counts every byte mapped.
+_GAP_SPACES = (64 * GAP_BYTES, 8 * GAP_BYTES, 0)
+#: The grader's host memory for the cases (their inputs, expected outputs in float64, the outputs
+#: read back and their comparison), at its peak, in multiples of the device memory sized for them
+#: (:func:`grader.execute.device_memory_bytes`): 3.2 measured on Part 4 (n = 16000000, float32),
+#: rounded up. Under an address-space limit the gaps' room takes only what leaves it free.
+HOST_SHARE = 4
 #: The memfd grows and shrinks in steps of this many bytes.
 _STEP = 2 * 2**20
 
@@ -101,7 +111,8 @@ class Arena:
         span: bytes of address space reserved and mapped (``size`` plus room for the gaps).
 
     Raises:
-        BackendUnavailable: no free address range of ``size`` bytes was found.
+        ResourceLimit: not even ``size`` bytes of address space could be mapped (an address-space
+            limit, ``ulimit -v``): one line saying what to raise it to.
     """
 
     def __init__(self, size: int = ARENA_BYTES) -> None:
@@ -122,9 +133,16 @@ class Arena:
     def _map(self) -> tuple[int, int]:
         """Map the memfd at a random 1 GiB-aligned address between 16 and 64 TiB (far from where
         the loader and malloc place things, in this process and in a freshly exec'ed one): ``(address,
-        bytes mapped)``, the size and the gaps' room, else (an address-space limit) the size alone."""
+        bytes mapped)``, the size and the gaps' room, else (an address-space limit) the size alone.
+        Under an address-space limit the gaps' room is taken only where :data:`HOST_SHARE` times
+        the size, and 256 MiB, stay free for the host side of the cases."""
         rng = random.Random(os.urandom(8))
-        for span in (self.size + _GAP_SPACE, self.size):
+        spans = [self.size + gaps for gaps in _GAP_SPACES]
+        limit = address_space_limit()
+        if limit is not None:
+            free = limit - address_space_used() - HOST_SHARE * self.size - 256 * 2**20
+            spans = [span for span in spans[:-1] if span <= free] + spans[-1:]
+        for span in spans:
             for _ in range(64):
                 hint = 0x1000_0000_0000 + rng.randrange(0x3000_0000_0000 // 2**30) * 2**30
                 addr = _libc.mmap(hint, span, _PROT_READ | _PROT_WRITE,
@@ -134,8 +152,8 @@ class Arena:
                 if addr not in (None, _MAP_FAILED):
                     _libc.munmap(addr, span)  # a kernel older than 4.17 took the address as a hint
         os.close(self.fd)
-        raise BackendUnavailable(f"the emulator cannot reserve {self.size >> 30} GiB of address space for "
-                                 "device memory")
+        raise ResourceLimit(f"the CPU emulator cannot reserve {size_text(self.size)} of address space for device "
+                            f"memory (what the cases need): {limit_advice((1 + HOST_SHARE) * self.size)}")
 
     def alloc(self, nbytes: int) -> int:
         """Address of a new block of ``nbytes`` (uninitialised; zeros when fresh).
@@ -151,7 +169,7 @@ class Arena:
             self._apply_frees()
             if self._live + need > self.size:
                 raise MemoryError(f"emulator device memory is full: {nbytes} more bytes do not fit in "
-                                  f"{self.size >> 30} GiB")
+                                  f"{size_text(self.size)}")
             # A hole with room for the whole gap (first fit), else the top; where the address space
             # runs short, the middle of the widest free stretch: a hole, a buffer's gap, the top.
             fits = [i for i, (_, length) in enumerate(self._holes) if length >= full]
@@ -188,7 +206,7 @@ class Arena:
         length, where, key, start = max(stretches)
         if length < need:
             raise MemoryError(f"emulator device memory is full: {nbytes} more bytes do not fit in its "
-                              f"{self.span >> 30} GiB of address space")
+                              f"{size_text(self.span)} of address space")
         if where == "top":
             self._top = self.span
             return start, length
@@ -312,6 +330,8 @@ class Executor:
 
     Raises:
         ExecutorDied: it could not start, or loading the module failed or timed out.
+        ResourceLimit: it could not map device memory or start its threads under the machine's
+            address-space limit (``ulimit -v``, below the sandbox's own): one line with what to do.
 
     The executor dies with the thread that started it (bubblewrap's ``--die-with-parent``, or
     ``PR_SET_PDEATHSIG``), so start it from a thread that lives as long as the backend.
@@ -355,7 +375,11 @@ class Executor:
                                         "a stale build in the cache")
         if status != 0:
             self.stop()
-            raise ExecutorDied("crash", body[20:].decode(errors="replace") or "loading the module failed")
+            why = body[20:].decode(errors="replace") or "loading the module failed"
+            if self._machine_limited() and looks_like_memory_failure(why):
+                raise ResourceLimit(f"the CPU emulator's executor could not start under this machine's address-space "
+                                    f"limit ({why.splitlines()[0]}): {limit_advice(arena.span)}")
+            raise ExecutorDied("crash", why)
         abi, on, result_size = struct.unpack_from("<iii", body, 8)
         kernels = {}
         for line in body[20:].decode(errors="replace").splitlines():
@@ -363,6 +387,13 @@ class Executor:
             if len(fields) == 3 and fields[1].lstrip("-").isdigit() and fields[2].lstrip("-").isdigit():
                 kernels[fields[0]] = (int(fields[1]), int(fields[2]))
         self.hello = Hello(abi=abi, seccomp=bool(on), result_size=result_size, kernels=kernels)
+
+    def _machine_limited(self) -> bool:
+        """Whether the address-space limit this process passes on (``ulimit -v``) is below the one
+        the sandbox sets for an executor, so that a lack of memory may be the machine's, not the
+        module's."""
+        limit = address_space_limit()
+        return limit is not None and limit < self._limits.address_space
 
     @property
     def pid(self) -> int:
@@ -489,6 +520,9 @@ class Executor:
                   "destructor, or a thread it started itself)"
             if sig == signal.SIGABRT:
                 why += f"; abort() is also how an allocation fails past the sandbox's {MODULE_MEMORY >> 30} GiB"
+                if self._machine_limited():
+                    why += (", or past this machine's address-space limit, which is lower "
+                            f"({size_text(address_space_limit() or 0)}; ulimit -v)")
             return ExecutorDied("crash", why)
         return ExecutorDied("crash", f"the process running the module exited (status {rc}): a kernel or a static "
                                      "constructor called exit()?" + (f"\n{tail}" if tail else ""))

@@ -43,7 +43,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
-from grader.backends.emulator.lockdown import REFUSED_ATTRIBUTES
+from grader.backends.emulator.lockdown import ASM_KEYWORDS, REFUSED_ATTRIBUTES
+from grader.backends.emulator.ptx import ptx_statement
 from grader.ctokens import Token, logical_lines, tokenize
 from grader.errors import CompileError
 
@@ -64,8 +65,12 @@ _UNCHECKED_ATTRIBUTES = {"no_sanitize", "__no_sanitize__", "no_sanitize_thread",
                          "no_sanitize_undefined", "__no_sanitize_undefined__", "disable_sanitizer_instrumentation",
                          "__disable_sanitizer_instrumentation__"}
 
+#: What may stand between ``asm`` and its ``(``.
+_ASM_QUALIFIERS = {"volatile", "__volatile__", "__volatile", "inline", "__inline", "__inline__"}
 #: Jump statements reported to the runtime (the kinds of sg_abi.h's __SG_J_*).
 _JUMPS = {"return": 0, "break": 1, "continue": 2}
+#: Calls whose result is the lanes that execute them together (_close_am_block numbers them).
+_ACTIVEMASK = {"__activemask", "coalesced_threads"}
 _SPEC_DROP = {"__shared__", "static", "__device__", "register", "inline", "__forceinline__"}
 _PTR_OPS = {"*", "&", "const", "volatile", "__restrict__", "__restrict", "restrict"}
 _STMT_STOP = {";", "{", "}", ":", "else", "do"}
@@ -573,6 +578,18 @@ def _invocations(toks: list[_Tok], lo: int, names: set[str]) -> list[tuple[str, 
     return found
 
 
+def _c_literal(src: str) -> str | None:
+    """The characters of a plain or ``u8`` string literal as written (``"a\\tb"``); None for any other
+    (a raw, wide or UTF-16/32 string)."""
+    if src.startswith('u8"'):
+        src = src[2:]
+    if not (len(src) >= 2 and src[0] == src[-1] == '"'):
+        return None
+    simple = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "'": "'", "?": "?", "0": "\0", "a": "\a",
+              "b": "\b", "f": "\f", "v": "\v"}
+    return re.sub(r"\\(.)", lambda m: simple.get(m.group(1), m.group(1)), src[1:-1], flags=re.S)
+
+
 def _c_string(text: str) -> str:
     """``text`` as a C string literal."""
     out = []
@@ -616,6 +633,12 @@ class _Rewriter:
         # per open brace, the jump statements reported (_jump): set() or {"break", "continue"}, with
         # "return" in a kernel
         self.jumps_on: list[set[str]] = []
+        # __activemask() calls (_close_am_block): how many so far, and per open block (a brace, or
+        # the brace-less statement of an `if`, `else`, `for`, `while`) the count at its start, whether
+        # it is a loop's body, whether it is brace-less, and its calls' `(` tokens with their indices
+        self.am_count = 0
+        self.am_blocks: list[tuple[int, bool, bool, list[tuple[int, int]]]] = [(0, False, False, [])]
+        self.am_bodies: dict[int, bool] = {}  # first token of a brace-less if/for/while body -> a loop's
         self.next_id = 0
         self.result = RewriteResult(text="")
 
@@ -650,6 +673,8 @@ class _Rewriter:
         i = 0
         while i < len(toks):
             t = toks[i]
+            if i in self.am_bodies:  # a brace-less body: a block of its own for __activemask()
+                self.am_blocks.append((self.am_count, self.am_bodies.pop(i), True, []))
             if t.kind == "pp":
                 self.loc.directive(t)
                 for part in t.parts:
@@ -664,6 +689,12 @@ class _Rewriter:
                 continue
             if t.kind == "id":
                 self._refuse_reserved(t.text, t.start)
+            if t.kind == "id" and t.text in ASM_KEYWORDS and "func" in scopes and self._statement_starts(i):
+                after = self._asm(i)
+                if after is not None:
+                    i = head = after
+                    paren = 0
+                    continue
             if t.kind == "id" and t.text == "__shared__":
                 in_func = any(s == "func" for s in scopes)
                 if not in_func and any(s in ("class", "init") for s in scopes):
@@ -673,6 +704,15 @@ class _Rewriter:
                 continue
             if t.kind == "id" and self.jumps_on and t.text in self.jumps_on[-1]:
                 self._jump(i)
+            if t.kind == "id" and t.text in _ACTIVEMASK and self.p(i + 1) == "(" and self.p(i + 2) == ")":
+                self.am_blocks[-1][3].append((i + 1, self.am_count))
+                self.am_count += 1
+            if t.kind == "id" and t.text == "else" and self.p(i + 1) != "{":
+                self.am_blocks.append((self.am_count, False, True, []))
+            if t.kind == "id" and t.text in ("if", "for", "while", "switch") and self.p(i + 1) == "(":
+                close = _match_forward(toks, i + 1, len(toks))
+                if close > 0 and self.p(close + 1) not in ("{", ";"):
+                    self.am_bodies[close + 1] = t.text != "if" and t.text != "switch"
             if t.kind == "id" and t.text in self.file_names:
                 prev = self.p(i - 1)
                 accessor = self.file_names[t.text]
@@ -687,7 +727,10 @@ class _Rewriter:
                 paren = max(0, paren - 1)
             elif txt == ";" and paren == 0:
                 head = i + 1
+                while self.am_blocks[-1][2]:  # the end of brace-less statements
+                    self._close_am_block()
             elif txt == "{":
+                self.am_blocks.append((self.am_count, self._loop_body(i), False, []))
                 kind = self._classify(head, i, scopes)
                 if kind == "func" and "func" not in scopes:  # a function's body
                     words = {w.text for w in toks[head:i] if w.kind == "id"}
@@ -702,9 +745,122 @@ class _Rewriter:
                 if scopes:
                     scopes.pop()
                     self.jumps_on.pop()
+                while len(self.am_blocks) > 1 and self.am_blocks[-1][2]:
+                    self._close_am_block()
+                if len(self.am_blocks) > 1:
+                    self._close_am_block()
+                if not (i + 1 < len(toks) and toks[i + 1].kind == "id" and toks[i + 1].text == "else"):
+                    while self.am_blocks[-1][2]:  # brace-less statements end with this block
+                        self._close_am_block()
                 head, paren = i + 1, 0
             i += 1
+        while self.am_blocks:
+            self._close_am_block()
         return self._apply()
+
+    def _loop_body(self, brace: int) -> bool:
+        """Whether the ``{`` at toks[brace] opens the body of a ``for``, ``while`` or ``do``."""
+        if brace > 0 and self.toks[brace - 1].kind == "id" and self.toks[brace - 1].text == "do":
+            return True
+        if brace == 0 or self.p(brace - 1) != ")":
+            return False
+        k = _match_backward(self.toks, brace - 1, 0)
+        return k > 0 and self.toks[k - 1].kind == "id" and self.toks[k - 1].text in ("for", "while")
+
+    def _close_am_block(self) -> None:
+        """Close the innermost block of __activemask() calls: each call of it gets its place
+        (``__activemask(ord, first, last, loop)``: its index among the file's calls, the indices of the
+        block's first and last, whether the block is a loop's body), from which the runtime tells
+        which calls a lane reaches a call from without leaving its block (rt_blocks.inc,
+        resolve_activemask: a GPU reconverges the warp there)."""
+        first, loop, _, calls = self.am_blocks.pop()
+        for paren, ord_ in calls:
+            self.overrides[paren] = f"({ord_}, {first}, {self.am_count - 1}, {int(loop)}"
+    def _statement_starts(self, i: int) -> bool:
+        """Whether a statement starts at ``toks[i]`` (after ``;``, a brace, a label's ``:``, ``else``,
+        ``do``, or the condition of an ``if``, ``for``, ``while`` or ``switch``): not an asm label of a
+        declaration (``void f() __asm__("name");``)."""
+        prev = i - 1
+        while prev >= 0 and self.toks[prev].kind == "pp":
+            prev -= 1
+        if prev < 0 or self.p(prev) in (";", "{", "}", ":") or self.toks[prev].text in ("else", "do"):
+            return True
+        if self.p(prev) != ")":
+            return False
+        opened = _match_backward(self.toks, prev, 0)
+        return opened > 0 and self.toks[opened - 1].text in ("if", "for", "while", "switch")
+
+    def _asm(self, i: int) -> int | None:
+        """An ``asm`` statement at ``toks[i]`` whose inline PTX the emulator runs
+        (:func:`.ptx.ptx_statement`), replaced on its first line by what does the same; the index
+        after its ``;``. None where it is not one (left as written, for the lockdown to refuse)."""
+        toks, j = self.toks, i + 1
+        while j < len(toks) and toks[j].kind == "id" and toks[j].text in _ASM_QUALIFIERS:
+            j += 1
+        if self.p(j) != "(":
+            return None
+        close = _match_forward(toks, j, len(toks))
+        if close < 0 or self.p(close + 1) != ";":
+            return None
+        sections: list[list[int]] = [[]]
+        depth = 0
+        for k in range(j + 1, close):
+            w = self.p(k)
+            if toks[k].kind == "pp":
+                return None
+            if w in ("(", "[", "{"):
+                depth += 1
+            elif w in (")", "]", "}"):
+                depth -= 1
+            if depth == 0 and w in (":", "::"):
+                sections.extend([] for _ in w)
+                continue
+            sections[-1].append(k)
+        if len(sections) > 4 or not sections[0] or any(toks[k].kind != "str" for k in sections[0]):
+            return None
+        template = [_c_literal(toks[k].text) for k in sections[0]]
+        if None in template:
+            return None
+        names: dict[str, int] = {}
+        operands: list[list[tuple[str, str]]] = []
+        for section in (sections[1:3] + [[], []])[:2]:
+            found = self._asm_operands(section, names, base=sum(len(o) for o in operands))
+            if found is None:
+                return None
+            operands.append(found)
+        statement = ptx_statement("".join(template), operands[0], operands[1], names)
+        if statement is None:
+            return None
+        self.edits.append((toks[i].start, toks[close + 1].end, statement))
+        return close + 2
+
+    def _asm_operands(self, section: list[int], names: dict[str, int], *, base: int) -> list[tuple[str, str]] | None:
+        """``(constraint, expression)`` of each operand of an ``asm`` section (token indices), an
+        operand's ``[name]`` recorded in ``names`` with its index (from ``base``); None where one
+        does not read ``[name] "constraint" (expression)``."""
+        toks, out = self.toks, []
+        pieces: list[list[int]] = [[]]
+        depth = 0
+        for k in section:
+            w = self.p(k)
+            depth += w in ("(", "[", "{")
+            depth -= w in (")", "]", "}")
+            if w == "," and depth == 0:
+                pieces.append([])
+            else:
+                pieces[-1].append(k)
+        for piece in (p for p in pieces if p):
+            if len(piece) >= 3 and self.p(piece[0]) == "[" and self.p(piece[2]) == "]" and toks[piece[1]].kind == "id":
+                names[toks[piece[1]].text] = base + len(out)
+                piece = piece[3:]
+            if len(piece) < 3 or toks[piece[0]].kind != "str" or self.p(piece[1]) != "(" or self.p(piece[-1]) != ")" \
+                    or _match_forward(toks, piece[1], piece[-1] + 1) != piece[-1]:
+                return None
+            constraint = _c_literal(toks[piece[0]].text)
+            if constraint is None:
+                return None
+            out.append((constraint, self.join(piece[1] + 1, piece[-1])))
+        return out
 
     def _jump(self, i: int) -> None:
         """Report the jump statement at toks[i] (``return``, ``break``, ``continue``) to the runtime:

@@ -27,14 +27,13 @@
 #include "sg_abi.h"
 
 /* No macro names the emulator to the code it compiles: a file could otherwise hold a correct scan
- * for the emulator and another, racy one for a GPU. __CUDA_ARCH__ is 700: the emulator offers what
- * sm_70 does (independent thread scheduling, no sm_90 bulk copies), so code with a path for newer
- * GPUs takes its plain one here, as on a V100. Other differences from nvcc remain visible (docs/security.md). */
-#ifndef __CUDACC__
-#define __CUDACC__ 1
-#endif
+ * for the emulator and another, racy one for a GPU. The compile command predefines what nvcc's device
+ * pass for the course's GPU does (the config's target_arch: __CUDA_ARCH__ 900 for an H100,
+ * __CUDACC__, __NVCC__, __CUDACC_VER_MAJOR__...; grader/backends/emulator/macros.py), so an
+ * `#if __CUDA_ARCH__ >= 800` takes the branch here that it takes on that GPU. What still differs
+ * from nvcc is in docs/security.md. */
 #ifndef __CUDA_ARCH__
-#define __CUDA_ARCH__ 700
+#error "the emulator's compile predefines __CUDA_ARCH__ (grader/backends/emulator/macros.py)"
 #endif
 
 /* ---- execution spaces and attributes ---------------------------------------------------- */
@@ -311,8 +310,31 @@ template <class T>
 static inline unsigned __match_any_sync(unsigned mask, T value, __SG_SITE) {
     return (unsigned)__sg_warp_op(__SG_W_MATCH_ANY, mask, __sg_bits(value), 0, 32, __sg_f, __sg_l);
 }
-/* The lanes of the caller's warp that have not exited (the emulator cannot see divergence). */
-static inline unsigned __activemask(void) { return __sg_activemask(); }
+template <class T>
+static inline unsigned __match_all_sync(unsigned mask, T value, int *pred, __SG_SITE) {
+    unsigned r = (unsigned)__sg_warp_op(__SG_W_MATCH_ALL, mask, __sg_bits(value), 0, 32, __sg_f, __sg_l);
+    *pred = r != 0;
+    return r;
+}
+static inline unsigned __reduce_and_sync(unsigned mask, unsigned v, __SG_SITE) {
+    return (unsigned)__sg_warp_op(__SG_W_RAND, mask, v, 0, 32, __sg_f, __sg_l);
+}
+static inline unsigned __reduce_or_sync(unsigned mask, unsigned v, __SG_SITE) {
+    return (unsigned)__sg_warp_op(__SG_W_ROR, mask, v, 0, 32, __sg_f, __sg_l);
+}
+static inline unsigned __reduce_xor_sync(unsigned mask, unsigned v, __SG_SITE) {
+    return (unsigned)__sg_warp_op(__SG_W_RXOR, mask, v, 0, 32, __sg_f, __sg_l);
+}
+/* The lanes of the caller's warp that execute this call together (independent thread scheduling:
+   docs/emulator.md, "Warp-level primitives"). The source rewrite passes the call's place among the
+   file's __activemask() calls and its innermost block (rewrite.py, _activemask); a call it could not
+   place (inside a macro) keeps the defaults. */
+static inline unsigned __activemask(int __sg_o = -1, int __sg_a = -1, int __sg_b = -1, int __sg_lp = 0, __SG_SITE) {
+    return __sg_activemask(__sg_o, __sg_a, __sg_b, __sg_lp, __sg_f, __sg_l);
+}
+/* A feature the emulator lacks, at run time (include/cooperative_groups.h uses it: the runtime's
+   own names are poisoned for the files included after the prelude). */
+#define __SG_UNSUPPORTED(what, file, line) __sg_unsupported(what, file, line)
 /* Pre-Volta intrinsics without a mask were removed in CUDA 9 for Volta and later GPUs. */
 #define __SG_LEGACY(name) __sg_unsupported(name " (deprecated: use the _sync variant with a mask)", __FILE__, __LINE__)
 #define __shfl(var, ...) (__SG_LEGACY("__shfl"), (var))
@@ -483,6 +505,77 @@ static inline int __sg_register(const char *name, void (*f)(A...)) {
     return __sg_register_kernel(name, reinterpret_cast<void *>(f), &__sg_kernel_invoker<A...>::invoke,
                                 (int)sizeof...(A));
 }
+
+/* ---- shared-window addresses, and the inline PTX of Hopper's bulk copy ---------------------- */
+/* A shared-memory address of PTX's .shared window is 32 bits: here, the offset from the block's
+ * dynamic shared memory (two's complement), so a generic pointer and its shared address convert
+ * both ways within the block's arena. */
+static inline size_t __cvta_generic_to_shared(const void *p) {
+    return (size_t)(unsigned int)((const char *)p - (const char *)__sg_dyn_shared(nullptr, 0));
+}
+static inline void *__cvta_shared_to_generic(size_t a) {
+    return (char *)__sg_dyn_shared(nullptr, 0) + (int)(unsigned int)a;
+}
+/* The inline PTX the rewrite recognises (rewrite.py, _ptx_statement: the bulk copy and its mbarrier,
+ * as the Part 5 reference uses them on sm_90) becomes calls of these. An mbarrier is one 64-bit word
+ * of shared memory, read and changed by atomic operations: arrivals pending (bits 0-15), arrivals
+ * expected (bits 16-31), the transaction bytes pending (bits 32-62, signed) and the phase's parity
+ * (bit 63). A phase completes when no arrival and no byte is pending: the parity flips and the
+ * arrivals are expected again. The bulk copy is done when it is issued, by the issuing thread
+ * (its loads and stores checked as that thread's), and completes its bytes on the mbarrier. */
+#define __SG_MB_PENDING(w) ((unsigned)((w) & 0xffffu))
+#define __SG_MB_EXPECTED(w) ((unsigned)(((w) >> 16) & 0xffffu))
+#define __SG_MB_TX(w) ((long long)((unsigned long long)(w) << 1) >> 33)
+#define __SG_MB_PHASE(w) ((unsigned)((unsigned long long)(w) >> 63))
+static inline unsigned long long __sg_mb_word(unsigned pending, unsigned expected, long long tx, unsigned phase) {
+    if (pending == 0 && tx == 0) pending = expected, phase ^= 1u;  /* the phase completes */
+    return (unsigned long long)(pending & 0xffffu) | ((unsigned long long)(expected & 0xffffu) << 16) |
+           (((unsigned long long)tx & 0x7fffffffull) << 32) | ((unsigned long long)(phase & 1u) << 63);
+}
+static inline unsigned long long *__sg_mb(unsigned long long bar) {
+    return (unsigned long long *)__cvta_shared_to_generic((size_t)bar);
+}
+/* One change of the word, atomically: arrivals and transaction bytes taken off (added: negative). */
+static inline unsigned long long __sg_mb_change(unsigned long long bar, unsigned arrivals, long long tx,
+                                                const char *f, int l) {
+    unsigned long long *p = __sg_mb(bar), old = __sg_atom<unsigned long long>(__SG_A_LOAD, p, 0ull, 0ull, f, l);
+    for (;;) {
+        unsigned long long nw = __sg_mb_word(__SG_MB_PENDING(old) - arrivals, __SG_MB_EXPECTED(old), __SG_MB_TX(old) - tx,
+                                             __SG_MB_PHASE(old));
+        unsigned long long seen = __sg_atom<unsigned long long>(__SG_A_CAS, p, old, nw, f, l);
+        if (seen == old) return old;
+        old = seen;
+    }
+}
+/* init and inval are plain stores, as in PTX: other threads' operations on the mbarrier must follow
+ * them through a barrier (the checks see a race otherwise). */
+static inline void __sg_ptx_mbarrier_init(unsigned long long bar, unsigned long long count) {
+    *__sg_mb(bar) = (count & 0xffffu) | ((count & 0xffffu) << 16);
+}
+static inline void __sg_ptx_mbarrier_inval(unsigned long long bar) { *__sg_mb(bar) = 0; }
+/* mbarrier.arrive[.expect_tx]: the state before (its phase is what mbarrier.test_wait takes). */
+static inline unsigned long long __sg_ptx_mbarrier_arrive(unsigned long long bar, unsigned long long count,
+                                                          unsigned long long tx, __SG_SITE) {
+    return __sg_mb_change(bar, (unsigned)count, -(long long)tx, __sg_f, __sg_l);
+}
+static inline void __sg_ptx_complete_tx(unsigned long long bar, unsigned long long bytes, __SG_SITE) {
+    __sg_mb_change(bar, 0, (long long)bytes, __sg_f, __sg_l);
+}
+/* mbarrier.try_wait.parity / test_wait.parity: 1 once the phase of that parity is complete; a
+ * thread that polls yields (a spin-wait makes progress, and one on a phase that never completes is a
+ * deadlock). */
+static inline unsigned __sg_ptx_mbarrier_wait_parity(unsigned long long bar, unsigned long long parity, __SG_SITE) {
+    unsigned long long w = __sg_atom<unsigned long long>(__SG_A_LOAD, __sg_mb(bar), 0ull, 0ull, __sg_f, __sg_l);
+    if (__SG_MB_PHASE(w) != (unsigned)(parity & 1u)) return 1u;
+    __sg_yield_at(__SG_Y_SLEEP, __sg_f, __sg_l);
+    return 0u;
+}
+/* The bulk copy's unit: 16 bytes (its addresses and size are multiples of 16). */
+struct __align__(16) __sg_ptx_chunk {
+    unsigned long long lo, hi;
+};
+/* fence.proxy.async, cp.async.bulk.prefetch: nothing to wait for here; a fence is a yield point. */
+static inline void __sg_ptx_fence(__SG_SITE) { __sg_yield_at(__SG_Y_FENCE, __sg_f, __sg_l); }
 
 /* The rewrite's way to the runtime (the shared-memory arena, a jump out of a barrier's reach): its
  * text follows the lockdown header (lockdown.py), which poisons the runtime's own names; a macro

@@ -75,7 +75,8 @@ typedef void (*__sg_invoke_fn)(void *fn, void *const *args);
 /* Warp operations (__sg_warp_op) and atomic operations (__sg_atomic). */
 enum {
     __SG_W_SYNC = 0, __SG_W_IDX, __SG_W_UP, __SG_W_DOWN, __SG_W_XOR, __SG_W_BALLOT, __SG_W_ANY, __SG_W_ALL,
-    __SG_W_RADD, __SG_W_RMIN, __SG_W_RMAX, __SG_W_MATCH_ANY, __SG_W_COUNT
+    __SG_W_RADD, __SG_W_RMIN, __SG_W_RMAX, __SG_W_MATCH_ANY, __SG_W_MATCH_ALL, __SG_W_RAND, __SG_W_ROR,
+    __SG_W_RXOR, __SG_W_ACTIVE, __SG_W_COUNT
 };
 enum {
     __SG_A_ADD = 0, __SG_A_SUB, __SG_A_AND, __SG_A_OR, __SG_A_XOR, __SG_A_EXCH, __SG_A_CAS, __SG_A_MIN, __SG_A_MAX,
@@ -94,7 +95,10 @@ __SG_HIDDEN void *__sg_dyn_shared(const char *name, size_t elem);
 __SG_HIDDEN int __sg_barrier(int kind, int predicate, const char *file, int line);
 __SG_HIDDEN unsigned long long __sg_warp_op(int op, unsigned mask, unsigned long long value, int arg, int width,
                                             const char *file, int line);
-__SG_HIDDEN unsigned __sg_activemask(void);
+/* __activemask() at a site: `ord` its index among the file's __activemask() calls (-1: unknown, as in
+   a macro), [first, last] the indices of those in its innermost block, `loop` whether that block is a
+   loop's body (rewrite.py, _activemask; rt_device.inc, Independent thread scheduling). */
+__SG_HIDDEN unsigned __sg_activemask(int ord, int first, int last, int loop, const char *file, int line);
 __SG_HIDDEN unsigned long long __sg_atomic(int op, void *addr, int size, unsigned long long a, unsigned long long b,
                                            const char *file, int line);
 __SG_HIDDEN void __sg_yield_at(int what, const char *file, int line);
