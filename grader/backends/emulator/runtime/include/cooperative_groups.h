@@ -7,8 +7,8 @@
    memcpy_async.h are not emulated: using them is a compile error. Every member function passes its
    caller's file and line on (__SG_SITE), so findings name the student's line. It calls only the
    prelude's public functions: the runtime's own names are poisoned for the student's file. */
-#ifndef SCANGRADE_COOPERATIVE_GROUPS_H
-#define SCANGRADE_COOPERATIVE_GROUPS_H
+#ifndef _COOPERATIVE_GROUPS_H_
+#define _COOPERATIVE_GROUPS_H_
 
 namespace cooperative_groups {
 namespace __sg_cg {
