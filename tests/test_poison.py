@@ -47,17 +47,30 @@ def test_the_poison_is_implausible_and_no_nan() -> None:
 
 
 def test_an_unbounded_offset_add_fails_float32_above_the_checks_limit(tmp_path) -> None:
-    """Part 4 with ``out[i] += off`` and no bound on n: at n above emulator.checks_max_n (no
-    checks there), only the guard zone after out shows the write, and only if the addition changes
-    the poison's float32 bits."""
+    """Part 4 with ``out[i] += off`` and no bound on n, graded without the checks (``--no-checks``;
+    above emulator.checks_max_n a GPU's run is the same: only sampled blocks are checked): only the
+    guard zone after out shows the write, and only if the addition changes the poison's float32 bits."""
     path = write_config(tmp_path, block_size=32, sizes={"part4_any_size": [70001]})  # tiles of 64: fast
     path.write_text(path.read_text().replace("sizes: [70001]", "sizes: [70001]\n    dtypes: [float32]"))
     cfg = load_config(path)
     assert 70001 > cfg.emulator.checks_max_n and cfg.parts["part4_any_size"].dtypes == ("float32",)
     source = tmp_path / "part4_any_size.cu"
     source.write_text((BROKEN / "part4_unbounded_offsets.cu").read_text())
-    result = grade(source, cfg=cfg, selection=Selection("emulator", "test"), parts=["part4_any_size"])
+    result = grade(source, cfg=cfg, selection=Selection("emulator", "test"), parts=["part4_any_size"], checks=False)
     cases = {(c.n, c.dtype): c for c in result.parts[0].cases}
     case = cases[(70001, "float32")]
     assert case.status == "fail", case.message
     assert "out-of-bounds write" in case.message and "past the end of out" in case.message, case.message
+
+
+def test_the_same_unbounded_add_is_found_by_the_sampled_checks_above_the_checks_limit(tmp_path) -> None:
+    """With the checks on, the last block of each launch is among the sampled ones above
+    emulator.checks_max_n: the write past out is an out-of-bounds finding, whatever the poison."""
+    path = write_config(tmp_path, block_size=32, sizes={"part4_any_size": [70001]})
+    cfg = load_config(path)
+    source = tmp_path / "part4_any_size.cu"
+    source.write_text((BROKEN / "part4_unbounded_offsets.cu").read_text())
+    result = grade(source, cfg=cfg, selection=Selection("emulator", "test"), parts=["part4_any_size"])
+    case = next(c for c in result.parts[0].cases if c.n == 70001)
+    assert case.status == "fail" and case.kind == "out-of-bounds", case.message
+    assert case.checker and "sampled" in case.checker, case.checker
