@@ -105,8 +105,8 @@ def case_budget_s(*, backend: str, part: str, dtype: str, n: int, checked: bool,
         checked: the case runs under the checks (n <= ``emulator.checks_max_n`` with checks on).
         timed: a timed case (GPU timing of a part).
         case_s: the ceiling.
-        gpu_emulator_checks: on a GPU without compute-sanitizer, a checked case also runs under the
-            emulator's checks: their time is added.
+        gpu_emulator_checks: on a GPU, a checked case waits for the emulator's checks of it (the
+            checker of every machine, run beside the GPU): their time is added.
         sampled: a case above ``emulator.checks_max_n`` with checks on, whose checks run on a sample
             of each launch's blocks (:func:`grader.execute.run_case`), on either backend: one run per
             thread order of :data:`grader.execute.CHECK_SCHEDULES`, each at most a plain run of every

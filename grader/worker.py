@@ -563,9 +563,9 @@ def _decided_by_checks(result) -> bool:
 class _GpuChecks:
     """compute-sanitizer (:mod:`grader.sanitizer`) on every case up to ``emulator.checks_max_n`` of
     this worker, run once for all of them before the first: the audit a TA asks for
-    (``sanitizer_audit``), or the fallback where the emulator cannot build the part; where it is not
-    installed, the emulator's checks on those cases instead (the part compiled for the emulator too).
-    Either way a finding fails the case, as on the emulator."""
+    (``sanitizer_audit``), or the fallback where the emulator cannot build the part. A finding fails
+    the case, as the emulator's checks do. Where it is not installed (``sanitizer`` None) it checks
+    nothing, and says so."""
 
     def __init__(self, backend, job, cfg, part, modules, cases, work: Path, job_path: str) -> None:
         from grader.sanitizer import find_sanitizer, sanitizer_version
@@ -574,13 +574,10 @@ class _GpuChecks:
         self.cases, self.work, self.job_path = cases, work, job_path
         self.sanitizer = find_sanitizer()
         self.version = sanitizer_version(self.sanitizer) if self.sanitizer else ""
-        self.name = "compute-sanitizer" if self.sanitizer else "emulator checks"
         self.pool = Path(job.sanitizer_pool) if job.sanitizer_pool else None  # the submission's children
         # a timed part's timing and large cases wait for its checks: it goes first to the pool's children
         self._priority = 1 if cfg.parts[part.key].timing is not None else 0
         self._found = None
-        self._emulator = None
-        self._emulator_modules: dict = {}
 
     def describe(self) -> str:
         """What checks the cases where compute-sanitizer stands in for the emulator's checks."""
@@ -588,8 +585,8 @@ class _GpuChecks:
         if self.sanitizer:
             return (f"compute-sanitizer {self.version.removeprefix('Version ')} (memcheck, racecheck, synccheck) on "
                     f"{limit}")
-        return (f"the emulator's checks on {limit} (compute-sanitizer is not installed here: install the CUDA "
-                "toolkit's compute-sanitizer for NVIDIA's own)")
+        return (f"nothing but each case's output on {limit} (compute-sanitizer is not installed here: install the "
+                "CUDA toolkit's compute-sanitizer)")
 
     def describe_audit(self) -> str:
         """The audit's part of the report's ``checker`` line."""
@@ -607,12 +604,9 @@ class _GpuChecks:
         return cubins
 
     def checks(self, index: int):
-        """What the checker found in case ``index`` of the part's case list: a
-        :class:`grader.sanitizer.CaseChecks`, or, without compute-sanitizer, the emulator's failing
-        CaseResult (None when the emulator's checks found nothing). Call it before the case starts
-        (its deadline): compute-sanitizer may run here."""
-        if not self.sanitizer:
-            return self._emulator_checks(index)
+        """What compute-sanitizer found in case ``index`` of the part's case list: a
+        :class:`grader.sanitizer.CaseChecks`, or None. Call it before the case starts (its
+        deadline): compute-sanitizer may run here. Only where it is installed."""
         if self._found is None:
             self._found = self._saved()
         if index not in self._found and index >= self.job.start and self._checked(index):
@@ -672,30 +666,10 @@ class _GpuChecks:
                 [[self.cases[i].dtype, self.cases[i].n, c.seconds] for i, c in self._found.items() if c.seconds]))
 
     def prime(self) -> None:
-        """Check the cases of this worker now, before any case's deadline runs: compute-sanitizer
-        over the checked cases (its children are stopped by its own silence limit), or the part
-        compiled for the emulator's checks where it is not installed."""
-        if self.sanitizer:
-            self.checks(self.job.start)
-        elif any(self._checked(i) for i in range(self.job.start, len(self.cases))):
-            self._emulator_modules_for({c.dtype for c in self.cases[self.job.start:]})
-
-    def _emulator_modules_for(self, dtypes) -> None:
-        """The emulator backend with checks on, and the part compiled by it for each of ``dtypes``."""
-        from grader.intake import read_source
-        from grader.parts import compile_part
-
-        if self._emulator is None:
-            self._emulator = _checking_emulator(self.cfg, self.part)
-        pc = self.cfg.parts[self.part.key]
-        for dtype in sorted(set(dtypes) - set(self._emulator_modules)):
-            self._emulator_modules[dtype] = compile_part(self._emulator, self.part, read_source(Path(self.job.source)),
-                                                         pc=pc, dtype=dtype, workdir=self.work / f"emulator-checks-{dtype}")
-
-    def _emulator_checks(self, index: int):
-        case = self.cases[index]
-        self._emulator_modules_for({case.dtype})
-        return _emulator_check(self._emulator, self._emulator_modules[case.dtype], self.cfg, self.part, case)
+        """Check the cases of this worker now, before any case's deadline runs: compute-sanitizer over
+        the checked cases (its children are stopped by its own silence limit). Only where it is
+        installed."""
+        self.checks(self.job.start)
 
     def locate_fault(self, result, index: int):
         """A case whose kernel faulted on the GPU (its context is lost), with the line where memcheck
@@ -721,7 +695,7 @@ class _GpuChecks:
             # emulator's checks give it: one verdict and one kind on every machine, the fault in the words.
             kind = f.kind if f.kind in CHECK_KINDS else result.kind
             return replace(result, kind=kind, message=f"{result.message}\nmemcheck finds it: {f.message}",
-                           checker=self.name)
+                           checker="compute-sanitizer")
         return result
 
 
@@ -841,17 +815,6 @@ def _checking_emulator(cfg, part, *, every_size: bool = False):
     return EmulatorBackend(workers=cfg.emulator.workers, checks=True, sandbox=cfg.emulator.sandbox, nvcc_check=False,
                            runtime_flags=QUICK_RUNTIME_FLAGS, target_arch=cfg.target_arch,
                            device_memory=device_memory_bytes(runs))
-
-
-def _emulator_check(emulator, module, cfg, part, case):
-    """Case ``case`` under the emulator's checks (three thread orders): its failing CaseResult where
-    a check found something, else None."""
-    from grader.execute import CHECK_SCHEDULES, run_case
-    from grader.kinds import CHECK_KINDS
-
-    result = run_case(emulator, module, cfg=cfg, part=part, case=case, schedules=CHECK_SCHEDULES,
-                      checker="emulator checks")
-    return result if result.status != "pass" and any(f.kind in CHECK_KINDS for f in result.findings) else None
 
 
 def _emulator_beside(kind, job, cfg, part) -> "_EmulatorBeside | None":

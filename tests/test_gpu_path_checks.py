@@ -139,7 +139,8 @@ def test_the_gpu_paths_emulator_runs_on_the_quick_runtime_and_finds_what_the_emu
     QUICK_RUNTIME_FLAGS (a new machine's first case waits for that build): the same names for the
     lockdown, and the same finding on a real kernel."""
     from grader.backends.emulator.build import QUICK_RUNTIME_FLAGS, Toolchain, expected_names
-    from grader.worker import _checking_emulator, _emulator_check
+    from grader.execute import CHECK_SCHEDULES, run_case
+    from grader.worker import _checking_emulator
 
     path = tmp_path / "config.yaml"
     path.write_text("block_size: 64\nseed: 7\nparts:\n"
@@ -153,10 +154,11 @@ def test_the_gpu_paths_emulator_runs_on_the_quick_runtime_and_finds_what_the_emu
         assert emulator.toolchain.runtime_names() == expected_names()
         module = compile_part(emulator, part, (BROKEN / "part5_missing_fence.cu").read_text(),
                               pc=cfg.parts[part.key], dtype="int32", workdir=tmp_path / "m")
-        failed = _emulator_check(emulator, module, cfg, part, case_list(cfg, part.key)[-1])  # n = 1000
+        failed = run_case(emulator, module, cfg=cfg, part=part, case=case_list(cfg, part.key)[-1],  # n = 1000
+                          schedules=CHECK_SCHEDULES, checker="emulator checks")
     finally:
         emulator.close()
-    assert failed is not None and failed.kind == "race" and "(memory order)" in failed.message
+    assert failed.status == "fail" and failed.kind == "race" and "(memory order)" in failed.message
     assert emulator.toolchain.runtime_key() != Toolchain().runtime_key()  # its own object, not the -O2 one
 
 
