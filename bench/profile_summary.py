@@ -18,6 +18,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("folder")
     ap.add_argument("--part", help="only this part (e.g. part4_any_size)")
+    ap.add_argument("--sort", default="cumulative", help="pstats sort key (default: cumulative; tottime: own time)")
     ap.add_argument("--top", type=int, default=25, help="functions per part (default: 25)")
     args = ap.parse_args(argv)
     files = sorted(Path(args.folder).glob("*.prof"))
@@ -31,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
         mine = [str(f) for f in files if f.name.rsplit("-", 1)[0] == part]
         text = io.StringIO()
         stats = pstats.Stats(*mine, stream=text)
-        stats.sort_stats("cumulative").print_stats(args.top)
+        stats.sort_stats(args.sort).print_stats(args.top)
         print(f"== {part} ({len(mine)} profile(s))")
         print(text.getvalue().split("\n", 1)[-1] if text.getvalue() else "")
     return 0

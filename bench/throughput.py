@@ -127,6 +127,24 @@ def _cpu_s() -> float:
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
+def _cpu_traces() -> dict:
+    """Where ``SCANGRADE_CASE_TIMES`` names a folder: the workers' CPU seconds there, summed per part
+    and field (user + system of the worker and of its children that ended, system alone, ...), and
+    the files removed (the next run starts from none)."""
+    folder = os.environ.get("SCANGRADE_CASE_TIMES")
+    sums: dict[str, dict[str, float]] = {}
+    if not folder or not Path(folder).is_dir():
+        return sums
+    for f in Path(folder).glob("*-cpu-*.json"):
+        data = json.loads(f.read_text())
+        part = sums.setdefault(data.pop("part"), {"workers": 0})
+        part["workers"] += 1
+        for k, v in data.items():
+            part[k] = round(part.get(k, 0.0) + v, 2)
+        f.unlink()
+    return sums
+
+
 def _counts(items) -> dict[str, int]:
     out: dict[str, int] = {}
     for i in items:
@@ -190,7 +208,15 @@ def main(argv: list[str] | None = None) -> int:
                            reports=student_reports, on_done=progress)
             wall = time.perf_counter() - t0
             results = [r for _, r in graded]
-            return {"run": f"{what} of {len(results)}", "wall_s": round(wall, 2),
+            phases: dict[str, dict[str, float]] = {}  # per part and phase: the median over the batch
+            for r in results:
+                for p in r.parts:
+                    for k, v in p.phases_s.items():
+                        phases.setdefault(p.key, {}).setdefault(k, []).append(v)
+            return {"phases_s_median": {key: {k: round(statistics.median(v), 2) for k, v in ph.items()}
+                                        for key, ph in phases.items()},
+                    "cpu_traces": _cpu_traces(),
+                    "run": f"{what} of {len(results)}", "wall_s": round(wall, 2),
                     "cpu_s": round(_cpu_s() - cpu0, 1), "load_before": load,
                     "load_after": _load(), "submissions_per_min": round(60 * len(results) / wall, 2),
                     "passed": sum(r.passed for r in results), "submissions": len(results),

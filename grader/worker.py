@@ -240,7 +240,8 @@ def _trace_cpu(part: str) -> None:
     Path(folder).mkdir(parents=True, exist_ok=True)
     (Path(folder) / f"{part}-cpu-{os.getpid()}.json").write_text(json.dumps(
         {"part": part, "self_s": me.ru_utime + me.ru_stime, "children_s": kids.ru_utime + kids.ru_stime,
-         "main_thread_s": time.thread_time()}))
+         "self_sys_s": me.ru_stime, "children_sys_s": kids.ru_stime, "main_thread_s": time.thread_time(),
+         "minor_faults": me.ru_minflt + kids.ru_minflt, "vol_switches": me.ru_nvcsw, "invol_switches": me.ru_nivcsw}))
 
 
 def _cubins_ahead(kind, job, cfg, part) -> dict:
@@ -530,7 +531,7 @@ class _GpuPath:
         note = f"run on the emulator, not the GPU: {self.elsewhere}"
         try:
             if self._emulator is None:
-                self._emulator = _checking_emulator(self.cfg, self.part, every_size=True)
+                self._emulator = _checking_emulator(self.cfg, self.part)
             if case.dtype not in self._emulator_modules:
                 self._emulator_modules[case.dtype] = compile_part(
                     self._emulator, self.part, read_source(Path(self.job.source)), pc=self.cfg.parts[self.part.key],
@@ -801,20 +802,20 @@ def _at_once(calls: dict) -> dict:
     return {key: future.result() for key, future in daemon_futures(calls, len(calls)).items()}
 
 
-def _checking_emulator(cfg, part, *, every_size: bool = False):
+def _checking_emulator(cfg, part):
     """An emulator backend with its checks on (the config's workers and sandbox), for the GPU path:
     its runtime built quickly (:data:`grader.backends.emulator.build.QUICK_RUNTIME_FLAGS`), its
-    device memory what ``part``'s checked cases need (``every_size``: what every case needs),
+    device memory what every case of ``part`` needs (the checks run each one: whole up to
+    ``emulator.checks_max_n``, on sampled blocks above it, over buffers of the case's full size),
     compiling for the config's ``target_arch`` (not the GPU this worker runs on: the checks see what
     the course's GPU compiles)."""
     from grader.backends.emulator import EmulatorBackend
     from grader.backends.emulator.build import QUICK_RUNTIME_FLAGS
     from grader.execute import case_runs, device_memory_bytes
 
-    runs = case_runs(cfg, part.key, max_n=None if every_size else cfg.emulator.checks_max_n)
     return EmulatorBackend(workers=cfg.emulator.workers, checks=True, sandbox=cfg.emulator.sandbox, nvcc_check=False,
                            runtime_flags=QUICK_RUNTIME_FLAGS, target_arch=cfg.target_arch,
-                           device_memory=device_memory_bytes(runs))
+                           device_memory=device_memory_bytes(case_runs(cfg, part.key, max_n=None)))
 
 
 def _emulator_beside(kind, job, cfg, part) -> "_EmulatorBeside | None":

@@ -178,3 +178,17 @@ def test_a_race_only_above_checks_max_n_is_decided_by_the_checks_of_sampled_bloc
     assert large.status == "fail" and large.kind == "race" and large.checker == SAMPLED_CHECKER, large.message
     assert large_launches == 0 and "not run on the GPU" in large.message
     assert f"{PARTS[key].filename}:" in large.message and "above emulator.checks_max_n" in large.message
+
+
+def test_the_checks_beside_the_gpu_reach_a_case_far_above_checks_max_n(tmp_path):
+    """The GPU path's emulator has the device memory of the part's largest case, not of its largest
+    checked one: at n = 6,000,000 (buffers past the 16 MiB of slack) the checks of sampled blocks run
+    and decide, where an emulator sized for checks_max_n ran out of memory, stopped checking and
+    left the part's later cases to compute-sanitizer."""
+    cfg = load_config(ROOT / "config.yaml").override(
+        emulator={"checks_max_n": 300, "workers": 1},
+        parts={"part4_any_size": {"sizes": [6_000_000], "dtypes": ["int32"]}})
+    results, _, launched = grade_on_gpu_path(cfg, SOLUTIONS / "part4_any_size.cu", "part4_any_size", tmp_path)
+    large = next(r for r in results if r.n == 6_000_000)
+    assert large.status == "pass" and large.checker == SAMPLED_CHECKER, (large.checker, large.message)
+    assert all(n > 0 for n in launched)

@@ -17,6 +17,7 @@ not matching the contract.
 from __future__ import annotations
 
 import gc
+import os
 import shlex
 import shutil
 from pathlib import Path
@@ -198,7 +199,7 @@ class PyCudaBackend(Backend):
             raise BackendUnavailable(f"PyCUDA is not installed ({exc}); pip install -e '.[gpu]'") from None
         self._cuda = cuda
         try:
-            cuda.init()
+            _init_driver(cuda)
             self._device = cuda.Device(device)
             self._context = self._device.make_context()
         except cuda.Error as exc:
@@ -447,6 +448,21 @@ def create(*, workers: int = 0, checks: bool = False, sandbox: str = "auto", dev
     return PyCudaBackend(sandbox=sandbox)
 
 
+#: The hardware work queues a context of the grader's gets (``CUDA_DEVICE_MAX_CONNECTIONS``, where
+#: the environment does not set it). The grader's launches and copies go to the default stream only,
+#: so one queue loses nothing, and the driver makes a context with one queue in about a third of the
+#: time of its default eight, and tears it down faster: on a GPU machine grading a class, where every
+#: part's worker makes its own context and the driver makes them one at a time, that time was the
+#: batch's bottleneck (docs/throughput.md).
+CONNECTIONS = "1"
+
+
+def _init_driver(cuda) -> None:
+    """``cuInit``, with :data:`CONNECTIONS` set first (the driver reads it when it starts)."""
+    os.environ.setdefault("CUDA_DEVICE_MAX_CONNECTIONS", CONNECTIONS)
+    cuda.init()
+
+
 def device_arch(device: int = 0) -> str:
     """The nvcc target of CUDA device ``device`` (``"sm_90"`` on an H100), read without a context
     (``cuInit`` and the device's attributes only).
@@ -459,7 +475,7 @@ def device_arch(device: int = 0) -> str:
     except ImportError as exc:
         raise BackendUnavailable(f"PyCUDA is not installed ({exc}); pip install -e '.[gpu]'") from None
     try:
-        cuda.init()
+        _init_driver(cuda)
         major, minor = cuda.Device(device).compute_capability()
     except cuda.Error as exc:
         raise BackendUnavailable(f"cannot read CUDA device {device}: {exc}") from None
