@@ -13,6 +13,7 @@ run, so a kernel that skips work once the answer is in the buffer fails.
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import hashlib
 import math
 import os
@@ -177,7 +178,8 @@ def shared_input(cfg: Config, part: PartSpec, n: int, seed: int, dtype: np.dtype
     """``(input, reference output)`` of one case (:func:`make_input`, :func:`reference_output`), read
     from the folder :data:`INPUT_CACHE_ENV` names where another worker of the batch drew it (mapped
     copy-on-write: a worker's writes stay its own), else drawn and left there for the others (written
-    to a temporary name, then renamed: a reader sees a whole file or none). Without that folder, or
+    to a temporary name, then renamed: a reader sees a whole file or none; a lock file per input makes
+    the others wait for the one drawing it). Without that folder, or
     for inputs under :data:`INPUT_CACHE_MIN` elements, drawn now. Only the GPU path sets the folder:
     there no student code runs on the host, so nothing but the grader can write it."""
     dtype = np.dtype(dtype)
@@ -188,24 +190,46 @@ def shared_input(cfg: Config, part: PartSpec, n: int, seed: int, dtype: np.dtype
     key = hashlib.sha256(repr((seed, part.number, part.inclusive, n, dtype.str, cfg.inputs.low, cfg.inputs.high,
                                CHUNK)).encode()).hexdigest()[:32]
     paths = [Path(folder) / f"{key}-{what}.npy" for what in ("in", "out")]
+    found = _cached_input(paths, n, dtype)
+    if found is not None:
+        return found
+    try:  # one worker draws it; the others wait for it, rather than each drawing (and writing) the same
+        lock = os.open(Path(folder) / f"{key}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError:
+        lock = None
+    try:
+        if lock is not None:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            found = _cached_input(paths, n, dtype)  # drawn while this one waited
+            if found is not None:
+                return found
+        x = make_input(cfg, part, n, seed, dtype)
+        expected = reference_output(part, x)
+        try:
+            for path, array in zip(paths, (x, expected)):
+                tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+                with open(tmp, "wb") as f:
+                    np.save(f, array)
+                os.replace(tmp, path)
+        except OSError:
+            pass  # a full disk: the others draw their own
+        return x, expected
+    finally:
+        if lock is not None:
+            os.close(lock)  # releases the lock
+
+
+def _cached_input(paths: list[Path], n: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray] | None:
+    """The input and reference output saved at ``paths`` (mapped copy-on-write), or None where they
+    are not there whole (absent, unreadable, cut short, or of another shape)."""
     try:
         if all(p.is_file() for p in paths):
             x, expected = (np.load(p, mmap_mode="c") for p in paths)
             if x.shape == (n,) and x.dtype == dtype and expected.shape == (n,):
                 return x, expected
     except (OSError, ValueError):
-        pass  # unreadable or cut short: drawn again below
-    x = make_input(cfg, part, n, seed, dtype)
-    expected = reference_output(part, x)
-    try:
-        for path, array in zip(paths, (x, expected)):
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
-            with open(tmp, "wb") as f:
-                np.save(f, array)
-            os.replace(tmp, path)
-    except OSError:
-        pass  # a full disk: the others draw their own
-    return x, expected
+        pass
+    return None
 
 
 class DrawAhead:

@@ -7,8 +7,8 @@ JOB.json`` (:mod:`grader.worker`). Both sides speak only through the types of th
   configuration the runner validated, read by the worker (:meth:`Job.from_json`), which validates
   it again with the same pydantic models;
 - the events (:data:`EVENTS`, one pydantic dataclass each), appended by the worker to the job's event file
-  as JSON lines (:class:`EventWriter`, flushed and synced one by one, so a crash or a kill loses
-  nothing already reported) and read by the runner as they arrive (:class:`EventReader`).
+  as JSON lines (:class:`EventWriter`, flushed one by one, so a crash or a kill of the worker
+  loses nothing already reported) and read by the runner as they arrive (:class:`EventReader`).
 
 On the wire an event is ``{"event": NAME, "t": WALL_CLOCK, ...fields}``; :func:`encode` and
 :func:`decode` are the one pair that converts. What a worker writes passes through a process
@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import time
 from dataclasses import field
 from pathlib import Path
@@ -341,8 +340,11 @@ def _capped(value):
 
 
 class EventWriter:
-    """The worker's side: appends events to the job's event file, each flushed and synced to disk
-    before :meth:`emit` returns, stamped with the wall clock."""
+    """The worker's side: appends events to the job's event file, each flushed to the operating
+    system before :meth:`emit` returns (the runner reads it from there, and a worker killed or crashed
+    loses nothing flushed), stamped with the wall clock. Not synced to disk: only a crash of the
+    machine could lose what sync keeps, and a batch of workers syncing each event while others write
+    gigabytes of inputs waited seconds a part on the disk (docs/throughput.md)."""
 
     def __init__(self, path: str | Path) -> None:
         self._file = open(path, "a", encoding="utf-8")
@@ -352,7 +354,6 @@ class EventWriter:
         event = dataclasses.replace(event, t=round(time.time(), 4))
         self._file.write(encode(event) + "\n")
         self._file.flush()
-        os.fsync(self._file.fileno())
 
     def close(self) -> None:
         """Close the file."""

@@ -23,8 +23,8 @@ def test_an_input_drawn_once_is_read_back_with_the_same_values(cfg, tmp_path, mo
     monkeypatch.setenv(INPUT_CACHE_ENV, str(tmp_path))
     part = PARTS["part4_any_size"]
     first, first_out = shared_input(cfg, part, N, 7, np.int32)
-    files = sorted(p.name for p in tmp_path.iterdir())
-    assert len(files) == 2 and all(f.endswith(".npy") for f in files)
+    files = sorted(p.name for p in tmp_path.glob("*.npy"))
+    assert len(files) == 2
     again, again_out = shared_input(cfg, part, N, 7, np.int32)
     assert isinstance(again, np.memmap)  # read back, not drawn
     alone = make_input(cfg, part, N, 7, np.int32)
@@ -48,11 +48,38 @@ def test_other_cases_get_other_files_and_a_cut_short_one_is_drawn_again(cfg, tmp
     shared_input(cfg, part, N, 1, np.int32)
     shared_input(cfg, part, N, 2, np.int32)  # another seed
     shared_input(cfg, PARTS["part5_single_pass"], N, 1, np.int32)  # another part
-    assert len(list(tmp_path.iterdir())) == 6
-    for p in tmp_path.iterdir():
+    assert len(list(tmp_path.glob("*.npy"))) == 6
+    for p in tmp_path.glob("*.npy"):
         p.write_bytes(p.read_bytes()[:100])  # cut short
     x, out = shared_input(cfg, part, N, 1, np.int32)
     assert np.array_equal(x, make_input(cfg, part, N, 1, np.int32))
+
+
+def test_workers_asking_at_once_draw_an_input_once(cfg, tmp_path, monkeypatch):
+    """Sixteen workers of a class start at once: one draws each input, the others wait for its file
+    (each drawing and writing its own gigabyte was seconds of every worker's time)."""
+    import threading
+
+    import grader.execute as execute
+
+    monkeypatch.setenv(INPUT_CACHE_ENV, str(tmp_path))
+    drawn = []
+    real = execute.make_input
+
+    def counted(*args, **kwargs):
+        drawn.append(1)
+        threading.Event().wait(0.2)  # a slow draw: the others arrive while it is under way
+        return real(*args, **kwargs)
+    monkeypatch.setattr(execute, "make_input", counted)
+    part = PARTS["part4_any_size"]
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(shared_input(cfg, part, N, 9, np.int32))) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(drawn) == 1 and len(got) == 4
+    assert all(np.array_equal(x, got[0][0]) and np.array_equal(out, got[0][1]) for x, out in got)
 
 
 def test_small_inputs_and_runs_without_the_folder_are_drawn_in_memory(cfg, tmp_path, monkeypatch):
