@@ -171,3 +171,18 @@ def test_parallel_part3_scans_other_than_blelloch_keep_their_profile_points(tmp_
     ref = _profile(tmp_path, SOLUTIONS / f"{PART3}.cu", "reference")
     assert ref.points == 4.0 and (ref.span_steps, ref.barriers) == (ref.reference_span_steps, ref.reference_barriers)
     assert shipped.reference_barriers == 2 * 9 + 1 + 2  # BLOCK_SIZE 512: the sweeps' levels, both ways, and 1
+
+
+def test_memcpy_in_a_kernel_is_checked_and_its_bytes_are_steps(tmp_path):
+    """libc's memcpy touched memory no hook saw: a serial scan through a local array had a span of 1
+    and kept its profile points, and a copy past the output's end escaped the bounds checks. The
+    emulator's memcpy checks and counts every byte range (in 8-byte words)."""
+    text = (ATTACKS / "profile_memcpy_serial.cu").read_text()
+    prof = _profile(tmp_path, ATTACKS / "profile_memcpy_serial.cu", "memcpy")
+    assert prof.points == 0.0 and prof.span_steps == 1024 // 2 * 2 + 1, prof  # in and out, 8 bytes a step
+    assert "the scan is not parallel" in prof.message, prof.message
+    past_end = text.replace("memcpy(out, buf, n * sizeof(scan_t));", "memcpy(out, buf, (n + 3) * sizeof(scan_t));")
+    assert past_end != text
+    part = grade(_submit(tmp_path, past_end, "past-end"), cfg=_part3_config(tmp_path), selection=EMULATOR).parts[0]
+    assert [c.status for c in part.cases] == ["fail"] * 3, [(c.status, c.message[:120]) for c in part.cases]
+    assert all(c.kind == "out-of-bounds" and "part3_conflict_free.cu:20" in c.message for c in part.cases), part.cases[0]
