@@ -362,8 +362,12 @@ class ProfileConfig(_Schema):
     """A part's ``profile:`` block: its memory-access profile (bank conflicts, sectors per request;
     see :mod:`grader.profile`), counted by the CPU emulator on any machine, and its points: all
     when the part's shared-memory wavefronts (conflicts included) are at most ``full_at`` times the
-    reference's, none at ``zero_at`` or above, linear in between. ``reference_wavefronts`` is used
-    where the reference solution is absent (a student release); None: not scored there."""
+    reference's, none at ``zero_at`` or above, linear in between; none for a scan that is not
+    parallel or uses no shared memory (its span over ``span_slack`` or its barriers over
+    ``barrier_slack`` times the reference's: :func:`grader.profile.not_parallel`).
+    ``reference_wavefronts``, ``reference_span_steps`` and ``reference_barriers`` are used where the
+    reference solution is absent (a student release); None: not scored there (wavefronts), not
+    checked (span, barriers)."""
 
     size: Int = Field(description="the n of the profiled run")
     points: Annotated[float, _check(_not_negative)] = Field(
@@ -376,6 +380,16 @@ class ProfileConfig(_Schema):
     reference: StrictStr = Field("", description=_REFERENCE)
     reference_wavefronts: Annotated[Int, _check(_positive)] | None = Field(
         None, description="the reference's shared-memory wavefronts at size (used without the reference solution)")
+    span_slack: Annotated[float, _AT_LEAST_1] = Field(
+        3.0, description="the most span (memory operations of one thread) a scan may take, as a multiple of the "
+                         "reference's at size, and keep its points")
+    barrier_slack: Annotated[float, _AT_LEAST_1] = Field(
+        3.0, description="the most barriers a block may pass, as a multiple of the reference's at size, and keep "
+                         "its points")
+    reference_span_steps: Annotated[Int, _check(_positive)] | None = Field(
+        None, description="the reference's span in steps at size (used without the reference solution)")
+    reference_barriers: Annotated[Int, _check(_positive)] | None = Field(
+        None, description="the reference's barriers per block at size (used without the reference solution)")
     blocks: Annotated[Int, _check(_not_negative)] = Field(
         1, description="how many blocks of each launch are profiled (0: all)")
 

@@ -92,7 +92,8 @@ def profile_phase(*, cfg, part, source: str, results: list, workdir, solutions, 
     afresh in it, so the profiled launch is the first launch of the submission in its process and
     no state a kernel kept from the cases' launches reaches it (they may have been on the same
     emulator), its device memory what the profiled runs need (:func:`profile_runs`). The
-    reference solution is profiled the same way on the same input.
+    reference solution is profiled the same way on the same input; its wavefronts, span and
+    barriers are the bars (:func:`grader.profile.score_profile`).
 
     Args:
         cfg: the Config; part: the PartSpec; source: the submission's text.
@@ -150,7 +151,7 @@ def profile_phase(*, cfg, part, source: str, results: list, workdir, solutions, 
         if wrong:  # counts of a launch that did not compute the scan say nothing of its bank conflicts
             return Profile(0.0, pconf.points, f"not scored: the profiled launch (n = {pconf.size}, {dtype}) did not "
                                               f"compute the scan, so its counts are not the kernel's: {wrong}")
-        ref_wf, against = None, ""
+        ref_wf, against, ref_span, ref_barriers = None, "", None, None
         ref_spec = PARTS[pconf.reference]
         ref_file = solutions / ref_spec.filename
         if pconf.points and ref_file.is_file():
@@ -166,9 +167,13 @@ def profile_phase(*, cfg, part, source: str, results: list, workdir, solutions, 
                 return Profile(0.0, pconf.points, f"not scored: the reference solution fails under the emulator: "
                                                   f"{ref_wrong}")
             ref_wf, against = ref.wavefronts, f"the {ref_spec.label} reference"
+            if ref.launches:  # else the runtime sent no step counts: those bounds are not checked
+                ref_span, ref_barriers = ref.span_steps, ref.barriers
         elif pconf.points and pconf.reference_wavefronts is not None:
             ref_wf, against = pconf.reference_wavefronts, "the configured reference"
-        return score_profile(pconf, sub, ref_wf, n=pconf.size, against=against)
+            ref_span, ref_barriers = pconf.reference_span_steps, pconf.reference_barriers
+        return score_profile(pconf, sub, ref_wf, n=pconf.size, against=against, reference_span_steps=ref_span,
+                             reference_barriers=ref_barriers)
     finally:
         emu.close()
 

@@ -261,6 +261,14 @@ class Profile:
         worst_file, worst_line, worst_degree: that line, and its largest n-way conflict.
         sectors_per_request: global-memory 32-byte sectors per request (4: coalesced 4-byte lanes).
         ideal_sectors_per_request: the fewest the same requests could touch, per request.
+        global_sectors: the 32-byte sectors of every global load and store (bytes moved: 32x).
+        shared_requests: shared-memory load and store requests (warp-wide instructions).
+        span_steps: the most memory operations (loads, stores, atomics; any address but the
+            thread's own stack) one thread made, summed over the launches: the scan's span.
+        work_steps: the memory operations of all threads of the profiled blocks: its work.
+        barriers: the most ``__syncthreads()`` one block passed, summed over the launches.
+        reference_span_steps, reference_barriers: the reference solution's on the same input (or
+            the config's ``reference_span_steps``, ``reference_barriers``).
     """
 
     points: float
@@ -279,6 +287,13 @@ class Profile:
     worst_degree: int | None = None
     sectors_per_request: float | None = None
     ideal_sectors_per_request: float | None = None
+    global_sectors: int | None = None
+    shared_requests: int | None = None
+    span_steps: int | None = None
+    work_steps: int | None = None
+    barriers: int | None = None
+    reference_span_steps: int | None = None
+    reference_barriers: int | None = None
 
 
 @dataclass(frozen=True)

@@ -108,3 +108,81 @@ def test_no_macro_of_the_emulator_names_it(tmp_path):
     assert "__CUDA_ARCH__" in names and len(names) > 100
     told = [n for n in names if "SCANGRADE" in n.upper() or "EMULAT" in n.upper()]
     assert not told, told
+
+
+def test_a_serial_part3_gets_no_profile_points_and_is_told_why(tmp_path):
+    """Thread 0 loops over global memory (issue 32): every case passes, but a scan without shared
+    memory earns no bank-conflict points (4/4 before: 0 wavefronts is at most the reference's), and
+    the report gives its span against the reference's."""
+    from grader.render.text import render_text
+
+    text = (ATTACKS / "profile_serial_scan.cu").read_text()
+    result = grade(_submit(tmp_path, text, "serial"), cfg=_part3_config(tmp_path), selection=EMULATOR)
+    part = result.parts[0]
+    assert [c.status for c in part.cases] == ["pass"] * 3, part.cases
+    prof = part.profile
+    assert (prof.points, prof.max_points) == (0.0, 4.0)
+    assert prof.message.startswith("no points: the kernel makes no shared-memory access at n = 256"), prof.message
+    assert prof.wavefronts == 0 and prof.shared_requests == 0 and prof.barriers == 0
+    assert prof.span_steps == 2 * 256 > 3 * prof.reference_span_steps, prof  # one load, one store per element
+    assert f"span {prof.span_steps} memory operations of one thread" in render_text(result)
+
+
+def _profile(tmp_path: Path, path: Path, name: str):
+    """Part 3's profile phase alone (no cases) for the file at ``path``, with the shipped config's
+    BLOCK_SIZE and profile (n = 1024), as the grader takes it."""
+    from grader.parts import PARTS
+    from grader.profile_phase import profile_phase
+    from grader.results import CaseResult
+    from tests.test_profile import _shipped_part3_config
+
+    passed = [CaseResult(name="n=1", n=1, dtype="int32", seed=1, status="pass", points=1, max_points=1)]
+    workdir = tmp_path / name
+    workdir.mkdir()
+    return profile_phase(cfg=load_config(_shipped_part3_config(workdir)), part=PARTS[PART3],
+                         source=path.read_text(), results=passed, workdir=workdir, solutions=SOLUTIONS)
+
+
+def test_serial_scans_dressed_as_parallel_ones_get_no_profile_points(tmp_path):
+    """A serial scan in shared memory, 16 bytes a step (shared traffic, no conflict): its span gives
+    it away; a chain of one element per barrier spread over the threads (small span): its barriers."""
+    serial = _profile(tmp_path, ATTACKS / "profile_serial_in_shared.cu", "shared")
+    assert serial.points == 0.0 and serial.shared_requests > 0 and serial.conflict_wavefronts == 0
+    assert serial.span_steps > 3 * serial.reference_span_steps, serial
+    assert serial.message.startswith("no points: the scan is not parallel: one thread makes "
+                                     f"{serial.span_steps} memory operations (its span) at n = 1024"), serial.message
+    chain = _profile(tmp_path, ATTACKS / "profile_barrier_chain.cu", "chain")
+    assert chain.points == 0.0 and chain.span_steps <= chain.reference_span_steps, chain
+    assert chain.barriers == 1023 > 3 * chain.reference_barriers, chain
+    assert "its block passes 1023 barriers" in chain.message, chain.message
+
+
+def test_parallel_part3_scans_other_than_blelloch_keep_their_profile_points(tmp_path):
+    """Hillis and Steele's scan (twice the reference's wavefronts and more: partial points) and a
+    warp-shuffle scan (few shared accesses, 2 barriers: all points) pass the span and barrier
+    bounds; so does the reference, with the bars the shipped config gives a student release."""
+    from tests.conftest import BROKEN
+
+    for name in ("part3_correct_hillis_steele.cu", "part3_correct_warp_shuffle.cu"):
+        prof = _profile(tmp_path, BROKEN / name, name[:-3])
+        assert prof.points > 0.0 and "not parallel" not in prof.message, (name, prof)
+        assert prof.span_steps <= 3 * prof.reference_span_steps and prof.barriers <= prof.reference_barriers, prof
+    shipped = load_config(Path(__file__).resolve().parent.parent / "config.yaml").parts[PART3].profile
+    ref = _profile(tmp_path, SOLUTIONS / f"{PART3}.cu", "reference")
+    assert ref.points == 4.0 and (ref.span_steps, ref.barriers) == (ref.reference_span_steps, ref.reference_barriers)
+    assert shipped.reference_barriers == 2 * 9 + 1 + 2  # BLOCK_SIZE 512: the sweeps' levels, both ways, and 1
+
+
+def test_memcpy_in_a_kernel_is_checked_and_its_bytes_are_steps(tmp_path):
+    """libc's memcpy touched memory no hook saw: a serial scan through a local array had a span of 1
+    and kept its profile points, and a copy past the output's end escaped the bounds checks. The
+    emulator's memcpy checks and counts every byte range (in 8-byte words)."""
+    text = (ATTACKS / "profile_memcpy_serial.cu").read_text()
+    prof = _profile(tmp_path, ATTACKS / "profile_memcpy_serial.cu", "memcpy")
+    assert prof.points == 0.0 and prof.span_steps == 1024 // 2 * 2 + 1, prof  # in and out, 8 bytes a step
+    assert "the scan is not parallel" in prof.message, prof.message
+    past_end = text.replace("memcpy(out, buf, n * sizeof(scan_t));", "memcpy(out, buf, (n + 3) * sizeof(scan_t));")
+    assert past_end != text
+    part = grade(_submit(tmp_path, past_end, "past-end"), cfg=_part3_config(tmp_path), selection=EMULATOR).parts[0]
+    assert [c.status for c in part.cases] == ["fail"] * 3, [(c.status, c.message[:120]) for c in part.cases]
+    assert all(c.kind == "out-of-bounds" and "part3_conflict_free.cu:20" in c.message for c in part.cases), part.cases[0]

@@ -22,7 +22,7 @@ from grader.config import ProfileConfig, load_config
 from grader.errors import ConfigError
 from grader.kernels import KernelSpec, Param
 from grader.parts import PartSpec, part_header
-from grader.profile import AccessSite, MemoryProfile, report_lines, score_profile
+from grader.profile import AccessSite, LaunchSteps, MemoryProfile, report_lines, score_profile
 from grader.results import result_from_dict
 from grader.runner import grade
 from tests.conftest import SOLUTIONS, write_config
@@ -41,7 +41,7 @@ OUT_INT = (("out", "int*", "ptr"), ("k", "int", "int"))
 IN_OUT_INT = (("in", "const int*", "ptr"), ("out", "int*", "ptr"), ("k", "int", "int"))
 CONFLICT_KERNELS = (spec("strided_shared", *OUT_INT), spec("broadcast", *OUT_INT), spec("shared64", *OUT_INT),
                     spec("global_stride", *IN_OUT_INT), spec("repeated", *OUT_INT),
-                    spec("one_lane_loop", *OUT_INT))
+                    spec("one_lane_loop", *OUT_INT), spec("steps", *OUT_INT))
 SCAN_KERNELS = (spec("blelloch_unpadded", *IN_OUT_INT), spec("blelloch_padded", *IN_OUT_INT))
 
 
@@ -192,6 +192,13 @@ def test_padded_blelloch_scan_is_conflict_free(emu, scans):
     assert list(out) == list(np.concatenate([[0], np.cumsum(x)[:-1]]))
     assert (profile.wavefronts, profile.ideal_wavefronts, profile.conflict_wavefronts) == (47, 47, 0)
     assert profile.worst is None
+    # Steps: thread 0 works at every level: 2 global loads and 2 shared stores, 3 per up-sweep level
+    # (6), the root, 4 per down-sweep level (6), 2 shared loads and 2 global stores: 51, its span.
+    # Work: 8 per thread (256), 63 active thread-levels each way (189 + 252), the root: 698.
+    # Barriers: 6 + 1 + 6 + 1.
+    assert profile.launches == (LaunchSteps("blelloch_padded", span_steps=51, work_steps=698, barriers=14,
+                                            blocks=1),)
+    assert (profile.span_steps, profile.work_steps, profile.barriers) == (51, 698, 14)
 
 
 def _scan(emu, module, kernel: str, x: np.ndarray) -> tuple[MemoryProfile, np.ndarray]:
@@ -200,6 +207,22 @@ def _scan(emu, module, kernel: str, x: np.ndarray) -> tuple[MemoryProfile, np.nd
     emu.start_profile(module)
     emu.launch(module, kernel, grid=1, block=32, shared_bytes=0, args=[src, out, 64])
     return emu.take_profile(module), emu.to_host(out)
+
+
+def test_steps_count_atomics_and_device_variables_but_not_the_threads_own_stack(emu, conflicts):
+    # Lane 1: 2 volatile accesses of a __device__ variable per iteration (counted as steps, though
+    # not in any bank or sector count); lane 0: 1 atomic; the local array: none. A barrier each.
+    profile, out = profile_of(emu, conflicts, "steps", 50)
+    assert out[0] == 50
+    assert profile.launches == (LaunchSteps("steps", span_steps=100, work_steps=150, barriers=50, blocks=1),)
+    assert profile.shared_requests == 0 and profile.global_requests == 0
+    # Two launches: the spans and barriers add up (one runs after the other).
+    emu.start_profile(conflicts)
+    for k in (3, 4):
+        emu.launch(conflicts, "steps", grid=1, block=32, shared_bytes=0, args=[emu.alloc(64, INT), k])
+    two = emu.take_profile(conflicts)
+    assert [launch.span_steps for launch in two.launches] == [6, 8]
+    assert (two.span_steps, two.barriers, two.work_steps) == (14, 7, 21)
 
 
 # ---- on only when asked, for the blocks asked --------------------------------------------------------
@@ -266,6 +289,24 @@ def test_profile_points_fall_linearly_from_full_at_to_zero_at():
     assert (reported.points, reported.max_points) == (0.0, 0.0)
 
 
+def test_profile_points_need_a_parallel_scan_in_shared_memory():
+    pconf = ProfileConfig(size=1024, points=4, reference="part3_conflict_free")
+    shared = (AccessSite("k", "f.cu", 3, "shared", False, 4, requests=100, wavefronts=100, ideal_wavefronts=100),)
+
+    def scored(span: int, barriers: int, *, sites=shared, counted: bool = True, ref=(80, 20)):
+        launches = (LaunchSteps("k", span, 10 * span, barriers, 1),) if counted else ()
+        return score_profile(pconf, MemoryProfile(sites=sites, launches=launches), 100, n=1024,
+                             reference_span_steps=ref[0], reference_barriers=ref[1])
+
+    assert scored(240, 60).points == 4.0  # at the default slack of 3, both
+    assert scored(241, 60).points == 0.0 and "one thread makes 241 memory operations" in scored(241, 60).message
+    assert scored(240, 61).points == 0.0 and "passes 61 barriers" in scored(240, 61).message
+    assert scored(1, 1, sites=()).message.startswith("no points: the kernel makes no shared-memory access")
+    assert scored(1, 1, counted=False).message.endswith("nothing shows the scan is parallel")
+    unchecked = scored(5000, 5000, ref=(None, None))  # no reference figures (an older config): not checked
+    assert unchecked.points == 4.0 and "span and barriers not checked" in unchecked.message
+
+
 def _shipped_part3_config(tmp: Path) -> Path:
     """The project's config.yaml for Part 3 (its BLOCK_SIZE and its profile block as shipped), with
     two int32 cases only, so the test grades what students are graded on, quickly."""
@@ -318,7 +359,10 @@ def test_part3_reference_gets_the_profile_points(graded_part3):
     assert prof.sectors_per_request == prof.ideal_sectors_per_request == 4.0
     # the bar a student release uses (no reference solution there) is the reference's count
     shipped = load_config(Path(__file__).resolve().parent.parent / "config.yaml")
-    assert shipped.parts["part3_conflict_free"].profile.reference_wavefronts == prof.reference_wavefronts
+    shipped_profile = shipped.parts["part3_conflict_free"].profile
+    assert shipped_profile.reference_wavefronts == prof.reference_wavefronts
+    assert (shipped_profile.reference_span_steps, shipped_profile.reference_barriers) == (
+        prof.reference_span_steps, prof.reference_barriers) == (prof.span_steps, prof.barriers)
 
 
 def test_the_reports_show_the_profile_and_json_keeps_it(graded_part3):

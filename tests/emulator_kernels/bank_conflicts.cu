@@ -68,3 +68,25 @@ __global__ void one_lane_loop(int* out, int iterations)
     __syncthreads();
     out[t] = s[t];
 }
+
+// The steps of a thread (its memory operations) for the span: lane 0 makes `k` atomics, lane 1
+// `k` volatile loads and `k` volatile stores of a __device__ variable, every lane `k` stores to a
+// local array of its own stack (no step: registers on a GPU) and passes `k` barriers.
+__device__ int g_steps;
+
+__global__ void steps(int* out, int k)
+{
+    volatile int local[4];
+    int t = threadIdx.x;
+    for (int i = 0; i < k; ++i) {
+        local[i & 3] = i;
+        if (t == 0)
+            atomicAdd(&out[0], 1);
+        if (t == 1) {
+            volatile int* g = &g_steps;
+            *g = *g + 1;
+        }
+        __syncthreads();
+    }
+    (void)local[0];
+}

@@ -26,6 +26,15 @@
 
 #include "sg_abi.h"
 
+/* memcpy, memmove and memset in student code are the runtime's (rt_hooks.inc), which check and
+ * profile the bytes they touch as loads and stores: libc's would read and write device and shared
+ * memory unseen (an out-of-bounds copy unchecked; a serial scan copying its input into a local array
+ * with no step counted). The asm label binds every call, std:: and __builtin_ ones and those the
+ * compiler makes itself. */
+extern "C" void *memcpy(void *, const void *, size_t) noexcept __asm__("__sg_memcpy");
+extern "C" void *memmove(void *, const void *, size_t) noexcept __asm__("__sg_memmove");
+extern "C" void *memset(void *, int, size_t) noexcept __asm__("__sg_memset");
+
 /* No macro names the emulator to the code it compiles: a file could otherwise hold a correct scan
  * for the emulator and another, racy one for a GPU. The compile command predefines what nvcc's device
  * pass for the course's GPU does (the config's target_arch: __CUDA_ARCH__ 900 for an H100,

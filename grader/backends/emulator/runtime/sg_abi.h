@@ -102,6 +102,11 @@ __SG_HIDDEN unsigned __sg_activemask(int ord, int first, int last, int loop, con
 __SG_HIDDEN unsigned long long __sg_atomic(int op, void *addr, int size, unsigned long long a, unsigned long long b,
                                            const char *file, int line);
 __SG_HIDDEN void __sg_yield_at(int what, const char *file, int line);
+/* memcpy, memmove and memset of student code, which the prelude binds to these names (also the calls
+   the compiler makes for them): the bytes are checked and profiled as loads and stores (rt_hooks.inc). */
+__SG_HIDDEN void *__sg_memcpy(void *dst, const void *src, size_t n);
+__SG_HIDDEN void *__sg_memmove(void *dst, const void *src, size_t n);
+__SG_HIDDEN void *__sg_memset(void *dst, int value, size_t n);
 __SG_HIDDEN void __sg_jump(int kind, const char *file, int line);
 __SG_HIDDEN int __sg_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 __SG_HIDDEN __attribute__((noreturn)) void __sg_trap(const char *file, int line, const char *func);
