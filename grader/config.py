@@ -213,7 +213,7 @@ class _Schema(BaseModel):
 
 
 class Inputs(_Schema):
-    """``inputs:``: the range of the integer inputs (float inputs are uniform in [0, 1))."""
+    """``inputs:``: the range of the integer inputs (float inputs: :func:`grader.execute.make_input`)."""
 
     low: Int = Field(-1000, description="an integer (smallest input value)")
     high: Int = Field(1000, description="an integer (largest input value)")
