@@ -197,6 +197,13 @@ def _exit_status(command: Callable[[argparse.Namespace], int]) -> Callable[[argp
     return run
 
 
+#: The progress bar's styles, by standard colour name: rich's defaults (a bar of rgb(249,38,114)
+#: while it fills) read as bright red on 8- and 16-colour terminals while every case passes. Done
+#: segments are green, the whole bar bright green when finished, the rest dim.
+BAR_STYLES = {"style": "bright_black", "complete_style": "green", "finished_style": "bright_green",
+              "pulse_style": "green"}
+
+
 class _Progress:
     """A progress bar on stderr while cases or submissions are graded, when stderr is a terminal
     (rich): what runs, the bar, done of total, time elapsed and rich's estimate of the time left."""
@@ -206,7 +213,7 @@ class _Progress:
         if total and sys.stderr.isatty():
             from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
                                        TimeRemainingColumn)
-            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(**BAR_STYLES), MofNCompleteColumn(),
                                 TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), transient=True,
                                 console=_console(sys.stderr))
             self.task = self.bar.add_task("grading", total=total)

@@ -182,13 +182,6 @@ def _not_empty(v: list) -> str | None:
     return None if v else "must not be empty"
 
 
-def _float_only(v: Any) -> Any:
-    """float_rtol is written as a float (``1.0e-6``); an integer there is a slip, refused as before."""
-    if isinstance(v, int):
-        raise PydanticCustomError("float_type", "not a float")
-    return v
-
-
 def _tuple(v: Any) -> Any:
     """YAML and JSON write a sequence as a list; the configuration holds tuples (it is frozen)."""
     return tuple(v) if isinstance(v, list) else v
@@ -220,7 +213,7 @@ class _Schema(BaseModel):
 
 
 class Inputs(_Schema):
-    """``inputs:``: the range of the integer inputs (float inputs are uniform in [0, 1))."""
+    """``inputs:``: the range of the integer inputs (float inputs: :func:`grader.execute.make_input`)."""
 
     low: Int = Field(-1000, description="an integer (smallest input value)")
     high: Int = Field(1000, description="an integer (largest input value)")
@@ -411,6 +404,7 @@ class PartConfig(_Schema):
                                                                "BLOCK_SIZE)")
     sizes: _SIZES = Field(description=_SIZES_WHAT)
     hidden_sizes: Seq = Field((), description="a list of sizes n")
+    fractional_sizes: Seq = Field((), description="a list of sizes n (float32 cases with fractional inputs)")
     points_per_case: Annotated[float, _check(_not_negative)] = Field(
         1.0, description="a non-negative number of points")
     dtypes: Annotated[Seq, _check(_dtypes_problem)] = Field(
@@ -435,6 +429,7 @@ class PartConfig(_Schema):
         block = self.block_size
         limit = spec.limit(block)
         for field, sizes in ((("sizes",), self.sizes), (("hidden_sizes",), self.hidden_sizes),
+                             (("fractional_sizes",), self.fractional_sizes),
                              (("timing", "sizes"), self.timing.sizes if self.timing else ())):
             problem = _sizes_problem("sizes" if field[-1] == "sizes" else field[-1], sizes, limit, block)
             if problem:
@@ -452,6 +447,13 @@ class PartConfig(_Schema):
                 return _fault(f"{name}.reference {block_config.reference!r} is not a part; known parts: "
                               + ", ".join(PARTS), field=(name, "reference"), plain=True)
         return None
+
+
+#: Why ``float_rtol`` is refused, and what to do.
+REMOVED_FLOAT_RTOL = (
+    "is no longer used: float32 cases draw inputs whose every sum is exact and are compared exactly, and the "
+    "fractional cases (a part's fractional_sizes) within a per-element error bound (docs/results.md, \"How "
+    "float32 is checked\"); delete this key")
 
 
 class ConfigFile(_Schema):
@@ -472,8 +474,6 @@ class ConfigFile(_Schema):
                                          "H100); one of " + ", ".join(map(str, TARGET_ARCHS)))
     timeouts: Timeouts = Field(default_factory=Timeouts)
     emulator: EmulatorConfig = Field(default_factory=EmulatorConfig)
-    float_rtol: Annotated[float, BeforeValidator(_float_only), _check(_positive)] = Field(
-        1e-6, description="a positive number (float32 tolerance per sqrt(n), relative)")
     timing: TimingMethod = Field(default_factory=TimingMethod)
     prairielearn: PrairieLearnConfig = Field(default_factory=PrairieLearnConfig)
     sanitizer_audit: StrictBool = Field(
@@ -486,7 +486,10 @@ class ConfigFile(_Schema):
     @classmethod
     def _part_defaults(cls, data: Any) -> Any:
         """Parts in handout order, unknown ones refused; each part's ``block_size`` the top-level one
-        and its timing's and profile's ``reference`` the part itself, where the file leaves them out."""
+        and its timing's and profile's ``reference`` the part itself, where the file leaves them out.
+        ``float_rtol`` (a key of earlier versions) is refused with what replaced it."""
+        if isinstance(data, dict) and "float_rtol" in data:
+            raise _fault(REMOVED_FLOAT_RTOL, field=("float_rtol",), plain=True)
         if not isinstance(data, dict) or not isinstance(data.get("parts"), dict):
             return data
         for key in data["parts"]:
@@ -621,6 +624,8 @@ def _config_error(error: dict, *, model: type[_Schema], path: str, root: Any, pr
             break
         fields = holder.model_fields if holder else None
         if not fields or step not in fields:
+            if kind == _PLAIN and i == len(loc) - 1:
+                keys.append(str(step))  # a key no model holds any more (float_rtol), named by its fault
             break
         keys.append(step)
         info = fields[step]

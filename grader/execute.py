@@ -39,20 +39,35 @@ from reference.scan import default_threads, exclusive_scan, inclusive_scan, scan
 
 @dataclass(frozen=True)
 class CaseSpec:
-    """One case to run: a size, a dtype, a seed and whether students may see its details."""
+    """One case to run: a size, a dtype, a seed, whether students may see its details, and, for
+    float32, how its input is drawn (``fractional``: see :func:`make_input`)."""
 
     name: str
     n: int
     dtype: str
     seed: int
     visibility: str = "visible"
+    fractional: bool = False
+
+
+#: What the name of a visible float32 case adds after the dtype: its input is drawn exact (multiples
+#: of :data:`FLOAT_STEP`, every sum exact, the output compared exactly) or fractional (uniform in
+#: [0, 1), the output within :func:`error_bound`). The handout explains both words.
+FLOAT_DRAWS = {False: "exact", True: "fractional"}
+
+
+def case_name(n: int, dtype: str, *, fractional: bool = False) -> str:
+    """A visible case's name: ``n=513 int32``, ``n=513 float32 exact``, ``n=1000 float32 fractional``."""
+    return f"n={n} {dtype}" + (f" {FLOAT_DRAWS[fractional]}" if np.dtype(DTYPES[dtype]).kind == "f" else "")
 
 
 def case_list(cfg: Config, key: str) -> list[CaseSpec]:
     """Every correctness case of a part, in the order they run: the visible cases of every dtype
     (per dtype, the configured sizes, with n = 1 and, for a one-block part, its largest n always
-    included), then the hidden cases of every dtype. A kernel can keep state from one launch to the
-    next (a ``__device__`` global), so no visible case may run after a hidden one."""
+    included; for float32 these draw exact inputs, then each of the part's ``fractional_sizes``
+    draws fractional ones), then the hidden cases of every dtype (exact). A kernel can keep state
+    from one launch to the next (a ``__device__`` global), so no visible case may run after a hidden
+    one."""
     pc, spec = cfg.parts[key], PARTS[key]
     sizes = list(pc.sizes)
     if 1 not in sizes:
@@ -60,7 +75,12 @@ def case_list(cfg: Config, key: str) -> list[CaseSpec]:
     limit = spec.limit(pc.block_size)
     if limit is not None and limit not in sizes:
         sizes.append(limit)
-    visible = [CaseSpec(f"n={n} {dtype}", n, dtype, cfg.seed) for dtype in pc.dtypes for n in sizes]
+    visible = []
+    for dtype in pc.dtypes:
+        visible += [CaseSpec(case_name(n, dtype), n, dtype, cfg.seed) for n in sizes]
+        if np.dtype(DTYPES[dtype]).kind == "f":
+            visible += [CaseSpec(case_name(n, dtype, fractional=True), n, dtype, cfg.seed, fractional=True)
+                        for n in pc.fractional_sizes]
     hidden = [CaseSpec(f"hidden #{i + 1} {dtype}", n, dtype, cfg.hidden_seed, "hidden")
               for dtype in pc.dtypes for i, n in enumerate(pc.hidden_sizes)]
     return visible + hidden
@@ -116,10 +136,26 @@ def not_run(cfg: Config, key: str, message: str, *, kind: str,
                         for c in case_list(cfg, key) if c.name not in names)
 
 
-def case_rng(seed: int, part: PartSpec, n: int, dtype: np.dtype) -> np.random.Generator:
-    """The generator of one case's input: a function of the seed, the part, n and the dtype only,
-    so any single case can be replayed with ``--seed``."""
-    return np.random.default_rng([seed, part.number, n, 1 if np.dtype(dtype).kind == "f" else 0])
+def _draw_key(dtype: np.dtype, fractional: bool) -> int:
+    """The last word of an input's seed: 0 int32, 1 float32 exact, 2 float32 fractional."""
+    return 0 if np.dtype(dtype).kind != "f" else 2 if fractional else 1
+
+
+def case_rng(seed: int, part: PartSpec, n: int, dtype: np.dtype, fractional: bool = False) -> np.random.Generator:
+    """The generator of one case's input: a function of the seed, the part, n, the dtype and the
+    draw only, so any single case can be replayed with ``--seed``."""
+    return np.random.default_rng([seed, part.number, n, _draw_key(dtype, fractional)])
+
+
+#: float32 inputs of the exact draw are multiples of FLOAT_STEP in [-FLOAT_BOUND, FLOAT_BOUND] (quarters
+#: in [-4, 4]). A power of two: every sum of them is a multiple of it, exact in float32 while below
+#: 2^24 steps (2^22 = 4194304); a random walk of 2^28 of them (mean 0, 2.4 a step) stays within about
+#: 40000·4 = 160000 steps w.h.p., so every order of addition gives the same, exact result
+#: (:func:`sums_are_exact` checks each draw).
+FLOAT_STEP = 0.25
+FLOAT_BOUND = 4
+#: float32's unit roundoff, 2^-24: one rounding of a sum s is within u·|s|.
+UNIT_ROUNDOFF = 2.0 ** -24
 
 
 #: Inputs longer than this are drawn, and int32 ones scanned, in chunks of this many elements by
@@ -127,8 +163,13 @@ def case_rng(seed: int, part: PartSpec, n: int, dtype: np.dtype) -> np.random.Ge
 CHUNK = 1 << 22
 
 
-def make_input(cfg: Config, part: PartSpec, n: int, seed: int, dtype: np.dtype) -> np.ndarray:
-    """The input of one case: int32 uniform in [inputs.low, inputs.high]; float32 uniform in [0, 1).
+def make_input(cfg: Config, part: PartSpec, n: int, seed: int, dtype: np.dtype, *,
+               fractional: bool = False) -> np.ndarray:
+    """The input of one case: int32 uniform in [inputs.low, inputs.high]; float32 exact (the
+    default): multiples of :data:`FLOAT_STEP` uniform in [-FLOAT_BOUND, FLOAT_BOUND], whose every
+    partial sum is exact, so the output is compared exactly; float32 ``fractional``: uniform in
+    [0, 1) (24 significant bits: an output truncated to an integer, or summed in lower precision,
+    fails), compared within :func:`error_bound`.
 
     Up to :data:`CHUNK` elements come from :func:`case_rng`; longer inputs are drawn by threads in
     chunks of :data:`CHUNK`, chunk i from the i-th child (``SeedSequence.spawn``) of the same seed
@@ -141,14 +182,18 @@ def make_input(cfg: Config, part: PartSpec, n: int, seed: int, dtype: np.dtype) 
     dtype = np.dtype(dtype)
 
     def draw(rng: np.random.Generator, count: int) -> np.ndarray:
-        if dtype.kind == "f":
+        if dtype.kind == "f" and fractional:
             return rng.random(count, dtype=np.float32)
+        if dtype.kind == "f":
+            steps = round(FLOAT_BOUND / FLOAT_STEP)
+            return (rng.integers(-steps, steps, size=count, endpoint=True, dtype=np.int32) * FLOAT_STEP).astype(
+                np.float32)
         return rng.integers(cfg.inputs.low, cfg.inputs.high, size=count, endpoint=True, dtype=np.int32)
 
     if n <= CHUNK:
-        return draw(case_rng(seed, part, n, dtype), n)
+        return draw(case_rng(seed, part, n, dtype, fractional), n)
     out = np.empty(n, dtype=dtype)
-    children = np.random.SeedSequence([seed, part.number, n, 1 if dtype.kind == "f" else 0]).spawn(tiles(n, CHUNK))
+    children = np.random.SeedSequence([seed, part.number, n, _draw_key(dtype, fractional)]).spawn(tiles(n, CHUNK))
 
     def fill(i: int) -> None:
         start = i * CHUNK
@@ -174,7 +219,8 @@ INPUT_CACHE_ENV = "SCANGRADE_INPUT_CACHE"
 INPUT_CACHE_MIN = 1 << 20
 
 
-def shared_input(cfg: Config, part: PartSpec, n: int, seed: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+def shared_input(cfg: Config, part: PartSpec, n: int, seed: int, dtype: np.dtype, *,
+                 fractional: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """``(input, reference output)`` of one case (:func:`make_input`, :func:`reference_output`), read
     from the folder :data:`INPUT_CACHE_ENV` names where another worker of the batch drew it (mapped
     copy-on-write: a worker's writes stay its own), else drawn and left there for the others (written
@@ -185,10 +231,10 @@ def shared_input(cfg: Config, part: PartSpec, n: int, seed: int, dtype: np.dtype
     dtype = np.dtype(dtype)
     folder = os.environ.get(INPUT_CACHE_ENV)
     if not folder or n < INPUT_CACHE_MIN:
-        x = make_input(cfg, part, n, seed, dtype)
+        x = make_input(cfg, part, n, seed, dtype, fractional=fractional)
         return x, reference_output(part, x)
     key = hashlib.sha256(repr((seed, part.number, part.inclusive, n, dtype.str, cfg.inputs.low, cfg.inputs.high,
-                               CHUNK)).encode()).hexdigest()[:32]
+                               CHUNK, _draw_key(dtype, fractional), FLOAT_STEP, FLOAT_BOUND)).encode()).hexdigest()[:32]
     paths = [Path(folder) / f"{key}-{what}.npy" for what in ("in", "out")]
     found = _cached_input(paths, n, dtype)
     if found is not None:
@@ -203,7 +249,7 @@ def shared_input(cfg: Config, part: PartSpec, n: int, seed: int, dtype: np.dtype
             found = _cached_input(paths, n, dtype)  # drawn while this one waited
             if found is not None:
                 return found
-        x = make_input(cfg, part, n, seed, dtype)
+        x = make_input(cfg, part, n, seed, dtype, fractional=fractional)
         expected = reference_output(part, x)
         try:
             for path, array in zip(paths, (x, expected)):
@@ -237,41 +283,42 @@ class DrawAhead:
     background thread before the cases ask for them: a GPU worker draws its large cases and its
     timed sizes (2^28 elements: about a second of host work) while compute-sanitizer checks the
     small ones, instead of after. The values are the same as drawn on demand (a function of the
-    seed, the part, n and the dtype); an input drawn ahead is handed out once, then forgotten.
+    seed, the part, n, the dtype and the draw); an input drawn ahead is handed out once, then forgotten.
 
     Args:
         cfg: the configuration the inputs are drawn under.
         part: the part whose cases they are.
-        items: ``(n, seed, dtype)`` of each input, in the order to draw them.
+        items: ``(n, seed, dtype, fractional)`` of each input (see :func:`make_input`), in the order
+            to draw them.
 
     Memory: every input drawn and not yet taken (2 GiB for a 2^28 int32 input and its scan).
     """
 
-    def __init__(self, cfg: Config, part: PartSpec, items: list[tuple[int, int, np.dtype]]) -> None:
+    def __init__(self, cfg: Config, part: PartSpec, items: list[tuple[int, int, np.dtype, bool]]) -> None:
         self.cfg, self.part = cfg, part
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="scangrade-draw-ahead")
-        self._ahead = {(n, seed, np.dtype(d).str): self._pool.submit(self._draw, n, seed, np.dtype(d))
-                       for n, seed, d in items}
+        self._ahead = {(n, seed, np.dtype(d).str, f): self._pool.submit(self._draw, n, seed, np.dtype(d), f)
+                       for n, seed, d, f in items}
         self._pool.shutdown(wait=False)
 
-    def _draw(self, n: int, seed: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
-        return shared_input(self.cfg, self.part, n, seed, dtype)
+    def _draw(self, n: int, seed: int, dtype: np.dtype, fractional: bool) -> tuple[np.ndarray, np.ndarray]:
+        return shared_input(self.cfg, self.part, n, seed, dtype, fractional=fractional)
 
-    def take(self, n: int, seed: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    def take(self, n: int, seed: int, dtype: np.dtype, fractional: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """``(input, reference output)`` of one case: the one drawn ahead (waiting for it if it is
         being drawn), else drawn now."""
-        future = self._ahead.pop((n, seed, np.dtype(dtype).str), None)
+        future = self._ahead.pop((n, seed, np.dtype(dtype).str, fractional), None)
         if future is not None:
             return future.result()
-        return self._draw(n, seed, np.dtype(dtype))
+        return self._draw(n, seed, np.dtype(dtype), fractional)
 
 
 def case_input(cfg: Config, part: PartSpec, n: int, seed: int, dtype: np.dtype,
-               ahead: DrawAhead | None = None) -> tuple[np.ndarray, np.ndarray]:
+               ahead: DrawAhead | None = None, *, fractional: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """``(input, reference output)`` of one case: from ``ahead`` where given, else drawn now."""
     if ahead is not None and ahead.part is part:
-        return ahead.take(n, seed, dtype)
-    return shared_input(cfg, part, n, seed, dtype)
+        return ahead.take(n, seed, dtype, fractional)
+    return shared_input(cfg, part, n, seed, dtype, fractional=fractional)
 
 
 #: The sequential CPU scan (the report's "times faster than the CPU") is timed on at most this many
@@ -306,17 +353,51 @@ def _guard_problem(g: Guarded, whole: np.ndarray) -> str | None:
     return None
 
 
-def tolerance(expected: np.ndarray, *, n: int, rtol: float) -> np.ndarray | None:
-    """Per-element absolute tolerance for a float output (None for integers: exact).
+def sums_are_exact(source: np.ndarray, expected: np.ndarray, *, inclusive: bool) -> bool:
+    """Whether every sum a float32 scan of ``source`` can form is exact in float32, so that every
+    order of addition gives the reference's value: every input a multiple of :data:`FLOAT_STEP`
+    and every sum of a contiguous run of them (the difference of two prefix sums, which
+    ``expected``, the float64 reference scan of ``source``, holds) below 2^24 steps. A float64
+    reference of such inputs is exact too. Shapes: both (n,); ``inclusive``: which scan ``expected`` is."""
+    if source.dtype.kind != "f" or source.size == 0:
+        return source.dtype.kind == "f"
+    steps = source / np.float32(FLOAT_STEP)
+    if not np.array_equal(steps, np.rint(steps)):
+        return False
+    total = float(expected[-1]) + (0.0 if inclusive else float(source[-1]))
+    top = max(float(expected.max()), total, 0.0)
+    bottom = min(float(expected.min()), total, 0.0)
+    return top - bottom < 2.0 ** 24 * FLOAT_STEP
 
-    ``rtol * sqrt(n) * |expected|``, and at least that times the mean magnitude of one element,
-    so outputs near zero are not held to an impossible standard.
+
+def error_bound(expected: np.ndarray, *, source: np.ndarray, inclusive: bool, depth: int) -> np.ndarray | None:
+    """Per-element absolute error allowed in a float32 output; None: compared exactly (int32, and
+    float32 whose every sum is exact: :func:`sums_are_exact`).
+
+    Otherwise element i may differ from the float64 reference by ``γ(depth + 1) · A[i]``, where
+    ``A[i]`` is the sum of |in[j]| over the elements it adds (j <= i inclusive, j < i exclusive) and
+    ``γ(k) = k·u / (1 - k·u)``, u = 2^-24: any order of summation whose additions chain at most
+    ``depth`` deep (:meth:`grader.parts.PartSpec.addition_depth`), plus the output's own rounding
+    (N. J. Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., section 4.2). One bound
+    per element from its own prefix of |in|, not one scale for the whole array, so a wrong tile is
+    seen wherever it is.
+
+    Args:
+        expected: the reference scan (float64 for float32), shape (n,).
+        source: the input, shape (n,).
+        inclusive: whether ``expected`` is the inclusive scan.
+        depth: the part's addition depth at this n.
+
+    Returns:
+        float64 array of shape (n,), or None.
     """
-    if expected.dtype.kind != "f":
+    if expected.dtype.kind != "f" or sums_are_exact(source, expected, inclusive=inclusive):
         return None
-    scale = rtol * math.sqrt(max(n, 1))
-    floor = np.abs(expected[-1]) / max(n, 1) if n else 0.0
-    return scale * np.maximum(np.abs(expected), floor)
+    k = (depth + 1) * UNIT_ROUNDOFF
+    prefix = np.cumsum(np.abs(source), dtype=np.float64)
+    if not inclusive and prefix.size:
+        prefix = np.concatenate([np.zeros(1), prefix[:-1]])
+    return prefix * (k / (1 - k)) if k < 1 else np.full(prefix.shape, np.inf)
 
 
 def _wrong(got: np.ndarray, expected: np.ndarray, tol: np.ndarray | None) -> np.ndarray:
@@ -327,8 +408,9 @@ def _wrong(got: np.ndarray, expected: np.ndarray, tol: np.ndarray | None) -> np.
 
 
 def diagnose(got: np.ndarray, expected: np.ndarray, *, source: np.ndarray, inclusive: bool, tile: int | None,
-             rtol: float = 1e-6, buffer: str = "out") -> Mismatch | None:
-    """Compare an output with the reference; None when equal (within tolerance for floats).
+             depth: int | None = None, buffer: str = "out") -> Mismatch | None:
+    """Compare an output with the reference; None when equal (float32: exactly, or within
+    :func:`error_bound` where its inputs' sums are not exact).
 
     Args:
         got: 1-D output of n elements (int32 or float32).
@@ -338,7 +420,8 @@ def diagnose(got: np.ndarray, expected: np.ndarray, *, source: np.ndarray, inclu
         tile: elements per tile of the part (Part 4: 2*BLOCK_SIZE; Part 5:
             BLOCK_SIZE*ITEMS_PER_THREAD), to name the first wrong tile; None for a one-block part
             (Parts 1-3), which names no tile.
-        rtol: float tolerance per sqrt(n), relative (see :func:`tolerance`).
+        depth: the part's addition depth at n (:meth:`grader.parts.PartSpec.addition_depth`), for
+            the error bound of float32 outputs; None: n - 1, the most any scan chains.
 
     Returns:
         A :class:`Mismatch` with the first wrong index, got/expected, the count of wrong
@@ -349,7 +432,7 @@ def diagnose(got: np.ndarray, expected: np.ndarray, *, source: np.ndarray, inclu
         when there is more than one tile.
     """
     n = got.size
-    tol = tolerance(expected, n=n, rtol=rtol)
+    tol = error_bound(expected, source=source, inclusive=inclusive, depth=max(n - 1, 0) if depth is None else depth)
     wrong = _wrong(got, expected, tol)
     if wrong.size == 0:
         return None
@@ -358,8 +441,8 @@ def diagnose(got: np.ndarray, expected: np.ndarray, *, source: np.ndarray, inclu
     other = exclusive_scan(source) if inclusive else inclusive_scan(source)
     poisoned = got.view(np.uint32) == POISON_BITS
 
-    def same(reference: np.ndarray) -> bool:
-        return _wrong(got, reference, tolerance(reference, n=n, rtol=rtol)).size == 0
+    def same(reference: np.ndarray) -> bool:  # within this scan's bound: the other readings add as many
+        return _wrong(got, reference, tol).size == 0
     copy = source.astype(np.float64 if source.dtype.kind == "f" else source.dtype)
     shifted = np.concatenate([np.zeros(1, copy.dtype), copy[:-1]])
     if n >= 2 and same(other) and not same(copy) and not same(shifted):
@@ -379,7 +462,8 @@ def diagnose(got: np.ndarray, expected: np.ndarray, *, source: np.ndarray, inclu
     elif tile and n > tile and n % tile and i >= (n // tile) * tile:
         hint = _partial_tile_hint(n, tile)
     return Mismatch(buffer=buffer, index=i, got=got[i].item(), expected=expected[i].item(), wrong=int(wrong.size),
-                    first_wrong_tile=(i // tile) * tile if tile else None, hint=hint)
+                    first_wrong_tile=(i // tile) * tile if tile else None, hint=hint,
+                    allowed=None if tol is None else float(tol[i]))
 
 
 #: How the hint of a wrong last, partial tile starts (:func:`_partial_tile_hint`).
@@ -446,8 +530,8 @@ def check_run(run: Run, plan: Plan, d_in: Guarded, x: np.ndarray, expected: np.n
     """Read every buffer of a run whose launches are done back and check it, as a case is checked:
     guard zones, the input ``x`` (``d_in``), then, where the launches ``completed`` (no finding
     stopped a kernel) and ``output`` holds (not for a run of sampled blocks only, where the other
-    blocks wrote nothing), the output against ``expected`` (the reference scan of ``x``, float32 within
-    ``cfg.float_rtol``) and the part's own checks (:attr:`grader.plans.Plan.checks`: Part 5's ticket
+    blocks wrote nothing), the output against ``expected`` (the reference scan of ``x``; float32
+    exactly, or within :func:`error_bound` for a fractional input) and the part's own checks (:attr:`grader.plans.Plan.checks`: Part 5's ticket
     counter). Every problem found is a finding.
 
     Returns:
@@ -474,19 +558,28 @@ def check_run(run: Run, plan: Plan, d_in: Guarded, x: np.ndarray, expected: np.n
             found.append(finding)
     got = wholes[id(plan.out)][GUARD:GUARD + n]
     tile = part.tile_of(pc)
-    mm = diagnose(got, expected, source=x, inclusive=part.inclusive, tile=tile, rtol=cfg.float_rtol)
+    mm = diagnose(got, expected, source=x, inclusive=part.inclusive, tile=tile, depth=part.addition_depth(pc, n))
     if mm is None:
         return _Verdict(found, None)
     msg = f"out[{mm.index}] = {mm.got}, expected {mm.expected}; {mm.wrong} of {n} elements wrong"
     if expected.dtype.kind == "f":
-        msg = (f"out[{mm.index}] = {mm.got:.7g}, expected {mm.expected:.7g} (tolerance {cfg.float_rtol:g}·√n "
-               f"relative); {mm.wrong} of {n} elements wrong")
+        msg = f"out[{mm.index}] = {mm.got:.9g}, expected {mm.expected:.9g} ({float_rule(mm)}); {mm.wrong} of {n} elements wrong"
     if tile and n > tile:
         msg += f"; the first wrong element is in tile {mm.index // tile} (elements from {mm.first_wrong_tile})"
     if mm.hint:
         msg += f" — {mm.hint}"
     found.append(CaseFinding(FailureKind.MISMATCH, msg))
     return _Verdict(found, mm)
+
+
+def float_rule(mm: Mismatch) -> str:
+    """How a float32 output was compared, for a wrong-values message: exactly (the inputs are
+    multiples of :data:`FLOAT_STEP`), or within the element's error bound (:func:`error_bound`)."""
+    if mm.allowed is None:
+        return (f"compared exactly: the inputs are multiples of {FLOAT_STEP:g}, so every sum is exact in float32 "
+                "whatever the order of additions")
+    return (f"allowed error {mm.allowed:.3g}: float32 rounding of the sum of |in| up to there, "
+            "for this part's longest chain of additions")
 
 
 #: Thread orders a checking run of the emulator tries, in turn: ascending order hides races (the
@@ -522,23 +615,22 @@ def _warning_lines(findings) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _fill_changed(first: np.ndarray, second: np.ndarray, expected: np.ndarray, dtype: np.dtype, *,
-                  rtol: float) -> np.ndarray:
+def _fill_changed(first: np.ndarray, second: np.ndarray, dtype: np.dtype, *, tol: np.ndarray | None) -> np.ndarray:
     """Indices where two runs of a case, with unwritten shared memory filled with the two
     :data:`SHARED_FILLS`, give outputs that differ beyond rounding (``first``, ``second``: the
-    outputs' 32-bit words, shape (n,); ``expected``: the reference).
+    outputs' 32-bit words, shape (n,); ``tol``: the case's :func:`error_bound`).
 
     Integers must be equal bit for bit. A float32 output may differ in its last bits from one run
     to the next without any unwritten memory: a decoupled look-back sums its predecessors in the
-    order their status words became visible, and float addition is not associative. So floats count
-    as changed only beyond the case's tolerance (:func:`tolerance`); a fill of about 3.4e38 that
-    reaches the output changes it far beyond that."""
-    if np.dtype(dtype).kind != "f":
+    order their status words became visible, and float addition is not associative. So floats of
+    a fractional input count as changed only beyond the case's error bound (None: exact inputs,
+    where every order gives the same bits); a fill of about 3.4e38 that reaches the output changes
+    it far beyond that."""
+    if np.dtype(dtype).kind != "f" or tol is None:
         return np.flatnonzero(first != second)
     a = first.view(np.float32).astype(np.float64)
     b = second.view(np.float32).astype(np.float64)
-    tol = tolerance(expected, n=first.size, rtol=rtol)
-    return np.flatnonzero((first != second) & ~(np.abs(a - b) <= tol))
+    return np.flatnonzero((first != second) & ~(np.abs(a - b) <= 2 * tol))
 
 
 def _output_bits(run: Run, plan: Plan, n: int) -> np.ndarray:
@@ -718,7 +810,7 @@ def _run_case(backend, module, *, cfg, part, case, schedules, checked, result, w
         message = told[0].text + "".join(f"\nalso: {f.kind} at {f.file}:{f.line}" for f in others[:5])
         return result(verdict_of(first.kind), message + " — found by compute-sanitizer", kind=first.kind,
                       findings=tuple(t.finding for t in told))
-    x, expected = case_input(cfg, part, case.n, case.seed, dtype, ahead)
+    x, expected = case_input(cfg, part, case.n, case.seed, dtype, ahead, fractional=case.fractional)
     take_warnings = getattr(backend, "take_warnings", None)
 
     def launch(fill: int, where: str) -> _Launched | CaseResult:
@@ -784,7 +876,8 @@ def _run_case(backend, module, *, cfg, part, case, schedules, checked, result, w
                     return again
                 second = _output_bits(again.run, again.plan, case.n)
                 _set_shared_fill(backend, SHARED_FILLS[0])
-                differ = _fill_changed(first, second, expected, dtype, rtol=cfg.float_rtol)
+                tol = error_bound(expected, source=x, inclusive=part.inclusive, depth=part.addition_depth(pc, case.n))
+                differ = _fill_changed(first, second, dtype, tol=tol)
                 if differ.size and not sees_reads:
                     # Without the emulator's view of every read (a GPU, or the emulator above checks_max_n:
                     # both the same way), the fill is the cause only if the first fill gives the first
@@ -794,8 +887,7 @@ def _run_case(backend, module, *, cfg, part, case, schedules, checked, result, w
                     same = launch(SHARED_FILLS[0], where)
                     if isinstance(same, CaseResult):
                         return same
-                    if _fill_changed(first, _output_bits(same.run, same.plan, case.n), expected, dtype,
-                                     rtol=cfg.float_rtol).size:
+                    if _fill_changed(first, _output_bits(same.run, same.plan, case.n), dtype, tol=tol).size:
                         differ = differ[:0]
                 # The emulator's checks see every read of shared memory: where they saw none of unwritten
                 # memory, an output that changed comes from something else (blocks' timing, a race).

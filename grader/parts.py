@@ -84,6 +84,30 @@ class PartSpec:
         part of one block (see :attr:`tile`)."""
         return None if self.tile is None else self.tile(pc.block_size, pc.items_per_thread)
 
+    def addition_depth(self, pc: "PartConfig", n: int) -> int:
+        """The most float additions any algorithm within this part's contract can chain between
+        one input element and one output element of an n-element scan: what the error bound of a
+        float32 output allows for (:func:`grader.execute.error_bound`). The safe maximum for the
+        contract, whatever the student's algorithm inside it:
+
+        - one block (Parts 1-3): n - 1 (a sequential loop in one thread);
+        - tiles scanned independently, then their sums scanned again by the same kernels (Part 4):
+          a tile (at most tile - 1 additions, sequential inside it) plus one addition of its offset,
+          at each of the hierarchy's levels;
+        - one pass with a look-back (Part 5): a tile, plus the sums of every tile before it added
+          one by one (a serial look-back), plus the offset.
+
+        Never more than n. Returns a non-negative int."""
+        tile = self.tile_of(pc)
+        if tile is None or n <= 1:
+            return max(n - 1, 0)
+        if self.independent_blocks:
+            levels, m = 1, -(-n // tile)
+            while m > 1:
+                levels, m = levels + 1, -(-m // tile)
+            return min(n, levels * tile)
+        return min(n, tile + -(-n // tile))
+
     @property
     def label(self) -> str:
         """``Part 2`` — how the handout names it."""

@@ -43,7 +43,8 @@ GUARD = 256
 #: -1086374081 as int32, -0.7470588 as float32. Arithmetic on it shows: as a float its spacing is
 #: 2**-24 (6e-8), so adding or subtracting any value a scan produces (from the inputs' 2**-24 up)
 #: changes its bits, where a huge value (the old 0x7F7F7F7F, 3.39e38) rounds a small ``+= off``
-#: away; negative, it is no scan of the float inputs in [0, 1), and it is far from the tolerance of
+#: away; not a multiple of 0.25, it is no scan of the exact float inputs (quarters), negative, no scan
+#: of the fractional ones in [0, 1), and it is far from the error bound of
 #: an expected 0 (an unwritten ``out[0]`` of an exclusive scan fails). As an int, no plausible sum.
 #: Not a NaN (a GPU canonicalises NaNs, x86 keeps their payloads), not a denormal (flushed to zero
 #: under fast math), and neither of the shared-memory fills (``grader.execute.SHARED_FILLS``), so an

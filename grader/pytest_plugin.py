@@ -161,7 +161,7 @@ class SubmissionCollector(pytest.Collector):
                     hidden += 1
                     label = f"{case.dtype}-hidden-{hidden}"
                 else:
-                    label = f"{case.dtype}-n={case.n}"
+                    label = f"{case.dtype}-{'fractional-' if case.fractional else ''}n={case.n}"
                 occurrence = seen.get(case.name, 0)
                 seen[case.name] = occurrence + 1
                 name = f"{key}[{label}{f'-{occurrence + 1}' if occurrence else ''}]"

@@ -176,6 +176,8 @@ class Mismatch:
         first_wrong_tile: index of the first element of the tile holding ``index`` (Part 4's tile is
             2*BLOCK_SIZE elements, Part 5's BLOCK_SIZE*ITEMS_PER_THREAD); None for a one-block part.
         hint: a likely cause, when one is recognisable (inclusive vs exclusive, never written...).
+        allowed: for a float32 output compared within an error bound (a fractional input), the
+            absolute error allowed at ``index``; None where compared exactly (int32, exact float32).
     """
 
     buffer: str
@@ -185,6 +187,7 @@ class Mismatch:
     wrong: int
     first_wrong_tile: int | None = None
     hint: str | None = None
+    allowed: float | None = None
 
 
 def linear_fraction(ratio: float, *, full_at: float, zero_at: float) -> float:

@@ -722,7 +722,7 @@ class _Replay:
                 return
             case = specs[int(index)]
             dtype = DTYPES[dtype_name]
-            x = make_input(cfg, part, case.n, case.seed, dtype)
+            x = make_input(cfg, part, case.n, case.seed, dtype, fractional=case.fractional)
             self.say(token, f"case {index} {time.time()}")
             spacers = []
 

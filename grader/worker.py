@@ -291,10 +291,10 @@ def _draw_ahead(kind, job, cfg, part, cases):
     if not kind.times_kernels:
         return None
     pc = cfg.parts[part.key]
-    items = [(c.n, c.seed, DTYPES[c.dtype]) for c in cases[job.start:]
+    items = [(c.n, c.seed, DTYPES[c.dtype], c.fractional) for c in cases[job.start:]
              if c.visibility != "hidden" and c.n > cfg.emulator.checks_max_n]
     if pc.timing is not None and not job.earlier_failed:
-        items += [(n, cfg.seed, DTYPES[pc.dtypes[0]]) for n in pc.timing.sizes]
+        items += [(n, cfg.seed, DTYPES[pc.dtypes[0]], False) for n in pc.timing.sizes]
     return DrawAhead(cfg, part, items) if items else None
 
 

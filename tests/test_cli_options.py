@@ -161,3 +161,31 @@ def test_the_progress_bar_on_a_terminal_shows_the_time_left(monkeypatch):
     out = Console(file=io.StringIO(), width=120, color_system=None)
     out.print(progress.bar.make_tasks_table(progress.bar.tasks))
     assert "2/4" in out.file.getvalue() and "eta" in out.file.getvalue(), out.file.getvalue()
+
+
+@pytest.mark.parametrize("color_system", ["standard", "windows", "256"])
+def test_the_progress_bar_shows_no_red_on_8_and_16_colour_terminals(monkeypatch, color_system):
+    import io
+    import re
+
+    from rich.console import Console
+
+    from grader import cli
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+    monkeypatch.setattr(cli.sys, "stderr", Terminal())
+    progress = cli._Progress(4)
+    seen = []
+    for done in (1, 2, 4):  # filling, and finished
+        progress.bar.update(progress.task, completed=done)
+        out = Console(file=io.StringIO(), width=100, color_system=color_system, force_terminal=True)
+        out.print(progress.bar.make_tasks_table(progress.bar.tasks))
+        seen.append(out.file.getvalue())
+    codes = {c for text in seen for seq in re.findall(r"\x1b\[([0-9;]*)m", text) for c in seq.split(";")}
+    # SGR red: 31 (red), 91 (bright red); in 256 colours, the reds and pinks rich maps rgb(249,38,114) to
+    assert codes and not codes & {"31", "91"}, seen
+    if color_system == "256":
+        assert not re.search(r"38;5;(1|9|160|161|196|197|198|203|204)m", "".join(seen)), seen
+    assert "32" in codes  # the done segments: green

@@ -28,7 +28,7 @@ def test_a_float_total_kept_in_an_int_array_gets_the_conversion_note(tmp_path):
     (part,) = grade(INT_SUMS, cfg=load_config(path), selection=Selection("emulator", "test"),
                     parts=["part5_single_pass"]).parts
     assert all(c.status == "pass" for c in part.cases if c.dtype == "int32")
-    c = next(c for c in part.cases if c.name == "n=300 float32")
+    c = next(c for c in part.cases if c.name == "n=300 float32 exact")
     note = (f"int32 passes, float32 fails; the compiler warns: part5_single_pass.cu:{_line(INT_SUMS, 'convert')} "
             "converts float to int")
     assert c.status == "fail" and c.kind == "mismatch" and c.message.endswith(note), c.message

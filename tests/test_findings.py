@@ -47,8 +47,9 @@ def test_a_case_with_two_causes_lists_both_the_broken_contract_first(no_ticket_s
     assert c.kind == "ticket" and c.status == "fail"
     assert c.message.startswith("*tile_counter is 0 after the launch, expected 20")
     assert c.findings[1].message.startswith("out[") and c.mismatch is not None
-    # float32 inputs are never negative: only the ticket is wrong
-    assert [f.kind for f in _case(no_ticket_sign_extend, "n=5000 float32").findings] == ["ticket"]
+    # float32 exact inputs go negative too (quarters in [-4, 4]): the same two causes, compared exactly
+    f32 = _case(no_ticket_sign_extend, "n=5000 float32 exact")
+    assert [f.kind for f in f32.findings] == ["ticket", "mismatch"] and "compared exactly" in f32.findings[1].message
 
 
 def test_the_report_gradescope_and_the_json_show_every_finding(no_ticket_sign_extend):
@@ -130,3 +131,24 @@ def test_threads_that_exit_before_a_barrier_are_named_with_their_return_line(tmp
     assert c.status == "pass" and any(w.startswith("early-exit: ") and
                                       f"at the `return` at part1_naive.cu:{line}) have exited" in w
                                       for w in c.warnings), c.warnings
+
+
+def _race(n: int, dtype: str, line: int, thread: int) -> CaseResult:
+    name = f"n={n} {dtype}" + (" exact" if dtype == "float32" else "")
+    text = f"race on shared memory: thread ({thread}, 0, 0) reads s[{thread - 1}] that thread ({thread - 1}, 0, 0) wrote"
+    return CaseResult(name=name, n=n, dtype=dtype, seed=1, status="fail", points=0, max_points=1,
+                      message=f"the kernel failed (race): {text}", kind="race",
+                      findings=(CaseFinding("race", text, "part1_naive.cu", line, (0, 0, 0), (thread, 0, 0)),))
+
+
+def test_a_markdown_report_tells_a_finding_repeated_in_many_cases_once_with_its_sizes():
+    from grader.render.markdown import markdown
+    same = [_race(n, d, 31, 1 + n % 7) for d in ("int32", "float32") for n in (33, 100, 512)]
+    other_line = _race(64, "int32", 40, 3)  # the same kind and words at another line: told on its own
+    report = markdown(_result(*same, other_line))
+    assert report.count("reads s") == 1 + 1, report  # the repeated race once, the other line once
+    assert "**race at part1\\_naive.cu:31** in 6 cases, n = 33, 100, 512 (int32, float32)" in report, report
+    assert report.count("race at part1\\_naive.cu:31 (told once below)") == 6
+    assert "race at part1\\_naive.cu:40 (told once below)" not in report  # one case: its own message in the table
+    alone = markdown(_result(_race(33, "int32", 31, 2), other_line))  # no finding repeats: no list
+    assert "told once" not in alone and "Findings in several cases" not in alone

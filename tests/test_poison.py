@@ -41,7 +41,8 @@ def test_the_poison_is_implausible_and_no_nan() -> None:
     f = np.array([POISON_BITS], dtype=np.uint32).view(np.float32)[0]
     i = np.array([POISON_BITS], dtype=np.uint32).view(np.int32)[0]
     assert np.isfinite(f) and f != 0 and abs(f) >= np.finfo(np.float32).tiny  # no NaN, no denormal
-    assert f < 0  # no scan of the float inputs in [0, 1) is negative
+    assert f < 0  # no scan of the fractional float inputs in [0, 1) is negative
+    assert f / 0.25 != round(f / 0.25)  # no scan of the exact float inputs (multiples of 0.25)
     assert abs(f) > 0.1  # far from the tolerance of an expected 0 (an unwritten out[0] of an exclusive scan)
     assert abs(int(i)) > 2**28  # far from small sums of the int inputs
 

@@ -257,10 +257,12 @@ def folded_sizes(cases: list[CaseResult], *, limit: int = 8) -> str:
     """The sizes of ``cases`` in a few words: ``1, 2, 3 (int32, float32)`` where every dtype has the
     same sizes, else per dtype (``int32: 1, 2; float32: 2``); a list longer than ``limit`` folded
     to its ends and count (``1, 2, 3, …, 511, 512 (18 sizes)``). A hidden case shows its number
-    (``#2``), never its size."""
+    (``#2``), never its size. A float32 case with fractional inputs counts as its own dtype
+    (``float32 fractional``)."""
     by_dtype: dict[str, list[str]] = {}
     for c in cases:
-        by_dtype.setdefault(c.dtype, []).append(c.name.split()[1] if c.visibility == "hidden" else str(c.n))
+        dtype = c.dtype + (" fractional" if c.visibility != "hidden" and c.name.endswith(" fractional") else "")
+        by_dtype.setdefault(dtype, []).append(c.name.split()[1] if c.visibility == "hidden" else str(c.n))
 
     def fold(sizes: list[str]) -> str:
         sizes = list(dict.fromkeys(sizes))

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import re
 
-from grader.render._common import (CASE_STATUS_WORDS, PART_STATUS_WORDS, block_size_text, device_text, is_hidden,
-                                   is_timed_case, pending_text, performance_shown, points, printable,
-                                   public_case_name, public_elapsed_s, public_part_message, public_seed, stopped_case,
-                                   student_view, whole_part_failure)
+from grader.render._common import (CASE_STATUS_WORDS, PART_STATUS_WORDS, block_size_text, device_text, folded_sizes,
+                                   group_findings, is_hidden, is_timed_case, pending_text, performance_shown, points,
+                                   printable, public_case_name, public_elapsed_s, public_part_message, public_seed,
+                                   stopped_case, student_view, whole_part_failure)
 from grader.results import CaseResult, PartResult, SubmissionResult, Timing
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
@@ -57,21 +57,54 @@ def _case_message(part: PartResult, case: CaseResult) -> str:
     return case.message
 
 
-def _message_cell(part: PartResult, case: CaseResult, base_seed: int) -> str:
-    """The first line of a case's message for its table row (empty for passing and not-run cases)."""
+def _where(case: CaseResult) -> str:
+    """A failing case's first finding in a few words: ``race at part1_naive.cu:31``, ``mismatch``."""
+    first = case.findings[0] if case.findings else None
+    kind = first.kind if first else (case.kind or case.status)
+    return f"{kind} at {first.file}:{first.line}" if first and first.file and first.line else kind
+
+
+def _repeated(part: PartResult, cases: list[CaseResult]) -> list[list[CaseResult]]:
+    """The groups of two or more visible failing cases whose first finding is the same (kind, file,
+    line and message with its numbers masked: :func:`grader.render._common.group_findings`), not
+    counting the case a part stopped on (its own message is told in full)."""
+    stopped = stopped_case(part) if part.message else None
+    failing = [c for c in cases if c.status not in ("pass", "not-run") and not is_hidden(c) and c is not stopped]
+    return [g for g in group_findings(failing) if len(g) > 1]
+
+
+def _findings_list(groups: list[list[CaseResult]]) -> list[str]:
+    """Each repeated finding once, with the sizes it failed (a race at one line in 38 cases is one item)."""
+    if not groups:
+        return []
+    lines = ["Findings in several cases, each told once:", ""]
+    for g in groups:
+        first = g[0].message.partition("\n")[0]
+        lines.append(f"- **{_md(_where(g[0]))}** in {len(g)} cases, n = {_md(folded_sizes(g))}: {_md(first)}")
+    return lines + [""]
+
+
+def _message_cell(part: PartResult, case: CaseResult, base_seed: int, repeated: frozenset[int] = frozenset()) -> str:
+    """The first line of a case's message for its table row (empty for passing and not-run cases);
+    for a case of a repeated finding (``repeated``: their ids), where it is and that the list below
+    tells it."""
     if case.status in ("pass", "not-run"):
         return ""
     if is_hidden(case):
         return "hidden case: details are not shown"
+    if id(case) in repeated:
+        return f"{_md(_where(case))} (told once below)"
     first = _case_message(part, case).partition("\n")[0]
     seed = f" (seed {case.seed})" if case.seed != base_seed and not is_timed_case(case) else ""
     return _md(first) + seed
 
 
-def _case_table(part: PartResult, cases: list[CaseResult], base_seed: int, *, timing: bool) -> list[str]:
+def _case_table(part: PartResult, cases: list[CaseResult], base_seed: int, *, timing: bool,
+                repeated: list[list[CaseResult]] = ()) -> list[str]:
     head = ["Timed case" if timing else "Case", "Status"]
     head += ["ms", "spread", "GB/s", "% of copy", "× reference", "× CPU"] if timing else ["Points"]
-    messages = [_message_cell(part, c, base_seed) for c in cases]
+    ids = frozenset(id(c) for g in repeated for c in g)
+    messages = [_message_cell(part, c, base_seed, ids) for c in cases]
     if any(messages):
         head.append("Message")
     rows = []
@@ -102,7 +135,9 @@ def _part_section(part: PartResult, base_seed: int, *, pending: bool = False) ->
         lines.append("")
     else:
         if checks:
-            lines += _case_table(part, checks, base_seed, timing=False)
+            repeated = _repeated(part, checks)
+            lines += _case_table(part, checks, base_seed, timing=False, repeated=repeated)
+            lines += _findings_list(repeated)
         if timed:
             lines += _case_table(part, timed, base_seed, timing=True)
         stopped = stopped_case(part)

@@ -2,9 +2,10 @@
 // and packs a status word from the value's bits held in an `int`, which the cast to 64 bits
 // sign-extends: a negative aggregate or prefix sets every bit of the flag half, so a reader takes
 // it for an aggregate (flag neither 0 nor 2), adds it and looks further back, adding the prefixes
-// before it too. int32 cases whose prefixes go negative get wrong values; float32 inputs are in
-// [0, 1), never negative, so float32 cases are right but for the ticket. Every case lists the
-// ticket first (a broken contract), then the wrong values (tests/test_findings.py).
+// before it too. Cases whose prefixes go negative get wrong values: int32, and float32 exact (its
+// inputs are quarters in [-4, 4]); a float32 fractional case (inputs in [0, 1)) would be right but
+// for the ticket. Every case lists the ticket first (a broken contract), then the wrong values
+// (tests/test_findings.py).
 
 #define TILE_ITEMS (BLOCK_SIZE * ITEMS_PER_THREAD)
 
