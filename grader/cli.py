@@ -161,8 +161,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                      "docs/prairielearn.md)")
     plb.add_argument("out", metavar="OUT", help="the folder to write, copied to serverFilesCourse/OUT's name/")
     plb.add_argument("--timeout", type=int, default=None, metavar="SECONDS",
-                     help="the job timeout the questions set in info.json (externalGradingOptions.timeout, at most "
-                          "600; default 120): the config's timeouts.submission_s must fit in it")
+                     help="the job timeout the questions set in info.json (externalGradingOptions.timeout, 11 to "
+                          "600; default 120): the bundle's config.yaml has the config's timeouts lowered to fit in it, "
+                          "each change printed")
     plb.add_argument("--force", action="store_true", help="replace an existing OUT")
     _config_options(plb, config_help="the course's config (default: ./config.yaml)",
                     private_help="a private config (hidden sizes, their seed), put in the bundle and used for "
