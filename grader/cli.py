@@ -102,6 +102,10 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("check", parents=[grading, one_grade],
                        help="grade your work in assignment/ on this machine (GPU or emulator)")
     c.add_argument("--dir", default="assignment", help="the folder holding your .cu files (default: assignment)")
+    c.add_argument("--full", action="store_true",
+                   help="grade every size of the config, as the official grade does (by default check grades the "
+                        "sizes up to the config's check.quick_max_n, 300000 in the shipped config, and says what it "
+                        "left out)")
     c.set_defaults(run=_grade)
     t = sub.add_parser("batch", parents=[grading],
                        help="grade a class: one folder or .zip per submission (or Gradescope's export) "
@@ -380,11 +384,14 @@ def _bench(args: argparse.Namespace) -> int:
 
 @_exit_status
 def _grade(args: argparse.Namespace) -> int:
-    """``scangrade grade`` and ``scangrade check``: the report on stdout; 0 when every case passed, 1
+    """``scangrade grade`` and ``scangrade check`` (without ``--full``, the quick check:
+    :meth:`grader.api.Grading.quick`): the report on stdout; 0 when every case graded passed, 1
     when any failed, 2 on usage or configuration errors (a report file that cannot be written included)."""
     grading = api.prepare(config=args.config, private_config=args.private_config, backend=args.backend,
                           checks=args.checks, official=args.command == "grade" and args.require_sandbox,
                           sanitizer_audit=args.sanitizer_audit)
+    if args.command == "check" and not args.full:
+        grading = grading.quick()
     cfg = grading.cfg
     path = Path(args.path if args.command == "grade" else args.dir)
     if args.command == "check" and not path.is_dir():

@@ -318,6 +318,16 @@ class CompileCacheConfig(_Schema):
         return self
 
 
+class CheckConfig(_Schema):
+    """``check:``: what ``scangrade check`` grades by default. ``quick_max_n``: the largest n it
+    grades (hidden sizes included), so that a student's edit-check loop takes seconds; ``check
+    --full`` and every official grade (``grade``, ``batch``, the bundles, the pytest plugin) grade
+    every size."""
+
+    quick_max_n: Annotated[Int, _check(_positive)] = Field(
+        300000, description="a positive integer (the largest n `scangrade check` grades unless --full)")
+
+
 class PrairieLearnConfig(_Schema):
     """``prairielearn:``: how PrairieLearn's results.json treats a submission (docs/prairielearn.md)."""
 
@@ -458,6 +468,7 @@ class ConfigFile(_Schema):
         DEFAULT_TARGET_ARCH, description="the GPU the course targets, its compute capability times ten (90: an "
                                          "H100); one of " + ", ".join(map(str, TARGET_ARCHS)))
     timeouts: Timeouts = Field(default_factory=Timeouts)
+    check: CheckConfig = Field(default_factory=CheckConfig)
     emulator: EmulatorConfig = Field(default_factory=EmulatorConfig)
     float_rtol: Annotated[float, BeforeValidator(_float_only), _check(_positive)] = Field(
         1e-6, description="a positive number (float32 tolerance per sqrt(n), relative)")
