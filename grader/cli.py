@@ -173,6 +173,11 @@ def build_parser() -> argparse.ArgumentParser:
                     private_help="a private config (hidden sizes, their seed), put in the bundle and used for "
                                  "every submission")
     plb.set_defaults(run=_package)
+    pt = sub.add_parser("private-template", help="print a commented private config (hidden sizes and their seed) "
+                                                "for --config, to fill in and keep from students (docs/release.md)")
+    pt.add_argument("--config", metavar="FILE", help="the public config it adds hidden cases to (default: "
+                                                     "./config.yaml)")
+    pt.set_defaults(run=_private_template)
     b = sub.add_parser("bench", help="time the reference solutions against a copy, CUB and library scans "
                                      "(GPU only; a benchmark, not a grade)")
     b.add_argument("--sizes", nargs="+", metavar="N",
@@ -371,6 +376,15 @@ def _package(args: argparse.Namespace) -> int:
         made = build_prairielearn_bundle(Path(args.out), config=config, private_config=private, force=args.force,
                                          timeout_s=DEFAULT_TIMEOUT_S if args.timeout is None else args.timeout)
     print(made.describe(), end="")
+    return EXIT_PASS
+
+
+@_exit_status
+def _private_template(args: argparse.Namespace) -> int:
+    """``scangrade private-template``: the template on stdout (exit 0), 2 on a config error."""
+    from grader.config import load_config
+    from grader.private_template import private_template
+    print(private_template(load_config(find_config(args.config, start=Path()))), end="")
     return EXIT_PASS
 
 
