@@ -302,3 +302,20 @@ def test_prairielearn_bundle_refuses_a_timeout_it_cannot_take_and_says_which_it_
     assert main(["prairielearn-bundle", str(out), "--config", config]) == 2
     assert "already exists" in capsys.readouterr().err
     assert main(["prairielearn-bundle", str(out), "--config", config, "--force"]) == 0
+
+
+@pytest.mark.parametrize("timeouts, kept", [
+    ("", True),                                        # no timeouts section: one is added, comments kept
+    ("timeouts:\n  case_s: 5\n", True),               # the keys it lacks are added below it
+    ("timeouts: {part_s: 300, case_s: 5}\n", False),  # flow style: the mapping is written out whole
+])
+def test_the_timeouts_are_fitted_whatever_the_layout_of_the_config(tmp_path, timeouts, kept):
+    config = tmp_path / "config.yaml"
+    config.write_text("# the course's config\nseed: 7\n" + timeouts + "parts:\n  part1_naive:\n    sizes: [1]\n")
+    made = build_prairielearn_bundle(tmp_path / "b", config=config, timeout_s=40)
+    shipped = load_config(made.folder / "config.yaml")
+    assert (shipped.timeouts.submission_s, shipped.timeouts.part_s, shipped.timeouts.case_s) == \
+        (30, 30, 5 if "case_s" in timeouts else 30)
+    assert shipped.parts["part1_naive"].sizes == (1,) and shipped.seed == 7
+    assert list(made.fitted) == ["submission_s", "part_s"] + ([] if "case_s" in timeouts else ["case_s"])
+    assert ("# the course's config" in (made.folder / "config.yaml").read_text()) == kept
