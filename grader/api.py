@@ -77,12 +77,31 @@ class Grading:
         selection: the backend chosen and why.
         checks: the race, bounds and barrier checks (emulator; compute-sanitizer on a GPU).
         start: the folder relative paths are taken from (absolute).
+        quick_max_n: set by :meth:`quick`: ``cfg`` holds the sizes up to it only; None: every size.
+        skipped: set by :meth:`quick`: per part, the cases (``n > quick_max_n``) left out and their
+            points.
     """
 
     cfg: Config
     selection: Selection
     checks: bool
     start: Path
+    quick_max_n: int | None = None
+    skipped: Mapping[str, tuple[int, float]] = dataclasses.field(default_factory=dict)
+
+    def quick(self, max_n: int | None = None) -> "Grading":
+        """This grading as ``scangrade check``'s quick check: the cases up to ``max_n`` (default:
+        the config's ``check.quick_max_n``) only (:func:`grader.execute.sizes_up_to`); each result
+        of :meth:`grade` says what was left out (``quick_max_n``, ``skipped_cases``,
+        ``skipped_points``), and its points and max points leave those cases out."""
+        from grader.execute import case_list, sizes_up_to
+        max_n = self.cfg.check.quick_max_n if max_n is None else max_n
+        small = sizes_up_to(self.cfg, max_n)
+        skipped = {}
+        for key, pc in self.cfg.parts.items():
+            left = len(case_list(self.cfg, key)) - len(case_list(small, key))
+            skipped[key] = (left, left * pc.points_per_case)
+        return dataclasses.replace(self, cfg=small, quick_max_n=max_n, skipped=skipped)
 
     def grade(self, path: PathLike, *, seed: int | None = None, parts: list[str] | None = None,
               intake: bool = False, on_event: Callable[[str, protocol.Event], None] | None = None,
@@ -96,17 +115,23 @@ class Grading:
         part files directly in the folder ``path`` are graded in place."""
         where = absolute(path, self.start)
         if not intake:
-            return grade(where, cfg=self.cfg, selection=self.selection, seed=seed, parts=parts,
-                         checks=self.checks, on_event=on_event, env=env, stop=stop)
-        from grader.errors import UsageError
-        from grader.intake import snapshot
-        if not where.exists():
-            raise UsageError(f"{path}: no such file or folder; give the submission's folder or .zip")
-        with tempfile.TemporaryDirectory(prefix="scangrade-intake-") as tmp:
-            taken = snapshot(where, Path(tmp) / "submission")
-            result = grade(taken, cfg=self.cfg, selection=self.selection, seed=seed, parts=parts,
+            result = grade(where, cfg=self.cfg, selection=self.selection, seed=seed, parts=parts,
                            checks=self.checks, on_event=on_event, env=env, stop=stop)
-        return dataclasses.replace(result, submission=str(where))
+        else:
+            from grader.errors import UsageError
+            from grader.intake import snapshot
+            if not where.exists():
+                raise UsageError(f"{path}: no such file or folder; give the submission's folder or .zip")
+            with tempfile.TemporaryDirectory(prefix="scangrade-intake-") as tmp:
+                taken = snapshot(where, Path(tmp) / "submission")
+                result = grade(taken, cfg=self.cfg, selection=self.selection, seed=seed, parts=parts,
+                               checks=self.checks, on_event=on_event, env=env, stop=stop)
+            result = dataclasses.replace(result, submission=str(where))
+        if self.quick_max_n is not None:
+            left = [self.skipped.get(p.key, (0, 0.0)) for p in result.parts]
+            result = dataclasses.replace(result, quick_max_n=self.quick_max_n, skipped_cases=sum(c for c, _ in left),
+                                         skipped_points=sum(x for _, x in left))
+        return result
 
     def grade_class(self, folder: PathLike, *, out: PathLike, resume: bool = False, jobs: int | None = None,
                     shard: tuple[int, int] | None = None,

@@ -102,6 +102,10 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("check", parents=[grading, one_grade],
                        help="grade your work in assignment/ on this machine (GPU or emulator)")
     c.add_argument("--dir", default="assignment", help="the folder holding your .cu files (default: assignment)")
+    c.add_argument("--full", action="store_true",
+                   help="grade every size of the config, as the official grade does (by default check grades the "
+                        "sizes up to the config's check.quick_max_n, 300000 in the shipped config, and says what it "
+                        "left out)")
     c.set_defaults(run=_grade)
     t = sub.add_parser("batch", parents=[grading],
                        help="grade a class: one folder or .zip per submission (or Gradescope's export) "
@@ -161,13 +165,19 @@ def build_parser() -> argparse.ArgumentParser:
                                                      "docs/prairielearn.md)")
     plb.add_argument("out", metavar="OUT", help="the folder to write, copied to serverFilesCourse/OUT's name/")
     plb.add_argument("--timeout", type=int, default=None, metavar="SECONDS",
-                     help="the job timeout the questions set in info.json (externalGradingOptions.timeout, at most "
-                          "600; default 120): the config's timeouts.submission_s must fit in it")
+                     help="the job timeout the questions set in info.json (externalGradingOptions.timeout, 11 to "
+                          "600; default 120): the bundle's config.yaml has the config's timeouts lowered to fit in it, "
+                          "each change printed")
     plb.add_argument("--force", action="store_true", help="replace an existing OUT")
     _config_options(plb, config_help="the course's config (default: ./config.yaml)",
                     private_help="a private config (hidden sizes, their seed), put in the bundle and used for "
                                  "every submission")
     plb.set_defaults(run=_package)
+    pt = sub.add_parser("private-template", help="print a commented private config (hidden sizes and their seed) "
+                                                "for --config, to fill in and keep from students (docs/release.md)")
+    pt.add_argument("--config", metavar="FILE", help="the public config it adds hidden cases to (default: "
+                                                     "./config.yaml)")
+    pt.set_defaults(run=_private_template)
     b = sub.add_parser("bench", help="time the reference solutions against a copy, CUB and library scans "
                                      "(GPU only; a benchmark, not a grade)")
     b.add_argument("--sizes", nargs="+", metavar="N",
@@ -377,6 +387,15 @@ def _package(args: argparse.Namespace) -> int:
 
 
 @_exit_status
+def _private_template(args: argparse.Namespace) -> int:
+    """``scangrade private-template``: the template on stdout (exit 0), 2 on a config error."""
+    from grader.config import load_config
+    from grader.private_template import private_template
+    print(private_template(load_config(find_config(args.config, start=Path()))), end="")
+    return EXIT_PASS
+
+
+@_exit_status
 def _bench(args: argparse.Namespace) -> int:
     """``scangrade bench``: the benchmark table (GPU only); 2 on usage errors."""
     from grader import bench
@@ -386,11 +405,14 @@ def _bench(args: argparse.Namespace) -> int:
 
 @_exit_status
 def _grade(args: argparse.Namespace) -> int:
-    """``scangrade grade`` and ``scangrade check``: the report on stdout; 0 when every case passed, 1
+    """``scangrade grade`` and ``scangrade check`` (without ``--full``, the quick check:
+    :meth:`grader.api.Grading.quick`): the report on stdout; 0 when every case graded passed, 1
     when any failed, 2 on usage or configuration errors (a report file that cannot be written included)."""
     grading = api.prepare(config=args.config, private_config=args.private_config, backend=args.backend,
                           checks=args.checks, official=args.command == "grade" and args.require_sandbox,
                           sanitizer_audit=args.sanitizer_audit)
+    if args.command == "check" and not args.full:
+        grading = grading.quick()
     cfg = grading.cfg
     path = Path(args.path if args.command == "grade" else args.dir)
     if args.command == "check" and not path.is_dir():

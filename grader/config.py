@@ -17,6 +17,7 @@ validates the copy too.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Annotated, Any, Callable, get_args, get_origin
 
@@ -310,6 +311,16 @@ class CompileCacheConfig(_Schema):
         return self
 
 
+class CheckConfig(_Schema):
+    """``check:``: what ``scangrade check`` grades by default. ``quick_max_n``: the largest n it
+    grades (hidden sizes included), so that a student's edit-check loop takes seconds; ``check
+    --full`` and every official grade (``grade``, ``batch``, the bundles, the pytest plugin) grade
+    every size."""
+
+    quick_max_n: Annotated[Int, _check(_positive)] = Field(
+        300000, description="a positive integer (the largest n `scangrade check` grades unless --full)")
+
+
 class PrairieLearnConfig(_Schema):
     """``prairielearn:``: how PrairieLearn's results.json treats a submission (docs/prairielearn.md)."""
 
@@ -473,6 +484,7 @@ class ConfigFile(_Schema):
         DEFAULT_TARGET_ARCH, description="the GPU the course targets, its compute capability times ten (90: an "
                                          "H100); one of " + ", ".join(map(str, TARGET_ARCHS)))
     timeouts: Timeouts = Field(default_factory=Timeouts)
+    check: CheckConfig = Field(default_factory=CheckConfig)
     emulator: EmulatorConfig = Field(default_factory=EmulatorConfig)
     timing: TimingMethod = Field(default_factory=TimingMethod)
     prairielearn: PrairieLearnConfig = Field(default_factory=PrairieLearnConfig)
@@ -708,3 +720,75 @@ def load_private(cfg: Config, path: str | os.PathLike) -> Config:
                           context={"limit": PARTS[key].limit(pc.block_size), "block_size": pc.block_size})
         parts[key] = {"hidden_sizes": pc.hidden_sizes + extra.hidden_sizes}
     return cfg.override(parts=parts, private_path=p, private_seed=private.seed)
+
+
+def _plain(value: Any) -> Any:
+    """A value read by :class:`_Lines` as plain dicts and lists (for ``yaml.safe_dump``)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def config_text_with(path: str | os.PathLike, values: dict[tuple[str, str], float],
+                     notes: dict[tuple[str, str], str]) -> str:
+    """The text of the config file ``path`` with ``values`` set, everything else as written.
+
+    Each key of ``values`` is ``(section, key)`` (``("timeouts", "part_s")``). Where the file has
+    the key in block style, its value on that line is replaced; where the section has no such key,
+    a line is added below the section's; where there is no section, one is added at the end. Each
+    line set ends with ``# `` and its note from ``notes`` (why it was set). Comments and layout
+    elsewhere are kept. Where the result does not read back with the values (a section in flow
+    style, ``{part_s: 300}``), the file's mapping is written out whole instead (its comments then
+    lost), under one comment line per note.
+
+    Raises:
+        ConfigError: the file cannot be read or is not valid YAML (as :func:`load_config`).
+    """
+    p = str(path)
+    root = _read_yaml(p) or {}
+    text = Path(p).read_text(encoding="utf-8")
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    shown = {k: f"{v:g}" if isinstance(v, float) else str(v) for k, v in values.items()}
+    added: dict[int, list[str]] = {}  # 0-based line index -> lines to insert after it
+    appended: dict[str, list[str]] = {}
+    for (section, key), value in shown.items():
+        comment = notes[(section, key)]
+        mapping = root.get(section) if isinstance(root, dict) else None
+        if mapping is None and section in getattr(root, "lines", {}):  # `section:` with nothing below it
+            added.setdefault(root.lines[section] - 1, []).append(f"  {key}: {value}  # {comment}\n")
+            continue
+        if not isinstance(mapping, dict) or not hasattr(mapping, "lines"):
+            appended.setdefault(section, []).append(f"  {key}: {value}  # {comment}\n")
+            continue
+        head = root.lines[section] - 1
+        if key in mapping:
+            at = mapping.lines[key] - 1
+            lines[at] = re.sub(rf"^(\s*{re.escape(key)}\s*:\s*)[^#\n]*?(\s*#.*)?(\n)$",
+                               lambda m: f"{m.group(1)}{value}  # {comment}\n", lines[at])
+        else:
+            first = min(mapping.lines.values(), default=None)
+            indent = re.match(r"\s*", lines[first - 1]).group(0) if first and first - 1 > head else "  "
+            added.setdefault(head, []).append(f"{indent}{key}: {value}  # {comment}\n")
+    out = []
+    for i, line in enumerate(lines):
+        out.append(line)
+        out += added.get(i, [])
+    for section, body in appended.items():
+        out += [f"{section}:\n", *body]
+    new = "".join(out)
+    try:
+        data = yaml.safe_load(new) or {}
+        ok = all(isinstance(data.get(s), dict) and data[s].get(k) == values[(s, k)] for s, k in values)
+    except yaml.YAMLError:
+        ok = False
+    if ok:
+        return new
+    whole = _plain(root)
+    for (section, key), value in values.items():
+        whole.setdefault(section, {})[key] = value
+    return "".join(f"# {section}.{key}: {notes[(section, key)]}\n" for section, key in values) + \
+        yaml.safe_dump(whole, sort_keys=False)

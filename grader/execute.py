@@ -86,6 +86,17 @@ def case_list(cfg: Config, key: str) -> list[CaseSpec]:
     return visible + hidden
 
 
+def sizes_up_to(cfg: Config, max_n: int) -> Config:
+    """``cfg`` with every part's sizes and hidden sizes above ``max_n`` left out (``scangrade
+    check``'s quick check: ``check.quick_max_n``). A part left with no size keeps n = 1, which
+    :func:`case_list` grades anyway; timed sizes (a GPU's, quick there) stay."""
+    parts = {}
+    for key, pc in cfg.parts.items():
+        sizes = tuple(n for n in pc.sizes if n <= max_n) or (1,)
+        parts[key] = {"sizes": sizes, "hidden_sizes": tuple(n for n in pc.hidden_sizes if n <= max_n)}
+    return cfg.override(parts=parts)
+
+
 #: The runs of a case whose buffers can be live at once: :func:`run_case` keeps one run's buffers
 #: while the next (the second shared-memory fill, the next thread order) allocates its own.
 RUNS_LIVE = 2

@@ -12,7 +12,8 @@ copied as ``serverFilesCourse/<name>/``::
                    is not gradable and says why. ``--part KEY`` grades one part (a question per
                    part), ``--root DIR`` or ``SCANGRADE_GRADE_ROOT`` moves /grade (for trying it)
     Dockerfile     the grading image: scangrade's dependencies in /opt/scangrade-venv
-    config.yaml    the course's config; private.yaml, the private config, when one was given
+    config.yaml    the course's config, its timeouts fitted into the job's (:func:`fitted_timeouts`);
+                   private.yaml, the private config, when one was given
     scangrade/     grader/, reference/ (with the reference solutions, for timing on a GPU),
                    pyproject.toml, README.md: the grader run.sh runs
 
@@ -25,10 +26,11 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.bundle import course_config, script_text, stage_course
+from grader.config import Timeouts, config_text_with, load_config
 from grader.errors import UsageError
 from grader.release import PROJECT_ROOT, check_destination, release_files, replace_with
 
@@ -41,6 +43,27 @@ DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S = 120, 600
 #: Seconds of a job's timeout kept for what is not grading: starting Python, collecting the files,
 #: writing results.json. ``timeouts.submission_s`` must leave them.
 STARTUP_S = 10
+
+
+def fitted_timeouts(timeouts: Timeouts, job_s: int) -> dict[str, tuple[float, float, str]]:
+    """The config's timeouts that must change for a PrairieLearn job of ``job_s`` seconds, so that
+    scangrade ends a slow or hanging submission itself and writes its results before PrairieLearn
+    kills the job (which leaves the student no results): ``submission_s`` at most ``job_s`` less
+    :data:`STARTUP_S`, ``part_s`` at most ``submission_s``, ``case_s`` at most ``part_s``; a key
+    already within its bound keeps its value.
+
+    Returns:
+        key (``submission_s``) -> (the config's seconds, the seconds the bundle uses, why), for
+        the keys that change only, in that order.
+    """
+    submission = min(timeouts.submission_s, job_s - STARTUP_S)
+    part = min(timeouts.part_s, submission)
+    case = min(timeouts.case_s, part)
+    rules = (("submission_s", timeouts.submission_s, submission,
+              f"the job's timeout of {job_s} s less {STARTUP_S} s to start and write the results"),
+             ("part_s", timeouts.part_s, part, "at most timeouts.submission_s"),
+             ("case_s", timeouts.case_s, case, "at most timeouts.part_s"))
+    return {key: (old, new, why) for key, old, new, why in rules if new != old}
 #: The image the Dockerfile is meant to be pushed as, in the printed ``info.json`` (a placeholder).
 IMAGE_PLACEHOLDER = "ORG/scangrade-grader:TAG"
 
@@ -63,12 +86,14 @@ class PrairieLearnBundle:
         files: its files (POSIX paths relative to ``folder``), sorted.
         private: whether a private config is inside.
         timeout_s: the job timeout it was built for (``TIME_LIMIT`` in run.sh).
+        fitted: the timeouts its ``config.yaml`` changed (:func:`fitted_timeouts`).
     """
 
     folder: Path
     files: tuple[str, ...]
     private: bool
     timeout_s: int
+    fitted: dict[str, tuple[float, float, str]] = field(default_factory=dict)
 
     def describe(self) -> str:
         """What was written and what to do with it, for the terminal (several lines)."""
@@ -76,7 +101,9 @@ class PrairieLearnBundle:
                              indent=2)
         return (f"PrairieLearn bundle: {self.folder} ({len(self.files)} files"
                 f"{', with the private config' if self.private else ''})\n"
-                f"copy it to your course's serverFilesCourse/{self.folder.name}/; it holds the reference solutions"
+                + "".join(f"its config.yaml: timeouts.{key} {old:g} -> {new:g} s ({why})\n"
+                          for key, (old, new, why) in self.fitted.items())
+                + f"copy it to your course's serverFilesCourse/{self.folder.name}/; it holds the reference solutions"
                 + (" and the private config" if self.private else "") + ": keep the course repository to staff\n"
                 f"build the image from it (docker build -t {IMAGE_PLACEHOLDER} {self.folder}) and push it; "
                 "then, in each question's info.json (add --part KEY to the entrypoint to grade one part):\n"
@@ -94,7 +121,9 @@ def build_prairielearn_bundle(out: Path, *, config: Path, private_config: Path |
         private_config: a private configuration, stored as ``private.yaml`` and used for every
             submission.
         timeout_s: the job timeout the questions will set (``externalGradingOptions.timeout``,
-            1 to 600 s); run.sh stops scangrade 5 s before it.
+            more than :data:`STARTUP_S`, at most 600 s); run.sh stops scangrade 5 s before it, and
+            the bundle's ``config.yaml`` has the timeouts fitted into it (:func:`fitted_timeouts`;
+            each changed line says so in a comment).
         force: replace an existing ``out``.
         source_root: the scangrade checkout whose ``grader/``, ``reference/`` (solutions included),
             ``pyproject.toml`` and ``README.md`` go into ``scangrade/``.
@@ -103,19 +132,17 @@ def build_prairielearn_bundle(out: Path, *, config: Path, private_config: Path |
         The :class:`PrairieLearnBundle` written.
 
     Raises:
-        UsageError: ``out`` is unusable, ``timeout_s`` is out of PrairieLearn's range or shorter
-            than the config's ``timeouts.submission_s`` plus :data:`STARTUP_S`, or the checkout lacks
-            a file the bundle needs.
+        UsageError: ``out`` is unusable, ``timeout_s`` is above PrairieLearn's 600 s or leaves
+            no time to grade, or the checkout lacks a file the bundle needs.
         ConfigError: ``config`` or ``private_config`` is invalid.
     """
-    if not 1 <= timeout_s <= MAX_TIMEOUT_S:
-        raise UsageError(f"--timeout {timeout_s}: PrairieLearn's job timeout is 1 to {MAX_TIMEOUT_S} seconds")
+    if not STARTUP_S < timeout_s <= MAX_TIMEOUT_S:
+        raise UsageError(f"--timeout {timeout_s}: PrairieLearn's job timeout is at most {MAX_TIMEOUT_S} s, and the "
+                         f"bundle needs more than {STARTUP_S} s of it to start and write the results; pass a --timeout "
+                         f"from {STARTUP_S + 1} to {MAX_TIMEOUT_S} (default {DEFAULT_TIMEOUT_S}, which grades the "
+                         "shipped config: docs/prairielearn.md)")
     cfg = course_config(config, private_config, source_root=source_root, what="the bundle")
-    if cfg.timeouts.submission_s + STARTUP_S > timeout_s:
-        raise UsageError(f"{config}: timeouts.submission_s is {cfg.timeouts.submission_s:g} s, so a submission could "
-                         f"outlast the job's timeout of {timeout_s} s (with {STARTUP_S} s to start and write "
-                         f"results) and get no results; set timeouts.submission_s to {timeout_s - STARTUP_S} or less "
-                         "(and timeouts.case_s, part_s to fit; docs/prairielearn.md), or pass a longer --timeout")
+    fitted = fitted_timeouts(cfg.timeouts, timeout_s)
     check_destination(out, force=force, what="the PrairieLearn bundle", source_root=source_root)
     parent = out.resolve().parent
     parent.mkdir(parents=True, exist_ok=True)
@@ -126,9 +153,16 @@ def build_prairielearn_bundle(out: Path, *, config: Path, private_config: Path |
                                         encoding="utf-8")
         (staging / ENTRYPOINT).chmod(0o755)
         stage_course(staging, config=config, private_config=private_config, source_root=source_root)
+        if fitted:
+            keys = {("timeouts", key): value for key, (_, value, _) in fitted.items()}
+            notes = {("timeouts", key): f"prairielearn-bundle --timeout {timeout_s}: {why} (the course's config: "
+                                        f"{old:g})" for key, (old, _, why) in fitted.items()}
+            (staging / "config.yaml").write_text(config_text_with(config, keys, notes), encoding="utf-8")
+            load_config(staging / "config.yaml")  # still valid, as the course's was
         files = release_files(staging)
         staging.chmod(0o755)
         replace_with(staging, out.resolve())
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return PrairieLearnBundle(folder=out, files=tuple(files), private=private_config is not None, timeout_s=timeout_s)
+    return PrairieLearnBundle(folder=out, files=tuple(files), private=private_config is not None, timeout_s=timeout_s,
+                              fitted=fitted)

@@ -243,6 +243,7 @@ def student_readme(cfg: Config) -> str:
     rows = "\n".join(_part_rows(cfg))
     example = next(key for key in PARTS if key in cfg.parts)
     pad = " " * max(1, 45 - len(f'make check ARGS="--part {example}"'))
+    pad_k = " " * max(1, 45 - len(f'make pytest ARGS="-k {example}"'))
     return f"""\
 # Parallel prefix sum (scan) in CUDA: the assignment and its grader
 
@@ -266,9 +267,10 @@ for the grader's CPU emulator; on Debian or Ubuntu: `sudo apt install python3-ve
 from this folder (the one holding `assignment/` and `config.yaml`):
 
 ```sh
-make check                                   # grade everything in assignment/
+make check                                   # a quick check of everything in assignment/
+make check ARGS="--full"                     # every size, as the official grade
 make check ARGS="--part {example}"{pad}# one part (repeatable)
-make pytest ARGS="-k int32"                  # the same cases as pytest items (-k selects)
+make pytest ARGS="-k {example}"{pad_k}# every size of a part, as pytest items (-k selects)
 ```
 
 The first run creates `.venv` and installs the grader into it, with pytest; later runs install
@@ -282,14 +284,17 @@ Without `make`, the same by hand (run `. .venv/bin/activate` again in each new s
 python3 -m venv .venv
 . .venv/bin/activate
 pip install -e ".[test]"                     # with a GPU: pip install -e ".[gpu,test]"
-scangrade check                              # grade everything in assignment/
+scangrade check                              # a quick check of everything in assignment/
+scangrade check --full                       # every size, as the official grade
 scangrade check --backend emulator           # on the CPU even where a GPU is usable
-pytest --scangrade assignment                # the same cases as pytest items
+pytest --scangrade assignment                # every case of every size as pytest items
 ```
 
-It compiles each part, runs it at every configured size with `int` and `float` inputs, and
+It compiles each part, runs it at the configured sizes with `int` and `float` inputs, and
 reports each case as passed or failed, with the first wrong element and a likely cause; the exit
-status is 0 when every case passes. On a GPU (through PyCUDA) it also times the timed parts; on
+status is 0 when every case passes. By default `check` is quick: it grades the sizes up to
+`check.quick_max_n` in `config.yaml` ({cfg.check.quick_max_n}) and says what it left out;
+`check --full`, the pytest route and the official grade run every size. On a GPU (through PyCUDA) it also times the timed parts; on
 the CPU emulator it checks correctness only, and with data-race, out-of-bounds and barrier checks
 (`--no-checks` turns them off). The handout's section "Checking your work" says more. The
 templates compile as handed out and fail every case until you write the kernels.

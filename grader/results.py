@@ -448,6 +448,9 @@ class SubmissionResult:
         parts: one PartResult per graded part.
         scangrade_version: the grader's version.
         started_at: ISO 8601 UTC time the run started; elapsed_s: its wall time in seconds.
+        quick_max_n: for ``scangrade check``'s quick check, the largest n graded (``check.quick_max_n``),
+            else None; skipped_cases and skipped_points: the cases of the graded parts it left out
+            (larger n) and the points they are worth, neither in :attr:`points` nor :attr:`max_points`.
     """
 
     submission: str
@@ -463,6 +466,9 @@ class SubmissionResult:
     elapsed_s: float
     timed: bool = False
     timing_note: str = field(default="")
+    quick_max_n: int | None = None
+    skipped_cases: int = 0
+    skipped_points: float = 0.0
 
     @property
     def points(self) -> float:

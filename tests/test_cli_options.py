@@ -42,7 +42,7 @@ def test_every_command_runs_through_the_one_exit_status_mapping():
     commands = {"grade": ["grade", "x"], "check": ["check"], "batch": ["batch", "x", "--out", "o"],
                 "merge": ["merge", "x", "--out", "o"], "report": ["report", "x"], "release": ["release", "x"],
                 "gradescope-bundle": ["gradescope-bundle", "x"], "prairielearn-bundle": ["prairielearn-bundle", "x"],
-                "bench": ["bench"]}
+                "private-template": ["private-template"], "bench": ["bench"]}
     assert set(commands) == set(parser._subparsers._group_actions[0].choices)
     for argv in commands.values():
         run = parser.parse_args(argv).run

@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 
 from grader.cli import main
-from grader.prairielearn_bundle import ENTRYPOINT, build_prairielearn_bundle, grading_options
+from grader.config import load_config
+from grader.prairielearn_bundle import (DEFAULT_TIMEOUT_S, ENTRYPOINT, STARTUP_S, build_prairielearn_bundle,
+                                         grading_options)
 from tests.conftest import BROKEN, ROOT, SOLUTIONS
 from tests.test_prairielearn import check_contract
 
@@ -192,7 +194,7 @@ def test_a_hanging_kernel_is_a_graded_timeout_within_case_s(bundle, tmp_path):
 
 
 def test_past_the_jobs_time_limit_it_still_writes_results(tmp_path):
-    """A config edited after the bundle was built (the bundle checks it) whose timeouts outlast the
+    """A config edited after the bundle was built (the bundle fits it) whose timeouts outlast the
     job: run.sh stops scangrade 5 s before the job's timeout (16 s) and says so."""
     made = build_prairielearn_bundle(tmp_path / "b", config=_config(tmp_path, timeouts="submission_s: 6"),
                                      timeout_s=16).folder
@@ -249,19 +251,71 @@ def test_the_error_output_is_kept_from_students_when_the_bundle_has_a_private_co
     assert "hidden_sizes" not in json.dumps(doc) and str(PRIVATE_SEED) not in json.dumps(doc)
 
 
-def test_prairielearn_bundle_refuses_a_config_that_could_outlast_the_job(tmp_path, capsys):
-    config = str(_config(tmp_path))  # submission_s 100
+def test_prairielearn_bundle_fits_the_timeouts_into_the_job_and_says_so(tmp_path, capsys):
+    config = _config(tmp_path)  # part_s 120, case_s 5, submission_s 100
     out = tmp_path / "bundle"
-    assert main(["prairielearn-bundle", str(out), "--config", config, "--timeout", "60"]) == 2
-    err = capsys.readouterr().err
-    assert "timeouts.submission_s is 100 s" in err and "set timeouts.submission_s to 50 or less" in err
-    assert main(["prairielearn-bundle", str(out), "--config", config, "--timeout", "601"]) == 2
-    assert "1 to 600 seconds" in capsys.readouterr().err
-    assert not out.exists()
+    assert main(["prairielearn-bundle", str(out), "--config", str(config), "--timeout", "60"]) == 0
+    printed = capsys.readouterr().out
+    assert "its config.yaml: timeouts.submission_s 100 -> 50 s (the job's timeout of 60 s less 10 s" in printed
+    assert "its config.yaml: timeouts.part_s 120 -> 50 s (at most timeouts.submission_s)" in printed
+    assert "case_s" not in printed  # 5 s fits: unchanged
+    shipped = load_config(out / "config.yaml")
+    assert (shipped.timeouts.submission_s, shipped.timeouts.part_s, shipped.timeouts.case_s) == (50, 50, 5)
+    changed = [line for line in (out / "config.yaml").read_text().splitlines()
+               if line != "" and line not in config.read_text().splitlines()]
+    assert [line.split("  # ")[0] for line in changed] == ["  part_s: 50", "  submission_s: 50"]
+    assert all(line.split("  # ")[1].startswith("prairielearn-bundle --timeout 60: ") for line in changed)
+    assert len((out / "config.yaml").read_text().splitlines()) == len(config.read_text().splitlines())  # the rest kept
+    assert load_config(config).timeouts.submission_s == 100  # the course's config is not touched
+    (tmp_path / "nested").mkdir()
+    nested = _config(tmp_path / "nested", timeouts="part_s: 60\n  case_s: 5\n  submission_s: 100")
+    assert main(["prairielearn-bundle", str(tmp_path / "b2"), "--config", str(nested), "--timeout", "300"]) == 0
+    assert "its config.yaml" not in capsys.readouterr().out  # everything fits a 300 s job: nothing changed
+    assert (tmp_path / "b2" / "config.yaml").read_text() == nested.read_text()
+
+
+def test_the_shipped_config_makes_a_bundle_as_the_readme_writes_the_command(tmp_path, capsys):
+    """``scangrade prairielearn-bundle OUT`` with no option: the checkout's config.yaml, a 120 s job."""
+    out = tmp_path / "scangrade"
+    assert main(["prairielearn-bundle", str(out), "--config", str(ROOT / "config.yaml")]) == 0
+    printed = capsys.readouterr().out
+    assert printed.count("its config.yaml: timeouts.") == 3
+    timeouts = load_config(out / "config.yaml").timeouts
+    assert timeouts.submission_s + STARTUP_S <= DEFAULT_TIMEOUT_S
+    assert timeouts.case_s <= timeouts.part_s <= timeouts.submission_s
+
+
+def test_prairielearn_bundle_refuses_a_timeout_it_cannot_take_and_says_which_it_can(tmp_path, capsys):
+    config = str(_config(tmp_path))
+    out = tmp_path / "bundle"
+    for timeout in ("10", "601"):
+        assert main(["prairielearn-bundle", str(out), "--config", config, "--timeout", timeout]) == 2
+        assert "pass a --timeout from 11 to 600" in capsys.readouterr().err
+    assert main(["prairielearn-bundle", str(out), "--config", config, "--timeout", "11"]) == 0
+    assert load_config(out / "config.yaml").timeouts.submission_s == 1
+    capsys.readouterr()
+    out = tmp_path / "scangrade"
     assert main(["prairielearn-bundle", str(out), "--config", config]) == 0
     printed = capsys.readouterr().out
-    assert json.loads(printed[printed.index("{"):]) == {"externalGradingOptions": grading_options("bundle",
+    assert json.loads(printed[printed.index("{"):]) == {"externalGradingOptions": grading_options("scangrade",
                                                                                                   timeout_s=120)}
     assert main(["prairielearn-bundle", str(out), "--config", config]) == 2
     assert "already exists" in capsys.readouterr().err
     assert main(["prairielearn-bundle", str(out), "--config", config, "--force"]) == 0
+
+
+@pytest.mark.parametrize("timeouts, kept", [
+    ("", True),                                        # no timeouts section: one is added, comments kept
+    ("timeouts:\n  case_s: 5\n", True),               # the keys it lacks are added below it
+    ("timeouts: {part_s: 300, case_s: 5}\n", False),  # flow style: the mapping is written out whole
+])
+def test_the_timeouts_are_fitted_whatever_the_layout_of_the_config(tmp_path, timeouts, kept):
+    config = tmp_path / "config.yaml"
+    config.write_text("# the course's config\nseed: 7\n" + timeouts + "parts:\n  part1_naive:\n    sizes: [1]\n")
+    made = build_prairielearn_bundle(tmp_path / "b", config=config, timeout_s=40)
+    shipped = load_config(made.folder / "config.yaml")
+    assert (shipped.timeouts.submission_s, shipped.timeouts.part_s, shipped.timeouts.case_s) == \
+        (30, 30, 5 if "case_s" in timeouts else 30)
+    assert shipped.parts["part1_naive"].sizes == (1,) and shipped.seed == 7
+    assert list(made.fitted) == ["submission_s", "part_s"] + ([] if "case_s" in timeouts else ["case_s"])
+    assert ("# the course's config" in (made.folder / "config.yaml").read_text()) == kept

@@ -62,8 +62,9 @@ if ! "$VENV/bin/python" -m grader grade "$SOURCE/scangrade/reference/solutions/p
         --config "$warm/config.yaml" --backend emulator --require-sandbox; then
     echo "setup.sh: the installed scangrade could not grade the Part 1 reference solution (output above)." >&2
     echo "setup.sh: if it says bubblewrap cannot run here, this container does not allow user namespaces:" \
-         "set 'emulator.sandbox: auto' in the bundle's config.yaml to grade with resource limits and" \
-         "seccomp only (docs/security.md), and build the bundle again" >&2
+         "set 'emulator.sandbox: auto' in the config you build the bundle from (scangrade gradescope-bundle" \
+         "--config FILE) to grade with resource limits and seccomp only (docs/security.md), build the bundle" \
+         "again and upload it" >&2
     exit 1
 fi
 rm -rf "$warm"

@@ -368,3 +368,15 @@ def public_elapsed_s(result: SubmissionResult) -> float | None:
     time would cover the hidden cases: a kernel could spin in proportion to a hidden size and read it
     back; the visible cases' share cannot be told apart where parts ran at once)."""
     return None if any(hidden_phase_ran(p) for p in result.parts) else result.elapsed_s
+
+
+def quick_check_text(result: SubmissionResult) -> str | None:
+    """What ``scangrade check``'s quick check left out, in one sentence for every report format,
+    or None for a grade of every size (or a quick check that left nothing out)."""
+    if result.quick_max_n is None or not result.skipped_cases:
+        return None
+    cases = f"{result.skipped_cases} case{'s' if result.skipped_cases != 1 else ''}"
+    worth = f"{result.skipped_points:g} point{'s' if result.skipped_points != 1 else ''}"
+    return (f"Quick check: skipped n > {result.quick_max_n} ({cases}, {worth}, neither "
+            f"passed nor failed and not in this total); `scangrade check --full` runs every size, as the official "
+            f"grade does")

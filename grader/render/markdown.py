@@ -11,7 +11,7 @@ import re
 from grader.render._common import (CASE_STATUS_WORDS, PART_STATUS_WORDS, block_size_text, device_text, folded_sizes,
                                    group_findings, is_hidden, is_timed_case, pending_text, performance_shown, points,
                                    printable, public_case_name, public_elapsed_s, public_part_message, public_seed,
-                                   stopped_case, student_view, whole_part_failure)
+                                   quick_check_text, stopped_case, student_view, whole_part_failure)
 from grader.results import CaseResult, PartResult, SubmissionResult, Timing
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
@@ -209,6 +209,9 @@ def markdown(result: SubmissionResult) -> str:
     lines += [" · ".join(facts), ""]
     if result.timing_note:
         lines += [f"_{_md(result.timing_note)}_", ""]
+    quick = quick_check_text(result)
+    if quick:
+        lines += [f"**{_md(quick)}.**", ""]
     rows = []
     for p in result.parts:
         checks = [c for c in p.cases if not is_timed_case(c)]

@@ -10,7 +10,7 @@ import textwrap
 
 from grader.render._common import (SHOWN_FINDINGS, block_size_text, folded_sizes, group_findings, is_hidden,
                                    is_timed_case, other_findings, pending_text, performance_shown, printable,
-                                   public_elapsed_s, public_seed, student_view)
+                                   public_elapsed_s, public_seed, quick_check_text, student_view)
 from grader.results import CaseResult, PartResult, SubmissionResult
 
 #: The emulator's sandbox when all of it is in force (``EmulatorBackend.describe()["sandbox"]``).
@@ -174,6 +174,9 @@ def render_text(result: SubmissionResult, *, show_hidden: bool = False) -> str:
              f"backend: {result.backend}{f' on {dev}' if dev else ''} ({result.backend_reason})",
              f"config: {result.config}{f' · seed {seed}' if seed is not None else ''} · {block_size_text(result)}",
              ""]
+    quick = quick_check_text(result)
+    if quick:
+        lines.insert(3, f"mode: quick check, sizes up to n = {result.quick_max_n} (`scangrade check --full`: every size)")
     if result.device.get("checker"):
         lines.insert(3, f"checks: {result.device['checker']}")
     sandbox = result.device.get("sandbox")
@@ -198,5 +201,7 @@ def render_text(result: SubmissionResult, *, show_hidden: bool = False) -> str:
                  f"{f'{_points(result.points)}/{_points(result.max_points)}':>11}")
     if result.pending_points:
         lines.append(f"PENDING {pending_text(result.pending_points)}.")
+    if quick:
+        lines.append(f"QUICK CHECK: {quick[len('Quick check: '):]}.")
     lines.append(f"{result.timing_note}." + (f" Graded in {elapsed:.1f} s." if elapsed is not None else ""))
     return printable("\n".join(lines))  # results are clean already; a result read back from a file may not be
