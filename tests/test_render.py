@@ -226,6 +226,31 @@ def test_junit_keeps_hidden_details_for_course_ci(junit_root):
     assert "SECRETMSG" in _testcase(junit_root, "part1_naive", "hidden #1 int32").find("failure").get("message")
 
 
+def test_junit_places_a_compile_error_on_the_students_line(junit_root):
+    tc = _testcase(junit_root, "part2_blelloch", "compile-error")
+    assert (tc.get("file"), tc.get("line")) == ("sub/part2_blelloch.cu", "12")  # nvcc's FILE(LINE): error
+    host = PartResult(key="part4_any_size", number=4, title="t", file="a/part4_any_size.cu", status="compile-error",
+                      message="part4_any_size.cu does not compile (host C++ compiler under the CPU emulator): "
+                              "scan.h:3:1: error: in the grader's header\npart4_any_size.cu:61:21: error: x")
+    tc = ET.fromstring(junit_xml(submission(host))).find("testsuite/testcase")
+    assert (tc.get("file"), tc.get("line")) == ("a/part4_any_size.cu", "61")  # the student's file, not another
+
+
+def test_junit_places_a_case_by_its_first_finding_with_a_line_in_the_students_file():
+    from grader.results import CaseFinding
+    findings = (CaseFinding("race", "elsewhere", file="scan_common.cuh", line=3),
+                CaseFinding("out-of-bounds", "here", file="part1_naive.cu", line=42),
+                CaseFinding("mismatch", "wrong"))
+    part = dataclasses.replace(PART1, cases=(
+        case("n=3 int32", 3, "fail", message="race", kind="race", findings=findings),
+        case("n=5 int32", 5, "fail", message="out[1] = 2, expected 3", kind="mismatch"),
+        case("n=7 int32", 7, "pass", findings=findings[1:2])))
+    root = ET.fromstring(junit_xml(submission(part)))
+    places = {tc.get("name"): (tc.get("file"), tc.get("line")) for tc in root.iter("testcase")}
+    assert places["n=3 int32"] == ("sub/part1_naive.cu", "42")
+    assert places["n=5 int32"] == places["n=7 int32"] == (None, None)  # a wrong value has no line; a pass no failure
+
+
 def test_junit_timed_case_reports_timing(junit_root):
     out = _testcase(junit_root, "part1_naive", "timed n=512 int32").find("system-out").text
     assert "0.0123 ms" in out and "333.3 GB/s" in out and "1.12× the reference" in out
