@@ -58,6 +58,8 @@ def test_a_class_is_graded_into_a_gradebook_and_reports_even_with_a_hanging_subm
     assert by_id["dave"]["part1_naive"] == "0" and by_id["dave"]["part2_blelloch"] == "3"
     assert [r["status"] for r in book] == ["pass", "fail", "pass", "fail"]
     assert all(r["backend"] == "emulator" for r in book)
+    assert [(r["folder"], r["name"], r["email"]) for r in book] == [  # no export: the entry only
+        ("alice", "", ""), ("bob", "", ""), ("carol.zip", "", ""), ("dave", "", "")]
     for sid in by_id:
         for name in ("result.json", "report.txt", "report.md", "results.json", "junit.xml"):
             assert (out / sid / name).is_file(), (sid, name)
