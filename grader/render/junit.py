@@ -159,12 +159,13 @@ def junit_xml(result: SubmissionResult) -> str:
     before any case ran (compile error, missing file, timeout or crash while compiling) is a single
     ``<testcase name=STATUS>`` with an ``<error>`` whose body is the part's full message (the
     compiler output). A failing testcase carries ``file`` and ``line`` (the attributes pytest
-    writes, which GitHub's and GitLab's JUnit readers turn into an annotation on that line) where
-    it can be placed in the student's file: a case by its first finding that names a line
-    (:func:`case_place`: a race, an out-of-bounds access, a deadlock...), a part that does not
-    compile by its first compile error (:func:`compile_place`); ``file`` is the part's file as
-    the result records it, ``line`` counts from 1. A part with a performance score adds ``<testcase name="performance">``:
-    skipped when not timed, a failure below full performance points. Hidden cases appear in full:
+    writes; CI's JUnit readers place the case there, and GitHub's ``mikepenz/action-junit-report``
+    annotates that line) where it can be placed in the student's file: a case by its first
+    finding that names a line (:func:`case_place`: a race, an out-of-bounds access, a
+    deadlock...), a part that does not compile by its first compile error
+    (:func:`compile_place`); ``file`` is the part's file as the result records it, ``line`` counts
+    from 1. A part with a performance score adds ``<testcase name="performance">``: skipped when
+    not timed, a failure below full performance points. Hidden cases appear in full:
     this output is for course CI, not for students. ANSI colour sequences are dropped and other
     characters XML 1.0 cannot hold (NUL, other control characters) are written as ``\\xNN``.
     """
