@@ -58,6 +58,8 @@ def test_a_class_is_graded_into_a_gradebook_and_reports_even_with_a_hanging_subm
     assert by_id["dave"]["part1_naive"] == "0" and by_id["dave"]["part2_blelloch"] == "3"
     assert [r["status"] for r in book] == ["pass", "fail", "pass", "fail"]
     assert all(r["backend"] == "emulator" for r in book)
+    assert [(r["folder"], r["name"], r["email"]) for r in book] == [  # no export: the entry only
+        ("alice", "", ""), ("bob", "", ""), ("carol.zip", "", ""), ("dave", "", "")]
     for sid in by_id:
         for name in ("result.json", "report.txt", "report.md", "results.json", "junit.xml"):
             assert (out / sid / name).is_file(), (sid, name)
@@ -91,6 +93,8 @@ def test_gradescope_export_metadata_names_the_rows(tmp_path):
         "submission_101:\n  :submitters:\n  - :name: Ada\n    :sid: s1815\n    :email: ada@example.edu\n")
     subs = find_submissions(root, work=tmp_path / "work")
     assert [(s.id, s.path) for s in subs] == [("s1815", tmp_path / "work" / "s1815")]  # the grader's copy
+    assert (subs[0].person.name, subs[0].person.email, subs[0].person.folder) == \
+        ("Ada", "ada@example.edu", "submission_101")
     assert sorted(f.name for f in subs[0].path.iterdir()) == sorted(f.name for f in SOLUTIONS.glob("*.cu"))
 
 
@@ -197,7 +201,8 @@ def test_every_member_of_a_group_submission_gets_a_row_graded_once(tmp_path):
         (root / name).mkdir(parents=True)
         shutil.copy(SOLUTIONS / "part1_naive.cu", root / name)
     (root / "submission_metadata.yml").write_text(
-        "submission_101:\n  :submitters:\n  - :name: Ada\n    :sid: s1815\n  - :name: Grace\n    :sid: s1906\n"
+        "submission_101:\n  :submitters:\n  - :name: Ada Lovelace\n    :sid: s1815\n    :email: ada@example.edu\n"
+        "  - :name: Grace\n    :sid: s1906\n"
         "submission_102:\n  :submitters:\n  - :name: Alan\n    :email: alan@example.edu\n")
     assert count_submissions(root) == 3
     seen = []
@@ -207,6 +212,13 @@ def test_every_member_of_a_group_submission_gets_a_row_graded_once(tmp_path):
     assert [sid for sid, _ in rows] == ["s1815", "s1906", "alan@example.edu"] and sorted(seen) == sorted(dict(rows))
     book = {r["student"]: r for r in csv.DictReader((tmp_path / "out" / "gradebook.csv").open())}
     assert set(book) == {"s1815", "s1906", "alan@example.edu"} and all(r["status"] == "pass" for r in book.values())
+    # the export's name and email, and the submission's folder in it, are kept beside the id
+    assert {sid: (r["name"], r["email"], r["folder"]) for sid, r in book.items()} == {
+        "s1815": ("Ada Lovelace", "ada@example.edu", "submission_101"), "s1906": ("Grace", "", "submission_101"),
+        "alan@example.edu": ("Alan", "alan@example.edu", "submission_102")}
+    students = json.loads((tmp_path / "out" / "batch.json").read_text())["students"]
+    assert [(s["id"], s["name"], s["email"], s["folder"]) for s in students][0] == \
+        ("s1815", "Ada Lovelace", "ada@example.edu", "submission_101")  # for scangrade merge
     ada, grace = dict(rows)["s1815"], dict(rows)["s1906"]
     assert ada.started_at == grace.started_at and ada.parts == grace.parts  # one grading, two rows
     for sid in book:

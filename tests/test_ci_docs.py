@@ -84,6 +84,8 @@ def test_the_github_workflow_grades_on_push_with_the_emulator_and_on_a_self_host
         assert report["with"]["report_paths"] == args.junit  # the file scangrade wrote is the one published
         assert args.junit in upload["with"]["path"].split() and args.json in upload["with"]["path"].split()
         assert "cancelled()" in report["if"] and "cancelled()" in upload["if"]  # also when cases fail
+        # a fork's pull request has a read-only token: annotations on the lines, no check run
+        assert "head.repo.fork" in report["with"]["annotate_only"]
     assert wf["permissions"]["checks"] == "write"
 
 
@@ -110,7 +112,7 @@ def test_the_gitlab_jobs_grade_with_the_emulator_and_on_a_gpu_runner_and_publish
 def test_the_readme_names_both_files_and_the_commands():
     text = (CI / "README.md").read_text()
     for needle in ("github-actions.yml", "gitlab-ci.yml", "scangrade check --backend emulator",
-                   "self-hosted", "SCANGRADE_GPU", "artifacts:reports:junit"):
+                   "self-hosted", "SCANGRADE_GPU", "artifacts:reports:junit", "`file`", "`line`", "annotate_only"):
         assert needle in text, needle
 
 
@@ -140,3 +142,38 @@ def test_the_quick_start_is_an_apt_line_then_two_make_commands_that_ci_runs_in_a
     first_make = next(i for i, words in enumerate(ci) if "make" in words)
     assert clone < first_make  # in a fresh clone, as a new user would
     assert ran.index("make grade") < ran.index("make test") < len(ran) - ran[::-1].index("make grade") - 1
+
+
+def test_the_junit_the_workflow_publishes_places_a_race_on_the_students_line(tmp_path, monkeypatch, capsys):
+    """The emulator job's own command, in a student repository holding a Part 1 with a race: the
+    JUnit file it publishes carries ``file`` and ``line`` on the failing testcases, the attributes
+    the JUnit action named in the workflow turns into annotations, naming the student's file (a
+    path below the repository, as the action makes it relative to the workspace) and the racy line."""
+    import json
+    import xml.etree.ElementTree as ET
+
+    from grader.cli import main
+    from tests.conftest import BROKEN, write_config
+    repo = tmp_path / "repo"
+    (repo / "assignment").mkdir(parents=True)
+    source = repo / "assignment" / "part1_naive.cu"
+    source.write_bytes((BROKEN / "part1_missing_sync.cu").read_bytes())
+    write_config(repo, sizes={"part1_naive": [1, 33]})
+    monkeypatch.chdir(repo)
+    step = next(s["run"] for s in _load("github-actions.yml")["jobs"]["emulator"]["steps"]
+                if "run" in s and scangrade_commands(s["run"]))
+    (args,) = scangrade_commands(step.replace("$GITHUB_STEP_SUMMARY", "summary.md"))
+    assert main([*args, "--part", "part1_naive"]) == 1
+    capsys.readouterr()
+    junit, result = _parsed(args).junit, json.loads((repo / _parsed(args).json).read_text())
+    cases = {tc.get("name"): tc for tc in ET.parse(repo / junit).getroot().iter("testcase")}
+    racy = cases["n=33 int32"]
+    assert racy.find("failure") is not None
+    (finding,) = [f for c in result["parts"][0]["cases"] if c["name"] == "n=33 int32" for f in c["findings"]
+                  if f["kind"] == "race"]
+    where = Path(racy.get("file"))
+    assert (where if where.is_absolute() else repo / where).resolve() == source.resolve()
+    assert Path(str(where).replace(f"{repo}/", "")).as_posix() == "assignment/part1_naive.cu"  # as the action strips
+    assert racy.get("line") == str(finding["line"])
+    assert "buf[" in source.read_text().splitlines()[int(racy.get("line")) - 1]  # the racy access itself
+    assert cases["n=1 int32"].find("failure") is None and "file" not in cases["n=1 int32"].attrib

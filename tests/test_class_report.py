@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -351,3 +352,34 @@ def test_scangrade_batch_writes_the_class_report_of_a_small_class(tmp_path):
     groups = {a["id"] for a in dom.tags("details") if a.get("id", "").startswith("kind-")}
     assert groups == {"kind-out-of-bounds", "kind-missing"}
     assert len(_plots_in_dom(dom)) == 3  # two parts and the total
+
+
+def test_the_scores_say_which_points_are_pending_a_gpu_not_lost():
+    why = "not timed: the emulator backend cannot time kernels; performance points need a run on a GPU"
+    failed = _part("part5_single_pass", "fail", (_case(1), _case(33, "fail", "out[0] = 1, expected 0",
+                                                                 kind="mismatch")),
+                   performance=Performance(0.0, 10.0, None, "not timed: performance is scored only when every case "
+                                                            "passes"))
+    rows = [("ann", _result("ann", [_passing("part1_naive"), _part5(None, why=why)], backend="emulator")),
+            ("ben", _result("ben", [_passing("part1_naive"), failed], backend="emulator"))]
+    assert [r.pending_points for _, r in rows] == [10.0, 0.0]  # ben's 10 are lost: his Part 5 failed
+    page = class_report(rows, plots=False)
+    scores = _section(page, "scores")
+    of = {label: cell for label, cell in re.findall(r'<tr><td>(?:<b>)?([^<]+)(?:</b>)?</td><td class="num">(.*?)</td>',
+                                                    scores)}
+    assert of["Part 5: single pass"] == '12<br><span class="pending">10 pending a GPU run</span>'
+    assert of["Total"] == '14<br><span class="pending">10 pending a GPU run</span>'
+    assert of["Part 1: naive"] == "2"  # nothing of Part 1 waits for a GPU
+    assert "In 1 of 2 results, graded on the CPU emulator" in scores and "up to 10 of the 14 points" in scores
+    students = _section(page, "students")
+    assert '14 <span class="pending">(10 pending)</span></td>' in students  # ann's row
+    assert students.count("pending)") == 1  # ben's 10 are lost, not pending
+    gpu = _section(class_report(gpu_class(), plots=False), "scores")
+    assert "pending" not in gpu  # a GPU run has nothing pending
+
+
+def test_the_histogram_of_points_names_the_pending_share():
+    pytest.importorskip("matplotlib")
+    why = "not timed: the emulator backend cannot time kernels"
+    rows = [("ann", _result("ann", [_passing("part1_naive"), _part5(None, why=why)], backend="emulator"))]
+    assert "points (of 14; 10 pending a GPU run)" in _section(class_report(rows, plots=True), "scores")

@@ -55,8 +55,9 @@ def test_a_case_with_two_causes_lists_both_the_broken_contract_first(no_ticket_s
 def test_the_report_gradescope_and_the_json_show_every_finding(no_ticket_sign_extend):
     report = render_text(no_ticket_sign_extend)
     assert "also mismatch: out[" in report, report
-    (test,) = [t for t in gradescope(no_ticket_sign_extend)["tests"] if t["name"].endswith("n=5000 int32")]
-    assert test["output"].startswith("*tile_counter is 0") and "\nalso mismatch: out[" in test["output"]
+    (test,) = [t for t in gradescope(no_ticket_sign_extend)["tests"] if t["name"].endswith(" · int32")]
+    assert "\nFAILED  n=5000 int32\n    *tile_counter is 0" in test["output"]
+    assert "\n    also mismatch: out[" in test["output"]
     doc = json.loads(no_ticket_sign_extend.to_json())
     assert doc["schema_version"] == 2
     (case,) = [c for c in doc["parts"][0]["cases"] if c["name"] == "n=5000 int32"]
@@ -101,10 +102,11 @@ def test_reports_show_the_first_three_and_count_the_rest():
     assert "also race: race here" in report and "also out-of-bounds: out-of-bounds here" in report
     assert "barrier-divergence here" not in report
     assert "and 2 more: barrier-divergence, mismatch (all in the JSON result)" in report
-    output = gradescope(_result(c))["tests"][0]["output"]
-    assert output.splitlines()[:4] == ["the input was modified: FIRST", "also race: race here",
-                                       "also out-of-bounds: out-of-bounds here",
-                                       "and 2 more: barrier-divergence, mismatch (all in the JSON result)"]
+    output = gradescope(_result(c))["tests"][0]["output"]  # the int32 cases' test
+    failed = output.split("\nFAILED  n=33 int32\n", 1)[1]
+    assert [line.strip() for line in failed.splitlines()[:4]] == [
+        "the input was modified: FIRST", "also race: race here", "also out-of-bounds: out-of-bounds here",
+        "and 2 more: barrier-divergence, mismatch (all in the JSON result)"]
 
 
 def test_a_version_1_result_still_reads_its_cases_getting_one_finding_each():

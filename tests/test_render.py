@@ -7,6 +7,7 @@ score, a compile error, a timeout, a crash on a hidden case, a missing file, hid
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -225,6 +226,31 @@ def test_junit_keeps_hidden_details_for_course_ci(junit_root):
     assert "SECRETMSG" in _testcase(junit_root, "part1_naive", "hidden #1 int32").find("failure").get("message")
 
 
+def test_junit_places_a_compile_error_on_the_students_line(junit_root):
+    tc = _testcase(junit_root, "part2_blelloch", "compile-error")
+    assert (tc.get("file"), tc.get("line")) == ("sub/part2_blelloch.cu", "12")  # nvcc's FILE(LINE): error
+    host = PartResult(key="part4_any_size", number=4, title="t", file="a/part4_any_size.cu", status="compile-error",
+                      message="part4_any_size.cu does not compile (host C++ compiler under the CPU emulator): "
+                              "scan.h:3:1: error: in the grader's header\npart4_any_size.cu:61:21: error: x")
+    tc = ET.fromstring(junit_xml(submission(host))).find("testsuite/testcase")
+    assert (tc.get("file"), tc.get("line")) == ("a/part4_any_size.cu", "61")  # the student's file, not another
+
+
+def test_junit_places_a_case_by_its_first_finding_with_a_line_in_the_students_file():
+    from grader.results import CaseFinding
+    findings = (CaseFinding("race", "elsewhere", file="scan_common.cuh", line=3),
+                CaseFinding("out-of-bounds", "here", file="part1_naive.cu", line=42),
+                CaseFinding("mismatch", "wrong"))
+    part = dataclasses.replace(PART1, cases=(
+        case("n=3 int32", 3, "fail", message="race", kind="race", findings=findings),
+        case("n=5 int32", 5, "fail", message="out[1] = 2, expected 3", kind="mismatch"),
+        case("n=7 int32", 7, "pass", findings=findings[1:2])))
+    root = ET.fromstring(junit_xml(submission(part)))
+    places = {tc.get("name"): (tc.get("file"), tc.get("line")) for tc in root.iter("testcase")}
+    assert places["n=3 int32"] == ("sub/part1_naive.cu", "42")
+    assert places["n=5 int32"] == places["n=7 int32"] == (None, None)  # a wrong value has no line; a pass no failure
+
+
 def test_junit_timed_case_reports_timing(junit_root):
     out = _testcase(junit_root, "part1_naive", "timed n=512 int32").find("system-out").text
     assert "0.0123 ms" in out and "333.3 GB/s" in out and "1.12× the reference" in out
@@ -303,28 +329,53 @@ def test_gradescope_leaves_the_execution_time_out_where_hidden_cases_ran():
 
 
 @pytest.mark.parametrize("name, number, score, max_score, status", [
-    ("Part 1 · naive_scan · n=1 int32", "1.1", 1.0, 1.0, "passed"),
-    ("Part 1 · naive_scan · n=33 int32", "1.2", 0.0, 1.0, "failed"),
-    ("Part 1 · naive_scan · hidden #1 int32", "1.3", 0.0, 1.0, "failed"),
-    ("Part 1 · naive_scan · hidden case 2", "1.4", 1.0, 1.0, "passed"),
-    ("Part 1 · naive_scan · timed n=512 int32", "1.5", 0.0, 0.0, "passed"),
-    ("Part 1 · naive_scan · performance", "1.6", 7.5, 10.0, "failed"),
+    ("Part 1 · naive_scan · int32", "1.1", 1.0, 2.0, "failed"),          # n=1 passed, n=33 failed
+    ("Part 1 · naive_scan · hidden cases", "1.2", 1.0, 2.0, "failed"),   # one failed, one passed
+    ("Part 1 · naive_scan · performance", "1.3", 7.5, 10.0, "failed"),
     ("Part 2 · blelloch_scan · does not compile", "2.1", 0.0, 2.0, "failed"),
     ("Part 2 · blelloch_scan · performance", "2.2", 0.0, 4.0, "failed"),
     ("Part 9 · part9_bonus · file missing", "9.1", 0.0, 2.0, "failed"),
-    ("Part 4 · scan_tiles + add_tile_offsets · n=65537 int32", "4.3", 0.0, 2.0, "failed"),
-    ("Part 4 · scan_tiles + add_tile_offsets · n=16000000 int32", "4.5", 0.0, 2.0, "failed"),
-    ("Part 5 · scan_single_pass · hidden #1 int32", "5.2", 0.0, 1.0, "failed"),
+    ("Part 4 · scan_tiles + add_tile_offsets · int32", "4.1", 4.0, 10.0, "failed"),
+    ("Part 4 · scan_tiles + add_tile_offsets · performance", "4.2", 0.0, 6.0, "failed"),
+    ("Part 5 · scan_single_pass · int32", "5.1", 1.0, 2.0, "failed"),
+    ("Part 5 · scan_single_pass · hidden cases", "5.2", 0.0, 1.0, "failed"),
+    ("Part 5 · scan_single_pass · performance", "5.3", 0.0, 10.0, "failed"),
 ])
 def test_gradescope_tests(gs, name, number, score, max_score, status):
     test = _gs_test(gs, name)
     assert (test["number"], test["score"], test["max_score"], test["status"]) == (number, score, max_score, status)
 
 
-def test_gradescope_one_test_per_case_and_performance(gs):
-    # part 1: 5 cases + performance; part 2: compile error + performance; part 9: missing;
-    # part 4: 5 cases + performance; part 5: 3 cases + performance
-    assert len(gs["tests"]) == 6 + 2 + 1 + 6 + 4
+def test_gradescope_has_one_test_per_part_and_dtype_and_the_hidden_cases(gs):
+    # part 1: int32, hidden cases, performance; part 2: compile error, performance; part 9: missing;
+    # part 4: int32, performance; part 5: int32, hidden cases, performance
+    assert len(gs["tests"]) == 3 + 2 + 1 + 2 + 3
+
+
+def test_gradescope_groups_are_prairielearns_with_the_same_points():
+    from grader.render.prairielearn import prairielearn
+    mixed = dataclasses.replace(PART1, cases=PART1.cases + tuple(
+        dataclasses.replace(c, dtype="float32", name=c.name.replace("int32", "float32"))
+        for c in PART1.cases if c.visibility == "visible" and not c.name.startswith("timed")))
+    for result in (RESULT, submission(mixed, PART5_TIMED)):
+        pl = {t["name"]: (t["points"], t["max_points"]) for t in prairielearn(result, compile_error="zero")["tests"]}
+        gs = {t["name"]: (t["score"], t["max_score"]) for t in gradescope(result)["tests"]}
+        groups = [name for name in pl if not name.endswith(("performance", "bank conflicts"))]
+        assert groups and {name: pl[name] for name in groups} == {name: gs[name] for name in groups}
+    assert [t["name"] for t in gradescope(submission(mixed))["tests"]] == [
+        "Part 1 · naive_scan · int32", "Part 1 · naive_scan · float32", "Part 1 · naive_scan · hidden cases",
+        "Part 1 · naive_scan · performance"]
+
+
+def test_gradescope_group_output_lists_the_failing_cases_and_the_sizes_that_passed():
+    three = dataclasses.replace(PART1, cases=(
+        case("n=1 int32", 1, "pass"), case("n=33 int32", 33, "fail", message=MISMATCH_MSG),
+        case("n=65 int32", 65, "fail", message="out[64] = 0, expected 9"), case("n=512 int32", 512, "pass")))
+    (group, _) = gradescope(submission(three))["tests"]
+    lines = group["output"].splitlines()
+    assert lines[1] == "2 of 4 cases passed; 2 failed"
+    assert "FAILED  n=33 int32" in lines and "FAILED  n=65 int32" in lines and "passed: n = 1, 512" in lines
+    assert MISMATCH_MSG in group["output"] and "out[64] = 0, expected 9" in group["output"]
 
 
 def test_gradescope_compile_error_is_one_failing_test_with_the_compiler_output(gs):
@@ -334,31 +385,36 @@ def test_gradescope_compile_error_is_one_failing_test_with_the_compiler_output(g
 
 
 def test_gradescope_failure_output_has_the_message_and_seed(gs):
-    output = _gs_test(gs, "Part 1 · naive_scan · n=33 int32")["output"]
+    output = _gs_test(gs, "Part 1 · naive_scan · int32")["output"]
     assert MISMATCH_MSG in output and f"seed {BASE_SEED}" in output
 
 
 def test_gradescope_timeout_case_carries_the_part_message(gs):
-    assert "KERNELOUT 123" in _gs_test(gs, "Part 4 · scan_tiles + add_tile_offsets · n=65537 int32")["output"]
+    output = _gs_test(gs, "Part 4 · scan_tiles + add_tile_offsets · int32")["output"]
+    assert "TIMED OUT  n=65537 int32" in output and "KERNELOUT 123" in output
+    assert "NOT RUN  n = 1048577, 16000000: not run: an earlier step ended in timeout" in output
 
 
-def test_gradescope_timed_case_output_has_the_timing(gs):
-    output = _gs_test(gs, "Part 1 · naive_scan · timed n=512 int32")["output"]
-    assert "0.0123 ms" in output and "42 % of copy bandwidth" in output
+def test_gradescope_timed_runs_are_in_the_performance_test(gs):
+    output = _gs_test(gs, "Part 1 · naive_scan · performance")["output"]
+    assert "timed n=512 int32: " in output and "0.0123 ms" in output and "42 % of copy bandwidth" in output
+    assert not [t for t in gs["tests"] if "timed" in t["name"]]
 
 
-def test_gradescope_hidden_case_is_shown_by_name_and_status(gs):
-    test = _gs_test(gs, "Part 5 · scan_single_pass · hidden #1 int32")
+def test_gradescope_hidden_cases_are_shown_by_name_and_status(gs):
+    test = _gs_test(gs, "Part 5 · scan_single_pass · hidden cases")
     assert "visibility" not in test  # Gradescope's "hidden" would hide it, its status and the total score
-    assert test["status"] == "failed" and test["output"].startswith("failed (")  # it crashed: not said
+    assert test["status"] == "failed" and test["output"].endswith("\nhidden #1 int32: failed")  # it crashed: not said
+    assert "only names and results are shown" in test["output"]
+    assert _gs_test(gs, "Part 1 · naive_scan · hidden cases")["output"].endswith(
+        "\nhidden #1 int32: failed\nhidden case 2: passed")
 
 
 def test_gradescope_hidden_case_visibility_applies_to_hidden_tests_only():
     gs = gradescope(RESULT, hidden_case_visibility="after_due_date")
     marked = {t["name"]: t["visibility"] for t in gs["tests"] if "visibility" in t}
-    assert marked == {"Part 1 · naive_scan · hidden #1 int32": "after_due_date",
-                      "Part 1 · naive_scan · hidden case 2": "after_due_date",
-                      "Part 5 · scan_single_pass · hidden #1 int32": "after_due_date"}
+    assert marked == {"Part 1 · naive_scan · hidden cases": "after_due_date",
+                      "Part 5 · scan_single_pass · hidden cases": "after_due_date"}
 
 
 @pytest.mark.parametrize("kwargs", [{"visibility": "public"}, {"stdout_visibility": "yes"},

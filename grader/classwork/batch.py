@@ -32,7 +32,7 @@ from pathlib import Path
 
 from grader import __version__
 from grader.backends import Selection
-from grader.classwork.gradebook import class_summary, gradebook_csv
+from grader.classwork.gradebook import Person, class_summary, gradebook_csv
 from grader.classwork.store import (MANIFEST, RESULT, check_out_folder, grading_record, load_trusted, shard_positions,
                                     student_folders, write_atomic, write_manifest, write_reports)
 from grader.classwork.submissions import Submission, find_submissions, require_submissions, submission_sha256
@@ -60,7 +60,7 @@ def _not_graded(sub: Submission, *, cfg: Config, selection: Selection, why: str)
 
 
 def _interrupted(out: Path, work: Path, rows: list[tuple[str, SubmissionResult]], *, total: int,
-                 keys: list[str], notes: dict[str, str]) -> Interrupted:
+                 keys: list[str], notes: dict[str, str], people: dict[str, Person]) -> Interrupted:
     """After Ctrl-C: the gradebook and summary of the ``rows`` finished (none written when there are
     none), never the manifest (the run did not finish, so ``scangrade merge`` refuses the folder);
     the intake copies removed. Returns the error whose one line says what was written and how to go on."""
@@ -68,7 +68,7 @@ def _interrupted(out: Path, work: Path, rows: list[tuple[str, SubmissionResult]]
     if not rows:
         return Interrupted(f"no submission was finished, nothing was written to {out}; run the same command "
                            "again to grade the class")
-    write_atomic(out / "gradebook.csv", gradebook_csv(rows, keys, notes))
+    write_atomic(out / "gradebook.csv", gradebook_csv(rows, keys, notes, people))
     write_atomic(out / "summary.txt", class_summary(rows, keys, notes))
     return Interrupted(f"{len(rows)} of {total} submissions graded: their reports and a gradebook of them are in "
                        f"{out}; run the same command with --resume to grade the other {total - len(rows)}")
@@ -144,6 +144,7 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
     everyone, positions = [s.id for s in subs], shard_positions(len(subs), shard)
     names = {s.id: s.name for s in subs}
     notes = {s.id: s.collision for s in subs if s.collision}  # of the whole class: a shard's gradebook says them too
+    people = {s.id: s.person for s in subs}  # name, email, folder: the gradebook's, and the manifest's for merge
     subs = [subs[p] for p in positions]
     gpus = [g for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g.strip()]
     if selection.kind.uses_gpus:
@@ -227,20 +228,22 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
         if not isinstance(exc, KeyboardInterrupt):
             raise
         raise _interrupted(out, work, [(s.id, results[s.id]) for s in subs if s.id in results],
-                           total=len(subs), keys=[k for k in PARTS if k in cfg.parts], notes=notes) from None
+                           total=len(subs), keys=[k for k in PARTS if k in cfg.parts], notes=notes,
+                           people=people) from None
     finally:
         pool.shutdown(wait=True)
         if inputs is not None:
             shutil.rmtree(inputs, ignore_errors=True)
     rows = [(s.id, results[s.id]) for s in subs]
     keys = [k for k in PARTS if k in cfg.parts]
-    write_atomic(out / "gradebook.csv", gradebook_csv(rows, keys, notes))
+    write_atomic(out / "gradebook.csv", gradebook_csv(rows, keys, notes, people))
     stale = [f.name for f in student_folders(out) if f.name not in names]
     write_atomic(out / "summary.txt", class_summary(rows, keys, notes) + "".join(
         f"graded again on --resume: {sid}: {why}\n" for sid, why in regraded.items()) + (
         f"folders of an earlier run, not in this gradebook (kept; not a submission of this run, or one whose id "
         f"changed): {', '.join(stale)}\n" if stale else ""))
     write_manifest(out, cfg=cfg, backend=selection.name, checks=checks, shard=shard, part_keys=keys,
-                   everyone=everyone, positions=positions, submissions=folder, names=names, notes=notes)
+                   everyone=everyone, positions=positions, submissions=folder, names=names, notes=notes,
+                   people=people)
     shutil.rmtree(work, ignore_errors=True)
     return rows

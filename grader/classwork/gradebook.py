@@ -11,6 +11,7 @@ import io
 import re
 import statistics
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from grader.results import SubmissionResult
 
@@ -27,22 +28,43 @@ def spreadsheet_cell(text: str) -> str:
     return "'" + text if text.startswith(FORMULA_STARTS) and not _NUMBER.fullmatch(text) else text
 
 
+@dataclass(frozen=True)
+class Person:
+    """Who a gradebook row is, besides its id.
+
+    Attributes:
+        name: the submitter's name (Gradescope's export, ``:name:``), or "".
+        email: the submitter's email (``:email:``), or "".
+        folder: the entry of the class folder the row was graded from (``submission_101``,
+            ``alice.zip``), or "" (a row of a batch that did not record it).
+    """
+
+    name: str = ""
+    email: str = ""
+    folder: str = ""
+
+
 def gradebook_csv(rows: list[tuple[str, SubmissionResult]], part_keys: list[str],
-                  notes: Mapping[str, str] | None = None) -> str:
-    """The gradebook: id, points per part, total, max, pending, status, backend, GPU, note — one row
-    per submission, every cell safe to open in a spreadsheet (:func:`spreadsheet_cell`). ``pending``
-    is the performance points that wait for a run on a GPU (an emulator run of parts that passed;
+                  notes: Mapping[str, str] | None = None, people: Mapping[str, Person] | None = None) -> str:
+    """The gradebook: id, name, email, folder, points per part, total, max, pending, status,
+    backend, GPU, note — one row per submission, every cell safe to open in a spreadsheet
+    (:func:`spreadsheet_cell`). ``name``, ``email``, ``folder``: ``people[id]``'s (:class:`Person`:
+    Gradescope's export names the submitter; the folder is the submission's entry in the class
+    folder), empty where not known. ``pending`` is the performance points that wait for a run on
+    a GPU (an emulator run of parts that passed;
     :attr:`~grader.results.SubmissionResult.pending_points`): in ``max``, never in ``total``, so
     ``max - pending`` is what the row could earn here. ``note``: ``notes[id]``, e.g. an id collision
     (:attr:`grader.classwork.submissions.Submission.collision`), else empty."""
-    notes = notes or {}
+    notes, people = notes or {}, people or {}
     out = io.StringIO()
     w = csv.writer(out)
-    w.writerow(["student", *part_keys, "total", "max", "pending", "status", "backend", "gpu", "note"])
+    w.writerow(["student", "name", "email", "folder", *part_keys, "total", "max", "pending", "status", "backend",
+                "gpu", "note"])
     for sid, r in rows:
         by_key = {p.key: p for p in r.parts}
+        who = people.get(sid, Person())
         w.writerow([spreadsheet_cell(str(cell)) for cell in (
-            sid, *(f"{by_key[k].points:g}" if k in by_key else "" for k in part_keys),
+            sid, who.name, who.email, who.folder, *(f"{by_key[k].points:g}" if k in by_key else "" for k in part_keys),
             f"{r.points:g}", f"{r.max_points:g}", f"{r.pending_points:g}", "pass" if r.passed else "fail",
             r.backend, r.device.get("device", ""), notes.get(sid, ""))])
     return out.getvalue()

@@ -9,6 +9,7 @@ byte for byte, with every student's folder (hard links where the file system all
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import json
 import os
@@ -16,7 +17,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.classwork.gradebook import class_summary, gradebook_csv
+from grader.classwork.gradebook import Person, class_summary, gradebook_csv
 from grader.classwork.store import MANIFEST, load_intact, read_manifest, write_atomic
 from grader.errors import UsageError
 from grader.results import SubmissionResult
@@ -197,8 +198,10 @@ def _write_merged(out: Path, rows_at: list[tuple[int, str, SubmissionResult, Pat
             _link_tree(src, dest)
     rows = [(sid, result) for _, sid, result, _, _ in rows_at]
     notes = {sid: entry["note"] for _, sid, _, _, entry in rows_at if entry.get("note")}
+    people = {sid: Person(**{f.name: str(entry.get(f.name) or "") for f in dataclasses.fields(Person)})
+              for _, sid, _, _, entry in rows_at}  # "" for a manifest written before they were recorded
     keys = list(first["part_keys"])
-    write_atomic(out / "gradebook.csv", gradebook_csv(rows, keys, notes))
+    write_atomic(out / "gradebook.csv", gradebook_csv(rows, keys, notes, people))
     summary = class_summary(rows, keys, notes)
     if absent:
         summary += (f"PARTIAL: {absent} shard(s) of {count} missing, "

@@ -40,6 +40,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from grader import __version__
+from grader.classwork.gradebook import Person
 from grader.config import Config
 from grader.errors import UsageError
 from grader.results import SubmissionResult, result_from_dict
@@ -305,7 +306,8 @@ def _class_hash(ids: list[str]) -> str:
 
 def write_manifest(out: Path, *, cfg: Config, backend: str, checks: bool, shard: tuple[int, int] | None,
                    part_keys: list[str], everyone: list[str], positions: list[int], submissions: Path,
-                   names: Mapping[str, str] | None = None, notes: Mapping[str, str] | None = None) -> Path:
+                   names: Mapping[str, str] | None = None, notes: Mapping[str, str] | None = None,
+                   people: Mapping[str, Person] | None = None) -> Path:
     """Write ``out/batch.json``: what a batch run graded and under which rules (written last, so
     its presence means the shard finished).
 
@@ -320,6 +322,8 @@ def write_manifest(out: Path, *, cfg: Config, backend: str, checks: bool, shard:
         names, notes: id -> the submission as the class folder names it, and its gradebook note
             (an id collision; :class:`grader.classwork.submissions.Submission`), recorded per student
             (``submission``, ``note``) so that ``scangrade merge`` writes the same gradebook.
+        people: id -> who it is (:class:`grader.classwork.gradebook.Person`), recorded per student
+            (``name``, ``email``, ``folder``) for the same reason.
 
     Returns:
         The manifest's path.
@@ -332,7 +336,8 @@ def write_manifest(out: Path, *, cfg: Config, backend: str, checks: bool, shard:
         "backend": backend, "checks": checks, "part_keys": list(part_keys),
         "submissions": str(submissions.resolve()), "class_size": len(everyone), "class_sha256": _class_hash(everyone),
         "students": [{"position": p, "id": everyone[p], "submission": (names or {}).get(everyone[p], everyone[p]),
-                      "note": (notes or {}).get(everyone[p], "")} for p in positions],
+                      "note": (notes or {}).get(everyone[p], ""),
+                      **dataclasses.asdict((people or {}).get(everyone[p], Person()))} for p in positions],
         "finished_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
     path = out / MANIFEST

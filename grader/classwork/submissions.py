@@ -17,6 +17,7 @@ from pathlib import Path
 import yaml
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError, field_validator
 
+from grader.classwork.gradebook import Person
 from grader.classwork.store import RESERVED
 from grader.errors import UsageError
 from grader.intake import Intake, show, snapshot
@@ -43,12 +44,16 @@ class Submission(Intake):
             ``submission_101: s1815`` for a member of Gradescope's export).
         collision: one line for the gradebook and the summary where its name reads as the same id as
             another's, or as one of the batch's own output names; "" otherwise.
+        person: who it is, for the gradebook: the submitter's name and email where Gradescope's
+            export gives them, and the entry of the class folder it was graded from (``alice.zip``,
+            ``submission_101``) (:class:`grader.classwork.gradebook.Person`).
     """
 
     id: str = field(default="", kw_only=True)
     group: str = field(default="", kw_only=True)
     name: str = field(default="", kw_only=True)
     collision: str = field(default="", kw_only=True)
+    person: Person = field(default=Person(), kw_only=True)
 
 
 #: The hex digits of the hash of a submission's whole name that an id which needs one ends in:
@@ -158,15 +163,18 @@ def submission_sha256(sub: Intake) -> str:
 
 
 _METADATA = "submission_metadata.yml"
+#: The longest submitter's name kept for the gradebook.
+_NAME_CHARS = 200
 
 
 class _Submitter(BaseModel):
     """One submitter of an entry of Gradescope's ``submission_metadata.yml`` (keys as Gradescope
-    writes them, ``:sid``, or without the colon); only the id and email are read."""
+    writes them, ``:sid``, or without the colon): the id, the email and the name."""
 
     model_config = ConfigDict(extra="ignore")
     sid: StrictStr | StrictInt | None = Field(None, validation_alias=AliasChoices(":sid", "sid"))
     email: StrictStr | None = Field(None, validation_alias=AliasChoices(":email", "email"))
+    name: StrictStr | StrictInt | None = Field(None, validation_alias=AliasChoices(":name", "name"))
 
     @field_validator("sid", "email")
     @classmethod
@@ -174,6 +182,16 @@ class _Submitter(BaseModel):
         if isinstance(v, str) and "\ufffd" in v:
             raise ValueError("holds bytes that are not UTF-8")
         return None if v is None or str(v).strip() == "" else str(v)
+
+    @field_validator("name")
+    @classmethod
+    def _text(cls, v: str | int | None) -> str | None:
+        return None if v is None or str(v).strip() == "" else one_line(str(v))[:_NAME_CHARS]  # shown, never an id
+
+    @property
+    def key(self) -> str | None:
+        """The id its gradebook row is named after: ``:sid``, else ``:email``; None with neither."""
+        return self.sid or self.email
 
 
 class _Entry(BaseModel):
@@ -205,12 +223,13 @@ def _problem(err: dict) -> str:
     return f"{where}: {err['msg']}"
 
 
-def _metadata(folder: Path) -> dict[str, list[str] | str]:
+def _metadata(folder: Path) -> dict[str, list[_Submitter] | str]:
     """Gradescope's ``submission_metadata.yml`` in ``folder``, when present: entry (folder) name ->
-    its submitters' ids (``:sid``, else ``:email``; several for a group submission, empty when it
-    names none), or, for an entry that is not shaped as Gradescope writes it, why (one line naming
-    the file and the entry): that submission alone is then refused. Bytes that are not UTF-8 are
-    read as U+FFFD; an id holding one is refused the same way.
+    its submitters that have an id (:attr:`_Submitter.key`: ``:sid``, else ``:email``; several for a
+    group submission, empty when it names none), or, for an entry that is not shaped as Gradescope
+    writes it, why (one line naming the file and the entry): that submission alone is then refused.
+    Bytes that are not UTF-8 are read as U+FFFD; an id holding one is refused the same way (a name
+    keeps it).
 
     Raises:
         UsageError: the file is not YAML, or not a mapping of entries (nothing is graded).
@@ -232,7 +251,7 @@ def _metadata(folder: Path) -> dict[str, list[str] | str]:
     if not isinstance(data, dict):
         raise UsageError(f"{meta}: a mapping of submission folders to their submitters, not a "
                          f"{type(data).__name__}; {fix}")
-    found: dict[str, list[str] | str] = {}
+    found: dict[str, list[_Submitter] | str] = {}
     for key, info in data.items():
         try:
             entry = _Entry.model_validate(info if info is not None else {})
@@ -241,7 +260,7 @@ def _metadata(folder: Path) -> dict[str, list[str] | str]:
                                "writes ':submitters:' as a list of ':name:', ':sid:', ':email:'); fix the entry and "
                                "grade the class again")
             continue
-        found[str(key)] = [m.sid or m.email for m in entry.submitters if m.sid or m.email]
+        found[str(key)] = [m for m in entry.submitters if m.key]
     return found
 
 
@@ -262,7 +281,8 @@ def count_submissions(folder: Path) -> int:
         UsageError: ``folder`` is not a folder, or its Gradescope metadata is not YAML.
     """
     meta = _metadata(folder)
-    return sum(max(1, len(set(m))) if isinstance(m := meta.get(e.name), list) else 1 for e in _entries(folder))
+    return sum(max(1, len({s.key for s in m})) if isinstance(m := meta.get(e.name), list) else 1
+               for e in _entries(folder))
 
 
 def require_submissions(folder: Path) -> int:
@@ -290,28 +310,34 @@ def find_submissions(folder: Path, *, work: Path) -> list[Submission]:
     """
     entries = _entries(folder)
     meta = _metadata(folder)
-    plan: list[tuple[Path, str, str, str | None, bool]] = []  # entry, key, name, why refused, one of a group
+    # entry, key, name, why refused, one of a group, who
+    plan: list[tuple[Path, str, str, str | None, bool, Person]] = []
     for entry in entries:
         base = entry.name[:-4] if entry.suffix.lower() == ".zip" else entry.name
         info = meta.get(entry.name)
+        folder_only = Person(folder=show(entry.name))
         if isinstance(info, str):  # a malformed metadata entry: this submission alone is refused
-            plan.append((entry, entry.name, base, info, False))
+            plan.append((entry, entry.name, base, info, False, folder_only))
             continue
-        members = list(dict.fromkeys(info)) if info else []
+        members: dict[str, _Submitter] = {}
+        for m in info or []:  # each id once, as first named
+            members.setdefault(m.key, m)
         if not members:
-            plan.append((entry, entry.name, base, None, False))
-        for member in members:  # Gradescope's export: the row is the submitter's id; the entry is its submission id
-            plan.append((entry, f"{entry.name}: {member}", member, None, len(members) > 1))
-    ids = submission_ids({key: name for _, key, name, _, _ in plan})
+            plan.append((entry, entry.name, base, None, False, folder_only))
+        for m in members.values():  # Gradescope's export: the row is the submitter's id; the entry is its submission id
+            plan.append((entry, f"{entry.name}: {m.key}", m.key, None, len(members) > 1,
+                         Person(name=m.name or "", email=m.email or "", folder=show(entry.name))))
+    ids = submission_ids({key: name for _, key, name, _, _, _ in plan})
     found: list[Submission] = []
-    for entry, key, _, refused, grouped in plan:
+    for entry, key, _, refused, grouped, person in plan:
         sid, note = ids[key]
         if refused is not None:
-            found.append(Submission(work / sid, refused=refused, id=sid, name=show(key), collision=note))
+            found.append(Submission(work / sid, refused=refused, id=sid, name=show(key), collision=note, person=person))
             continue
         intake = snapshot(entry, work / sid)
         sep = ":" if entry.suffix.lower() == ".zip" else "/"
         found.append(Submission(intake.path, intake.notes, intake.refused,
                                 {k: f"{show(entry.name)}{sep}{rel}" for k, rel in intake.sources.items()},
-                                id=sid, group=entry.name if grouped else "", name=show(key), collision=note))
+                                id=sid, group=entry.name if grouped else "", name=show(key), collision=note,
+                                person=person))
     return found

@@ -202,7 +202,7 @@ def _svg(fig, label: str) -> Markup:
     return Markup(text.replace("<svg", f'<svg class="plot" role="img" aria-label="{_e(label)}"', 1))
 
 
-def _histogram(values: list[float], top: float, title: str) -> Markup:
+def _histogram(values: list[float], top: float, title: str, pending: str = "") -> Markup:
     import numpy as np
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
@@ -218,7 +218,7 @@ def _histogram(values: list[float], top: float, title: str) -> Markup:
     if values:
         ax.axvline(statistics.mean(values), color="#d62728", linestyle="--", linewidth=1.2)
     ax.set_title(_mpl_text(title), fontsize=10)
-    ax.set_xlabel(f"points (of {points(top)})", fontsize=9)
+    ax.set_xlabel(f"points (of {points(top)}" + (f"; {pending}" if pending else "") + ")", fontsize=9)
     ax.set_ylabel("submissions", fontsize=9)
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     if whole:
@@ -297,28 +297,48 @@ def _header(rows, *, manifest: Mapping | None) -> dict:
             "seeds": _tally([str(r.seed) for r in results]), "versions": _tally([r.scangrade_version for r in results])}
 
 
+def _pending(points_pending: Sequence[float]) -> dict | None:
+    """What of a row's "of" waits for a GPU run, from each submission's pending points (0: none):
+    ``{"points": the most of any submission, "submissions": how many have some}``, or None."""
+    some = [x for x in points_pending if x]
+    return {"points": max(some), "submissions": len(some)} if some else None
+
+
+def _pending_words(pending: dict | None) -> str:
+    """``30 pending a GPU run`` (the most of any submission); "" for None."""
+    if pending is None:
+        return ""
+    return f"{points(pending['points'])} pending a GPU run"
+
+
 def _scores(rows, parts: Mapping[str, tuple[int, str]], plots: bool) -> dict:
-    """Per part and for the total: the stats table's rows and (with ``plots``) the histograms."""
-    table, series = [], []  # series: plot label, points, of, passed
+    """Per part and for the total: the stats table's rows and (with ``plots``) the histograms. Each
+    row's ``pending`` (:func:`_pending`) is the share of its "of" that waits for a GPU run: the
+    performance points of results from a backend that cannot time kernels
+    (:meth:`grader.results.SubmissionResult.performance_pending`), neither earned nor lost."""
+    table, series = [], []  # series: plot label, points, of, passed, pending
     for key, (number, title) in parts.items():
-        got = [p for _, r in rows for p in r.parts if p.key == key]
-        pts = [p.points for p in got]
-        top = max((p.max_points for p in got), default=0.0)
-        passed = f"{sum(p.status == 'pass' for p in got)}/{len(got)}"
-        statuses = _tally([p.status for p in got if p.status != "pass"])
-        series.append((f"Part {number}", pts, top, passed))
+        got = [(r, p) for _, r in rows for p in r.parts if p.key == key]
+        pts = [p.points for _, p in got]
+        top = max((p.max_points for _, p in got), default=0.0)
+        passed = f"{sum(p.status == 'pass' for _, p in got)}/{len(got)}"
+        statuses = _tally([p.status for _, p in got if p.status != "pass"])
+        pending = _pending([p.performance.max_points if r.performance_pending(p) else 0.0 for r, p in got])
+        series.append((f"Part {number}", pts, top, passed, pending))
         table.append({"label": f"Part {number}: {title}", "points": pts, "top": top, "passed": passed, "bold": False,
-                      "statuses": [(PART_STATUS_WORDS.get(s, s), n) for s, n in statuses]})
+                      "statuses": [(PART_STATUS_WORDS.get(s, s), n) for s, n in statuses], "pending": pending})
     totals = [r.points for _, r in rows]
     top = max((r.max_points for _, r in rows), default=0.0)
     passed = f"{sum(r.passed for _, r in rows)}/{len(rows)}"
-    series.append(("Total", totals, top, passed))
-    table.append({"label": "Total", "points": totals, "top": top, "passed": passed, "bold": True, "statuses": []})
+    pending = _pending([r.pending_points for _, r in rows])
+    series.append(("Total", totals, top, passed, pending))
+    table.append({"label": "Total", "points": totals, "top": top, "passed": passed, "bold": True, "statuses": [],
+                  "pending": pending})
     figures = None
     if plots:
-        figures = [{"svg": _histogram(pts, top, label), "label": label, "points": pts, "passed": passed}
-                   for label, pts, top, passed in series]
-    return {"rows": table, "figures": figures}
+        figures = [{"svg": _histogram(pts, top, label, _pending_words(pending)), "label": label, "points": pts,
+                    "passed": passed} for label, pts, top, passed, pending in series]
+    return {"rows": table, "figures": figures, "pending": pending}
 
 
 @dataclass(frozen=True)
@@ -444,7 +464,7 @@ def _template() -> tuple[jinja2.Template, Markup, Markup, Markup]:
     """The page's template, its style sheet and script (as markup), and its Content-Security-Policy."""
     env = jinja2.Environment(autoescape=True, finalize=_finalize, undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True)
-    env.filters.update(points=points, mean=statistics.mean, median=statistics.median,
+    env.filters.update(points=points, mean=statistics.mean, median=statistics.median, pending=_pending_words,
                        url_part=lambda s: quote(s, safe=""), status_words=lambda s: PART_STATUS_WORDS.get(s, s))
     env.tests["power_of_two"] = lambda n: n & (n - 1) == 0
     script = _asset(SCRIPT_FILE)

@@ -12,12 +12,11 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from grader.render._common import (CASE_STATUS_WORDS, HIDDEN_NOTE, PART_STATUS_WORDS, device_text, is_hidden,
-                                   is_timed_case, largest_timed_case, part_label, pending_text,
-                                   performance_shown, points, printable, public_case_name, public_elapsed_s,
-                                   public_part_message, public_seed, stopped_case, student_view,
-                                   visible_case_details, whole_part_failure)
-from grader.results import CaseResult, PartResult, SubmissionResult
+from grader.render._common import (PART_STATUS_WORDS, device_text, is_timed_case, largest_timed_case, part_label,
+                                   pending_text, performance_shown, points, printable, public_elapsed_s,
+                                   public_part_message, public_seed, student_view, whole_part_failure)
+from grader.render._groups import CaseGroup, case_groups, group_counts, group_description, group_output, timed_run_lines
+from grader.results import PartResult, SubmissionResult
 
 #: The visibility values Gradescope documents, for the top level, ``stdout_visibility`` and each test.
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
@@ -43,12 +42,11 @@ def _test(part: PartResult, index: int, what: str, score: float, max_score: floa
     return t
 
 
-def _case_output(part: PartResult, case: CaseResult) -> str:
-    if is_hidden(case):
-        return f"{CASE_STATUS_WORDS[case.status]} ({HIDDEN_NOTE})"
-    if case is stopped_case(part) and part.message:
-        return visible_case_details(case, public_part_message(part))
-    return visible_case_details(case)
+def _group_output(part: PartResult, group: CaseGroup) -> str:
+    """A group test's output, as PrairieLearn's test shows the same group: what the group holds, how
+    its cases ended, then their details (the failing cases listed; of the hidden ones, each name and
+    result only)."""
+    return "\n".join([group_description(part, group), group_counts(group.cases), "", group_output(part, group)])
 
 
 def _part_tests(part: PartResult, hidden_case_visibility: str | None, *, pending: bool) -> list[dict[str, Any]]:
@@ -58,17 +56,17 @@ def _part_tests(part: PartResult, hidden_case_visibility: str | None, *, pending
                            sum(c.max_points for c in part.cases), False,
                            public_part_message(part) or PART_STATUS_WORDS[part.status]))
     else:
-        for i, case in enumerate(part.cases, 1):
-            vis = hidden_case_visibility if is_hidden(case) else None
-            tests.append(_test(part, i, public_case_name(part, case), case.points, case.max_points,
-                               case.status == "pass", _case_output(part, case), vis))
-    perf = part.performance
+        for i, group in enumerate(case_groups(part), 1):
+            tests.append(_test(part, i, group.label, group.points, group.max_points, group.passed,
+                               _group_output(part, group), hidden_case_visibility if group.hidden else None))
+    perf, timed = part.performance, [c for c in part.cases if is_timed_case(c)]
     if pending:  # not a failure: 0 of 0, no status, the points named
         tests.append(_test(part, len(tests) + 1, "performance (pending)", 0.0, 0.0, None,
                            f"{pending_text(perf.max_points)}: {perf.message}"))
-    elif perf is not None and performance_shown(part):
+    elif perf is not None and (performance_shown(part) or timed):
         tests.append(_test(part, len(tests) + 1, "performance", perf.points, perf.max_points,
-                           perf.points >= perf.max_points, perf.message))
+                           perf.points >= perf.max_points and all(c.status == "pass" for c in timed),
+                           "\n".join([perf.message, *timed_run_lines(part)])))
     prof = part.profile
     if prof is not None and prof.max_points:
         from grader.profile import report_lines
@@ -114,26 +112,33 @@ def gradescope(result: SubmissionResult, *, leaderboard_part: str | None = "part
                hidden_case_visibility: str | None = None) -> dict[str, Any]:
     """Gradescope's ``results.json`` for one submission, as a JSON-ready dict (no I/O).
 
-    Tests, in part order: one per case, timed runs included (name
-    ``"Part 2 · blelloch_scan · n=33 int32"``, number ``"2.6"``, score and max_score in points,
-    status ``passed`` for a passing case and ``failed`` for any other); a part that failed before
+    Tests, in part order: one per case group of each part, as PrairieLearn's results group the
+    same run (:func:`grader.render._groups.case_groups`): the visible cases of each dtype (name
+    ``"Part 2 · blelloch_scan · int32"``, number ``"2.1"``), then the part's hidden cases
+    (``"... · hidden cases"``); score and max_score are the group's cases' points, status ``passed``
+    when every case of the group passed and ``failed`` otherwise, and the output lists the cases that
+    did not pass, each with its message, n and seed (a timed-out or crashed case with the part's
+    full message), then the sizes not run and the sizes that passed. A part that failed before
     any case ran (compile error, missing file, or a timeout, crash or error while compiling) is
     one failing test whose max_score is the part's case points and whose output is the part's
-    message; then, when the part has a performance score, one test
-    ``"... · performance"`` (status ``passed`` only with full performance points), or, where the
-    points wait for a run on a GPU (an emulator run of a part that passed), ``"... · performance
-    (pending)"``, 0 of 0 with no status and the pending points in its output; a part timed for no
-    points and not timed has none. A timed-out or crashed case's output carries the part's full
-    message. The test scores add up to ``result.points`` and the max_scores to
-    ``result.max_points`` less ``result.pending_points``.
+    message. Then, when the part has a performance score or timed runs, one test
+    ``"... · performance"`` (status ``passed`` only with full performance points and every timed
+    run passing; each timed run's timing in its output), or, where the points wait for a run on a
+    GPU (an emulator run of a part that passed), ``"... · performance (pending)"``, 0 of 0 with no
+    status and the pending points in its output; a part timed for no points and not timed has
+    none. Then ``"... · bank conflicts"`` for a part whose profile earns points. The test scores add
+    up to ``result.points`` and the max_scores to ``result.max_points`` less
+    ``result.pending_points``.
 
     What is rendered is :func:`grader.render._common.student_view` of the result: hidden cases
     (``CaseResult.visibility == "hidden"``) reach the student as name, score and ``passed`` or
-    ``failed`` only (a crash or a timeout there is ``failed``): the output is a fixed note, a name
-    that gives the size or seed away becomes ``hidden case K``, and part messages that could reveal
-    one are cut (see :mod:`grader.render._common`). ``execution_time`` is left out when hidden cases
-    ran (it would cover them: :func:`grader.render._common.public_elapsed_s`). Gradescope's own per-test ``"hidden"`` visibility would hide the
-    test, its status and the student's total score entirely, so it is not used unless asked for.
+    ``failed`` only (a crash or a timeout there is ``failed``): their test's output gives each
+    one's name and result and nothing else, a name that gives the size or seed away becomes
+    ``hidden case K``, and part messages that could reveal one are cut (see
+    :mod:`grader.render._common`). ``execution_time`` is left out when hidden cases ran (it would
+    cover them: :func:`grader.render._common.public_elapsed_s`). Gradescope's own per-test
+    ``"hidden"`` visibility would hide the test, its status and the student's total score
+    entirely, so it is not used unless asked for.
 
     Args:
         result: the graded submission.
@@ -143,8 +148,8 @@ def gradescope(result: SubmissionResult, *, leaderboard_part: str | None = "part
         visibility: top-level visibility of the tests (one of :data:`VISIBILITIES`).
         stdout_visibility: who sees the autograder's stdout (default ``hidden``: the terminal
             report there shows hidden cases in full).
-        hidden_case_visibility: a per-test ``visibility`` for hidden cases' tests (None: inherit
-            the top level).
+        hidden_case_visibility: a per-test ``visibility`` for the tests of hidden cases (None:
+            inherit the top level).
 
     Returns:
         A dict with ``score`` (float points), ``execution_time`` (int, rounded seconds; absent when

@@ -8,7 +8,9 @@ JUnit output is for TAs: hidden cases are shown in full.
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
+from pathlib import PurePath
 
 from grader.render._common import (points, printable, stopped_case, timing_text, utc_timestamp,
                                    visible_case_details, whole_part_failure)
@@ -45,9 +47,41 @@ def _mismatch_text(case: CaseResult) -> str:
     return text + (f"\nhint: {mm.hint}" if mm.hint else "")
 
 
+#: A compiler's diagnostic with its place: nvcc's ``FILE(LINE): error`` or the host compiler's
+#: ``FILE:LINE:COLUMN: error`` (``fatal error`` included).
+_COMPILER_PLACE = re.compile(r"(?:^|\s)(?P<file>[^\s:()]+)(?:\((?P<paren>\d+)\)|:(?P<colon>\d+)(?::\d+)?):\s*"
+                             r"(?:fatal )?error\b", re.MULTILINE)
+
+
+def case_place(part: PartResult, case: CaseResult) -> tuple[str, int] | None:
+    """Where in the student's file a failing case went wrong: ``(part.file, line)`` of its first
+    finding (cause order: the likeliest cause) that names a line of the part's file; None when no
+    finding does (a wrong value, a timeout)."""
+    name = PurePath(part.file).name
+    return next(((part.file, f.line) for f in case.findings if f.file and f.line and PurePath(f.file).name == name),
+                None)
+
+
+def compile_place(part: PartResult) -> tuple[str, int] | None:
+    """Where the part's first compile error is: ``(part.file, line)`` of the first ``error`` the
+    compiler's output (the part's message) places in the part's file; None when none does."""
+    name = PurePath(part.file).name
+    for m in _COMPILER_PLACE.finditer(part.message):
+        if PurePath(m["file"]).name == name:
+            return part.file, int(m["paren"] or m["colon"])
+    return None
+
+
+def _place(place: tuple[str, int] | None) -> dict[str, str]:
+    """The ``file`` and ``line`` attributes of a testcase (pytest's, which course CI reads to annotate
+    the line), or none."""
+    return {"file": place[0], "line": str(place[1])} if place else {}
+
+
 def _case(suite: ET.Element, part: PartResult, case: CaseResult) -> None:
     tc = _sub(suite, "testcase", name=case.name, classname=part.key,
-              time=_seconds(case.elapsed_ms / 1e3 if case.elapsed_ms is not None else None))
+              time=_seconds(case.elapsed_ms / 1e3 if case.elapsed_ms is not None else None),
+              **_place(case_place(part, case) if case.status != "pass" else None))
     tag = CASE_ELEMENT[case.status]
     if tag == "skipped":
         _sub(tc, "skipped", message=case.message or "not run")
@@ -81,7 +115,8 @@ def _suite(parent: ET.Element, result: SubmissionResult, part: PartResult) -> ET
         _sub(props, "property", name=name, value=value)
 
     if whole_part_failure(part):
-        tc = _sub(suite, "testcase", name=part.status, classname=part.key, time=_seconds(0))
+        tc = _sub(suite, "testcase", name=part.status, classname=part.key, time=_seconds(0),
+                  **_place(compile_place(part) if part.status == "compile-error" else None))
         _sub(tc, "error", part.message or part.status, message=_first_line(part.message) or part.status,
              type=part.status)
     else:
@@ -123,8 +158,14 @@ def junit_xml(result: SubmissionResult) -> str:
     the case's message, the body adds n, seed, the first mismatch and timing. A part that failed
     before any case ran (compile error, missing file, timeout or crash while compiling) is a single
     ``<testcase name=STATUS>`` with an ``<error>`` whose body is the part's full message (the
-    compiler output). A part with a performance score adds ``<testcase name="performance">``:
-    skipped when not timed, a failure below full performance points. Hidden cases appear in full:
+    compiler output). A failing testcase carries ``file`` and ``line`` (the attributes pytest
+    writes; CI's JUnit readers place the case there, and GitHub's ``mikepenz/action-junit-report``
+    annotates that line) where it can be placed in the student's file: a case by its first
+    finding that names a line (:func:`case_place`: a race, an out-of-bounds access, a
+    deadlock...), a part that does not compile by its first compile error
+    (:func:`compile_place`); ``file`` is the part's file as the result records it, ``line`` counts
+    from 1. A part with a performance score adds ``<testcase name="performance">``: skipped when
+    not timed, a failure below full performance points. Hidden cases appear in full:
     this output is for course CI, not for students. ANSI colour sequences are dropped and other
     characters XML 1.0 cannot hold (NUL, other control characters) are written as ``\\xNN``.
     """

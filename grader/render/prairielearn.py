@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from grader.config import COMPILE_ERROR_CHOICES
-from grader.render._common import (CASE_STATUS_WORDS, PART_STATUS_WORDS, device_text, is_hidden,
-                                   is_timed_case, part_label, pending_performance, points, printable,
-                                   public_case_name, public_part_message, public_seed, stopped_case,
-                                   student_view, timing_text, visible_case_details, whole_part_failure)
-from grader.results import CaseResult, PartResult, SubmissionResult, clean_text
+from grader.render._common import (PART_STATUS_WORDS, device_text, is_timed_case, part_label, pending_performance,
+                                   points, printable, public_part_message, public_seed, student_view,
+                                   whole_part_failure)
+from grader.render._groups import CaseGroup, case_groups, group_counts, group_description, group_output, timed_run_lines
+from grader.results import PartResult, SubmissionResult, clean_text
 
 #: PrairieLearn's limit on ``results.json`` (bytes); :func:`prairielearn` keeps the document under
 #: :data:`TARGET_FRACTION` of it.
@@ -59,51 +59,11 @@ def _test(part: PartResult, what: str, pts: float, max_pts: float, *, descriptio
     return t
 
 
-def _counts(cases: list[CaseResult]) -> str:
-    """``14 of 16 passed; 1 failed, 1 not run``."""
-    tally: dict[str, int] = {}
-    for c in cases:
-        if c.status != "pass":
-            word = CASE_STATUS_WORDS[c.status]
-            tally[word] = tally.get(word, 0) + 1
-    ok = sum(c.status == "pass" for c in cases)
-    head = f"{ok} of {len(cases)} cases passed"
-    return head + ("; " + ", ".join(f"{k} {w}" for w, k in tally.items()) if tally else "")
-
-
-def _visible_group(part: PartResult, dtype: str, cases: list[CaseResult]) -> dict[str, Any]:
-    """One test for the visible cases of one dtype: each case that did not pass with its details,
-    then the sizes that passed on one line."""
-    lines = []
-    for c in cases:
-        if c.status in ("pass", "not-run"):
-            continue
-        details = visible_case_details(c, public_part_message(part) if c is stopped_case(part) and part.message
-                                       else None)
-        lines.append(f"{CASE_STATUS_WORDS[c.status].upper()}  {c.name}")
-        lines += ["    " + line for line in details.splitlines()]
-    not_run: dict[str, list[str]] = {}
-    for c in cases:
-        if c.status == "not-run":
-            not_run.setdefault(c.message, []).append(str(c.n))
-    for why, sizes in not_run.items():
-        lines.append(f"NOT RUN  n = {', '.join(sizes)}" + (f": {why}" if why else ""))
-    passed = [str(c.n) for c in cases if c.status == "pass"]
-    if passed:
-        lines.append("passed: n = " + ", ".join(passed))
-    sizes = ", ".join(str(c.n) for c in cases)
-    return _test(part, dtype, sum(c.points for c in cases), sum(c.max_points for c in cases),
-                 description=f"{part.title}: {len(cases)} cases of {dtype} input, n = {sizes}",
-                 message=_counts(cases), output="\n".join(lines))
-
-
-def _hidden_group(part: PartResult, cases: list[CaseResult]) -> dict[str, Any]:
-    """One test for the part's hidden cases: each case's public name and status, nothing more."""
-    lines = [f"{public_case_name(part, c)}: {CASE_STATUS_WORDS[c.status]}" for c in cases]
-    return _test(part, "hidden cases", sum(c.points for c in cases), sum(c.max_points for c in cases),
-                 description=f"{part.title}: {len(cases)} hidden case{'s' if len(cases) > 1 else ''}; only names and "
-                             "results are shown",
-                 message=_counts(cases), output="\n".join(lines))
+def _group(part: PartResult, group: CaseGroup) -> dict[str, Any]:
+    """One test for a :class:`~grader.render._groups.CaseGroup`: the visible cases of one dtype, or
+    the part's hidden cases."""
+    return _test(part, group.label, group.points, group.max_points, description=group_description(part, group),
+                 message=group_counts(group.cases), output=group_output(part, group))
 
 
 def _performance(result: SubmissionResult, part: PartResult) -> dict[str, Any] | None:
@@ -121,12 +81,8 @@ def _performance(result: SubmissionResult, part: PartResult) -> dict[str, Any] |
                      output=perf.message)
     if not perf.max_points and not any(c.timing for c in timed):
         return None
-    lines = [perf.message]
-    for c in timed:
-        lines.append(f"{c.name}: " + (timing_text(c.timing) if c.timing is not None
-                                      else f"{CASE_STATUS_WORDS[c.status]}: {c.message}"))
     return _test(part, "performance", perf.points, perf.max_points, message=perf.message.splitlines()[0],
-                 output="\n".join(lines))
+                 output="\n".join([perf.message, *timed_run_lines(part)]))
 
 
 def _part_tests(result: SubmissionResult, part: PartResult) -> list[dict[str, Any]]:
@@ -139,13 +95,7 @@ def _part_tests(result: SubmissionResult, part: PartResult) -> list[dict[str, An
                        sum(c.max_points for c in checks), description=f"{part.title}: {Path(part.file).name}",
                        message=message.splitlines()[0], output=message)]
     else:
-        tests = []
-        visible = [c for c in checks if not is_hidden(c)]
-        for dtype in dict.fromkeys(c.dtype for c in visible):
-            tests.append(_visible_group(part, dtype, [c for c in visible if c.dtype == dtype]))
-        hidden = [c for c in checks if is_hidden(c)]
-        if hidden:
-            tests.append(_hidden_group(part, hidden))
+        tests = [_group(part, g) for g in case_groups(part)]
     perf = _performance(result, part)
     if perf is not None:
         tests.append(perf)
