@@ -287,6 +287,28 @@ def cache_dir() -> Path:
     return Path(base) / "scangrade"
 
 
+def _cub_target(compute_capability: str, nvcc: str) -> Path:
+    """Where the CUB library for this compute capability and nvcc is cached (built or not)."""
+    version = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
+    arch = compute_capability.replace(".", "")
+    key = hashlib.sha256(CUB_SOURCE.read_bytes() + arch.encode() + version.encode()).hexdigest()[:16]
+    return cache_dir() / f"cub_scan-sm{arch}-{key}.so"
+
+
+def _nvcc() -> str:
+    return shutil.which("nvcc") or (shutil.which("nvcc", path="/usr/local/cuda/bin") or "")
+
+
+def cached_cub(compute_capability: str) -> Path | None:
+    """The CUB library :func:`build_cub` built for this compute capability (``"9.0"``) and this nvcc,
+    or None where it has not been built (or nvcc or the capability is unknown); builds nothing."""
+    nvcc = _nvcc()
+    if not nvcc or not compute_capability:
+        return None
+    target = _cub_target(compute_capability, nvcc)
+    return target if target.is_file() else None
+
+
 def build_cub(compute_capability: str, *, nvcc: str | None = None) -> Path:
     """Build (or reuse) the CUB shared library for one compute capability (``"9.0"``).
 
@@ -295,14 +317,11 @@ def build_cub(compute_capability: str, *, nvcc: str | None = None) -> Path:
     Raises:
         CompileError: nvcc is missing or fails.
     """
-    nvcc = nvcc or shutil.which("nvcc") or (shutil.which("nvcc", path="/usr/local/cuda/bin") or "")
+    nvcc = nvcc or _nvcc()
     if not nvcc:
         raise CompileError("nvcc is not on PATH: CUB's DeviceScan cannot be built")
-    version = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
     arch = compute_capability.replace(".", "")
-    source = CUB_SOURCE.read_bytes()
-    key = hashlib.sha256(source + arch.encode() + version.encode()).hexdigest()[:16]
-    target = cache_dir() / f"cub_scan-sm{arch}-{key}.so"
+    target = _cub_target(compute_capability, nvcc)
     if target.is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -17,15 +17,18 @@ from typing import NamedTuple
 
 from grader.profile import MemoryProfile, score_profile
 
-__all__ = ["ProfiledRun", "profile_after_hidden", "profile_phase", "profile_run", "profile_runs"]
+__all__ = ["ProfiledRun", "profile_after_hidden", "profile_phase", "profile_run", "profile_runs", "roofline_counts",
+           "roofline_phase"]
 
 
 class ProfiledRun(NamedTuple):
-    """What :func:`profile_run` measured: the ``profile`` of the launches, and ``wrong``: why their
-    result is not what a case would pass ("" when it is), from :func:`grader.execute.check_run`."""
+    """What :func:`profile_run` measured: the ``profile`` of the launches, ``wrong``: why their
+    result is not what a case would pass ("" when it is), from :func:`grader.execute.check_run`,
+    and ``launches``: how many kernel launches the plan made."""
 
     profile: MemoryProfile
     wrong: str
+    launches: int = 0
 
 
 def profile_run(backend, module, *, cfg, part, n: int, dtype_name: str, blocks: int = 1) -> ProfiledRun:
@@ -63,7 +66,7 @@ def profile_run(backend, module, *, cfg, part, n: int, dtype_name: str, blocks: 
     finally:
         profile = backend.take_profile(module, blocks=blocks)
     verdict = check_run(run, plan, d_in, x, reference_output(part, x), part=part, pc=pc, cfg=cfg)
-    return ProfiledRun(profile, "" if verdict.status == "pass" else verdict.message)
+    return ProfiledRun(profile, "" if verdict.status == "pass" else verdict.message, len(plan.launches))
 
 
 def profile_runs(cfg, part) -> list:
@@ -186,3 +189,67 @@ def profile_after_hidden(profile, hidden: list):
     if profile is None or all(c.status == "pass" for c in hidden):
         return profile
     return Profile(0.0, profile.max_points, NOT_EVERY_CASE + " (a hidden case did not)")
+
+
+# ---- the roofline of a timed part on the emulator (grader.analysis) -----------------------------
+
+def roofline_counts(backend, module, *, cfg, part, n: int, dtype_name: str) -> tuple[dict, str]:
+    """The counts a roofline needs from one run of ``part``'s launches at ``n`` with every block
+    profiled (:func:`profile_run`, ``blocks=0``): ``({"bytes", "launches", "span_steps",
+    "barriers"}, wrong)``; bytes are the global sectors of every warp's requests times 32; the span
+    and barriers are the profile's ``span_steps`` and ``barriers`` where the emulator counts them
+    (else None). ``wrong`` as in :class:`ProfiledRun`.
+
+    Raises:
+        KernelError, LaunchError: the kernel failed.
+    """
+    run = profile_run(backend, module, cfg=cfg, part=part, n=n, dtype_name=dtype_name, blocks=0)
+    prof = run.profile
+    return ({"bytes": 32 * prof.global_sectors, "launches": run.launches,
+             "span_steps": getattr(prof, "span_steps", None), "barriers": getattr(prof, "barriers", None)}, run.wrong)
+
+
+def roofline_phase(backend, *, cfg, part, module, reference=None):
+    """A timed part's roofline on the CPU emulator (:func:`grader.analysis.roofline`): its counts and
+    the reference solution's at ``min(smallest timed size, roofline.max_n)``, the part's first dtype,
+    on ``backend`` (the emulator the cases ran on, ``module`` the part compiled there), bounding
+    every timed size. Never raises for the submission's problems: a kernel that fails or computes
+    a wrong scan here gets a Roofline whose message says so, without rows.
+
+    Args:
+        reference: ``(spec, module)`` of the reference solution compiled on ``backend``, or None.
+    """
+    from grader.analysis import roofline
+    from grader.errors import ResourceLimit, ScangradeError
+    from grader.results import Roofline
+
+    pc = cfg.parts[part.key]
+    rc = cfg.roofline
+    n = min(min(pc.timing.all_sizes), rc.max_n)
+    dtype = pc.dtypes[0]
+
+    def empty(message: str) -> Roofline:
+        return Roofline(target=rc.target, peak_dram_gbps=rc.dram_gbps, step_ns=rc.step_ns, launch_us=rc.launch_us,
+                        message=message, n=n, dtype=dtype)
+    try:
+        counts, wrong = roofline_counts(backend, module, cfg=cfg, part=part, n=n, dtype_name=dtype)
+    except ResourceLimit:
+        raise
+    except ScangradeError as exc:
+        return empty(f"no estimate: the kernel failed under the CPU emulator: {exc}")
+    if wrong:
+        return empty(f"no estimate: the counted run (n = {n}, {dtype}) did not compute the scan: {wrong}")
+    ref_counts, against = None, "the reference solution"
+    if reference is not None:
+        ref_spec, ref_module = reference
+        try:
+            ref_counts, ref_wrong = roofline_counts(backend, ref_module, cfg=cfg, part=ref_spec, n=n, dtype_name=dtype)
+        except ResourceLimit:
+            raise
+        except ScangradeError:
+            ref_counts, ref_wrong = None, "failed"
+        if ref_wrong:
+            ref_counts = None
+        against = f"the {ref_spec.label} reference"
+    return roofline(rc, n=n, dtype=dtype, sizes=pc.timing.all_sizes, counts=counts, reference=ref_counts,
+                    against=against)
