@@ -97,7 +97,7 @@ def bound_line(*, gpu_ms: float, nbytes: int, launches: int | None, peak_gbps: f
     Without a peak, the copy's bandwidth stands for it.
     """
     launches = launches or 1
-    copy = f"; the device copy of the same bytes is {copy_percent:.0f} % of your bandwidth" if copy_percent else ""
+    copy = f"; you reach {copy_percent:.0f} % of the device copy's bandwidth" if copy_percent else ""
     achieved = nbytes / (gpu_ms * 1e-3) / 1e9
     at_peak_us = nbytes / (peak_gbps * 1e3) if peak_gbps else None
     overhead_us = launches * launch_us

@@ -12,7 +12,8 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from grader.render._common import (CASE_STATUS_WORDS, HIDDEN_NOTE, PART_STATUS_WORDS, device_text, is_hidden,
+from grader.render._common import (CASE_STATUS_WORDS, HIDDEN_NOTE, PART_STATUS_WORDS, analysis_report, device_text,
+                                   is_hidden,
                                    is_timed_case, largest_timed_case, part_label, pending_text,
                                    performance_shown, points, printable, public_case_name, public_elapsed_s,
                                    public_part_message, public_seed, stopped_case, student_view,
@@ -74,7 +75,25 @@ def _part_tests(part: PartResult, hidden_case_visibility: str | None, *, pending
         from grader.profile import report_lines
         tests.append(_test(part, len(tests) + 1, "bank conflicts", prof.points, prof.max_points,
                            prof.points >= prof.max_points, "\n".join(report_lines(prof))))
+    analysis = analysis_report(part)
+    if analysis:  # information, 0 of 0: the table (or the roofline) and the time plot, as HTML
+        test = _test(part, len(tests) + 1, "analysis", 0.0, 0.0, None, "")
+        test["output"] = "<pre>" + html.escape(printable(analysis), quote=False) + "</pre>" + _plot_html(part)
+        test["output_format"] = "html"
+        tests.append(test)
     return tests
+
+
+def _plot_html(part: PartResult) -> str:
+    """The part's time plot as an HTML image (a data URL), or "" where there is none."""
+    import base64
+
+    from grader.render.plot import time_plot_png
+    png = time_plot_png(part)
+    if png is None:
+        return ""
+    return (f'<img alt="Part {part.number}: time against n" '
+            f'src="data:image/png;base64,{base64.b64encode(png).decode()}">')
 
 
 def _summary(result: SubmissionResult) -> str:
@@ -123,7 +142,9 @@ def gradescope(result: SubmissionResult, *, leaderboard_part: str | None = "part
     ``"... · performance"`` (status ``passed`` only with full performance points), or, where the
     points wait for a run on a GPU (an emulator run of a part that passed), ``"... · performance
     (pending)"``, 0 of 0 with no status and the pending points in its output; a part timed for no
-    points and not timed has none. A timed-out or crashed case's output carries the part's full
+    points and not timed has none. A timed part with an analysis table (a GPU run) or a roofline (the
+    emulator) then has ``"... · analysis"``, 0 of 0 with no status, its ``output_format`` ``html``:
+    the table as preformatted text and the time plot as an image. A timed-out or crashed case's output carries the part's full
     message. The test scores add up to ``result.points`` and the max_scores to
     ``result.max_points`` less ``result.pending_points``.
 
