@@ -192,18 +192,23 @@ def roofline(rc, *, n: int, dtype: str, sizes: Iterable[int], counts: Mapping[st
     Args:
         rc: the config's :class:`~grader.config.RooflineConfig` (the target GPU's figures).
         n, dtype: the size and ``scan_t`` counted at.
-        sizes: the timed sizes to bound (bytes scaled by size / n; the span kept: a longer input
-            never shortens the longest chain, so the bound stays a bound).
-        counts: the submission's ``bytes``, ``launches`` and, where counted, ``span_steps`` and
-            ``barriers`` (absent or None: not counted).
+        sizes: the timed sizes to bound (bytes scaled by size / n; the span and barriers by
+            (size / n) ** ``span_exponent``: 0, the span kept, for a kernel whose threads each do a
+            tile's steps; 1 for one whose longest chain grows with n, a serial loop).
+        counts: the submission's ``bytes``, ``launches`` and, where counted, ``span_steps``,
+            ``barriers`` (absent or None: not counted) and ``span_exponent`` (how the span grew
+            between two counted sizes, clamped to [0, 1]; absent: 0).
         reference: the reference solution's counts on the same input, or None.
         against: how the message names the reference.
     """
     figures = dict(dram_gbps=rc.dram_gbps, step_ns=rc.step_ns, launch_us=rc.launch_us)
 
     def bound(c: Mapping[str, Any], size: int) -> float:
-        return bound_ms(bytes_=c["bytes"] * size / n, launches=c["launches"], span_steps=c.get("span_steps"),
-                        barriers=c.get("barriers"), **figures)
+        grow = (max(size, n) / n) ** min(1.0, max(0.0, c.get("span_exponent") or 0.0))
+        span, barriers = c.get("span_steps"), c.get("barriers")
+        return bound_ms(bytes_=c["bytes"] * size / n, launches=c["launches"],
+                        span_steps=None if span is None else round(span * grow),
+                        barriers=None if barriers is None else round(barriers * grow), **figures)
 
     rows = []
     for size in sorted(set(sizes)):

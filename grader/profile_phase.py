@@ -144,7 +144,7 @@ def profile_phase(*, cfg, part, source: str, results: list, workdir, solutions, 
         except CompileError as exc:
             return Profile(0.0, pconf.points, f"not profiled: the CPU emulator cannot compile the part: {exc}")
         try:
-            sub, wrong = profile_run(emu, module, cfg=cfg, part=part, n=pconf.size, dtype_name=dtype,
+            sub, wrong, _ = profile_run(emu, module, cfg=cfg, part=part, n=pconf.size, dtype_name=dtype,
                                      blocks=pconf.blocks)
         except ResourceLimit:
             raise
@@ -159,7 +159,7 @@ def profile_phase(*, cfg, part, source: str, results: list, workdir, solutions, 
         if pconf.points and ref_file.is_file():
             try:
                 ref_module = compile_for(ref_spec, ref_file.read_text(), "reference")
-                ref, ref_wrong = profile_run(emu, ref_module, cfg=cfg, part=ref_spec, n=pconf.size,
+                ref, ref_wrong, _ = profile_run(emu, ref_module, cfg=cfg, part=ref_spec, n=pconf.size,
                                              dtype_name=dtype, blocks=pconf.blocks)
             except ResourceLimit:
                 raise
@@ -196,7 +196,8 @@ def profile_after_hidden(profile, hidden: list):
 def roofline_counts(backend, module, *, cfg, part, n: int, dtype_name: str) -> tuple[dict, str]:
     """The counts a roofline needs from one run of ``part``'s launches at ``n`` with every block
     profiled (:func:`profile_run`, ``blocks=0``): ``({"bytes", "launches", "span_steps",
-    "barriers"}, wrong)``; bytes are the global sectors of every warp's requests times 32; the span
+    "barriers"}, wrong)``; bytes are 32 times the global sectors of each source line's requests (the
+    fewer of those touched and those their bytes fill, per line); the span
     and barriers are the profile's ``span_steps`` and ``barriers`` where the emulator counts them
     (else None). ``wrong`` as in :class:`ProfiledRun`.
 
@@ -205,8 +206,25 @@ def roofline_counts(backend, module, *, cfg, part, n: int, dtype_name: str) -> t
     """
     run = profile_run(backend, module, cfg=cfg, part=part, n=n, dtype_name=dtype_name, blocks=0)
     prof = run.profile
-    return ({"bytes": 32 * prof.global_sectors, "launches": run.launches,
+    # Per line, the fewer of the sectors its requests touched and the sectors their bytes fill: two
+    # requests that each touch every other word of the same sectors (a thread's in[2i], in[2i+1])
+    # count those sectors once, and 32 lanes reading one word count one sector, as the L1 serves them.
+    sectors = sum(min(s.sectors, s.ideal_sectors) for s in prof.sites if s.space == "global")
+    return ({"bytes": 32 * sectors, "launches": run.launches,
              "span_steps": getattr(prof, "span_steps", None), "barriers": getattr(prof, "barriers", None)}, run.wrong)
+
+
+def _grown_counts(backend, module, *, cfg, part, n: int, dtype_name: str) -> tuple[dict, str]:
+    """:func:`roofline_counts` at n and, where the emulator counts the span, its ``span_exponent``:
+    how the span grew from n / 4 to n (log base 4 of the ratio; 0 where n < 64 or not counted)."""
+    import math
+    counts, wrong = roofline_counts(backend, module, cfg=cfg, part=part, n=n, dtype_name=dtype_name)
+    if wrong or counts["span_steps"] is None or n < 64:
+        return counts, wrong
+    small, small_wrong = roofline_counts(backend, module, cfg=cfg, part=part, n=n // 4, dtype_name=dtype_name)
+    if not small_wrong and small["span_steps"] and counts["span_steps"] > small["span_steps"]:
+        counts["span_exponent"] = math.log(counts["span_steps"] / small["span_steps"], 4)
+    return counts, wrong
 
 
 def roofline_phase(backend, *, cfg, part, module, reference=None):
@@ -232,7 +250,7 @@ def roofline_phase(backend, *, cfg, part, module, reference=None):
         return Roofline(target=rc.target, peak_dram_gbps=rc.dram_gbps, step_ns=rc.step_ns, launch_us=rc.launch_us,
                         message=message, n=n, dtype=dtype)
     try:
-        counts, wrong = roofline_counts(backend, module, cfg=cfg, part=part, n=n, dtype_name=dtype)
+        counts, wrong = _grown_counts(backend, module, cfg=cfg, part=part, n=n, dtype_name=dtype)
     except ResourceLimit:
         raise
     except ScangradeError as exc:
@@ -243,7 +261,7 @@ def roofline_phase(backend, *, cfg, part, module, reference=None):
     if reference is not None:
         ref_spec, ref_module = reference
         try:
-            ref_counts, ref_wrong = roofline_counts(backend, ref_module, cfg=cfg, part=ref_spec, n=n, dtype_name=dtype)
+            ref_counts, ref_wrong = _grown_counts(backend, ref_module, cfg=cfg, part=ref_spec, n=n, dtype_name=dtype)
         except ResourceLimit:
             raise
         except ScangradeError:

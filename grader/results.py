@@ -322,7 +322,8 @@ class Roofline:
     """A timed part's roofline on the CPU emulator, instead of a time: an estimate, worth no points.
 
     From one run of the part's launches at ``n`` with the emulator's profile on every block: the
-    global bytes moved (32-byte sectors of every warp's requests), the launches and, where the
+    global bytes moved (32-byte sectors of each line's requests, the fewer of those touched and
+    those their bytes fill), the launches and, where the
     emulator counts it, the span (the most dependent memory steps one thread runs, and the
     barriers); the bound at a size N is ``max(bytes·N/n / peak bandwidth, (span + barriers) ·
     step latency) + launches · launch overhead`` (:func:`grader.analysis.bound_ms`).
