@@ -372,6 +372,28 @@ class CubScan:
                               kind="cuda-error")
 
 
+def time_cub_ms(backend: object, cfg, x: np.ndarray, dtype: np.dtype) -> float | None:
+    """CUB's ``DeviceScan::ExclusiveSum`` on ``x``, timed as the kernels are, where its library is
+    built already for this GPU (:func:`cached_cub`: ``scangrade bench`` builds it; a grading never
+    runs nvcc for it); None where it is not, or where it fails (it is only a line of
+    the plot)."""
+    from grader.plans import POISON_BITS
+    try:
+        library = cached_cub(backend.describe().get("compute_capability", ""))
+        if library is None:
+            return None
+        cub = CubScan(library)
+        d_in, d_out = backend.alloc(x.size, dtype), backend.alloc(x.size, dtype)
+        backend.to_device(x, d_in)
+        temp_bytes = cub.temp_bytes(x.size, dtype)
+        temp = backend.alloc(max(temp_bytes, 1), np.dtype(np.uint8))
+        times = backend.time_ms(lambda: cub(d_in.address, d_out.address, x.size, temp.address, temp_bytes, dtype),
+                                before=lambda: backend.memset32(d_out, POISON_BITS), warmup=cfg.timing.warmup, runs=cfg.timing.runs, flush_bytes=cfg.timing.flush_bytes)
+        return float(np.median(times))
+    except (KernelError, OSError, AttributeError, KeyError):
+        return None
+
+
 # ----------------------------------------------------------------------------- the bench
 
 @dataclass

@@ -915,7 +915,6 @@ def time_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, 
                       mismatch=verdict.mismatch, kind=FailureKind.WRONG_AFTER_TIMING)
     median, spread = _median_spread(times)
     launches = len(plan.launches)
-    cub_ms = _cub_ms(backend, cfg, x, dtype)
     del run, plan, d_in, jobs
     src = backend.alloc(n, dtype)
     dst = backend.alloc(n, dtype)
@@ -928,30 +927,8 @@ def time_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, 
     cpu_ms = cpu_scan_ms(part, x)
     timing = Timing(median_ms=median, spread=spread, runs=len(times), gbps=gbps, copy_fraction=gbps / copy_gbps,
                     reference_ms=ref_ms, ratio=median / ref_ms if ref_ms else None,
-                    cpu_speedup=cpu_ms / median, cpu_ms=cpu_ms, copy_ms=copy_ms, launches=launches, cub_ms=cub_ms)
+                    cpu_speedup=cpu_ms / median, cpu_ms=cpu_ms, copy_ms=copy_ms, launches=launches)
     return result(CaseStatus.PASS, "", timing)
-
-
-def _cub_ms(backend: Backend, cfg: Config, x: np.ndarray, dtype: np.dtype) -> float | None:
-    """CUB's ``DeviceScan::ExclusiveSum`` on ``x``, timed as the kernels are, where its library is
-    built already for this GPU (:func:`grader.bench.cached_cub`: ``scangrade bench`` builds it; a
-    grading never runs nvcc for it); None where it is not, or where it fails (it is only a line of
-    the plot)."""
-    from grader.bench import CubScan, cached_cub
-    try:
-        library = cached_cub(backend.describe().get("compute_capability", ""))
-        if library is None:
-            return None
-        cub = CubScan(library)
-        d_in, d_out = backend.alloc(x.size, dtype), backend.alloc(x.size, dtype)
-        backend.to_device(x, d_in)
-        temp_bytes = cub.temp_bytes(x.size, dtype)
-        temp = backend.alloc(max(temp_bytes, 1), np.dtype(np.uint8))
-        times = backend.time_ms(lambda: cub(d_in.address, d_out.address, x.size, temp.address, temp_bytes, dtype),
-                                before=lambda: backend.memset32(d_out, POISON_BITS), warmup=cfg.timing.warmup, runs=cfg.timing.runs, flush_bytes=cfg.timing.flush_bytes)
-        return float(np.median(times))
-    except (KernelError, OSError, AttributeError, KeyError):
-        return None
 
 
 def score_performance(tc: TimingConfig, timed: list[CaseResult], *, gpu: str = "") -> Performance:

@@ -17,6 +17,7 @@ worker started after a case that hung (the job's ``start``) grades the cases aft
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -305,8 +306,9 @@ def _time_part(events, backend, cfg, part, pc, modules, results, build, *, earli
     ``earlier_failed``: a case before this worker's first failed (it hung), so nothing is timed."""
     from grader.backends import backend_kind
     from grader.errors import CompileError
-    from grader.execute import score_performance, time_case
-    from grader.parts import PARTS
+    from grader.bench import cached_cub, time_cub_ms
+    from grader.execute import case_input, score_performance, time_case
+    from grader.parts import DTYPES, PARTS
     from grader.results import Performance
 
     tc = pc.timing
@@ -328,11 +330,16 @@ def _time_part(events, backend, cfg, part, pc, modules, results, build, *, earli
             reference = (ref_spec, build(ref_spec, ref_file.read_text(), dtype, "reference"))
         except CompileError as exc:  # the course's own reference must compile; say so plainly
             return Performance(0.0, tc.points, None, f"not scored: the reference solution does not compile: {exc}")
+    cub = cached_cub(backend.describe().get("compute_capability", "")) is not None
     timed = []
     for n in tc.all_sizes:  # the analysis sizes too: in the report, not in the score
         events.emit(CaseStart(f"timed n={n} {dtype}"))
         result = time_case(backend, modules[dtype], cfg=cfg, part=part, n=n, dtype_name=dtype, reference=reference,
                            ahead=ahead)
+        if result.timing is not None and cub:  # CUB beside it, for the plot, where its library is built
+            x, _ = case_input(cfg, part, n, cfg.seed, DTYPES[dtype])
+            result = dataclasses.replace(result, timing=dataclasses.replace(
+                result.timing, cub_ms=time_cub_ms(backend, cfg, x, DTYPES[dtype])))
         timed.append(result)
         events.emit(Timed(result))
     gpu = backend.describe().get("device", "")
