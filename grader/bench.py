@@ -287,6 +287,28 @@ def cache_dir() -> Path:
     return Path(base) / "scangrade"
 
 
+def _cub_target(compute_capability: str, nvcc: str) -> Path:
+    """Where the CUB library for this compute capability and nvcc is cached (built or not)."""
+    version = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
+    arch = compute_capability.replace(".", "")
+    key = hashlib.sha256(CUB_SOURCE.read_bytes() + arch.encode() + version.encode()).hexdigest()[:16]
+    return cache_dir() / f"cub_scan-sm{arch}-{key}.so"
+
+
+def _nvcc() -> str:
+    return shutil.which("nvcc") or (shutil.which("nvcc", path="/usr/local/cuda/bin") or "")
+
+
+def cached_cub(compute_capability: str) -> Path | None:
+    """The CUB library :func:`build_cub` built for this compute capability (``"9.0"``) and this nvcc,
+    or None where it has not been built (or nvcc or the capability is unknown); builds nothing."""
+    nvcc = _nvcc()
+    if not nvcc or not compute_capability:
+        return None
+    target = _cub_target(compute_capability, nvcc)
+    return target if target.is_file() else None
+
+
 def build_cub(compute_capability: str, *, nvcc: str | None = None) -> Path:
     """Build (or reuse) the CUB shared library for one compute capability (``"9.0"``).
 
@@ -295,14 +317,11 @@ def build_cub(compute_capability: str, *, nvcc: str | None = None) -> Path:
     Raises:
         CompileError: nvcc is missing or fails.
     """
-    nvcc = nvcc or shutil.which("nvcc") or (shutil.which("nvcc", path="/usr/local/cuda/bin") or "")
+    nvcc = nvcc or _nvcc()
     if not nvcc:
         raise CompileError("nvcc is not on PATH: CUB's DeviceScan cannot be built")
-    version = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
     arch = compute_capability.replace(".", "")
-    source = CUB_SOURCE.read_bytes()
-    key = hashlib.sha256(source + arch.encode() + version.encode()).hexdigest()[:16]
-    target = cache_dir() / f"cub_scan-sm{arch}-{key}.so"
+    target = _cub_target(compute_capability, nvcc)
     if target.is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -351,6 +370,28 @@ class CubScan:
             raise KernelError(f"cub::DeviceScan::ExclusiveSum returned {code} "
                               f"({self._error(code).decode() if code > 0 else 'unknown dtype'})",
                               kind="cuda-error")
+
+
+def time_cub_ms(backend: object, cfg, x: np.ndarray, dtype: np.dtype) -> float | None:
+    """CUB's ``DeviceScan::ExclusiveSum`` on ``x``, timed as the kernels are, where its library is
+    built already for this GPU (:func:`cached_cub`: ``scangrade bench`` builds it; a grading never
+    runs nvcc for it); None where it is not, or where it fails (it is only a line of
+    the plot)."""
+    from grader.plans import POISON_BITS
+    try:
+        library = cached_cub(backend.describe().get("compute_capability", ""))
+        if library is None:
+            return None
+        cub = CubScan(library)
+        d_in, d_out = backend.alloc(x.size, dtype), backend.alloc(x.size, dtype)
+        backend.to_device(x, d_in)
+        temp_bytes = cub.temp_bytes(x.size, dtype)
+        temp = backend.alloc(max(temp_bytes, 1), np.dtype(np.uint8))
+        times = backend.time_ms(lambda: cub(d_in.address, d_out.address, x.size, temp.address, temp_bytes, dtype),
+                                before=lambda: backend.memset32(d_out, POISON_BITS), warmup=cfg.timing.warmup, runs=cfg.timing.runs, flush_bytes=cfg.timing.flush_bytes)
+        return float(np.median(times))
+    except (KernelError, OSError, AttributeError, KeyError):
+        return None
 
 
 # ----------------------------------------------------------------------------- the bench

@@ -423,6 +423,7 @@ def _grade(args: argparse.Namespace) -> int:
         result = grading.grade(path, seed=args.seed, parts=args.parts, intake=getattr(args, "intake", False),
                                on_event=progress)
     _print_report(render_text(result, show_hidden=args.show_hidden))
+    written = []
     for f in FORMATS.values():
         path = getattr(args, f.name) if f.flag else None
         if not path:
@@ -431,7 +432,27 @@ def _grade(args: argparse.Namespace) -> int:
             Path(path).write_text(f.render(result, cfg), encoding="utf-8")
         except OSError as exc:
             raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+        written.append(Path(path))
+    _write_plots(result, written[0].parent if written else Path())
     return EXIT_PASS if result.passed else EXIT_FAIL
+
+
+def _write_plots(result, folder: Path) -> None:
+    """Each timed part's time plot (:mod:`grader.render.plot`) into ``folder`` (beside the first
+    report file written, else the current folder), one line each saying where; or one line saying
+    why there is none (no matplotlib)."""
+    from grader.render.plot import plot_unavailable, plotted_parts, write_plots
+    if not plotted_parts(result):
+        return
+    why = plot_unavailable()
+    if why:
+        print(f"time plots: none ({why})")
+        return
+    try:
+        for path in write_plots(result, folder):
+            print(f"time plot: {path}")
+    except OSError as exc:
+        raise UsageError(f"cannot write the time plots into {folder}: {exc.strerror}") from None
 
 
 def main(argv: list[str] | None = None) -> int:

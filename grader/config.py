@@ -286,6 +286,29 @@ class TimingMethod(_Schema):
         return self.flush_mib * 2**20
 
 
+class RooflineConfig(_Schema):
+    """``roofline:``: the course's target GPU, whose figures turn the emulator's counts into an
+    estimated lower bound on a kernel's time (:mod:`grader.analysis`); they earn and take no points.
+
+    ``target``: its name, for the reports. ``dram_gbps``: its peak DRAM bandwidth (10^9 bytes/s).
+    ``step_ns``: the least time one dependent step of a thread takes (a shared-memory access or a
+    barrier: about 30 cycles on Hopper, 15 ns at 1.98 GHz; the default is below it, so the bound
+    stays a bound). ``launch_us``: the least time a launch adds between dependent kernels.
+    ``max_n``: the largest size counted on the emulator (the bound at larger timed sizes scales
+    its bytes by n and keeps its span, which a longer input never shortens).
+    """
+
+    target: StrictStr = Field("NVIDIA H100 80GB HBM3", description="the GPU's name (for the reports)")
+    dram_gbps: Annotated[float, _check(_positive)] = Field(
+        3350.0, description="a positive number of GB/s (the target's peak DRAM bandwidth)")
+    step_ns: Annotated[float, _check(_not_negative)] = Field(
+        10.0, description="a non-negative number of ns (the least time of one dependent step)")
+    launch_us: Annotated[float, _check(_not_negative)] = Field(
+        1.0, description="a non-negative number of µs (the least time a launch adds)")
+    max_n: Annotated[Int, _check(_positive)] = Field(
+        65536, description="a positive size n (the largest counted on the emulator)")
+
+
 class CompileCacheConfig(_Schema):
     """``compile_cache:``: the bounds of the compile cache (``<cache>/compiled``: emulated modules and
     cubins, kept between runs; :class:`grader.backends.emulator.build.CompileCache`).
@@ -343,7 +366,9 @@ class TimingConfig(_Schema):
     """A part's ``timing:`` block: how it is timed on a GPU and scored for speed. Full points when
     the weighted geometric mean of (time / reference time) is at most ``full_at``, none at
     ``zero_at`` or above, linear in between; ``absolute_ms`` (GPU name -> {n: ms}) sets the bar
-    where no reference solution can be timed (a student release), on the GPUs named."""
+    where no reference solution can be timed (a student release), on the GPUs named.
+    ``analysis_sizes`` are timed as well, for the analysis table (:mod:`grader.analysis`: the
+    assignment's n = 16,000,000), and never scored."""
 
     sizes: _SIZES = Field(description=_SIZES_WHAT)
     points: Annotated[float, _check(_not_negative)] = Field(
@@ -354,6 +379,12 @@ class TimingConfig(_Schema):
     reference: StrictStr = Field("", description=_REFERENCE)
     absolute_ms: Annotated[dict[str, dict[_SIZE_KEY, float]], _check(_absolute_problem)] = Field(
         default_factory=dict, description="a mapping of GPU name to a mapping of timed size n to milliseconds")
+    analysis_sizes: Seq = Field((), description="a list of sizes n timed for the analysis table only (never scored)")
+
+    @property
+    def all_sizes(self) -> tuple[int, ...]:
+        """Every size timed: the scored ``sizes``, then the ``analysis_sizes`` not among them."""
+        return tuple(dict.fromkeys((*self.sizes, *self.analysis_sizes)))
 
     @model_validator(mode="after")
     def _bar(self) -> "TimingConfig":
@@ -441,7 +472,8 @@ class PartConfig(_Schema):
         limit = spec.limit(block)
         for field, sizes in ((("sizes",), self.sizes), (("hidden_sizes",), self.hidden_sizes),
                              (("fractional_sizes",), self.fractional_sizes),
-                             (("timing", "sizes"), self.timing.sizes if self.timing else ())):
+                             (("timing", "sizes"), self.timing.sizes if self.timing else ()),
+                             (("timing", "analysis_sizes"), self.timing.analysis_sizes if self.timing else ())):
             problem = _sizes_problem("sizes" if field[-1] == "sizes" else field[-1], sizes, limit, block)
             if problem:
                 return _fault(problem, field=field, plain=True)
@@ -492,6 +524,7 @@ class ConfigFile(_Schema):
         False, description="true or false (on a GPU, also run NVIDIA compute-sanitizer on the checked cases, "
                            "as an audit beside the emulator's checks)")
     compile_cache: CompileCacheConfig = Field(default_factory=CompileCacheConfig)
+    roofline: RooflineConfig = Field(default_factory=RooflineConfig)
     parts: dict[str, PartConfig]
 
     @model_validator(mode="before")

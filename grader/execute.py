@@ -1041,6 +1041,7 @@ def time_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, 
                                        "run, so every launch must compute the whole scan): " + verdict.message,
                       mismatch=verdict.mismatch, kind=FailureKind.WRONG_AFTER_TIMING)
     median, spread = _median_spread(times)
+    launches = len(plan.launches)
     del run, plan, d_in, jobs
     src = backend.alloc(n, dtype)
     dst = backend.alloc(n, dtype)
@@ -1050,9 +1051,10 @@ def time_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, 
     nbytes = 2 * n * dtype.itemsize
     gbps = nbytes / (median * 1e-3) / 1e9
     copy_gbps = nbytes / (copy_ms * 1e-3) / 1e9
+    cpu_ms = cpu_scan_ms(part, x)
     timing = Timing(median_ms=median, spread=spread, runs=len(times), gbps=gbps, copy_fraction=gbps / copy_gbps,
                     reference_ms=ref_ms, ratio=median / ref_ms if ref_ms else None,
-                    cpu_speedup=cpu_scan_ms(part, x) / median)
+                    cpu_speedup=cpu_ms / median, cpu_ms=cpu_ms, copy_ms=copy_ms, launches=launches)
     return result(CaseStatus.PASS, "", timing)
 
 

@@ -55,6 +55,10 @@ class PartSpec:
             BLOCK_SIZE*ITEMS_PER_THREAD); None for a part of one block (Parts 1-3). Its plan
             (:data:`grader.plans.PLANS`) launches one block per tile, and a wrong output names
             the first wrong tile.
+        adds: the additions the part's algorithm performs on n elements, ``adds(n, block_size,
+            items_per_thread)`` (:func:`hillis_steele_adds`, :func:`blelloch_adds`,
+            :func:`hierarchical_adds`, :func:`single_pass_adds`): the count of the analysis table's
+            GFLOPS (:mod:`grader.analysis`); adds_formula: the same in words, for the reports.
         independent_blocks: whether each block of its launches does its work without waiting on
             another block (Parts 1-4: a block scans its own tile). Above ``emulator.checks_max_n``
             the checks run on a sample of each launch's blocks (the first, the last and a few drawn
@@ -74,6 +78,8 @@ class PartSpec:
     items_per_thread: bool = False
     tile: Callable[[int, int | None], int] | None = None
     independent_blocks: bool = True
+    adds: Callable[[int, int, int | None], int] | None = None
+    adds_formula: str = ""
 
     def limit(self, block_size: int) -> int | None:
         """The largest admissible n for this BLOCK_SIZE, or None when any n is allowed."""
@@ -108,36 +114,99 @@ class PartSpec:
             return min(n, levels * tile)
         return min(n, tile + -(-n // tile))
 
+    def add_count(self, n: int, pc: "PartConfig") -> int | None:
+        """The additions of :attr:`adds` on n elements under ``pc`` (its ``block_size`` and
+        ``items_per_thread``), or None for a part without a formula."""
+        return None if self.adds is None else self.adds(n, pc.block_size, pc.items_per_thread)
+
     @property
     def label(self) -> str:
         """``Part 2`` — how the handout names it."""
         return f"Part {self.number}"
 
 
+def _log2_ceil(n: int) -> int:
+    return max(0, (n - 1).bit_length())
+
+
+def hillis_steele_adds(n: int) -> int:
+    """Additions of the Hillis-Steele inclusive scan of n elements (Hillis and Steele, "Data
+    parallel algorithms", CACM 1986; GPU Gems 3, ch. 39.2.1): at step d = 0 .. ceil(log2 n) - 1
+    every element i >= 2^d adds the element 2^d before it, n - 2^d adds, so n·log2 n - (n - 1)
+    for n a power of two: O(n log n) against the sequential scan's n - 1."""
+    return sum(n - (1 << d) for d in range(_log2_ceil(n)))
+
+
+def blelloch_adds(tile: int) -> int:
+    """Additions of the Blelloch (work-efficient) scan of one tile of ``tile`` elements, a power of
+    two (Blelloch, "Prefix sums and their applications", 1990; GPU Gems 3, ch. 39.2.2): tile - 1 in
+    the up-sweep (reduce) and tile - 1 in the down-sweep, 2·(tile - 1). A block scans its whole
+    tile whatever n is (the padding holds zeros), so a partial tile costs as much as a full one."""
+    return 2 * (tile - 1) if tile > 1 else 0
+
+
+def hierarchical_adds(n: int, tile: int) -> int:
+    """Additions of the hierarchical (scan-then-propagate) scan of n elements in tiles of ``tile``:
+    each of the t = ceil(n / tile) tiles a Blelloch scan (:func:`blelloch_adds`); with more than one
+    tile, the t tile sums scanned the same way (recursively, each level ``tile`` times smaller) and
+    the offsets added to all n elements. For the course's example (tile 1024, n = 16,000,000):
+    2·1023·15625 + 2·1023·16 + 2·1023 + 15625 + 16,000,000."""
+    count = -(-n // tile)
+    adds = count * blelloch_adds(tile)
+    return adds + (hierarchical_adds(count, tile) + n if count > 1 else 0)
+
+
+def single_pass_adds(n: int, block_size: int, items: int) -> int:
+    """Additions of the single-pass scan with decoupled look-back (Merrill and Garland, "Single-pass
+    parallel prefix scan with decoupled look-back", NVIDIA 2016) of n elements in tiles of
+    T = block_size·items: per tile, each thread's items - 1 adds reducing its items, a Blelloch
+    scan of the block's partials (:func:`blelloch_adds` of block_size), block_size adds of the
+    tile's exclusive prefix to each thread's, T adds applying them to the items, and one add in
+    the look-back (the tile's inclusive prefix); 2·T + 2·block_size - 1 per tile (a look-back
+    that reads several predecessors adds a few more)."""
+    tile = block_size * items
+    per_tile = block_size * (items - 1) + blelloch_adds(block_size) + block_size + tile + 1
+    return -(-n // tile) * per_tile
+
+
 PARTS: dict[str, PartSpec] = {
     p.key: p
     for p in (
         PartSpec("part1_naive", 1, "naive inclusive scan of one block (Hillis-Steele)", "part1_naive.cu",
-                 (KernelSpec("naive_scan", _scan_params()),), True, lambda b: b),
+                 (KernelSpec("naive_scan", _scan_params()),), True, lambda b: b,
+                 adds=lambda n, b, _: hillis_steele_adds(n),
+                 adds_formula="Hillis-Steele: sum over d < ceil(log2 n) of (n - 2^d) adds, n·log2 n - (n - 1) "
+                              "for n a power of two"),
         PartSpec("part2_blelloch", 2, "work-efficient exclusive scan of one block (Blelloch)",
-                 "part2_blelloch.cu", (KernelSpec("blelloch_scan", _scan_params()),), False, lambda b: 2 * b),
+                 "part2_blelloch.cu", (KernelSpec("blelloch_scan", _scan_params()),), False, lambda b: 2 * b,
+                 adds=lambda n, b, _: blelloch_adds(2 * b),
+                 adds_formula="Blelloch: 2·(T - 1) adds on the block's tile of T = 2·BLOCK_SIZE elements "
+                              "(up-sweep and down-sweep T - 1 each)"),
         PartSpec("part3_conflict_free", 3, "Blelloch scan without shared-memory bank conflicts",
                  "part3_conflict_free.cu", (KernelSpec("blelloch_scan_cf", _scan_params()),), False,
-                 lambda b: 2 * b),
+                 lambda b: 2 * b, adds=lambda n, b, _: blelloch_adds(2 * b),
+                 adds_formula="Blelloch: 2·(T - 1) adds on the block's tile of T = 2·BLOCK_SIZE elements "
+                              "(padding changes addresses, not adds)"),
         PartSpec("part4_any_size", 4, "exclusive scan of any length (hierarchical)", "part4_any_size.cu",
                  (KernelSpec("scan_tiles", (Param("in", "const scan_t*", "ptr"), Param("out", "scan_t*", "ptr"),
                                             Param("tile_sums", "scan_t*", "ptr"), Param("n", "int", "int"))),
                   KernelSpec("add_tile_offsets", (Param("out", "scan_t*", "ptr"),
                                                   Param("tile_offsets", "const scan_t*", "ptr"),
                                                   Param("n", "int", "int")))),
-                 False, None, tile=lambda b, _: 2 * b),
+                 False, None, tile=lambda b, _: 2 * b, adds=lambda n, b, _: hierarchical_adds(n, 2 * b),
+                 adds_formula="hierarchical Blelloch: 2·(T - 1) adds per tile of T = 2·BLOCK_SIZE, the tile "
+                              "sums' levels scanned alike, and one add per element per level for the offsets"),
         PartSpec("part5_single_pass", 5, "single-pass exclusive scan with decoupled look-back (challenge)",
                  "part5_single_pass.cu",
                  (KernelSpec("scan_single_pass", (Param("in", "const scan_t*", "ptr"), Param("out", "scan_t*", "ptr"),
                                                   Param("n", "int", "int"),
                                                   Param("tile_status", "unsigned long long*", "ptr"),
                                                   Param("tile_counter", "unsigned int*", "ptr"))),),
-                 False, None, items_per_thread=True, tile=lambda b, items: b * items, independent_blocks=False),
+                 False, None, items_per_thread=True, tile=lambda b, items: b * items, independent_blocks=False,
+                 adds=lambda n, b, items: single_pass_adds(n, b, items),
+                 adds_formula="single pass: 2·T + 2·BLOCK_SIZE - 1 adds per tile of T = BLOCK_SIZE·ITEMS_PER_THREAD "
+                              "(each thread's serial reduce and apply, a Blelloch scan of the block's partials, "
+                              "one look-back add)"),
     )
 }
 

@@ -17,15 +17,18 @@ from typing import NamedTuple
 
 from grader.profile import MemoryProfile, score_profile
 
-__all__ = ["ProfiledRun", "profile_after_hidden", "profile_phase", "profile_run", "profile_runs"]
+__all__ = ["ProfiledRun", "profile_after_hidden", "profile_phase", "profile_run", "profile_runs", "roofline_counts",
+           "roofline_phase"]
 
 
 class ProfiledRun(NamedTuple):
-    """What :func:`profile_run` measured: the ``profile`` of the launches, and ``wrong``: why their
-    result is not what a case would pass ("" when it is), from :func:`grader.execute.check_run`."""
+    """What :func:`profile_run` measured: the ``profile`` of the launches, ``wrong``: why their
+    result is not what a case would pass ("" when it is), from :func:`grader.execute.check_run`,
+    and ``launches``: how many kernel launches the plan made."""
 
     profile: MemoryProfile
     wrong: str
+    launches: int = 0
 
 
 def profile_run(backend, module, *, cfg, part, n: int, dtype_name: str, blocks: int = 1) -> ProfiledRun:
@@ -63,7 +66,7 @@ def profile_run(backend, module, *, cfg, part, n: int, dtype_name: str, blocks: 
     finally:
         profile = backend.take_profile(module, blocks=blocks)
     verdict = check_run(run, plan, d_in, x, reference_output(part, x), part=part, pc=pc, cfg=cfg)
-    return ProfiledRun(profile, "" if verdict.status == "pass" else verdict.message)
+    return ProfiledRun(profile, "" if verdict.status == "pass" else verdict.message, len(plan.launches))
 
 
 def profile_runs(cfg, part) -> list:
@@ -142,7 +145,7 @@ def profile_phase(*, cfg, part, source: str, results: list, workdir, solutions, 
         except CompileError as exc:
             return Profile(0.0, pconf.points, f"not profiled: the CPU emulator cannot compile the part: {exc}")
         try:
-            sub, wrong = profile_run(emu, module, cfg=cfg, part=part, n=pconf.size, dtype_name=dtype,
+            sub, wrong, _ = profile_run(emu, module, cfg=cfg, part=part, n=pconf.size, dtype_name=dtype,
                                      blocks=pconf.blocks)
         except ResourceLimit:
             raise
@@ -157,7 +160,7 @@ def profile_phase(*, cfg, part, source: str, results: list, workdir, solutions, 
         if pconf.points and ref_file.is_file():
             try:
                 ref_module = compile_for(ref_spec, ref_file.read_text(), "reference")
-                ref, ref_wrong = profile_run(emu, ref_module, cfg=cfg, part=ref_spec, n=pconf.size,
+                ref, ref_wrong, _ = profile_run(emu, ref_module, cfg=cfg, part=ref_spec, n=pconf.size,
                                              dtype_name=dtype, blocks=pconf.blocks)
             except ResourceLimit:
                 raise
@@ -191,3 +194,85 @@ def profile_after_hidden(profile, hidden: list):
     if profile is None or all(c.status == "pass" for c in hidden):
         return profile
     return Profile(0.0, profile.max_points, NOT_EVERY_CASE + " (a hidden case did not)")
+
+
+# ---- the roofline of a timed part on the emulator (grader.analysis) -----------------------------
+
+def roofline_counts(backend, module, *, cfg, part, n: int, dtype_name: str) -> tuple[dict, str]:
+    """The counts a roofline needs from one run of ``part``'s launches at ``n`` with every block
+    profiled (:func:`profile_run`, ``blocks=0``): ``({"bytes", "launches", "span_steps",
+    "barriers"}, wrong)``; bytes are 32 times the global sectors of each source line's requests (the
+    fewer of those touched and those their bytes fill, per line); the span
+    and barriers are the profile's ``span_steps`` and ``barriers`` where the emulator counts them
+    (else None). ``wrong`` as in :class:`ProfiledRun`.
+
+    Raises:
+        KernelError, LaunchError: the kernel failed.
+    """
+    run = profile_run(backend, module, cfg=cfg, part=part, n=n, dtype_name=dtype_name, blocks=0)
+    prof = run.profile
+    # Per line, the fewer of the sectors its requests touched and the sectors their bytes fill: two
+    # requests that each touch every other word of the same sectors (a thread's in[2i], in[2i+1])
+    # count those sectors once, and 32 lanes reading one word count one sector, as the L1 serves them.
+    sectors = sum(min(s.sectors, s.ideal_sectors) for s in prof.sites if s.space == "global")
+    return ({"bytes": 32 * sectors, "launches": run.launches,
+             "span_steps": getattr(prof, "span_steps", None), "barriers": getattr(prof, "barriers", None)}, run.wrong)
+
+
+def _grown_counts(backend, module, *, cfg, part, n: int, dtype_name: str) -> tuple[dict, str]:
+    """:func:`roofline_counts` at n and, where the emulator counts the span, its ``span_exponent``:
+    how the span grew from n / 4 to n (log base 4 of the ratio; 0 where n < 64 or not counted)."""
+    import math
+    counts, wrong = roofline_counts(backend, module, cfg=cfg, part=part, n=n, dtype_name=dtype_name)
+    if wrong or counts["span_steps"] is None or n < 64:
+        return counts, wrong
+    small, small_wrong = roofline_counts(backend, module, cfg=cfg, part=part, n=n // 4, dtype_name=dtype_name)
+    if not small_wrong and small["span_steps"] and counts["span_steps"] > small["span_steps"]:
+        counts["span_exponent"] = math.log(counts["span_steps"] / small["span_steps"], 4)
+    return counts, wrong
+
+
+def roofline_phase(backend, *, cfg, part, module, reference=None):
+    """A timed part's roofline on the CPU emulator (:func:`grader.analysis.roofline`): its counts and
+    the reference solution's at ``min(smallest timed size, roofline.max_n)``, the part's first dtype,
+    on ``backend`` (the emulator the cases ran on, ``module`` the part compiled there), bounding
+    every timed size. Never raises for the submission's problems: a kernel that fails or computes
+    a wrong scan here gets a Roofline whose message says so, without rows.
+
+    Args:
+        reference: ``(spec, module)`` of the reference solution compiled on ``backend``, or None.
+    """
+    from grader.analysis import roofline
+    from grader.errors import ResourceLimit, ScangradeError
+    from grader.results import Roofline
+
+    pc = cfg.parts[part.key]
+    rc = cfg.roofline
+    n = min(min(pc.timing.all_sizes), rc.max_n)
+    dtype = pc.dtypes[0]
+
+    def empty(message: str) -> Roofline:
+        return Roofline(target=rc.target, peak_dram_gbps=rc.dram_gbps, step_ns=rc.step_ns, launch_us=rc.launch_us,
+                        message=message, n=n, dtype=dtype)
+    try:
+        counts, wrong = _grown_counts(backend, module, cfg=cfg, part=part, n=n, dtype_name=dtype)
+    except ResourceLimit:
+        raise
+    except ScangradeError as exc:
+        return empty(f"no estimate: the kernel failed under the CPU emulator: {exc}")
+    if wrong:
+        return empty(f"no estimate: the counted run (n = {n}, {dtype}) did not compute the scan: {wrong}")
+    ref_counts, against = None, "the reference solution"
+    if reference is not None:
+        ref_spec, ref_module = reference
+        try:
+            ref_counts, ref_wrong = _grown_counts(backend, ref_module, cfg=cfg, part=ref_spec, n=n, dtype_name=dtype)
+        except ResourceLimit:
+            raise
+        except ScangradeError:
+            ref_counts, ref_wrong = None, "failed"
+        if ref_wrong:
+            ref_counts = None
+        against = f"the {ref_spec.label} reference"
+    return roofline(rc, n=n, dtype=dtype, sizes=pc.timing.all_sizes, counts=counts, reference=ref_counts,
+                    against=against)

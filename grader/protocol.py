@@ -24,7 +24,8 @@ it runs on the GPU);
 on a GPU, for a timed part whose visible cases all passed, ``timing-start``, then ``case-start``
 and ``timed`` per timed size (and ``device-update`` with the copy bandwidth); for a profiled part
 whose cases so far all passed, ``profile-start`` (the profile is taken before any hidden case);
-``hidden-start`` and the hidden cases; ``performance`` for a timed part; ``profile`` for a profiled
+on the emulator, for a timed part whose visible cases all passed, ``profile-start`` and
+``roofline``; ``hidden-start`` and the hidden cases; ``performance`` for a timed part; ``profile`` for a profiled
 part; ``done`` at the end.
 """
 
@@ -42,7 +43,7 @@ from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from grader.config import Config
 from grader.errors import ScangradeError
-from grader.results import CaseResult, Performance, Profile, clean_case, clean_part_message
+from grader.results import CaseResult, Performance, Profile, Roofline, clean_case, clean_part_message
 
 class ProtocolError(ScangradeError):
     """A job file the worker cannot use (unreadable, not JSON, a field missing or of the wrong type)."""
@@ -248,6 +249,15 @@ class Profiled(_Event):
 
 
 @pydantic_dataclass(frozen=True, config=_WIRE)
+class RooflineTaken(_Event):
+    """A timed part's roofline on the CPU emulator (:mod:`grader.analysis`), taken after the visible
+    cases and before the hidden ones (after a ``profile-start``); an estimate worth no points."""
+
+    name: ClassVar[str] = "roofline"
+    result: Roofline
+
+
+@pydantic_dataclass(frozen=True, config=_WIRE)
 class LocatingFault(_Event):
     """The case's kernel faulted on the GPU; compute-sanitizer's memcheck now looks for the line (its
     own silence limit bounds it, not the case's deadline). The case's result follows."""
@@ -294,11 +304,12 @@ class Done(_Event):
 
 
 Event = Union[Device, DeviceUpdate, CompileFailed, Compiled, CaseStart, CaseDone, Timed, TimingStart, HiddenStart,
-              PerformanceScored, ProfileStart, Profiled, LocatingFault, GpuWait, CompilerNotes, WorkerError, Done]
+              PerformanceScored, ProfileStart, Profiled, RooflineTaken, LocatingFault, GpuWait, CompilerNotes, WorkerError, Done]
 #: Every event type by its wire name.
 EVENTS: dict[str, type] = {cls.name: cls for cls in (Device, DeviceUpdate, CompileFailed, Compiled, CaseStart,
                                                      CaseDone, Timed, TimingStart, HiddenStart, PerformanceScored,
-                                                     ProfileStart, Profiled, LocatingFault, GpuWait, CompilerNotes,
+                                                     ProfileStart, Profiled, RooflineTaken, LocatingFault, GpuWait,
+                                                     CompilerNotes,
                                                      WorkerError, Done)}
 #: How each event type is read and written.
 _ADAPTERS: dict[type, TypeAdapter] = {cls: TypeAdapter(cls) for cls in EVENTS.values()}

@@ -216,6 +216,10 @@ class Timing:
         ratio: median_ms / reference_ms (1.0 is as fast as the reference; lower is faster).
         cpu_speedup: time of the sequential CPU scan (numpy, one thread) over median_ms; above 2^24
             elements the CPU time is measured on the first 2^24 and scaled linearly to n.
+        cpu_ms: that CPU time (ms); copy_ms: the device-to-device copy's median time on the same
+            bytes (ms); launches: the kernel launches of the part's plan at n; cub_ms: CUB's
+            ``DeviceScan::ExclusiveSum`` on the same input (ms), where its library is built
+            (:func:`grader.bench.cached_cub`); None in a result saved before they were recorded.
     """
 
     median_ms: float
@@ -226,6 +230,140 @@ class Timing:
     reference_ms: float | None = None
     ratio: float | None = None
     cpu_speedup: float | None = None
+    cpu_ms: float | None = None
+    copy_ms: float | None = None
+    launches: int | None = None
+    cub_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class AnalysisRow:
+    """One size of a timed part's analysis table (:mod:`grader.analysis`), from one timed case.
+
+    Attributes:
+        n, dtype: the timed case's size and ``scan_t``.
+        gpu_ms, cpu_ms: the kernel's median time on the GPU and the sequential CPU scan's time (ms);
+            speedup: cpu_ms / gpu_ms.
+        adds: additions the part's algorithm performs on n elements (the part's formula,
+            :attr:`grader.parts.PartSpec.adds`); gflops: adds / gpu_ms, in 10^9 per second;
+            fp32_percent: gflops as a % of the GPU's peak FP32 rate (None: peak unknown).
+        cpu_adds, cpu_gflops: the sequential scan's n - 1 additions, and their rate on the CPU.
+        bytes: bytes a scan must move, 2·n·sizeof(scan_t) (read once, written once);
+            dram_gbps: bytes / gpu_ms (10^9 bytes per second); dram_percent: as a % of the GPU's
+            peak DRAM bandwidth (None: peak unknown); copy_percent: as a % of the device-to-device
+            copy of the same bytes in the same run.
+        launches: kernel launches of the part's plan at n.
+        reference_ms, copy_ms, cub_ms: the reference solution's, the copy's and CUB's
+            ``DeviceScan::ExclusiveSum``'s times at n (ms), where measured.
+        bound: one line: what bounds the kernel at n, and why.
+    """
+
+    n: int
+    dtype: str
+    gpu_ms: float
+    cpu_ms: float | None
+    speedup: float | None
+    adds: int
+    gflops: float
+    fp32_percent: float | None
+    cpu_adds: int
+    cpu_gflops: float | None
+    bytes: int
+    dram_gbps: float
+    dram_percent: float | None
+    copy_percent: float | None
+    launches: int | None
+    reference_ms: float | None
+    copy_ms: float | None
+    cub_ms: float | None
+    bound: str
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """A timed part's analysis on a GPU (the assignment's "testing and analysis"): per timed size
+    the times, speed-up, GFLOPS and bandwidth against the GPU's peaks, and the bound.
+
+    Attributes:
+        device: the GPU's name.
+        formula: how the adds are counted (the part's :attr:`grader.parts.PartSpec.adds_formula`).
+        peak_fp32_gflops: the GPU's peak FP32 rate (an FMA counted as 2), 10^9 per second, from its
+            attributes; peak_dram_gbps: its peak DRAM bandwidth (10^9 bytes per second); None where
+            the attributes are not known. peaks: how they were computed, in words.
+        rows: one :class:`AnalysisRow` per timed case that passed, by n.
+    """
+
+    device: str
+    formula: str
+    peak_fp32_gflops: float | None
+    peak_dram_gbps: float | None
+    peaks: str
+    rows: tuple[AnalysisRow, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rows", tuple(r if isinstance(r, AnalysisRow) else AnalysisRow(**r)
+                                               for r in self.rows))
+
+
+@dataclass(frozen=True)
+class RooflineRow:
+    """The estimated lower bound on the time of a timed part at one size on the course's target GPU.
+
+    Attributes:
+        n: the size; bound_ms: the submission's bound; reference_bound_ms: the reference
+            solution's (None where it was not counted); ratio: bound_ms / reference_bound_ms.
+    """
+
+    n: int
+    bound_ms: float
+    reference_bound_ms: float | None = None
+    ratio: float | None = None
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """A timed part's roofline on the CPU emulator, instead of a time: an estimate, worth no points.
+
+    From one run of the part's launches at ``n`` with the emulator's profile on every block: the
+    global bytes moved (32-byte sectors of each line's requests, the fewer of those touched and
+    those their bytes fill), the launches and, where the
+    emulator counts it, the span (the most dependent memory steps one thread runs, and the
+    barriers); the bound at a size N is ``max(bytes·N/n / peak bandwidth, (span + barriers) ·
+    step latency) + launches · launch overhead`` (:func:`grader.analysis.bound_ms`).
+
+    Attributes:
+        target: the GPU the bound is for (the config's ``roofline.target``); peak_dram_gbps,
+            step_ns, launch_us: its figures from the config.
+        n: the size counted at; dtype: its ``scan_t``.
+        bytes_per_element, launches, span_steps, barriers: the submission's counts (span_steps and
+            barriers None where the emulator does not count them: the bound then comes from the
+            bytes and the launches only).
+        reference_bytes_per_element, reference_launches, reference_span_steps,
+            reference_barriers: the reference solution's, on the same input (None: not counted).
+        rows: the bound at each timed size.
+        message: what the bound says, or why there is none.
+    """
+
+    target: str
+    peak_dram_gbps: float
+    step_ns: float
+    launch_us: float
+    message: str
+    n: int | None = None
+    dtype: str | None = None
+    bytes_per_element: float | None = None
+    launches: int | None = None
+    span_steps: int | None = None
+    barriers: int | None = None
+    reference_bytes_per_element: float | None = None
+    reference_launches: int | None = None
+    reference_span_steps: int | None = None
+    reference_barriers: int | None = None
+    rows: tuple[RooflineRow, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rows", tuple(r if isinstance(r, RooflineRow) else RooflineRow(**r)
+                                               for r in self.rows))
 
 
 @dataclass(frozen=True)
@@ -401,6 +539,9 @@ class PartResult:
             ``total``; empty for a missing part.
         profile: the part's memory-access profile (bank conflicts, sectors per request) and its
             points, for a profiled part.
+        analysis: on a GPU, the timed part's analysis table (:class:`Analysis`); None elsewhere.
+        roofline: on the CPU emulator, the timed part's estimated lower bound on the target GPU
+            (:class:`Roofline`); None elsewhere.
         block_size: the threads a block the part is launched with (its BLOCK_SIZE: the config's
             ``block_size``, or the part's own); items_per_thread: Part 5's ITEMS_PER_THREAD, else
             None. None in a result saved before they were recorded.
@@ -418,6 +559,8 @@ class PartResult:
     profile: Profile | None = None
     block_size: int | None = None
     items_per_thread: int | None = None
+    analysis: Analysis | None = None
+    roofline: Roofline | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "status", _member(PartStatus, self.status, "part"))
@@ -573,6 +716,8 @@ def result_from_dict(d: dict[str, Any]) -> SubmissionResult:
                                 performance=Performance(**perf) if perf else None,
                                 phases_s=dict(p.get("phases_s") or {}),
                                 profile=Profile(**p["profile"]) if p.get("profile") else None,
-                                block_size=p.get("block_size"), items_per_thread=p.get("items_per_thread")))
+                                block_size=p.get("block_size"), items_per_thread=p.get("items_per_thread"),
+                                analysis=Analysis(**p["analysis"]) if p.get("analysis") else None,
+                                roofline=Roofline(**p["roofline"]) if p.get("roofline") else None))
     body = {k: v for k, v in d.items() if k in fields and k != "parts"}
     return SubmissionResult(**body, parts=tuple(parts))

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Callable
 
 from grader import __version__, protocol
+from grader.analysis import with_analysis
 from grader.backends import Selection, backend_kind
 from grader.config import Config
 from grader.deadlines import case_budget_s, describe_budget, load_factor, timed_case_n
@@ -33,7 +34,7 @@ from grader.parts import PARTS, PartSpec
 from grader.execute import case_list, not_run
 from grader.intake import Absent, Intake, resolve_submission
 from grader.results import (PART_CASES_BYTES, CaseResult, CaseStatus, FailureKind, PartResult, PartStatus,
-                            Performance, Profile, SubmissionResult, clean_case, clean_part_message)
+                            Performance, Profile, Roofline, SubmissionResult, clean_case, clean_part_message)
 
 #: Bytes of a worker's own stdout/stderr kept for messages.
 _TAIL_BYTES = 4000
@@ -251,6 +252,7 @@ class _Reported:
     cases: list[CaseResult] = dataclasses.field(default_factory=list)
     performance: Performance | None = None
     profile: Profile | None = None
+    roofline: Roofline | None = None
     current: str | None = None
     waiting: str | None = None
     timing: bool = False
@@ -284,6 +286,8 @@ class _Reported:
             self.performance = ev.result
         elif isinstance(ev, protocol.Profiled):
             self.profile = ev.result
+        elif isinstance(ev, protocol.RooflineTaken):
+            self.roofline = ev.result
         if isinstance(ev, (protocol.ProfileStart, protocol.HiddenStart, protocol.CaseDone)):
             self.profiling = isinstance(ev, protocol.ProfileStart)
 
@@ -425,6 +429,7 @@ def grade_part(part: PartSpec, source: Path | Absent | None, *, cfg: Config, bac
                           message=clean_part_message(message),
                           cases=tuple(clean_case(c, budget) for c in _report_order(cases)),
                           performance=performance, phases_s=phases, profile=reported.profile,
+                          roofline=reported.roofline,
                           **_launch(cfg, part.key)), reported.device
 
     if not isinstance(source, Path):  # None, or an Absent saying why (misnamed, a link, too large)
@@ -753,5 +758,5 @@ def grade(submission: Path | Intake, *, cfg: Config, selection: Selection, seed:
             if not selection.kind.times_kernels else "not timed: no part of this run is timed")
     return SubmissionResult(submission=str(intake.path if intake else submission), backend=selection.name, backend_reason=selection.reason,
                             device=device, config=cfg.path, seed=cfg.seed, block_size=cfg.block_size,
-                            parts=tuple(results), scangrade_version=__version__, started_at=started,
+                            parts=with_analysis(results, device, cfg), scangrade_version=__version__, started_at=started,
                             elapsed_s=round(time.perf_counter() - t0, 3), timed=timed, timing_note=note)

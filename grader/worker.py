@@ -17,6 +17,7 @@ worker started after a case that hung (the job's ``start``) grades the cases aft
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -31,7 +32,7 @@ from grader.parts import SOLUTIONS
 from grader.profile_phase import profile_after_hidden
 from grader.protocol import (CaseDone, CaseStart, Compiled, CompileFailed, CompilerNotes, Device, DeviceUpdate, Done,
                              EventWriter, GpuWait, HiddenStart, Job, LocatingFault, PerformanceScored, Profiled,
-                             ProfileStart, ProtocolError, Timed, TimingStart, WorkerError)
+                             ProfileStart, ProtocolError, RooflineTaken, Timed, TimingStart, WorkerError)
 
 #: The smallest copy (bytes read + written) whose bandwidth the report records and checks.
 COPY_BANDWIDTH_MIN_BYTES = 128 * 2**20
@@ -294,7 +295,7 @@ def _draw_ahead(kind, job, cfg, part, cases):
     items = [(c.n, c.seed, DTYPES[c.dtype], c.fractional) for c in cases[job.start:]
              if c.visibility != "hidden" and c.n > cfg.emulator.checks_max_n]
     if pc.timing is not None and not job.earlier_failed:
-        items += [(n, cfg.seed, DTYPES[pc.dtypes[0]], False) for n in pc.timing.sizes]
+        items += [(n, cfg.seed, DTYPES[pc.dtypes[0]], False) for n in pc.timing.all_sizes]
     return DrawAhead(cfg, part, items) if items else None
 
 
@@ -306,12 +307,16 @@ def _time_part(events, backend, cfg, part, pc, modules, results, build, *, earli
     ``earlier_failed``: a case before this worker's first failed (it hung), so nothing is timed."""
     from grader.backends import backend_kind
     from grader.errors import CompileError
-    from grader.execute import score_performance, time_case
-    from grader.parts import PARTS
+    from grader.bench import cached_cub, time_cub_ms
+    from grader.execute import case_input, score_performance, time_case
+    from grader.parts import DTYPES, PARTS
     from grader.results import Performance
 
     tc = pc.timing
-    if not backend_kind(backend.name).times_kernels:
+    kind = backend_kind(backend.name)
+    if not kind.times_kernels:
+        if kind.counts_profile and not earlier_failed and all(r.status == "pass" for r in results):
+            _roofline_part(events, backend, cfg, part, modules, build)
         return Performance(0.0, tc.points, None, f"not timed: the {backend.name} backend cannot time kernels; "
                                                  "performance points need a run on a GPU")
     if earlier_failed or any(r.status != "pass" for r in results):
@@ -326,15 +331,20 @@ def _time_part(events, backend, cfg, part, pc, modules, results, build, *, earli
             reference = (ref_spec, build(ref_spec, ref_file.read_text(), dtype, "reference"))
         except CompileError as exc:  # the course's own reference must compile; say so plainly
             return Performance(0.0, tc.points, None, f"not scored: the reference solution does not compile: {exc}")
+    cub = cached_cub(backend.describe().get("compute_capability", "")) is not None
     timed = []
-    for n in tc.sizes:
+    for n in tc.all_sizes:  # the analysis sizes too: in the report, not in the score
         events.emit(CaseStart(f"timed n={n} {dtype}"))
         result = time_case(backend, modules[dtype], cfg=cfg, part=part, n=n, dtype_name=dtype, reference=reference,
                            ahead=ahead)
+        if result.timing is not None and cub:  # CUB beside it, for the plot, where its library is built
+            x, _ = case_input(cfg, part, n, cfg.seed, DTYPES[dtype])
+            result = dataclasses.replace(result, timing=dataclasses.replace(
+                result.timing, cub_ms=time_cub_ms(backend, cfg, x, DTYPES[dtype])))
         timed.append(result)
         events.emit(Timed(result))
     gpu = backend.describe().get("device", "")
-    performance = score_performance(tc, timed, gpu=gpu)
+    performance = score_performance(tc, [c for c in timed if c.n in tc.sizes], gpu=gpu)
     # Copy bandwidth is only meaningful for a copy large enough to leave launch latency behind.
     copies = [c.timing.gbps / c.timing.copy_fraction for c in timed
               if c.timing and c.timing.copy_fraction and c.n * 8 >= COPY_BANDWIDTH_MIN_BYTES]
@@ -349,6 +359,37 @@ def _time_part(events, backend, cfg, part, pc, modules, results, build, *, earli
                                 "so these timings are suspect")
         events.emit(DeviceUpdate(info))
     return performance
+
+
+def _roofline_part(events, backend, cfg, part, modules, build) -> None:
+    """On the CPU emulator, a timed part's roofline (:func:`grader.profile_phase.roofline_phase`):
+    ``profile-start``, then ``roofline`` with the estimate, on the cases' emulator with its checks
+    off, after the visible cases and before any hidden one. Worth no points; a reference solution
+    that does not compile leaves the estimate without its comparison."""
+    from grader.errors import CompileError
+    from grader.parts import PARTS
+    from grader.profile_phase import roofline_phase
+
+    tc = cfg.parts[part.key].timing
+    dtype = cfg.parts[part.key].dtypes[0]
+    events.emit(ProfileStart())
+    reference = None
+    ref_spec = PARTS[tc.reference]
+    ref_file = SOLUTIONS / ref_spec.filename
+    if ref_file.is_file():
+        try:
+            reference = (ref_spec, build(ref_spec, ref_file.read_text(), dtype, "reference"))
+        except CompileError:
+            reference = None
+    saved = getattr(backend, "checks", None)
+    if saved is not None:
+        backend.checks = False  # counted once, plainly: the cases did the checking
+    try:
+        events.emit(RooflineTaken(roofline_phase(backend, cfg=cfg, part=part, module=modules[dtype],
+                                                 reference=reference)))
+    finally:
+        if saved is not None:
+            backend.checks = saved
 
 
 def performance_after_hidden(performance, hidden: list):

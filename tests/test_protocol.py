@@ -12,9 +12,9 @@ import pytest
 from grader.config import load_config, load_private
 from grader.protocol import (EVENTS, CaseDone, CaseStart, Compiled, CompileFailed, CompilerNotes, Device, DeviceUpdate,
                              Done, EventReader, EventWriter, GpuWait, HiddenStart, Job, LocatingFault, PerformanceScored,
-                             Profiled, ProfileStart, ProtocolError, Timed, TimingStart, WorkerError, decode,
+                             Profiled, ProfileStart, ProtocolError, RooflineTaken, Timed, TimingStart, WorkerError, decode,
                              encode)
-from grader.results import CaseResult, Mismatch, Performance, Profile, Timing
+from grader.results import CaseResult, Mismatch, Performance, Profile, Roofline, RooflineRow, Timing
 from tests.conftest import ROOT, write_config
 
 CASE = CaseResult(name="n=33 int32", n=33, dtype="int32", seed=7, status="fail", points=0.0, max_points=1.0,
@@ -28,6 +28,9 @@ ONE_OF_EACH = [Device({"backend": "emulator", "workers": "1"}), DeviceUpdate({"c
                Timed(TIMED), TimingStart(), HiddenStart(),
                PerformanceScored(Performance(1.5, 2.0, 1.2, "time / reference time = 1.20")), ProfileStart(),
                Profiled(Profile(0.0, 1.0, "line 3: 2-way bank conflict", n=256, wavefronts=10, worst_line=3)),
+               RooflineTaken(Roofline("NVIDIA H100 80GB HBM3", 3350.0, 10.0, 1.0, "an estimate", n=65536,
+                                      dtype="int32", bytes_per_element=16.5, launches=3,
+                                      rows=(RooflineRow(1 << 20, 0.008, 0.008, 1.0),))),
                LocatingFault("n=33 int32"), GpuWait("n=33 int32"), CompilerNotes("n=33 float32"),
                WorkerError("no C++ compiler"), Done()]
 
@@ -111,7 +114,7 @@ def test_the_worker_says_in_one_line_why_it_cannot_use_its_job(tmp_path):
 
 def test_every_event_of_the_worker_has_one_type():
     assert set(EVENTS) == {"device", "device-update", "compile-error", "compiled", "case-start", "case", "timed",
-                           "timing-start", "hidden-start", "performance", "profile-start", "profile",
+                           "timing-start", "hidden-start", "performance", "profile-start", "profile", "roofline",
                            "locating-fault", "gpu-wait", "compiler-notes", "error", "done"}
     assert {type(ev) for ev in ONE_OF_EACH} == set(EVENTS.values())
 

@@ -426,10 +426,24 @@ class PyCudaBackend(Backend):
         cuda = self._cuda
         major, minor = self._device.compute_capability()
         return {"backend": self.name, "device": self._device.name(), "compute_capability": f"{major}.{minor}",
+                **self._peak_attributes(),
                 "driver_api": f"{cuda.get_driver_version() // 1000}.{cuda.get_driver_version() % 1000 // 10}",
                 "cuda": ".".join(map(str, cuda.get_version())), "pycuda": pycuda.VERSION_TEXT,
                 "sandbox": "nvcc: " + ("bubblewrap + rlimits" if self._toolchain.sandbox.isolated
                                        else f"rlimits only ({self._toolchain.sandbox.why_not})")}
+
+    def _peak_attributes(self) -> dict[str, str]:
+        """The attributes the GPU's peaks come from (:data:`grader.analysis.PEAK_KEYS`), as strings:
+        SMs, SM clock and memory clock (MHz; the driver gives kHz) and the memory bus width (bits);
+        empty where the driver does not report one (CUDA 13 keeps them as driver attributes)."""
+        attr = self._cuda.device_attribute
+        try:
+            return {"sm_count": str(self._device.get_attribute(attr.MULTIPROCESSOR_COUNT)),
+                    "clock_mhz": f"{self._device.get_attribute(attr.CLOCK_RATE) / 1e3:g}",
+                    "memory_clock_mhz": f"{self._device.get_attribute(attr.MEMORY_CLOCK_RATE) / 1e3:g}",
+                    "memory_bus_bits": str(self._device.get_attribute(attr.GLOBAL_MEMORY_BUS_WIDTH))}
+        except (AttributeError, self._cuda.Error):
+            return {}
 
     def close(self) -> None:
         if self.gpu_lock is not None:

@@ -189,6 +189,82 @@ def timing_text(t: Timing) -> str:
     return " · ".join(bits)
 
 
+def _num(x: float | None, fmt: str) -> str:
+    return "-" if x is None else format(x, fmt)
+
+
+#: The analysis table's columns (:class:`grader.results.AnalysisRow`): header, cell. Said once: the
+#: text, Markdown and the other formats' tables all read it (:func:`analysis_table`).
+ANALYSIS_COLUMNS = (
+    ("n", lambda r: f"{r.n:,}"),
+    ("GPU ms", lambda r: f"{r.gpu_ms:.4g}"),
+    ("CPU ms", lambda r: _num(r.cpu_ms, ".4g")),
+    ("speed-up", lambda r: "-" if r.speedup is None else f"{r.speedup:.1f}×"),
+    ("adds", lambda r: f"{r.adds:,}"),
+    ("GFLOPS", lambda r: f"{r.gflops:.1f}"),
+    ("% FP32 peak", lambda r: _num(r.fp32_percent, ".2f")),
+    ("CPU GFLOPS", lambda r: _num(r.cpu_gflops, ".2f")),
+    ("GB/s", lambda r: f"{r.dram_gbps:.0f}"),
+    ("% DRAM peak", lambda r: _num(r.dram_percent, ".1f")),
+    ("% of copy", lambda r: _num(r.copy_percent, ".1f")),
+)
+
+
+def analysis_table(analysis) -> tuple[list[str], list[list[str]]]:
+    """The analysis table of a part's :class:`grader.results.Analysis`: ``(headers, rows of cells)``."""
+    return [h for h, _ in ANALYSIS_COLUMNS], [[cell(r) for _, cell in ANALYSIS_COLUMNS] for r in analysis.rows]
+
+
+def analysis_notes(analysis) -> list[str]:
+    """The lines under the analysis table: the GPU's peaks, how adds are counted, each size's bound."""
+    peaks = ("peaks of the " + (analysis.device or "GPU") + ": "
+             + (f"FP32 {analysis.peak_fp32_gflops:.0f} GFLOPS" if analysis.peak_fp32_gflops else "FP32 unknown")
+             + (f", DRAM {analysis.peak_dram_gbps:.0f} GB/s" if analysis.peak_dram_gbps else ", DRAM unknown")
+             + f" ({analysis.peaks})")
+    return ([peaks, f"adds counted as {analysis.formula}; the CPU's sequential scan does n - 1"]
+            + [f"n = {r.n:,}: {r.bound}" for r in analysis.rows])
+
+
+def analysis_lines(analysis) -> list[str]:
+    """The analysis as plain text (no indent): a heading, the aligned table, then
+    :func:`analysis_notes`; [] for None."""
+    if analysis is None:
+        return []
+    head, rows = analysis_table(analysis)
+    widths = [max(len(c) for c in col) for col in zip(head, *rows)]
+    table = ["  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in [head, *rows]]
+    return ["analysis (the assignment's testing and analysis; GPU times are medians):", *table, *analysis_notes(analysis)]
+
+
+def roofline_lines(roofline) -> list[str]:
+    """A part's emulator roofline (:class:`grader.results.Roofline`) as plain text (no indent): what
+    was counted, then the bound at each timed size beside the reference's; [] for None."""
+    if roofline is None:
+        return []
+    lines = [f"roofline (ESTIMATE, no points): {roofline.message}"]
+    if roofline.bytes_per_element is None:
+        return lines
+    ref = (f"; the reference: {roofline.reference_bytes_per_element:.2f} bytes per element, "
+           f"{roofline.reference_launches} launches" if roofline.reference_bytes_per_element is not None else "")
+    span = ("" if roofline.span_steps is None else
+            f", span {roofline.span_steps} dependent steps and {roofline.barriers or 0} barriers")
+    lines.append(f"counted on the CPU emulator at n = {roofline.n:,} ({roofline.dtype}): "
+                 f"{roofline.bytes_per_element:.2f} bytes per element, {roofline.launches} launches{span}{ref}")
+    lines.append(f"target: {roofline.target}, {roofline.peak_dram_gbps:g} GB/s, {roofline.step_ns:g} ns a step, "
+                 f"{roofline.launch_us:g} µs a launch")
+    for r in roofline.rows:
+        against = ("" if r.reference_bound_ms is None else
+                   f" (the reference's {r.reference_bound_ms:.4g} ms; {r.ratio:.2f}×)")
+        lines.append(f"n = {r.n:,}: at least {r.bound_ms:.4g} ms{against}")
+    return lines
+
+
+def analysis_report(part: PartResult) -> str:
+    """The part's analysis table (GPU) and roofline (emulator) as plain text, "" for neither: the
+    output of the ``analysis`` test of Gradescope, PrairieLearn and JUnit."""
+    return "\n".join(analysis_lines(part.analysis) + roofline_lines(part.roofline))
+
+
 #: Findings of a case a student's report shows: the first (the case's message) and two more.
 SHOWN_FINDINGS = 3
 

@@ -12,10 +12,13 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from grader.render._common import (PART_STATUS_WORDS, device_text, is_timed_case, largest_timed_case, part_label,
-                                   pending_text, performance_shown, points, printable, public_elapsed_s,
-                                   public_part_message, public_seed, student_view, whole_part_failure)
-from grader.render._groups import CaseGroup, case_groups, group_counts, group_description, group_output, timed_run_lines
+from grader.render._common import (PART_STATUS_WORDS, analysis_report, device_text,
+                                   is_timed_case, largest_timed_case, part_label, pending_text,
+                                   performance_shown, points, printable, public_elapsed_s,
+                                   public_part_message, public_seed, student_view,
+                                   whole_part_failure)
+from grader.render._groups import (CaseGroup, case_groups, group_counts, group_description, group_output,
+                                   timed_run_lines)
 from grader.results import PartResult, SubmissionResult
 
 #: The visibility values Gradescope documents, for the top level, ``stdout_visibility`` and each test.
@@ -72,7 +75,25 @@ def _part_tests(part: PartResult, hidden_case_visibility: str | None, *, pending
         from grader.profile import report_lines
         tests.append(_test(part, len(tests) + 1, "bank conflicts", prof.points, prof.max_points,
                            prof.points >= prof.max_points, "\n".join(report_lines(prof))))
+    analysis = analysis_report(part)
+    if analysis:  # information, 0 of 0: the table (or the roofline) and the time plot, as HTML
+        test = _test(part, len(tests) + 1, "analysis", 0.0, 0.0, None, "")
+        test["output"] = "<pre>" + html.escape(printable(analysis), quote=False) + "</pre>" + _plot_html(part)
+        test["output_format"] = "html"
+        tests.append(test)
     return tests
+
+
+def _plot_html(part: PartResult) -> str:
+    """The part's time plot as an HTML image (a data URL), or "" where there is none."""
+    import base64
+
+    from grader.render.plot import time_plot_png
+    png = time_plot_png(part)
+    if png is None:
+        return ""
+    return (f'<img alt="Part {part.number}: time against n" '
+            f'src="data:image/png;base64,{base64.b64encode(png).decode()}">')
 
 
 def _summary(result: SubmissionResult) -> str:
@@ -126,9 +147,11 @@ def gradescope(result: SubmissionResult, *, leaderboard_part: str | None = "part
     run passing; each timed run's timing in its output), or, where the points wait for a run on a
     GPU (an emulator run of a part that passed), ``"... · performance (pending)"``, 0 of 0 with no
     status and the pending points in its output; a part timed for no points and not timed has
-    none. Then ``"... · bank conflicts"`` for a part whose profile earns points. The test scores add
-    up to ``result.points`` and the max_scores to ``result.max_points`` less
-    ``result.pending_points``.
+    none. Then ``"... · bank conflicts"`` for a part whose profile earns points. A timed part with an
+    analysis table (a GPU run) or a roofline (the emulator) then has ``"... · analysis"``, 0 of 0
+    with no status, its ``output_format`` ``html``: the table as preformatted text and the time plot
+    as an image. The test scores add up to ``result.points`` and the max_scores to
+    ``result.max_points`` less ``result.pending_points``.
 
     What is rendered is :func:`grader.render._common.student_view` of the result: hidden cases
     (``CaseResult.visibility == "hidden"``) reach the student as name, score and ``passed`` or

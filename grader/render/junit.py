@@ -12,7 +12,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import PurePath
 
-from grader.render._common import (points, printable, stopped_case, timing_text, utc_timestamp,
+from grader.render._common import (analysis_report, points, printable, stopped_case, timing_text, utc_timestamp,
                                    visible_case_details, whole_part_failure)
 from grader.results import CaseResult, PartResult, SubmissionResult
 
@@ -133,6 +133,10 @@ def _suite(parent: ET.Element, result: SubmissionResult, part: PartResult) -> ET
              + (f"; ratio to the reference {perf.ratio:.4f}" if perf.ratio is not None else "")
              + (f"\n{perf.message}" if perf.message else ""))
     _profile_case(suite, part)
+    analysis = analysis_report(part)
+    if analysis:  # the analysis table (GPU) or the roofline (emulator): information, never a failure
+        tc = _sub(suite, "testcase", name="analysis", classname=part.key, time=_seconds(0))
+        _sub(tc, "system-out", analysis)
     if part.message and not whole_part_failure(part) and stopped_case(part) is None:
         _sub(suite, "system-err", part.message)  # a part message no testcase carries
 

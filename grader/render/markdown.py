@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import re
 
-from grader.render._common import (CASE_STATUS_WORDS, PART_STATUS_WORDS, block_size_text, device_text, folded_sizes,
-                                   group_findings, is_hidden, is_timed_case, pending_text, performance_shown, points,
-                                   printable, public_case_name, public_elapsed_s, public_part_message, public_seed,
-                                   quick_check_text, stopped_case, student_view, whole_part_failure)
+from grader.render._common import (CASE_STATUS_WORDS, PART_STATUS_WORDS, analysis_notes, analysis_table,
+                                   block_size_text, device_text, folded_sizes, group_findings, is_hidden,
+                                   is_timed_case, pending_text, performance_shown, points, printable,
+                                   public_case_name, public_elapsed_s, public_part_message, public_seed,
+                                   quick_check_text, roofline_lines, stopped_case, student_view, whole_part_failure)
 from grader.results import CaseResult, PartResult, SubmissionResult, Timing
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
@@ -156,7 +157,7 @@ def _part_section(part: PartResult, base_seed: int, *, pending: bool = False) ->
         ratio = f" (time / reference time {perf.ratio:.2f})" if perf.ratio is not None else ""
         lines += [f"Performance: {points(perf.points)}/{points(perf.max_points)} points{ratio} — {_md(perf.message)}",
                   ""]
-    return lines + _profile_md(part)
+    return lines + _profile_md(part) + _analysis_md(part)
 
 
 def _profile_md(part: PartResult) -> list[str]:
@@ -168,6 +169,21 @@ def _profile_md(part: PartResult) -> list[str]:
     lines = [_md(found[0][:1].upper() + found[0][1:]), ""]
     for extra in found[1:]:
         lines += [_md(extra[:1].upper() + extra[1:]), ""]
+    return lines
+
+
+def _analysis_md(part: PartResult) -> list[str]:
+    """The part's analysis table on a GPU (:func:`grader.render._common.analysis_table`) with its
+    notes as a list, and its emulator roofline as a list; [] for neither."""
+    lines = []
+    if part.analysis is not None:
+        head, rows = analysis_table(part.analysis)
+        lines += ["**Analysis** (the assignment's testing and analysis):", ""]
+        lines += _table(head, rows, left=1) + [""] + [f"- {_md(note)}" for note in analysis_notes(part.analysis)]
+        lines.append("")
+    found = roofline_lines(part.roofline)
+    if found:
+        lines += [f"**Roofline** — {_md(found[0].partition(': ')[2])}", ""] + [f"- {_md(x)}" for x in found[1:]] + [""]
     return lines
 
 

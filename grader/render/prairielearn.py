@@ -19,11 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from grader.config import COMPILE_ERROR_CHOICES
-from grader.render._common import (PART_STATUS_WORDS, device_text, is_timed_case, part_label, pending_performance,
-                                   points, printable, public_part_message, public_seed, student_view,
+from grader.render._common import (PART_STATUS_WORDS, analysis_report, device_text,
+                                   is_timed_case, part_label, pending_performance, points, printable,
+                                   public_part_message, public_seed, student_view,
                                    whole_part_failure)
-from grader.render._groups import CaseGroup, case_groups, group_counts, group_description, group_output, timed_run_lines
+from grader.render._groups import (CaseGroup, case_groups, group_counts, group_description, group_output,
+                                   timed_run_lines)
 from grader.results import PartResult, SubmissionResult, clean_text
+from grader.render.plot import time_plot_png
 
 #: PrairieLearn's limit on ``results.json`` (bytes); :func:`prairielearn` keeps the document under
 #: :data:`TARGET_FRACTION` of it.
@@ -104,6 +107,14 @@ def _part_tests(result: SubmissionResult, part: PartResult) -> list[dict[str, An
         from grader.profile import report_lines
         tests.append(_test(part, "bank conflicts", prof.points, prof.max_points, message=prof.message.splitlines()[0],
                            output="\n".join(report_lines(prof))))
+    analysis = analysis_report(part)
+    if analysis:  # information, 0 of 0: the table (or the roofline) and the time plot
+        test = _test(part, "analysis", 0.0, 0.0, message=analysis.splitlines()[0], output=analysis)
+        png = time_plot_png(part)
+        if png is not None:
+            test["images"] = [{"label": f"Part {part.number}: time against n",
+                               "url": "data:image/png;base64," + base64.b64encode(png).decode()}]
+        tests.append(test)
     return tests
 
 
@@ -195,7 +206,9 @@ def prairielearn(result: SubmissionResult, *, compile_error: str = "not-gradable
       case ran (a compile error under ``compile_error="zero"``, a missing file, a timeout or crash
       while compiling) is one test with the part's message. Then ``"... · performance"`` when the
       part has performance points or timed runs (each run's timing in its output), and
-      ``"... · bank conflicts"`` for a profiled part. Performance that waits for a GPU (an emulator
+      ``"... · bank conflicts"`` for a profiled part, and ``"... · analysis"`` (0 of 0: information)
+      for a timed part with an analysis table (a GPU run) or a roofline (the emulator), its time
+      plot in the test's ``images``. Performance that waits for a GPU (an emulator
       run of a part whose cases all passed) is ``"... · performance (pending)"``, worth 0 of 0, which
       PrairieLearn shows as information, not as a failure.
     - ``score``: the points earned over the points possible less the pending ones, in [0, 1]; the

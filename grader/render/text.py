@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import textwrap
 
-from grader.render._common import (SHOWN_FINDINGS, block_size_text, folded_sizes, group_findings, is_hidden,
+from grader.render._common import (SHOWN_FINDINGS, analysis_lines, block_size_text, folded_sizes, group_findings, is_hidden,
                                    is_timed_case, other_findings, pending_text, performance_shown, printable,
-                                   public_elapsed_s, public_seed, quick_check_text, student_view)
+                                   public_elapsed_s, public_seed, quick_check_text, roofline_lines, student_view)
 from grader.results import CaseResult, PartResult, SubmissionResult
 
 #: The emulator's sandbox when all of it is in force (``EmulatorBackend.describe()["sandbox"]``).
@@ -152,7 +152,7 @@ def _warning_lines(p: PartResult) -> list[str]:
 
 def _profile_lines(p: PartResult) -> list[str]:
     from grader.profile import report_lines
-    return ["    " + line for line in report_lines(p.profile)]
+    return ["    " + line for line in report_lines(p.profile) + analysis_lines(p.analysis) + roofline_lines(p.roofline)]
 
 
 def render_text(result: SubmissionResult, *, show_hidden: bool = False) -> str:

@@ -1,0 +1,102 @@
+"""The time plot of a timed part: time against n, log-log, for the submission's kernel, the
+reference solution, the device-to-device copy and CUB where they were timed (a GPU run), or the
+estimated lower bounds of the submission and the reference (the emulator's roofline).
+
+:func:`time_plot_png` is pure (the PNG's bytes, for PrairieLearn's ``images`` and Gradescope's
+HTML output); :func:`write_plots` is the one function here that writes files: one PNG per part
+beside a report (``scangrade grade``, a batch's student folder). matplotlib is the ``report``
+extra: without it there is no plot, and :func:`plot_unavailable` says why.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from grader.results import PartResult, SubmissionResult
+
+__all__ = ["PNG_SIGNATURE", "plot_name", "plot_unavailable", "plotted_parts", "time_plot_png", "write_plots"]
+
+#: The first bytes of every PNG file.
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def plot_unavailable() -> str | None:
+    """None when plots can be drawn, else why not (matplotlib is not importable)."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError as exc:
+        return f"matplotlib is not installed ({exc}); pip install 'scangrade[report]'"
+    return None
+
+
+def plot_name(part: PartResult) -> str:
+    """The plot's file name: ``<part key>-time.png``."""
+    return f"{part.key}-time.png"
+
+
+def _series(part: PartResult) -> tuple[dict[str, list[tuple[int, float]]], str]:
+    """The lines of the part's plot (label -> (n, ms) points) and the y label."""
+    if part.analysis is not None and part.analysis.rows:
+        rows = part.analysis.rows
+        return ({"your kernel": [(r.n, r.gpu_ms) for r in rows],
+                 "reference solution": [(r.n, r.reference_ms) for r in rows if r.reference_ms],
+                 "device copy (roofline)": [(r.n, r.copy_ms) for r in rows if r.copy_ms],
+                 "CUB DeviceScan": [(r.n, r.cub_ms) for r in rows if r.cub_ms]}, "median time on the GPU (ms)")
+    roof = part.roofline
+    if roof is not None and roof.rows:
+        return ({"your kernel (estimated bound)": [(r.n, r.bound_ms) for r in roof.rows],
+                 "reference solution (estimated bound)": [(r.n, r.reference_bound_ms) for r in roof.rows
+                                                          if r.reference_bound_ms]},
+                f"ESTIMATED lower bound on a {roof.target} (ms)")
+    return {}, ""
+
+
+def plotted_parts(result: SubmissionResult) -> list[PartResult]:
+    """The parts of ``result`` that have a plot: a timed part with an analysis table or a roofline."""
+    return [p for p in result.parts if _series(p)[0]]
+
+
+def time_plot_png(part: PartResult, *, dpi: int = 72) -> bytes | None:
+    """The part's plot as PNG bytes, or None: nothing to plot, or no matplotlib."""
+    lines, ylabel = _series(part)
+    if not lines or plot_unavailable():
+        return None
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6.4, 4.0), layout="constrained")
+    ax = fig.add_subplot()
+    for label, pts in lines.items():
+        if pts:
+            xs, ys = zip(*sorted(pts))
+            ax.plot(xs, ys, marker="o", label=label,
+                    linestyle="--" if label.startswith(("device copy", "CUB")) or "bound" in label else "-")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("n (elements)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(f"Part {part.number}: {part.title}", fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
+    return buf.getvalue()
+
+
+def write_plots(result: SubmissionResult, folder: Path) -> list[Path]:
+    """Write each plotted part's PNG (:func:`plot_name`) into ``folder`` (created); the paths written,
+    [] without matplotlib or without a plotted part.
+
+    Raises:
+        OSError: the folder or a file cannot be written.
+    """
+    written = []
+    for part in plotted_parts(result):
+        png = time_plot_png(part)
+        if png is None:
+            continue
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / plot_name(part)
+        path.write_bytes(png)
+        written.append(path)
+    return written

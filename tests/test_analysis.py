@@ -1,0 +1,182 @@
+"""The analysis of issue 36: the add counts of each algorithm against hand counts, the GPU's peaks,
+the bound lines, the emulator's roofline bound, the time plot and the new fields in every format."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from grader.analysis import bound_ms, gpu_peaks, part_analysis, roofline
+from grader.config import load_config
+from grader.parts import (PARTS, blelloch_adds, hierarchical_adds, hillis_steele_adds, single_pass_adds)
+from grader.render.formats import FORMATS
+from grader.render.plot import PNG_SIGNATURE, plot_name, time_plot_png, write_plots
+from grader.results import CaseResult, PartResult, SubmissionResult, Timing, result_from_dict
+
+H100 = {"device": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0", "sm_count": "132", "clock_mhz": "1980",
+        "memory_clock_mhz": "2619", "memory_bus_bits": "5120"}
+
+
+@pytest.fixture(scope="module")
+def cfg():
+    return load_config("config.yaml")
+
+
+def _simulate_hillis_steele(n: int) -> int:
+    """Count the adds of a Hillis-Steele scan by running it."""
+    x, adds, offset = list(range(n)), 0, 1
+    while offset < n:
+        x = [x[i] + x[i - offset] if i >= offset else x[i] for i in range(n)]
+        adds += n - offset
+        offset *= 2
+    return adds
+
+
+def _simulate_blelloch(tile: int) -> int:
+    """Count the adds of a Blelloch scan of one tile by running it (and check its result)."""
+    a, adds, d = list(range(1, tile + 1)), 0, 1
+    while d < tile:  # up-sweep
+        for i in range(2 * d - 1, tile, 2 * d):
+            a[i] += a[i - d]
+            adds += 1
+        d *= 2
+    a[-1] = 0
+    d = tile // 2
+    while d >= 1:  # down-sweep
+        for i in range(2 * d - 1, tile, 2 * d):
+            a[i - d], a[i] = a[i], a[i] + a[i - d]
+            adds += 1
+        d //= 2
+    assert a == [k * (k + 1) // 2 for k in range(tile)]
+    return adds
+
+
+@pytest.mark.parametrize("n, hand", [(1, 0), (2, 1), (3, 3), (4, 5), (5, 8), (8, 17)])
+def test_hillis_steele_adds_by_hand(n, hand):
+    # n = 5: steps 1, 2, 4 add 4 + 3 + 1; n = 8: 7 + 6 + 4
+    assert hillis_steele_adds(n) == hand == _simulate_hillis_steele(n)
+
+
+@pytest.mark.parametrize("tile, hand", [(2, 2), (4, 6), (8, 14), (16, 30)])
+def test_blelloch_adds_by_hand(tile, hand):
+    # tile 4: up-sweep 2 + 1, down-sweep 1 + 2
+    assert blelloch_adds(tile) == hand == _simulate_blelloch(tile)
+
+
+def test_hierarchical_adds_by_hand_and_the_course_example():
+    # n = 9, tile 4: 3 tiles (3 x 6), their 3 sums in one tile (6), 9 offset adds
+    assert hierarchical_adds(9, 4) == 3 * 6 + 6 + 9
+    assert hierarchical_adds(4, 4) == 6  # one tile: no offsets
+    # the handout's example: tile 1024, n = 16,000,000
+    assert hierarchical_adds(16_000_000, 1024) == (2 * 1023 * 15625 + 2 * 1023 * 16 + 2 * 1023 + 15625 + 16_000_000)
+
+
+def test_single_pass_adds_by_hand():
+    # B = 2, 3 items (tile 6), n = 7: 2 tiles of 2*2 reduce + 2 block scan + 2 prefix + 6 apply + 1 look-back
+    assert single_pass_adds(7, 2, 3) == 2 * (4 + 2 + 2 + 6 + 1)
+
+
+def test_every_part_has_a_formula_said_once():
+    for spec in PARTS.values():
+        assert spec.adds is not None and spec.adds_formula
+
+
+def test_peaks_of_an_h100_from_its_attributes():
+    peaks = gpu_peaks(H100)
+    assert peaks.dram_gbps == pytest.approx(3352, rel=1e-3)  # 3.35 TB/s HBM3
+    assert peaks.fp32_gflops == pytest.approx(66908, rel=1e-3)  # 66.9 TFLOPS FP32
+    assert gpu_peaks({"device": "x"}) is None
+
+
+def _timed(n: int, ms: float, launches: int = 5) -> CaseResult:
+    return CaseResult(name=f"timed n={n} int32", n=n, dtype="int32", seed=1, status="pass", points=0, max_points=0,
+                      timing=Timing(median_ms=ms, spread=0.01, runs=30, gbps=8 * n / ms / 1e6, copy_fraction=0.9,
+                                    reference_ms=ms * 0.9, ratio=1.1, cpu_speedup=40, cpu_ms=40 * ms,
+                                    copy_ms=0.9 * ms, launches=launches, cub_ms=0.8 * ms))
+
+
+def test_analysis_rows_and_bounds(cfg):
+    part = PartResult(key="part4_any_size", number=4, title="t", file="f", status="pass",
+                      cases=(_timed(1 << 28, 1.562), _timed(1024, 0.006, launches=1)))
+    a = part_analysis(part, H100, cfg)
+    small, big = a.rows  # by n
+    assert (small.n, big.n) == (1024, 1 << 28)
+    assert big.adds == PARTS["part4_any_size"].add_count(1 << 28, cfg.parts["part4_any_size"])
+    assert big.gflops == pytest.approx(big.adds / 1.562e-3 / 1e9)
+    assert big.speedup == pytest.approx(40) and big.cpu_gflops == pytest.approx(((1 << 28) - 1) / (40 * 1.562e-3) / 1e9)
+    assert big.dram_percent == pytest.approx(100 * big.dram_gbps / gpu_peaks(H100).dram_gbps)
+    assert big.bound.startswith("memory-bound at 41 % of peak DRAM bandwidth")
+    assert small.bound.startswith("launch-bound: 1 launch cost at least 1 µs")
+
+
+def test_a_serial_kernel_is_bound_100_times_the_reference(cfg):
+    # the same bytes per element as the reference (each element read and written once), but one
+    # thread: its span is every element's load and store, one after the other
+    n = 65536
+    ref = {"bytes": 16 * n, "launches": 5, "span_steps": 40, "barriers": 20}
+    serial = {"bytes": 8 * n, "launches": 1, "span_steps": 2 * n, "barriers": 0, "span_exponent": 1.0}
+    roof = roofline(cfg.roofline, n=n, dtype="int32", sizes=(1 << 20, 1 << 24), counts=serial, reference=ref)
+    assert all(r.ratio >= 100 for r in roof.rows)
+    # a span held (exponent 0) still bounds it 100x at the size counted near
+    held = roofline(cfg.roofline, n=n, dtype="int32", sizes=(1 << 20,), counts={**serial, "span_exponent": 0},
+                    reference=ref)
+    assert held.rows[0].ratio >= 100
+    # without a span, the bound comes from bytes and launches only, and says so
+    plain = roofline(cfg.roofline, n=n, dtype="int32", sizes=(1 << 20,), counts={"bytes": 8 * n, "launches": 1})
+    assert plain.rows[0].bound_ms == pytest.approx(bound_ms(bytes_=8 << 20, launches=1, dram_gbps=3350, step_ns=10,
+                                                            launch_us=1.0))
+    assert "bytes moved and the launches only" in plain.message
+
+
+def test_three_times_the_bytes_cannot_come_within_three_times(cfg):
+    n = 1 << 16
+    roof = roofline(cfg.roofline, n=n, dtype="int32", sizes=(1 << 28,), counts={"bytes": 48 * n, "launches": 2},
+                    reference={"bytes": 16 * n, "launches": 2})
+    assert roof.rows[0].ratio == pytest.approx(3, rel=0.01)
+
+
+def _result(cfg, backend: str = "pycuda") -> SubmissionResult:
+    part = PartResult(key="part4_any_size", number=4, title="exclusive scan of any length", file="part4_any_size.cu",
+                      status="pass", cases=(_timed(1 << 20, 0.0178), _timed(16_000_000, 0.105)))
+    part = dataclasses.replace(part, analysis=part_analysis(part, H100, cfg),
+                               roofline=roofline(cfg.roofline, n=65536, dtype="int32", sizes=(1 << 20,),
+                                                 counts={"bytes": 16 * 65536, "launches": 5},
+                                                 reference={"bytes": 16 * 65536, "launches": 5}))
+    return SubmissionResult(submission="s", backend=backend, backend_reason="chosen", device=H100, config="c", seed=1,
+                            block_size=512, parts=(part,), scangrade_version="0", started_at="2026-01-01T00:00:00",
+                            elapsed_s=1.0)
+
+
+@pytest.mark.parametrize("name", list(FORMATS))
+def test_every_format_carries_the_analysis_and_the_roofline(cfg, name):
+    text = FORMATS[name].render(_result(cfg), cfg)
+    assert "16,000,000" in text or "16000000" in text
+    assert "GFLOPS" in text or "gflops" in text
+    assert "memory-bound" in text  # the bound line of n = 16,000,000
+    assert "at least" in text or "bound_ms" in text  # the roofline's bound
+
+
+def test_the_json_round_trips_the_new_fields(cfg):
+    result = _result(cfg)
+    doc = json.loads(result.to_json())
+    assert doc["schema_version"] == 2
+    assert doc["parts"][0]["analysis"]["rows"][1]["n"] == 16_000_000
+    assert result_from_dict(doc) == result
+
+
+def test_the_plot_is_a_png_beside_the_report(cfg, tmp_path):
+    pytest.importorskip("matplotlib")
+    result = _result(cfg)
+    png = time_plot_png(result.parts[0])
+    assert png.startswith(PNG_SIGNATURE)
+    written = write_plots(result, tmp_path)
+    assert written == [tmp_path / plot_name(result.parts[0])]
+    assert written[0].read_bytes().startswith(PNG_SIGNATURE) and written[0].stat().st_size > 1000
+    gs = json.loads(FORMATS["gradescope"].render(result, cfg))
+    test = next(t for t in gs["tests"] if t["name"].endswith("analysis"))
+    assert test["output_format"] == "html" and "data:image/png;base64," in test["output"]
+    pl = json.loads(FORMATS["prairielearn"].render(result, cfg))
+    test = next(t for t in pl["tests"] if t["name"].endswith("analysis"))
+    assert test["images"][0]["url"].startswith("data:image/png;base64,")
