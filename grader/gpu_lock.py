@@ -26,6 +26,7 @@ import fcntl
 import os
 import re
 import threading
+import time
 from pathlib import Path
 from typing import Iterator
 
@@ -51,13 +52,17 @@ class GpuLock:
         self._mutex = threading.RLock()  # one holder thread at a time within the process
         self._shared = 0
         self._exclusive = 0
+        #: Seconds this process waited for the lock and held it exclusive (for bench/throughput.py).
+        self.seconds = {"shared_wait_s": 0.0, "exclusive_wait_s": 0.0, "exclusive_held_s": 0.0}
 
     def _acquire(self, mode: int) -> None:
+        t0 = time.monotonic()
         fcntl.flock(self._turn, fcntl.LOCK_EX)
         try:
             fcntl.flock(self._fd, mode)
         finally:
             fcntl.flock(self._turn, fcntl.LOCK_UN)
+            self.seconds["exclusive_wait_s" if mode == fcntl.LOCK_EX else "shared_wait_s"] += time.monotonic() - t0
 
     @contextlib.contextmanager
     def shared(self) -> Iterator[None]:
@@ -94,9 +99,11 @@ class GpuLock:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)  # give it up first: two upgrading holders would deadlock
             self._acquire(fcntl.LOCK_EX)
             self._exclusive = 1
+            t0 = time.monotonic()
             try:
                 yield
             finally:
+                self.seconds["exclusive_held_s"] += time.monotonic() - t0
                 self._exclusive = 0
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
                 if held:

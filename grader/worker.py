@@ -225,15 +225,18 @@ def main(argv: list[str]) -> int:
             if not lost:
                 backend.close()
         events.emit(Done())
-    _trace_cpu(job.part)
+    lock = getattr(backend, "gpu_lock", None)
+    _trace_cpu(job.part, lock.seconds if lock is not None else {})
     if lost:  # a GPU fault lost the context: not through PyCUDA's clean-up of it (it prints warnings)
         os._exit(0)
     return 0
 
 
-def _trace_cpu(part: str) -> None:
+def _trace_cpu(part: str, lock_seconds: dict) -> None:
     """Where ``SCANGRADE_CASE_TIMES`` names a folder (bench/throughput.py): this worker's CPU seconds
-    (all its threads; and its children that ended: executors, compilers) there, for the bench."""
+    (all its threads; and its children that ended: executors, compilers) there, and the seconds it
+    waited for its GPU's lock and held it alone (``lock_seconds``, :attr:`grader.gpu_lock.GpuLock.seconds`),
+    for the bench."""
     folder = os.environ.get("SCANGRADE_CASE_TIMES")
     if not folder:
         return
@@ -242,7 +245,8 @@ def _trace_cpu(part: str) -> None:
     (Path(folder) / f"{part}-cpu-{os.getpid()}.json").write_text(json.dumps(
         {"part": part, "self_s": me.ru_utime + me.ru_stime, "children_s": kids.ru_utime + kids.ru_stime,
          "self_sys_s": me.ru_stime, "children_sys_s": kids.ru_stime, "main_thread_s": time.thread_time(),
-         "minor_faults": me.ru_minflt + kids.ru_minflt, "vol_switches": me.ru_nvcsw, "invol_switches": me.ru_nivcsw}))
+         "minor_faults": me.ru_minflt + kids.ru_minflt, "vol_switches": me.ru_nvcsw, "invol_switches": me.ru_nivcsw,
+         **lock_seconds}))
 
 
 def _cubins_ahead(kind, job, cfg, part) -> dict:

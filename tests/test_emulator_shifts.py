@@ -252,7 +252,14 @@ def cxx() -> str:
 def _run_host(cxx: str, tmp_path: Path, name: str, source: str, *, helpers: bool) -> str:
     src = tmp_path / f"{name}.cpp"
     stub = ('extern "C" void __sg_shift_clamped(const char *, int, int, int, const char *, unsigned long long, '
-            'int, int) {}\n') if helpers else ""
+            'int, int) {}\n'
+            # the prelude's memcpy/memmove/memset are the runtime's checked ones: here, byte loops
+            'extern "C" void *__sg_memmove(void *d, const void *s, size_t n) { auto *o = (char *)d; '
+            'auto *i = (const char *)s; if (o < i) { for (size_t k = 0; k < n; ++k) o[k] = i[k]; } '
+            'else { for (size_t k = n; k-- > 0;) o[k] = i[k]; } return d; }\n'
+            'extern "C" void *__sg_memcpy(void *d, const void *s, size_t n) { return __sg_memmove(d, s, n); }\n'
+            'extern "C" void *__sg_memset(void *d, int v, size_t n) { auto *o = (volatile char *)d; '
+            'for (size_t k = 0; k < n; ++k) o[k] = (char)v; return d; }\n') if helpers else ""
     src.write_text(source + stub)
     exe = tmp_path / name
     defines = [f"-D{name}={value}" for name, value in nvcc_defines(90)]  # what the emulator's compile predefines
