@@ -17,6 +17,7 @@ import fcntl
 import hashlib
 import math
 import os
+import secrets
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -975,6 +976,54 @@ def _median_spread(times: list[float]) -> tuple[float, float]:
     return med, float((np.percentile(a, 90) - np.percentile(a, 10)) / med) if med > 0 else 0.0
 
 
+#: Runs of the submission's kernel, drawn at random among the warm-up and timed ones, after which
+#: the grader reads part of its output back (:func:`_spot_check`), besides the whole check after the
+#: last: a kernel that counts its launches cannot tell which runs are checked.
+CHECKED_RUNS = 3
+#: The spot check of one run: this many chunks of ``out`` at random offsets, and its first and last
+#: chunk, of :data:`SPOT_CHUNK` elements each (microseconds of copies, outside the timed window).
+SPOT_CHUNKS = 6
+SPOT_CHUNK = 1024
+#: A median faster than a device-to-device copy of the same bytes by more than the runs' spread
+#: (the kernel's and the copy's, each 90th less 10th percentile over the median), and at least by
+#: this fraction, fails the timed case: a scan reads and writes every element, as the copy does.
+COPY_NOISE_MIN = 0.05
+
+
+class _TimedRunWrong(Exception):
+    """A spot check after a timed run found a wrong output (:func:`_spot_check`)."""
+
+
+def _timed_schedule(cfg: Config, part: PartSpec, n: int) -> tuple[int, int, frozenset[int]]:
+    """``(warm-up runs, timed runs, checked runs)`` of one timed size: the config's counts, each plus
+    up to half again, and :data:`CHECKED_RUNS` run indices (over warm-up then timed runs), drawn from
+    the config's seed (the private one, where a private config sets it) mixed with fresh entropy, so
+    that neither the counts nor the checked runs can be known ahead, even from a public config."""
+    rng = np.random.default_rng([cfg.seed, part.number, n, secrets.randbits(63)])
+    warmup = cfg.timing.warmup + int(rng.integers(0, cfg.timing.warmup // 2 + 1))
+    runs = cfg.timing.runs + int(rng.integers(0, cfg.timing.runs // 2 + 1))
+    checked = rng.choice(warmup + runs, size=min(CHECKED_RUNS, warmup + runs), replace=False)
+    return warmup, runs, frozenset(int(i) for i in checked)
+
+
+def _spot_check(backend: Backend, out: Guarded, expected: np.ndarray, rng: np.random.Generator) -> str | None:
+    """Part of ``out`` read back and compared with ``expected``: its first and last
+    :data:`SPOT_CHUNK` elements and :data:`SPOT_CHUNKS` chunks at offsets drawn from ``rng``. A
+    message naming the first wrong element, or None."""
+    n = out.count
+    starts = {0, max(0, n - SPOT_CHUNK)} | {int(s) for s in rng.integers(0, max(1, n - SPOT_CHUNK + 1), SPOT_CHUNKS)}
+    for start in sorted(starts):
+        count = min(SPOT_CHUNK, n - start)
+        got = backend.to_host(out.inner.view(start, count))
+        bad = np.flatnonzero(got != expected[start:start + count])
+        if bad.size:
+            k = start + int(bad[0])
+            poisoned = got[bad[0]:bad[0] + 1].view(np.uint32)[0] == POISON_BITS if got.itemsize == 4 else False
+            return (f"out[{k}] = {got[bad[0]]}, expected {expected[k]}"
+                    + (" (the poison the grader wrote before the run: the launch wrote nothing there)" if poisoned else ""))
+    return None
+
+
 def _timed_plan(backend: Backend, module: Module, *, part: PartSpec, pc: PartConfig, x: np.ndarray,
                 dtype: np.dtype, d_in: Guarded | None = None) -> tuple[Run, Plan, Guarded, Callable[[], None]]:
     """``module``'s launches on ``x`` (uploaded, or already on the device as ``d_in``), ready to time:
@@ -1027,8 +1076,22 @@ def time_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, 
             _, ref_plan, _, ref_before = _timed_plan(backend, ref_module, part=ref_part,
                                                      pc=cfg.parts.get(ref_part.key, pc), x=x, dtype=dtype, d_in=d_in)
             jobs.append(("the reference solution's kernel", ref_plan.launch, ref_before))
-        all_times = backend.time_interleaved_ms(jobs, warmup=cfg.timing.warmup, runs=cfg.timing.runs,
-                                                flush_bytes=cfg.timing.flush_bytes)
+        warmup, runs, checked = _timed_schedule(cfg, part, n)
+        out = plan.out
+        spots = np.random.default_rng(secrets.randbits(63))
+
+        def after(job: int, i: int) -> None:
+            if job == 0 and i in checked:
+                wrong = _spot_check(backend, out, expected, spots)
+                if wrong is not None:
+                    raise _TimedRunWrong(f"run {i + 1} of {warmup + runs} ({warmup} warm-up): {wrong}")
+        all_times = backend.time_interleaved_ms(jobs, warmup=warmup, runs=runs, flush_bytes=cfg.timing.flush_bytes,
+                                                after=after)
+    except _TimedRunWrong as exc:
+        return result(CaseStatus.FAIL, f"wrong output after a timed run: {exc}. The grader poisons the output before "
+                                       "every run and reads part of it back after runs it draws at random (their "
+                                       "number and the runs checked change every time), so every launch must "
+                                       "compute the whole scan", kind=FailureKind.WRONG_AFTER_TIMING)
     except LaunchError as exc:
         return result(CaseStatus.ERROR, f"launch refused: {exc}", kind=FailureKind.LAUNCH_REFUSED)
     except KernelError as exc:
@@ -1045,9 +1108,16 @@ def time_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, 
     del run, plan, d_in, jobs
     src = backend.alloc(n, dtype)
     dst = backend.alloc(n, dtype)
-    copy_ms = float(np.median(backend.time_copy_ms(src, dst, warmup=cfg.timing.warmup, runs=cfg.timing.runs,
-                                                   flush_bytes=cfg.timing.flush_bytes)))
+    copy_ms, copy_spread = _median_spread(backend.time_copy_ms(src, dst, warmup=cfg.timing.warmup,
+                                                               runs=cfg.timing.runs, flush_bytes=cfg.timing.flush_bytes))
     del src, dst
+    noise = max(COPY_NOISE_MIN, spread + copy_spread)
+    if median < copy_ms * (1 - noise):
+        return result(CaseStatus.FAIL, (
+            f"timed at {median:.4f} ms, faster than a device-to-device copy of the same bytes ({copy_ms:.4f} ms) by "
+            f"{100 * (1 - median / copy_ms):.0f} %, beyond the runs' noise ({100 * noise:.0f} %): a scan reads and "
+            "writes every element, as the copy does, so no scan can beat it. These times are not of the whole scan "
+            "(is work skipped on some launches?)"), kind=FailureKind.FASTER_THAN_COPY)
     nbytes = 2 * n * dtype.itemsize
     gbps = nbytes / (median * 1e-3) / 1e9
     copy_gbps = nbytes / (copy_ms * 1e-3) / 1e9

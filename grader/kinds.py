@@ -84,6 +84,8 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
        cause="contract"),
     _k("wrong-after-timing", "fail", "the output was wrong after the timed runs (work skipped on a repeated "
        "launch?)", cause="value"),
+    _k("faster-than-copy", "fail", "timed faster than a device-to-device copy of the same bytes, which no scan "
+       "can be (work skipped on timed launches?)", cause="value"),
     _k("out-of-bounds", "fail", "a read or write outside a buffer or a __shared__ array", check=True,
        cause="out-of-bounds"),
     _k("race", "fail", "two threads accessed the same memory, one writing, with no barrier between them",

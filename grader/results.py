@@ -145,8 +145,10 @@ class FailureKind(StrEnum):
     TICKET = "ticket"
     #: The launch configuration or the arguments were refused before the kernel ran.
     LAUNCH_REFUSED = "launch-refused"
-    #: A timed run's output failed the checks after the timed runs.
+    #: A timed run's output failed the checks after the timed runs (or after a run drawn at random).
     WRONG_AFTER_TIMING = "wrong-after-timing"
+    #: A timed run's median beat a device-to-device copy of the same bytes beyond the runs' noise.
+    FASTER_THAN_COPY = "faster-than-copy"
     #: The case ran past its deadline (or, for a case not run, the part did).
     TIMEOUT = "timeout"
     #: The process running the case crashed.

@@ -262,7 +262,8 @@ class Backend(abc.ABC):
                                         flush_bytes=flush_bytes)[0]
 
     def time_interleaved_ms(self, jobs: Sequence[tuple[str, Callable[[], None], Callable[[], None] | None]], *,
-                            warmup: int, runs: int, flush_bytes: int) -> list[list[float]]:
+                            warmup: int, runs: int, flush_bytes: int,
+                            after: Callable[[int, int], None] | None = None) -> list[list[float]]:
         """Time several works like :meth:`time_ms`, interleaved: each run times every job once, in
         turn, in reverse order on every other run (A B, B A, ...), so that clock changes, thermal
         drift or another process's load fall on all of them alike (a submission and the reference
@@ -271,6 +272,10 @@ class Backend(abc.ABC):
         Args:
             jobs: ``(what, work, before)`` per job; ``what`` names it in errors ("the submission's
                 kernel failed on the GPU while timed: ...").
+            after: called as ``after(job, run)`` (indices into ``jobs`` and into the warm-up runs
+                then the timed ones) once each job's run has ended, outside its timed window: what
+                checks the output of a run (:func:`grader.execute.time_case`); an exception it raises
+                ends the timing and is raised again.
 
         Returns:
             Per job, the times of its timed runs in milliseconds, in order.

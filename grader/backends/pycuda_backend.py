@@ -282,14 +282,16 @@ class PyCudaBackend(Backend):
         else:
             self._copy(self._cuda.memset_d32, dest.address, value & 0xFFFFFFFF, count)
 
-    def time_interleaved_ms(self, jobs, *, warmup: int, runs: int, flush_bytes: int) -> list[list[float]]:
+    def time_interleaved_ms(self, jobs, *, warmup: int, runs: int, flush_bytes: int,
+                            after=None) -> list[list[float]]:
         """See :meth:`Backend.time_interleaved_ms`; the GPU is this process's alone meanwhile
         (:mod:`grader.gpu_lock`, exclusive)."""
         import contextlib
         with self.gpu_lock.exclusive() if self.gpu_lock is not None else contextlib.nullcontext():
-            return self._time_interleaved_ms(jobs, warmup=warmup, runs=runs, flush_bytes=flush_bytes)
+            return self._time_interleaved_ms(jobs, warmup=warmup, runs=runs, flush_bytes=flush_bytes, after=after)
 
-    def _time_interleaved_ms(self, jobs, *, warmup: int, runs: int, flush_bytes: int) -> list[list[float]]:
+    def _time_interleaved_ms(self, jobs, *, warmup: int, runs: int, flush_bytes: int,
+                             after=None) -> list[list[float]]:
         cuda = self._cuda
         flush = cuda.mem_alloc(flush_bytes) if flush_bytes else None
         start, end = cuda.Event(), cuda.Event()
@@ -313,6 +315,8 @@ class PyCudaBackend(Backend):
                     end.synchronize()
                     if i >= warmup:
                         times[j].append(end.time_since(start))
+                    if after is not None:
+                        after(j, i)
         except cuda.Error as exc:
             raise KernelError(f"{what} failed on the GPU while timed: {exc}", kind="launch-failure") from None
         finally:

@@ -1,0 +1,112 @@
+"""Every timed run counts (issue 32): the grader reads part of the output back after runs drawn at
+random among the warm-up and timed ones, whose number varies, and a time below a device-to-device
+copy of the same bytes fails the timed case.
+
+Runs on the CPU: :func:`grader.execute.time_case` on the emulator, behind a stand-in "GPU" that runs
+the timing loop as the PyCUDA backend does (before, launch, after) with times it is told."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from grader.backends.emulator import EmulatorBackend
+from grader.config import load_config
+from grader.execute import CHECKED_RUNS, _timed_schedule, time_case
+from grader.parts import PARTS, SOLUTIONS, compile_part
+from tests.conftest import ROOT
+
+ATTACKS = Path(__file__).parent / "attacks"
+PART = PARTS["part3_conflict_free"]
+
+
+class StandInTimer:
+    """The emulator, unchecked, timing as a GPU would: every run of the loop calls ``before``, the
+    work and ``after`` in :meth:`time_interleaved_ms`'s order; a kernel's run "takes" ``kernel_ms``
+    (the reference's ``reference_ms``), a copy ``copy_ms``. ``runs`` counts the loop's runs."""
+
+    name = "pycuda"
+
+    def __init__(self, kernel_ms: float = 2.0, reference_ms: float = 2.0, copy_ms: float = 1.0) -> None:
+        self._emulator = EmulatorBackend(workers=1, checks=False)
+        self.ms = [kernel_ms, reference_ms]
+        self.copy_ms = copy_ms
+        self.runs = 0
+
+    def time_interleaved_ms(self, jobs, *, warmup, runs, flush_bytes, after=None):
+        times = [[] for _ in jobs]
+        for i in range(warmup + runs):
+            self.runs += 1
+            for j, (_, work, before) in enumerate(jobs):
+                if before is not None:
+                    before()
+                work()
+                if i >= warmup:
+                    times[j].append(self.ms[j] * (1 + 0.001 * (i % 3)))
+                if after is not None:
+                    after(j, i)
+        return times
+
+    def time_copy_ms(self, src, dst, *, warmup, runs, flush_bytes):
+        return [self.copy_ms] * runs
+
+    def __getattr__(self, name):
+        return getattr(self._emulator, name)
+
+
+@pytest.fixture(scope="module")
+def cfg():
+    return load_config(ROOT / "config.yaml").override(timing={"warmup": 2, "runs": 4})
+
+
+def timed(cfg, source: str, timer: StandInTimer, tmp_path: Path, *, reference: bool = True):
+    """``source`` timed at n = 1024 int32, against the reference solution where ``reference`` (without
+    it, its module alone: the emulator runs one module's executor at a time, and a module stopped
+    for another starts again with its ``__device__`` globals afresh, where a GPU keeps both loaded)."""
+    pc = cfg.parts[PART.key]
+    module = compile_part(timer, PART, source, pc=pc, dtype="int32", workdir=tmp_path / "m")
+    ref = compile_part(timer, PART, (SOLUTIONS / PART.filename).read_text(), pc=pc, dtype="int32",
+                       workdir=tmp_path / "r") if reference else None
+    try:
+        return time_case(timer, module, cfg=cfg, part=PART, n=1024, dtype_name="int32",
+                         reference=(PART, ref) if reference else None)
+    finally:
+        timer.close()
+
+
+def test_the_reference_timed_passes_with_its_times(cfg, tmp_path):
+    result = timed(cfg, (SOLUTIONS / PART.filename).read_text(), StandInTimer(), tmp_path)
+    assert result.status == "pass", result.message
+    assert result.timing is not None and result.timing.median_ms == pytest.approx(2.0, rel=0.01)
+
+
+def test_a_kernel_that_skips_its_later_launches_fails_at_a_run_checked_at_random(cfg, tmp_path):
+    """tests/attacks/timed_launch_counting.cu computes in its first launch only: a spot check after a
+    later run drawn at random finds the poisoned output (before the whole check after the last)."""
+    timer = StandInTimer()
+    result = timed(cfg, (ATTACKS / "timed_launch_counting.cu").read_text(), timer, tmp_path, reference=False)
+    assert result.status == "fail" and result.kind == "wrong-after-timing", result.message
+    assert "wrong output after a timed run: run " in result.message and "draws at random" in result.message
+    assert "the launch wrote nothing there" in result.message  # the poison, still in place
+
+
+def test_a_time_below_the_copy_of_the_same_bytes_fails(cfg, tmp_path):
+    result = timed(cfg, (SOLUTIONS / PART.filename).read_text(), StandInTimer(kernel_ms=0.5, copy_ms=1.0), tmp_path)
+    assert result.status == "fail" and result.kind == "faster-than-copy", result.message
+    assert "faster than a device-to-device copy of the same bytes" in result.message
+
+
+def test_a_time_at_the_copy_within_the_noise_passes(cfg, tmp_path):
+    """A scan as fast as the copy, give or take the runs' noise, is possible (the copy is the floor)."""
+    result = timed(cfg, (SOLUTIONS / PART.filename).read_text(), StandInTimer(kernel_ms=0.97, copy_ms=1.0), tmp_path)
+    assert result.status == "pass", result.message
+
+
+def test_the_run_counts_and_the_checked_runs_change_from_one_grading_to_the_next(cfg):
+    schedules = [_timed_schedule(cfg, PART, 1 << 20) for _ in range(30)]
+    for warmup, runs, checked in schedules:
+        assert cfg.timing.warmup <= warmup <= cfg.timing.warmup * 3 // 2
+        assert cfg.timing.runs <= runs <= cfg.timing.runs * 3 // 2
+        assert len(checked) == CHECKED_RUNS and all(0 <= i < warmup + runs for i in checked)
+    assert len({(w, r) for w, r, _ in schedules}) > 1 and len({c for _, _, c in schedules}) > 1
