@@ -988,6 +988,9 @@ SPOT_CHUNK = 1024
 #: (the kernel's and the copy's, each 90th less 10th percentile over the median), and at least by
 #: this fraction, fails the timed case: a scan reads and writes every element, as the copy does.
 COPY_NOISE_MIN = 0.05
+#: ... where the copy moves at least this many bytes (read and written): below it the copy's time is
+#: its launch and the copy engine's start, which a small kernel can beat without skipping anything.
+COPY_FLOOR_MIN_BYTES = 64 << 20
 
 
 class _TimedRunWrong(Exception):
@@ -1112,7 +1115,7 @@ def time_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, 
                                                                runs=cfg.timing.runs, flush_bytes=cfg.timing.flush_bytes))
     del src, dst
     noise = max(COPY_NOISE_MIN, spread + copy_spread)
-    if median < copy_ms * (1 - noise):
+    if 2 * n * dtype.itemsize >= COPY_FLOOR_MIN_BYTES and median < copy_ms * (1 - noise):
         return result(CaseStatus.FAIL, (
             f"timed at {median:.4f} ms, faster than a device-to-device copy of the same bytes ({copy_ms:.4f} ms) by "
             f"{100 * (1 - median / copy_ms):.0f} %, beyond the runs' noise ({100 * noise:.0f} %): a scan reads and "

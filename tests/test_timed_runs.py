@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from grader.backends.emulator import EmulatorBackend
+from grader import execute
 from grader.config import load_config
 from grader.execute import CHECKED_RUNS, _timed_schedule, time_case
 from grader.parts import PARTS, SOLUTIONS, compile_part
@@ -91,14 +92,23 @@ def test_a_kernel_that_skips_its_later_launches_fails_at_a_run_checked_at_random
     assert "the launch wrote nothing there" in result.message  # the poison, still in place
 
 
-def test_a_time_below_the_copy_of_the_same_bytes_fails(cfg, tmp_path):
+def test_a_time_below_the_copy_of_the_same_bytes_fails(cfg, tmp_path, monkeypatch):
+    monkeypatch.setattr(execute, "COPY_FLOOR_MIN_BYTES", 0)  # as if n = 1024 were a bandwidth-bound size
     result = timed(cfg, (SOLUTIONS / PART.filename).read_text(), StandInTimer(kernel_ms=0.5, copy_ms=1.0), tmp_path)
     assert result.status == "fail" and result.kind == "faster-than-copy", result.message
     assert "faster than a device-to-device copy of the same bytes" in result.message
 
 
-def test_a_time_at_the_copy_within_the_noise_passes(cfg, tmp_path):
+def test_below_the_copys_bandwidth_bound_sizes_a_kernel_may_beat_it(cfg, tmp_path):
+    """At 8 KiB a copy's time is its start-up, which one block's kernel can beat honestly."""
+    assert 2 * 1024 * 4 < execute.COPY_FLOOR_MIN_BYTES
+    result = timed(cfg, (SOLUTIONS / PART.filename).read_text(), StandInTimer(kernel_ms=0.5, copy_ms=1.0), tmp_path)
+    assert result.status == "pass", result.message
+
+
+def test_a_time_at_the_copy_within_the_noise_passes(cfg, tmp_path, monkeypatch):
     """A scan as fast as the copy, give or take the runs' noise, is possible (the copy is the floor)."""
+    monkeypatch.setattr(execute, "COPY_FLOOR_MIN_BYTES", 0)
     result = timed(cfg, (SOLUTIONS / PART.filename).read_text(), StandInTimer(kernel_ms=0.97, copy_ms=1.0), tmp_path)
     assert result.status == "pass", result.message
 
