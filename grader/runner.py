@@ -753,7 +753,9 @@ def grade(submission: Path | Intake, *, cfg: Config, selection: Selection, seed:
         device = {**device, **dev}
     timed = any(c.timing for p in results for c in p.cases)
     note = ("timed on the GPU: CUDA events, L2 emptied before each run, median of "
-            f"{cfg.timing.runs} runs after {cfg.timing.warmup} warm-ups" if timed else
+            f"{cfg.timing.runs} to {cfg.timing.runs * 3 // 2} runs after {cfg.timing.warmup} to "
+            f"{cfg.timing.warmup * 3 // 2} warm-ups (drawn each time), the output checked after runs drawn at random"
+            if timed else
             "not timed: the emulator runs kernels on the CPU, so its times say nothing about a GPU"
             if not selection.kind.times_kernels else "not timed: no part of this run is timed")
     return SubmissionResult(submission=str(intake.path if intake else submission), backend=selection.name, backend_reason=selection.reason,

@@ -158,7 +158,7 @@ def test_gpu_timing_reports_median_spread_bandwidth_and_ratio(tmp_path, backend_
     for c in timed:
         t = c.timing
         # The spread is the machine's (one stalled run of ten moves the 90th percentile), not ours.
-        assert t.runs == 10 and t.median_ms > 0 and 0 <= t.spread
+        assert 10 <= t.runs <= 15 and t.median_ms > 0 and 0 <= t.spread  # the config's runs, plus up to half again
         assert t.gbps == pytest.approx(8 * c.n / (t.median_ms * 1e-3) / 1e9)
         assert 0 < t.copy_fraction < 1.2 and 0.5 < t.ratio < 2 and t.cpu_speedup > 1
     assert p.performance.ratio is not None and p.performance.points > 0
@@ -175,7 +175,8 @@ def test_a_kernel_that_skips_work_on_repeated_launches_fails_when_timed(tmp_path
     correctness = [c for c in p.cases if c.timing is None and not c.name.startswith("timed")]
     assert all(c.status == "pass" for c in correctness)
     timed = [c for c in p.cases if c.name.startswith("timed")]
-    assert timed[0].status == "fail" and "wrong output after the timed runs" in timed[0].message
+    assert timed[0].status == "fail" and timed[0].kind == "wrong-after-timing"
+    assert "wrong output after a timed run" in timed[0].message or "wrong output after the timed runs" in timed[0].message
     assert p.performance.points == 0 and p.status == "fail"
 
 
