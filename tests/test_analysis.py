@@ -193,3 +193,16 @@ def test_the_plot_is_a_png_beside_the_report(cfg, tmp_path):
     pl = json.loads(FORMATS["prairielearn"].render(result, cfg))
     test = next(t for t in pl["tests"] if t["name"].endswith("analysis"))
     assert test["images"][0]["url"].startswith("data:image/png;base64,")
+
+
+def test_a_batch_writes_the_plot_into_the_student_folder(cfg, tmp_path):
+    pytest.importorskip("matplotlib")
+    from grader.classwork.store import write_reports
+    from grader.render.formats import STUDENT_FOLDER, batch_reports
+    result = _result(cfg, backend="emulator")
+    reports = batch_reports(result)
+    name = f"{STUDENT_FOLDER}/{plot_name(result.parts[0])}"
+    assert reports[name].startswith(PNG_SIGNATURE)
+    write_reports(result, tmp_path / "alice", reports)
+    assert (tmp_path / "alice" / name).read_bytes() == reports[name]
+    assert (tmp_path / "alice" / "report.txt").read_text().startswith(reports["report.txt"][:40])
