@@ -21,12 +21,12 @@ The figures:
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Iterable, Mapping
+from typing import Iterable, Mapping, NamedTuple
 
 from grader.results import Analysis, AnalysisRow, PartResult, Roofline, RooflineRow
 
-__all__ = ["FP32_LANES_PER_SM", "GpuPeaks", "bound_line", "bound_ms", "gpu_peaks", "part_analysis",
-           "roofline", "with_analysis"]
+__all__ = ["FP32_LANES_PER_SM", "GpuPeaks", "RooflineCounts", "bound_line", "bound_ms", "gpu_peaks",
+           "part_analysis", "roofline", "span_exponent", "with_analysis"]
 
 #: FP32 lanes (CUDA cores) per SM by compute capability (NVIDIA's CUDA C++ Programming Guide,
 #: "Arithmetic Instructions", throughput of 32-bit floating-point add, multiply, multiply-add).
@@ -171,62 +171,100 @@ def with_analysis(parts: Iterable[PartResult], device: Mapping[str, str], cfg) -
 
 # ---- the roofline (CPU emulator) ---------------------------------------------------------------
 
-def bound_ms(*, bytes_: float, launches: int, span_steps: int | None = None, barriers: int | None = None,
+class RooflineCounts(NamedTuple):
+    """What the emulator counted of one plan at one size, for :func:`roofline`
+    (:func:`grader.profile_phase.roofline_counts` makes it from a
+    :class:`~grader.profile.MemoryProfile`: one source of the counters).
+
+    Attributes:
+        bytes: the global bytes moved (:attr:`MemoryProfile.moved_bytes`).
+        launches: the plan's kernel launches.
+        span_steps: the most memory operations one thread made, summed over the launches
+            (:attr:`MemoryProfile.span_steps`); None where the emulator sent no step counts.
+        barriers: the barriers on that path (:attr:`MemoryProfile.barriers`); None likewise.
+        span_exponent: how the span grows with n (:func:`span_exponent`), in [0, 1]: 0 keeps it
+            at every larger size, 1 scales it with n.
+    """
+
+    bytes: int
+    launches: int
+    span_steps: int | None = None
+    barriers: int | None = None
+    span_exponent: float = 0.0
+
+
+def span_exponent(span_small: int | None, span: int | None) -> float:
+    """How a span grows with n, from its counts at n / 4 and n: log base 4 of their ratio, clamped
+    to [0, 1] (a loop of one thread over the elements: 1; a tree scan whose threads each do a
+    tile's steps: about 0); 0 where either is missing or zero. Clamped at 1: a faster growth
+    between two small sizes is not extrapolated, so that the bound stays a lower bound."""
+    import math
+    if not span_small or not span or span <= span_small:
+        return 0.0
+    return min(1.0, math.log(span / span_small, 4))
+
+
+def bound_ms(*, bytes_: float, launches: int, span_steps: float | None = None, barriers: float | None = None,
              dram_gbps: float, step_ns: float, launch_us: float) -> float:
     """The least time a plan can take on a GPU: ``max(bytes / dram_gbps, (span_steps + barriers) ·
     step_ns) + launches · launch_us``, in ms. Without a span (None), from the bytes and launches only.
 
     Args:
         bytes_: global bytes the plan moves; launches: its kernel launches; span_steps: the most
-            dependent memory steps one thread runs, over the plan's launches; barriers: the barriers
-            on that path; dram_gbps, step_ns, launch_us: the target's figures.
+            memory steps one thread runs, over the plan's launches; barriers: the barriers on that
+            path; dram_gbps, step_ns, launch_us: the target's figures.
     """
     chain = (span_steps or 0) + (barriers or 0)
     return max(bytes_ / (dram_gbps * 1e9), chain * step_ns * 1e-9) * 1e3 + launches * launch_us * 1e-3
 
 
-def roofline(rc, *, n: int, dtype: str, sizes: Iterable[int], counts: Mapping[str, Any],
-             reference: Mapping[str, Any] | None = None, against: str = "the reference solution") -> Roofline:
+def _bound_at(rc, c: RooflineCounts, n: int, size: int) -> float:
+    """``c`` (counted at ``n``) bounded at ``size`` (at least n): bytes scaled by size / n, span and
+    barriers by (size / n) ** span_exponent."""
+    grow = (max(size, n) / n) ** c.span_exponent
+    return bound_ms(bytes_=c.bytes * size / n, launches=c.launches,
+                    span_steps=None if c.span_steps is None else c.span_steps * grow,
+                    barriers=None if c.barriers is None else c.barriers * grow,
+                    dram_gbps=rc.dram_gbps, step_ns=rc.step_ns, launch_us=rc.launch_us)
+
+
+def roofline(rc, *, n: int, dtype: str, sizes: Iterable[int], counts: RooflineCounts,
+             reference: RooflineCounts | None = None, against: str = "the reference solution") -> Roofline:
     """A timed part's :class:`~grader.results.Roofline` from the emulator's counts at ``n``.
 
     Args:
         rc: the config's :class:`~grader.config.RooflineConfig` (the target GPU's figures).
         n, dtype: the size and ``scan_t`` counted at.
-        sizes: the timed sizes to bound (bytes scaled by size / n; the span and barriers by
-            (size / n) ** ``span_exponent``: 0, the span kept, for a kernel whose threads each do a
-            tile's steps; 1 for one whose longest chain grows with n, a serial loop).
-        counts: the submission's ``bytes``, ``launches`` and, where counted, ``span_steps``,
-            ``barriers`` (absent or None: not counted) and ``span_exponent`` (how the span grew
-            between two counted sizes, clamped to [0, 1]; absent: 0).
-        reference: the reference solution's counts on the same input, or None.
+        sizes: the timed sizes to bound (:func:`_bound_at`).
+        counts: the submission's :class:`RooflineCounts`.
+        reference: the reference solution's on the same input, or None.
         against: how the message names the reference.
     """
-    figures = dict(dram_gbps=rc.dram_gbps, step_ns=rc.step_ns, launch_us=rc.launch_us)
-
-    def bound(c: Mapping[str, Any], size: int) -> float:
-        grow = (max(size, n) / n) ** min(1.0, max(0.0, c.get("span_exponent") or 0.0))
-        span, barriers = c.get("span_steps"), c.get("barriers")
-        return bound_ms(bytes_=c["bytes"] * size / n, launches=c["launches"],
-                        span_steps=None if span is None else round(span * grow),
-                        barriers=None if barriers is None else round(barriers * grow), **figures)
-
     rows = []
     for size in sorted(set(sizes)):
-        mine = bound(counts, size)
-        ref = bound(reference, size) if reference else None
+        mine = _bound_at(rc, counts, n, size)
+        ref = _bound_at(rc, reference, n, size) if reference else None
         rows.append(RooflineRow(n=size, bound_ms=mine, reference_bound_ms=ref, ratio=mine / ref if ref else None))
-    span = counts.get("span_steps")
-    how = ("from the bytes moved, the span and the launches" if span is not None else
-           "from the bytes moved and the launches only (the emulator here does not count the span)")
-    last = rows[-1] if rows else None
+    span = counts.span_steps
+    if span is None:
+        how = "from the bytes moved and the launches only (the emulator here does not count the span)"
+    else:
+        grows = f", growing as n^{counts.span_exponent:.2f}" if counts.span_exponent >= 0.005 else ""
+        how = (f"from the bytes moved, the span ({span:,} memory operations of one thread and {counts.barriers} "
+               f"barriers at n = {n:,}{grows}) and the launches")
     message = f"estimated lower bound on a {rc.target}, {how}; an estimate, worth no points"
-    if last is not None and last.ratio is not None:
-        message += f"; at n = {last.n}: {last.ratio:.2f}x {against}'s bound"
+    last = rows[-1] if rows else None
+    if last is not None:
+        message += f"; at n = {last.n:,}: at least {last.bound_ms:.4g} ms"
+        if last.ratio is not None:
+            message += f", {last.ratio:.2f}x {against}'s bound"
     return Roofline(target=rc.target, peak_dram_gbps=rc.dram_gbps, step_ns=rc.step_ns, launch_us=rc.launch_us,
                     message=message, n=n, dtype=dtype,
-                    bytes_per_element=counts["bytes"] / n, launches=counts["launches"], span_steps=span,
-                    barriers=counts.get("barriers"),
-                    reference_bytes_per_element=reference["bytes"] / n if reference else None,
-                    reference_launches=reference["launches"] if reference else None,
-                    reference_span_steps=reference.get("span_steps") if reference else None,
-                    reference_barriers=reference.get("barriers") if reference else None, rows=tuple(rows))
+                    bytes_per_element=counts.bytes / n, launches=counts.launches, span_steps=span,
+                    barriers=counts.barriers, span_exponent=None if span is None else counts.span_exponent,
+                    reference_bytes_per_element=reference.bytes / n if reference else None,
+                    reference_launches=reference.launches if reference else None,
+                    reference_span_steps=reference.span_steps if reference else None,
+                    reference_barriers=reference.barriers if reference else None,
+                    reference_span_exponent=(reference.span_exponent if reference and reference.span_steps is not None
+                                             else None), rows=tuple(rows))

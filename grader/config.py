@@ -295,7 +295,8 @@ class RooflineConfig(_Schema):
     barrier: about 30 cycles on Hopper, 15 ns at 1.98 GHz; the default is below it, so the bound
     stays a bound). ``launch_us``: the least time a launch adds between dependent kernels.
     ``max_n``: the largest size counted on the emulator (the bound at larger timed sizes scales
-    its bytes by n and keeps its span, which a longer input never shortens).
+    its bytes by n and its span by n to the power it grew from max_n / 4 to max_n:
+    :func:`grader.analysis.span_exponent`).
     """
 
     target: StrictStr = Field("NVIDIA H100 80GB HBM3", description="the GPU's name (for the reports)")

@@ -177,6 +177,15 @@ class MemoryProfile:
         return sum(s.sectors for s in self._global())
 
     @property
+    def moved_bytes(self) -> int:
+        """The global bytes the requests move at least, for the roofline (:mod:`grader.analysis`):
+        32 times, per source line, the fewer of the sectors its requests touched and those their
+        bytes fill (two requests that each touch every other word of the same sectors, a thread's
+        ``in[2i]`` and ``in[2i+1]``, count those sectors once; 32 lanes reading one word, one
+        sector, as the L1 serves them)."""
+        return 32 * sum(min(s.sectors, s.ideal_sectors) for s in self._global())
+
+    @property
     def ideal_sectors_per_request(self) -> float | None:
         """The fewest sectors the same requests could touch (their bytes packed), per request; None
         without global accesses."""

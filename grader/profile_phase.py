@@ -198,38 +198,38 @@ def profile_after_hidden(profile, hidden: list):
 
 # ---- the roofline of a timed part on the emulator (grader.analysis) -----------------------------
 
-def roofline_counts(backend, module, *, cfg, part, n: int, dtype_name: str) -> tuple[dict, str]:
+def roofline_counts(backend, module, *, cfg, part, n: int, dtype_name: str):
     """The counts a roofline needs from one run of ``part``'s launches at ``n`` with every block
-    profiled (:func:`profile_run`, ``blocks=0``): ``({"bytes", "launches", "span_steps",
-    "barriers"}, wrong)``; bytes are 32 times the global sectors of each source line's requests (the
-    fewer of those touched and those their bytes fill, per line); the span
-    and barriers are the profile's ``span_steps`` and ``barriers`` where the emulator counts them
-    (else None). ``wrong`` as in :class:`ProfiledRun`.
+    profiled (:func:`profile_run`, ``blocks=0``): ``(RooflineCounts, wrong)``, read off the
+    profile (:attr:`~grader.profile.MemoryProfile.moved_bytes`, ``span_steps``, ``barriers``; the
+    span and barriers None where the runtime sent no step counts); ``wrong`` as in
+    :class:`ProfiledRun`.
 
     Raises:
         KernelError, LaunchError: the kernel failed.
     """
+    from grader.analysis import RooflineCounts
     run = profile_run(backend, module, cfg=cfg, part=part, n=n, dtype_name=dtype_name, blocks=0)
     prof = run.profile
-    # Per line, the fewer of the sectors its requests touched and the sectors their bytes fill: two
-    # requests that each touch every other word of the same sectors (a thread's in[2i], in[2i+1])
-    # count those sectors once, and 32 lanes reading one word count one sector, as the L1 serves them.
-    sectors = sum(min(s.sectors, s.ideal_sectors) for s in prof.sites if s.space == "global")
-    return ({"bytes": 32 * sectors, "launches": run.launches,
-             "span_steps": getattr(prof, "span_steps", None), "barriers": getattr(prof, "barriers", None)}, run.wrong)
+    counted = bool(prof.launches)
+    return RooflineCounts(bytes=prof.moved_bytes, launches=run.launches,
+                          span_steps=prof.span_steps if counted else None,
+                          barriers=prof.barriers if counted else None), run.wrong
 
 
-def _grown_counts(backend, module, *, cfg, part, n: int, dtype_name: str) -> tuple[dict, str]:
-    """:func:`roofline_counts` at n and, where the emulator counts the span, its ``span_exponent``:
-    how the span grew from n / 4 to n (log base 4 of the ratio; 0 where n < 64 or not counted)."""
-    import math
+def _grown_counts(backend, module, *, cfg, part, n: int, dtype_name: str):
+    """:func:`roofline_counts` at n with its ``span_exponent`` (:func:`grader.analysis.span_exponent`)
+    from a second count at n / 4 (none below n = 64, or without a span: 0). A loop of one thread
+    over the elements has a span that grows as n, a tree scan's barely: kept as counted, the span
+    of the loop would bound it at larger sizes by the length of the input it was counted on."""
+    from grader.analysis import span_exponent
     counts, wrong = roofline_counts(backend, module, cfg=cfg, part=part, n=n, dtype_name=dtype_name)
-    if wrong or counts["span_steps"] is None or n < 64:
+    if wrong or counts.span_steps is None or n < 64:
         return counts, wrong
     small, small_wrong = roofline_counts(backend, module, cfg=cfg, part=part, n=n // 4, dtype_name=dtype_name)
-    if not small_wrong and small["span_steps"] and counts["span_steps"] > small["span_steps"]:
-        counts["span_exponent"] = math.log(counts["span_steps"] / small["span_steps"], 4)
-    return counts, wrong
+    if small_wrong:
+        return counts, wrong
+    return counts._replace(span_exponent=span_exponent(small.span_steps, counts.span_steps)), wrong
 
 
 def roofline_phase(backend, *, cfg, part, module, reference=None):

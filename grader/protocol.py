@@ -36,7 +36,7 @@ import json
 import time
 from dataclasses import field
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Union
+from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic.dataclasses import dataclass as pydantic_dataclass
@@ -235,9 +235,17 @@ class PerformanceScored(_Event):
 
 @pydantic_dataclass(frozen=True, config=_WIRE)
 class ProfileStart(_Event):
-    """The memory-access profile starts (after the visible cases and the timing, before any hidden case)."""
+    """The memory-access profile starts (after the visible cases and the timing, before any hidden case).
+    ``counts``: what it counts, a part's bank-conflict ``profile`` or a timed part's ``roofline``
+    on the emulator (:data:`PROFILE_LABELS`)."""
 
     name: ClassVar[str] = "profile-start"
+    counts: Literal["profile", "roofline"] = "profile"
+
+
+#: What the worker is doing after a :class:`ProfileStart`, by its ``counts`` (for messages).
+PROFILE_LABELS = {"profile": "the bank-conflict profile",
+                  "roofline": "the roofline's counts on the CPU emulator (an estimate of the time on a GPU)"}
 
 
 @pydantic_dataclass(frozen=True, config=_WIRE)

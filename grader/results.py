@@ -340,8 +340,11 @@ class Roofline:
         bytes_per_element, launches, span_steps, barriers: the submission's counts (span_steps and
             barriers None where the emulator does not count them: the bound then comes from the
             bytes and the launches only).
+        span_exponent: e, how the span grew from n / 4 to n (:func:`grader.analysis.span_exponent`:
+            0 to 1; None without a span).
         reference_bytes_per_element, reference_launches, reference_span_steps,
-            reference_barriers: the reference solution's, on the same input (None: not counted).
+            reference_barriers, reference_span_exponent: the reference solution's, on the same
+            input (None: not counted).
         rows: the bound at each timed size.
         message: what the bound says, or why there is none.
     """
@@ -362,6 +365,8 @@ class Roofline:
     reference_span_steps: int | None = None
     reference_barriers: int | None = None
     rows: tuple[RooflineRow, ...] = ()
+    span_exponent: float | None = None
+    reference_span_exponent: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "rows", tuple(r if isinstance(r, RooflineRow) else RooflineRow(**r)

@@ -243,7 +243,8 @@ class _Reported:
         current: the case started and not reported (the one running when the worker stopped).
         waiting: on a GPU, the case the emulator's checks passed, waiting for the GPU.
         timing: the timing phase started.
-        compiled: the part compiled; profiling: the profile ran last (no case or hidden case since).
+        compiled: the part compiled; profiling: what the profile that ran last counts (``profile`` or
+            ``roofline``, :data:`protocol.PROFILE_LABELS`; no case or hidden case since), or None.
         end: the worker's last word: a :class:`protocol.WorkerError`, :class:`protocol.CompileFailed`
             or :class:`protocol.Done`; None when it stopped without one.
     """
@@ -257,13 +258,13 @@ class _Reported:
     waiting: str | None = None
     timing: bool = False
     compiled: bool = False
-    profiling: bool = False
+    profiling: str | None = None
     end: protocol.Event | None = None
 
     def next_worker(self) -> None:
         """Forget what the last worker was doing; keep what the part's workers reported."""
         self.current, self.waiting, self.timing, self.compiled, self.profiling, self.end = (None, None, False, False,
-                                                                                            False, None)
+                                                                                            None, None)
 
     def add(self, ev: protocol.Event) -> None:
         """Fold one event in (none after the worker's last word)."""
@@ -289,7 +290,7 @@ class _Reported:
         elif isinstance(ev, protocol.RooflineTaken):
             self.roofline = ev.result
         if isinstance(ev, (protocol.ProfileStart, protocol.HiddenStart, protocol.CaseDone)):
-            self.profiling = isinstance(ev, protocol.ProfileStart)
+            self.profiling = ev.counts if isinstance(ev, protocol.ProfileStart) else None
 
     def stage(self) -> str:
         """What the worker was doing, for a message (``case n=5 int32``, ``compiling``...)."""
@@ -298,7 +299,7 @@ class _Reported:
         if self.waiting:
             return f"the wait for the GPU before case {self.waiting} (the emulator's checks had passed it)"
         if self.profiling:
-            return "the bank-conflict profile"
+            return protocol.PROFILE_LABELS[self.profiling]
         if self.timing:
             return "the timing, between two timed sizes"
         return ("the preparation of the cases (the emulator's compile of the checks, or compute-sanitizer's audit)"

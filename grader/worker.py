@@ -376,7 +376,7 @@ def _roofline_part(events, backend, cfg, part, modules, build) -> None:
 
     tc = cfg.parts[part.key].timing
     dtype = cfg.parts[part.key].dtypes[0]
-    events.emit(ProfileStart())
+    events.emit(ProfileStart(counts="roofline"))
     reference = None
     ref_spec = PARTS[tc.reference]
     ref_file = SOLUTIONS / ref_spec.filename

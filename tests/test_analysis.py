@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from grader.analysis import bound_ms, gpu_peaks, part_analysis, roofline
+from grader.analysis import RooflineCounts, bound_ms, gpu_peaks, part_analysis, roofline, span_exponent
 from grader.config import load_config
 from grader.parts import (PARTS, blelloch_adds, hierarchical_adds, hillis_steele_adds, single_pass_adds)
 from grader.render.formats import FORMATS
@@ -113,27 +113,37 @@ def test_analysis_rows_and_bounds(cfg):
 
 def test_a_serial_kernel_is_bound_100_times_the_reference(cfg):
     # the same bytes per element as the reference (each element read and written once), but one
-    # thread: its span is every element's load and store, one after the other
+    # thread: its span is every element's load and store, one after the other, growing as n
     n = 65536
-    ref = {"bytes": 16 * n, "launches": 5, "span_steps": 40, "barriers": 20}
-    serial = {"bytes": 8 * n, "launches": 1, "span_steps": 2 * n, "barriers": 0, "span_exponent": 1.0}
-    roof = roofline(cfg.roofline, n=n, dtype="int32", sizes=(1 << 20, 1 << 24), counts=serial, reference=ref)
+    ref = RooflineCounts(bytes=16 * n, launches=5, span_steps=40, barriers=20)
+    serial = RooflineCounts(bytes=8 * n, launches=1, span_steps=2 * n, barriers=0,
+                            span_exponent=span_exponent(2 * n // 4, 2 * n))
+    assert serial.span_exponent == 1.0
+    roof = roofline(cfg.roofline, n=n, dtype="int32", sizes=(1 << 20, 1 << 24, 1 << 28), counts=serial, reference=ref)
     assert all(r.ratio >= 100 for r in roof.rows)
-    # a span held (exponent 0) still bounds it 100x at the size counted near
-    held = roofline(cfg.roofline, n=n, dtype="int32", sizes=(1 << 20,), counts={**serial, "span_exponent": 0},
+    assert roof.span_exponent == 1.0 and roof.reference_span_exponent == 0.0
+    assert "131,072 memory operations of one thread" in roof.message and "growing as n^1.00" in roof.message
+    # a span held as counted (exponent 0) would bound it only some 16x at 2^24: the growth matters
+    held = roofline(cfg.roofline, n=n, dtype="int32", sizes=(1 << 24,), counts=serial._replace(span_exponent=0.0),
                     reference=ref)
-    assert held.rows[0].ratio >= 100
+    assert held.rows[0].ratio < 100
     # without a span, the bound comes from bytes and launches only, and says so
-    plain = roofline(cfg.roofline, n=n, dtype="int32", sizes=(1 << 20,), counts={"bytes": 8 * n, "launches": 1})
+    plain = roofline(cfg.roofline, n=n, dtype="int32", sizes=(1 << 20,), counts=RooflineCounts(bytes=8 * n, launches=1))
     assert plain.rows[0].bound_ms == pytest.approx(bound_ms(bytes_=8 << 20, launches=1, dram_gbps=3350, step_ns=10,
                                                             launch_us=1.0))
-    assert "bytes moved and the launches only" in plain.message
+    assert "bytes moved and the launches only" in plain.message and plain.span_exponent is None
+
+
+@pytest.mark.parametrize("small, big, exponent", [(100, 400, 1.0), (100, 200, 0.5), (100, 100, 0.0), (100, 90, 0.0),
+                                                   (100, 1600, 1.0), (None, 400, 0.0), (0, 400, 0.0)])
+def test_the_span_exponent_from_n_over_4_to_n(small, big, exponent):
+    assert span_exponent(small, big) == pytest.approx(exponent)
 
 
 def test_three_times_the_bytes_cannot_come_within_three_times(cfg):
     n = 1 << 16
-    roof = roofline(cfg.roofline, n=n, dtype="int32", sizes=(1 << 28,), counts={"bytes": 48 * n, "launches": 2},
-                    reference={"bytes": 16 * n, "launches": 2})
+    roof = roofline(cfg.roofline, n=n, dtype="int32", sizes=(1 << 28,), counts=RooflineCounts(bytes=48 * n, launches=2),
+                    reference=RooflineCounts(bytes=16 * n, launches=2))
     assert roof.rows[0].ratio == pytest.approx(3, rel=0.01)
 
 
@@ -142,8 +152,10 @@ def _result(cfg, backend: str = "pycuda") -> SubmissionResult:
                       status="pass", cases=(_timed(1 << 20, 0.0178), _timed(16_000_000, 0.105)))
     part = dataclasses.replace(part, analysis=part_analysis(part, H100, cfg),
                                roofline=roofline(cfg.roofline, n=65536, dtype="int32", sizes=(1 << 20,),
-                                                 counts={"bytes": 16 * 65536, "launches": 5},
-                                                 reference={"bytes": 16 * 65536, "launches": 5}))
+                                                 counts=RooflineCounts(bytes=16 * 65536, launches=5, span_steps=40,
+                                                                       barriers=20),
+                                                 reference=RooflineCounts(bytes=16 * 65536, launches=5, span_steps=40,
+                                                                          barriers=20)))
     return SubmissionResult(submission="s", backend=backend, backend_reason="chosen", device=H100, config="c", seed=1,
                             block_size=512, parts=(part,), scangrade_version="0", started_at="2026-01-01T00:00:00",
                             elapsed_s=1.0)
@@ -156,6 +168,7 @@ def test_every_format_carries_the_analysis_and_the_roofline(cfg, name):
     assert "GFLOPS" in text or "gflops" in text
     assert "memory-bound" in text  # the bound line of n = 16,000,000
     assert "at least" in text or "bound_ms" in text  # the roofline's bound
+    assert "memory operations of one thread" in text or "span_steps" in text  # and its span
 
 
 def test_the_json_round_trips_the_new_fields(cfg):
@@ -180,3 +193,16 @@ def test_the_plot_is_a_png_beside_the_report(cfg, tmp_path):
     pl = json.loads(FORMATS["prairielearn"].render(result, cfg))
     test = next(t for t in pl["tests"] if t["name"].endswith("analysis"))
     assert test["images"][0]["url"].startswith("data:image/png;base64,")
+
+
+def test_a_batch_writes_the_plot_into_the_student_folder(cfg, tmp_path):
+    pytest.importorskip("matplotlib")
+    from grader.classwork.store import write_reports
+    from grader.render.formats import STUDENT_FOLDER, batch_reports
+    result = _result(cfg, backend="emulator")
+    reports = batch_reports(result)
+    name = f"{STUDENT_FOLDER}/{plot_name(result.parts[0])}"
+    assert reports[name].startswith(PNG_SIGNATURE)
+    write_reports(result, tmp_path / "alice", reports)
+    assert (tmp_path / "alice" / name).read_bytes() == reports[name]
+    assert (tmp_path / "alice" / "report.txt").read_text().startswith(reports["report.txt"][:40])

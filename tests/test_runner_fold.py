@@ -25,6 +25,9 @@ def test_the_fold_keeps_what_every_worker_reported_and_what_the_last_one_was_doi
                protocol.CaseDone(_case(NAMES[0])), protocol.ProfileStart()):
         reported.add(ev)
     assert reported.stage() == "the bank-conflict profile" and reported.end is None
+    reported.add(protocol.ProfileStart(counts="roofline"))  # a timed part on the emulator: its own label
+    assert reported.stage() == protocol.PROFILE_LABELS["roofline"] and "roofline" in reported.stage()
+    assert protocol.decode(protocol.encode(protocol.ProfileStart(counts="roofline"))).counts == "roofline"
     reported.next_worker()  # a new worker: what the part reported stays
     assert reported.stage() == "compiling" and [c.name for c in reported.cases] == [NAMES[0]]
     for ev in (protocol.DeviceUpdate({"checker": "x"}), protocol.Compiled(), protocol.HiddenStart(),

@@ -44,8 +44,8 @@ from grader.results import PartStatus, SubmissionResult
 from grader.runner import grade, ungraded_part
 
 #: ``result -> {path: text}``: a student's reports besides ``result.json``, paths relative to the
-#: student's folder (``report.txt``, ``student/report.txt``...).
-StudentReports = Callable[[SubmissionResult], Mapping[str, str]]
+#: student's folder (``report.txt``, ``student/report.txt``...; bytes for a plot's PNG).
+StudentReports = Callable[[SubmissionResult], Mapping[str, str | bytes]]
 
 
 def _not_graded(sub: Submission, *, cfg: Config, selection: Selection, why: str) -> SubmissionResult:

@@ -64,15 +64,19 @@ _SHARD_RE = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
 # --- files ----------------------------------------------------------------------------------------
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` through a temporary file in the same folder and a rename,
-    so that ``path`` is either the old file or the whole new one; safe from several threads.
+def write_atomic(path: Path, text: str | bytes) -> None:
+    """Write ``text`` (UTF-8; bytes as they are) to ``path`` through a temporary file in the same
+    folder and a rename, so that ``path`` is either the old file or the whole new one; safe from
+    several threads.
 
     Raises:
         OSError: the folder is missing or not writable.
     """
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
+    if isinstance(text, bytes):
+        tmp.write_bytes(text)
+    else:
+        tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
 
 
@@ -151,10 +155,10 @@ def load_trusted(path: Path, record: Mapping[str, object]) -> tuple[SubmissionRe
     return result, ""
 
 
-def write_reports(result: SubmissionResult, folder: Path, reports: Mapping[str, str],
+def write_reports(result: SubmissionResult, folder: Path, reports: Mapping[str, str | bytes],
                   record: Mapping[str, object] | None = None) -> None:
     """A student's files into ``folder`` (created): each of ``reports`` (path relative to ``folder``
-    -> text, e.g. ``report.txt``, ``student/report.md``), then ``result.json`` last, so its presence
+    -> text, or bytes for an image, e.g. ``report.txt``, ``student/report.md``), then ``result.json`` last, so its presence
     means the rest is there too; ``record`` (:func:`grading_record`) goes into it under :data:`GRADED`."""
     folder.mkdir(parents=True, exist_ok=True)
     for name, text in reports.items():

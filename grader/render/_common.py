@@ -246,17 +246,30 @@ def roofline_lines(roofline) -> list[str]:
         return lines
     ref = (f"; the reference: {roofline.reference_bytes_per_element:.2f} bytes per element, "
            f"{roofline.reference_launches} launches" if roofline.reference_bytes_per_element is not None else "")
-    span = ("" if roofline.span_steps is None else
-            f", span {roofline.span_steps} dependent steps and {roofline.barriers or 0} barriers")
     lines.append(f"counted on the CPU emulator at n = {roofline.n:,} ({roofline.dtype}): "
-                 f"{roofline.bytes_per_element:.2f} bytes per element, {roofline.launches} launches{span}{ref}")
-    lines.append(f"target: {roofline.target}, {roofline.peak_dram_gbps:g} GB/s, {roofline.step_ns:g} ns a step, "
-                 f"{roofline.launch_us:g} µs a launch")
+                 f"{roofline.bytes_per_element:.2f} bytes per element, {roofline.launches} launches{ref}")
+    lines.append(_span_line("span", roofline.span_steps, roofline.barriers, roofline.span_exponent)
+                 + ("" if roofline.reference_span_steps is None else
+                    _span_line("; the reference's", roofline.reference_span_steps, roofline.reference_barriers,
+                               roofline.reference_span_exponent)))
+    lines.append(f"target: {roofline.target}, {roofline.peak_dram_gbps:g} GB/s, {roofline.step_ns:g} ns a step "
+                 f"(a memory operation or a barrier), {roofline.launch_us:g} µs a launch; bound = max(bytes / "
+                 f"bandwidth, (span + barriers) x step) + launches x launch, an ESTIMATE")
     for r in roofline.rows:
         against = ("" if r.reference_bound_ms is None else
                    f" (the reference's {r.reference_bound_ms:.4g} ms; {r.ratio:.2f}×)")
-        lines.append(f"n = {r.n:,}: at least {r.bound_ms:.4g} ms{against}")
+        lines.append(f"n = {r.n:,}: at least {r.bound_ms:.4g} ms (estimate){against}")
     return lines
+
+
+def _span_line(what: str, span: int | None, barriers: int | None, exponent: float | None) -> str:
+    """A roofline's span in words: the memory operations of one thread, its barriers, and how it
+    grows with n (the exponent of n measured from n / 4 to n)."""
+    if span is None:
+        return f"{what}: not counted (the bound comes from the bytes and the launches only)"
+    grows = (f", growing as n^{exponent:.2f} (counted at n / 4 and n)" if exponent and exponent >= 0.005
+             else ", kept as counted at larger n")
+    return f"{what}: {span:,} memory operations of one thread and {barriers or 0} barriers{grows}"
 
 
 def analysis_report(part: PartResult) -> str:

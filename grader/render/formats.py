@@ -102,10 +102,16 @@ def student_reports(result: SubmissionResult) -> dict[str, str]:
     return {f.file: f.render(result, None) for f in FORMATS.values() if f.file and f.student_facing}
 
 
-def batch_reports(result: SubmissionResult) -> dict[str, str]:
+def batch_reports(result: SubmissionResult) -> dict[str, str | bytes]:
     """Path (relative to ``OUT/<id>/``) -> text of every report a batch writes into a student's
     folder besides ``result.json``: the course staff's copy of each format with a file
     (``report.txt`` with the hidden cases in full, ``results.json``, ``junit.xml``, ``report.md``),
-    and :func:`student_reports` under :data:`STUDENT_FOLDER`. A pure function: no I/O."""
-    staff = {f.file: f.render_for_staff(result, None) for f in FORMATS.values() if f.file}
-    return staff | {f"{STUDENT_FOLDER}/{name}": text for name, text in student_reports(result).items()}
+    and :func:`student_reports` under :data:`STUDENT_FOLDER`, with each timed part's time plot
+    there as PNG bytes (:func:`grader.render.plot.plot_name`; none without matplotlib). A pure
+    function: no I/O."""
+    from grader.render.plot import plot_name, plotted_parts, time_plot_png
+    staff: dict[str, str | bytes] = {f.file: f.render_for_staff(result, None) for f in FORMATS.values() if f.file}
+    student = {f"{STUDENT_FOLDER}/{name}": text for name, text in student_reports(result).items()}
+    plots = {f"{STUDENT_FOLDER}/{plot_name(p)}": png for p in plotted_parts(result)
+             if (png := time_plot_png(p)) is not None}
+    return staff | student | plots
