@@ -52,6 +52,7 @@ class AccessSite:
             active lanes.
         sectors: global: the distinct 32-byte sectors the requests touched, summed over requests.
         ideal_sectors: global: ``ceil(active lanes * size / 32)`` summed over requests.
+        bytes: global: ``active lanes * size`` summed over requests.
     """
 
     kernel: str
@@ -67,6 +68,7 @@ class AccessSite:
     worst_stride: int = 0
     sectors: int = 0
     ideal_sectors: int = 0
+    bytes: int = 0
 
     @property
     def conflict_wavefronts(self) -> int:
@@ -179,11 +181,12 @@ class MemoryProfile:
     @property
     def moved_bytes(self) -> int:
         """The global bytes the requests move at least, for the roofline (:mod:`grader.analysis`):
-        32 times, per source line, the fewer of the sectors its requests touched and those their
-        bytes fill (two requests that each touch every other word of the same sectors, a thread's
-        ``in[2i]`` and ``in[2i+1]``, count those sectors once; 32 lanes reading one word, one
-        sector, as the L1 serves them)."""
-        return 32 * sum(min(s.sectors, s.ideal_sectors) for s in self._global())
+        per source line, the fewest of 32 times the sectors its requests touched, 32 times the
+        sectors their bytes fill, and their bytes (two requests that each touch every other word of
+        the same sectors, a thread's ``in[2i]`` and ``in[2i+1]``, count those sectors once; 32 lanes
+        reading one word, one sector, as the L1 serves them; one thread copying 16 bytes a request,
+        as Part 5's emulated bulk copy does, its bytes, not a sector a request)."""
+        return sum(min(32 * s.sectors, 32 * s.ideal_sectors, s.bytes or 32 * s.ideal_sectors) for s in self._global())
 
     @property
     def ideal_sectors_per_request(self) -> float | None:
@@ -242,7 +245,7 @@ def parse_profile(text: str, resolve: Callable[[Sequence[int]], dict[int, tuple[
             except ValueError:
                 pass
             continue
-        if len(cols) != 12 or not cols[1].startswith("@"):
+        if len(cols) != 13 or not cols[1].startswith("@"):
             continue
         try:
             nums = [int(c) for c in cols[3:]]
@@ -252,19 +255,20 @@ def parse_profile(text: str, resolve: Callable[[Sequence[int]], dict[int, tuple[
         rows.append((cols[0], pc, "shared" if cols[2] == "s" else "global", nums))
     where = resolve(sorted({r[1] for r in rows})) if rows else {}
     merged: dict[tuple, AccessSite] = {}
-    for kernel, pc, space, (store, size, req, wf, ideal, deg, stride, sec, isec) in rows:
+    for kernel, pc, space, (store, size, req, wf, ideal, deg, stride, sec, isec, nbytes) in rows:
         file, line = where.get(pc) or (None, None)
         key = (kernel, file, line, space, bool(store))
         site = AccessSite(kernel=kernel, file=file, line=line, space=space, store=bool(store), size=size,
                           requests=req, wavefronts=wf, ideal_wavefronts=ideal, worst_degree=deg,
-                          worst_stride=stride, sectors=sec, ideal_sectors=isec)
+                          worst_stride=stride, sectors=sec, ideal_sectors=isec, bytes=nbytes)
         old = merged.get(key)
         if old is not None:  # several program points of one line (unrolled loops, inlined helpers)
             worst = site if site.worst_degree > old.worst_degree else old
             site = replace(old, requests=old.requests + req, wavefronts=old.wavefronts + wf,
                            ideal_wavefronts=old.ideal_wavefronts + ideal, worst_degree=worst.worst_degree,
                            worst_stride=worst.worst_stride, sectors=old.sectors + sec,
-                           ideal_sectors=old.ideal_sectors + isec, size=max(old.size, size))
+                           ideal_sectors=old.ideal_sectors + isec, bytes=old.bytes + nbytes,
+                           size=max(old.size, size))
         merged[key] = site
     order = sorted(merged.values(), key=lambda s: (s.kernel, s.file or "", s.line or 0, s.space, s.store))
     return MemoryProfile(sites=tuple(order), blocks=blocks, launches=tuple(launches))

@@ -157,8 +157,10 @@ def ptx_statement(template: str, outputs: list[tuple[str, str]], inputs: list[tu
                 return None
             body.append(f"{{ __sg_ptx_chunk *__sg_d = (__sg_ptx_chunk *)__cvta_shared_to_generic((size_t){dst}); "
                         f"const __sg_ptx_chunk *__sg_s = (const __sg_ptx_chunk *)(size_t){src}; "
+                        f"unsigned long long __sg_m = __sg_ptx_steps_mark(); "  # one instruction: one step
                         f"for (unsigned long long __sg_k = 0; __sg_k < ({size}) / 16; ++__sg_k) "
-                        f"__sg_d[__sg_k] = __sg_s[__sg_k]; }} __sg_ptx_complete_tx({bar}, {size});")
+                        f"__sg_d[__sg_k] = __sg_s[__sg_k]; __sg_ptx_steps_one_since(__sg_m); }} "
+                        f"__sg_ptx_complete_tx({bar}, {size});")
     if waits and not any("__sg_ptx_mbarrier_wait_parity" in b for b in body):
         return None  # a wait whose predicate no selp reads: what it found would be lost
     locals_ = [f"unsigned long long __sg_o{len(outputs) + k} = (unsigned long long)({expr});"

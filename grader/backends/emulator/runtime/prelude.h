@@ -570,6 +570,9 @@ static inline unsigned long long __sg_ptx_mbarrier_arrive(unsigned long long bar
 static inline void __sg_ptx_complete_tx(unsigned long long bar, unsigned long long bytes, __SG_SITE) {
     __sg_mb_change(bar, 0, (long long)bytes, __sg_f, __sg_l);
 }
+/* The bulk copy's loop is one step of the issuing thread in the profile (rt_hooks.inc). */
+static inline unsigned long long __sg_ptx_steps_mark(void) { return __sg_steps_mark(); }
+static inline void __sg_ptx_steps_one_since(unsigned long long mark) { __sg_steps_one_since(mark); }
 /* mbarrier.try_wait.parity / test_wait.parity: 1 once the phase of that parity is complete; a
  * thread that polls yields (a spin-wait makes progress, and one on a phase that never completes is a
  * deadlock). */

@@ -107,6 +107,9 @@ __SG_HIDDEN void __sg_yield_at(int what, const char *file, int line);
 __SG_HIDDEN void *__sg_memcpy(void *dst, const void *src, size_t n);
 __SG_HIDDEN void *__sg_memmove(void *dst, const void *src, size_t n);
 __SG_HIDDEN void *__sg_memset(void *dst, int value, size_t n);
+/* The bulk copy's emulation (ptx.py) is one step of the issuing thread in the profile (rt_hooks.inc). */
+__SG_HIDDEN unsigned long long __sg_steps_mark(void);
+__SG_HIDDEN void __sg_steps_one_since(unsigned long long mark);
 __SG_HIDDEN void __sg_jump(int kind, const char *file, int line);
 __SG_HIDDEN int __sg_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 __SG_HIDDEN __attribute__((noreturn)) void __sg_trap(const char *file, int line, const char *func);
