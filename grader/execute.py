@@ -510,7 +510,7 @@ def _tile_hint(got: np.ndarray, expected: np.ndarray, source: np.ndarray, wrong:
       (:data:`FIRST_TILE`).
 
     ``wrong``: the wrong indices (ascending); ``tol``: the output's :func:`error_bound` or None."""
-    n, i = got.size, int(wrong[0])
+    n = got.size
     count, j, last = tiles(n, tile), int(wrong[0]) // tile, (n - 1) // tile
     offset = _offset_hint(got, expected, source, wrong, tol, tile=tile, inclusive=inclusive, hierarchical=hierarchical)
     if offset:
@@ -518,11 +518,10 @@ def _tile_hint(got: np.ndarray, expected: np.ndarray, source: np.ndarray, wrong:
     if j == last and n % tile:
         return _partial_tile_hint(n, tile)
     if j == last:
-        return (f"{FULL_LAST_TILE} (tile {j} of {count}, elements {j * tile} to {n - 1}, from element {i - j * tile} "
-                f"of it): check what the last block does when n = {n} is a multiple of {tile}, so that its tile is "
-                "full")
+        return (f"{FULL_LAST_TILE} (tile {j}, elements {j * tile} to {n - 1}; a tile is {tile} elements): check what "
+                f"the last block does when n = {n} is a multiple of {tile}, so that its tile is full")
     if j == 0:
-        return (f"{FIRST_TILE} (tile 0 of {count}, from element {i}): no other tile's sum belongs in it, so look "
+        return (f"{FIRST_TILE} (tile 0 of {count}, from element {int(wrong[0])}): no other tile's sum belongs in it, so look "
                 "first at the scan within a tile")
     return None
 
@@ -557,8 +556,7 @@ def _offset_hint(got: np.ndarray, expected: np.ndarray, source: np.ndarray, wron
     alike = bool(constant[bad].all())
     zero = alike and bool(np.all(np.abs(implied) <= slack[bad]))
     many = alike and bad.size > 1
-    head = (f"{TILE_OFFSET} {j} of {count} (elements {starts[j]} to {starts[j] + sizes[j] - 1}) is off by the same "
-            f"amount, {_amount(diff[starts[j]])}" + (f", and so is each of the {bad.size - 1} wrong tiles after it, by an "
+    head = (f"{TILE_OFFSET} {j} of {count} is off by the same amount, {_amount(diff[starts[j]])}" + (f", and so is each of the {bad.size - 1} wrong tiles after it, by an "
                                               "amount of its own" if many else ""))
     them = "they are" if many else "it is"
     if hierarchical:

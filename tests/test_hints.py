@@ -70,8 +70,8 @@ def test_a_wrong_second_level_is_named_where_tile_0_would_be_blamed(tmp_path):
     # which the last block takes as empty: every offset is 0, every tile from 1 on is its own scan
     c = _part4(tmp_path, "part4_full_last_tile_empty.cu", 262143, block_size=256)
     assert [f.kind for f in c.findings] == ["mismatch"] and c.mismatch.index == 512
-    assert c.mismatch.hint.startswith(f"{TILE_OFFSET} 1 of 512 (elements 512 to 1023) is off by the same amount, "
-                                      f"{-c.mismatch.expected}, and so is each of the 510 wrong tiles after it")
+    assert c.mismatch.hint.startswith(f"{TILE_OFFSET} 1 of 512 is off by the same amount, {-c.mismatch.expected}, "
+                                      "and so is each of the 510 wrong tiles after it")
     assert c.mismatch.hint.endswith("the offset added to each is wrong; it comes from the scan of the 512 tile sums at "
                                     "the second level, where they fill exactly 1 full tile; every such offset is 0, "
                                     "as if none was added")
@@ -80,8 +80,8 @@ def test_a_wrong_second_level_is_named_where_tile_0_would_be_blamed(tmp_path):
 
 def test_a_full_last_tile_is_named_where_its_errors_vary(tmp_path):
     c = _part4(tmp_path, "part4_full_last_tile_empty.cu", 1024, block_size=256)  # the same bug, at the first level
-    assert c.mismatch.hint == (f"{FULL_LAST_TILE} (tile 1 of 2, elements 512 to 1023, from element 1 of it): check "
-                               "what the last block does when n = 1024 is a multiple of 512, so that its tile is full")
+    assert c.mismatch.hint == (f"{FULL_LAST_TILE} (tile 1, elements 512 to 1023; a tile is 512 elements): check what "
+                               "the last block does when n = 1024 is a multiple of 512, so that its tile is full")
     assert TILE_OFFSET not in c.message  # the tile's errors vary: no offset is to blame
 
 
@@ -113,8 +113,8 @@ def test_each_tile_hint_fires_only_at_its_own_place():
     assert _wrong_at(1100, 512, span(0, 512)).hint.startswith(f"{TILE_OFFSET} 0 of 3")  # an offset, not the scan
     assert _wrong_at(512, 512, element(5)).hint is None  # one tile: nothing to single out
     assert _wrong_at(1100, 512, element(600)).hint is None  # a middle tile, errors varying: nothing sure to say
-    assert _wrong_at(1100, 512, span(512, 1024)).hint.startswith(f"{TILE_OFFSET} 1 of 3 (elements 512 to 1023) is "
-                                                                  "off by the same amount, 5:")
+    assert _wrong_at(1100, 512, span(512, 1024)).hint.startswith(f"{TILE_OFFSET} 1 of 3 is off by the same amount, "
+                                                                  "5:")
     assert _wrong_at(1100, 512, span(600, 1024)).hint is None  # part of a tile: not its offset
     assert _wrong_at(1024, 512, element(1000)).hint.startswith(FULL_LAST_TILE)
     assert _wrong_at(1100, 512, element(1099)).hint.startswith(PARTIAL_TILE)  # one element: no offset to tell
@@ -143,6 +143,6 @@ def test_a_race_explains_a_full_last_tile_as_it_does_a_partial_one():
     told = [_Told(CaseFinding("mismatch", f"out[1000] ... — {mm.hint}"), f"out[1000] ... — {mm.hint}")]
     race = CaseFinding("race", "race ...", "part4_any_size.cu", 31, (1, 0, 0), (1, 0, 0))
     told2, mm2 = _explained(told + [_Told(race, "race ...")], mm, 1024, 512, ())
-    assert mm2.hint == (f"{FULL_LAST_TILE} (tile 1 of 2, elements 512 to 1023, from element 488 of it), which the race "
+    assert mm2.hint == (f"{FULL_LAST_TILE} (tile 1, elements 512 to 1023; a tile is 512 elements), which the race "
                         "above (part4_any_size.cu:31) explains")
     assert told2[0].finding.message.endswith(mm2.hint) and "check what the last block" not in told2[0].text
