@@ -556,7 +556,7 @@ def _offset_hint(got: np.ndarray, expected: np.ndarray, source: np.ndarray, wron
     alike = bool(constant[bad].all())
     zero = alike and bool(np.all(np.abs(implied) <= slack[bad]))
     many = alike and bad.size > 1
-    head = (f"{TILE_OFFSET} {j} of {count} is off by the same amount, {_amount(diff[starts[j]])}" + (f", and so is each of the {bad.size - 1} wrong tiles after it, by an "
+    head = (f"{TILE_OFFSET} {j} of {count} is off by the same amount, {_amount(diff[starts[j]], rounded=tol is not None)}" + (f", and so is each of the {bad.size - 1} wrong tiles after it, by an "
                                               "amount of its own" if many else ""))
     them = "they are" if many else "it is"
     if hierarchical:
@@ -570,9 +570,12 @@ def _offset_hint(got: np.ndarray, expected: np.ndarray, source: np.ndarray, wron
             + ("; every such offset is 0, as if none was added" if zero else ""))
 
 
-def _amount(x: np.generic) -> str:
-    """A difference of outputs as a message writes it: an int whole, a float to float32's digits."""
-    return str(x.item()) if x.dtype.kind == "i" else f"{x.item():.9g}"
+def _amount(x: np.generic, *, rounded: bool) -> str:
+    """A difference of outputs as a message writes it: an int whole, a float to float32's digits,
+    or, where the output is compared within an error bound (``rounded``), about 4 digits."""
+    if x.dtype.kind == "i":
+        return str(x.item())
+    return f"about {x.item():.4g}" if rounded else f"{x.item():.9g}"
 
 
 def _partial_tile_hint(n: int, tile: int) -> str:

@@ -146,3 +146,19 @@ def test_a_race_explains_a_full_last_tile_as_it_does_a_partial_one():
     assert mm2.hint == (f"{FULL_LAST_TILE} (tile 1, elements 512 to 1023; a tile is 512 elements), which the race "
                         "above (part4_any_size.cu:31) explains")
     assert told2[0].finding.message.endswith(mm2.hint) and "check what the last block" not in told2[0].text
+
+
+def test_an_offset_hint_allows_a_fractional_case_its_rounding():
+    x = np.random.default_rng(1).random(2000).astype(np.float32)  # fractional: compared within a bound
+    expected = np.concatenate([[0], np.cumsum(x.astype(np.float64))[:-1]])
+    scan = np.concatenate([[0], np.cumsum(x[:-1], dtype=np.float32)]).astype(np.float32)  # rounded, and right
+
+    def hint(got):
+        return diagnose(got, expected, source=x, inclusive=False, tile=512, depth=1024, hierarchical=True).hint
+
+    off = scan.copy()
+    off[512:1024] -= 3
+    assert hint(off).startswith(f"{TILE_OFFSET} 1 of 4 is off by the same amount, about -3:")
+    truncated = scan.copy()
+    truncated[512:1024] = np.trunc(truncated[512:1024])  # errors of up to 1 that vary: no offset to blame
+    assert hint(truncated) is None
