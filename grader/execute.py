@@ -536,28 +536,25 @@ def _offset_hint(got: np.ndarray, expected: np.ndarray, source: np.ndarray, wron
     tiles are alike, and when every offset the output implies is 0 (none added). None where the
     first wrong tile's errors vary."""
     n, count = got.size, tiles(got.size, tile)
+    j = int(wrong[0]) // tile
+    first = slice(j * tile, min(n, (j + 1) * tile))
+    if not _alike(_differences(got[first], expected[first]), None if tol is None else tol[first])[0]:
+        return None  # the usual case, told from one tile without the whole array's differences
     starts = np.arange(0, n, tile)
-    if got.dtype.kind == "f":
-        diff = got.astype(np.float64) - expected.astype(np.float64)  # NaN and inf never compare as constant
-    else:  # int32 sums wrap: an offset is one amount modulo 2^32
-        diff = (got.astype(np.int64) - expected.astype(np.int64) + 2 ** 31) % 2 ** 32 - 2 ** 31
-    spread = np.maximum.reduceat(diff, starts) - np.minimum.reduceat(diff, starts)
-    slack = np.zeros(count) if tol is None else 2 * np.maximum.reduceat(tol, starts)
+    diff = _differences(got, expected)
+    constant, slack = _alike(diff, tol, tile)
+    bad = np.flatnonzero(np.bincount(wrong // tile, minlength=count))  # the wrong tiles, ascending
     sizes = np.diff(np.append(starts, n))
-    constant = (spread <= slack) & (sizes >= 2)
-    bad = np.unique(wrong // tile)
-    j = int(bad[0])
-    if not constant[j]:
-        return None
     offsets = expected[starts].astype(diff.dtype) - (source[starts].astype(diff.dtype) if inclusive else 0)
     implied = offsets[bad] + diff[starts[bad]]  # what was added to each wrong tile (int32: modulo 2^32)
     if diff.dtype.kind == "i":
-        implied = (implied + 2 ** 31) % 2 ** 32 - 2 ** 31
+        implied = _int32_range(implied)
     alike = bool(constant[bad].all())
     zero = alike and bool(np.all(np.abs(implied) <= slack[bad]))
     many = alike and bad.size > 1
-    head = (f"{TILE_OFFSET} {j} of {count} is off by the same amount, {_amount(diff[starts[j]], rounded=tol is not None)}" + (f", and so is each of the {bad.size - 1} wrong tiles after it, by an "
-                                              "amount of its own" if many else ""))
+    amount = _amount(diff[starts[j]], rounded=tol is not None)
+    head = (f"{TILE_OFFSET} {j} of {count} is off by the same amount, {amount}"
+            + (f", and every wrong tile after it ({bad.size - 1}) is likewise off by one amount throughout" if many else ""))
     them = "they are" if many else "it is"
     if hierarchical:
         shape = (f"fill exactly {count // tile} full tile{'s' if count > tile else ''}" if count % tile == 0 else
@@ -568,6 +565,38 @@ def _offset_hint(got: np.ndarray, expected: np.ndarray, source: np.ndarray, wron
         source_of = "it is the sum of the tiles before"
     return (f"{head}: {them} scanned right, but the offset added to {'each' if many else 'it'} is wrong; {source_of}"
             + ("; every such offset is 0, as if none was added" if zero else ""))
+
+
+def _differences(got: np.ndarray, expected: np.ndarray) -> np.ndarray:
+    """``got - expected``, float64 for floats (NaN and inf never compare as one amount), int64
+    modulo 2^32 into int32's range for ints (int32 sums wrap: an offset is one amount modulo 2^32),
+    in place on one copy (16M elements: one 128 MB array)."""
+    if got.dtype.kind == "f":
+        diff = got.astype(np.float64)
+        diff -= expected
+        return diff
+    diff = got.astype(np.int64)
+    diff -= expected
+    return _int32_range(diff)
+
+
+def _int32_range(a: np.ndarray) -> np.ndarray:
+    """An int64 array taken modulo 2^32 into int32's range, in place (and returned)."""
+    a += 2 ** 31
+    a %= 2 ** 32
+    a -= 2 ** 31
+    return a
+
+
+def _alike(diff: np.ndarray, tol: np.ndarray | None, tile: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Per tile of ``tile`` elements (None: ``diff`` is one tile), whether its differences are one
+    amount (at least two elements, spread within twice the tile's largest bound ``tol``), and that
+    slack: two arrays of one element per tile."""
+    starts = np.arange(0, diff.size, tile or max(diff.size, 1))
+    spread = np.maximum.reduceat(diff, starts) - np.minimum.reduceat(diff, starts)
+    slack = np.zeros(starts.size) if tol is None else 2 * np.maximum.reduceat(tol, starts)
+    sizes = np.diff(np.append(starts, diff.size))
+    return (spread <= slack) & (sizes >= 2), slack
 
 
 def _amount(x: np.generic, *, rounded: bool) -> str:

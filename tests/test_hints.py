@@ -71,7 +71,7 @@ def test_a_wrong_second_level_is_named_where_tile_0_would_be_blamed(tmp_path):
     c = _part4(tmp_path, "part4_full_last_tile_empty.cu", 262143, block_size=256)
     assert [f.kind for f in c.findings] == ["mismatch"] and c.mismatch.index == 512
     assert c.mismatch.hint.startswith(f"{TILE_OFFSET} 1 of 512 is off by the same amount, {-c.mismatch.expected}, "
-                                      "and so is each of the 510 wrong tiles after it")
+                                      "and every wrong tile after it (510) is likewise off by one amount throughout")
     assert c.mismatch.hint.endswith("the offset added to each is wrong; it comes from the scan of the 512 tile sums at "
                                     "the second level, where they fill exactly 1 full tile; every such offset is 0, "
                                     "as if none was added")
@@ -120,7 +120,7 @@ def test_each_tile_hint_fires_only_at_its_own_place():
     assert _wrong_at(1100, 512, element(1099)).hint.startswith(PARTIAL_TILE)  # one element: no offset to tell
     assert _wrong_at(1100, 512, span(1024, 1100)).hint.startswith(f"{TILE_OFFSET} 2 of 3")
     both = _wrong_at(1100, 512, lambda got: (span(512, 1024)(got), span(1024, 1100, 9)(got)))
-    assert "and so is each of the 1 wrong tiles after it" in both.hint and "every such offset is 0" not in both.hint
+    assert "and every wrong tile after it (1) is likewise" in both.hint and "every such offset is 0" not in both.hint
     varying = _wrong_at(1100, 512, lambda got: (span(512, 1024)(got), element(1030)(got)))
     assert "after it" not in varying.hint and varying.hint.startswith(f"{TILE_OFFSET} 1 of 3")
 
