@@ -521,8 +521,8 @@ def _tile_hint(got: np.ndarray, expected: np.ndarray, source: np.ndarray, wrong:
         return (f"{FULL_LAST_TILE} (tile {j}, elements {j * tile} to {n - 1}; a tile is {tile} elements): check what "
                 f"the last block does when n = {n} is a multiple of {tile}, so that its tile is full")
     if j == 0:
-        return (f"{FIRST_TILE} (tile 0 of {count}, from element {int(wrong[0])}): no other tile's sum belongs in it, so look "
-                "first at the scan within a tile")
+        return (f"{FIRST_TILE} (tile 0 of {count}, from element {int(wrong[0])}): no other tile's sum belongs in it, "
+                "so look first at the scan within a tile")
     return None
 
 
@@ -554,7 +554,8 @@ def _offset_hint(got: np.ndarray, expected: np.ndarray, source: np.ndarray, wron
     many = alike and bad.size > 1
     amount = _amount(diff[starts[j]], rounded=tol is not None)
     head = (f"{TILE_OFFSET} {j} of {count} is off by the same amount, {amount}"
-            + (f", and every wrong tile after it ({bad.size - 1}) is likewise off by one amount throughout" if many else ""))
+            + (f", and every wrong tile after it ({bad.size - 1}) is likewise off by one amount throughout"
+               if many else ""))
     them = "they are" if many else "it is"
     if hierarchical:
         shape = (f"fill exactly {count // tile} full tile{'s' if count > tile else ''}" if count % tile == 0 else

@@ -90,7 +90,8 @@ def test_an_offset_hint_gives_way_to_the_finding_that_explains_it(tmp_path):
     # offset is wrong because of that read, not of anything the hint would send the student to
     c = _part4(tmp_path, VERDICTS / "part4_unwritten_used.cu", 2049, block_size=256)
     mm = c.mismatch
-    assert mm is not None and mm.hint.startswith(f"{TILE_OFFSET} 1 of 5") and "which the uninitialized-read above" in mm.hint
+    assert mm is not None and mm.hint.startswith(f"{TILE_OFFSET} 1 of 5")
+    assert "which the uninitialized-read above" in mm.hint
     assert "scanned right" not in mm.hint
 
 

@@ -95,8 +95,9 @@ def group_output(part: PartResult, group: CaseGroup) -> str:
     """The group's details, several lines. Visible cases: each case that did not pass with its
     message, n and seed (the case a part stopped on with the part's full message), then the
     not-run sizes by reason, then the sizes that passed on one line, then, in the first group with
-    a wrong-values case only, the part's pattern of sizes (:func:`grader.render._patterns.size_pattern`). Hidden cases: each case's
-    public name (:func:`grader.render._common.public_case_name`) and status words, nothing more."""
+    a wrong-values case only, the part's pattern of sizes
+    (:func:`grader.render._patterns.size_pattern`). Hidden cases: each case's public name
+    (:func:`grader.render._common.public_case_name`) and status words, nothing more."""
     if group.hidden:
         return "\n".join(f"{public_case_name(part, c)}: {CASE_STATUS_WORDS[c.status]}" for c in group.cases)
     lines = []
