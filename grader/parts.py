@@ -107,12 +107,16 @@ class PartSpec:
         tile = self.tile_of(pc)
         if tile is None or n <= 1:
             return max(n - 1, 0)
-        if self.independent_blocks:
-            levels, m = 1, -(-n // tile)
-            while m > 1:
-                levels, m = levels + 1, -(-m // tile)
-            return min(n, levels * tile)
+        if self.hierarchical:
+            return min(n, len(tile_levels(n, tile)) * tile)
         return min(n, tile + -(-n // tile))
+
+    @property
+    def hierarchical(self) -> bool:
+        """Whether the part scans its tiles independently and then their sums again, level by level,
+        with the same kernels (Part 4: :func:`tile_levels`); False for one block and for a single
+        pass (Part 5, whose tiles take their offsets from a look-back)."""
+        return self.tile is not None and self.independent_blocks
 
     def add_count(self, n: int, pc: "PartConfig") -> int | None:
         """The additions of :attr:`adds` on n elements under ``pc`` (its ``block_size`` and
@@ -143,6 +147,17 @@ def blelloch_adds(tile: int) -> int:
     the up-sweep (reduce) and tile - 1 in the down-sweep, 2·(tile - 1). A block scans its whole
     tile whatever n is (the padding holds zeros), so a partial tile costs as much as a full one."""
     return 2 * (tile - 1) if tile > 1 else 0
+
+
+def tile_levels(n: int, tile: int) -> tuple[int, ...]:
+    """The element counts a hierarchical scan (Part 4) scans at each of its levels: n, then its
+    ceil(n / tile) tile sums, and so on, ending with the first level that fits in one tile
+    (n = 262143, tile 512: ``(262143, 512)``, two levels; n = 512: ``(512,)``). Each level's tile
+    count is the next level's element count; the last level is one tile."""
+    counts = [n]
+    while counts[-1] > tile:
+        counts.append(-(-counts[-1] // tile))
+    return tuple(counts)
 
 
 def hierarchical_adds(n: int, tile: int) -> int:

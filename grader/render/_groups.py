@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 from grader.render._common import (CASE_STATUS_WORDS, is_hidden, is_timed_case, public_case_name,
                                    public_part_message, stopped_case, timing_text, visible_case_details)
-from grader.results import CaseResult, PartResult
+from grader.render._patterns import size_pattern
+from grader.results import CaseResult, FailureKind, PartResult
 
 #: The label of a part's group of hidden cases (its test is ``Part N · KERNELS · hidden cases``).
 HIDDEN_GROUP = "hidden cases"
@@ -93,8 +94,10 @@ def group_description(part: PartResult, group: CaseGroup) -> str:
 def group_output(part: PartResult, group: CaseGroup) -> str:
     """The group's details, several lines. Visible cases: each case that did not pass with its
     message, n and seed (the case a part stopped on with the part's full message), then the
-    not-run sizes by reason, then the sizes that passed on one line. Hidden cases: each case's
-    public name (:func:`grader.render._common.public_case_name`) and status words, nothing more."""
+    not-run sizes by reason, then the sizes that passed on one line, then, in the first group with
+    a wrong-values case only, the part's pattern of sizes
+    (:func:`grader.render._patterns.size_pattern`). Hidden cases: each case's public name
+    (:func:`grader.render._common.public_case_name`) and status words, nothing more."""
     if group.hidden:
         return "\n".join(f"{public_case_name(part, c)}: {CASE_STATUS_WORDS[c.status]}" for c in group.cases)
     lines = []
@@ -114,6 +117,10 @@ def group_output(part: PartResult, group: CaseGroup) -> str:
     passed = [str(c.n) for c in group.cases if c.status == "pass"]
     if passed:
         lines.append("passed: n = " + ", ".join(passed))
+    pattern = size_pattern(part)
+    if pattern and group.label == next((g.label for g in case_groups(part) if not g.hidden
+                                        and any(c.kind == FailureKind.MISMATCH for c in g.cases)), None):
+        lines.append(f"pattern of the wrong values, every dtype of the part: {pattern}")
     return "\n".join(lines)
 
 

@@ -14,6 +14,7 @@ from pathlib import PurePath
 
 from grader.render._common import (analysis_report, points, printable, stopped_case, timing_text, utc_timestamp,
                                    visible_case_details, whole_part_failure)
+from grader.render._patterns import size_pattern
 from grader.results import CaseResult, PartResult, SubmissionResult
 
 #: Case status -> the JUnit child element marking it (None: the testcase passed).
@@ -111,6 +112,9 @@ def _suite(parent: ET.Element, result: SubmissionResult, part: PartResult) -> ET
         facts |= {"performance.points": points(perf.points), "performance.max_points": points(perf.max_points)}
         if perf.ratio is not None:
             facts["performance.ratio"] = f"{perf.ratio:.4f}"
+    pattern = size_pattern(part)
+    if pattern:
+        facts["wrong_values_pattern"] = pattern
     for name, value in facts.items():
         _sub(props, "property", name=name, value=value)
 

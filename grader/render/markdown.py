@@ -13,6 +13,7 @@ from grader.render._common import (CASE_STATUS_WORDS, PART_STATUS_WORDS, analysi
                                    is_timed_case, pending_text, performance_shown, points, printable,
                                    public_case_name, public_elapsed_s, public_part_message, public_seed,
                                    quick_check_text, roofline_lines, stopped_case, student_view, whole_part_failure)
+from grader.render._patterns import size_pattern
 from grader.results import CaseResult, PartResult, SubmissionResult, Timing
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
@@ -139,6 +140,9 @@ def _part_section(part: PartResult, base_seed: int, *, pending: bool = False) ->
             repeated = _repeated(part, checks)
             lines += _case_table(part, checks, base_seed, timing=False, repeated=repeated)
             lines += _findings_list(repeated)
+            pattern = size_pattern(part)
+            if pattern:
+                lines += [f"**Pattern of the wrong values:** {_md(pattern)}", ""]
         if timed:
             lines += _case_table(part, timed, base_seed, timing=True)
         stopped = stopped_case(part)

@@ -11,6 +11,7 @@ import textwrap
 from grader.render._common import (SHOWN_FINDINGS, analysis_lines, block_size_text, folded_sizes, group_findings, is_hidden,
                                    is_timed_case, other_findings, pending_text, performance_shown, printable,
                                    public_elapsed_s, public_seed, quick_check_text, roofline_lines, student_view)
+from grader.render._patterns import size_pattern
 from grader.results import CaseResult, PartResult, SubmissionResult
 
 #: The emulator's sandbox when all of it is in force (``EmulatorBackend.describe()["sandbox"]``).
@@ -66,6 +67,10 @@ def _part_block(p: PartResult, pending: bool = False, *, show_hidden: bool = Tru
     for group in group_findings([c for c in p.cases if c.status not in ("pass", "not-run")
                                  and (show_hidden or not is_hidden(c))]):
         lines += _failure_lines(group)
+    pattern = size_pattern(p)
+    if pattern:
+        lines += textwrap.wrap(f"PATTERN of the wrong values: {pattern}", WIDTH, initial_indent="    ",
+                               subsequent_indent=_INDENT, break_on_hyphens=False)
     skipped = [c for c in checked if c.status == "not-run"]
     if skipped:
         lines.append(f"    NOT RUN {_cases(skipped)}: n = {folded_sizes(skipped)}")
