@@ -433,13 +433,20 @@ def _grade(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise UsageError(f"cannot write {path}: {exc.strerror}") from None
         written.append(Path(path))
-    _write_plots(result, written[0].parent if written else Path())
+    _write_plots(result, written[0].parent if written else _plots_folder())
     return EXIT_PASS if result.passed else EXIT_FAIL
+
+
+def _plots_folder() -> Path:
+    """Where the time plots of a run that writes no report file go: ``plots/`` in the grader's cache
+    folder, not the current folder (a student's repository, which a grading must leave as it is)."""
+    from grader.backends.emulator.build import default_cache_dir
+    return default_cache_dir() / "plots"
 
 
 def _write_plots(result, folder: Path) -> None:
     """Each timed part's time plot (:mod:`grader.render.plot`) into ``folder`` (beside the first
-    report file written, else the current folder), one line each saying where; or one line saying
+    report file written, else :func:`_plots_folder`), one line each saying where; or one line saying
     why there is none (no matplotlib)."""
     from grader.render.plot import plot_unavailable, plotted_parts, write_plots
     if not plotted_parts(result):

@@ -31,7 +31,7 @@ class ProfiledRun(NamedTuple):
     launches: int = 0
 
 
-def profile_run(backend, module, *, cfg, part, n: int, dtype_name: str, blocks: int = 1) -> ProfiledRun:
+def profile_run(backend, module, *, cfg, part, n: int, dtype_name: str, blocks: int = 1, pc=None) -> ProfiledRun:
     """Run ``part``'s launches once on the input of size ``n`` with the profile on (the emulator),
     and check their output as a case's is checked (guard zones, input, output against the
     reference scan), so a kernel that skips or shortens its work in the profiled launch shows.
@@ -43,6 +43,8 @@ def profile_run(backend, module, *, cfg, part, n: int, dtype_name: str, blocks: 
         part: the :class:`~grader.parts.PartSpec` whose launch plan runs.
         n, dtype_name: the input's size and ``scan_t`` (``int32``...).
         blocks: the blocks of each launch profiled (0: all).
+        pc: ``part``'s :class:`~grader.config.PartConfig` (default ``cfg.parts[part.key]``; a
+            reference solution the config has no section for runs under the timed part's).
 
     Returns:
         a :class:`ProfiledRun`.
@@ -54,7 +56,7 @@ def profile_run(backend, module, *, cfg, part, n: int, dtype_name: str, blocks: 
     from grader.parts import DTYPES
     from grader.plans import Run, prepare
 
-    pc = cfg.parts[part.key]
+    pc = pc or cfg.parts[part.key]
     dtype = DTYPES[dtype_name]
     run = Run(backend, module, dtype)
     x = make_input(cfg, part, n, cfg.seed, dtype)
@@ -198,7 +200,7 @@ def profile_after_hidden(profile, hidden: list):
 
 # ---- the roofline of a timed part on the emulator (grader.analysis) -----------------------------
 
-def roofline_counts(backend, module, *, cfg, part, n: int, dtype_name: str):
+def roofline_counts(backend, module, *, cfg, part, n: int, dtype_name: str, pc=None):
     """The counts a roofline needs from one run of ``part``'s launches at ``n`` with every block
     profiled (:func:`profile_run`, ``blocks=0``): ``(RooflineCounts, wrong)``, read off the
     profile (:attr:`~grader.profile.MemoryProfile.moved_bytes`, ``span_steps``, ``barriers``; the
@@ -209,7 +211,7 @@ def roofline_counts(backend, module, *, cfg, part, n: int, dtype_name: str):
         KernelError, LaunchError: the kernel failed.
     """
     from grader.analysis import RooflineCounts
-    run = profile_run(backend, module, cfg=cfg, part=part, n=n, dtype_name=dtype_name, blocks=0)
+    run = profile_run(backend, module, cfg=cfg, part=part, n=n, dtype_name=dtype_name, blocks=0, pc=pc)
     prof = run.profile
     counted = bool(prof.launches)
     return RooflineCounts(bytes=prof.moved_bytes, launches=run.launches,
@@ -217,16 +219,16 @@ def roofline_counts(backend, module, *, cfg, part, n: int, dtype_name: str):
                           barriers=prof.barriers if counted else None), run.wrong
 
 
-def _grown_counts(backend, module, *, cfg, part, n: int, dtype_name: str):
+def _grown_counts(backend, module, *, cfg, part, n: int, dtype_name: str, pc=None):
     """:func:`roofline_counts` at n with its ``span_exponent`` (:func:`grader.analysis.span_exponent`)
     from a second count at n / 4 (none below n = 64, or without a span: 0). A loop of one thread
     over the elements has a span that grows as n, a tree scan's barely: kept as counted, the span
     of the loop would bound it at larger sizes by the length of the input it was counted on."""
     from grader.analysis import span_exponent
-    counts, wrong = roofline_counts(backend, module, cfg=cfg, part=part, n=n, dtype_name=dtype_name)
+    counts, wrong = roofline_counts(backend, module, cfg=cfg, part=part, n=n, dtype_name=dtype_name, pc=pc)
     if wrong or counts.span_steps is None or n < 64:
         return counts, wrong
-    small, small_wrong = roofline_counts(backend, module, cfg=cfg, part=part, n=n // 4, dtype_name=dtype_name)
+    small, small_wrong = roofline_counts(backend, module, cfg=cfg, part=part, n=n // 4, dtype_name=dtype_name, pc=pc)
     if small_wrong:
         return counts, wrong
     return counts._replace(span_exponent=span_exponent(small.span_steps, counts.span_steps)), wrong
@@ -266,7 +268,8 @@ def roofline_phase(backend, *, cfg, part, module, reference=None):
     if reference is not None:
         ref_spec, ref_module = reference
         try:
-            ref_counts, ref_wrong = _grown_counts(backend, ref_module, cfg=cfg, part=ref_spec, n=n, dtype_name=dtype)
+            ref_counts, ref_wrong = _grown_counts(backend, ref_module, cfg=cfg, part=ref_spec, n=n, dtype_name=dtype,
+                                                  pc=cfg.parts.get(ref_spec.key, pc))
         except ResourceLimit:
             raise
         except ScangradeError:
