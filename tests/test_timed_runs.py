@@ -120,3 +120,14 @@ def test_the_run_counts_and_the_checked_runs_change_from_one_grading_to_the_next
         assert cfg.timing.runs <= runs <= cfg.timing.runs * 3 // 2
         assert len(checked) == CHECKED_RUNS and all(0 <= i < warmup + runs for i in checked)
     assert len({(w, r) for w, r, _ in schedules}) > 1 and len({c for _, _, c in schedules}) > 1
+
+
+def test_a_kernel_far_too_slow_is_timed_from_a_few_runs_and_says_so(cfg, tmp_path, monkeypatch):
+    """A run slower than SLOW_RUN_S (a one-thread scan of 2^28 elements takes seconds) is timed from
+    SLOW_RUNS runs after one warm-up, not the config's count: minutes of a GPU saved, the same verdict."""
+    monkeypatch.setattr(execute, "SLOW_RUN_S", 0.0)  # every kernel is "slow" here
+    timer = StandInTimer()
+    result = timed(cfg, (SOLUTIONS / PART.filename).read_text(), timer, tmp_path)
+    assert result.status == "pass" and result.timing.runs == execute.SLOW_RUNS, result
+    assert timer.runs == 1 + execute.SLOW_RUNS
+    assert f"timed from {execute.SLOW_RUNS} runs after one warm-up" in result.message

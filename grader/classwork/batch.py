@@ -114,8 +114,8 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
             to a GPU with ``CUDA_VISIBLE_DEVICES``, round robin), so that the emulator's checks,
             compiles and host work of some overlap another's timed runs, which still have the GPU
             alone (:mod:`grader.gpu_lock`); one per CPU core on the emulator. The emulator's threads
-            (``emulator.workers`` where the config leaves it 0) are the cores shared among the jobs
-            (on a GPU, at least two). Each submission's parts are then graded one at a time.
+            (``emulator.workers`` where the config leaves it 0) are the cores shared among the jobs.
+            Each submission's parts are then graded one at a time.
         on_done: called as ``(id, result, was_resumed)`` after each submission.
         on_note: called as ``(id, one line)`` for what the TA should know of a submission before it
             is graded (``graded again: its part files changed since its saved result was graded``).
@@ -155,12 +155,7 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
     else:
         jobs = jobs or (os.cpu_count() or 1)
     if jobs > 1 and not cfg.emulator.workers:  # the jobs share the cores: the emulator's threads too
-        share = max(1, (os.cpu_count() or 1) // jobs)
-        # On a GPU, a job's part waits for the emulator's checks of its largest cases (Part 5's run
-        # every block at 16M, in three orders) while its other work is done: two threads each, where
-        # the cores alone would give one, use the cores the waits leave idle (a quarter of them, one
-        # job a core, measured on an H100 machine: docs/throughput.md).
-        cfg = cfg.override(emulator={"workers": max(2, share) if selection.kind.uses_gpus else share})
+        cfg = cfg.override(emulator={"workers": max(1, (os.cpu_count() or 1) // jobs)})
     # On a GPU, the large inputs every submission is graded on, drawn once for the class (no student
     # code runs on the host there: grader.execute.shared_input); removed when the batch ends.
     inputs = Path(tempfile.mkdtemp(prefix="scangrade-inputs-")) if selection.kind.uses_gpus else None
