@@ -303,6 +303,12 @@ def _draw_ahead(kind, job, cfg, part, cases):
     return DrawAhead(cfg, part, items) if items else None
 
 
+#: A timed size whose median run takes this long (ms), at or beyond the config's ``zero_at`` times
+#: the reference's (no points), ends the timing: the part's larger sizes are not timed (a one-thread
+#: scan's 2^28 runs take a quarter of a minute each), and the report says why.
+TOO_SLOW_MS = 500.0
+
+
 def _time_part(events, backend, cfg, part, pc, modules, results, build, *, earlier_failed: bool = False,
                ahead=None):
     """The timing phase of a part (GPU only), after the visible cases and before the hidden ones:
@@ -314,7 +320,7 @@ def _time_part(events, backend, cfg, part, pc, modules, results, build, *, earli
     from grader.bench import cached_cub, time_cub_ms
     from grader.execute import case_input, score_performance, time_case
     from grader.parts import DTYPES, PARTS
-    from grader.results import Performance
+    from grader.results import CaseResult, CaseStatus, Performance
 
     tc = pc.timing
     kind = backend_kind(backend.name)
@@ -337,7 +343,18 @@ def _time_part(events, backend, cfg, part, pc, modules, results, build, *, earli
             return Performance(0.0, tc.points, None, f"not scored: the reference solution does not compile: {exc}")
     cub = cached_cub(backend.describe().get("compute_capability", "")) is not None
     timed = []
+    hopeless = None  # a timed size whose runs show the larger ones would take minutes, for no points
     for n in tc.all_sizes:  # the analysis sizes too: in the report, not in the score
+        if hopeless is not None and n > hopeless.n:
+            t = hopeless.timing
+            result = CaseResult(name=f"timed n={n} {dtype}", n=n, dtype=dtype, seed=cfg.seed, status=CaseStatus.NOT_RUN,
+                                points=0.0, max_points=0.0, message=(
+                                    f"not timed: at n={hopeless.n} a run took {t.median_ms / 1e3:.2f} s, "
+                                    f"{t.ratio:.0f} times the reference's; runs of this larger size would take "
+                                    "minutes of the GPU, for a time that earns no points"))
+            timed.append(result)
+            events.emit(Timed(result))
+            continue
         events.emit(CaseStart(f"timed n={n} {dtype}"))
         result = time_case(backend, modules[dtype], cfg=cfg, part=part, n=n, dtype_name=dtype, reference=reference,
                            ahead=ahead)
@@ -347,8 +364,16 @@ def _time_part(events, backend, cfg, part, pc, modules, results, build, *, earli
                 result.timing, cub_ms=time_cub_ms(backend, cfg, x, DTYPES[dtype])))
         timed.append(result)
         events.emit(Timed(result))
+        t = result.timing
+        if t is not None and t.median_ms >= TOO_SLOW_MS and t.ratio is not None and t.ratio >= tc.zero_at:
+            hopeless = result
     gpu = backend.describe().get("device", "")
-    performance = score_performance(tc, [c for c in timed if c.n in tc.sizes], gpu=gpu)
+    performance = score_performance(tc, [c for c in timed if c.n in tc.sizes and c.status != CaseStatus.NOT_RUN],
+                                    gpu=gpu)
+    if hopeless is not None:
+        performance = dataclasses.replace(performance, message=(
+            f"{performance.message}; the sizes above n={hopeless.n} were not timed (a run there took "
+            f"{hopeless.timing.median_ms / 1e3:.2f} s, {hopeless.timing.ratio:.0f} times the reference's)"))
     # Copy bandwidth is only meaningful for a copy large enough to leave launch latency behind.
     copies = [c.timing.gbps / c.timing.copy_fraction for c in timed
               if c.timing and c.timing.copy_fraction and c.n * 8 >= COPY_BANDWIDTH_MIN_BYTES]

@@ -131,3 +131,32 @@ def test_a_kernel_far_too_slow_is_timed_from_a_few_runs_and_says_so(cfg, tmp_pat
     assert result.status == "pass" and result.timing.runs == execute.SLOW_RUNS, result
     assert timer.runs == 1 + execute.SLOW_RUNS
     assert f"timed from {execute.SLOW_RUNS} runs after one warm-up" in result.message
+
+
+def test_after_a_hopeless_size_the_larger_ones_are_not_timed_and_the_report_says_why(cfg, tmp_path):
+    """A median of TOO_SLOW_MS or more, at zero_at times the reference's or beyond, ends the timing:
+    the part's larger sizes are not timed (minutes of a GPU for no points), and say why."""
+    from grader.worker import TOO_SLOW_MS, _time_part
+
+    class Events:
+        def __init__(self):
+            self.items = []
+
+        def emit(self, event):
+            self.items.append(event)
+    timed_cfg = cfg.override(parts={PART.key: {"timing": {"sizes": [512, 1024], "points": 2,
+                                                          "reference": PART.key}}})
+    pc = timed_cfg.parts[PART.key]
+    timer = StandInTimer(kernel_ms=2 * TOO_SLOW_MS, reference_ms=1.0, copy_ms=0.5)
+    build = lambda spec, text, dtype, tag: compile_part(timer, spec, text, pc=pc, dtype=dtype,  # noqa: E731
+                                                        workdir=tmp_path / tag)
+    modules = {"int32": build(PART, (SOLUTIONS / PART.filename).read_text(), "int32", "submission")}
+    events = Events()
+    try:
+        performance = _time_part(events, timer, timed_cfg, PART, pc, modules, [], build)
+    finally:
+        timer.close()
+    results = [e.result for e in events.items if type(e).__name__ == "Timed"]
+    assert [(r.n, r.status) for r in results] == [(512, "pass"), (1024, "not-run")]
+    assert "not timed: at n=512 a run took 1.00 s" in results[1].message
+    assert performance.points == 0 and "the sizes above n=512 were not timed" in performance.message
