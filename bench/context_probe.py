@@ -1,4 +1,16 @@
-"""Probe: N processes each create a CUDA context at once; wall until all have exited, per variant."""
+"""How long a GPU machine takes to make CUDA contexts many at once (a batch's workers each make one).
+
+For each variant named on the command line, 16 processes start at once, each importing PyCUDA,
+making a context on device 0, copying 1 MiB to it and tearing it down; prints, per variant, the
+wall time until all have exited, the latest a context was made, and the longest teardown:
+
+- ``default``: ``make_context`` as the driver sets it up;
+- ``conn1``: with ``CUDA_DEVICE_MAX_CONNECTIONS=1`` (one hardware queue; what the grader sets);
+- ``primary``: the device's primary context (``retain_primary_context``) instead.
+
+Usage on the GPU machine (PyCUDA's wheels installed): ``python3 bench/context_probe.py default conn1``.
+Measured on an H100: docs/throughput.md.
+"""
 import multiprocessing as mp, os, sys, time
 
 def one(q, t0, variant):
@@ -17,15 +29,13 @@ def one(q, t0, variant):
     x = cuda.mem_alloc(1 << 20); cuda.memcpy_htod(x, np.zeros(1 << 18, np.float32))
     e = time.time()
     q.put((round(b - a, 3), round(d - b, 3), round(e - d, 3), round(time.time() - t0, 3)))
-    if "noclose" in variant:
-        os._exit(0)
     ctx.pop(); ctx.detach() if "primary" not in variant else None
     f = time.time()
     q.put(("close", round(f - e, 3)))
 
 if __name__ == "__main__":
     mp.set_start_method("spawn")
-    for variant in sys.argv[1:] or ["default"]:
+    for variant in sys.argv[1:] or ["default", "conn1"]:
         for n in [16]:
             q = mp.Queue(); t0 = time.time()
             ps = [mp.Process(target=one, args=(q, t0, variant)) for _ in range(n)]
