@@ -1160,16 +1160,22 @@ class _TimedRunWrong(Exception):
     """A spot check after a timed run found a wrong output (:func:`_spot_check`)."""
 
 
-def _timed_schedule(cfg: Config, part: PartSpec, n: int) -> tuple[int, int, frozenset[int]]:
-    """``(warm-up runs, timed runs, checked runs)`` of one timed size: the config's counts, each plus
-    up to half again, and :data:`CHECKED_RUNS` run indices (over warm-up then timed runs), drawn from
-    the config's seed (the private one, where a private config sets it) mixed with fresh entropy, so
-    that neither the counts nor the checked runs can be known ahead, even from a public config."""
+def _timed_schedule(cfg: Config, part: PartSpec, n: int, *,
+                    slow: bool = False) -> tuple[int, int, frozenset[int], np.random.Generator]:
+    """``(warm-up runs, timed runs, checked runs, rng)`` of one timed size: the config's counts, each
+    plus up to half again (``slow``: one warm-up and :data:`SLOW_RUNS` runs), and
+    :data:`CHECKED_RUNS` run indices (over warm-up then timed runs), drawn from the config's seed
+    (the private one, where a private config sets it) mixed with fresh entropy, so that neither the
+    counts nor the checked runs can be known ahead, even from a public config; ``rng`` draws the
+    spot checks' offsets (:func:`_spot_check`) on."""
     rng = np.random.default_rng([cfg.seed, part.number, n, secrets.randbits(63)])
-    warmup = cfg.timing.warmup + int(rng.integers(0, cfg.timing.warmup // 2 + 1))
-    runs = cfg.timing.runs + int(rng.integers(0, cfg.timing.runs // 2 + 1))
+    if slow:
+        warmup, runs = 1, SLOW_RUNS
+    else:
+        warmup = cfg.timing.warmup + int(rng.integers(0, cfg.timing.warmup // 2 + 1))
+        runs = cfg.timing.runs + int(rng.integers(0, cfg.timing.runs // 2 + 1))
     checked = rng.choice(warmup + runs, size=min(CHECKED_RUNS, warmup + runs), replace=False)
-    return warmup, runs, frozenset(int(i) for i in checked)
+    return warmup, runs, frozenset(int(i) for i in checked), rng
 
 
 def _spot_check(backend: Backend, out: Guarded, expected: np.ndarray, rng: np.random.Generator) -> str | None:
@@ -1242,13 +1248,9 @@ def time_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, 
             _, ref_plan, _, ref_before = _timed_plan(backend, ref_module, part=ref_part,
                                                      pc=cfg.parts.get(ref_part.key, pc), x=x, dtype=dtype, d_in=d_in)
             jobs.append(("the reference solution's kernel", ref_plan.launch, ref_before))
-        warmup, runs, checked = _timed_schedule(cfg, part, n)
-        slow = _probe_s(backend, before, plan.launch)
-        if slow >= SLOW_RUN_S:  # far too slow for points: a few runs tell its time as well as forty
-            warmup, runs = 1, SLOW_RUNS
-            checked = frozenset({int(np.random.default_rng(secrets.randbits(63)).integers(0, warmup + runs))})
+        slow = _probe_s(backend, before, plan.launch)  # far too slow for points: a few runs tell its time
+        warmup, runs, checked, spots = _timed_schedule(cfg, part, n, slow=slow >= SLOW_RUN_S)
         out = plan.out
-        spots = np.random.default_rng(secrets.randbits(63))
 
         def after(job: int, i: int) -> None:
             if job == 0 and i in checked:

@@ -115,11 +115,11 @@ def test_a_time_at_the_copy_within_the_noise_passes(cfg, tmp_path, monkeypatch):
 
 def test_the_run_counts_and_the_checked_runs_change_from_one_grading_to_the_next(cfg):
     schedules = [_timed_schedule(cfg, PART, 1 << 20) for _ in range(30)]
-    for warmup, runs, checked in schedules:
+    for warmup, runs, checked, _ in schedules:
         assert cfg.timing.warmup <= warmup <= cfg.timing.warmup * 3 // 2
         assert cfg.timing.runs <= runs <= cfg.timing.runs * 3 // 2
         assert len(checked) == CHECKED_RUNS and all(0 <= i < warmup + runs for i in checked)
-    assert len({(w, r) for w, r, _ in schedules}) > 1 and len({c for _, _, c in schedules}) > 1
+    assert len({(w, r) for w, r, _, _ in schedules}) > 1 and len({c for _, _, c, _ in schedules}) > 1
 
 
 def test_a_kernel_far_too_slow_is_timed_from_a_few_runs_and_says_so(cfg, tmp_path, monkeypatch):
