@@ -743,6 +743,11 @@ CHECK_SCHEDULES = ("ascending", "descending", "random")
 #: The ``checker`` of a case above ``emulator.checks_max_n`` whose checks ran on sampled blocks
 #: (:func:`run_case`'s ``sampled``); ``emulator checks`` for a case checked whole.
 SAMPLED_CHECKER = "emulator checks (sampled blocks)"
+#: Where a part's blocks are independent, the accesses of each sampled block the checks see; the rest
+#: of the block runs unchecked (the runtime's ``SG_SAMPLED_BLOCK_CHECKS``, in ``sg_host.h``). Every
+#: access is checked at the sizes up to ``checks_max_n``; without a bound, a block that does the whole
+#: launch's work (one thread scanning everything) would be checked access by access at every size.
+SAMPLED_BLOCK_CHECKS = 1 << 20
 #: The 32-bit patterns shared memory holds before a correctness case (on the emulator, every block's
 #: shared memory at its start; on a GPU, every multiprocessor's, written by a kernel just before):
 #: the first for every run, the second for the run again that tells whether the output depends on
@@ -1071,7 +1076,8 @@ def _run_case(backend, module, *, cfg, part, case, schedules, checked, result, w
         # gives it. Where they find something, the case fails on it, as a smaller case does.
         mode = "only" if part.independent_blocks else "all"
         note = (f"checks on the first, the last and {backend.sample_drawn} seeded blocks of each launch"
-                f"{'' if mode == 'only' else ' (every block run)'}, as n is above emulator.checks_max_n = "
+                f"{f' (up to {SAMPLED_BLOCK_CHECKS:,} accesses of each)' if mode == 'only' else ' (every block run)'}"
+                f", as n is above emulator.checks_max_n = "
                 f"{cfg.emulator.checks_max_n}")
         # Where every block runs (the blocks of a look-back wait on each other), in the first order
         # only: the three orders over every block of a 16M launch were most of a Part 5's grading

@@ -43,7 +43,8 @@ EMULATOR_COMPILES_S = 120.0
 #: ``drawn``: the blocks a sampling launch draws besides its first and last).
 EMULATOR_CHECKER = ("the emulator's checks (races, bounds, barriers, memory order, unwritten shared memory; three "
                     "thread orders, the random one switching threads at memory accesses too) on cases up to n = {n}, "
-                    "and above it on the first, the last and {drawn} seeded blocks of each launch")
+                    "and above it on the first, the last and {drawn} seeded blocks of each launch (where the part's "
+                    "blocks are independent, the first {accesses:,} accesses of each)")
 #: After the emulator's checks find one of these in a case, the GPU runs none of the part's later
 #: cases (they run on the emulator, as the emulator backend runs them): a kernel that deadlocked or
 #: diverged at a barrier would hang there until its deadline, and one that faulted loses the context.
@@ -303,9 +304,10 @@ def _draw_ahead(kind, job, cfg, part, cases):
     return DrawAhead(cfg, part, items) if items else None
 
 
-#: A timed size whose median run takes this long (ms), at or beyond the config's ``zero_at`` times
-#: the reference's (no points), ends the timing: the part's larger sizes are not timed (a one-thread
-#: scan's 2^28 runs take a quarter of a minute each), and the report says why.
+#: A larger size is not timed where its run would take this long (ms) or more, projected from a timed
+#: size whose median is at or beyond the config's ``zero_at`` times the reference's (no points) in
+#: proportion to n: a one-thread scan's 2^28 runs take seconds each, for a time that earns nothing.
+#: The report says why.
 TOO_SLOW_MS = 500.0
 
 
@@ -342,17 +344,19 @@ def _time_part(events, backend, cfg, part, pc, modules, results, build, *, earli
         except CompileError as exc:  # the course's own reference must compile; say so plainly
             return Performance(0.0, tc.points, None, f"not scored: the reference solution does not compile: {exc}")
     cub = cached_cub(backend.describe().get("compute_capability", "")) is not None
-    timed = []
-    hopeless = None  # a timed size whose runs show the larger ones would take minutes, for no points
+    timed, skipped = [], []
+    hopeless = None  # the last timed size already at zero_at times the reference's or beyond
     for n in tc.all_sizes:  # the analysis sizes too: in the report, not in the score
-        if hopeless is not None and n > hopeless.n:
+        projected_ms = hopeless.timing.median_ms * n / hopeless.n if hopeless is not None else 0.0
+        if projected_ms >= TOO_SLOW_MS:
             t = hopeless.timing
             result = CaseResult(name=f"timed n={n} {dtype}", n=n, dtype=dtype, seed=cfg.seed, status=CaseStatus.NOT_RUN,
                                 points=0.0, max_points=0.0, message=(
                                     f"not timed: at n={hopeless.n} a run took {t.median_ms / 1e3:.2f} s, "
-                                    f"{t.ratio:.0f} times the reference's; runs of this larger size would take "
-                                    "minutes of the GPU, for a time that earns no points"))
+                                    f"{t.ratio:.0f} times the reference's, so a run of this size would take about "
+                                    f"{projected_ms / 1e3:.1f} s of the GPU, for a time that earns no points"))
             timed.append(result)
+            skipped.append(n)
             events.emit(Timed(result))
             continue
         events.emit(CaseStart(f"timed n={n} {dtype}"))
@@ -365,14 +369,14 @@ def _time_part(events, backend, cfg, part, pc, modules, results, build, *, earli
         timed.append(result)
         events.emit(Timed(result))
         t = result.timing
-        if t is not None and t.median_ms >= TOO_SLOW_MS and t.ratio is not None and t.ratio >= tc.zero_at:
+        if t is not None and t.ratio is not None and t.ratio >= tc.zero_at:
             hopeless = result
     gpu = backend.describe().get("device", "")
     performance = score_performance(tc, [c for c in timed if c.n in tc.sizes and c.status != CaseStatus.NOT_RUN],
                                     gpu=gpu)
-    if hopeless is not None:
+    if skipped:
         performance = dataclasses.replace(performance, message=(
-            f"{performance.message}; the sizes above n={hopeless.n} were not timed (a run there took "
+            f"{performance.message}; n={', '.join(map(str, skipped))} not timed (at n={hopeless.n} a run took "
             f"{hopeless.timing.median_ms / 1e3:.2f} s, {hopeless.timing.ratio:.0f} times the reference's)"))
     # Copy bandwidth is only meaningful for a copy large enough to leave launch latency behind.
     copies = [c.timing.gbps / c.timing.copy_fraction for c in timed
@@ -860,8 +864,9 @@ class _EmulatorBeside:
 def _emulator_checker(cfg) -> str:
     """The report's ``checker`` line for the emulator's checks under ``cfg``."""
     from grader.backends.emulator.backend import SAMPLE_DRAWN
+    from grader.execute import SAMPLED_BLOCK_CHECKS
 
-    return EMULATOR_CHECKER.format(n=cfg.emulator.checks_max_n, drawn=SAMPLE_DRAWN)
+    return EMULATOR_CHECKER.format(n=cfg.emulator.checks_max_n, drawn=SAMPLE_DRAWN, accesses=SAMPLED_BLOCK_CHECKS)
 
 
 def _at_once(calls: dict) -> dict:

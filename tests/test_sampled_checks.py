@@ -19,13 +19,13 @@ from grader.backends.emulator import EmulatorBackend
 from grader.backends.emulator.backend import SAMPLE_DRAWN, sampled_blocks
 from grader.config import load_config
 from grader.errors import KernelError
-from grader.execute import SAMPLED_CHECKER
+from grader.execute import SAMPLED_BLOCK_CHECKS, SAMPLED_CHECKER
 from grader.parts import PARTS
 from grader.runner import grade
 from tests.conftest import BROKEN, ROOT, SOLUTIONS
 from tests.test_emulator_checks import build, line_of, out_n
 
-KERNELS = tuple(out_n(k) for k in ("mark_blocks", "race_in_block", "shared_count"))
+KERNELS = tuple(out_n(k) for k in ("mark_blocks", "race_in_block", "shared_count", "race_after_work"))
 
 
 @pytest.fixture(scope="module")
@@ -89,6 +89,24 @@ def test_where_blocks_wait_on_others_every_block_runs_and_the_sampled_ones_are_c
     set_up(emulator, sample=None)
     _, error = launch(emulator, module, "race_in_block", grid=300, n=outside)
     assert error is not None and error.kind == "race"  # checked whole, it is found
+
+
+def test_a_sampled_block_of_independent_blocks_is_checked_for_its_first_accesses_only(emulator, module):
+    """A block that alone does a launch's work (one thread scanning everything) is not checked access by
+    access at every size: in a launch of sampled blocks only, each block's first SAMPLED_BLOCK_CHECKS
+    accesses are checked, the rest run plainly; a launch that runs every block checks them all."""
+    header = (ROOT / "grader/backends/emulator/runtime/sg_host.h").read_text()
+    assert f"#define SG_SAMPLED_BLOCK_CHECKS (1u << {SAMPLED_BLOCK_CHECKS.bit_length() - 1})" in header
+    line = line_of("sampling.cu", "late_race")
+    for n, found in ((1000, True), (SAMPLED_BLOCK_CHECKS + 10, False)):
+        set_up(emulator, sample="only")
+        out, error = launch(emulator, module, "race_after_work", grid=1, n=n)
+        assert out[0] == n
+        assert (error is not None and error.kind == "race" and error.findings[0].line == line) == found, (n, error)
+    for sample in ("all", None):  # every block runs: each is checked whole
+        set_up(emulator, sample=sample)
+        _, error = launch(emulator, module, "race_after_work", grid=1, n=SAMPLED_BLOCK_CHECKS + 10)
+        assert error is not None and error.kind == "race" and error.findings[0].line == line, sample
 
 
 def test_the_random_order_switches_at_memory_accesses_so_a_plain_increment_loses_updates(emulator, module):

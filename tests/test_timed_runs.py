@@ -133,9 +133,14 @@ def test_a_kernel_far_too_slow_is_timed_from_a_few_runs_and_says_so(cfg, tmp_pat
     assert f"timed from {execute.SLOW_RUNS} runs after one warm-up" in result.message
 
 
-def test_after_a_hopeless_size_the_larger_ones_are_not_timed_and_the_report_says_why(cfg, tmp_path):
-    """A median of TOO_SLOW_MS or more, at zero_at times the reference's or beyond, ends the timing:
-    the part's larger sizes are not timed (minutes of a GPU for no points), and say why."""
+@pytest.mark.parametrize("kernel_share, sizes, verdicts", [
+    (2.0, [512, 1024], [(512, "pass"), (1024, "not-run")]),
+    (0.3, [128, 256, 1024], [(128, "pass"), (256, "pass"), (1024, "not-run")]),
+])
+def test_a_size_whose_run_would_take_too_long_for_no_points_is_not_timed(cfg, tmp_path, kernel_share, sizes, verdicts):
+    """At zero_at times the reference's or beyond (no points), a larger size whose run, projected in
+    proportion to n, would take TOO_SLOW_MS or more is not timed (minutes of a GPU for no points), and
+    the report says why."""
     from grader.worker import TOO_SLOW_MS, _time_part
 
     class Events:
@@ -144,10 +149,9 @@ def test_after_a_hopeless_size_the_larger_ones_are_not_timed_and_the_report_says
 
         def emit(self, event):
             self.items.append(event)
-    timed_cfg = cfg.override(parts={PART.key: {"timing": {"sizes": [512, 1024], "points": 2,
-                                                          "reference": PART.key}}})
+    timed_cfg = cfg.override(parts={PART.key: {"timing": {"sizes": sizes, "points": 2, "reference": PART.key}}})
     pc = timed_cfg.parts[PART.key]
-    timer = StandInTimer(kernel_ms=2 * TOO_SLOW_MS, reference_ms=1.0, copy_ms=0.5)
+    timer = StandInTimer(kernel_ms=kernel_share * TOO_SLOW_MS, reference_ms=1.0, copy_ms=0.5)
     build = lambda spec, text, dtype, tag: compile_part(timer, spec, text, pc=pc, dtype=dtype,  # noqa: E731
                                                         workdir=tmp_path / tag)
     modules = {"int32": build(PART, (SOLUTIONS / PART.filename).read_text(), "int32", "submission")}
@@ -157,6 +161,7 @@ def test_after_a_hopeless_size_the_larger_ones_are_not_timed_and_the_report_says
     finally:
         timer.close()
     results = [e.result for e in events.items if type(e).__name__ == "Timed"]
-    assert [(r.n, r.status) for r in results] == [(512, "pass"), (1024, "not-run")]
-    assert "not timed: at n=512 a run took 1.00 s" in results[1].message
-    assert performance.points == 0 and "the sizes above n=512 were not timed" in performance.message
+    assert [(r.n, r.status) for r in results] == verdicts
+    last, skipped = verdicts[-2][0], verdicts[-1][0]
+    assert f"not timed: at n={last} a run took {kernel_share * TOO_SLOW_MS / 1e3:.2f} s" in results[-1].message
+    assert performance.points == 0 and f"n={skipped} not timed (at n={last}" in performance.message

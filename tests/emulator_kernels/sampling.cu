@@ -33,3 +33,20 @@ __global__ void shared_count(int* out, int n) {
     if (threadIdx.x == 0 && (int)blockIdx.x < n)
         out[blockIdx.x] = count;
 }
+
+// Thread 0 stores to the block's element n times, then every thread of the block stores to one
+// shared word with nothing between them (a race); out[b] = n. In a launch of sampled blocks only, the race is after
+// the block's checked accesses (SG_SAMPLED_BLOCK_CHECKS) where n is larger than them.
+__global__ void race_after_work(int* out, int n) {
+    __shared__ int word;
+    if (threadIdx.x == 0) {
+        for (int i = 0; i < n; ++i)
+            out[blockIdx.x] = i;
+        word = 0;
+    }
+    __syncthreads();
+    word = threadIdx.x;  // LINE:late_race
+    __syncthreads();
+    if (threadIdx.x == 0)
+        out[blockIdx.x] = n + word * 0;
+}

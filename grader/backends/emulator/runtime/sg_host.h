@@ -14,6 +14,14 @@
 /* The most blocks a launch's checks may sample (sg_launch_config.sample). */
 #define SG_MAX_SAMPLE 16
 
+/* In a launch that runs its sampled blocks only (sample_mode 1: blocks independent of one another),
+ * each block has this many of its accesses checked, and runs the rest as an unchecked block does.
+ * The sample is there for what only a large n shows (an index past the last tile, an overflow);
+ * every access is checked at every size up to the grader's checks_max_n. Without a bound, a block
+ * that does the whole launch's work (one thread scanning everything) is checked access by access
+ * at every size. Mirrored by grader.execute.SAMPLED_BLOCK_CHECKS. */
+#define SG_SAMPLED_BLOCK_CHECKS (1u << 20)
+
 struct sg_alloc {
     uint64_t base;
     uint64_t size;
