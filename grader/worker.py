@@ -859,7 +859,7 @@ class _EmulatorBeside:
 
 def _emulator_checker(cfg) -> str:
     """The report's ``checker`` line for the emulator's checks under ``cfg``."""
-    from grader.backends.emulator.backend import SAMPLE_DRAWN
+    from grader.backends.emulator.launch import SAMPLE_DRAWN
 
     return EMULATOR_CHECKER.format(n=cfg.emulator.checks_max_n, drawn=SAMPLE_DRAWN)
 
