@@ -80,7 +80,7 @@ def main(argv: list[str]) -> int:
     from grader.resources import resource_failure
 
     cfg = job.config  # the config the runner validated, its settings included
-    from grader.backends.emulator.build import CacheLimits, set_cache_limits
+    from grader.backends.emulator.cache import CacheLimits, set_cache_limits
     set_cache_limits(CacheLimits(**cfg.compile_cache.model_dump()))  # this grading's compile cache bounds
     part = PARTS[job.part]
     pc = cfg.parts[part.key]

@@ -46,7 +46,8 @@ from typing import TYPE_CHECKING, ClassVar, Sequence, Union
 import numpy as np
 
 from grader.backends.base import Backend, DeviceArray, Dim3, Finding, Module
-from grader.backends.emulator.build import LINK_FLAGS, Toolchain, kernel_glue, kill_group, tool_identity
+from grader.backends.emulator.build import LINK_FLAGS, Toolchain, kernel_glue, tool_identity
+from grader.backends.emulator.compiler_process import kill_group
 from grader.backends.emulator.cross_check import _CompileCrossChecks, _missing_message
 from grader.backends.emulator.executor import ARENA_BYTES, Arena, Executor, ExecutorDied, probe_seccomp
 from grader.backends.emulator.launch import (_LAUNCH_HEAD, _MAX_SAMPLE, _SG_OK, INTERLEAVE, SAMPLE_DRAWN, SAMPLE_MODES,

@@ -12,8 +12,9 @@ import subprocess
 import uuid
 from pathlib import Path
 
-from grader.backends.emulator.build import (GLUE_FILENAME, RUNTIME_DIR, Toolchain, check_nvcc_first_stage, cut_note,
-                                            limit_note, read_output, run_compile, start_compiler, strip_workdir)
+from grader.backends.emulator.build import GLUE_FILENAME, RUNTIME_DIR, Toolchain, check_nvcc_first_stage
+from grader.backends.emulator.compiler_process import (cut_note, limit_note, read_output, run_compile, start_compiler,
+                                                       strip_workdir)
 from grader.backends.emulator.macros import nvcc_arch_flags
 from grader.backends.emulator.rewrite import find_definitions
 from grader.errors import CompileError
@@ -99,7 +100,7 @@ class _CompileCrossChecks:
 
     def _finish_nvcc(self, started: tuple[subprocess.Popen, list[str]], *, filename: str, workdir: Path) -> None:
         """Wait for the ``nvcc -ptx`` of :meth:`_start_nvcc`, reading at most
-        :data:`.build.OUTPUT_BYTES` of its output (it is stopped there).
+        :data:`.compiler_process.OUTPUT_BYTES` of its output (it is stopped there).
 
         Raises:
             CompileError: nvcc failed or was stopped for its output (not when it timed out: a slow
