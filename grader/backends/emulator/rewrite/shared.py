@@ -240,6 +240,13 @@ class _SharedDeclarations(_SourceEdits):
 
     def _parse_declarator(self, chunk: list[int], *, first: bool, at: int
                           ) -> tuple[list[int], list[int], int, list[int]]:
+        """One declarator's tokens ``chunk`` (the first with the specifiers) as ``(specifier tokens,
+        pointer/reference tokens, the name's token, the array dimensions' tokens)``.
+
+        Raises:
+            _Unsupported: an initializer, no name or no type, specifiers on a later declarator, a
+                parenthesised (function pointer) declarator.
+        """
         toks = self.toks
         depth = 0
         for k in chunk:

@@ -73,6 +73,9 @@ def _operand_start(toks: list[_Tok], k: int, hi: int) -> bool:
 
 @dataclass(frozen=True)
 class _Shift:
+    """A shift whose left operand was delimited: token indices of its operator and operand, and
+    the ``SHIFT_*`` flags its helper gets."""
+
     op: int  # first token of the operator
     last: int  # last token of the operator (the `=` of a compound one)
     text: str  # <<, >>, <<=, >>=

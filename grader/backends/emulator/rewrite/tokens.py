@@ -53,6 +53,7 @@ class _Locator:
         self._marks: list[tuple[int, str, int]] = [(1, default_file, 1)]
 
     def physical_line(self, offset: int) -> int:
+        """The line of the text (1-based, markers ignored) holding ``offset``."""
         return bisect.bisect_left(self._newlines, offset) + 1
 
     def directive(self, tok: _Tok) -> None:
@@ -70,6 +71,7 @@ class _Locator:
         self._marks.append((next_physical, file, int(p[k].text)))
 
     def locate(self, offset: int) -> tuple[str, int]:
+        """(file, line) of ``offset`` as the ``#line`` markers followed so far name it."""
         phys = self.physical_line(offset)
         start, file, logical = self._marks[0]
         for s, f, lg in self._marks:
