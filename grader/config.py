@@ -312,7 +312,7 @@ class RooflineConfig(_Schema):
 
 class CompileCacheConfig(_Schema):
     """``compile_cache:``: the bounds of the compile cache (``<cache>/compiled``: emulated modules and
-    cubins, kept between runs; :class:`grader.backends.emulator.build.CompileCache`).
+    cubins, kept between runs; :class:`grader.backends.emulator.cache.CompileCache`).
 
     ``max_mib``: the most the cache holds; past it the least recently used go first.
     ``max_age_days``: a file not used for that long goes. ``submission_mib``: the most one grading

@@ -123,7 +123,7 @@ def gpu_lock_for(bus_id: str, folder: Path | None = None) -> GpuLock | None:
     grader's cache folder, ``locks/``); None where the lock file cannot be made (grading goes on,
     with timing then not kept apart from other graders' work)."""
     if folder is None:
-        from grader.backends.emulator.build import default_cache_dir
+        from grader.backends.emulator.cache import default_cache_dir
         folder = default_cache_dir() / "locks"
     name = re.sub(r"[^A-Za-z0-9_.-]", "_", bus_id) or "gpu"
     try:

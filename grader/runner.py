@@ -700,7 +700,7 @@ def grade(submission: Path | Intake, *, cfg: Config, selection: Selection, seed:
     where = intake.sources if intake else {}
     if seed is not None:
         cfg = cfg.override(seed=seed)
-    from grader.backends.emulator.build import CACHE_OWNER_ENV
+    from grader.backends.emulator.cache import CACHE_OWNER_ENV
     env = {**(env or {}), CACHE_OWNER_ENV: uuid.uuid4().hex}  # its workers' compiles share one cache quota
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     t0 = time.perf_counter()

@@ -81,7 +81,7 @@ def main(argv: list[str]) -> int:
     from grader.resources import resource_failure
 
     cfg = job.config  # the config the runner validated, its settings included
-    from grader.backends.emulator.build import CacheLimits, set_cache_limits
+    from grader.backends.emulator.cache import CacheLimits, set_cache_limits
     set_cache_limits(CacheLimits(**cfg.compile_cache.model_dump()))  # this grading's compile cache bounds
     part = PARTS[job.part]
     pc = cfg.parts[part.key]
@@ -863,7 +863,7 @@ class _EmulatorBeside:
 
 def _emulator_checker(cfg) -> str:
     """The report's ``checker`` line for the emulator's checks under ``cfg``."""
-    from grader.backends.emulator.backend import SAMPLE_DRAWN
+    from grader.backends.emulator.launch import SAMPLE_DRAWN
     from grader.execute import SAMPLED_BLOCK_CHECKS
 
     return EMULATOR_CHECKER.format(n=cfg.emulator.checks_max_n, drawn=SAMPLE_DRAWN, accesses=SAMPLED_BLOCK_CHECKS)

@@ -100,7 +100,7 @@ def test_universal_character_names_decode_only_to_characters():
 
 def test_the_filter_and_the_rewrite_see_the_same_directives():
     """A digraph directive is a directive to both (the rewrite used to read `%:define` as code)."""
-    from grader.backends.emulator.rewrite import _tokenize
+    from grader.backends.emulator.rewrite.tokens import _tokenize
     from grader.directives import check_includes
     from grader.errors import CompileError
 

@@ -246,7 +246,7 @@ __global__ void k(int* out, int n) { out[0] = never; }
 def test_the_compiler_cannot_embed_a_file_outside_the_sandbox(be, tmp_path) -> None:
     """Two layers: the emulator refuses inline assembly (lockdown.py); and the compiler, run in the
     sandbox as the backend runs it but without that refusal, finds no file outside the sandbox."""
-    from grader.backends.emulator.build import run_compile
+    from grader.backends.emulator.compiler_process import run_compile
     path, token = canary(tmp_path)
     body = f'__asm__(".section .rodata\\n.incbin \\"{path}\\"\\n.previous");\n' \
            "__global__ void k(int* out, int n) { out[0] = 1; }\n"

@@ -16,7 +16,7 @@ import pytest
 
 from grader.backends import Selection
 from grader.backends.emulator import EmulatorBackend
-from grader.backends.emulator.backend import SAMPLE_DRAWN, sampled_blocks
+from grader.backends.emulator.launch import SAMPLE_DRAWN, sampled_blocks
 from grader.config import load_config
 from grader.errors import KernelError
 from grader.execute import SAMPLED_BLOCK_CHECKS, SAMPLED_CHECKER

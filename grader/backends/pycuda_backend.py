@@ -6,7 +6,7 @@ it works (no view of the grader's files, its config, other submissions or ``/pro
 resource limits (address space, CPU, file size) and a wall-clock limit, in the part's fresh scratch
 folder. It runs the command ``SourceModule`` would (``nvcc --cubin -arch sm_XY``) and the cubin is
 loaded with ``pycuda.driver.module_from_buffer``. A cubin is kept in the grader's compile cache
-(:class:`grader.backends.emulator.build.CompileCache`, keyed by the source, the flags and nvcc's
+(:class:`grader.backends.emulator.cache.CompileCache`, keyed by the source, the flags and nvcc's
 identity; only the grader writes it), so a part compiled before is not compiled again.
 
 The part header declares the contract's kernels ``extern "C"``, so kernels are found by their plain
@@ -61,7 +61,8 @@ def compile_cubin(source: str, *, filename: str, workdir: Path, arch: str, toolc
             limit, or does not finish in time; or its first stage's output holds a directive a macro
             made (``"<filename>:<line>: `# include ...` is not allowed: ..."``).
     """
-    from grader.backends.emulator.build import check_nvcc_first_stage, run_compile, tool_identity
+    from grader.backends.emulator.build import check_nvcc_first_stage, tool_identity
+    from grader.backends.emulator.compiler_process import run_compile
 
     nvcc = nvcc or shutil.which("nvcc")
     if not nvcc:

@@ -1,13 +1,18 @@
 """The CPU emulator backend: CUDA kernels compiled by the host C++ compiler and run on the CPU.
 
-See :mod:`grader.backends.emulator.backend` (the backend), :mod:`.rewrite` (the ``__shared__``
-source rewrite), :mod:`.build` (toolchain, runtime and executor cache, the sandboxed compile),
+See :mod:`grader.backends.emulator.backend` (the backend), :mod:`.module` (a compiled module and
+device buffers), :mod:`.launch` (a launch's request, result and errors), :mod:`.cross_check` (nvcc's
+cross-check of a compile), :mod:`.rewrite` (the ``__shared__`` source rewrite), :mod:`.build`
+(toolchain, runtime and executor cache, the sandboxed compile),
 :mod:`.executor` (the process that loads a module, and device memory shared with it),
 :mod:`.sandbox` (bubblewrap, resource limits, the policy) and ``runtime/`` (the C++ runtime:
 prelude, fibers, scheduler, shared-memory arena; the executor program).
 """
 
-from grader.backends.emulator.backend import SCHEDULES, EmulatorArray, EmulatorBackend, EmulatorModule, Finding
+from grader.backends.base import Finding
+from grader.backends.emulator.backend import EmulatorBackend
+from grader.backends.emulator.launch import SCHEDULES
+from grader.backends.emulator.module import EmulatorArray, EmulatorModule
 
 __all__ = ["EmulatorBackend", "EmulatorArray", "EmulatorModule", "Finding", "SCHEDULES", "create"]
 

@@ -12,40 +12,39 @@ The student's translation unit is compiled and linked in the sandbox (:mod:`.san
 bubblewrap when it works, always under resource limits, seeing the part's scratch folder, the
 runtime's sources and object and the system's read-only folders only.
 
-Public API: :class:`Toolchain`, :class:`CompileCache` (bounded by :class:`CacheLimits`,
-:func:`set_cache_limits`), :func:`kernel_glue`, :func:`tool_identity`,
-:data:`RUNTIME_DIR`.
+Compiled modules are kept in the compile cache (:mod:`.cache`); a compiler process is run and its
+output read by :mod:`.compiler_process`.
+
+Public API: :class:`Toolchain`, :func:`kernel_glue`, :func:`tool_identity`,
+:func:`check_nvcc_first_stage`, :func:`compiler_notes`, :data:`RUNTIME_DIR`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import functools
 import hashlib
 import os
 import re
-import selectors
 import shlex
 import shutil
-import signal
 import subprocess
 import tempfile
-import time
 import uuid
 from pathlib import Path
 from typing import Callable, Sequence
 
 from grader.backends.emulator.lockdown import audit_object, explain_refusal, lockdown_header, runtime_names
 from grader.backends.emulator.macros import DEFAULT_TARGET_ARCH, TARGET_ARCHS, host_macro_flags, nvcc_defines
-from grader.backends.emulator.sandbox import COMPILE_MEMORY, COMPILE_TMP, FILE_SIZE, Command, Sandbox, compile_limits
+from grader.backends.emulator.cache import CompileCache, default_cache_dir
+from grader.backends.emulator.compiler_process import run_compile
+from grader.backends.emulator.sandbox import COMPILE_TMP, Command, Sandbox, compile_limits
 from grader.errors import BackendUnavailable, CompileError
 from grader.kernels import KernelSpec
 
-__all__ = ["Toolchain", "CompileCache", "CacheLimits", "CACHE_OWNER_ENV", "set_cache_limits", "kernel_glue", "check_nvcc_first_stage", "tool_identity", "RUNTIME_DIR",
+__all__ = ["Toolchain", "kernel_glue", "check_nvcc_first_stage", "tool_identity", "compiler_notes", "RUNTIME_DIR",
            "RUNTIME_FLAGS", "QUICK_RUNTIME_FLAGS", "EXPECTED_NAMES", "expected_names", "write_expected_names",
-           "PRELUDE", "STUB_INCLUDE_DIR", "GLUE_FILENAME", "OUTPUT_BYTES", "run_compile", "start_compiler",
-           "read_output"]
+           "PRELUDE", "STUB_INCLUDE_DIR", "GLUE_FILENAME"]
 
 #: The names the runtime object is expected to define for other objects (:func:`.lockdown.runtime_names`
 #: of it as g++ builds it), one per line: what a module's compile poisons (:meth:`Toolchain.lockdown_names`)
@@ -128,12 +127,6 @@ def compiler_notes(log: str, filename: str) -> list[str]:
 LINK_FLAGS = ("-shared", "-Wl,-z,defs", "-pthread")
 
 
-def default_cache_dir() -> Path:
-    """``$XDG_CACHE_HOME/scangrade``, else ``~/.cache/scangrade``."""
-    base = os.environ.get("XDG_CACHE_HOME")
-    return (Path(base) if base else Path.home() / ".cache") / "scangrade"
-
-
 @functools.lru_cache(maxsize=None)
 def _compiler_identity(cxx: str) -> tuple[str, str]:
     """(resolved path, ``cxx --version`` output) of a compiler; raises BackendUnavailable."""
@@ -211,7 +204,7 @@ class Toolchain:
 
     @property
     def compiled(self) -> CompileCache:
-        """The cache of compiled modules (:class:`CompileCache`, ``<cache_dir>/compiled``)."""
+        """The cache of compiled modules (:class:`.cache.CompileCache`, ``<cache_dir>/compiled``)."""
         return CompileCache(self.cache_dir / "compiled")
 
     def runtime_object(self, extra_flags: Sequence[str] = ()) -> Path:
@@ -454,12 +447,6 @@ class Toolchain:
                     failed=f"{filename} does not compile (host C++ compiler under the CPU emulator)")
 
 
-#: Bytes of a compiler's output read from its pipe: past them the compiler is stopped (88 KB of nested
-#: macros can make g++ print gigabytes of notes until its timeout). Far more than the first errors
-#: and than what a result keeps (:attr:`grader.errors.CompileError.LOG_LIMIT`).
-OUTPUT_BYTES = 256 * 1024
-
-
 def expected_names(path: Path = EXPECTED_NAMES) -> frozenset[str]:
     """The names in ``path`` (:data:`EXPECTED_NAMES`: one per line, ``#`` comments); empty where the
     file is missing."""
@@ -483,253 +470,9 @@ def write_expected_names(toolchain: "Toolchain | None" = None, path: Path = EXPE
     return names
 
 
-def start_compiler(cmd: Command) -> subprocess.Popen:
-    """Start a compiler command made by :meth:`Toolchain.sandboxed` in its own process group, its
-    stderr and stdout on one pipe (bytes), no stdin; read it with :func:`read_output`.
-
-    Raises:
-        OSError: the command could not start.
-    """
-    return subprocess.Popen(cmd.argv, env=cmd.env, cwd=cmd.cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, process_group=0)
-
-
-def read_output(proc: subprocess.Popen, *, timeout_s: float, cap: int = OUTPUT_BYTES) -> tuple[str, bool]:
-    """The output of a process started by :func:`start_compiler`, read until it ends, at most ``cap``
-    bytes: ``(text decoded as UTF-8 with replacement, whether it was cut)``.
-
-    Once ``cap`` bytes are read the process and its process group are killed (:func:`kill_group`)
-    and the rest is never read, so a flood of diagnostics costs the grader ``cap`` bytes and the
-    compiler no more time. The process is reaped before returning.
-
-    Raises:
-        subprocess.TimeoutExpired: it did not end within ``timeout_s`` seconds (it and its group
-            are killed first).
-    """
-    deadline = time.monotonic() + timeout_s
-    chunks: list[bytes] = []
-    size = 0
-    cut = False
-    fd = proc.stdout.fileno()
-    with selectors.DefaultSelector() as selector:
-        selector.register(fd, selectors.EVENT_READ)
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                kill_group(proc)
-                raise subprocess.TimeoutExpired(proc.args, timeout_s)
-            if not selector.select(left):
-                continue
-            data = os.read(fd, 65536)
-            if not data:
-                break
-            chunks.append(data[:cap - size])
-            size += len(data)
-            if size >= cap:
-                cut = True
-                kill_group(proc)
-                break
-    proc.stdout.close()
-    try:
-        proc.wait(timeout=max(deadline - time.monotonic(), 0.0))
-    except subprocess.TimeoutExpired:  # it closed its output but goes on
-        kill_group(proc)
-        raise
-    return b"".join(chunks).decode("utf-8", errors="replace"), cut
-
-
-def cut_note(tool: str, cap: int = OUTPUT_BYTES) -> str:
-    """The line saying a compiler's output was cut at ``cap`` bytes and the compiler stopped."""
-    return (f"{tool} printed more than {cap // 1024} KiB of diagnostics and was stopped there: "
-            f"the first errors are below, fix them first")
-
-
-#: The environment variable naming the grading a process compiles for (set by
-#: :func:`grader.runner.grade` for its workers, a fresh token per submission): what
-#: :class:`CompileCache` counts a submission's quota by.
-CACHE_OWNER_ENV = "SCANGRADE_CACHE_OWNER"
-_OWNER_RE = re.compile(r"[0-9a-f]{8,64}")
-
-
-class CacheLimits:
-    """The bounds of the compile cache (the config's ``compile_cache`` keys, in bytes and seconds).
-
-    Attributes:
-        max_bytes: the most the cache holds; past it the least recently used files go.
-        max_age_s: a file not used (read or written) for that long goes.
-        submission_bytes: the most one grading adds (by :data:`CACHE_OWNER_ENV`); a file that would
-            pass it, or is larger, is not kept.
-    """
-
-    def __init__(self, *, max_mib: int = 1024, max_age_days: int = 30, submission_mib: int = 32) -> None:
-        self.max_bytes, self.max_age_s = max_mib << 20, max_age_days * 86400.0
-        self.submission_bytes = min(submission_mib, max_mib) << 20
-
-
-#: This process's bounds: the defaults, until :func:`set_cache_limits` (a worker sets its job's).
-_LIMITS = CacheLimits()
-
-
-def set_cache_limits(limits: CacheLimits) -> None:
-    """Bound every :class:`CompileCache` of this process by ``limits`` (a worker, from its job's config)."""
-    global _LIMITS
-    _LIMITS = limits
-
-
-class CompileCache:
-    """Compiled modules kept between runs (an emulated module's shared object, a GPU cubin), each under
-    the hash of everything that decides its bytes: the source as compiled, the header, the flags and
-    the compiler's identity (its path and ``--version``), and for the emulator the runtime's key.
-
-    Only the grader writes it, after a sandboxed compile has returned: the compile itself never sees
-    the folder (``<cache_dir>/compiled``), and a file enters it by an atomic rename, so a reader sees
-    a whole file or none. A hit is touched. It is bounded (:class:`CacheLimits`, the config's
-    ``compile_cache``): after each file kept, files unused for ``max_age_s`` go, then the least
-    recently used until the folder holds at most ``max_bytes`` (9/10 of it, so that pruning is not
-    done at every file); one grading (:data:`CACHE_OWNER_ENV`) keeps at most ``submission_bytes``
-    (counted in ``.owners/<token>``, under a lock: a submission's parts compile at once), and no
-    file larger is kept: a submission with a static array of 60 MiB compiles, runs and is graded from
-    its own scratch folder, and leaves nothing. ``SCANGRADE_COMPILE_CACHE=0`` turns it off (every
-    compile runs).
-
-    What it saves: a part compiled again in the worker that follows a hang or a GPU fault, the
-    reference solutions compiled for every submission's timing and profile, a submission graded again.
-    """
-
-    #: Seconds after which a temporary file of an interrupted copy, or a grading's count, is stale.
-    STALE_S = 86400.0
-
-    def __init__(self, folder: Path, *, limits: CacheLimits | None = None) -> None:
-        self.folder = Path(folder)
-        self.limits = limits or _LIMITS
-        self.enabled = os.environ.get("SCANGRADE_COMPILE_CACHE", "1") != "0"
-        owner = os.environ.get(CACHE_OWNER_ENV, "")
-        self.owner = owner if _OWNER_RE.fullmatch(owner) else None
-
-    @staticmethod
-    def key(*parts: str | bytes) -> str:
-        """The hex SHA-256 of ``parts`` (each length-prefixed, so no two lists of parts collide)."""
-        h = hashlib.sha256()
-        for part in parts:
-            data = part.encode() if isinstance(part, str) else part
-            h.update(len(data).to_bytes(8, "little") + data)
-        return h.hexdigest()
-
-    def get(self, key: str, suffix: str) -> Path | None:
-        """The cached file of ``key``, or None."""
-        if not self.enabled:
-            return None
-        path = self.folder / f"{key}{suffix}"
-        try:
-            os.utime(path)
-        except OSError:
-            return None
-        return path
-
-    def put(self, key: str, suffix: str, built: Path) -> Path | None:
-        """Keep a copy of ``built`` under ``key``; its path, or None where it is not kept (the folder
-        cannot be written, the file is larger than one grading's quota, or the grading's quota is spent)."""
-        if not self.enabled:
-            return None
-        target = self.folder / f"{key}{suffix}"
-        try:
-            size = Path(built).stat().st_size
-            if size > self.limits.submission_bytes:
-                return None
-            self.folder.mkdir(parents=True, exist_ok=True)
-            with self._quota(target.name, size) as granted:
-                if not granted:
-                    return None
-                fd, tmp = tempfile.mkstemp(prefix=".put-", suffix=".tmp", dir=self.folder)
-                try:
-                    with os.fdopen(fd, "wb") as out:
-                        out.write(Path(built).read_bytes())
-                    os.replace(tmp, target)
-                except BaseException:
-                    Path(tmp).unlink(missing_ok=True)
-                    raise
-        except OSError:
-            return None
-        self.prune()
-        return target
-
-    @contextlib.contextmanager
-    def _quota(self, name: str, size: int):
-        """Whether this grading may add ``size`` bytes as ``name`` (yields a bool); when it may, and
-        the body returns, the file is counted to it. Without an owner, always (the per-file cap holds)."""
-        if self.owner is None:
-            yield True
-            return
-        owners = self.folder / ".owners"
-        owners.mkdir(exist_ok=True)
-        with open(owners / self.owner, "a+", encoding="utf-8") as ledger:
-            fcntl.flock(ledger, fcntl.LOCK_EX)
-            ledger.seek(0)
-            counted = {}  # each file it kept, once, while it is there
-            for line in ledger.read().splitlines():
-                kept, _, bytes_ = line.partition(" ")
-                if bytes_.isdigit() and kept != name:
-                    counted[kept] = int(bytes_)
-            used = sum(n for kept, n in counted.items() if (self.folder / kept).is_file())
-            if used + size > self.limits.submission_bytes:
-                yield False
-                return
-            yield True
-            ledger.write(f"{name} {size}\n")
-
-    def prune(self) -> None:
-        """Bound the folder (:class:`CacheLimits`): files unused for ``max_age_s`` go, then the least
-        recently used until it holds at most 9/10 of ``max_bytes``; stale temporary files and
-        gradings' counts go too. Safe beside other processes (a file gone is skipped)."""
-        now = time.time()
-        files = []
-        try:
-            scan = list(os.scandir(self.folder))
-        except OSError:
-            return
-        for e in scan:
-            try:
-                st = e.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            if e.name.startswith("."):
-                if e.name.startswith(".put-") and now - st.st_mtime > self.STALE_S:
-                    _unlink(e.path)
-                continue
-            if e.is_file(follow_symlinks=False):
-                files.append((st.st_mtime, st.st_size, e.path))
-        fresh = []
-        for mtime, size, path in files:
-            (_unlink(path) if now - mtime > self.limits.max_age_s else fresh.append((mtime, size, path)))
-        total = sum(size for _, size, _ in fresh)
-        if total > self.limits.max_bytes:
-            for _, size, path in sorted(fresh):
-                if total <= self.limits.max_bytes * 9 // 10:
-                    break
-                _unlink(path)
-                total -= size
-        try:
-            ledgers = list(os.scandir(self.folder / ".owners"))
-        except OSError:
-            return
-        for e in ledgers:
-            try:
-                if now - e.stat().st_mtime > self.STALE_S:
-                    _unlink(e.path)
-            except OSError:
-                continue
-
-
-def _unlink(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
-
-
 @functools.lru_cache(maxsize=None)
 def tool_identity(exe: str) -> str:
-    """A compiler's resolved path and ``--version`` output, for :class:`CompileCache` keys ("" where it
+    """A compiler's resolved path and ``--version`` output, for :class:`.cache.CompileCache` keys ("" where it
     does not run: no key then matches a later working one)."""
     try:
         proc = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30)
@@ -776,77 +519,6 @@ def check_nvcc_first_stage(nvcc: str, source: Path, options: Sequence[str], *, t
     finally:
         output.unlink(missing_ok=True)
     check_preprocessed(text, filename=filename, compiled_name=source.name)
-
-
-def run_compile(cmd: Command, *, filename: str, workdir: Path, timeout_s: float, tool: str, failed: str) -> str:
-    """Run a compiler command made by :meth:`Toolchain.sandboxed` in its own process group, within
-    ``timeout_s`` seconds, reading at most :data:`OUTPUT_BYTES` of its output: the emulator's host
-    compile and the GPU backend's nvcc alike.
-
-    Args:
-        cmd: the sandboxed command.
-        filename: the student's file, for the messages.
-        workdir: the scratch folder, whose path is removed from the compiler's log.
-        timeout_s: seconds allowed (the compiler and everything it started are killed after them).
-        tool: the compiler as messages name it (``"nvcc"``).
-        failed: the message's opening when the compiler fails (``"part1_naive.cu does not compile"``).
-
-    Returns:
-        The compiler's output (stderr and stdout as written), the scratch folder's path removed.
-
-    Raises:
-        CompileError: the compiler could not start, did not finish in time, printed more than
-            :data:`OUTPUT_BYTES` (stopped then; the message says the log is cut), or failed (with
-            its log, and a note when a sandbox limit stopped it).
-    """
-    command = shlex.join(cmd.shown)
-    try:
-        proc = start_compiler(cmd)
-    except OSError as exc:
-        raise CompileError(f"{filename} does not compile: {tool} could not run ({exc})", command=command) from None
-    try:
-        log, cut = read_output(proc, timeout_s=timeout_s)
-    except subprocess.TimeoutExpired:
-        raise CompileError(f"{filename} does not compile: {tool} did not finish within {timeout_s:g} s",
-                           command=command) from None
-    log = strip_workdir(log.strip(), workdir)
-    if cut:
-        raise CompileError(f"{failed}; {cut_note(tool)}", command=command, log=log)
-    if proc.returncode != 0:
-        raise CompileError(failed + limit_note(log, timeout_s), command=command, log=log)
-    return log
-
-
-def strip_workdir(log: str, workdir: Path) -> str:
-    """``log`` with the scratch folder's path removed (``./`` for the folder itself)."""
-    for prefix in {str(workdir.resolve()), str(workdir)}:
-        log = log.replace(prefix + os.sep, "").replace(prefix, ".")
-    return log
-
-
-#: Compiler messages that mean a sandbox limit stopped it.
-_LIMIT_SIGNS = ("virtual memory exhausted", "out of memory", "Cannot allocate memory", "Killed signal",
-                "CPU time limit exceeded", "File size limit exceeded", "No space left on device")
-
-
-def limit_note(log: str, timeout_s: float) -> str:
-    """``"; it hit the sandbox's limits (...)"`` when a compiler log shows one, else ``""``."""
-    if not any(s in log for s in _LIMIT_SIGNS):
-        return ""
-    return (f"; it hit the sandbox's limits for a compile ({COMPILE_MEMORY // 2**30} GiB of memory, "
-            f"{int(timeout_s)} s, {FILE_SIZE // 2**20} MiB per file): simplify heavy templates or macros")
-
-
-def kill_group(proc: subprocess.Popen) -> None:
-    """Kill a process started with ``process_group=0`` and everything in its process group, and reap it.
-
-    (A group, not a session of its own: the worker's session holds every process a part starts, so
-    the runner can stop them all when it stops the worker; see :func:`grader.runner.kill_session`.)"""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        proc.kill()
-    proc.communicate()
 
 
 def kernel_glue(kernels: Sequence[KernelSpec]) -> str:

@@ -24,6 +24,7 @@ Public API: :func:`ptx_statement`, :data:`INSTRUCTIONS`.
 from __future__ import annotations
 
 import re
+from typing import Callable
 
 __all__ = ["ptx_statement", "INSTRUCTIONS"]
 
@@ -78,91 +79,153 @@ def ptx_statement(template: str, outputs: list[tuple[str, str]], inputs: list[tu
     instructions = _instructions(template)
     if not instructions:
         return None
-    names = names or {}
-    count = len(outputs) + len(inputs)
+    translation = _Translation(outputs, inputs, names or {})
+    if not all(translation.add(ins) for ins in instructions):
+        return None
+    return translation.statement()
 
-    def index(op: str) -> int | None:
+
+class _Translation:
+    """The C++ of one ``asm`` statement, built one instruction at a time (:meth:`add`): the
+    predicates declared (``.reg .pred``), the mbarrier wait each predicate holds, and the body."""
+
+    def __init__(self, outputs: list[tuple[str, str]], inputs: list[tuple[str, str]], names: dict[str, int]) -> None:
+        self.outputs, self.inputs, self.names = outputs, inputs, names
+        self.count = len(outputs) + len(inputs)
+        self.preds: set[str] = set()
+        self.waits: dict[str, tuple[str, str]] = {}  # predicate -> (mbarrier, parity)
+        self.body: list[str] = []
+
+    def index(self, op: str) -> int | None:
+        """The operand index ``op`` (``%3``, ``%[name]``) refers to; None for none."""
         if op.startswith("%["):
-            return names.get(op[2:-1])
-        return int(op[1:]) if op.startswith("%") and int(op[1:]) < count else None
+            return self.names.get(op[2:-1])
+        return int(op[1:]) if op.startswith("%") and int(op[1:]) < self.count else None
 
-    def value(op: str | None) -> str | None:
+    def value(self, op: str | None) -> str | None:
         """An input operand read (its local), or an integer as written; None for anything else."""
         if op is None or op == "_":
             return None
         if not op.startswith("%"):
             return f"{int(op)}ull" if re.fullmatch(r"-?\d+", op) else None
-        k = index(op)
-        return None if k is None or k < len(outputs) else f"__sg_o{k}"
+        k = self.index(op)
+        return None if k is None or k < len(self.outputs) else f"__sg_o{k}"
 
-    def target(op: str) -> str | None:
-        """An operand written: an output's expression, or None for ``_`` (a sink)."""
+    def target(self, op: str) -> str | None:
+        """An operand written: an output's expression, or "" for ``_`` (a sink); None for none."""
         if op == "_":
             return ""
-        k = index(op)
-        return None if k is None or k >= len(outputs) else f"({outputs[k][1]})"
+        k = self.index(op)
+        return None if k is None or k >= len(self.outputs) else f"({self.outputs[k][1]})"
 
-    preds: set[str] = set()
-    waits: dict[str, tuple[str, str]] = {}  # predicate -> (mbarrier, parity)
-    body: list[str] = []
-    for ins in instructions:
+    def add(self, ins: str) -> bool:
+        """Translate one instruction (whitespace collapsed); False where it is not supported."""
         regs = _REG.fullmatch(ins)
         if regs:
-            preds |= {p.strip() for p in regs.group(1).split(",")}
-            continue
+            self.preds |= {p.strip() for p in regs.group(1).split(",")}
+            return True
         selp = _SELP.fullmatch(ins)
         if selp:
-            out, pred = target(selp.group(1)), selp.group(2)
-            if not out or pred not in waits:
-                return None
-            body.append(f"{out} = __sg_ptx_mbarrier_wait_parity({waits[pred][0]}, {waits[pred][1]});")
-            continue
+            return self._selp(selp)
         for name, pattern in INSTRUCTIONS.items():
             m = pattern.fullmatch(ins)
             if m:
-                break
-        else:
+                return _TRANSLATE[name](self, m, [self.value(g) for g in m.groups()])
+        return False
+
+    def statement(self) -> str | None:
+        """The compound statement: the inputs' locals, then the body; None where a wait's
+        predicate is read by no ``selp`` (what it found would be lost)."""
+        if self.waits and not any("__sg_ptx_mbarrier_wait_parity" in b for b in self.body):
             return None
-        ops = [value(g) for g in m.groups()]
-        if name == "cp.async.bulk.prefetch.L2.global":
-            if None in ops:
-                return None
-        elif name == "fence.proxy.async":
-            body.append("__sg_ptx_fence();")
-        elif name == "mbarrier.init":
-            if None in ops:
-                return None
-            body.append(f"__sg_ptx_mbarrier_init({ops[0]}, {ops[1]});")
-        elif name == "mbarrier.inval":
-            if None in ops:
-                return None
-            body.append(f"__sg_ptx_mbarrier_inval({ops[0]});")
-        elif name in ("mbarrier.arrive", "mbarrier.arrive.expect_tx"):
-            state = target(m.group(1))
-            bar = ops[1]
-            third = ops[2] if len(ops) > 2 and m.group(3) is not None else None
-            if state is None or bar is None or (m.group(3) is not None and third is None):
-                return None
-            count, tx = ("1ull", third) if name.endswith("expect_tx") else (third or "1ull", "0ull")
-            call = f"__sg_ptx_mbarrier_arrive({bar}, {count}, {tx})"
-            body.append(f"{state} = {call};" if state else f"{call};")
-        elif name == "mbarrier.try_wait.parity":
-            pred, bar, parity = m.group(1), ops[1], ops[2]
-            if pred not in preds or bar is None or parity is None:
-                return None
-            waits[pred] = (bar, parity)
-        else:  # the bulk copy
-            dst, src, size, bar = ops
-            if None in ops:
-                return None
-            body.append(f"{{ __sg_ptx_chunk *__sg_d = (__sg_ptx_chunk *)__cvta_shared_to_generic((size_t){dst}); "
-                        f"const __sg_ptx_chunk *__sg_s = (const __sg_ptx_chunk *)(size_t){src}; "
-                        f"unsigned long long __sg_m = __sg_ptx_steps_mark(); "  # one instruction: one step
-                        f"for (unsigned long long __sg_k = 0; __sg_k < ({size}) / 16; ++__sg_k) "
-                        f"__sg_d[__sg_k] = __sg_s[__sg_k]; __sg_ptx_steps_one_since(__sg_m); }} "
-                        f"__sg_ptx_complete_tx({bar}, {size});")
-    if waits and not any("__sg_ptx_mbarrier_wait_parity" in b for b in body):
-        return None  # a wait whose predicate no selp reads: what it found would be lost
-    locals_ = [f"unsigned long long __sg_o{len(outputs) + k} = (unsigned long long)({expr});"
-               for k, (_, expr) in enumerate(inputs)]
-    return "{ " + " ".join(locals_ + body) + " }"
+        locals_ = [f"unsigned long long __sg_o{len(self.outputs) + k} = (unsigned long long)({expr});"
+                   for k, (_, expr) in enumerate(self.inputs)]
+        return "{ " + " ".join(locals_ + self.body) + " }"
+
+    def _selp(self, m: re.Match[str]) -> bool:
+        """``selp`` of a wait's predicate into an output: the output gets the wait's result."""
+        out, pred = self.target(m.group(1)), m.group(2)
+        if not out or pred not in self.waits:
+            return False
+        bar, parity = self.waits[pred]
+        self.body.append(f"{out} = __sg_ptx_mbarrier_wait_parity({bar}, {parity});")
+        return True
+
+    def _prefetch(self, m: re.Match[str], ops: list[str | None]) -> bool:
+        """The L2 prefetch: nothing to do, once its operands are readable."""
+        return None not in ops
+
+    def _fence(self, m: re.Match[str], ops: list[str | None]) -> bool:
+        """``fence.proxy.async``: a fence."""
+        self.body.append("__sg_ptx_fence();")
+        return True
+
+    def _init(self, m: re.Match[str], ops: list[str | None]) -> bool:
+        """``mbarrier.init [bar], count``."""
+        if None in ops:
+            return False
+        self.body.append(f"__sg_ptx_mbarrier_init({ops[0]}, {ops[1]});")
+        return True
+
+    def _inval(self, m: re.Match[str], ops: list[str | None]) -> bool:
+        """``mbarrier.inval [bar]``."""
+        if None in ops:
+            return False
+        self.body.append(f"__sg_ptx_mbarrier_inval({ops[0]});")
+        return True
+
+    def _arrive(self, m: re.Match[str], ops: list[str | None]) -> bool:
+        """``mbarrier.arrive state, [bar](, count)``: ``count`` arrivals (1 when not given)."""
+        return self._arrival(m, ops, expect_tx=False)
+
+    def _arrive_expect_tx(self, m: re.Match[str], ops: list[str | None]) -> bool:
+        """``mbarrier.arrive.expect_tx state, [bar], tx``: one arrival expecting ``tx`` bytes."""
+        return self._arrival(m, ops, expect_tx=True)
+
+    def _arrival(self, m: re.Match[str], ops: list[str | None], *, expect_tx: bool) -> bool:
+        """An arrival on the mbarrier ``[bar]``, its phase state into ``state`` unless that is ``_``."""
+        state = self.target(m.group(1))
+        bar = ops[1]
+        third = ops[2] if len(ops) > 2 and m.group(3) is not None else None
+        if state is None or bar is None or (m.group(3) is not None and third is None):
+            return False
+        arrivals, tx = ("1ull", third) if expect_tx else (third or "1ull", "0ull")
+        call = f"__sg_ptx_mbarrier_arrive({bar}, {arrivals}, {tx})"
+        self.body.append(f"{state} = {call};" if state else f"{call};")
+        return True
+
+    def _try_wait(self, m: re.Match[str], ops: list[str | None]) -> bool:
+        """``mbarrier.try_wait.parity p, [bar], parity``: recorded for the ``selp`` that reads ``p``."""
+        pred, bar, parity = m.group(1), ops[1], ops[2]
+        if pred not in self.preds or bar is None or parity is None:
+            return False
+        self.waits[pred] = (bar, parity)
+        return True
+
+    def _bulk_copy(self, m: re.Match[str], ops: list[str | None]) -> bool:
+        """The bulk copy ``[dst], [src], size, [bar]``: copied now, by the issuing thread, 16 bytes a
+        step (one instruction: one step of the schedule), then its bytes completed on the mbarrier."""
+        if None in ops:
+            return False
+        dst, src, size, bar = ops
+        self.body.append(f"{{ __sg_ptx_chunk *__sg_d = (__sg_ptx_chunk *)__cvta_shared_to_generic((size_t){dst}); "
+                         f"const __sg_ptx_chunk *__sg_s = (const __sg_ptx_chunk *)(size_t){src}; "
+                         f"unsigned long long __sg_m = __sg_ptx_steps_mark(); "  # one instruction: one step
+                         f"for (unsigned long long __sg_k = 0; __sg_k < ({size}) / 16; ++__sg_k) "
+                         f"__sg_d[__sg_k] = __sg_s[__sg_k]; __sg_ptx_steps_one_since(__sg_m); }} "
+                         f"__sg_ptx_complete_tx({bar}, {size});")
+        return True
+
+
+#: How each of :data:`INSTRUCTIONS` is translated (its match and its operands read, None where one
+#: is not readable); False where its operands are not supported.
+_TRANSLATE: dict[str, Callable[[_Translation, re.Match[str], list[str | None]], bool]] = {
+    "cp.async.bulk.prefetch.L2.global": _Translation._prefetch,
+    "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes": _Translation._bulk_copy,
+    "mbarrier.init": _Translation._init,
+    "mbarrier.inval": _Translation._inval,
+    "mbarrier.arrive.expect_tx": _Translation._arrive_expect_tx,
+    "mbarrier.arrive": _Translation._arrive,
+    "mbarrier.try_wait.parity": _Translation._try_wait,
+    "fence.proxy.async": _Translation._fence,
+}

@@ -4,7 +4,7 @@
  * macros, built-in variables (threadIdx, blockIdx, blockDim, gridDim, warpSize), barriers,
  * atomics, integer intrinsics, vector types, device printf/assert/__trap.
  *
- * `__shared__` is handled by the Python source rewrite (rewrite.py), which turns every
+ * `__shared__` is handled by the Python source rewrite (rewrite/), which turns every
  * declaration into a reference into the block's shared-memory arena; a `__shared__` the rewrite
  * could not see (e.g. produced by a macro) is reported by the compiler as not supported.
  */
@@ -336,7 +336,7 @@ static inline unsigned __reduce_xor_sync(unsigned mask, unsigned v, __SG_SITE) {
 }
 /* The lanes of the caller's warp that execute this call together (independent thread scheduling:
    docs/emulator.md, "Warp-level primitives"). The source rewrite passes the call's place among the
-   file's __activemask() calls and its innermost block (rewrite.py, _activemask); a call it could not
+   file's __activemask() calls and its innermost block (rewrite/rewriter.py, _close_am_block); a call it could not
    place (inside a macro) keeps the defaults. */
 static inline unsigned __activemask(int __sg_o = -1, int __sg_a = -1, int __sg_b = -1, int __sg_lp = 0, __SG_SITE) {
     return __sg_activemask(__sg_o, __sg_a, __sg_b, __sg_lp, __sg_f, __sg_l);
@@ -396,7 +396,7 @@ __SG_VEC3(double, double)
 
 /* ---- shifts: as PTX computes them (the rewrite wraps every shift's left operand) ------------ */
 /* `a >> b` arrives as `__sg_sh(a, "f.cu", line, flags) >> b`, `x <<= n` as `__sg_sha(x, ...) <<= n`
- * (rewrite.py, find_shifts). An amount of the (promoted) left operand's width or more, or a
+ * (rewrite/shifts.py, find_shifts). An amount of the (promoted) left operand's width or more, or a
  * negative one, is undefined in C++; PTX shl/shr clamp it: 0, or -1 for a negative value shifted
  * right. That is the value given here, and the runtime reports it (kind shift-clamped, not fatal).
  * flags (the rewrite's): 2 / 4: the amount has a `+` / `-` outside brackets; 8: a compound
@@ -525,7 +525,7 @@ static inline size_t __cvta_generic_to_shared(const void *p) {
 static inline void *__cvta_shared_to_generic(size_t a) {
     return (char *)__sg_dyn_shared(nullptr, 0) + (int)(unsigned int)a;
 }
-/* The inline PTX the rewrite recognises (rewrite.py, _ptx_statement: the bulk copy and its mbarrier,
+/* The inline PTX the rewrite recognises (rewrite/asm.py and ptx.py, ptx_statement: the bulk copy and its mbarrier,
  * as the Part 5 reference uses them on sm_90) becomes calls of these. An mbarrier is one 64-bit word
  * of shared memory, read and changed by atomic operations: arrivals pending (bits 0-15), arrivals
  * expected (bits 16-31), the transaction bytes pending (bits 32-62, signed) and the phase's parity

@@ -85,7 +85,7 @@ enum {
 };
 /* Yield points that are not memory accesses. */
 enum { __SG_Y_FENCE = 1, __SG_Y_SLEEP = 2 };
-/* Jump statements the rewrite reports (rewrite.py, _jump): what made a thread leave the others' path. */
+/* Jump statements the rewrite reports (rewrite/rewriter.py, _jump): what made a thread leave the others' path. */
 enum { __SG_J_RETURN = 0, __SG_J_BREAK = 1, __SG_J_CONTINUE = 2 };
 
 extern "C" {
@@ -97,7 +97,7 @@ __SG_HIDDEN unsigned long long __sg_warp_op(int op, unsigned mask, unsigned long
                                             const char *file, int line);
 /* __activemask() at a site: `ord` its index among the file's __activemask() calls (-1: unknown, as in
    a macro), [first, last] the indices of those in its innermost block, `loop` whether that block is a
-   loop's body (rewrite.py, _activemask; rt_device.inc, Independent thread scheduling). */
+   loop's body (rewrite/rewriter.py, _close_am_block; rt_device.inc, Independent thread scheduling). */
 __SG_HIDDEN unsigned __sg_activemask(int ord, int first, int last, int loop, const char *file, int line);
 __SG_HIDDEN unsigned long long __sg_atomic(int op, void *addr, int size, unsigned long long a, unsigned long long b,
                                            const char *file, int line);

@@ -1,0 +1,103 @@
+"""Inline PTX: an ``asm`` statement whose instructions the emulator runs is replaced by C++ doing
+the same (:func:`grader.backends.emulator.ptx.ptx_statement`); any other is left as written, for
+the lockdown header to refuse.
+"""
+
+from __future__ import annotations
+
+from grader.backends.emulator.ptx import ptx_statement
+from grader.backends.emulator.rewrite.edits import _SourceEdits
+from grader.backends.emulator.rewrite.tokens import _c_literal, _match_backward, _match_forward
+
+#: What may stand between ``asm`` and its ``(``.
+_ASM_QUALIFIERS = {"volatile", "__volatile__", "__volatile", "inline", "__inline", "__inline__"}
+
+
+class _AsmStatements(_SourceEdits):
+    """The rewrite of ``asm`` statements of inline PTX."""
+
+    def _statement_starts(self, i: int) -> bool:
+        """Whether a statement starts at ``toks[i]`` (after ``;``, a brace, a label's ``:``, ``else``,
+        ``do``, or the condition of an ``if``, ``for``, ``while`` or ``switch``): not an asm label of a
+        declaration (``void f() __asm__("name");``)."""
+        prev = i - 1
+        while prev >= 0 and self.toks[prev].kind == "pp":
+            prev -= 1
+        if prev < 0 or self.p(prev) in (";", "{", "}", ":") or self.toks[prev].text in ("else", "do"):
+            return True
+        if self.p(prev) != ")":
+            return False
+        opened = _match_backward(self.toks, prev, 0)
+        return opened > 0 and self.toks[opened - 1].text in ("if", "for", "while", "switch")
+
+    def _asm(self, i: int) -> int | None:
+        """An ``asm`` statement at ``toks[i]`` whose inline PTX the emulator runs
+        (:func:`.ptx.ptx_statement`), replaced on its first line by what does the same; the index
+        after its ``;``. None where it is not one (left as written, for the lockdown to refuse)."""
+        toks, j = self.toks, i + 1
+        while j < len(toks) and toks[j].kind == "id" and toks[j].text in _ASM_QUALIFIERS:
+            j += 1
+        if self.p(j) != "(":
+            return None
+        close = _match_forward(toks, j, len(toks))
+        if close < 0 or self.p(close + 1) != ";":
+            return None
+        sections: list[list[int]] = [[]]
+        depth = 0
+        for k in range(j + 1, close):
+            w = self.p(k)
+            if toks[k].kind == "pp":
+                return None
+            if w in ("(", "[", "{"):
+                depth += 1
+            elif w in (")", "]", "}"):
+                depth -= 1
+            if depth == 0 and w in (":", "::"):
+                sections.extend([] for _ in w)
+                continue
+            sections[-1].append(k)
+        if len(sections) > 4 or not sections[0] or any(toks[k].kind != "str" for k in sections[0]):
+            return None
+        template = [_c_literal(toks[k].text) for k in sections[0]]
+        if None in template:
+            return None
+        names: dict[str, int] = {}
+        operands: list[list[tuple[str, str]]] = []
+        for section in (sections[1:3] + [[], []])[:2]:
+            found = self._asm_operands(section, names, base=sum(len(o) for o in operands))
+            if found is None:
+                return None
+            operands.append(found)
+        statement = ptx_statement("".join(template), operands[0], operands[1], names)
+        if statement is None:
+            return None
+        self.edits.append((toks[i].start, toks[close + 1].end, statement))
+        return close + 2
+
+    def _asm_operands(self, section: list[int], names: dict[str, int], *, base: int) -> list[tuple[str, str]] | None:
+        """``(constraint, expression)`` of each operand of an ``asm`` section (token indices), an
+        operand's ``[name]`` recorded in ``names`` with its index (from ``base``); None where one
+        does not read ``[name] "constraint" (expression)``."""
+        toks, out = self.toks, []
+        pieces: list[list[int]] = [[]]
+        depth = 0
+        for k in section:
+            w = self.p(k)
+            depth += w in ("(", "[", "{")
+            depth -= w in (")", "]", "}")
+            if w == "," and depth == 0:
+                pieces.append([])
+            else:
+                pieces[-1].append(k)
+        for piece in (p for p in pieces if p):
+            if len(piece) >= 3 and self.p(piece[0]) == "[" and self.p(piece[2]) == "]" and toks[piece[1]].kind == "id":
+                names[toks[piece[1]].text] = base + len(out)
+                piece = piece[3:]
+            if len(piece) < 3 or toks[piece[0]].kind != "str" or self.p(piece[1]) != "(" or self.p(piece[-1]) != ")" \
+                    or _match_forward(toks, piece[1], piece[-1] + 1) != piece[-1]:
+                return None
+            constraint = _c_literal(toks[piece[0]].text)
+            if constraint is None:
+                return None
+            out.append((constraint, self.join(piece[1] + 1, piece[-1])))
+        return out
