@@ -8,8 +8,16 @@ for each, the case status it gives (its verdict), the group the class report lis
 line for people. Both backends report the same kinds, so one file gets the same verdict and the
 same kind on a GPU and on the emulator.
 
-Adding a kind means adding a row here (and raising it where it is found); a test checks every kind
-string the emulator's runtime and the GPU backend can report against this table.
+Adding a kind means adding a row here (and raising it where it is found); tests/test_kinds.py checks
+every kind the grader can report against this table: the emulator runtime's own table of the kinds
+it reports (``runtime/sg_kinds.h``), its executor's, the GPU backend's, and every ``kind="..."``
+given in the grader's code.
+
+A kind not in the table that reaches the grader anyway is a bug of the grader, not of the
+submission. In production it is graded gracefully (an ``error`` case: "could not be graded"); where
+the environment variable :data:`STRICT_ENV` is ``1`` (the test suite sets it, tests/conftest.py, and
+the part workers it starts inherit it) :func:`verdict_of` and :func:`cause_rank` raise
+:class:`UnknownKind` instead, so a test sees the missing row instead of an ``error`` verdict.
 
 Warnings are findings that cannot change the output by themselves (a read of shared memory nobody
 wrote, when the output does not depend on it; a shift the GPU clamps): they are reported with the
@@ -24,12 +32,13 @@ other way round.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Callable, Iterable, TypeVar
 
 T = TypeVar("T")
 
-__all__ = ["Kind", "KINDS", "CAUSES", "CHECK_KINDS", "CRASH_KINDS", "WARNING_KINDS", "FAULT_KINDS", "verdict_of",
+__all__ = ["Kind", "KINDS", "STRICT_ENV", "UnknownKind", "CAUSES", "CHECK_KINDS", "CRASH_KINDS", "WARNING_KINDS", "FAULT_KINDS", "verdict_of",
            "group_of", "GROUPS", "cause_rank", "in_cause_order"]
 
 #: The causes a finding can be, in the order a case lists them: the first is the most likely cause
@@ -138,10 +147,34 @@ for _kind in KINDS.values():
 GROUPS["wrong-result"] = "an output differs from the sequential reference scan"
 
 
+#: The environment variable that makes a kind not in :data:`KINDS` an :class:`UnknownKind` error
+#: (``1``) rather than an ``error`` verdict; the test suite sets it.
+STRICT_ENV = "SCANGRADE_STRICT_KINDS"
+
+
+class UnknownKind(Exception):
+    """A failure kind that is no row of :data:`KINDS` reached the grader while :data:`STRICT_ENV` is
+    ``1``: a bug of the grader (a kind raised without its row), never of the submission. Not a
+    :class:`grader.errors.ScangradeError`, which the grader turns into a graded result."""
+
+
+def _row(kind: str | None) -> Kind | None:
+    """The row of ``kind``, or None for a kind not in :data:`KINDS` (:class:`UnknownKind` when strict)."""
+    k = KINDS.get(kind or "")
+    if k is None and os.environ.get(STRICT_ENV) == "1":
+        raise UnknownKind(f"failure kind {kind!r} is not a row of grader.kinds.KINDS: add its row (verdict, "
+                          f"group, description, cause), docs/architecture.md, 'How to add... a failure kind'")
+    return k
+
+
 def cause_rank(kind: str) -> int:
     """Where a finding of ``kind`` stands in a case's list (its cause's index in :data:`CAUSES`; a kind
-    not in :data:`KINDS` counts as a fault)."""
-    k = KINDS.get(kind)
+    not in :data:`KINDS` counts as a fault).
+
+    Raises:
+        UnknownKind: ``kind`` is not in :data:`KINDS` and :data:`STRICT_ENV` is ``1``.
+    """
+    k = _row(kind)
     return CAUSES.index(k.cause if k else "fault")
 
 
@@ -158,12 +191,17 @@ def in_cause_order(findings: Iterable[T], kind: Callable[[T], str] = lambda f: f
 
 
 def verdict_of(kind: str | None) -> str:
-    """The case status a failure of ``kind`` gives (``error`` for a kind not in :data:`KINDS`)."""
-    k = KINDS.get(kind or "")
+    """The case status a failure of ``kind`` gives (``error`` for a kind not in :data:`KINDS`).
+
+    Raises:
+        UnknownKind: ``kind`` is not in :data:`KINDS` and :data:`STRICT_ENV` is ``1``.
+    """
+    k = _row(kind)
     return k.verdict if k else "error"
 
 
 def group_of(kind: str) -> str:
-    """The class report's group of ``kind`` (``kernel-error:<kind>`` for one not in :data:`KINDS`)."""
+    """The class report's group of ``kind`` (``kernel-error:<kind>`` for one not in :data:`KINDS`, even
+    when strict: the class report reads stored results, which may come from another version)."""
     k = KINDS.get(kind)
     return k.group if k else f"kernel-error:{kind}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import textwrap
 from pathlib import Path
 
@@ -10,6 +11,12 @@ import pytest
 
 from grader.backends import Selection, probe_pycuda
 from grader.config import load_config
+from grader.kinds import STRICT_ENV
+
+# A failure kind without its row in grader.kinds.KINDS fails the test (grader.kinds.UnknownKind), here
+# and in the part workers the tests start (they inherit the environment), instead of grading a case
+# `error` as production does.
+os.environ.setdefault(STRICT_ENV, "1")
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "reference" / "solutions"

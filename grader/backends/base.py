@@ -122,8 +122,9 @@ class Finding:
     and message form.
 
     Attributes:
-        kind: one of ``race``, ``out-of-bounds``, ``misaligned``, ``uninitialized-read``,
-            ``barrier-divergence``, ``deadlock``.
+        kind: a row of :data:`grader.kinds.KINDS`: a checker's kind (:data:`grader.kinds.CHECK_KINDS`)
+            or a warning's (:data:`grader.kinds.WARNING_KINDS`), or ``undefined-shift`` (the
+            emulator's shift check); ``tests/test_kinds.py`` checks every kind given.
         message: one line for a student: what, where (file:line), which block and thread.
         file, line: where it happened (the access, the barrier, the polling loop); ``None`` if unknown.
         other_file, other_line: for a race, the other access; for a divergence, the other barrier.

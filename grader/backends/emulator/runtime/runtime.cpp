@@ -65,6 +65,8 @@
 
 // The C ABI structures (sg_host.h, shared with the executor).
 #include "sg_host.h"
+// The failure kinds the runtime reports (sg_kinds.h: the one table of them, read by tests/test_kinds.py).
+#include "sg_kinds.h"
 
 namespace sg {
 namespace {
