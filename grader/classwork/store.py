@@ -9,11 +9,14 @@ Layout of a ``scangrade batch --out OUT`` folder (a merged folder has the same):
                                       the run finished
     OUT/class_report.html             the class report page (written by the CLI, after batch.json)
     OUT/<id>/result.json              the result (scangrade.result), written atomically, last
-    OUT/<id>/report.txt, report.md, results.json (Gradescope), junit.xml
-                                      the course staff's: every hidden case in full (report.txt,
-                                      junit.xml, result.json); never hand this folder to a student
+    OUT/<id>/report.txt, results.json (Gradescope), junit.xml, report.md
+                                      the course staff's copy of each format with a file
+                                      (grader.render.formats.FORMATS): every hidden case in
+                                      full (report.txt, junit.xml, result.json); never hand
+                                      this folder to a student
     OUT/<id>/student/                 the student-safe set, to hand to the student: report.txt,
-                                      report.md, results.json, showing each hidden case by name
+                                      results.json, report.md (the student-facing formats' files)
+                                      and each timed part's time plot, showing each hidden case by name
                                       and passed or failed only (grader.render.formats.student_reports)
     OUT/.work/<id>/                   the grader's copy of the part files, graded; removed at the end
 
@@ -43,6 +46,7 @@ from grader import __version__
 from grader.classwork.gradebook import Person
 from grader.config import Config
 from grader.errors import UsageError
+from grader.render.formats import report_files
 from grader.results import SubmissionResult, result_from_dict
 
 #: The manifest's name in every batch output folder, and its schema.
@@ -188,12 +192,14 @@ class BatchFolder:
 
 def student_folders(folder: Path) -> list[Path]:
     """The subfolders of a batch output folder that hold a student's results (``result.json``, or
-    reports left without one), sorted; ``slurm/``, ``shards/`` and hidden ones are not."""
+    reports left without one: :func:`~grader.render.formats.report_files`), sorted;
+    ``slurm/``, ``shards/`` and hidden ones are not."""
     if not folder.is_dir():
         return []
+    names = [RESULT, *report_files()]
     return [sub for sub in sorted(folder.iterdir())
             if not sub.name.startswith(".") and sub.is_dir() and not sub.is_symlink()
-            and ((sub / RESULT).exists() or (sub / "report.txt").exists())]
+            and any((sub / name).exists() for name in names)]
 
 
 def load_batch(folder: Path) -> BatchFolder:
