@@ -76,3 +76,7 @@ def test_the_class_report_doc_names_the_reports_a_student_links_to():
     doc = (ROOT / "docs" / "class-report.md").read_text(encoding="utf-8")
     line = _line_after(doc, "error line), and links to the student's")
     assert _FILE_NAME.findall(line) == list(LINKED_REPORTS)
+
+
+def test_the_stores_terminal_report_is_the_text_formats_file():
+    assert store.TERMINAL_REPORT == FORMATS["text"].file

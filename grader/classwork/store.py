@@ -46,7 +46,6 @@ from grader import __version__
 from grader.classwork.gradebook import Person
 from grader.config import Config
 from grader.errors import UsageError
-from grader.render.formats import report_files
 from grader.results import SubmissionResult, result_from_dict
 
 #: The manifest's name in every batch output folder, and its schema.
@@ -56,6 +55,11 @@ MANIFEST_SCHEMA, MANIFEST_VERSION = "scangrade.batch", 1
 CLASS_REPORT = "class_report.html"
 #: A student's saved result in ``OUT/<id>/`` (written last of the student's files).
 RESULT = "result.json"
+#: The terminal report's file in ``OUT/<id>/``: a folder holding it is a student's even when its result
+#: is missing (a run stopped before writing it). Its name is the text format's file in
+#: :data:`grader.render.formats.FORMATS` (this layer imports no renderer; tests/test_table_docs.py
+#: checks that the two agree).
+TERMINAL_REPORT = "report.txt"
 #: Names in the output folder that belong to the batch, never to a student's folder.
 RESERVED = {"gradebook.csv", "summary.txt", MANIFEST, CLASS_REPORT, "slurm", "shards", "work"}
 #: Config fields that do not change a grade (where the files were, how many threads the emulator
@@ -192,14 +196,13 @@ class BatchFolder:
 
 def student_folders(folder: Path) -> list[Path]:
     """The subfolders of a batch output folder that hold a student's results (``result.json``, or
-    reports left without one: :func:`~grader.render.formats.report_files`), sorted;
-    ``slurm/``, ``shards/`` and hidden ones are not."""
+    reports left without one: :data:`TERMINAL_REPORT`), sorted; ``slurm/``, ``shards/`` and hidden
+    ones are not."""
     if not folder.is_dir():
         return []
-    names = [RESULT, *report_files()]
     return [sub for sub in sorted(folder.iterdir())
             if not sub.name.startswith(".") and sub.is_dir() and not sub.is_symlink()
-            and any((sub / name).exists() for name in names)]
+            and ((sub / RESULT).exists() or (sub / TERMINAL_REPORT).exists())]
 
 
 def load_batch(folder: Path) -> BatchFolder:
