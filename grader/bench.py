@@ -39,6 +39,7 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from grader.errors import CompileError, KernelError, LaunchError, UsageError
+from grader.parts import PARTS
 
 #: Default sizes: powers of 4 from 2^16 to 2^28.
 DEFAULT_SIZES = tuple(2**k for k in range(16, 29, 2))
@@ -50,8 +51,9 @@ CUB_SOURCE = Path(__file__).resolve().parent / "bench_cub.cu"
 #: Implementation names, in table order.
 COPY, CUB, TORCH, CUPY, PYCUDA_SCAN = ("copy (D2D, roofline)", "CUB DeviceScan::ExclusiveSum", "torch.cumsum",
                                        "cupy.cumsum", "PyCUDA InclusiveScanKernel")
-#: Parts whose reference solution the bench times (any n); one-block parts cannot handle these sizes.
-BENCH_PARTS = ("part4_any_size", "part5_single_pass")
+#: Parts whose reference solution the bench times: those of any n (:attr:`grader.parts.PartSpec.any_length`);
+#: one-block parts cannot handle these sizes.
+BENCH_PARTS = tuple(key for key, spec in PARTS.items() if spec.any_length)
 
 
 @dataclass
@@ -438,7 +440,7 @@ class _Bench:
 
     # -- setup
     def setup(self, dtypes: Sequence[str]) -> None:
-        from grader.parts import PARTS, SOLUTIONS, compile_part
+        from grader.parts import SOLUTIONS, compile_part
         for key in BENCH_PARTS:
             spec = PARTS[key]
             src = SOLUTIONS / spec.filename
@@ -472,9 +474,9 @@ class _Bench:
     # -- one size
     def case(self, n: int, dtype: str) -> list[BenchRow]:
         from grader.execute import make_input
-        from grader.parts import DTYPES, PARTS
+        from grader.parts import DTYPES
         from reference.scan import inclusive_scan
-        x = make_input(self.cfg, PARTS["part5_single_pass"], n, self.cfg.seed, DTYPES[dtype])
+        x = make_input(self.cfg, PARTS[BENCH_PARTS[-1]], n, self.cfg.seed, DTYPES[dtype])  # one input, every row
         inc = inclusive_scan(x)
         exc = np.empty_like(inc)
         exc[0] = 0
@@ -511,7 +513,7 @@ class _Bench:
 
     def part(self, case: _Case, key: str) -> BenchRow:
         from grader.execute import _timed_plan, check_run
-        from grader.parts import DTYPES, PARTS
+        from grader.parts import DTYPES
         spec, pc = PARTS[key], self.cfg.parts[key]
         name = f"{spec.label} reference"
         if pc.items_per_thread:

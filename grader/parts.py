@@ -66,6 +66,9 @@ class PartSpec:
             checks cost the same at every n; where it does not (Part 5: a block spin-waits on the
             status of the tiles before it, a decoupled look-back), every block runs and only the
             sampled ones are checked.
+        challenge: whether this is the assignment's challenge part (Part 5; at most one part is,
+            :data:`CHALLENGE_PART`): the class report lists its timing first and names it so, and
+            Gradescope's leaderboard ranks students by its largest timed run.
     """
 
     key: str
@@ -80,6 +83,13 @@ class PartSpec:
     independent_blocks: bool = True
     adds: Callable[[int, int, int | None], int] | None = None
     adds_formula: str = ""
+    challenge: bool = False
+
+    @property
+    def any_length(self) -> bool:
+        """Whether the contract admits any n (no :attr:`max_n`: Parts 4 and 5), so the part's
+        reference solution scans the sizes of a bandwidth benchmark (:mod:`grader.bench`)."""
+        return self.max_n is None
 
     def limit(self, block_size: int) -> int | None:
         """The largest admissible n for this BLOCK_SIZE, or None when any n is allowed."""
@@ -218,12 +228,17 @@ PARTS: dict[str, PartSpec] = {
                                                   Param("tile_status", "unsigned long long*", "ptr"),
                                                   Param("tile_counter", "unsigned int*", "ptr"))),),
                  False, None, items_per_thread=True, tile=lambda b, items: b * items, independent_blocks=False,
+                 challenge=True,
                  adds=lambda n, b, items: single_pass_adds(n, b, items),
                  adds_formula="single pass: 2·T + 2·BLOCK_SIZE - 1 adds per tile of T = BLOCK_SIZE·ITEMS_PER_THREAD "
                               "(each thread's serial reduce and apply, a Blelloch scan of the block's partials, "
                               "one look-back add)"),
     )
 }
+
+
+#: The key of the challenge part (:attr:`PartSpec.challenge`), or None when no part is one.
+CHALLENGE_PART: str | None = next((p.key for p in PARTS.values() if p.challenge), None)
 
 
 def part_header(part: PartSpec, *, block_size: int, dtype: np.dtype, items_per_thread: int | None = None) -> str:

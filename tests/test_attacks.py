@@ -50,7 +50,7 @@ from grader import render
 from grader.backends import Selection
 from grader.classwork.batch import batch
 from grader.config import Config, load_config, load_private
-from grader.render.formats import student_reports
+from grader.render.formats import FORMATS, student_reports
 from grader.render.text import render_text
 from grader.results import SubmissionResult
 from grader.runner import grade
@@ -351,15 +351,15 @@ def test_the_cli_end_to_end_leaks_no_incbin_bytes_to_stdout_stderr_or_any_report
     before = scene.snapshot()
     folder = submission(scene, "incbin_stderr", TARGET=str(scene.canary))
     cfg = config(scene)
-    outputs = {opt: scene.tmp / f"cli.{opt}" for opt in ("json", "markdown", "gradescope", "junit")}
+    outputs = {f.flag: scene.tmp / f"cli.{f.name}" for f in FORMATS.values() if f.flag}  # every report option
     cmd = [sys.executable, "-m", "grader", "grade", str(folder / "part1_naive.cu"), "--config", cfg.path,
            "--private-config", str(scene.private), "--backend", "emulator"]
-    for opt, path in outputs.items():
-        cmd += [f"--{opt}", str(path)]
+    for flag, path in outputs.items():
+        cmd += [flag, str(path)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=scene.tmp, check=False)
     assert proc.returncode == 1, proc.stderr
     assert "compile-error" in proc.stdout and proc.stderr == "", (proc.stdout, proc.stderr)
-    saved = json.loads(outputs["json"].read_text())
+    saved = json.loads(outputs["--json"].read_text())
     assert saved["parts"][0]["status"] == "compile-error"
     assert_no_leak(scene, proc.stdout, proc.stderr, *(p.read_text() for p in outputs.values()))
     assert str(scene.hidden_seed) not in proc.stdout
@@ -654,12 +654,12 @@ def test_a_kernel_that_knows_only_the_public_sizes_fails_the_hidden_ones_and_the
     assert [c.n for c in visible] == [1, 3, 45, 64] and all(c.status == "pass" for c in visible), g.why("part2_blelloch")
     assert [(c.n, c.status) for c in hidden] == [(11, "fail"), (50, "fail")], g.why("part2_blelloch")
     assert p.status == "fail" and p.points == 4
-    # what students see (Gradescope, Markdown) names the hidden cases and their status, never n or the seed
+    # what students see (every student-facing format) names the hidden cases and their status, never n or the seed
     tests = render.gradescope(g.result)["tests"]
     shown = [json.dumps(x) for x in tests if "hidden" in x.get("name", "")]
     assert len(shown) == 1 and all('"status": "failed"' in x for x in shown), tests  # one test: the hidden cases
     assert shown[0].count(": failed") == 2, shown
-    for text in (*shown, render.markdown(g.result)):
+    for text in (*shown, *(f.render(g.result, cfg) for f in FORMATS.values() if f.student_facing)):
         assert not re.search(r"\b(11|50)\b", text), text
         assert str(scene.hidden_seed) not in text
 

@@ -18,7 +18,8 @@ from grader.backends import Selection
 from grader.classwork.batch import batch
 from grader.classwork.submissions import find_submissions
 from grader.config import load_config
-from grader.render.formats import batch_reports
+from grader.classwork.store import RESULT
+from grader.render.formats import FORMATS, STUDENT_FOLDER, batch_reports, report_files
 from tests.conftest import BROKEN, ROOT, SOLUTIONS, TEMPLATES, write_config
 
 EMULATOR = Selection("emulator", "test")
@@ -61,10 +62,12 @@ def test_a_class_is_graded_into_a_gradebook_and_reports_even_with_a_hanging_subm
     assert [(r["folder"], r["name"], r["email"]) for r in book] == [  # no export: the entry only
         ("alice", "", ""), ("bob", "", ""), ("carol.zip", "", ""), ("dave", "", "")]
     for sid in by_id:
-        for name in ("result.json", "report.txt", "report.md", "results.json", "junit.xml"):
+        for name in (RESULT, *report_files()):
             assert (out / sid / name).is_file(), (sid, name)
         # the student-safe set: every student-facing format, no result.json, no JUnit (hidden cases in full)
-        assert sorted(p.name for p in (out / sid / "student").iterdir()) == ["report.md", "report.txt", "results.json"]
+        student = sorted(p.name for p in (out / sid / STUDENT_FOLDER).iterdir())
+        assert student == sorted(report_files(student=True)) and RESULT not in student
+        assert FORMATS["junit"].file not in student
     dave = json.loads((out / "dave" / "result.json").read_text())
     assert dave["parts"][0]["status"] == "timeout"
     assert (out / "summary.txt").read_text().startswith("4 submissions")

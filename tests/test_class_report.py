@@ -23,8 +23,8 @@ import pytest
 
 from grader.classwork.store import CLASS_REPORT as REPORT_NAME
 from grader.classwork.store import load_batch, write_class_report, write_reports
-from grader.render.class_report import class_report, class_report_page, failure_groups, part_failures
-from grader.render.formats import student_reports
+from grader.render.class_report import LINKED_REPORTS, class_report, class_report_page, failure_groups, part_failures
+from grader.render.formats import FORMATS, STUDENT_FOLDER, student_reports
 from grader.results import CaseResult, PartResult, Performance, SubmissionResult, Timing
 from tests.conftest import BROKEN, SOLUTIONS, write_config
 
@@ -204,7 +204,7 @@ def test_the_page_of_a_gpu_run_has_the_header_scores_timing_failures_and_student
     for label in ("race", "wrong result", "out of bounds", "compile error", "timeout", "trap",
                   "missing"):
         assert f"<summary>{label} " in failures, label
-    assert 'href="bob/report.md"' in failures and 'href="bob/report.txt"' in failures
+    assert all(f'href="bob/{name}"' in failures for name in LINKED_REPORTS)  # files of the format table
     students = _section(page, "students")
     assert students.count("<tr>") == 1 + 6 and 'class="sortable students"' in students
 
@@ -264,9 +264,9 @@ def test_scangrade_report_rebuilds_the_page_elsewhere_with_links_that_resolve(tm
     page = target.read_text(encoding="utf-8")
     assert "<h1>CS 4 &lt;scan&gt; lab</h1>" in page and "could not be read" in page and "<code>dave</code>" in page
     assert "Config fingerprint" not in page  # no batch.json
-    hrefs = [a["href"] for a in _Dom(page).tags("a") if a["href"].endswith((".md", ".txt"))]
+    hrefs = [a["href"] for a in _Dom(page).tags("a") if a["href"].endswith(LINKED_REPORTS)]
     assert hrefs and all((target.parent / h).resolve().is_file() for h in hrefs)
-    assert "../out/bob/report.md" in hrefs
+    assert f"../out/bob/{LINKED_REPORTS[0]}" in hrefs
     loaded = load_batch(out)
     rows, damaged = loaded.rows, loaded.damaged
     assert [sid for sid, _ in rows] == ["alice", "bob", "carol"] and damaged == ["dave"]
@@ -383,3 +383,17 @@ def test_the_histogram_of_points_names_the_pending_share():
     why = "not timed: the emulator backend cannot time kernels"
     rows = [("ann", _result("ann", [_passing("part1_naive"), _part5(None, why=why)], backend="emulator"))]
     assert "points (of 14; 10 pending a GPU run)" in _section(class_report(rows, plots=True), "scores")
+
+
+def test_the_challenge_is_at_most_one_part_and_its_title_says_so():
+    from grader.parts import CHALLENGE_PART, PARTS
+    challenge = [p.key for p in PARTS.values() if p.challenge]
+    assert len(challenge) <= 1 and CHALLENGE_PART == (challenge[0] if challenge else None)
+    assert [p.key for p in PARTS.values() if "(challenge)" in p.title] == challenge
+
+
+def test_a_student_links_to_files_of_the_format_table_and_the_note_names_the_student_folder(tmp_path):
+    assert LINKED_REPORTS and set(LINKED_REPORTS) <= {f.file for f in FORMATS.values() if f.file}
+    page = class_report([("bob", _result("bob", [_passing("part1_naive")]))], plots=False)
+    assert f'<a href="bob/{LINKED_REPORTS[0]}">bob</a>' in page
+    assert f"<code>{STUDENT_FOLDER}/</code> folder is the version for them" in page

@@ -23,8 +23,8 @@ from grader.config import load_config, load_private
 from grader.errors import Interrupted, UsageError
 from grader.classwork.merge import IncompleteMerge, merge
 from grader.classwork.slurm import sbatch_scripts, slurm_backend, slurm_batch
-from grader.classwork.store import config_fingerprint, parse_shard, shard_positions
-from grader.render.formats import batch_reports
+from grader.classwork.store import RESULT, config_fingerprint, parse_shard, shard_positions
+from grader.render.formats import STUDENT_FOLDER, batch_reports, report_files
 from grader.runner import grading_sandbox
 from tests.conftest import BROKEN, SOLUTIONS, TEMPLATES, write_config
 
@@ -316,7 +316,7 @@ def test_merged_shards_give_the_gradebook_and_summary_of_one_batch_byte_for_byte
     for name in ("gradebook.csv", "summary.txt"):
         assert (tmp_path / "merged" / name).read_bytes() == (graded / "whole" / name).read_bytes(), name
     for shard, sid in ((0, "alice"), (1, "bob"), (0, "carol"), (1, "dave")):
-        for name in ("result.json", "report.txt", "report.md", "results.json", "junit.xml"):
+        for name in (RESULT, *report_files(), *(f"{STUDENT_FOLDER}/{f}" for f in report_files(student=True))):
             assert (tmp_path / "merged" / sid / name).read_bytes() == (shards[shard] / sid / name).read_bytes()
     out = capsys.readouterr().out
     assert out.startswith("4 submissions")

@@ -134,7 +134,7 @@ def test_the_run_time_is_shown_where_no_hidden_case_ran(name):
 
 def test_the_course_staffs_copies_keep_how_the_hidden_case_failed():
     crash, hang = VARIANTS["crashes"], VARIANTS["hangs"]
-    assert STAFF_FORMATS == ["text", "json", "junit"]
+    assert {"text", "json", "junit"} <= set(STAFF_FORMATS)  # and any format added for the course staff
     for name in STAFF_FORMATS:
         fmt = FORMATS[name]
         crashed, hung = fmt.render_for_staff(crash, CFG), fmt.render_for_staff(hang, CFG)

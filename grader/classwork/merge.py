@@ -98,21 +98,56 @@ def merge(shard_dirs: list[Path], *, out: Path, allow_partial: bool = False) -> 
     """
     if not shard_dirs:
         raise UsageError("give the shards' folders to merge (e.g. DIR/shards/*)")
+    found, unfinished = _finished_shards(shard_dirs)
+    first = found[0][1]
+    _check_shards_fit(found)
+    count = (first["shard"] or {"count": 1})["count"]
+    by_index = _shards_by_index(found, count)
+    missing = _missing_shards(by_index, unfinished, count)
+    absent = count - len(by_index)
+    if missing and not allow_partial:
+        head = f"{absent} of {count} shard(s) missing or unfinished" if absent else "folders without a finished shard"
+        raise IncompleteMerge(f"{head}, so no gradebook was written (--allow-partial writes one of the shards "
+                              "there are):\n  " + "\n  ".join(missing), missing=missing)
+    rows_at = _students_of(found, first, whole_class=not absent)
+
+    try:
+        return _write_merged(out, rows_at, shard_dirs=shard_dirs, first=first, by_index=by_index, count=count,
+                             absent=absent, missing=missing)
+    except OSError as exc:
+        raise UsageError(f"cannot write the merged class into {out}: {exc.strerror or exc}") from None
+
+
+#: The manifest fields every shard of one class shares (:func:`_check_shards_fit`).
+_SHARED_FIELDS = ("scangrade_version", "config_sha256", "backend", "checks", "part_keys", "class_size", "class_sha256")
+
+
+def _finished_shards(shard_dirs: list[Path]) -> tuple[list[tuple[Path, dict]], list[Path]]:
+    """Split ``shard_dirs`` into the finished shards, ``(folder, its batch.json as a dict)`` in the
+    order given, and the folders that are not one (absent, or no readable ``batch.json``).
+
+    Raises:
+        IncompleteMerge: not one folder holds a finished shard.
+    """
     found: list[tuple[Path, dict]] = []
     unfinished: list[Path] = []
     for folder in shard_dirs:
-        if not folder.is_dir():
-            unfinished.append(folder)
-            continue
-        manifest = read_manifest(folder)
+        manifest = read_manifest(folder) if folder.is_dir() else None
         (unfinished.append(folder) if manifest is None else found.append((folder, manifest)))
     if not found:
         raise IncompleteMerge(f"none of the {len(shard_dirs)} folders holds a finished shard (no {MANIFEST}): "
                               + ", ".join(map(str, shard_dirs)), missing=[str(f) for f in shard_dirs])
+    return found, unfinished
 
+
+def _check_shards_fit(found: list[tuple[Path, dict]]) -> None:
+    """Check that every shard's manifest agrees with the first's on :data:`_SHARED_FIELDS`.
+
+    Raises:
+        UsageError: two shards differ, naming both folders, what differs and how to grade alike.
+    """
     first_dir, first = found[0]
-    for field in ("scangrade_version", "config_sha256", "backend", "checks", "part_keys", "class_size",
-                  "class_sha256"):
+    for field in _SHARED_FIELDS:
         for folder, m in found[1:]:
             if m.get(field) != first.get(field):
                 what = {"config_sha256": "configs (public or private) differ",
@@ -121,7 +156,15 @@ def merge(shard_dirs: list[Path], *, out: Path, allow_partial: bool = False) -> 
                     field, f"{field} differs: {first.get(field)!r} vs {m.get(field)!r}")
                 raise UsageError(f"{first_dir} and {folder} do not fit together: {what}; grade every shard with "
                                  "the same scangrade, --config, --private-config, --backend and --checks")
-    count = (first["shard"] or {"count": 1})["count"]
+
+
+def _shards_by_index(found: list[tuple[Path, dict]], count: int) -> dict[int, Path]:
+    """Shard index -> its folder, for shards of ``count`` (an unsharded batch is shard 0 of 1).
+
+    Raises:
+        UsageError: a shard of another count, or an index given twice.
+    """
+    first_dir = found[0][0]
     by_index: dict[int, Path] = {}
     for folder, m in found:
         shard = m["shard"] or {"index": 0, "count": 1}
@@ -132,7 +175,12 @@ def merge(shard_dirs: list[Path], *, out: Path, allow_partial: bool = False) -> 
             raise UsageError(f"{by_index[shard['index']]} and {folder} are both shard {shard['index']}/{count}: "
                              "give each shard once")
         by_index[shard["index"]] = folder
+    return by_index
 
+
+def _missing_shards(by_index: dict[int, Path], unfinished: list[Path], count: int) -> list[str]:
+    """One line per shard index of ``count`` not in ``by_index`` (the unfinished folder named as the
+    index, if any, and how to grade it again), then one per other unfinished folder; empty: none."""
     missing, named = [], set()
     for index in range(count):
         if index in by_index:
@@ -148,12 +196,19 @@ def merge(shard_dirs: list[Path], *, out: Path, allow_partial: bool = False) -> 
         if folder not in named:
             why = "does not exist" if not folder.exists() else f"holds no finished shard ({MANIFEST} missing)"
             missing.append(f"{folder} {why}")
-    absent = count - len(by_index)
-    if missing and not allow_partial:
-        head = f"{absent} of {count} shard(s) missing or unfinished" if absent else "folders without a finished shard"
-        raise IncompleteMerge(f"{head}, so no gradebook was written (--allow-partial writes one of the shards "
-                              "there are):\n  " + "\n  ".join(missing), missing=missing)
+    return missing
 
+
+def _students_of(found: list[tuple[Path, dict]], first: dict, *, whole_class: bool
+                 ) -> list[tuple[int, str, SubmissionResult, Path, dict]]:
+    """Every student the shards' manifests list, ``(position in the class, id, result, their folder,
+    their manifest entry)``, sorted by position; with ``whole_class``, the positions must be the
+    class's every one (``0 .. class_size - 1``).
+
+    Raises:
+        UsageError: a student or a position in two shards, a listed ``result.json`` missing or
+            damaged, or (``whole_class``) positions that do not cover the class.
+    """
     placed: dict[str, Path] = {}
     positions: dict[int, str] = {}
     rows_at: list[tuple[int, str, SubmissionResult, Path, dict]] = []
@@ -173,15 +228,10 @@ def merge(shard_dirs: list[Path], *, out: Path, allow_partial: bool = False) -> 
                                  f"lists it; {_resubmit_hint(folder, _shard_index(folder))}")
             rows_at.append((pos, sid, result, folder / sid, entry))
     rows_at.sort(key=lambda r: r[0])
-    if not absent and sorted(positions) != list(range(first["class_size"])):
+    if whole_class and sorted(positions) != list(range(first["class_size"])):
         raise UsageError(f"the shards hold {len(positions)} of the class's {first['class_size']} submissions: "
                          "their manifests do not split the class as scangrade batch --shard does; grade them again")
-
-    try:
-        return _write_merged(out, rows_at, shard_dirs=shard_dirs, first=first, by_index=by_index, count=count,
-                             absent=absent, missing=missing)
-    except OSError as exc:
-        raise UsageError(f"cannot write the merged class into {out}: {exc.strerror or exc}") from None
+    return rows_at
 
 
 def _write_merged(out: Path, rows_at: list[tuple[int, str, SubmissionResult, Path, dict]], *, shard_dirs: list[Path],

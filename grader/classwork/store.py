@@ -9,11 +9,14 @@ Layout of a ``scangrade batch --out OUT`` folder (a merged folder has the same):
                                       the run finished
     OUT/class_report.html             the class report page (written by the CLI, after batch.json)
     OUT/<id>/result.json              the result (scangrade.result), written atomically, last
-    OUT/<id>/report.txt, report.md, results.json (Gradescope), junit.xml
-                                      the course staff's: every hidden case in full (report.txt,
-                                      junit.xml, result.json); never hand this folder to a student
+    OUT/<id>/report.txt, results.json (Gradescope), junit.xml, report.md
+                                      the course staff's copy of each format with a file
+                                      (grader.render.formats.FORMATS): every hidden case in
+                                      full (report.txt, junit.xml, result.json); never hand
+                                      this folder to a student
     OUT/<id>/student/                 the student-safe set, to hand to the student: report.txt,
-                                      report.md, results.json, showing each hidden case by name
+                                      results.json, report.md (the student-facing formats' files)
+                                      and each timed part's time plot, showing each hidden case by name
                                       and passed or failed only (grader.render.formats.student_reports)
     OUT/.work/<id>/                   the grader's copy of the part files, graded; removed at the end
 
@@ -52,6 +55,11 @@ MANIFEST_SCHEMA, MANIFEST_VERSION = "scangrade.batch", 1
 CLASS_REPORT = "class_report.html"
 #: A student's saved result in ``OUT/<id>/`` (written last of the student's files).
 RESULT = "result.json"
+#: The terminal report's file in ``OUT/<id>/``: a folder holding it is a student's even when its result
+#: is missing (a run stopped before writing it). Its name is the text format's file in
+#: :data:`grader.render.formats.FORMATS` (this layer imports no renderer; tests/test_table_docs.py
+#: checks that the two agree).
+TERMINAL_REPORT = "report.txt"
 #: Names in the output folder that belong to the batch, never to a student's folder.
 RESERVED = {"gradebook.csv", "summary.txt", MANIFEST, CLASS_REPORT, "slurm", "shards", "work"}
 #: Config fields that do not change a grade (where the files were, how many threads the emulator
@@ -188,12 +196,13 @@ class BatchFolder:
 
 def student_folders(folder: Path) -> list[Path]:
     """The subfolders of a batch output folder that hold a student's results (``result.json``, or
-    reports left without one), sorted; ``slurm/``, ``shards/`` and hidden ones are not."""
+    reports left without one: :data:`TERMINAL_REPORT`), sorted; ``slurm/``, ``shards/`` and hidden
+    ones are not."""
     if not folder.is_dir():
         return []
     return [sub for sub in sorted(folder.iterdir())
             if not sub.name.startswith(".") and sub.is_dir() and not sub.is_symlink()
-            and ((sub / RESULT).exists() or (sub / "report.txt").exists())]
+            and ((sub / RESULT).exists() or (sub / TERMINAL_REPORT).exists())]
 
 
 def load_batch(folder: Path) -> BatchFolder:

@@ -14,7 +14,7 @@ says how to get the plots. Sections:
   combined ratio; on emulator results the section says that timing waits for a GPU run;
 - failures grouped by kind (compile error, missing file, timeout, crash, wrong result, race,
   out-of-bounds, ...), with the students in each group, the first line of the message and
-  relative links to each student's ``report.md`` and ``report.txt``;
+  relative links to each student's :data:`LINKED_REPORTS` (``report.md``, ``report.txt``);
 - every student: points per part, total, status (a small inline script sorts the columns; the
   page's Content-Security-Policy admits that script by its hash and no other).
 
@@ -51,6 +51,8 @@ from markupsafe import Markup
 from grader import __version__
 from grader.render._common import PART_STATUS_WORDS, is_timed_case, points, printable, stopped_case
 from grader.kinds import GROUPS, group_of
+from grader.parts import CHALLENGE_PART
+from grader.render.formats import FORMATS, STUDENT_FOLDER
 from grader.results import CaseResult, PartResult, SubmissionResult, Timing
 
 if TYPE_CHECKING:  # the loaded folder's type only: rendering reads no file
@@ -58,8 +60,9 @@ if TYPE_CHECKING:  # the loaded folder's type only: rendering reads no file
 
 #: What is being graded, for the page's header.
 ASSIGNMENT = "Parallel prefix sum (scan) in CUDA"
-#: The challenge part's key (its timing section is marked as the challenge).
-CHALLENGE_PART = "part5_single_pass"
+#: The reports a student's row links to, in ``OUT/<id>/`` (the course staff's copies): the files of
+#: these formats of :data:`grader.render.formats.FORMATS`; the first is the one a student's id links to.
+LINKED_REPORTS = tuple(FORMATS[name].file for name in ("markdown", "text"))
 #: How to get the plots when matplotlib is missing.
 PLOTS_HINT = "pip install scangrade[report]"
 
@@ -376,8 +379,32 @@ def _timing(rows, parts: Mapping[str, tuple[int, str]], plots: bool) -> dict:
 
 
 def _timing_part(rows, key: str, number_title: tuple[int, str], plots: bool) -> dict:
+    """One timed part's section of the page: its key, number, title and whether it is the challenge;
+    with no submission timed, ``none_timed`` says why; else the sizes, whether times are ratios to
+    the reference, the GPUs, the reference's times, the plot (with ``plots``), the submissions not
+    timed with why, and the ranked ``rows`` (:func:`_ranked_rows`)."""
     number, title = number_title
     out = {"key": key, "number": number, "title": title, "challenge": key == CHALLENGE_PART, "none_timed": ""}
+    entries, untimed = _timed_entries(rows, key)
+    if not entries:
+        emu = sum(not timing for _, _, timing in untimed)
+        out["none_timed"] = (f"{emu} of {len(untimed)} results are from the emulator, which does not time kernels"
+                             if emu else "a part is timed only when every one of its cases passes")
+        return out
+    sizes = sorted({n for e in entries for n in e.timings})
+    ratio = all(t.ratio is not None for e in entries for t in e.timings.values())
+    series = [{n: (t.ratio if ratio else t.median_ms) for n, t in e.timings.items()} for e in entries]
+    out.update(sizes=sizes, ratio=ratio, gpus=sorted({e.gpu for e in entries if e.gpu}),
+               reference=_reference_cells(entries, sizes) if ratio else None,
+               plot=_timing_plot(sizes, series, ratio=ratio, title=f"Part {number}: {title}") if plots else None,
+               untimed=[(sid, _first_line(why)) for sid, why, _ in untimed], rows=_ranked_rows(entries, sizes))
+    return out
+
+
+def _timed_entries(rows, key: str) -> tuple[list[_Timed], list[tuple[str, str, bool]]]:
+    """The submissions with part ``key``, split: those whose every timed run passed (a
+    :class:`_Timed` each), and the rest, ``(id, why it was not timed, whether its backend times
+    kernels)``; a submission without the part is in neither."""
     entries, untimed = [], []
     for sid, r in rows:
         part = next((p for p in r.parts if p.key == key), None)
@@ -389,38 +416,42 @@ def _timing_part(rows, key: str, number_title: tuple[int, str], plots: bool) -> 
         else:
             why = part.performance.message if part.performance else PART_STATUS_WORDS.get(part.status, part.status)
             untimed.append((sid, why, r.backend_times_kernels))
-    if not entries:
-        emu = sum(not timing for _, _, timing in untimed)
-        out["none_timed"] = (f"{emu} of {len(untimed)} results are from the emulator, which does not time kernels"
-                             if emu else "a part is timed only when every one of its cases passes")
-        return out
-    sizes = sorted({n for e in entries for n in e.timings})
-    ratio = all(t.ratio is not None for e in entries for t in e.timings.values())
-    series = [{n: (t.ratio if ratio else t.median_ms) for n, t in e.timings.items()} for e in entries]
-    out.update(sizes=sizes, ratio=ratio, gpus=sorted({e.gpu for e in entries if e.gpu}), reference=None,
-               plot=_timing_plot(sizes, series, ratio=ratio, title=f"Part {number}: {title}") if plots else None,
-               untimed=[(sid, _first_line(why)) for sid, why, _ in untimed])
-    if ratio:  # the reference was timed beside every submission: its median, and the range when it varied
-        out["reference"] = []
-        for n in sizes:
-            refs = [e.timings[n].reference_ms for e in entries if n in e.timings and e.timings[n].reference_ms]
-            spread = f" ({min(refs):#.3g}–{max(refs):#.3g})" if refs and min(refs) != max(refs) else ""
-            out["reference"].append({"sort": statistics.median(refs), "text": f"{statistics.median(refs):#.3g}{spread}"}
-                                    if refs else None)
+    return entries, untimed
 
-    def combined(e: _Timed) -> float:
-        return e.part.performance.ratio if e.part.performance and e.part.performance.ratio is not None else float("inf")
-    out["rows"] = []
-    for e in sorted(entries, key=lambda e: (combined(e), e.student)):
+
+def _reference_cells(entries: Sequence[_Timed], sizes: Sequence[int]) -> list[dict | None]:
+    """Per size, the reference solution's median time (ms) over the submissions timed beside it, with
+    the range when it varied: ``{"sort": ms, "text": "0.123 (0.120–0.130)"}``, or None where none was."""
+    cells: list[dict | None] = []
+    for n in sizes:
+        refs = [e.timings[n].reference_ms for e in entries if n in e.timings and e.timings[n].reference_ms]
+        spread = f" ({min(refs):#.3g}–{max(refs):#.3g})" if refs and min(refs) != max(refs) else ""
+        cells.append({"sort": statistics.median(refs), "text": f"{statistics.median(refs):#.3g}{spread}"}
+                     if refs else None)
+    return cells
+
+
+def _combined_ratio(e: _Timed) -> float:
+    """The part's combined time ratio to the reference (its performance's), or infinity when unknown."""
+    perf = e.part.performance
+    return perf.ratio if perf and perf.ratio is not None else float("inf")
+
+
+def _ranked_rows(entries: Sequence[_Timed], sizes: Sequence[int]) -> list[dict]:
+    """The timing table's rows, best combined ratio first (ties by id): per submission its id, GPU,
+    one cell per size (median ms and the ratio, None where not timed), combined ratio and
+    performance points, each cell ``{"sort", "text"}``."""
+    out = []
+    for e in sorted(entries, key=lambda e: (_combined_ratio(e), e.student)):
         cells = []
         for n in sizes:
             t = e.timings.get(n)
             cells.append(None if t is None else {
                 "sort": t.ratio if t.ratio is not None else t.median_ms,
                 "text": f"{t.median_ms:#.3g}" + (f" ({t.ratio:.2f}×)" if t.ratio is not None else "")})
-        perf, comb = e.part.performance, combined(e)
+        perf, comb = e.part.performance, _combined_ratio(e)
         known = comb != float("inf")
-        out["rows"].append({
+        out.append({
             "student": e.student, "gpu": e.gpu, "cells": cells,
             "combined": {"sort": comb if known else "", "text": f"{comb:.2f}" if known else "—"},
             "performance": {"sort": perf.points if perf else "",
@@ -492,8 +523,8 @@ def class_report(rows: Sequence[tuple[str, SubmissionResult]], *, title: str | N
             shard (None: not shown).
         damaged: ids whose result could not be read, listed in a warning.
         link_base: the relative URL from the page to the batch folder, ending in ``/`` (``""``
-            when the page lies in it); student links go to ``<link_base><id>/report.md`` and
-            ``report.txt``.
+            when the page lies in it); student links go to ``<link_base><id>/FILE``, FILE each of
+            :data:`LINKED_REPORTS` (``report.md``, ``report.txt``).
         folder_name: the batch folder's name as shown in the header.
         generated_at: the time shown as the report's date (default: now, UTC, ISO 8601).
         plots: draw the plots with matplotlib; None: when matplotlib is installed. Without plots the
@@ -514,7 +545,8 @@ def class_report(rows: Sequence[tuple[str, SubmissionResult]], *, title: str | N
         generated_at=generated_at or _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         damaged=list(damaged), header=_header(rows, manifest=manifest), scores=_scores(rows, parts, plots),
         plots_hint=PLOTS_HINT, timing=_timing(rows, parts, plots), failures=_failures(rows),
-        parts=parts, students=_students(rows, parts), version=__version__, css=css, script=script, csp=csp)
+        parts=parts, students=_students(rows, parts), version=__version__, css=css, script=script, csp=csp,
+        report_files=LINKED_REPORTS, student_folder=STUDENT_FOLDER)
 
 
 def class_report_page(batch: BatchFolder, link_base: str = "", *, title: str | None = None,

@@ -28,7 +28,7 @@ from grader.results import SubmissionResult
 if TYPE_CHECKING:
     from grader.config import Config
 
-__all__ = ["FORMATS", "ReportFormat", "STUDENT_FOLDER", "batch_reports", "student_reports"]
+__all__ = ["FORMATS", "ReportFormat", "STUDENT_FOLDER", "batch_reports", "report_files", "student_reports"]
 
 #: The folder in a student's folder of a batch (``OUT/<id>/student/``) holding what the student may
 #: read: the student's copy of each student-facing format. The rest of ``OUT/<id>/`` is the course
@@ -93,6 +93,14 @@ FORMATS: dict[str, ReportFormat] = {f.name: f for f in (
     ReportFormat("markdown", lambda r, cfg: markdown(r),
                  "also write a Markdown summary to FILE (e.g. $GITHUB_STEP_SUMMARY)", True, "report.md"),
 )}
+
+
+def report_files(*, student: bool = False) -> list[str]:
+    """The report files of :data:`FORMATS`, in table order: each format's :attr:`ReportFormat.file`
+    (what a batch writes into ``OUT/<id>/`` besides ``result.json``: ``report.txt``, ``results.json``,
+    ``junit.xml``, ``report.md``), or with ``student`` those of the student-facing formats (what
+    :data:`STUDENT_FOLDER` holds besides the time plots). Read from the table at each call."""
+    return [f.file for f in FORMATS.values() if f.file and (f.student_facing or not student)]
 
 
 def student_reports(result: SubmissionResult) -> dict[str, str]:

@@ -19,6 +19,7 @@ from grader.render._common import (PART_STATUS_WORDS, analysis_report, device_te
                                    whole_part_failure)
 from grader.render._groups import (CaseGroup, case_groups, group_counts, group_description, group_output,
                                    timed_run_lines)
+from grader.parts import CHALLENGE_PART
 from grader.results import PartResult, SubmissionResult
 
 #: The visibility values Gradescope documents, for the top level, ``stdout_visibility`` and each test.
@@ -128,7 +129,7 @@ def _leaderboard(result: SubmissionResult, key: str | None) -> list[dict[str, An
     return [{"name": f"Part {part.number} time (ms)", "value": round(case.timing.median_ms, 6), "order": "asc"}]
 
 
-def gradescope(result: SubmissionResult, *, leaderboard_part: str | None = "part5_single_pass",
+def gradescope(result: SubmissionResult, *, leaderboard_part: str | None = CHALLENGE_PART,
                visibility: str = "visible", stdout_visibility: str = "hidden",
                hidden_case_visibility: str | None = None) -> dict[str, Any]:
     """Gradescope's ``results.json`` for one submission, as a JSON-ready dict (no I/O).
@@ -166,7 +167,7 @@ def gradescope(result: SubmissionResult, *, leaderboard_part: str | None = "part
     Args:
         result: the graded submission.
         leaderboard_part: the part key whose largest timed run's median time (ms, lower is
-            better) becomes the ``leaderboard`` entry ``"Part N time (ms)"``; no leaderboard when
+            better; default: the challenge part, :data:`grader.parts.CHALLENGE_PART`) becomes the ``leaderboard`` entry ``"Part N time (ms)"``; no leaderboard when
             None, when the part is absent, has no timed runs, or any of them failed.
         visibility: top-level visibility of the tests (one of :data:`VISIBILITIES`).
         stdout_visibility: who sees the autograder's stdout (default ``hidden``: the terminal

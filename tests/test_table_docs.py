@@ -1,0 +1,82 @@
+"""The docs and docstrings that list report formats, report files or parts agree with the tables
+they come from: :data:`grader.render.formats.FORMATS` (through :func:`report_files`) and
+:data:`grader.parts.PARTS`. A row added to a table fails here until the lists that restate it say so."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from grader.classwork import store
+from grader.classwork.store import RESULT
+from grader.parts import PARTS
+from grader.render.class_report import LINKED_REPORTS
+from grader.render.formats import FORMATS, STUDENT_FOLDER, report_files
+
+ROOT = Path(__file__).resolve().parent.parent
+_FILE_NAME = re.compile(r"[\w-]+\.(?:txt|md|json|xml)\b")
+
+
+def _line_after(text: str, start: str) -> str:
+    """The first line of ``text`` that starts (after indentation) with ``start``."""
+    line = next((ln for ln in text.splitlines() if ln.strip().startswith(start)), None)
+    assert line is not None, f"no line starting with {start!r}"
+    return line
+
+
+def _files(line: str, after: str) -> list[str]:
+    """The file names listed on ``line`` after ``after``."""
+    return _FILE_NAME.findall(line.split(after, 1)[1])
+
+
+#: Where a student's folder of a batch is listed: (the text, the staff folder's line start, the student
+#: folder's line start).
+LAYOUTS = {
+    "docs/slurm.md": ((ROOT / "docs" / "slurm.md").read_text(encoding="utf-8"), "<id>/", f"<id>/{STUDENT_FOLDER}/"),
+    "grader/classwork/store.py": (store.__doc__, "OUT/<id>/report", f"OUT/<id>/{STUDENT_FOLDER}/"),
+}
+
+
+@pytest.mark.parametrize("where", LAYOUTS)
+def test_a_listed_student_folder_holds_the_files_of_the_format_table(where):
+    text, staff, student = LAYOUTS[where]
+    staff_files = _files(_line_after(text, staff), "/")
+    assert sorted(set(staff_files) - {RESULT}) == sorted(report_files()), (where, staff_files)
+    # The student-safe set: the names on the student folder's line and on the lines that continue it
+    # (indented further, in the right-hand column), leaving out the modules a line cites.
+    lines = text.splitlines()
+    at = lines.index(_line_after(text, student))
+    indent = len(lines[at]) - len(lines[at].lstrip())
+    block = [lines[at].split(student, 1)[1]]
+    for ln in lines[at + 1:]:
+        if len(ln) - len(ln.lstrip()) <= indent + 10:
+            break
+        block.append(ln)
+    listed = [name for name in _FILE_NAME.findall(" ".join(block)) if not name.startswith("grader")]
+    assert sorted(set(listed)) == sorted(report_files(student=True)), (where, listed)
+
+
+def test_the_readme_names_every_report_option_of_the_format_table():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"`(--[a-z]+) FILE`", readme))
+    flags = {f.flag for f in FORMATS.values() if f.flag}
+    assert flags <= named, sorted(flags - named)
+    assert not {flag for flag in named if flag.removeprefix("--") in FORMATS} - flags
+
+
+def test_the_readme_names_the_first_and_last_part_files():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    files = [p.filename for p in PARTS.values()]
+    assert f"(`{files[0]}` … `{files[-1]}`)" in readme
+
+
+def test_the_class_report_doc_names_the_reports_a_student_links_to():
+    doc = (ROOT / "docs" / "class-report.md").read_text(encoding="utf-8")
+    line = _line_after(doc, "error line), and links to the student's")
+    assert _FILE_NAME.findall(line) == list(LINKED_REPORTS)
+
+
+def test_the_stores_terminal_report_is_the_text_formats_file():
+    assert store.TERMINAL_REPORT == FORMATS["text"].file
