@@ -26,7 +26,7 @@ TIMED = ("part3_conflict_free", "part4_any_size", "part5_single_pass")
 
 def _submissions(work: Path) -> dict[str, Path]:
     """The reference solutions, and a folder per tests/kernels file of a timed part (as the part's file)."""
-    from grader.parts import PARTS
+    from grader.assignment.parts import PARTS
     subs = {"reference": ROOT / "reference" / "solutions"}
     for cu in sorted((ROOT / "tests" / "kernels").glob("part[345]_*.cu")):
         key = next(k for k in TIMED if cu.name.startswith(k.split("_")[0] + "_"))

@@ -1,7 +1,7 @@
-"""Measure the reference solution's time on every case, for the case deadlines (grader/deadlines.py).
+"""Measure the reference solution's time on every case, for the case deadlines (grader/grading/deadlines.py).
 
 Grades ``reference/solutions`` RUNS times on one backend and writes, for that backend, the largest
-wall time of each case (its ``elapsed_ms``: input, launches, checks) into ``grader/case_times.json``
+wall time of each case (its ``elapsed_ms``: input, launches, checks) into ``grader/grading/case_times.json``
 (the other backends' entries are kept), with the machine it was measured on. A case's deadline is
 then a few seconds plus 20 times this time, scaled by the machine's load.
 
@@ -32,10 +32,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from grader.backends import BACKENDS, backend_kind, select_backend  # noqa: E402
-from grader.config import load_config  # noqa: E402
-from grader.deadlines import TABLE_PATH  # noqa: E402
-from grader.runner import grade  # noqa: E402
-from grader.parts import SOLUTIONS  # noqa: E402
+from grader.assignment.config import load_config  # noqa: E402
+from grader.grading.deadlines import TABLE_PATH  # noqa: E402
+from grader.grading.runner import grade  # noqa: E402
+from grader.assignment.parts import SOLUTIONS  # noqa: E402
 
 
 def _cpu_model() -> str:
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     table = json.loads(out.read_text()) if out.is_file() else {}
     table.setdefault("about", "The reference solution's wall seconds per case (the largest of the runs), per "
-                              "backend: what grader/deadlines.py derives each case's deadline from. Written by "
+                              "backend: what grader/grading/deadlines.py derives each case's deadline from. Written by "
                               "bench/case_times.py.")
     table[args.backend] = measure(args.backend, args.runs, args.config)
     out.write_text(_dumps(table))

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from grader.backends.emulator import EmulatorBackend
-from grader.kernels import KernelSpec, Param
+from grader.core.kernels import KernelSpec, Param
 
 BLOCK = 512
 TILE = 2 * BLOCK

@@ -17,7 +17,7 @@ Two modes, for the reference solutions of Parts 2 and 3 (one block, n elements, 
       l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum -k regex:blelloch \\
           python bench/ncu_conflicts.py launch
 
-Both use the grader's own part headers, inputs and launch plans (``grader.execute.run_case``),
+Both use the grader's own part headers, inputs and launch plans (``grader.grading.execute.run_case``),
 with the shipped config.yaml. Run with scangrade installed (``pip install -e .``).
 """
 
@@ -28,10 +28,10 @@ import tempfile
 from pathlib import Path
 
 from grader.backends import create_backend
-from grader.config import load_config
-from grader.execute import CaseSpec, run_case
-from grader.parts import DTYPES, PARTS, part_header
-from grader.profile_phase import profile_run
+from grader.assignment.config import load_config
+from grader.grading.execute import CaseSpec, run_case
+from grader.assignment.parts import DTYPES, PARTS, part_header
+from grader.grading.profiling import profile_run
 
 ROOT = Path(__file__).resolve().parent.parent
 PARTS_COMPARED = ("part2_blelloch", "part3_conflict_free")

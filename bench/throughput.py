@@ -59,7 +59,7 @@ def _load() -> float:
 def _submission(folder: Path, part1: Path | None = None, *, broken: tuple[Path, ...] = ()) -> Path:
     """The reference solutions copied to ``folder``, with ``part1`` as its Part 1 and each file of
     ``broken`` as the part its name starts with (``part4_...cu``: Part 4)."""
-    from grader.parts import PARTS, SOLUTIONS
+    from grader.assignment.parts import PARTS, SOLUTIONS
 
     shutil.copytree(SOLUTIONS, folder)
     if part1 is not None:
@@ -95,7 +95,7 @@ def broken_class(folder: Path, count: int) -> dict[str, tuple[Path, ...]]:
 
 
 def _one(name: str, folder: Path, *, cfg, selection) -> dict:
-    from grader.runner import grade
+    from grader.grading.runner import grade
 
     load = _load()
     cpu0 = _cpu_s()
@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["XDG_CACHE_HOME"] = str(Path(tmp) / "cache")  # cold: nothing built or compiled yet
         from grader.backends import select_backend
         from grader.classwork.batch import batch
-        from grader.config import load_config
+        from grader.assignment.config import load_config
         from grader.render.formats import student_reports
 
         cfg = load_config(args.config)

@@ -12,12 +12,12 @@ What is decided here, and nowhere else:
   folder, an output folder) is made absolute against ``start`` (default: the current folder)
   before anything runs, so the part workers, which run in a folder of their own, read the same files;
 - **the config**: ``config`` or, when None, ``start/config.yaml`` or the grader's own
-  (:func:`grader.config.find_config`), with ``private_config`` layered over it;
+  (:func:`grader.assignment.config.find_config`), with ``private_config`` layered over it;
 - **the backend**: ``backend``, else ``SCANGRADE_BACKEND``, else the config's key, else auto
   (:func:`grader.backends.select_backend`);
-- **the sandbox policy** (:func:`grader.runner.grading_sandbox`): ``official`` grading (``batch``,
+- **the sandbox policy** (:func:`grader.grading.runner.grading_sandbox`): ``official`` grading (``batch``,
   ``grade --require-sandbox``) requires bubblewrap unless the config says otherwise, and is
-  refused before anything runs where it is unusable (:func:`grader.runner.check_sandbox`);
+  refused before anything runs where it is unusable (:func:`grader.grading.runner.check_sandbox`);
 - **the checks**: on by default, as in every official grade.
 
 The keyword defaults below are the CLI's and the plugin's defaults; ``tests/test_api.py`` checks
@@ -33,11 +33,11 @@ import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from grader import protocol
+from grader.grading import protocol
 from grader.backends import Selection, select_backend
-from grader.config import Config, find_config, load_config, load_private
-from grader.results import SubmissionResult
-from grader.runner import check_sandbox, grade, grading_sandbox
+from grader.assignment.config import Config, find_config, load_config, load_private
+from grader.core.results import SubmissionResult
+from grader.grading.runner import check_sandbox, grade, grading_sandbox
 
 __all__ = ["Grading", "absolute", "load", "prepare", "grade_submission", "grade_class"]
 
@@ -91,10 +91,10 @@ class Grading:
 
     def quick(self, max_n: int | None = None) -> "Grading":
         """This grading as ``scangrade check``'s quick check: the cases up to ``max_n`` (default:
-        the config's ``check.quick_max_n``) only (:func:`grader.execute.sizes_up_to`); each result
+        the config's ``check.quick_max_n``) only (:func:`grader.grading.execute.sizes_up_to`); each result
         of :meth:`grade` says what was left out (``quick_max_n``, ``skipped_cases``,
         ``skipped_points``), and its points and max points leave those cases out."""
-        from grader.execute import case_list, sizes_up_to
+        from grader.grading.execute import case_list, sizes_up_to
         max_n = self.cfg.check.quick_max_n if max_n is None else max_n
         small = sizes_up_to(self.cfg, max_n)
         skipped = {}
@@ -107,9 +107,9 @@ class Grading:
               intake: bool = False, on_event: Callable[[str, protocol.Event], None] | None = None,
               env: dict[str, str] | None = None, stop: threading.Event | None = None) -> SubmissionResult:
         """Grade one submission folder or part file (relative to :attr:`start`); see
-        :func:`grader.runner.grade` for the arguments and what is raised.
+        :func:`grader.grading.runner.grade` for the arguments and what is raised.
 
-        ``intake``: take the part files as ``batch`` does (:func:`grader.intake.snapshot`): from
+        ``intake``: take the part files as ``batch`` does (:func:`grader.grading.intake.snapshot`): from
         anywhere below ``path`` (a folder or a ``.zip``), copied into a folder of the grader's own,
         a misnamed file named in the part's message; the result names ``path``. Without it, the
         part files directly in the folder ``path`` are graded in place."""
@@ -118,8 +118,8 @@ class Grading:
             result = grade(where, cfg=self.cfg, selection=self.selection, seed=seed, parts=parts,
                            checks=self.checks, on_event=on_event, env=env, stop=stop)
         else:
-            from grader.errors import UsageError
-            from grader.intake import snapshot
+            from grader.core.errors import UsageError
+            from grader.grading.intake import snapshot
             if not where.exists():
                 raise UsageError(f"{path}: no such file or folder; give the submission's folder or .zip")
             with tempfile.TemporaryDirectory(prefix="scangrade-intake-") as tmp:
@@ -207,11 +207,11 @@ def grade_submission(path: PathLike, *, config: PathLike | None = None, private_
     a folder or ``.zip`` taken in as ``batch`` does, see :meth:`Grading.grade`).
 
     Returns:
-        The :class:`~grader.results.SubmissionResult`: every problem of the submission (compile
+        The :class:`~grader.core.results.SubmissionResult`: every problem of the submission (compile
         error, crash, hang...) is in it.
 
     Raises:
-        As :func:`prepare` and :func:`grader.runner.grade` (an unusable path, an unknown part).
+        As :func:`prepare` and :func:`grader.grading.runner.grade` (an unusable path, an unknown part).
     """
     return prepare(config=config, private_config=private_config, backend=backend, checks=checks,
                    official=official, start=start).grade(path, seed=seed, parts=parts, intake=intake,

@@ -1,4 +1,4 @@
-"""The ``scangrade`` command line: thin commands over :func:`grader.runner.grade`.
+"""The ``scangrade`` command line: thin commands over :func:`grader.grading.runner.grade`.
 
 Exit status: 0 when every case passes, 1 when any fails, 2 for a usage or configuration error.
 """
@@ -13,9 +13,9 @@ from typing import Callable
 
 from grader import __version__, api
 from grader.backends import CHOICES as BACKEND_CHOICES
-from grader.config import find_config
-from grader.errors import ScangradeError, UsageError
-from grader.execute import case_list
+from grader.assignment.config import find_config
+from grader.core.errors import ScangradeError, UsageError
+from grader.grading.execute import case_list
 from grader.render.formats import FORMATS
 from grader.render.text import render_text
 
@@ -38,7 +38,7 @@ def _parent(*adders) -> argparse.ArgumentParser:
 def _config_options(p: argparse.ArgumentParser, *, config_help: str = _CONFIG_HELP,
                     private_help: str = "a TA's private config adding hidden sizes (and their seed) to --config"
                     ) -> None:
-    """``--config FILE`` (found by :func:`grader.config.find_config` when absent) and ``--private-config FILE``."""
+    """``--config FILE`` (found by :func:`grader.assignment.config.find_config` when absent) and ``--private-config FILE``."""
     p.add_argument("--config", metavar="FILE", help=config_help)
     p.add_argument("--private-config", metavar="FILE", help=private_help)
 
@@ -196,7 +196,7 @@ def _exit_status(command: Callable[[argparse.Namespace], int]) -> Callable[[argp
     """The exit-status mapping of every command, defined once: the command's own status (0 all pass,
     1 any fail), else for a :class:`ScangradeError` its message on stderr, never a traceback, and its
     ``exit_status`` (2: usage or configuration error; 1 for an incomplete merge; 130 for a batch
-    stopped by Ctrl-C, :class:`grader.errors.Interrupted`)."""
+    stopped by Ctrl-C, :class:`grader.core.errors.Interrupted`)."""
     @functools.wraps(command)
     def run(args: argparse.Namespace) -> int:
         try:
@@ -372,14 +372,14 @@ def _package(args: argparse.Namespace) -> int:
     private = Path(args.private_config) if args.private_config else None
     config = find_config(args.config, start=Path())
     if args.command == "release":
-        from grader.release import build_release
+        from grader.packaging.release import build_release
         made = build_release(Path(args.out), config=config, private_config=private,
                              zip_archive=args.zip, force=args.force)
     elif args.command == "gradescope-bundle":
-        from grader.gradescope_bundle import build_bundle
+        from grader.packaging.gradescope_bundle import build_bundle
         made = build_bundle(Path(args.out), config=config, private_config=private, force=args.force)
     else:
-        from grader.prairielearn_bundle import DEFAULT_TIMEOUT_S, build_prairielearn_bundle
+        from grader.packaging.prairielearn_bundle import DEFAULT_TIMEOUT_S, build_prairielearn_bundle
         made = build_prairielearn_bundle(Path(args.out), config=config, private_config=private, force=args.force,
                                          timeout_s=DEFAULT_TIMEOUT_S if args.timeout is None else args.timeout)
     print(made.describe(), end="")
@@ -389,8 +389,8 @@ def _package(args: argparse.Namespace) -> int:
 @_exit_status
 def _private_template(args: argparse.Namespace) -> int:
     """``scangrade private-template``: the template on stdout (exit 0), 2 on a config error."""
-    from grader.config import load_config
-    from grader.private_template import private_template
+    from grader.assignment.config import load_config
+    from grader.assignment.private_template import private_template
     print(private_template(load_config(find_config(args.config, start=Path()))), end="")
     return EXIT_PASS
 
@@ -398,7 +398,7 @@ def _private_template(args: argparse.Namespace) -> int:
 @_exit_status
 def _bench(args: argparse.Namespace) -> int:
     """``scangrade bench``: the benchmark table (GPU only); 2 on usage errors."""
-    from grader import bench
+    from grader.tools import bench
     return bench.command(config=find_config(args.config, start=Path()), sizes=args.sizes, dtypes=args.dtypes,
                          runs=args.runs, json_path=args.json, plot_path=args.plot, argv=args.argv)
 
@@ -476,7 +476,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"scangrade: interrupted: {args.command} was stopped before it finished", file=sys.stderr)
         return EXIT_INTERRUPTED
     except MemoryError:  # the grader's own process, not a part's worker (those are graded results)
-        from grader.resources import limit_advice
+        from grader.host.resources import limit_advice
         print(f"scangrade: error: {args.command} ran out of memory: {limit_advice(0)}", file=sys.stderr)
         return UsageError.exit_status
 

@@ -7,7 +7,7 @@ Installed with scangrade (entry point ``pytest11``, name ``scangrade``), it does
            [--scangrade-private-config FILE] [--scangrade-no-checks] [-k EXPR] [--junitxml FILE]
 
 SUBMISSION is a folder holding the part files (``part1_naive.cu`` ...) or one part's file. Every
-case of :func:`grader.execute.case_list` becomes one item, ``PART[DTYPE-n=N]`` (hidden cases from a
+case of :func:`grader.grading.execute.case_list` becomes one item, ``PART[DTYPE-n=N]`` (hidden cases from a
 private config ``PART[DTYPE-hidden-K]``), under a collector named after the submission
 (``assignment::part2_blelloch[int32-n=1000]``); a part with GPU timing in the config adds
 ``PART[performance]``, skipped where nothing is timed (the emulator), and a part whose config
@@ -16,7 +16,7 @@ worst line; counted by the emulator on any machine). ``-k`` selects by name
 (``-k "part2_blelloch and float32"``); each item also carries the keywords ``n<N>`` and its dtype
 (``-k n1000``).
 
-A part is graded once, through :func:`grader.runner.grade` with ``parts=[key]`` (its own child
+A part is graded once, through :func:`grader.grading.runner.grade` with ``parts=[key]`` (its own child
 process, as ``scangrade grade`` does), when the first selected item of that part runs; parts with
 no selected item are not graded. An item passes when its case passed; otherwise it fails with the
 case's message (the first mismatch and the hint, n, dtype and seed) as the failure text, no
@@ -102,8 +102,8 @@ class _Grading:
     @classmethod
     def from_options(cls, config: pytest.Config) -> _Grading:
         from grader import api
-        from grader.errors import ScangradeError
-        from grader.intake import resolve_submission
+        from grader.core.errors import ScangradeError
+        from grader.grading.intake import resolve_submission
 
         here = Path(config.invocation_params.dir)
         submission = api.absolute(config.getoption("scangrade"), here)
@@ -134,7 +134,7 @@ class _Grading:
                                                                  grading=self))
 
     def part(self, key: str):
-        """The :class:`~grader.results.PartResult` of part ``key``, graded on first use."""
+        """The :class:`~grader.core.results.PartResult` of part ``key``, graded on first use."""
         if key not in self.parts:
             result = self.grading.grade(self.submission, parts=[key])
             self.parts[key] = result.parts[0]
@@ -149,8 +149,8 @@ class SubmissionCollector(pytest.Collector):
         self.grading = grading
 
     def collect(self):
-        from grader.execute import case_list
-        from grader.parts import PARTS
+        from grader.grading.execute import case_list
+        from grader.assignment.parts import PARTS
 
         cfg = self.grading.cfg
         for key in (k for k in PARTS if k in self.grading.keys):
@@ -180,7 +180,7 @@ class _PartItem(pytest.Item):
         self.key = key
 
     def _part(self):
-        from grader.errors import ScangradeError
+        from grader.core.errors import ScangradeError
         try:
             return self.parent.grading.part(self.key)
         except ScangradeError as exc:
@@ -192,7 +192,7 @@ class _PartItem(pytest.Item):
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self):
-        from grader.parts import PARTS
+        from grader.assignment.parts import PARTS
         sub = self.parent.grading.submission
         path = sub / PARTS[self.key].filename if sub.is_dir() else sub
         return path, None, self.name
@@ -239,7 +239,7 @@ class ProfileItem(_PartItem):
     with the report's lines (the worst line and its n-way conflict)."""
 
     def runtest(self) -> None:
-        from grader.profile import report_lines
+        from grader.core.access_profile import report_lines
         prof = self._part().profile
         if prof is None or prof.wavefronts is None:
             pytest.skip(prof.message if prof else "not profiled")

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from grader.backends import Selection, probe_pycuda
-from grader.config import load_config
-from grader.kinds import STRICT_ENV
+from grader.assignment.config import load_config
+from grader.core.kinds import STRICT_ENV
 
-# A failure kind without its row in grader.kinds.KINDS fails the test (grader.kinds.UnknownKind), here
+# A failure kind without its row in grader.core.kinds.KINDS fails the test (grader.core.kinds.UnknownKind), here
 # and in the part workers the tests start (they inherit the environment), instead of grading a case
 # `error` as production does.
 os.environ.setdefault(STRICT_ENV, "1")
@@ -35,7 +35,7 @@ def os_sandbox() -> tuple[bool, str]:
     """Whether the emulator runs modules in its whole operating-system sandbox here (bubblewrap and
     the seccomp filter): ``(True, "")``, or ``(False, what is missing and how to install it)``."""
     from grader.backends import create_backend
-    from grader.errors import ScangradeError
+    from grader.core.errors import ScangradeError
     try:
         backend = create_backend("emulator", emulator_workers=1, checks=False, emulator_sandbox="auto")
     except ScangradeError as exc:

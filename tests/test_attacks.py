@@ -11,7 +11,7 @@ the text report or, for the CLI, stdout and stderr), nothing changed (hashes and
 files an attack aims at, no marker file) and no process of the attack outlived the grading.
 
 What must stop them is the emulator's sandbox (bubblewrap, a seccomp filter, resource limits; see
-``grader/backends/emulator/sandbox.py``) and the ``#include`` allow-list (``grader/directives.py``);
+``grader/backends/emulator/sandbox.py``) and the ``#include`` allow-list (``grader/source/directives.py``);
 the nvcc -ptx cross-check stops calls of host functions in kernels only where nvcc is on the PATH,
 so the in-kernel attacks run both with it and without it (the worker's PATH without nvcc).
 
@@ -49,11 +49,11 @@ import pytest
 from grader import render
 from grader.backends import Selection
 from grader.classwork.batch import batch
-from grader.config import Config, load_config, load_private
+from grader.assignment.config import Config, load_config, load_private
 from grader.render.formats import FORMATS, student_reports
 from grader.render.text import render_text
-from grader.results import SubmissionResult
-from grader.runner import grade
+from grader.core.results import SubmissionResult
+from grader.grading.runner import grade
 from tests.conftest import (
     BROKEN,
     ROOT,
@@ -548,7 +548,7 @@ def test_allocating_100_gib_is_an_error_and_the_grader_goes_on(scene, name):
     with address_space_cap(ALLOC_BACKSTOP):
         g = run(scene, folder, cfg, parts=["part1_naive", "part2_blelloch"])
     no_case_passed(g)
-    # a kernel's null pointer (its malloc refused) is a fault of the kernel: its case fails (grader/kinds.py)
+    # a kernel's null pointer (its malloc refused) is a fault of the kernel: its case fails (grader/core/kinds.py)
     assert set(g.statuses()) <= STOPPED | {"fail"}, g.why()
     assert g.part("part2_blelloch").status == "pass", g.why("part2_blelloch")
     assert g.wall_s < 2 * PART_S, g.wall_s

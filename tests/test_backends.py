@@ -4,7 +4,7 @@ import pytest
 
 from grader.backends import ENV_VAR, select_backend
 from grader.backends.base import Dim3, validate_launch
-from grader.errors import BackendUnavailable, LaunchError, UsageError
+from grader.core.errors import BackendUnavailable, LaunchError, UsageError
 from tests.conftest import gpu_available
 
 
@@ -37,7 +37,7 @@ def test_asking_for_pycuda_without_a_gpu_explains_and_points_to_the_emulator():
 
 def test_every_backend_of_the_table_is_offered_everywhere_and_made_by_its_row():
     from grader.backends import BACKENDS, CHOICES, FALLBACK, create_backend
-    from grader.config import BACKEND_CHOICES
+    from grader.assignment.config import BACKEND_CHOICES
     assert CHOICES == BACKEND_CHOICES == ("auto", *BACKENDS) and FALLBACK in BACKENDS
     backend = create_backend(FALLBACK, emulator_workers=1)
     try:
@@ -145,7 +145,7 @@ def test_interleaved_timing_alternates_the_order_and_splits_the_times_per_job():
 
 
 def test_a_failure_while_timed_names_the_job_and_is_a_kernel_error():
-    from grader.errors import KernelError
+    from grader.core.errors import KernelError
     driver = _FakeDriver({0: 1.0})
     backend = _fake_pycuda(driver)
     with pytest.raises(KernelError, match="the submission's kernel failed on the GPU while timed: an illegal"):

@@ -17,7 +17,7 @@ import pytest
 from grader.backends import Selection
 from grader.classwork.batch import batch
 from grader.classwork.submissions import find_submissions
-from grader.config import load_config
+from grader.assignment.config import load_config
 from grader.classwork.store import RESULT
 from grader.render.formats import FORMATS, STUDENT_FOLDER, batch_reports, report_files
 from tests.conftest import BROKEN, ROOT, SOLUTIONS, TEMPLATES, write_config

@@ -23,7 +23,7 @@ import pytest
 from grader.backends import Selection
 from grader.classwork.batch import batch
 from grader.classwork.submissions import find_submissions, submission_ids
-from grader.config import load_config, load_private
+from grader.assignment.config import load_config, load_private
 from grader.render.formats import batch_reports
 from tests.conftest import SOLUTIONS, TEMPLATES, write_config
 

@@ -7,10 +7,11 @@ import json
 
 import pytest
 
-from grader import bench, cli
-from grader.bench import COPY, CUB, BenchResult, BenchRow
-from grader.config import load_config
-from grader.errors import UsageError
+from grader import cli
+from grader.tools import bench
+from grader.tools.bench import COPY, CUB, BenchResult, BenchRow
+from grader.assignment.config import load_config
+from grader.core.errors import UsageError
 from tests.conftest import ROOT, gpu_available
 
 

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 from grader.backends import Selection
-from grader.config import load_config, load_private
-from grader.errors import ConfigError
-from grader.execute import diagnose, error_bound, score_performance
-from grader.config import TimingConfig
-from grader.results import CaseResult, Timing
-from grader.runner import grade
+from grader.assignment.config import load_config, load_private
+from grader.core.errors import ConfigError
+from grader.grading.execute import diagnose, error_bound, score_performance
+from grader.assignment.config import TimingConfig
+from grader.core.results import CaseResult, Timing
+from grader.grading.runner import grade
 from tests.conftest import BACKENDS, BROKEN, SOLUTIONS, write_config
 from tests.test_grading import parts_of, submission
 
@@ -72,7 +72,7 @@ def test_a_case_that_hangs_is_stopped_by_the_case_timeout(tmp_path):
 
 
 def test_a_nan_output_still_gives_strict_json(tmp_path):
-    from grader.results import Mismatch, PartResult, SubmissionResult
+    from grader.core.results import Mismatch, PartResult, SubmissionResult
     case = CaseResult(name="n=8 float32", n=8, dtype="float32", seed=1, status="fail", points=0, max_points=1,
                       mismatch=Mismatch(buffer="out", index=7, got=float("nan"), expected=1.5, wrong=1))
     part = PartResult(key="part1_naive", number=1, title="t", file="f.cu", status="fail", cases=(case,))

@@ -2,7 +2,7 @@
 the page as headless Chromium renders it.
 
 Most tests build a batch output folder without grading: results made from the dataclasses of
-:mod:`grader.results` (a GPU run with timed Part 5 cases, failures of every kind, strings that try
+:mod:`grader.core.results` (a GPU run with timed Part 5 cases, failures of every kind, strings that try
 to inject markup), written with :func:`grader.classwork.store.write_reports` as ``scangrade batch``
 writes them. One test runs ``scangrade batch`` end to end on three tiny submissions.
 """
@@ -25,7 +25,7 @@ from grader.classwork.store import CLASS_REPORT as REPORT_NAME
 from grader.classwork.store import load_batch, write_class_report, write_reports
 from grader.render.class_report import LINKED_REPORTS, class_report, class_report_page, failure_groups, part_failures
 from grader.render.formats import FORMATS, STUDENT_FOLDER, student_reports
-from grader.results import CaseResult, PartResult, Performance, SubmissionResult, Timing
+from grader.core.results import CaseResult, PartResult, Performance, SubmissionResult, Timing
 from tests.conftest import BROKEN, SOLUTIONS, write_config
 
 GPU = "NVIDIA H100 80GB HBM3"
@@ -386,7 +386,7 @@ def test_the_histogram_of_points_names_the_pending_share():
 
 
 def test_the_challenge_is_at_most_one_part_and_its_title_says_so():
-    from grader.parts import CHALLENGE_PART, PARTS
+    from grader.assignment.parts import CHALLENGE_PART, PARTS
     challenge = [p.key for p in PARTS.values() if p.challenge]
     assert len(challenge) <= 1 and CHALLENGE_PART == (challenge[0] if challenge else None)
     assert [p.key for p in PARTS.values() if "(challenge)" in p.title] == challenge

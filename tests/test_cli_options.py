@@ -1,4 +1,4 @@
-"""The CLI's shared options, its one exit-status mapping, and config discovery (grader.config.find_config)."""
+"""The CLI's shared options, its one exit-status mapping, and config discovery (grader.assignment.config.find_config)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from grader import cli, config
+from grader import cli
+from grader.assignment import config
 from grader.cli import build_parser, main
-from grader.config import find_config
-from grader.errors import ConfigError, ScangradeError, UsageError
+from grader.assignment.config import find_config
+from grader.core.errors import ConfigError, ScangradeError, UsageError
 from tests.conftest import write_config
 
 SHARED = ["--backend", "emulator", "--config", "c.yaml", "--private-config", "p.yaml", "--no-checks"]
@@ -24,7 +25,7 @@ def test_grade_check_and_batch_share_the_backend_config_and_checks_options(comma
 
 @pytest.mark.parametrize("command", [["grade", "sub"], ["check"]])
 def test_grade_and_check_share_the_run_and_report_options(command):
-    from grader.parts import PARTS
+    from grader.assignment.parts import PARTS
     from grader.render.formats import FORMATS
     flagged = [f for f in FORMATS.values() if f.flag]
     assert flagged and all(f.flag == f"--{f.name}" for f in flagged)
@@ -85,9 +86,9 @@ def test_a_report_file_that_cannot_be_written_exits_2_after_the_report(tmp_path,
 def test_grade_writes_each_report_format_of_the_table_that_it_is_asked_for(tmp_path, capsys):
     import json
 
-    from grader.config import load_config
+    from grader.assignment.config import load_config
     from grader.render.formats import FORMATS, STUDENT_FOLDER, batch_reports, report_files, student_reports
-    from grader.results import result_from_dict
+    from grader.core.results import result_from_dict
     path = write_config(tmp_path, sizes={"part1_naive": [1]})
     path.write_text(path.read_text() + "prairielearn:\n  compile_error: zero\n")
     (tmp_path / "part1_naive.cu").write_text("this does not compile\n")

@@ -1,5 +1,5 @@
 """A GPU worker compiles its cubins ahead: nvcc starts with the worker, beside the CUDA context's
-start, and the worker's compile waits for the cubin (grader.worker._cubins_ahead,
+start, and the worker's compile waits for the cubin (grader.grading.worker._cubins_ahead,
 grader.backends.pycuda_backend.compile_ahead).
 
 No GPU is needed: nvcc compiles for a named architecture (the device's is read by
@@ -15,9 +15,9 @@ from types import SimpleNamespace
 import pytest
 
 from grader.backends import backend_kind
-from grader.config import load_config
-from grader.errors import BackendUnavailable, CompileError
-from grader.parts import PARTS, SOLUTIONS, part_source
+from grader.assignment.config import load_config
+from grader.core.errors import BackendUnavailable, CompileError
+from grader.assignment.parts import PARTS, SOLUTIONS, part_source
 
 CONFIG = Path(__file__).resolve().parent.parent / "config.yaml"
 
@@ -72,7 +72,7 @@ def test_a_device_that_cannot_be_read_leaves_the_compile_to_the_worker(monkeypat
 
 
 def test_a_timed_gpu_part_compiles_its_files_and_the_reference_it_is_timed_against_ahead(sm90, tmp_path):
-    from grader.worker import _cubins_ahead
+    from grader.grading.worker import _cubins_ahead
 
     cfg = load_config(CONFIG)
     part = PARTS["part4_any_size"]

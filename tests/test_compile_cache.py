@@ -86,8 +86,8 @@ def test_one_gradings_files_together_stay_within_its_quota(tmp_path, monkeypatch
 
 
 def test_the_bounds_are_config_keys_with_defaults_and_checks(tmp_path):
-    from grader.config import load_config
-    from grader.errors import ConfigError
+    from grader.assignment.config import load_config
+    from grader.core.errors import ConfigError
     base = "seed: 1\nparts:\n  part1_naive:\n    sizes: [1]\n"
     (tmp_path / "c.yaml").write_text(base)
     cc = load_config(tmp_path / "c.yaml").compile_cache
@@ -111,8 +111,8 @@ int scangrade_ballast[15 << 20] = {1};
 
 def test_a_submission_with_a_60_mib_static_array_passes_and_leaves_no_more_than_its_quota(tmp_path, monkeypatch):
     from grader.backends import Selection
-    from grader.config import load_config
-    from grader.runner import grade
+    from grader.assignment.config import load_config
+    from grader.grading.runner import grade
     from tests.conftest import SOLUTIONS, write_config
     cache = tmp_path / "xdg" / "scangrade"
     shutil.copytree(default_cache_dir() / "emulator", cache / "emulator", dirs_exist_ok=True)  # the runtime, built

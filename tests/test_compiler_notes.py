@@ -8,9 +8,9 @@ import pytest
 
 from grader.backends import Selection
 from grader.backends.emulator.build import Toolchain, compiler_notes
-from grader.config import load_config
-from grader.parts import DTYPES, PARTS, part_header
-from grader.runner import grade
+from grader.assignment.config import load_config
+from grader.assignment.parts import DTYPES, PARTS, part_header
+from grader.grading.runner import grade
 from tests.conftest import BROKEN, SOLUTIONS
 
 INT_SUMS = BROKEN / "part5_int_thread_sums.cu"

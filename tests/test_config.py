@@ -3,8 +3,8 @@
 import pytest
 
 from grader.cli import main
-from grader.config import load_config
-from grader.errors import ConfigError
+from grader.assignment.config import load_config
+from grader.core.errors import ConfigError
 from tests.conftest import ROOT, write_config
 
 

@@ -1,10 +1,10 @@
-"""config.yaml's schema (pydantic models in grader.config): every allowed key is named, odd values give
+"""config.yaml's schema (pydantic models in grader.assignment.config): every allowed key is named, odd values give
 a message rather than a traceback, and defaults are declared once."""
 
 import pytest
 
-from grader.config import REMOVED_FLOAT_RTOL, PartConfig, ProfileConfig, TimingConfig, load_config
-from grader.errors import ConfigError
+from grader.assignment.config import REMOVED_FLOAT_RTOL, PartConfig, ProfileConfig, TimingConfig, load_config
+from grader.core.errors import ConfigError
 
 BASE = "seed: 1\nparts:\n  part1_naive:\n    sizes: [1, 2]\n"
 

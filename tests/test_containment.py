@@ -1,7 +1,7 @@
 """Containment (the integrity issue): directives that make a compiler read or name a file, the GPU
 path's compile in the sandbox, thread bombs, and signals to other processes through fcntl.
 
-- The directive filter (:func:`grader.directives.check_includes`) sees every spelling of a directive the
+- The directive filter (:func:`grader.source.directives.check_includes`) sees every spelling of a directive the
   preprocessor sees (digraphs, form feeds, comments, splices, trigraphs, literals) and refuses
   ``#line`` with a file name and ``__has_include`` of anything but a standard header.
 - The GPU path's nvcc runs in the emulator's sandbox (bubblewrap where it works, resource limits, a
@@ -26,8 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.directives import check_includes
-from grader.errors import CompileError
+from grader.source.directives import check_includes
+from grader.core.errors import CompileError
 from tests import test_attacks
 from tests.conftest import ROOT
 from tests.test_attacks import (
@@ -175,7 +175,7 @@ def _gpu_compile(source: str, tmp_path: Path, *, policy: str = "auto", timeout_s
     from grader.backends.emulator.build import Toolchain
     from grader.backends.emulator.sandbox import Sandbox
     from grader.backends.pycuda_backend import compile_cubin
-    from grader.parts import PARTS, part_header
+    from grader.assignment.parts import PARTS, part_header
 
     header = part_header(PARTS["part1_naive"], block_size=32, dtype=np.dtype(np.int32))
     workdir = tmp_path / f"build-{secrets.token_hex(3)}"
@@ -242,12 +242,12 @@ def test_including_dev_zero_stops_nvcc_at_its_limits_within_seconds(scene, tmp_p
     ('# 1 "part1_naive.cu"\n#pragma GCC dependency "/etc/hostname"\n', 1, "#pragma"),
 ])
 def test_a_directive_a_macro_made_is_refused_in_nvccs_first_stage_output(output, line, shown):
-    from grader.directives import check_preprocessed
+    from grader.source.directives import check_preprocessed
     assert_refused(check_preprocessed, output, line, shown)
 
 
 def test_the_first_stages_own_lines_and_raw_strings_are_allowed_in_its_output():
-    from grader.directives import check_preprocessed
+    from grader.source.directives import check_preprocessed
     check_preprocessed('# 0 "<built-in>"\n# 1 "/usr/include/stdio.h" 1 3 4\nint printf(const char*, ...);\n'
                        '#pragma GCC diagnostic push\n# 5 "part1_naive.cu" 2\n#pragma unroll 4\n'
                        'const char* s = R"(\n#include "inside a raw string"\n)";\nint a = 1 ## 2;\n',
@@ -272,7 +272,7 @@ def test_a_macro_made_include_is_refused_before_the_emulators_nvcc_cross_check(s
     """The emulator compiles the file as written with `nvcc -ptx` first (the rewrite refuses the `__shared__`
     initializer): without bubblewrap, nvcc's error carried the private config."""
     from grader.backends.emulator import EmulatorBackend
-    from grader.parts import PARTS, part_header
+    from grader.assignment.parts import PARTS, part_header
     import numpy as np
 
     line = _line_of("hash_macro_include", 'SG_HASH include "@@TARGET@@"')
@@ -390,8 +390,8 @@ def test_fcntl_signal_driven_io_cannot_kill_another_process_without_bubblewrap(s
 
     import grader.backends.emulator.sandbox as sandbox_module
     from grader.backends.emulator import EmulatorBackend
-    from grader.errors import KernelError
-    from grader.parts import PARTS, part_header
+    from grader.core.errors import KernelError
+    from grader.assignment.parts import PARTS, part_header
     from tests.test_emulator_sandbox import needs_seccomp
 
     if needs_seccomp.args[0]:

@@ -1,4 +1,4 @@
-"""The one C preprocessing-token lexer (grader.ctokens): what GCC's preprocessor reads, where in the
+"""The one C preprocessing-token lexer (grader.source.ctokens): what GCC's preprocessor reads, where in the
 original text each token came from, and that the directive filter and the emulator's rewrite see the
 same directives through it."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from grader.ctokens import decode_ucns, logical_lines, tokenize
+from grader.source.ctokens import decode_ucns, logical_lines, tokenize
 
 
 def kinds(source: str, **options) -> list[tuple[str, str]]:
@@ -101,8 +101,8 @@ def test_universal_character_names_decode_only_to_characters():
 def test_the_filter_and_the_rewrite_see_the_same_directives():
     """A digraph directive is a directive to both (the rewrite used to read `%:define` as code)."""
     from grader.backends.emulator.rewrite.tokens import _tokenize
-    from grader.directives import check_includes
-    from grader.errors import CompileError
+    from grader.source.directives import check_includes
+    from grader.core.errors import CompileError
 
     source = "%:define SHIFT(a) ((a) >> 1)\nint x;\n"
     kinds = [t.kind for t in _tokenize(source)]

@@ -1,5 +1,5 @@
 """A hang costs seconds: each case's deadline comes from the reference solution's time on it
-(grader/deadlines.py), the part goes on after it, and a deadlock is reported at once.
+(grader/grading/deadlines.py), the part goes on after it, and a deadlock is reported at once.
 
 No test here times anything: each asserts what was reported and which cases were graded. The
 configs keep ``timeouts.case_s`` at its default (120 s) and give the part less time than that, so a
@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from grader.backends import Selection
-from grader.config import load_config
-from grader.deadlines import FACTOR, case_budget_s, floor_s, reference_case_s, timed_case_n
-from grader.execute import case_list
-from grader.runner import MAX_HANGS_IN_A_ROW, grade
+from grader.assignment.config import load_config
+from grader.grading.deadlines import FACTOR, case_budget_s, floor_s, reference_case_s, timed_case_n
+from grader.grading.execute import case_list
+from grader.grading.runner import MAX_HANGS_IN_A_ROW, grade
 from tests.conftest import BROKEN, ROOT, write_config
 
 EMULATOR = Selection("emulator", "test")

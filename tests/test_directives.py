@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from grader.directives import check_includes
-from grader.errors import CompileError
-from grader.runner import grade
+from grader.source.directives import check_includes
+from grader.core.errors import CompileError
+from grader.grading.runner import grade
 from tests.conftest import SOLUTIONS
 from tests.test_grading import parts_of, submission
 
@@ -50,7 +50,7 @@ def test_an_include_of_a_private_file_never_reaches_the_report(tmp_path, backend
 
 
 def test_the_handout_and_the_part5_template_name_every_allowed_header_and_why_cub_is_not():
-    from grader.directives import ALLOWED_HEADERS
+    from grader.source.directives import ALLOWED_HEADERS
     from tests.conftest import TEMPLATES
 
     readme = (TEMPLATES / "README.md").read_text()

@@ -14,9 +14,9 @@ import pytest
 
 from grader.backends.emulator import EmulatorArray, EmulatorBackend, EmulatorModule
 from grader.backends.emulator.rewrite import rewrite_source
-from grader.errors import CompileError, KernelError, LaunchError
-from grader.kernels import KernelSpec, Param
-from grader.parts import PARTS, PartSpec, part_header
+from grader.core.errors import CompileError, KernelError, LaunchError
+from grader.core.kernels import KernelSpec, Param
+from grader.assignment.parts import PARTS, PartSpec, part_header
 
 KERNEL_DIR = Path(__file__).parent / "emulator_kernels"
 INT = np.dtype(np.int32)

@@ -13,9 +13,9 @@ import pytest
 
 from grader.backends.emulator import EmulatorBackend
 from grader.backends.emulator.executor import GAP_BYTES, Arena
-from grader.errors import KernelError
-from grader.parts import PARTS, part_header
-from grader.plans import GUARD, Run
+from grader.core.errors import KernelError
+from grader.assignment.parts import PARTS, part_header
+from grader.assignment.plans import GUARD, Run
 
 PART = PARTS["part1_naive"]
 FILENAME = "part1_naive.cu"

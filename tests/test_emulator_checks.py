@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from grader.backends.emulator import EmulatorBackend, EmulatorModule, Finding
-from grader.errors import CompileError, KernelError
-from grader.kernels import KernelSpec, Param
-from grader.parts import PartSpec, part_header
+from grader.core.errors import CompileError, KernelError
+from grader.core.kernels import KernelSpec, Param
+from grader.assignment.parts import PartSpec, part_header
 
 KERNEL_DIR = Path(__file__).parent / "emulator_kernels"
 INT = np.dtype(np.int32)

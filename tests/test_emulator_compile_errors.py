@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from grader.backends.emulator import EmulatorBackend
-from grader.errors import CompileError
-from grader.parts import PARTS, part_header
+from grader.core.errors import CompileError
+from grader.assignment.parts import PARTS, part_header
 
 PART = PARTS["part1_naive"]
 FILENAME = "part1_naive.cu"

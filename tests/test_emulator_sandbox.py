@@ -23,9 +23,9 @@ import grader.backends.emulator.sandbox as sandbox_module
 from grader.backends.emulator import EmulatorBackend
 from grader.backends.emulator.build import Toolchain
 from grader.backends.emulator.executor import Arena
-from grader.config import load_config
-from grader.errors import BackendUnavailable, CompileError, ConfigError, KernelError
-from grader.kernels import KernelSpec, Param
+from grader.assignment.config import load_config
+from grader.core.errors import BackendUnavailable, CompileError, ConfigError, KernelError
+from grader.core.kernels import KernelSpec, Param
 from tests.conftest import ROOT
 
 BWRAP, WHY_NOT = sandbox_module.probe_bubblewrap()
@@ -313,7 +313,7 @@ def test_describe_names_the_sandbox_and_required_refuses_without_bubblewrap(be, 
 
 def test_the_config_key_is_validated(tmp_path) -> None:
     text = (ROOT / "config.yaml").read_text()
-    assert "\n  # sandbox: auto\n" in text  # unset: each command's own default (grader.runner.grading_sandbox)
+    assert "\n  # sandbox: auto\n" in text  # unset: each command's own default (grader.grading.runner.grading_sandbox)
     text = text.replace("\n  # sandbox: auto\n", "\n  sandbox: auto\n")
     bad = tmp_path / "config.yaml"
     bad.write_text(text.replace("  sandbox: auto\n", "  sandbox: sometimes\n"))

@@ -32,10 +32,10 @@ from grader.backends.emulator.macros import nvcc_defines
 from grader.backends.emulator import EmulatorBackend
 from grader.backends.emulator.build import PRELUDE, RUNTIME_DIR
 from grader.backends.emulator.rewrite import SHIFT_COMPOUND, SHIFT_MINUS, SHIFT_PLUS, rewrite_source
-from grader.config import load_config
-from grader.errors import KernelError
-from grader.kernels import KernelSpec, Param
-from grader.runner import grade
+from grader.assignment.config import load_config
+from grader.core.errors import KernelError
+from grader.core.kernels import KernelSpec, Param
+from grader.grading.runner import grade
 from tests.conftest import BROKEN, write_config
 from tests.test_grading import parts_of, submission
 from tests.test_integrity_checks import compile_part, line_of

@@ -15,9 +15,9 @@ import pytest
 
 from grader.backends.emulator import EmulatorBackend, EmulatorModule
 from grader.backends.emulator.backend import DEFAULT_SHARED_FILL
-from grader.errors import KernelError
-from grader.kernels import KernelSpec, Param
-from grader.parts import PartSpec, part_header
+from grader.core.errors import KernelError
+from grader.core.kernels import KernelSpec, Param
+from grader.assignment.parts import PartSpec, part_header
 
 KERNEL_DIR = Path(__file__).parent / "emulator_kernels"
 FILE = "uninit_shared.cu"

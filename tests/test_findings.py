@@ -9,12 +9,12 @@ import json
 import pytest
 
 from grader.backends import Selection
-from grader.config import load_config
-from grader.kinds import CAUSES, KINDS, in_cause_order
+from grader.assignment.config import load_config
+from grader.core.kinds import CAUSES, KINDS, in_cause_order
 from grader.render import gradescope
 from grader.render.text import render_text
-from grader.results import CaseFinding, CaseResult, PartResult, SubmissionResult, result_from_dict
-from grader.runner import grade
+from grader.core.results import CaseFinding, CaseResult, PartResult, SubmissionResult, result_from_dict
+from grader.grading.runner import grade
 from tests.conftest import BROKEN, ROOT
 
 EMULATOR = Selection("emulator", "test")

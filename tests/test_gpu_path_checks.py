@@ -1,8 +1,8 @@
-"""The GPU path's one checker (grader.worker._GpuPath): the emulator's checks decide every checked
+"""The GPU path's one checker (grader.grading.worker._GpuPath): the emulator's checks decide every checked
 case, a case they fail is never run on the GPU, the GPU runs every case they pass, and once a kernel
 deadlocked or diverged the GPU runs none of the part's later cases (they run on the emulator).
 
-Runs on the CPU: the emulator's real checks (grader.worker._EmulatorBeside) beside a stand-in "GPU"
+Runs on the CPU: the emulator's real checks (grader.grading.worker._EmulatorBeside) beside a stand-in "GPU"
 (the emulator running plainly) that counts the launches it is asked for."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from grader import protocol
+from grader.grading import protocol
 from grader.backends.emulator import EmulatorBackend
-from grader.config import load_config
-from grader.execute import SAMPLED_CHECKER, case_list
-from grader.parts import PARTS, SOLUTIONS, compile_part
-from grader.worker import _EmulatorBeside, _GpuPath
+from grader.assignment.config import load_config
+from grader.grading.execute import SAMPLED_CHECKER, case_list
+from grader.assignment.parts import PARTS, SOLUTIONS, compile_part
+from grader.grading.worker import _EmulatorBeside, _GpuPath
 from tests.conftest import BROKEN, ROOT
 
 VERDICTS = Path(__file__).parent / "verdicts"
@@ -135,12 +135,12 @@ def test_where_the_emulator_cannot_check_the_part_the_gpu_runs_it_and_the_report
 
 
 def test_the_gpu_paths_emulator_runs_on_the_quick_runtime_and_finds_what_the_emulator_does(tmp_path):
-    """The GPU path's emulator (grader.worker._checking_emulator) builds its runtime with
+    """The GPU path's emulator (grader.grading.worker._checking_emulator) builds its runtime with
     QUICK_RUNTIME_FLAGS (a new machine's first case waits for that build): the same names for the
     lockdown, and the same finding on a real kernel."""
     from grader.backends.emulator.build import QUICK_RUNTIME_FLAGS, Toolchain, expected_names
-    from grader.execute import CHECK_SCHEDULES, run_case
-    from grader.worker import _checking_emulator
+    from grader.grading.execute import CHECK_SCHEDULES, run_case
+    from grader.grading.worker import _checking_emulator
 
     path = tmp_path / "config.yaml"
     path.write_text("block_size: 64\nseed: 7\nparts:\n"

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from grader.backends import Selection
-from grader.config import load_config, load_private
-from grader.runner import grade
+from grader.assignment.config import load_config, load_private
+from grader.grading.runner import grade
 from tests.conftest import SOLUTIONS, write_config
 from tests.test_profile import P3_PROFILE  # Part 3's profile as shipped, at n = 256
 
@@ -131,9 +131,9 @@ def test_a_serial_part3_gets_no_profile_points_and_is_told_why(tmp_path):
 def _profile(tmp_path: Path, path: Path, name: str):
     """Part 3's profile phase alone (no cases) for the file at ``path``, with the shipped config's
     BLOCK_SIZE and profile (n = 1024), as the grader takes it."""
-    from grader.parts import PARTS
-    from grader.profile_phase import profile_phase
-    from grader.results import CaseResult
+    from grader.assignment.parts import PARTS
+    from grader.grading.profiling import profile_phase
+    from grader.core.results import CaseResult
     from tests.test_profile import _shipped_part3_config
 
     passed = [CaseResult(name="n=1", n=1, dtype="int32", seed=1, status="pass", points=1, max_points=1)]

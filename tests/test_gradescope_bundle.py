@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from grader.cli import main
-from grader.config import load_config, load_private
-from grader.execute import case_list
-from grader.gradescope_bundle import SCRIPTS, build_bundle
-from grader.parts import PARTS
+from grader.assignment.config import load_config, load_private
+from grader.grading.execute import case_list
+from grader.packaging.gradescope_bundle import SCRIPTS, build_bundle
+from grader.assignment.parts import PARTS
 from grader.render.gradescope import TEST_KEYS, TOP_LEVEL_KEYS, VISIBILITIES
 from tests.conftest import BROKEN, SOLUTIONS, write_config
 
@@ -77,7 +77,7 @@ def test_the_bundle_holds_the_scripts_the_configs_and_the_grader_with_its_soluti
     with zipfile.ZipFile(made.archive) as z:
         infos = {i.filename: i for i in z.infolist()}
         assert {"setup.sh", "run_autograder", "config.yaml", "private.yaml", "scangrade/pyproject.toml",
-                "scangrade/README.md", "scangrade/grader/cli.py", "scangrade/grader/worker.py",
+                "scangrade/README.md", "scangrade/grader/cli.py", "scangrade/grader/grading/worker.py",
                 "scangrade/grader/backends/emulator/runtime/prelude.h", "scangrade/reference/scan.py",
                 "scangrade/reference/__init__.py"} <= set(infos)
         assert {f"scangrade/reference/solutions/{p.filename}" for p in PARTS.values()} <= set(infos)
@@ -212,7 +212,7 @@ def test_gradescope_bundle_refuses_a_name_without_zip_and_an_existing_file(tmp_p
 
 def test_a_misnamed_file_gets_the_message_batch_gives(bundle, tmp_path):
     """run_autograder takes a submission in as batch does: a Part1_Naive.cu is named, with the fix."""
-    from grader.intake import snapshot
+    from grader.grading.intake import snapshot
     made, _ = bundle
     root = tmp_path / "autograder"
     _unpack(made.archive, root)

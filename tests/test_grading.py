@@ -12,8 +12,8 @@ import pytest
 
 from grader.backends import Selection
 from grader.cli import main
-from grader.config import load_config
-from grader.runner import grade
+from grader.assignment.config import load_config
+from grader.grading.runner import grade
 from tests.conftest import BROKEN, ROOT, SOLUTIONS, TEMPLATES, write_config
 
 

@@ -3,9 +3,9 @@ launch shape, both element types, and every kind of points."""
 
 from __future__ import annotations
 
-from grader.config import load_config
-from grader.parts import PARTS
-from grader.release import student_readme
+from grader.assignment.config import load_config
+from grader.assignment.parts import PARTS
+from grader.packaging.release import student_readme
 from tests.conftest import ROOT, TEMPLATES
 
 CONFIG = load_config(ROOT / "config.yaml")

@@ -13,10 +13,10 @@ from __future__ import annotations
 import numpy as np
 
 from grader.backends import Selection
-from grader.config import load_config
-from grader.execute import FIRST_TILE, FULL_LAST_TILE, PARTIAL_TILE, TILE_OFFSET, _explained, _Told, diagnose
-from grader.results import CaseFinding
-from grader.runner import grade
+from grader.assignment.config import load_config
+from grader.grading.execute import FIRST_TILE, FULL_LAST_TILE, PARTIAL_TILE, TILE_OFFSET, _explained, _Told, diagnose
+from grader.core.results import CaseFinding
+from grader.grading.runner import grade
 from reference.scan import exclusive_scan
 from tests.conftest import BROKEN, ROOT
 

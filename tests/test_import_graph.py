@@ -1,5 +1,6 @@
-"""The package's modules import one another without a cycle: imports at module level and inside
-functions (they run as well), not those only for type checkers (``if TYPE_CHECKING``)."""
+"""The package's modules import one another without a cycle, and no module imports from a layer above
+its own: imports at module level, inside functions (they run as well) and for type checkers only
+(``if TYPE_CHECKING``: a name a layer below cannot use is a sign it is in the wrong place)."""
 
 import ast
 from pathlib import Path
@@ -7,17 +8,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _module_graph() -> dict[str, set[str]]:
+def _module_graph(*, typing: bool = False) -> dict[str, set[str]]:
+    """Module -> the modules of the package it imports (``typing``: those under ``if TYPE_CHECKING``
+    too, which never run and so cannot make a cycle, but still say which layer a module needs)."""
     files = {}
     for f in (ROOT / "grader").rglob("*.py"):
+        if not (f.parent / "__init__.py").is_file():  # a data folder's script (autograder_files/), not a module
+            continue
         parts = f.relative_to(ROOT).with_suffix("").parts
         files[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = f
     graph = {}
     for name, f in files.items():
         tree = ast.parse(f.read_text(encoding="utf-8"))
-        typing_only = {id(sub) for node in ast.walk(tree)
-                       if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-                       for sub in ast.walk(node)}
+        typing_only = set() if typing else {id(sub) for node in ast.walk(tree) if isinstance(node, ast.If)
+                                            and "TYPE_CHECKING" in ast.unparse(node.test) for sub in ast.walk(node)}
         deps = set()
         for node in ast.walk(tree):  # imports inside functions count: they run too
             if id(node) in typing_only:
@@ -46,9 +50,9 @@ def _cycle_through(graph: dict[str, set[str]], start: str) -> list[str] | None:
 
 def test_the_graph_sees_the_packages_modules():
     graph = _module_graph()
-    assert {"grader.cli", "grader.runner", "grader.worker", "grader.protocol", "grader.classwork.batch",
-            "grader.render.class_report", "grader.backends.emulator.backend"} <= set(graph)
-    assert "grader.results" in graph["grader.protocol"]
+    assert {"grader.cli", "grader.grading.runner", "grader.grading.worker", "grader.grading.protocol",
+            "grader.classwork.batch", "grader.render.class_report", "grader.backends.emulator.backend"} <= set(graph)
+    assert "grader.core.results" in graph["grader.grading.protocol"]
 
 
 def test_no_module_of_the_package_imports_itself_through_others():
@@ -57,25 +61,51 @@ def test_no_module_of_the_package_imports_itself_through_others():
     assert not cycles, cycles
 
 
-#: The package's layers, lowest first: a module imports nothing from a layer above its own. Modules
-#: not listed (the results, config, parts, backends, renderers...) are the base, layer 0.
+#: The package's layers, lowest first: a module imports nothing from a layer above its own (the same
+#: layer is allowed; cycles are refused above). Each entry is a package (its modules and subpackages)
+#: or, ending in ``=``, one module alone. Every module of the package is in one of them
+#: (:func:`test_every_module_is_in_a_layer`), so a new package has to take its place here.
 LAYERS = (
-    ("grader.intake",),                                # one submission's files, checked and read
-    ("grader.runner", "grader.worker"),                # grading one submission, one part per worker
+    # the data every layer shares; the package's version; the table of backends, which imports no backend
+    # and the interface every backend implements, which other layers name
+    ("grader=", "grader.core", "grader.backends=", "grader.backends.base="),
+    ("grader.host",),                                  # processes, resource limits, the GPU lock
+    ("grader.source",),                                # the C token reader, the directive checks
+    ("grader.backends",),                              # the emulator and PyCUDA
+    ("grader.assignment",),                            # parts, plans, the config
+    ("grader.grading", "grader.tools"),                # one submission, part by part; the CUB bench
     ("grader.classwork",),                             # a class: discovery, batch, store, Slurm
+    ("grader.render",),                                # reports from results, and a class's page
+    ("grader.packaging",),                             # the student release and the autograder bundles
     ("grader.api",),                                   # the grading API
     ("grader.cli", "grader.pytest_plugin", "grader.__main__"),  # the entry points
 )
 
 
-def _layer(module: str) -> int:
-    return next((n + 1 for n, prefixes in enumerate(LAYERS)
-                 if any(module == p or module.startswith(p + ".") for p in prefixes)), 0)
+def _layer(module: str) -> int | None:
+    for n, entries in enumerate(LAYERS):
+        for entry in entries:
+            if entry.endswith("=") and module == entry[:-1]:
+                return n
+    found = [(len(e), n) for n, entries in enumerate(LAYERS) for e in entries
+             if not e.endswith("=") and (module == e or module.startswith(e + "."))]
+    return max(found)[1] if found else None
+
+
+def test_every_module_is_in_a_layer():
+    missing = sorted(m for m in _module_graph() if _layer(m) is None)
+    assert not missing, f"modules in no layer of LAYERS: {missing}"
 
 
 def test_no_import_points_up_the_layers():
-    graph = _module_graph()
-    assert "grader.intake" in graph and "grader.intake" in graph["grader.runner"]
+    graph = _module_graph(typing=True)
+    assert "grader.core.results" in graph["grader.grading.runner"]
     upward = sorted(f"{m} (layer {_layer(m)}) -> {d} (layer {_layer(d)})"
                     for m, deps in graph.items() for d in deps if _layer(d) > _layer(m))
     assert not upward, upward
+
+
+def test_the_top_of_the_package_holds_the_entry_points_only():
+    """The tree is the architecture's map: every module but the entry points lives in a package."""
+    top = sorted(f.name for f in (ROOT / "grader").glob("*.py"))
+    assert top == ["__init__.py", "__main__.py", "api.py", "cli.py", "pytest_plugin.py"], top

@@ -17,15 +17,15 @@ from pathlib import Path
 
 import pytest
 
-import grader.intake as intake
+import grader.grading.intake as intake
 from grader.backends import Selection
 from grader.classwork.batch import batch
 from grader.classwork.submissions import find_submissions
-from grader.config import load_config
-from grader.errors import UsageError
+from grader.assignment.config import load_config
+from grader.core.errors import UsageError
 from grader.render.formats import student_reports
-from grader.runner import grade
-from grader.intake import Absent, read_source, resolve_parts, resolve_submission
+from grader.grading.runner import grade
+from grader.grading.intake import Absent, read_source, resolve_parts, resolve_submission
 from tests.conftest import SOLUTIONS, write_config
 
 EMULATOR = Selection("emulator", "test")

@@ -21,13 +21,13 @@ import pytest
 
 from grader.backends import Selection
 from grader.backends.emulator import EmulatorBackend
-from grader.config import load_config
-from grader.errors import CompileError, KernelError
-from grader.execute import _guard_problem
-from grader.kernels import KernelSpec, Param
-from grader.parts import PartSpec, part_header
-from grader.plans import GUARD, POISON_BITS, Guarded
-from grader.runner import grade
+from grader.assignment.config import load_config
+from grader.core.errors import CompileError, KernelError
+from grader.grading.execute import _guard_problem
+from grader.core.kernels import KernelSpec, Param
+from grader.assignment.parts import PartSpec, part_header
+from grader.assignment.plans import GUARD, POISON_BITS, Guarded
+from grader.grading.runner import grade
 from tests.conftest import BROKEN, write_config
 from tests.test_grading import parts_of, submission
 
@@ -209,7 +209,7 @@ def test_a_no_sanitize_attribute_pasted_together_in_a_macro_leaves_the_checks_on
 ])
 def test_reserved_names_are_refused_in_code_and_directives(text, word):
     from grader.backends.emulator.rewrite import rewrite_source
-    from grader.errors import CompileError
+    from grader.core.errors import CompileError
     with pytest.raises(CompileError, match=rf"not allowed: `{word}`.*\(student\.cu:2\)"):
         rewrite_source('#line 1 "student.cu"\n// a comment\n' + text + "\n", filename="student.cu")
 

@@ -18,12 +18,12 @@ import pytest
 
 from grader.backends import Selection
 from grader.cli import main
-from grader.config import load_config, load_private
-from grader.execute import case_list, diagnose
-from grader.parts import PARTS
-from grader.results import (MESSAGE_BYTES, MESSAGE_LINES, PART_CASES_BYTES, PART_MESSAGE_BYTES, CaseResult,
+from grader.assignment.config import load_config, load_private
+from grader.grading.execute import case_list, diagnose
+from grader.assignment.parts import PARTS
+from grader.core.results import (MESSAGE_BYTES, MESSAGE_LINES, PART_CASES_BYTES, PART_MESSAGE_BYTES, CaseResult,
                             clean_case, clean_text)
-from grader.runner import grade
+from grader.grading.runner import grade
 from tests.conftest import BROKEN, ROOT, write_config
 from tests.test_grading import submission
 from tests.test_pytest_plugin import CACHE_HOME
@@ -116,7 +116,7 @@ def test_batch_checks_by_default(tmp_path, capsys):
 
 
 def test_the_gradescope_autograder_checks(tmp_path):
-    from grader.gradescope_bundle import build_bundle
+    from grader.packaging.gradescope_bundle import build_bundle
     from tests.test_gradescope_bundle import _run, _unpack
 
     made = build_bundle(tmp_path / "ag.zip", config=_racy_config(tmp_path))
@@ -176,8 +176,8 @@ def test_a_kernel_that_stashes_n_in_a_device_global_shows_no_hidden_size(tmp_pat
 
 
 def test_performance_is_scored_after_the_hidden_cases_and_only_when_they_pass():
-    from grader.worker import performance_after_hidden
-    from grader.results import CaseResult, Performance
+    from grader.grading.worker import performance_after_hidden
+    from grader.core.results import CaseResult, Performance
 
     def case(status, visibility="hidden"):
         return CaseResult(name="hidden #1 int32", n=5, dtype="int32", seed=1, status=status, points=0.0,
@@ -263,7 +263,7 @@ def test_clean_text_cuts_by_bytes_and_lines_and_says_how_much():
 
 
 def test_a_forged_4_mib_frame_from_a_worker_is_capped_and_cleaned(tmp_path):
-    from grader.protocol import EventReader
+    from grader.grading.protocol import EventReader
     path = tmp_path / "events.jsonl"
     result = {"name": "n=1 int32", "n": 1, "dtype": "int32", "seed": 1, "status": "fail", "points": 0.0,
               "max_points": 1.0, "message": "\x1b[2J" + "x" * (4 << 20), "visibility": "visible"}
@@ -318,7 +318,7 @@ BIDI = ("\u202a", "\u202b", "\u202c", "\u202e", "\u2066", "\u2067", "\u2068", "\
 
 
 def test_the_one_cleaner_escapes_bidirectional_controls_everywhere_text_is_cleaned():
-    from grader.intake import show
+    from grader.grading.intake import show
     from grader.render._common import printable
     text = "a\u202eb\u2066c\u2069d\u200fe\u061cf\u2028g\ud800h\uffff\tok\nok\x1b[31m"
     for clean in (clean_text, printable, show):
@@ -331,7 +331,7 @@ def test_the_one_cleaner_escapes_bidirectional_controls_everywhere_text_is_clean
 
 def test_bidirectional_controls_in_compiler_output_reach_no_report(tmp_path, capsys):
     from grader.render.class_report import class_report
-    from grader.results import result_from_dict
+    from grader.core.results import result_from_dict
     printed, outputs = _grade_in_every_format(tmp_path, capsys, "compile_error_bidi")
     data = json.loads(outputs["json"].read_text())
     html = class_report([("student", result_from_dict(data))])
@@ -392,7 +392,7 @@ def test_a_worker_of_a_parallel_batch_runs_the_emulator_on_one_thread(tmp_path):
 
 
 def test_the_worker_takes_the_effective_settings_from_the_job_not_from_the_file(tmp_path):
-    from grader.runner import grade_part
+    from grader.grading.runner import grade_part
     cfg = load_config(write_config(tmp_path, sizes={"part1_naive": [5]}))
     folder = tmp_path / "sub"
     folder.mkdir()
@@ -409,7 +409,7 @@ def test_the_worker_takes_the_effective_settings_from_the_job_not_from_the_file(
     ("auto", True, False, "auto"), ("off", True, False, "off"), ("required", False, False, "required"),
     ("required", True, True, "auto"), ("off", True, True, "off")])
 def test_the_sandbox_policy_of_each_command(tmp_path, explicit, official, allow, expected):
-    from grader.runner import grading_sandbox
+    from grader.grading.runner import grading_sandbox
     extra = f"emulator:\n  sandbox: '{explicit}'\n" if explicit else ""  # quoted: YAML reads a bare off as false
     cfg = load_config(write_config(tmp_path, sizes={"part1_naive": [5]}, extra=extra))
     assert cfg.emulator.sandbox_explicit == (explicit is not None)
@@ -485,7 +485,7 @@ def _path_without_bubblewrap(tmp_path) -> str:
 
 
 def test_the_gradescope_autograder_requires_the_sandbox_unless_its_config_says_otherwise(tmp_path):
-    from grader.gradescope_bundle import build_bundle
+    from grader.packaging.gradescope_bundle import build_bundle
     from tests.test_gradescope_bundle import _run, _unpack
 
     path = _path_without_bubblewrap(tmp_path)

@@ -1,4 +1,4 @@
-"""The one table of failure kinds (grader/kinds.py): every kind any part of the grader can report is
+"""The one table of failure kinds (grader/core/kinds.py): every kind any part of the grader can report is
 in it, and everything else (case status, class report group, the docs' tables) is derived from it
 or checked against it here.
 
@@ -19,10 +19,10 @@ from typing import Iterable, Mapping
 import pytest
 
 from grader.backends.pycuda_backend import _FAULTS
-from grader.kinds import (CHECK_KINDS, CRASH_KINDS, FAULT_KINDS, KINDS, STRICT_ENV, WARNING_KINDS, Kind, UnknownKind,
+from grader.core.kinds import (CHECK_KINDS, CRASH_KINDS, FAULT_KINDS, KINDS, STRICT_ENV, WARNING_KINDS, Kind, UnknownKind,
                           cause_rank, group_of, verdict_of)
 from grader.render.class_report import FAILURE_KINDS, _case_kind
-from grader.results import CaseResult, CaseStatus, FailureKind
+from grader.core.results import CaseResult, CaseStatus, FailureKind
 
 ROOT = Path(__file__).resolve().parent.parent
 EMULATOR = ROOT / "grader" / "backends" / "emulator"
@@ -85,7 +85,7 @@ def test_the_runtime_reports_kinds_through_its_table_only():
 def test_every_kind_given_in_the_grader_code_has_a_row():
     given = _kinds_given_in_python()
     assert {"race", "out-of-bounds", "misaligned", "barrier-divergence"} <= set(given)  # sanitizer.py's parser
-    sanitizer = {k for k, files in given.items() if "grader/sanitizer.py" in files}
+    sanitizer = {k for k, files in given.items() if "grader/grading/sanitizer.py" in files}
     assert "race" in sanitizer and sanitizer <= CHECK_KINDS  # compute-sanitizer's reports become checkers' kinds
     assert {k: sorted(given[k]) for k in kinds_without_a_row(given)} == {}
 
@@ -195,7 +195,7 @@ def test_docs_results_lists_every_kind_with_its_status():
         for kind in re.findall(r"`([\w-]+)`", cells[0]):
             assert kind not in listed, f"docs/results.md lists {kind} twice"
             listed[kind] = status.group(1)
-    assert set(listed) == set(KINDS), "docs/results.md's kinds differ from grader/kinds.py's KINDS"
+    assert set(listed) == set(KINDS), "docs/results.md's kinds differ from grader/core/kinds.py's KINDS"
     assert {k: s for k, s in listed.items() if KINDS[k].verdict != s} == {}
 
 

@@ -14,10 +14,10 @@ import pytest
 
 from grader.backends import Selection
 from grader.backends.emulator import EmulatorBackend
-from grader.config import load_config
-from grader.errors import KernelError
-from grader.kernels import KernelSpec, Param
-from grader.runner import grade
+from grader.assignment.config import load_config
+from grader.core.errors import KernelError
+from grader.core.kernels import KernelSpec, Param
+from grader.grading.runner import grade
 from tests.conftest import BROKEN, SOLUTIONS
 from tests.test_emulator_checks import line_of
 from tests.test_integrity_checks import compile_part
@@ -100,7 +100,7 @@ def test_relaxed_atomics_order_nothing(checked, module):
 
 def test_an_unfenced_look_back_fails_and_the_reference_passes(tmp_path, backend):
     """The same verdict on a GPU: compute-sanitizer cannot see a missing fence (racecheck watches
-    shared memory only), so the GPU path adds the emulator's finding (grader.worker.unseen_by_sanitizer)."""
+    shared memory only), so the GPU path adds the emulator's finding (grader.grading.worker.unseen_by_sanitizer)."""
     path = tmp_path / "config.yaml"
     path.write_text("block_size: 64\nseed: 7\nparts:\n  part5_single_pass:\n    block_size: 64\n"
                     "    items_per_thread: 4\n    points_per_case: 1\n    dtypes: [int32]\n    sizes: [1000]\n")

@@ -1,6 +1,6 @@
 """Code points that do not print reach no report as themselves: noncharacters (U+10FFFF, U+FDD0,
 U+FFFE), format characters that hide text, private-use and unassigned code points are written as
-escapes by the one cleaner (grader/safe_text.py), in every report format of the table
+escapes by the one cleaner (grader/core/safe_text.py), in every report format of the table
 (grader/render/formats.py), the terminal's and the class report's included."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import shutil
 
 from grader.cli import main
 from grader.render.formats import FORMATS
-from grader.safe_text import printable
+from grader.core.safe_text import printable
 from tests.conftest import ROOT, write_config
 
 ATTACK = ROOT / "tests" / "attacks" / "compile_error_noncharacters.cu"
@@ -40,7 +40,7 @@ def test_the_cleaner_escapes_every_code_point_that_does_not_print_and_keeps_the_
 
 def test_noncharacters_in_compiler_output_reach_no_report_format(tmp_path, capsys):
     from grader.render.class_report import class_report
-    from grader.results import result_from_dict
+    from grader.core.results import result_from_dict
 
     folder = tmp_path / "sub"
     folder.mkdir()

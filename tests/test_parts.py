@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from grader.backends import Selection
-from grader.config import load_config
-from grader.runner import grade
+from grader.assignment.config import load_config
+from grader.grading.runner import grade
 from tests.conftest import BROKEN, SOLUTIONS, TEMPLATES, write_config
 from tests.test_grading import parts_of, submission
 

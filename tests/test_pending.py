@@ -12,11 +12,11 @@ import pytest
 
 from grader.backends import Selection
 from grader.classwork.gradebook import class_summary, gradebook_csv
-from grader.config import load_config
+from grader.assignment.config import load_config
 from grader.render.gradescope import gradescope
 from grader.render.markdown import markdown
 from grader.render.text import render_text
-from grader.runner import grade
+from grader.grading.runner import grade
 from tests.conftest import BROKEN, SOLUTIONS
 
 _CONFIG = """\

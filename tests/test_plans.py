@@ -1,4 +1,4 @@
-"""Launch plans (grader/plans.py): one per part, each launching only its contract's kernels with the
+"""Launch plans (grader/assignment/plans.py): one per part, each launching only its contract's kernels with the
 geometry the handout gives, on a backend that records launches instead of running them."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from grader.backends.base import Backend, DeviceArray, Module
-from grader.config import PartConfig
-from grader.errors import LaunchError
-from grader.parts import PARTS
-from grader.plans import GUARD, PLANS, POISON_BITS, Run, prepare, tiles
+from grader.assignment.config import PartConfig
+from grader.core.errors import LaunchError
+from grader.assignment.parts import PARTS
+from grader.assignment.plans import GUARD, PLANS, POISON_BITS, Run, prepare, tiles
 
 
 class HostArray(DeviceArray):

@@ -1,4 +1,4 @@
-"""The poison every output and guard word holds before a launch (grader.plans.POISON_BITS) is one
+"""The poison every output and guard word holds before a launch (grader.assignment.plans.POISON_BITS) is one
 that arithmetic changes: a stray ``out[i] += off`` past the end shows in the guard zone's bits for
 float32 as for int32, also above the checks' limit, where only the guard zones tell."""
 
@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from grader.backends import Selection
-from grader.config import load_config
-from grader.plans import POISON_BITS
-from grader.runner import grade
+from grader.assignment.config import load_config
+from grader.assignment.plans import POISON_BITS
+from grader.grading.runner import grade
 from tests.conftest import BROKEN, write_config
 
 #: Magnitudes a scan produces: from float32's smallest input step (2**-24) to 1e9.

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from grader.cli import main
-from grader.config import load_config
-from grader.prairielearn_bundle import (DEFAULT_TIMEOUT_S, ENTRYPOINT, STARTUP_S, build_prairielearn_bundle,
+from grader.assignment.config import load_config
+from grader.packaging.prairielearn_bundle import (DEFAULT_TIMEOUT_S, ENTRYPOINT, STARTUP_S, build_prairielearn_bundle,
                                          grading_options)
 from tests.conftest import BROKEN, ROOT, SOLUTIONS
 from tests.test_prairielearn import check_contract

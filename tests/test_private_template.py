@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from grader.cli import main
-from grader.config import load_config, load_private
-from grader.private_template import SEED_RANGE
+from grader.assignment.config import load_config, load_private
+from grader.assignment.private_template import SEED_RANGE
 from tests.conftest import ROOT, write_config
 
 

@@ -18,13 +18,13 @@ import pytest
 
 from grader.backends import Selection
 from grader.backends.emulator import EmulatorBackend
-from grader.config import ProfileConfig, load_config
-from grader.errors import ConfigError
-from grader.kernels import KernelSpec, Param
-from grader.parts import PartSpec, part_header
-from grader.profile import AccessSite, LaunchSteps, MemoryProfile, report_lines, score_profile
-from grader.results import result_from_dict
-from grader.runner import grade
+from grader.assignment.config import ProfileConfig, load_config
+from grader.core.errors import ConfigError
+from grader.core.kernels import KernelSpec, Param
+from grader.assignment.parts import PartSpec, part_header
+from grader.core.access_profile import AccessSite, LaunchSteps, MemoryProfile, report_lines, score_profile
+from grader.core.results import result_from_dict
+from grader.grading.runner import grade
 from tests.conftest import SOLUTIONS, write_config
 
 pytest_plugins = ["pytester"]
@@ -391,10 +391,10 @@ def test_the_reports_show_the_profile_and_json_keeps_it(graded_part3):
 
 
 def test_the_profile_is_taken_by_an_emulator_of_its_own_and_only_when_every_case_passed(tmp_path):
-    from grader.errors import BackendUnavailable
-    from grader.parts import PARTS
-    from grader.profile_phase import profile_after_hidden, profile_phase
-    from grader.results import CaseResult
+    from grader.core.errors import BackendUnavailable
+    from grader.assignment.parts import PARTS
+    from grader.grading.profiling import profile_after_hidden, profile_phase
+    from grader.core.results import CaseResult
 
     cfg = load_config(_shipped_part3_config(tmp_path))
     part = PARTS["part3_conflict_free"]
@@ -488,7 +488,7 @@ def test_a_part_that_hangs_in_its_profile_run_is_stopped_and_says_so(tmp_path):
 
 
 def test_student_code_cannot_call_the_profile_switch(emu, tmp_path):
-    from grader.errors import CompileError
+    from grader.core.errors import CompileError
 
     body = ('extern "C" void sg_profile_set(int, unsigned long long);\n'
             "__global__ void strided_shared(int* out, int k) { sg_profile_set(0, 0); out[threadIdx.x] = k; }\n")

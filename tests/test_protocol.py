@@ -1,4 +1,4 @@
-"""The worker protocol (grader/protocol.py): the job, the events, their one wire format."""
+"""The worker protocol (grader/grading/protocol.py): the job, the events, their one wire format."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ import sys
 
 import pytest
 
-from grader.config import load_config, load_private
-from grader.protocol import (EVENTS, CaseDone, CaseStart, Compiled, CompileFailed, CompilerNotes, Device, DeviceUpdate,
+from grader.assignment.config import load_config, load_private
+from grader.grading.protocol import (EVENTS, CaseDone, CaseStart, Compiled, CompileFailed, CompilerNotes, Device, DeviceUpdate,
                              Done, EventReader, EventWriter, GpuWait, HiddenStart, Job, LocatingFault, PerformanceScored,
                              Profiled, ProfileStart, ProtocolError, RooflineTaken, Timed, TimingStart, WorkerError, decode,
                              encode)
-from grader.results import CaseResult, Mismatch, Performance, Profile, Roofline, RooflineRow, Timing
+from grader.core.results import CaseResult, Mismatch, Performance, Profile, Roofline, RooflineRow, Timing
 from tests.conftest import ROOT, write_config
 
 CASE = CaseResult(name="n=33 int32", n=33, dtype="int32", seed=7, status="fail", points=0.0, max_points=1.0,
@@ -104,7 +104,7 @@ def test_a_job_without_a_required_field_or_not_an_object_is_refused(tmp_path):
 def test_the_worker_says_in_one_line_why_it_cannot_use_its_job(tmp_path):
     bad = tmp_path / "job.json"
     bad.write_text(json.dumps({"part": "part1_naive"}))
-    run = subprocess.run([sys.executable, "-m", "grader.worker", str(bad)], cwd=ROOT, capture_output=True,
+    run = subprocess.run([sys.executable, "-m", "grader.grading.worker", str(bad)], cwd=ROOT, capture_output=True,
                          text=True, timeout=60)
     assert run.returncode == 2
     assert run.stderr.strip() == f"scangrade worker: {bad}: field 'config' is missing"
@@ -181,8 +181,8 @@ def test_the_reader_takes_whole_lines_only_as_the_writer_appends(tmp_path):
 
 def test_the_runner_hands_each_typed_event_to_on_event_as_the_progress_bar_reads_it(tmp_path):
     from grader.cli import _Progress
-    from grader.parts import PARTS
-    from grader.runner import grade_part
+    from grader.assignment.parts import PARTS
+    from grader.grading.runner import grade_part
     from tests.conftest import BROKEN
 
     cfg = load_config(write_config(tmp_path, sizes={"part1_naive": [5]}))

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.config import load_config
-from grader.execute import case_list
+from grader.assignment.config import load_config
+from grader.grading.execute import case_list
 from tests.conftest import BROKEN, SOLUTIONS, write_config
 
 pytest_plugins = ["pytester"]

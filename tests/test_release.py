@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from grader.cli import main
-from grader.config import load_config
-from grader.errors import UsageError
-from grader.release import build_release, find_leaks
+from grader.assignment.config import load_config
+from grader.core.errors import UsageError
+from grader.packaging.release import build_release, find_leaks
 from tests.conftest import ROOT, SOLUTIONS, TEMPLATES, write_config
 from tests.test_makefile import bare_path, env_with, needs_make, run_make
 

@@ -1,6 +1,6 @@
 """The renderers (Gradescope, JUnit XML, Markdown) against their formats, on results built by hand.
 
-No grading runs: every result here is made from the dataclasses of :mod:`grader.results`, with one
+No grading runs: every result here is made from the dataclasses of :mod:`grader.core.results`, with one
 part per situation a renderer must handle (failures with a mismatch, a timed case, a performance
 score, a compile error, a timeout, a crash on a hidden case, a missing file, hidden cases).
 """
@@ -18,7 +18,7 @@ import pytest
 
 from grader.render import gradescope, junit_xml, markdown
 from grader.render.formats import FORMATS
-from grader.results import CaseResult, Mismatch, PartResult, Performance, SubmissionResult, Timing
+from grader.core.results import CaseResult, Mismatch, PartResult, Performance, SubmissionResult, Timing
 
 BASE_SEED = 20261122
 HIDDEN_SEED = 90917
@@ -237,7 +237,7 @@ def test_junit_places_a_compile_error_on_the_students_line(junit_root):
 
 
 def test_junit_places_a_case_by_its_first_finding_with_a_line_in_the_students_file():
-    from grader.results import CaseFinding
+    from grader.core.results import CaseFinding
     findings = (CaseFinding("race", "elsewhere", file="scan_common.cuh", line=3),
                 CaseFinding("out-of-bounds", "here", file="part1_naive.cu", line=42),
                 CaseFinding("mismatch", "wrong"))

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 import yaml
 
-from grader.config import load_config
-from grader.execute import RUNS_LIVE, case_runs, device_memory_bytes
-from grader.parts import DTYPES, PARTS
-from grader.plans import Run, plan_allocations, prepare
+from grader.assignment.config import load_config
+from grader.grading.execute import RUNS_LIVE, case_runs, device_memory_bytes
+from grader.assignment.parts import DTYPES, PARTS
+from grader.assignment.plans import Run, plan_allocations, prepare
 from grader.render.formats import FORMATS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -153,9 +153,9 @@ def test_a_worker_that_died_with_a_traceback_is_told_in_one_line() -> None:
     """A worker that exits with a Python traceback (a grader bug) gives the part its last line, not
     the traceback; one that could not get memory (numpy's import under a small ``ulimit -v``) says
     what to raise the limit to."""
-    from grader.runner import _worker_failure
+    from grader.grading.runner import _worker_failure
 
-    bug = ("Traceback (most recent call last):\n  File \"/x/grader/worker.py\", line 1, in <module>\n"
+    bug = ("Traceback (most recent call last):\n  File \"/x/grader/grading/worker.py\", line 1, in <module>\n"
            "    main()\nValueError: something the grader did not expect\n")
     why = _worker_failure(1, "the cases", bug)
     assert "\n" not in why and "ValueError: something the grader did not expect" in why and "File" not in why

@@ -1,4 +1,4 @@
-"""The results vocabulary (grader/results.py): StrEnum statuses, and the failure ``kind`` of each case,
+"""The results vocabulary (grader/core/results.py): StrEnum statuses, and the failure ``kind`` of each case,
 from the grader's checks through the worker protocol into JSON and the class report."""
 
 from __future__ import annotations
@@ -7,11 +7,11 @@ import json
 import shutil
 
 from grader.backends import Selection
-from grader.config import load_config
+from grader.assignment.config import load_config
 from grader.render.class_report import part_failures
-from grader.results import (CASE_STATUSES, PART_STATUSES, CaseResult, CaseStatus, FailureKind, PartStatus,
+from grader.core.results import (CASE_STATUSES, PART_STATUSES, CaseResult, CaseStatus, FailureKind, PartStatus,
                             result_from_dict)
-from grader.runner import grade
+from grader.grading.runner import grade
 from tests.conftest import BROKEN, write_config
 
 EMULATOR = Selection("emulator", "test")
@@ -64,7 +64,7 @@ def test_a_wrong_output_is_a_mismatch_and_a_missing_file_says_so(tmp_path):
 def test_the_class_report_groups_by_kind_not_by_message():
     case = CaseResult(name="n=5 int32", n=5, dtype="int32", seed=7, status="fail", points=0.0, max_points=1.0,
                       message="anything at all", kind="race")
-    from grader.results import PartResult
+    from grader.core.results import PartResult
     part = PartResult(key="part1_naive", number=1, title="naive", file="part1_naive.cu", status="fail", cases=(case,))
     assert [f.kind for f in part_failures("s", part)] == ["race"]
     ticket = CaseResult(**{**case.__dict__, "kind": "ticket"})
@@ -76,7 +76,7 @@ def test_the_class_report_groups_by_kind_not_by_message():
 
 def test_a_status_given_as_its_string_becomes_the_member_and_an_unknown_one_is_refused():
     import pytest
-    from grader.results import PartResult
+    from grader.core.results import PartResult
     case = CaseResult(name="n=1 int32", n=1, dtype="int32", seed=7, status="not-run", points=0.0, max_points=1.0)
     assert case.status is CaseStatus.NOT_RUN
     with pytest.raises(ValueError, match="case status 'passed' is not one of: pass, fail, error, timeout, crash, "
@@ -92,7 +92,7 @@ def test_the_renderers_never_import_the_grading_code():
     from tests.conftest import ROOT
     script = """
 import sys
-from grader.results import CaseResult, PartResult, SubmissionResult
+from grader.core.results import CaseResult, PartResult, SubmissionResult
 from grader.render import class_report, gradescope, junit_xml, markdown, render_text
 case = CaseResult(name="n=5 int32", n=5, dtype="int32", seed=7, status="fail", points=0.0, max_points=1.0,
                   message="the kernel failed (race): x", kind="race")
@@ -102,7 +102,7 @@ result = SubmissionResult(submission="s", backend="emulator", backend_reason="t"
 for render in (gradescope, junit_xml, markdown, render_text):
     render(result)
 assert "race" in class_report([("s", result)])
-print(sorted(m for m in sys.modules if m in ("grader.execute", "grader.runner", "grader.worker")))
+print(sorted(m for m in sys.modules if m in ("grader.grading.execute", "grader.grading.runner", "grader.grading.worker")))
 """
     run = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from grader.backends import Selection
-from grader.config import load_config
+from grader.assignment.config import load_config
 from grader.render.text import render_text
-from grader.runner import grade
+from grader.grading.runner import grade
 from tests.conftest import BROKEN, SOLUTIONS, write_config
 
 ATTACKS = Path(__file__).parent / "attacks"
@@ -24,7 +24,7 @@ TIMED = (1 << 20, 1 << 24)
 def _grade(tmp_path: Path, key: str, source: Path, sizes: list[int], timed: tuple[int, ...] = TIMED, extra: str = ""):
     """``source`` as ``key``'s file, graded on the emulator at ``sizes`` with ``timed`` sizes (the
     roofline's): its PartResult and the text report."""
-    from grader.parts import PARTS
+    from grader.assignment.parts import PARTS
     folder = tmp_path / f"{source.stem}-{key}"
     folder.mkdir()
     (folder / PARTS[key].filename).write_text(source.read_text())

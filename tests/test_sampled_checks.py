@@ -17,11 +17,11 @@ import pytest
 from grader.backends import Selection
 from grader.backends.emulator import EmulatorBackend
 from grader.backends.emulator.launch import SAMPLE_DRAWN, sampled_blocks
-from grader.config import load_config
-from grader.errors import KernelError
-from grader.execute import SAMPLED_BLOCK_CHECKS, SAMPLED_CHECKER
-from grader.parts import PARTS
-from grader.runner import grade
+from grader.assignment.config import load_config
+from grader.core.errors import KernelError
+from grader.grading.execute import SAMPLED_BLOCK_CHECKS, SAMPLED_CHECKER
+from grader.assignment.parts import PARTS
+from grader.grading.runner import grade
 from tests.conftest import BROKEN, ROOT, SOLUTIONS
 from tests.test_emulator_checks import build, line_of, out_n
 

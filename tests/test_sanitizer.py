@@ -1,5 +1,5 @@
 """compute-sanitizer's reports become findings of the emulator's kinds and message form
-(grader/sanitizer.py). The report texts below are compute-sanitizer 2025.3's, as printed on an
+(grader/grading/sanitizer.py). The report texts below are compute-sanitizer 2025.3's, as printed on an
 NVIDIA H100 80GB HBM3 (CUDA 13.0, driver 580) for kernels broken on purpose; the end-to-end test
 runs on a GPU only."""
 
@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from grader.sanitizer import Buffer, element_text, findings_by_case
+from grader.grading.sanitizer import Buffer, element_text, findings_by_case
 
 TOKEN = "0123abcd"
 
@@ -140,5 +140,5 @@ def test_element_text_attributes_an_address_to_the_nearest_buffer():
 def test_the_sanitizer_runs_where_the_gpu_path_needs_it():
     if not shutil.which("compute-sanitizer"):
         pytest.skip("compute-sanitizer is not installed here")
-    from grader.sanitizer import find_sanitizer, sanitizer_version
+    from grader.grading.sanitizer import find_sanitizer, sanitizer_version
     assert sanitizer_version(find_sanitizer()).startswith("Version")

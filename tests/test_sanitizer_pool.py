@@ -1,6 +1,6 @@
-"""The submission's pool of compute-sanitizer children (grader/sanitizer_pool.py) and the workers'
-use of it (grader.sanitizer.check_cases with ``pool``), on any machine: a stand-in for
-compute-sanitizer runs the pool child's real serving loop (``grader.sanitizer._serve``) with a
+"""The submission's pool of compute-sanitizer children (grader/grading/sanitizer_pool.py) and the workers'
+use of it (grader.grading.sanitizer.check_cases with ``pool``), on any machine: a stand-in for
+compute-sanitizer runs the pool child's real serving loop (``grader.grading.sanitizer._serve``) with a
 replay that needs no GPU and prints, per case, what compute-sanitizer prints for a race, or faults
 (the process ends, as when a kernel loses its context), or hangs. The real child runs on a GPU in
 tests/test_sanitizer.py and the GPU tests."""
@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from grader.sanitizer import check_cases
-from grader.sanitizer_pool import SanitizerPool
+from grader.grading.sanitizer import check_cases
+from grader.grading.sanitizer_pool import SanitizerPool
 
 CHILD = textwrap.dedent('''
     import os, sys, time
     from pathlib import Path
-    import grader.sanitizer
-    from grader.sanitizer import _MARK, _serve
+    import grader.grading.sanitizer
+    from grader.grading.sanitizer import _MARK, _serve
 
     class Replay:
         """Per case index, the file FAKE_PLAN says: race (a racecheck report), flood (three reports of
@@ -57,8 +57,8 @@ CHILD = textwrap.dedent('''
                     os._exit(0)
 
     if os.environ.get("FAKE_BUDGET"):
-        grader.sanitizer.PRINT_BUDGET = int(os.environ["FAKE_BUDGET"])
-    # argv: the tool's options, then PYTHON -m grader.sanitizer --serve FOLDER
+        grader.grading.sanitizer.PRINT_BUDGET = int(os.environ["FAKE_BUDGET"])
+    # argv: the tool's options, then PYTHON -m grader.grading.sanitizer --serve FOLDER
     _serve(Path(sys.argv[sys.argv.index("--serve") + 1]), replay=Replay())
 ''')
 
@@ -173,7 +173,7 @@ def test_closing_the_pool_stops_its_children_and_workers_then_start_their_own(fa
     pool.close()
     pool.close()
     assert pids and all(not Path(f"/proc/{pid}").exists() for pid in pids)
-    # a worker asking a closed pool starts a child of its own (the one-shot child of grader.sanitizer:
+    # a worker asking a closed pool starts a child of its own (the one-shot child of grader.grading.sanitizer:
     # here the stand-in cannot run it, so the tool reports nothing: the cases are unchecked, not lost)
     result = _check(exe, pool.folder, tmp_path, [0, 1])
     assert sorted(result) == [0, 1] and not any(r.complete for r in result.values())
@@ -193,7 +193,7 @@ def test_a_tool_whose_children_cannot_start_is_given_up(tmp_path):
 
 
 def test_a_waiting_timed_part_goes_first_and_a_dead_waiter_does_not_block(tmp_path):
-    from grader.sanitizer import _claim
+    from grader.grading.sanitizer import _claim
 
     pool = tmp_path / "pool"
     (pool / "racecheck-1").mkdir(parents=True)
@@ -225,7 +225,7 @@ def test_after_a_fault_a_pools_memcheck_checks_the_cases_left_one_each_in_more_c
     is asked for more memcheck children (grow-memcheck) and each case left goes to a child of its
     own, so several faults cost one child's start-up, not one each in turn. A case that does not
     fault is checked too, and its child serves the next case."""
-    from grader.sanitizer import FAULT_CHILDREN
+    from grader.grading.sanitizer import FAULT_CHILDREN
 
     exe, seen, plan = fake
     plan.write_text("0=fault,2=fault,3=race,5=fault")

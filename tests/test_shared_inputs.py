@@ -1,4 +1,4 @@
-"""The inputs a GPU batch draws once for the whole class (grader.execute.shared_input): the same
+"""The inputs a GPU batch draws once for the whole class (grader.grading.execute.shared_input): the same
 values as drawn alone, read back by the next worker, private to each worker once mapped, and drawn
 again where a file is cut short."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grader.config import load_config
-from grader.execute import INPUT_CACHE_ENV, INPUT_CACHE_MIN, make_input, reference_output, shared_input
-from grader.parts import PARTS, SOLUTIONS
+from grader.assignment.config import load_config
+from grader.grading.execute import INPUT_CACHE_ENV, INPUT_CACHE_MIN, make_input, reference_output, shared_input
+from grader.assignment.parts import PARTS, SOLUTIONS
 
 N = INPUT_CACHE_MIN + 5
 
@@ -60,7 +60,7 @@ def test_workers_asking_at_once_draw_an_input_once(cfg, tmp_path, monkeypatch):
     (each drawing and writing its own gigabyte was seconds of every worker's time)."""
     import threading
 
-    import grader.execute as execute
+    import grader.grading.execute as execute
 
     monkeypatch.setenv(INPUT_CACHE_ENV, str(tmp_path))
     drawn = []

@@ -16,11 +16,11 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from grader.backends import Selection
-from grader.config import load_config
+from grader.assignment.config import load_config
 from grader.render import gradescope, junit_xml, markdown, render_text
 from grader.render._patterns import size_pattern, split_sizes
-from grader.results import CaseResult, PartResult, SubmissionResult
-from grader.runner import grade
+from grader.core.results import CaseResult, PartResult, SubmissionResult
+from grader.grading.runner import grade
 from tests.conftest import BROKEN, ROOT
 
 PART4_SIZES = load_config(ROOT / "config.yaml").parts["part4_any_size"].sizes

@@ -19,13 +19,13 @@ import pytest
 from grader.backends import Selection
 from grader.classwork.batch import batch
 from grader.cli import main
-from grader.config import load_config, load_private
-from grader.errors import Interrupted, UsageError
+from grader.assignment.config import load_config, load_private
+from grader.core.errors import Interrupted, UsageError
 from grader.classwork.merge import IncompleteMerge, merge
 from grader.classwork.slurm import sbatch_scripts, slurm_backend, slurm_batch
 from grader.classwork.store import RESULT, config_fingerprint, parse_shard, shard_positions
 from grader.render.formats import STUDENT_FOLDER, batch_reports, report_files
-from grader.runner import grading_sandbox
+from grader.grading.runner import grading_sandbox
 from tests.conftest import BROKEN, SOLUTIONS, TEMPLATES, write_config
 
 EMULATOR = Selection("emulator", "test")

@@ -23,7 +23,7 @@ from types import SimpleNamespace
 import pytest
 
 from grader.render.formats import FORMATS
-from grader.results import CaseResult, Mismatch, PartResult, Performance, Profile, SubmissionResult, Timing
+from grader.core.results import CaseResult, Mismatch, PartResult, Performance, Profile, SubmissionResult, Timing
 
 STUDENT_FORMATS = [f.name for f in FORMATS.values() if f.student_facing]
 STAFF_FORMATS = [f.name for f in FORMATS.values() if not f.student_facing or f.staff_render]

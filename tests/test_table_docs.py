@@ -1,6 +1,6 @@
 """The docs and docstrings that list report formats, report files or parts agree with the tables
 they come from: :data:`grader.render.formats.FORMATS` (through :func:`report_files`) and
-:data:`grader.parts.PARTS`. A row added to a table fails here until the lists that restate it say so."""
+:data:`grader.assignment.parts.PARTS`. A row added to a table fails here until the lists that restate it say so."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from grader.classwork import store
 from grader.classwork.store import RESULT
-from grader.parts import PARTS
+from grader.assignment.parts import PARTS
 from grader.render.class_report import LINKED_REPORTS
 from grader.render.formats import FORMATS, STUDENT_FOLDER, report_files
 

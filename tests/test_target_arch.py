@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from grader.backends import Selection
-from grader.config import DEFAULT_TARGET_ARCH, TARGET_ARCHS, load_config
-from grader.errors import CompileError, ConfigError
-from grader.execute import case_list, run_case
-from grader.parts import PARTS, compile_part
-from grader.runner import grade
+from grader.assignment.config import DEFAULT_TARGET_ARCH, TARGET_ARCHS, load_config
+from grader.core.errors import CompileError, ConfigError
+from grader.grading.execute import case_list, run_case
+from grader.assignment.parts import PARTS, compile_part
+from grader.grading.runner import grade
 from tests.conftest import SOLUTIONS, write_config
 
 ATTACKS = Path(__file__).parent / "attacks"

@@ -9,9 +9,9 @@ import pytest
 
 from grader.backends import Selection
 from grader.cli import styled_report
-from grader.config import load_config
+from grader.assignment.config import load_config
 from grader.render.text import WIDTH, render_text
-from grader.runner import grade
+from grader.grading.runner import grade
 from tests.conftest import BROKEN, SOLUTIONS
 
 
@@ -67,7 +67,7 @@ def test_the_report_says_when_the_emulator_ran_without_its_sandbox(tmp_path):
 
 def test_the_header_names_each_part_launched_with_its_own_block_size(tmp_path):
     from grader.render.markdown import markdown
-    from grader.results import result_from_dict
+    from grader.core.results import result_from_dict
     (tmp_path / "config.yaml").write_text(
         "block_size: 128\nseed: 7\nparts:\n  part1_naive: {sizes: [5]}\n"
         "  part4_any_size: {block_size: 64, sizes: [5]}\n"

@@ -2,7 +2,7 @@
 random among the warm-up and timed ones, whose number varies, and a time below a device-to-device
 copy of the same bytes fails the timed case.
 
-Runs on the CPU: :func:`grader.execute.time_case` on the emulator, behind a stand-in "GPU" that runs
+Runs on the CPU: :func:`grader.grading.execute.time_case` on the emulator, behind a stand-in "GPU" that runs
 the timing loop as the PyCUDA backend does (before, launch, after) with times it is told."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from grader.backends.emulator import EmulatorBackend
-from grader import execute
-from grader.config import load_config
-from grader.execute import CHECKED_RUNS, _timed_schedule, time_case
-from grader.parts import PARTS, SOLUTIONS, compile_part
+from grader.grading import execute
+from grader.assignment.config import load_config
+from grader.grading.execute import CHECKED_RUNS, _timed_schedule, time_case
+from grader.assignment.parts import PARTS, SOLUTIONS, compile_part
 from tests.conftest import ROOT
 
 ATTACKS = Path(__file__).parent / "attacks"
@@ -141,7 +141,7 @@ def test_a_size_whose_run_would_take_too_long_for_no_points_is_not_timed(cfg, tm
     """At zero_at times the reference's or beyond (no points), a larger size whose run, projected in
     proportion to n, would take TOO_SLOW_MS or more is not timed (minutes of a GPU for no points), and
     the report says why."""
-    from grader.worker import TOO_SLOW_MS, _time_part
+    from grader.grading.worker import TOO_SLOW_MS, _time_part
 
     class Events:
         def __init__(self):

@@ -4,7 +4,7 @@ for every case on the CPU emulator and on a GPU.
 The corpus (``tests/verdicts/``) is one small kernel per failure kind, written as a student would,
 plus the reference solutions as the correct kernels; ``tests/verdicts/expected.yaml`` says what each
 must get (part status, the set of failure kinds, exactly which sizes fail) under
-``tests/verdicts/config.yaml``. Each file is graded through :func:`grader.runner.grade`, as every
+``tests/verdicts/config.yaml``. Each file is graded through :func:`grader.grading.runner.grade`, as every
 command grades, on the emulator (always) and through PyCUDA (marker ``gpu``; skipped with the
 reason where there is no GPU); on a GPU a third test grades each file on both backends in this one
 process and asserts that every case's status and kind agree. ``bench/verdicts.py`` prints the same
@@ -21,11 +21,11 @@ import pytest
 import yaml
 
 from grader.backends import Selection
-from grader.config import Config, load_config
-from grader.execute import case_list
-from grader.parts import PARTS
-from grader.results import CHECK_KINDS, CaseStatus, FailureKind, PartResult, PartStatus
-from grader.runner import grade
+from grader.assignment.config import Config, load_config
+from grader.grading.execute import case_list
+from grader.assignment.parts import PARTS
+from grader.core.results import CHECK_KINDS, CaseStatus, FailureKind, PartResult, PartStatus
+from grader.grading.runner import grade
 from tests.conftest import BACKENDS, ROOT, gpu_available
 
 CORPUS = ROOT / "tests" / "verdicts"

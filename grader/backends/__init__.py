@@ -20,7 +20,7 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
-from grader.errors import BackendUnavailable, UsageError
+from grader.core.errors import BackendUnavailable, UsageError
 
 if TYPE_CHECKING:
     from grader.backends.base import Backend
@@ -54,7 +54,7 @@ class BackendKind:
         times_kernels: times kernels (CUDA events): timed cases and performance points. A run on a
             backend without it leaves a part's performance points pending a GPU.
         has_sanitizer: its checks are NVIDIA compute-sanitizer's, run over the checked cases before
-            their deadlines start (:mod:`grader.sanitizer`), not checks the backend makes as it runs
+            their deadlines start (:mod:`grader.grading.sanitizer`), not checks the backend makes as it runs
             each case (the emulator's checked mode, which makes each checked case slower).
         counts_profile: it is the CPU emulator that counts the memory-access profile: the cases'
             executors make way for the profile's. Without it the profile needs an emulator beside
@@ -64,7 +64,7 @@ class BackendKind:
             parts are graded at once where cores are to spare, and what runs the student's code is
             nvcc's compile sandbox rather than the emulator's.
         case_floor_s: seconds every case may take on an idle machine before its measured share
-            (:func:`grader.deadlines.case_budget_s`).
+            (:func:`grader.grading.deadlines.case_budget_s`).
     """
 
     name: str
@@ -85,7 +85,7 @@ class BackendKind:
             checks: the emulator's race, bounds and barrier checks (a GPU backend ignores it).
             sandbox: the OS sandbox policy (``emulator.sandbox``) of the emulator and of nvcc.
             device_memory: the device memory, in bytes, the cases need at once
-                (:func:`grader.execute.device_memory_bytes`): what the emulator reserves, in the
+                (:func:`grader.grading.execute.device_memory_bytes`): what the emulator reserves, in the
                 worker's own address space (0: its default; a GPU backend ignores it).
             target_arch: the GPU the course targets (the config's ``target_arch``): the emulator
                 compiles for it; a GPU backend compiles for the GPU it runs on. None: the default.
@@ -104,6 +104,11 @@ BACKENDS: dict[str, BackendKind] = {k.name: k for k in (
     BackendKind("emulator", "grader.backends.emulator", None, times_kernels=False, has_sanitizer=False,
                 counts_profile=True, uses_gpus=False, case_floor_s=5.0),
 )}
+#: The values of ``target_arch``: a GPU's compute capability times ten (``90``: sm_90, an H100),
+#: Volta (70) or later: the emulator models independent thread scheduling, as those do.
+TARGET_ARCHS = (70, 72, 75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121)
+#: The course's GPU where the config names none: an NVIDIA H100 (sm_90).
+DEFAULT_TARGET_ARCH = 90
 #: The values of ``--backend`` and of the config's ``backend`` key.
 CHOICES = ("auto", *BACKENDS)
 #: The backend that runs wherever the grader does (auto's last resort).

@@ -17,8 +17,8 @@ from typing import Callable, ClassVar, Sequence, Union
 
 import numpy as np
 
-from grader.errors import LaunchError
-from grader.kernels import KernelSpec
+from grader.core.errors import LaunchError
+from grader.core.kernels import KernelSpec
 
 #: A launch dimension as CUDA takes it: an int or a tuple of up to three ints.
 DimLike = Union[int, Sequence[int]]
@@ -118,12 +118,12 @@ def validate_launch(*, kernel: str, grid: DimLike, block: DimLike, shared_bytes:
 @dataclass(frozen=True)
 class Finding:
     """One diagnosis of a checker: the emulator's checks (or its barrier divergence / deadlock
-    detection), or NVIDIA compute-sanitizer on a GPU (:mod:`grader.sanitizer`), in the same kinds
+    detection), or NVIDIA compute-sanitizer on a GPU (:mod:`grader.grading.sanitizer`), in the same kinds
     and message form.
 
     Attributes:
-        kind: a row of :data:`grader.kinds.KINDS`: a checker's kind (:data:`grader.kinds.CHECK_KINDS`)
-            or a warning's (:data:`grader.kinds.WARNING_KINDS`), or ``undefined-shift`` (the
+        kind: a row of :data:`grader.core.kinds.KINDS`: a checker's kind (:data:`grader.core.kinds.CHECK_KINDS`)
+            or a warning's (:data:`grader.core.kinds.WARNING_KINDS`), or ``undefined-shift`` (the
             emulator's shift check); ``tests/test_kinds.py`` checks every kind given.
         message: one line for a student: what, where (file:line), which block and thread.
         file, line: where it happened (the access, the barrier, the polling loop); ``None`` if unknown.
@@ -275,7 +275,7 @@ class Backend(abc.ABC):
                 kernel failed on the GPU while timed: ...").
             after: called as ``after(job, run)`` (indices into ``jobs`` and into the warm-up runs
                 then the timed ones) once each job's run has ended, outside its timed window: what
-                checks the output of a run (:func:`grader.execute.time_case`); an exception it raises
+                checks the output of a run (:func:`grader.grading.execute.time_case`); an exception it raises
                 ends the timing and is raised again.
 
         Returns:
@@ -290,7 +290,7 @@ class Backend(abc.ABC):
 
     def gpu_shared(self):
         """A context manager around untimed device work that must not overlap another process's
-        timed window (:mod:`grader.gpu_lock`); nothing on a backend that does not time."""
+        timed window (:mod:`grader.host.gpu_lock`); nothing on a backend that does not time."""
         import contextlib
         return contextlib.nullcontext()
 

@@ -26,8 +26,8 @@ from typing import Hashable, Sequence, Union
 import numpy as np
 
 from grader.backends.base import Backend, DeviceArray, Dim3, Module
-from grader.errors import BackendUnavailable, CompileError, KernelError, LaunchError
-from grader.kernels import KernelSpec
+from grader.core.errors import BackendUnavailable, CompileError, KernelError, LaunchError
+from grader.core.kernels import KernelSpec
 
 
 def compile_cubin(source: str, *, filename: str, workdir: Path, arch: str, toolchain, nvcc: str | None = None,
@@ -165,7 +165,7 @@ class PyCudaModule(Module):
     """A loaded cubin and the contract kernels found in it.
 
     Attributes:
-        cubin: the module's bytes (compute-sanitizer's replay loads them again, :mod:`grader.sanitizer`).
+        cubin: the module's bytes (compute-sanitizer's replay loads them again, :mod:`grader.grading.sanitizer`).
     """
 
     def __init__(self, module, functions: dict, specs: dict[str, KernelSpec], cubin: bytes = b"") -> None:
@@ -205,15 +205,15 @@ class PyCudaBackend(Backend):
             self._context = self._device.make_context()
         except cuda.Error as exc:
             raise BackendUnavailable(f"cannot create a CUDA context on device {device}: {exc}") from None
-        from grader.gpu_lock import gpu_lock_for
+        from grader.host.gpu_lock import gpu_lock_for
         self.gpu_lock = gpu_lock_for(self._device.pci_bus_id())
 
-    #: The GPU's readers-writer lock (:mod:`grader.gpu_lock`): timed windows take it exclusive.
+    #: The GPU's readers-writer lock (:mod:`grader.host.gpu_lock`): timed windows take it exclusive.
     gpu_lock = None
 
     def gpu_shared(self):
         """A context in which untimed GPU work (a case, a sanitizer run) shares the GPU with other
-        workers' but never overlaps a timed window (:mod:`grader.gpu_lock`)."""
+        workers' but never overlaps a timed window (:mod:`grader.host.gpu_lock`)."""
         import contextlib
         return self.gpu_lock.shared() if self.gpu_lock is not None else contextlib.nullcontext()
 
@@ -286,7 +286,7 @@ class PyCudaBackend(Backend):
     def time_interleaved_ms(self, jobs, *, warmup: int, runs: int, flush_bytes: int,
                             after=None) -> list[list[float]]:
         """See :meth:`Backend.time_interleaved_ms`; the GPU is this process's alone meanwhile
-        (:mod:`grader.gpu_lock`, exclusive)."""
+        (:mod:`grader.host.gpu_lock`, exclusive)."""
         import contextlib
         with self.gpu_lock.exclusive() if self.gpu_lock is not None else contextlib.nullcontext():
             return self._time_interleaved_ms(jobs, warmup=warmup, runs=runs, flush_bytes=flush_bytes, after=after)
@@ -363,7 +363,7 @@ class PyCudaBackend(Backend):
             raise self._fault(kernel, exc) from None
 
     def _fault(self, kernel: str, exc: Exception) -> KernelError:
-        """A CUDA error of a launch as a KernelError of the kinds in :data:`grader.kinds.KINDS`, in
+        """A CUDA error of a launch as a KernelError of the kinds in :data:`grader.core.kinds.KINDS`, in
         plain words; a fault that loses the context sets :attr:`broken`."""
         text = str(exc)
         low = text.lower()
@@ -372,7 +372,7 @@ class PyCudaBackend(Backend):
                 break
         else:
             kind, words = "cuda-error", f"the CUDA driver reported an error ({text})"
-        from grader.kinds import FAULT_KINDS
+        from grader.core.kinds import FAULT_KINDS
         if kind in FAULT_KINDS or kind in ("timeout", "cuda-error"):
             self.broken = True  # an error the driver does not explain may have lost the context too
         return KernelError(f"{kernel} stopped on the GPU: {words}", kind=kind)
@@ -438,7 +438,7 @@ class PyCudaBackend(Backend):
                                        else f"rlimits only ({self._toolchain.sandbox.why_not})")}
 
     def _peak_attributes(self) -> dict[str, str]:
-        """The attributes the GPU's peaks come from (:data:`grader.analysis.PEAK_KEYS`), as strings:
+        """The attributes the GPU's peaks come from (:data:`grader.grading.analysis.PEAK_KEYS`), as strings:
         SMs, SM clock and memory clock (MHz; the driver gives kHz) and the memory bus width (bits);
         empty where the driver does not report one (CUDA 13 keeps them as driver attributes)."""
         attr = self._cuda.device_attribute
@@ -463,7 +463,7 @@ def create(*, workers: int = 0, checks: bool = False, sandbox: str = "auto", dev
            target_arch: int | None = None) -> PyCudaBackend:
     """The GPU backend as :meth:`grader.backends.BackendKind.create` makes it (``workers``,
     ``checks``, ``device_memory`` and ``target_arch`` are the emulator's: the GPU's checks are
-    compute-sanitizer's, :mod:`grader.sanitizer`, and it compiles for the GPU it runs on)."""
+    compute-sanitizer's, :mod:`grader.grading.sanitizer`, and it compiles for the GPU it runs on)."""
     return PyCudaBackend(sandbox=sandbox)
 
 
@@ -520,7 +520,7 @@ def compile_ahead(builds: Sequence[tuple[Hashable, str, str]], *, sandbox: str =
 
     from grader.backends.emulator.build import Toolchain
     from grader.backends.emulator.sandbox import Sandbox
-    from grader.lifetime import daemon_futures
+    from grader.host.lifetime import daemon_futures
 
     made: list = []  # [arch, toolchain], made once by the first build
     lock = threading.Lock()

@@ -36,12 +36,12 @@ from grader.classwork.gradebook import Person, class_summary, gradebook_csv
 from grader.classwork.store import (MANIFEST, RESULT, check_out_folder, grading_record, load_trusted, shard_positions,
                                     student_folders, write_atomic, write_manifest, write_reports)
 from grader.classwork.submissions import Submission, find_submissions, require_submissions, submission_sha256
-from grader.config import Config
-from grader.errors import GradingStopped, Interrupted, UsageError
-from grader.execute import INPUT_CACHE_ENV
-from grader.parts import PARTS
-from grader.results import PartStatus, SubmissionResult
-from grader.runner import grade, ungraded_part
+from grader.assignment.config import Config
+from grader.core.errors import GradingStopped, Interrupted, UsageError
+from grader.grading.execute import INPUT_CACHE_ENV
+from grader.assignment.parts import PARTS
+from grader.core.results import PartStatus, SubmissionResult
+from grader.grading.runner import grade, ungraded_part
 
 #: ``result -> {path: text}``: a student's reports besides ``result.json``, paths relative to the
 #: student's folder (``report.txt``, ``student/report.txt``...; bytes for a plot's PNG).
@@ -50,7 +50,7 @@ StudentReports = Callable[[SubmissionResult], Mapping[str, str | bytes]]
 
 def _not_graded(sub: Submission, *, cfg: Config, selection: Selection, why: str) -> SubmissionResult:
     """The result of a submission that was not graded: every part an error saying why, worth the
-    same points possible as a graded part (:func:`grader.runner.ungraded_part`)."""
+    same points possible as a graded part (:func:`grader.grading.runner.ungraded_part`)."""
     parts = [ungraded_part(cfg, key, status=PartStatus.ERROR, message=why) for key in PARTS if key in cfg.parts]
     return SubmissionResult(submission=sub.id, backend=selection.name, backend_reason=selection.reason, device={},
                             config=cfg.path, seed=cfg.seed, block_size=cfg.block_size, parts=tuple(parts),
@@ -108,12 +108,12 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
             private config (their fingerprint), backend and checks
             (:func:`grader.classwork.store.load_trusted`); any other is graded again, and said
             (``on_note``, and a line of ``summary.txt``).
-        checks: the emulator's checks (see :func:`grader.runner.grade`); on by default.
+        checks: the emulator's checks (see :func:`grader.grading.runner.grade`); on by default.
         jobs: submissions graded at once (1 or more); None means, on the pycuda backend, one per CPU
             core (at least one per visible GPU, at most :data:`GPU_JOBS_PER_GPU` per GPU; each pinned
             to a GPU with ``CUDA_VISIBLE_DEVICES``, round robin), so that the emulator's checks,
             compiles and host work of some overlap another's timed runs, which still have the GPU
-            alone (:mod:`grader.gpu_lock`); one per CPU core on the emulator. The emulator's threads
+            alone (:mod:`grader.host.gpu_lock`); one per CPU core on the emulator. The emulator's threads
             (``emulator.workers`` where the config leaves it 0) are the cores shared among the jobs.
             Each submission's parts are then graded one at a time.
         on_done: called as ``(id, result, was_resumed)`` after each submission.
@@ -157,7 +157,7 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
     if jobs > 1 and not cfg.emulator.workers:  # the jobs share the cores: the emulator's threads too
         cfg = cfg.override(emulator={"workers": max(1, (os.cpu_count() or 1) // jobs)})
     # On a GPU, the large inputs every submission is graded on, drawn once for the class (no student
-    # code runs on the host there: grader.execute.shared_input); removed when the batch ends.
+    # code runs on the host there: grader.grading.execute.shared_input); removed when the batch ends.
     inputs = Path(tempfile.mkdtemp(prefix="scangrade-inputs-")) if selection.kind.uses_gpus else None
     slots = list(range(jobs))
     slot_lock = threading.Lock()

@@ -13,7 +13,7 @@ import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from grader.results import SubmissionResult
+from grader.core.results import SubmissionResult
 
 
 #: What a spreadsheet takes for the start of a formula in a cell (OWASP, "CSV Injection").
@@ -52,7 +52,7 @@ def gradebook_csv(rows: list[tuple[str, SubmissionResult]], part_keys: list[str]
     Gradescope's export names the submitter; the folder is the submission's entry in the class
     folder), empty where not known. ``pending`` is the performance points that wait for a run on
     a GPU (an emulator run of parts that passed;
-    :attr:`~grader.results.SubmissionResult.pending_points`): in ``max``, never in ``total``, so
+    :attr:`~grader.core.results.SubmissionResult.pending_points`): in ``max``, never in ``total``, so
     ``max - pending`` is what the row could earn here. ``note``: ``notes[id]``, e.g. an id collision
     (:attr:`grader.classwork.submissions.Submission.collision`), else empty."""
     notes, people = notes or {}, people or {}

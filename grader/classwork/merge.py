@@ -19,8 +19,8 @@ from pathlib import Path
 
 from grader.classwork.gradebook import Person, class_summary, gradebook_csv
 from grader.classwork.store import MANIFEST, load_intact, read_manifest, write_atomic
-from grader.errors import UsageError
-from grader.results import SubmissionResult
+from grader.core.errors import UsageError
+from grader.core.results import SubmissionResult
 
 
 class IncompleteMerge(UsageError):

@@ -32,7 +32,7 @@ from grader import __version__
 from grader.classwork.store import check_out_folder
 from grader.classwork.submissions import count_submissions
 from grader.backends import BACKENDS, CHOICES, ENV_VAR
-from grader.errors import UsageError
+from grader.core.errors import UsageError
 
 #: sbatch options that say where and on whose account a job runs: the merge job gets these too.
 _PLACEMENT_OPTIONS = ("--partition", "-p", "--account", "-A", "--qos", "-q", "--reservation", "--clusters",

@@ -44,9 +44,9 @@ from urllib.parse import quote
 
 from grader import __version__
 from grader.classwork.gradebook import Person
-from grader.config import Config
-from grader.errors import UsageError
-from grader.results import SubmissionResult, result_from_dict
+from grader.assignment.config import Config
+from grader.core.errors import UsageError
+from grader.core.results import SubmissionResult, result_from_dict
 
 #: The manifest's name in every batch output folder, and its schema.
 MANIFEST = "batch.json"

@@ -1,10 +1,10 @@
 """A class's submissions: the entries of a class folder, each a :class:`Submission` with a safe,
 unique, stable id (:func:`submission_ids`; Gradescope's export metadata names them), read by
-:func:`grader.intake.snapshot`.
+:func:`grader.grading.intake.snapshot`.
 
 Users: ``scangrade batch`` (:func:`find_submissions`), its Slurm and command-line checks
 (:func:`require_submissions`, :func:`count_submissions`). What one submission holds, and every
-check on it, is :mod:`grader.intake`'s.
+check on it, is :mod:`grader.grading.intake`'s.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StrictInt, Stri
 
 from grader.classwork.gradebook import Person
 from grader.classwork.store import RESERVED
-from grader.errors import UsageError
-from grader.intake import Intake, show, snapshot
-from grader.parts import PARTS
-from grader.safe_text import one_line
+from grader.core.errors import UsageError
+from grader.grading.intake import Intake, show, snapshot
+from grader.assignment.parts import PARTS
+from grader.core.safe_text import one_line
 
 _LOOKED_FOR = ("one folder or .zip per submission (hidden entries skipped), or Gradescope's export "
                "(submission folders beside submission_metadata.yml)")
@@ -30,7 +30,7 @@ _LOOKED_FOR = ("one folder or .zip per submission (hidden entries skipped), or G
 
 @dataclass(frozen=True)
 class Submission(Intake):
-    """One entry of a batch: its :class:`~grader.intake.Intake` (the grader's copy of its part files,
+    """One entry of a batch: its :class:`~grader.grading.intake.Intake` (the grader's copy of its part files,
     the notes on those not graded, why the whole submission is refused if it is, and ``sources``: where
     each file was, ``alice/src/part1_naive.cu``, ``bob.zip:part1_naive.cu``), and its id.
 

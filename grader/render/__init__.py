@@ -1,4 +1,4 @@
-"""Renderers of a :class:`~grader.results.SubmissionResult` for Gradescope, CI and people.
+"""Renderers of a :class:`~grader.core.results.SubmissionResult` for Gradescope, CI and people.
 
 Pure functions of the result: nothing here reads or writes files.
 

@@ -21,9 +21,9 @@ import dataclasses
 import datetime as _dt
 import re
 
-from grader.results import (CaseResult, CaseStatus, PartResult, PartStatus, Performance, Profile, SubmissionResult,
+from grader.core.results import (CaseResult, CaseStatus, PartResult, PartStatus, Performance, Profile, SubmissionResult,
                             Timing)
-from grader.safe_text import printable  # noqa: F401  (the renderers' cleaner, re-exported)
+from grader.core.safe_text import printable  # noqa: F401  (the renderers' cleaner, re-exported)
 
 #: Part statuses for which a part is shown as one failing entry when none of its cases ran.
 WHOLE_PART_FAILURES = ("compile-error", "missing", "timeout", "crash", "error")
@@ -54,7 +54,7 @@ def part_label(part: PartResult) -> str:
 
     Falls back to the part's key for a part this version of the grader does not define.
     """
-    from grader.parts import PARTS  # late: keeps importing the renderers cheap for callers
+    from grader.assignment.parts import PARTS  # late: keeps importing the renderers cheap for callers
 
     spec = PARTS.get(part.key)
     return " + ".join(k.name for k in spec.kernels) if spec else part.key
@@ -151,7 +151,7 @@ def largest_timed_case(part: PartResult) -> CaseResult | None:
 
 def pending_performance(result: SubmissionResult, part: PartResult) -> bool:
     """Whether the part's performance points wait for a run on a GPU rather than being lost
-    (:meth:`grader.results.SubmissionResult.performance_pending`)."""
+    (:meth:`grader.core.results.SubmissionResult.performance_pending`)."""
     return result.performance_pending(part)
 
 
@@ -193,7 +193,7 @@ def _num(x: float | None, fmt: str) -> str:
     return "-" if x is None else format(x, fmt)
 
 
-#: The analysis table's columns (:class:`grader.results.AnalysisRow`): header, cell. Said once: the
+#: The analysis table's columns (:class:`grader.core.results.AnalysisRow`): header, cell. Said once: the
 #: text, Markdown and the other formats' tables all read it (:func:`analysis_table`).
 ANALYSIS_COLUMNS = (
     ("n", lambda r: f"{r.n:,}"),
@@ -211,7 +211,7 @@ ANALYSIS_COLUMNS = (
 
 
 def analysis_table(analysis) -> tuple[list[str], list[list[str]]]:
-    """The analysis table of a part's :class:`grader.results.Analysis`: ``(headers, rows of cells)``."""
+    """The analysis table of a part's :class:`grader.core.results.Analysis`: ``(headers, rows of cells)``."""
     return [h for h, _ in ANALYSIS_COLUMNS], [[cell(r) for _, cell in ANALYSIS_COLUMNS] for r in analysis.rows]
 
 
@@ -237,7 +237,7 @@ def analysis_lines(analysis) -> list[str]:
 
 
 def roofline_lines(roofline) -> list[str]:
-    """A part's emulator roofline (:class:`grader.results.Roofline`) as plain text (no indent): what
+    """A part's emulator roofline (:class:`grader.core.results.Roofline`) as plain text (no indent): what
     was counted, then the bound at each timed size beside the reference's; [] for None."""
     if roofline is None:
         return []

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from grader.render._common import (CASE_STATUS_WORDS, is_hidden, is_timed_case, public_case_name,
                                    public_part_message, stopped_case, timing_text, visible_case_details)
 from grader.render._patterns import size_pattern
-from grader.results import CaseResult, FailureKind, PartResult
+from grader.core.results import CaseResult, FailureKind, PartResult
 
 #: The label of a part's group of hidden cases (its test is ``Part N · KERNELS · hidden cases``).
 HIDDEN_GROUP = "hidden cases"

@@ -1,6 +1,6 @@
 """Which sizes of a part give wrong values: the part's pattern against powers of two and its tile.
 
-One case's message says where its first wrong element sits (:func:`grader.execute.diagnose`); a
+One case's message says where its first wrong element sits (:func:`grader.grading.execute.diagnose`); a
 part's cases together say which sizes fail. :func:`size_pattern` reads the sizes whose cases all
 passed and the sizes with a wrong-values case (kind ``mismatch``), and names the first rule of
 :data:`RULES` that tells the two apart exactly, each way: a rule fires only where every failing size
@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple
 
-from grader.parts import PARTS, tile_levels
+from grader.assignment.parts import PARTS, tile_levels
 from grader.render._common import is_timed_case, ran
-from grader.results import FailureKind, PartResult
+from grader.core.results import FailureKind, PartResult
 
 #: Sizes of each kind (passing, failing with wrong values) a pattern needs: fewer tell no rule.
 MIN_SIZES = 2
@@ -32,7 +32,7 @@ class Rule(NamedTuple):
         says: ``says(failing, passing, tile)``: the sentence for a part whose sizes split so
             (sorted lists of n).
         tiled: whether it needs the part's tile (Parts 4 and 5); hierarchical: whether it needs
-            Part 4's levels of tile sums (:func:`grader.parts.tile_levels`).
+            Part 4's levels of tile sums (:func:`grader.assignment.parts.tile_levels`).
     """
 
     fails: Callable[[int, int | None], bool]

@@ -50,10 +50,10 @@ from markupsafe import Markup
 
 from grader import __version__
 from grader.render._common import PART_STATUS_WORDS, is_timed_case, points, printable, stopped_case
-from grader.kinds import GROUPS, group_of
-from grader.parts import CHALLENGE_PART
+from grader.core.kinds import GROUPS, group_of
+from grader.assignment.parts import CHALLENGE_PART
 from grader.render.formats import FORMATS, STUDENT_FOLDER
-from grader.results import CaseResult, PartResult, SubmissionResult, Timing
+from grader.core.results import CaseResult, PartResult, SubmissionResult, Timing
 
 if TYPE_CHECKING:  # the loaded folder's type only: rendering reads no file
     from grader.classwork.store import BatchFolder
@@ -67,7 +67,7 @@ LINKED_REPORTS = tuple(FORMATS[name].file for name in ("markdown", "text"))
 PLOTS_HINT = "pip install scangrade[report]"
 
 #: Failure groups, in the order they are listed on a tie, with what each means: derived from the
-#: one table of kinds (:data:`grader.kinds.KINDS`; ``mismatch`` and ``ticket`` are ``wrong-result``).
+#: one table of kinds (:data:`grader.core.kinds.KINDS`; ``mismatch`` and ``ticket`` are ``wrong-result``).
 FAILURE_KINDS = GROUPS
 
 _COMPILER_ERROR = re.compile(r"\berror\b", re.IGNORECASE)
@@ -318,7 +318,7 @@ def _scores(rows, parts: Mapping[str, tuple[int, str]], plots: bool) -> dict:
     """Per part and for the total: the stats table's rows and (with ``plots``) the histograms. Each
     row's ``pending`` (:func:`_pending`) is the share of its "of" that waits for a GPU run: the
     performance points of results from a backend that cannot time kernels
-    (:meth:`grader.results.SubmissionResult.performance_pending`), neither earned nor lost."""
+    (:meth:`grader.core.results.SubmissionResult.performance_pending`), neither earned nor lost."""
     table, series = [], []  # series: plot label, points, of, passed, pending
     for key, (number, title) in parts.items():
         got = [(r, p) for _, r in rows for p in r.parts if p.key == key]

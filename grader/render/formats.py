@@ -23,10 +23,10 @@ from grader.render.markdown import markdown
 from grader.render.prairielearn import dumps as prairielearn_dumps
 from grader.render.prairielearn import prairielearn
 from grader.render.text import render_text
-from grader.results import SubmissionResult
+from grader.core.results import SubmissionResult
 
 if TYPE_CHECKING:
-    from grader.config import Config
+    from grader.assignment.config import Config
 
 __all__ = ["FORMATS", "ReportFormat", "STUDENT_FOLDER", "batch_reports", "report_files", "student_reports"]
 
@@ -38,7 +38,7 @@ STUDENT_FOLDER = "student"
 
 @dataclass(frozen=True)
 class ReportFormat:
-    """One report of a :class:`~grader.results.SubmissionResult`.
+    """One report of a :class:`~grader.core.results.SubmissionResult`.
 
     Attributes:
         name: the format's name; its option, where it has one, is ``--NAME FILE``.

@@ -1,4 +1,4 @@
-"""Gradescope's ``results.json`` from a :class:`~grader.results.SubmissionResult`.
+"""Gradescope's ``results.json`` from a :class:`~grader.core.results.SubmissionResult`.
 
 Fields follow Gradescope's autograder specification
 (https://gradescope-autograders.readthedocs.io/en/latest/specs/): top level ``score``,
@@ -19,8 +19,8 @@ from grader.render._common import (PART_STATUS_WORDS, analysis_report, device_te
                                    whole_part_failure)
 from grader.render._groups import (CaseGroup, case_groups, group_counts, group_description, group_output,
                                    timed_run_lines)
-from grader.parts import CHALLENGE_PART
-from grader.results import PartResult, SubmissionResult
+from grader.assignment.parts import CHALLENGE_PART
+from grader.core.results import PartResult, SubmissionResult
 
 #: The visibility values Gradescope documents, for the top level, ``stdout_visibility`` and each test.
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
@@ -73,7 +73,7 @@ def _part_tests(part: PartResult, hidden_case_visibility: str | None, *, pending
                            "\n".join([perf.message, *timed_run_lines(part)])))
     prof = part.profile
     if prof is not None and prof.max_points:
-        from grader.profile import report_lines
+        from grader.core.access_profile import report_lines
         tests.append(_test(part, len(tests) + 1, "bank conflicts", prof.points, prof.max_points,
                            prof.points >= prof.max_points, "\n".join(report_lines(prof))))
     analysis = analysis_report(part)
@@ -167,7 +167,7 @@ def gradescope(result: SubmissionResult, *, leaderboard_part: str | None = CHALL
     Args:
         result: the graded submission.
         leaderboard_part: the part key whose largest timed run's median time (ms, lower is
-            better; default: the challenge part, :data:`grader.parts.CHALLENGE_PART`) becomes the ``leaderboard`` entry ``"Part N time (ms)"``; no leaderboard when
+            better; default: the challenge part, :data:`grader.assignment.parts.CHALLENGE_PART`) becomes the ``leaderboard`` entry ``"Part N time (ms)"``; no leaderboard when
             None, when the part is absent, has no timed runs, or any of them failed.
         visibility: top-level visibility of the tests (one of :data:`VISIBILITIES`).
         stdout_visibility: who sees the autograder's stdout (default ``hidden``: the terminal

@@ -1,4 +1,4 @@
-"""JUnit XML from a :class:`~grader.results.SubmissionResult`, for course CI (Jenkins, GitLab, GitHub).
+"""JUnit XML from a :class:`~grader.core.results.SubmissionResult`, for course CI (Jenkins, GitLab, GitHub).
 
 The layout is the common one those tools read (Jenkins' ``junit-10.xsd``): one ``<testsuites>``,
 a ``<testsuite>`` per part with ``<properties>``, a ``<testcase>`` per case with at most one of
@@ -15,7 +15,7 @@ from pathlib import PurePath
 from grader.render._common import (analysis_report, points, printable, stopped_case, timing_text, utc_timestamp,
                                    visible_case_details, whole_part_failure)
 from grader.render._patterns import size_pattern
-from grader.results import CaseResult, PartResult, SubmissionResult
+from grader.core.results import CaseResult, PartResult, SubmissionResult
 
 #: Case status -> the JUnit child element marking it (None: the testcase passed).
 CASE_ELEMENT = {"pass": None, "fail": "failure", "error": "error", "timeout": "error", "crash": "error",
@@ -189,7 +189,7 @@ def junit_xml(result: SubmissionResult) -> str:
 def _profile_case(suite, part: PartResult) -> None:
     """``<testcase name="bank conflicts">`` for a part whose profile earns points: skipped when not
     profiled, a failure below full points; the report lines as system-out."""
-    from grader.profile import report_lines
+    from grader.core.access_profile import report_lines
     prof = part.profile
     if prof is None or not prof.max_points:
         return

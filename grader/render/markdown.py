@@ -1,4 +1,4 @@
-"""A Markdown summary of a :class:`~grader.results.SubmissionResult` (GitHub-flavoured Markdown).
+"""A Markdown summary of a :class:`~grader.core.results.SubmissionResult` (GitHub-flavoured Markdown).
 
 For a CI job summary (``$GITHUB_STEP_SUMMARY``) or a pull-request comment, so it is student-facing:
 hidden cases are shown by name, status and points only.
@@ -14,7 +14,7 @@ from grader.render._common import (CASE_STATUS_WORDS, PART_STATUS_WORDS, analysi
                                    public_case_name, public_elapsed_s, public_part_message, public_seed,
                                    quick_check_text, roofline_lines, stopped_case, student_view, whole_part_failure)
 from grader.render._patterns import size_pattern
-from grader.results import CaseResult, PartResult, SubmissionResult, Timing
+from grader.core.results import CaseResult, PartResult, SubmissionResult, Timing
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 _DASH = "—"
@@ -165,8 +165,8 @@ def _part_section(part: PartResult, base_seed: int, *, pending: bool = False) ->
 
 
 def _profile_md(part: PartResult) -> list[str]:
-    """The part's bank-conflict profile (grader.profile), one paragraph line per report line."""
-    from grader.profile import report_lines
+    """The part's bank-conflict profile (grader.core.access_profile), one paragraph line per report line."""
+    from grader.core.access_profile import report_lines
     found = report_lines(part.profile)
     if not found:
         return []

@@ -13,7 +13,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from grader.results import PartResult, SubmissionResult
+from grader.core.results import PartResult, SubmissionResult
 
 __all__ = ["PNG_SIGNATURE", "plot_name", "plot_unavailable", "plotted_parts", "time_plot_png", "write_plots"]
 

@@ -1,4 +1,4 @@
-"""PrairieLearn's ``results.json`` from a :class:`~grader.results.SubmissionResult`.
+"""PrairieLearn's ``results.json`` from a :class:`~grader.core.results.SubmissionResult`.
 
 Fields follow PrairieLearn's "External Grading" documentation (grading results), as its
 ``<pl-external-grader-results>`` element shows them: top level ``gradable``, ``score`` (a float in
@@ -18,14 +18,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from grader.config import COMPILE_ERROR_CHOICES
+from grader.assignment.config import COMPILE_ERROR_CHOICES
 from grader.render._common import (PART_STATUS_WORDS, analysis_report, device_text,
                                    is_timed_case, part_label, pending_performance, points, printable,
                                    public_part_message, public_seed, student_view,
                                    whole_part_failure)
 from grader.render._groups import (CaseGroup, case_groups, group_counts, group_description, group_output,
                                    timed_run_lines)
-from grader.results import PartResult, SubmissionResult, clean_text
+from grader.core.results import PartResult, SubmissionResult, clean_text
 from grader.render.plot import time_plot_png
 
 #: PrairieLearn's limit on ``results.json`` (bytes); :func:`prairielearn` keeps the document under
@@ -104,7 +104,7 @@ def _part_tests(result: SubmissionResult, part: PartResult) -> list[dict[str, An
         tests.append(perf)
     prof = part.profile
     if prof is not None:
-        from grader.profile import report_lines
+        from grader.core.access_profile import report_lines
         tests.append(_test(part, "bank conflicts", prof.points, prof.max_points, message=prof.message.splitlines()[0],
                            output="\n".join(report_lines(prof))))
     analysis = analysis_report(part)
@@ -120,7 +120,7 @@ def _part_tests(result: SubmissionResult, part: PartResult) -> list[dict[str, An
 
 def _throughput_image(result: SubmissionResult) -> dict[str, str] | None:
     """A PNG of each timed part's effective bandwidth against n: the submission, the reference
-    solution and the device-to-device copy (:func:`grader.bench.throughput_panel`), as a data URL;
+    solution and the device-to-device copy (:func:`grader.tools.bench.throughput_panel`), as a data URL;
     None when nothing was timed or matplotlib is not installed."""
     series = []
     for p in result.parts:
@@ -133,7 +133,7 @@ def _throughput_image(result: SubmissionResult) -> dict[str, str] | None:
         from matplotlib.figure import Figure
     except ImportError:
         return None
-    from grader.bench import throughput_panel
+    from grader.tools.bench import throughput_panel
 
     fig = Figure(figsize=(6.4, 3.4 * len(series)), layout="constrained")
     for i, (part, runs) in enumerate(series, 1):
@@ -228,7 +228,7 @@ def prairielearn(result: SubmissionResult, *, compile_error: str = "not-gradable
         limit_bytes: PrairieLearn's size limit (default :data:`LIMIT_BYTES`).
 
     Raises:
-        ValueError: ``compile_error`` is not one of :data:`grader.config.COMPILE_ERROR_CHOICES`.
+        ValueError: ``compile_error`` is not one of :data:`grader.assignment.config.COMPILE_ERROR_CHOICES`.
     """
     if compile_error not in COMPILE_ERROR_CHOICES:
         raise ValueError(f"compile_error must be one of {', '.join(COMPILE_ERROR_CHOICES)}, not {compile_error!r}")

@@ -1,4 +1,4 @@
-"""Rendering a :class:`~grader.results.SubmissionResult` for the terminal.
+"""Rendering a :class:`~grader.core.results.SubmissionResult` for the terminal.
 
 Rendering is kept apart from the data: the same result is written as JSON by
 :meth:`SubmissionResult.to_json` and in other formats by the other modules of :mod:`grader.render`.
@@ -12,7 +12,7 @@ from grader.render._common import (SHOWN_FINDINGS, analysis_lines, block_size_te
                                    is_timed_case, other_findings, pending_text, performance_shown, printable,
                                    public_elapsed_s, public_seed, quick_check_text, roofline_lines, student_view)
 from grader.render._patterns import size_pattern
-from grader.results import CaseResult, PartResult, SubmissionResult
+from grader.core.results import CaseResult, PartResult, SubmissionResult
 
 #: The emulator's sandbox when all of it is in force (``EmulatorBackend.describe()["sandbox"]``).
 FULL_SANDBOX = "bubblewrap + seccomp"
@@ -156,7 +156,7 @@ def _warning_lines(p: PartResult) -> list[str]:
 
 
 def _profile_lines(p: PartResult) -> list[str]:
-    from grader.profile import report_lines
+    from grader.core.access_profile import report_lines
     return ["    " + line for line in report_lines(p.profile) + analysis_lines(p.analysis) + roofline_lines(p.roofline)]
 
 

@@ -1,6 +1,6 @@
 // ATTACK include_absolute: #include of a private file by its absolute path, so that the compiler's
 // error messages quote its lines into the report. The test writes a canary file and puts its path
-// for @@TARGET@@. Expected: refused by the #include allow-list (grader/directives.py) before any
+// for @@TARGET@@. Expected: refused by the #include allow-list (grader/source/directives.py) before any
 // compiler runs; a compile error naming the line; the canary's token nowhere in the result.
 #include "@@TARGET@@"
 

@@ -1,7 +1,7 @@
 // ATTACK include_spellings: the #include of a private file (@@TARGET@@) spelled so that a line-based
 // filter misses it: the %: digraph for #, and a form feed between the # and the name. The
 // preprocessor takes both for #include and quotes the file in its errors. Expected: refused by the
-// directive filter (grader/directives.py tokenises as the preprocessor does) naming the line; nothing of
+// directive filter (grader/source/directives.py tokenises as the preprocessor does) naming the line; nothing of
 // the file in the result.
 
 __global__ void naive_scan(const scan_t* in, scan_t* out, int n)

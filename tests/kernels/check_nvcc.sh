@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Compile every kernel file of scangrade with nvcc, wrapped in its part's header exactly as the
-# grader makes it (grader.parts.part_header), to catch syntax and type errors without a GPU.
+# grader makes it (grader.assignment.parts.part_header), to catch syntax and type errors without a GPU.
 #
 #   tests/kernels/check_nvcc.sh                               # BLOCK_SIZE 512, int and float
 #   BLOCK_SIZES="32 128 256 512 1024" tests/kernels/check_nvcc.sh
@@ -55,7 +55,7 @@ import sys
 import numpy as np
 key, block, dtype, items = sys.argv[1], int(sys.argv[2]), np.dtype(sys.argv[3]), int(sys.argv[4])
 try:
-    from grader.parts import PARTS, part_header
+    from grader.assignment.parts import PARTS, part_header
     part = PARTS[key]
     kwargs = {"items_per_thread": items} if getattr(part, "items_per_thread", False) else {}
     sys.stdout.write(part_header(part, block_size=block, dtype=dtype, **kwargs))

@@ -57,12 +57,12 @@ from grader.backends.emulator.macros import DEFAULT_TARGET_ARCH
 from grader.backends.emulator.module import EmulatorArray, EmulatorModule, _Block, _own
 from grader.backends.emulator.rewrite import rewrite_source
 from grader.backends.emulator.sandbox import Sandbox, executor_limits
-from grader.errors import CompileError, KernelError, LaunchError
-from grader.kernels import KernelSpec
-from grader.kinds import WARNING_KINDS  # findings that do not fail a launch by themselves
+from grader.core.errors import CompileError, KernelError, LaunchError
+from grader.core.kernels import KernelSpec
+from grader.core.kinds import WARNING_KINDS  # findings that do not fail a launch by themselves
 
 if TYPE_CHECKING:
-    from grader.profile import MemoryProfile
+    from grader.core.access_profile import MemoryProfile
 
 __all__ = ["EmulatorBackend", "OUTPUT_CAP", "DEFAULT_SHARED_FILL"]
 
@@ -98,7 +98,7 @@ class EmulatorBackend(_CompileCrossChecks, Backend):
             :class:`.build.Toolchain`; the GPU path's checks use :data:`.build.QUICK_RUNTIME_FLAGS`).
         device_memory: the most bytes of device memory live at once (the address space reserved for
             it is mapped at the first launch); default :data:`.executor.ARENA_BYTES`. A grading passes
-            what its cases need (:func:`grader.execute.device_memory_bytes`), so that the grader runs
+            what its cases need (:func:`grader.grading.execute.device_memory_bytes`), so that the grader runs
             under an address-space limit (``ulimit -v``).
         target_arch: the GPU the course targets (the config's ``target_arch``; 90: sm_90, an H100):
             student code is compiled with the macros nvcc's device pass for it predefines
@@ -192,7 +192,7 @@ class EmulatorBackend(_CompileCrossChecks, Backend):
         return text
 
     def take_warnings(self) -> list[Finding]:
-        """The warning findings (kinds in :data:`grader.kinds.WARNING_KINDS`: ``uninitialized-read``...)
+        """The warning findings (kinds in :data:`grader.core.kinds.WARNING_KINDS`: ``uninitialized-read``...)
         of the launches that succeeded since the last call, one per kind, file and line (the first
         seen), in the order found; clears them. A launch that raises carries its warnings on the
         KernelError's ``findings`` instead."""
@@ -383,9 +383,9 @@ class EmulatorBackend(_CompileCrossChecks, Backend):
             LaunchError: unknown kernel, or arguments that do not match the kernel's parameters
                 (count, or a pointer parameter not given an emulator buffer, or an ``int``
                 parameter not given an int in the 32-bit range), naming the kernel and parameter.
-            KernelError: the kernel failed; ``kind`` is a row of :data:`grader.kinds.KINDS` and the
+            KernelError: the kernel failed; ``kind`` is a row of :data:`grader.core.kinds.KINDS` and the
                 message names the file and line where known and the block and thread ids. Findings
-                of a kind in :data:`grader.kinds.WARNING_KINDS` alone do not fail a launch: they are
+                of a kind in :data:`grader.core.kinds.WARNING_KINDS` alone do not fail a launch: they are
                 kept for :meth:`take_warnings`.
         """
         if not isinstance(module, EmulatorModule):
@@ -452,7 +452,7 @@ class EmulatorBackend(_CompileCrossChecks, Backend):
     # -- profile --------------------------------------------------------------------------------
     def start_profile(self, module: Module, *, blocks: int = 1) -> None:
         """Count bank conflicts and global sectors in the next launches of ``module``, in blocks
-        ``0 .. blocks - 1`` of each launch (0: every block); see :mod:`grader.profile`. Totals from
+        ``0 .. blocks - 1`` of each launch (0: every block); see :mod:`grader.core.access_profile`. Totals from
         earlier launches are dropped.
 
         Raises:
@@ -471,7 +471,7 @@ class EmulatorBackend(_CompileCrossChecks, Backend):
             LaunchError: ``module`` was not compiled by this backend.
             KernelError: the module's executor died.
         """
-        from grader.profile import parse_profile
+        from grader.core.access_profile import parse_profile
 
         mod = self._profile_module(module)
         self._profiling.discard(id(mod))

@@ -39,8 +39,8 @@ from grader.backends.emulator.macros import DEFAULT_TARGET_ARCH, TARGET_ARCHS, h
 from grader.backends.emulator.cache import CompileCache, default_cache_dir
 from grader.backends.emulator.compiler_process import run_compile
 from grader.backends.emulator.sandbox import COMPILE_TMP, Command, Sandbox, compile_limits
-from grader.errors import BackendUnavailable, CompileError
-from grader.kernels import KernelSpec
+from grader.core.errors import BackendUnavailable, CompileError
+from grader.core.kernels import KernelSpec
 
 __all__ = ["Toolchain", "kernel_glue", "check_nvcc_first_stage", "tool_identity", "compiler_notes", "RUNTIME_DIR",
            "RUNTIME_FLAGS", "QUICK_RUNTIME_FLAGS", "EXPECTED_NAMES", "expected_names", "write_expected_names",
@@ -486,7 +486,7 @@ def check_nvcc_first_stage(nvcc: str, source: Path, options: Sequence[str], *, t
     """Judge what nvcc's second stage will read: run its first stage on ``source`` (``nvcc -E`` with the
     compile's ``options``: the same host preprocessor command with the same macros, as
     ``nvcc --dryrun`` shows), in the compile sandbox and within the compile timeout, and check its output
-    with :func:`grader.directives.check_preprocessed` before the real compile runs.
+    with :func:`grader.source.directives.check_preprocessed` before the real compile runs.
 
     cicc preprocesses the first stage's output again, so a line a macro made into a directive
     (``#define H #`` then ``H include "FILE"``) would run there. A first stage that fails or times out is
@@ -505,7 +505,7 @@ def check_nvcc_first_stage(nvcc: str, source: Path, options: Sequence[str], *, t
     Raises:
         CompileError: ``"<filename>:<line>: `...` is not allowed: ..."`` (see ``check_preprocessed``).
     """
-    from grader.directives import check_preprocessed
+    from grader.source.directives import check_preprocessed
 
     output = source.with_name(f"{source.name}.first-stage-{uuid.uuid4().hex[:12]}.ii")
     cmd = toolchain.sandboxed([nvcc, "-E", *options, named or source.name, "-o", output.name],

@@ -14,17 +14,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from grader.host.folders import default_cache_dir  # noqa: F401 (where the cache lives; named here for its users)
+
 __all__ = ["CompileCache", "CacheLimits", "CACHE_OWNER_ENV", "set_cache_limits", "default_cache_dir"]
 
 
-def default_cache_dir() -> Path:
-    """``$XDG_CACHE_HOME/scangrade``, else ``~/.cache/scangrade``."""
-    base = os.environ.get("XDG_CACHE_HOME")
-    return (Path(base) if base else Path.home() / ".cache") / "scangrade"
-
-
 #: The environment variable naming the grading a process compiles for (set by
-#: :func:`grader.runner.grade` for its workers, a fresh token per submission): what
+#: :func:`grader.grading.runner.grade` for its workers, a fresh token per submission): what
 #: :class:`CompileCache` counts a submission's quota by.
 CACHE_OWNER_ENV = "SCANGRADE_CACHE_OWNER"
 _OWNER_RE = re.compile(r"[0-9a-f]{8,64}")

@@ -14,14 +14,14 @@ import time
 from pathlib import Path
 
 from grader.backends.emulator.sandbox import COMPILE_MEMORY, FILE_SIZE, Command
-from grader.errors import CompileError
+from grader.core.errors import CompileError
 
 __all__ = ["OUTPUT_BYTES", "start_compiler", "read_output", "cut_note", "run_compile", "strip_workdir", "limit_note",
            "kill_group"]
 
 #: Bytes of a compiler's output read from its pipe: past them the compiler is stopped (88 KB of nested
 #: macros can make g++ print gigabytes of notes until its timeout). Far more than the first errors
-#: and than what a result keeps (:attr:`grader.errors.CompileError.LOG_LIMIT`).
+#: and than what a result keeps (:attr:`grader.core.errors.CompileError.LOG_LIMIT`).
 OUTPUT_BYTES = 256 * 1024
 
 
@@ -149,7 +149,7 @@ def kill_group(proc: subprocess.Popen) -> None:
     """Kill a process started with ``process_group=0`` and everything in its process group, and reap it.
 
     (A group, not a session of its own: the worker's session holds every process a part starts, so
-    the runner can stop them all when it stops the worker; see :func:`grader.runner.kill_session`.)"""
+    the runner can stop them all when it stops the worker; see :func:`grader.grading.runner.kill_session`.)"""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):

@@ -17,8 +17,8 @@ from grader.backends.emulator.compiler_process import (cut_note, limit_note, rea
                                                        strip_workdir)
 from grader.backends.emulator.macros import nvcc_arch_flags
 from grader.backends.emulator.rewrite import find_definitions
-from grader.errors import CompileError
-from grader.kernels import KernelSpec
+from grader.core.errors import CompileError
+from grader.core.kernels import KernelSpec
 
 
 class _CompileCrossChecks:

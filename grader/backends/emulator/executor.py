@@ -34,15 +34,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.backends.emulator.sandbox import FILE_SIZE, MODULE_MEMORY, Limits, Sandbox
-from grader.errors import ResourceLimit
-from grader.resources import (address_space_limit, address_space_used, limit_advice, looks_like_memory_failure,
+from grader.core.errors import ResourceLimit
+from grader.host.resources import (address_space_limit, address_space_used, limit_advice, looks_like_memory_failure,
                               size_text)
 
 __all__ = ["Arena", "Executor", "ExecutorDied", "Hello", "ARENA_BYTES", "probe_seccomp"]
 
 #: The most device memory live at once of an arena made without a size (a backend made outside a
 #: grading: the benches, the tests); a grading sizes it from the config, to what its cases need
-#: (:func:`grader.execute.device_memory_bytes`). Memory is committed only where buffers are; the
+#: (:func:`grader.grading.execute.device_memory_bytes`). Memory is committed only where buffers are; the
 #: address space reserved, :attr:`Arena.span`, is larger: it holds the gaps between buffers too.
 ARENA_BYTES = 16 * 2**30
 #: Alignment of every buffer, and the smallest unallocated gap after each (counted against the
@@ -60,7 +60,7 @@ GAP_BYTES = 16 * 2**20
 _GAP_SPACES = (64 * GAP_BYTES, 8 * GAP_BYTES, 0)
 #: The grader's host memory for the cases (their inputs, expected outputs in float64, the outputs
 #: read back and their comparison), at its peak, in multiples of the device memory sized for them
-#: (:func:`grader.execute.device_memory_bytes`): 3.2 measured on Part 4 (n = 16000000, float32),
+#: (:func:`grader.grading.execute.device_memory_bytes`): 3.2 measured on Part 4 (n = 16000000, float32),
 #: rounded up. Under an address-space limit the gaps' room takes only what leaves it free.
 HOST_SHARE = 4
 #: The memfd grows and shrinks in steps of this many bytes.

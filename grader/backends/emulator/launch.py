@@ -14,10 +14,10 @@ import numpy as np
 
 from grader.backends.base import DeviceArray, Finding
 from grader.backends.emulator.module import EmulatorArray, EmulatorModule
-from grader.errors import KernelError, LaunchError
-from grader.kernels import KernelSpec
-from grader.kinds import WARNING_KINDS  # findings that do not fail a launch by themselves
-from grader.results import CHECK_KINDS  # kinds the checks report (they come with Finding objects)
+from grader.core.errors import KernelError, LaunchError
+from grader.core.kernels import KernelSpec
+from grader.core.kinds import WARNING_KINDS  # findings that do not fail a launch by themselves
+from grader.core.results import CHECK_KINDS  # kinds the checks report (they come with Finding objects)
 
 __all__ = ["SCHEDULES", "INTERLEAVE", "SAMPLE_MODES", "SAMPLE_DRAWN", "sampled_blocks"]
 

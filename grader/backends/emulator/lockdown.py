@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from grader.errors import CompileError
+from grader.core.errors import CompileError
 
 __all__ = ["lockdown_header", "audit_object", "explain_refusal", "elf_symbols", "runtime_names", "Symbol",
            "REFUSED_ATTRIBUTES", "ASM_KEYWORDS", "SANITIZER_PREFIXES"]

@@ -27,7 +27,7 @@ import shlex
 import subprocess
 from typing import Sequence
 
-from grader.config import DEFAULT_TARGET_ARCH, TARGET_ARCHS  # the config's key, declared there once
+from grader.backends import DEFAULT_TARGET_ARCH, TARGET_ARCHS  # the config's key target_arch takes these
 
 __all__ = ["TARGET_ARCHS", "DEFAULT_TARGET_ARCH", "NVCC_DEFINES", "nvcc_defines", "host_macro_flags",
            "nvcc_arch_flags"]

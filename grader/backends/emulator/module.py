@@ -19,7 +19,7 @@ from grader.backends.base import DeviceArray, Module
 from grader.backends.emulator.build import RUNTIME_DIR
 from grader.backends.emulator.executor import Arena, Executor, ExecutorDied
 from grader.backends.emulator.sandbox import Sandbox
-from grader.kernels import KernelSpec
+from grader.core.kernels import KernelSpec
 
 #: The runtime ABI this grader speaks (the executor's hello must name it; sg_host.h).
 _ABI_VERSION = 5

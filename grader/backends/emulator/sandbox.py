@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from grader.errors import BackendUnavailable
+from grader.core.errors import BackendUnavailable
 
 __all__ = ["POLICIES", "Limits", "Command", "Sandbox", "probe_bubblewrap", "executor_limits", "compile_limits",
            "MODULE_MEMORY", "FILE_SIZE", "INSTALL_HINT"]

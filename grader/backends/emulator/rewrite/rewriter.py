@@ -16,8 +16,8 @@ from grader.backends.emulator.rewrite.shifts import (SHIFT_MINUS, SHIFT_PLUS, _a
                                                      _shift_wraps, find_shifts)
 from grader.backends.emulator.rewrite.tokens import (_c_string, _define_head, _Locator, _match_backward,
                                                      _match_forward, _Tok, _tokenize, _Unsupported)
-from grader.ctokens import tokenize
-from grader.errors import CompileError
+from grader.source.ctokens import tokenize
+from grader.core.errors import CompileError
 
 #: Names of the emulator's runtime (its memory-check hooks, entry points and ABI): a submission that
 #: defines or names one could switch the checks off, so it is refused.

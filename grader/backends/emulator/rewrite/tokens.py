@@ -11,7 +11,7 @@ import bisect
 import re
 from dataclasses import dataclass
 
-from grader.ctokens import Token, logical_lines, tokenize
+from grader.source.ctokens import Token, logical_lines, tokenize
 
 _DIRECTIVE_TAIL = re.compile(r"(?:[ \t\f\v\0]+|/\*.*?\*/|//[^\n]*|\\[ \t\f\v]*(?:\r\n|\r|\n))*", re.S)
 #: The lexer's kinds as the rewrite names them (a header name only occurs inside a directive).
@@ -81,7 +81,7 @@ class _Locator:
 
 
 def _tokenize(text: str) -> list[_Tok]:
-    """The rewrite's tokens of ``text`` (:func:`grader.ctokens.tokenize`, as GCC reads it): a directive
+    """The rewrite's tokens of ``text`` (:func:`grader.source.ctokens.tokenize`, as GCC reads it): a directive
     is one ``pp`` token from its ``#`` to the end of its logical line (trailing comments and splices
     included); other punctuators are split into single characters but ``::`` and ``->``."""
     toks: list[_Tok] = []

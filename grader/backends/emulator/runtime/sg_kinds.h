@@ -3,7 +3,7 @@
 // A finding (make_finding), a thread's failure (Worker::fail, bad_access), a block's error
 // (block_error) and a kernel error of the C ABI (set_kernel_error) each take a `Kind`, never a
 // string, so a kind the runtime reports is a row here. Each row's string is the kind Python reads
-// (sg_result.kind, a finding's first field) and must be a row of grader/kinds.py's KINDS, which
+// (sg_result.kind, a finding's first field) and must be a row of grader/core/kinds.py's KINDS, which
 // gives its verdict: tests/test_kinds.py reads this list (one `SG_KIND(id, "name")` per line) and
 // fails on a name KINDS lacks. Adding a kind to the runtime: a row
 // here, a row in KINDS, and the site that reports it (docs/architecture.md, "How to add...").
@@ -55,7 +55,7 @@ constexpr const char *kKindNames[] = {
 #undef SG_KIND_NAME
 };
 
-// The kind's string, as Python reads it (a row of grader/kinds.py's KINDS).
+// The kind's string, as Python reads it (a row of grader/core/kinds.py's KINDS).
 constexpr const char *kind_name(Kind k) { return kKindNames[static_cast<unsigned>(k)]; }
 
 }  // namespace

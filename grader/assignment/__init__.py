@@ -1,0 +1,1 @@
+"""The assignment: its parts, their kernel contracts and launch plans, and the config that grades them."""

@@ -1,0 +1,817 @@
+"""NVIDIA compute-sanitizer on the GPU path: the same checks, kinds and messages as the emulator's.
+
+On a GPU, an output can be right while the kernel races, reads past its input or lets threads of
+a warp wait at different barriers: the hardware happened to order things kindly this time. So the
+correctness cases up to ``checks_max_n`` also run under compute-sanitizer's ``racecheck`` (errors
+and warnings: warp-synchronous code without ``__syncwarp()`` is a hazard since Volta),
+``memcheck`` and ``synccheck``, and every finding becomes a :class:`Finding` of the kind the
+emulator gives the same bug (``race``, ``out-of-bounds``, ``misaligned``, ``barrier-divergence``),
+named by the student's file and line (the cubin is built with ``-lineinfo``) and, for an access
+outside a buffer, by the buffer and element (``read of in[512] (479 past the end of in, 33
+elements)``).
+
+How: a child process (``python -m grader.grading.sanitizer``) runs under ``compute-sanitizer --tool T``,
+loads the part's cubins with PyCUDA and replays each case's launch plan on buffers of exactly n
+elements (no guard zones: memcheck only sees an access outside an allocation, and a guard zone is
+inside one), with 1 MiB of unallocated address space between buffers, so an overrun of one buffer
+is not inside the next and the nearest allocation names it. The child writes a marker line (with
+a random token the kernel cannot know) before and after each case, so each sanitizer report is
+given to the case it came from. A fault ends the child's CUDA context (memcheck stops the kernel
+at its first bad access): the cases after it run in a new child. The three tools run at once.
+
+Source of the tools' behaviour: NVIDIA, *Compute Sanitizer User Manual* (CUDA 13.0), chapters
+"Memcheck Tool", "Racecheck Tool" and "Synccheck Tool".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+from grader.backends.base import Finding
+
+#: The tools run on every checked case, and the kind each one's findings have by default.
+TOOLS = ("memcheck", "racecheck", "synccheck")
+#: After this many children in a row each ended with its first case (a fault: the kernel lost its
+#: context), a tool checks no further case of the part: each would cost a child's start-up (seconds),
+#: and the cases' plain runs still show the fault. Not memcheck's children of a pool
+#: (:mod:`grader.grading.sanitizer_pool`): after a fault they check every case left, several at once
+#: (:data:`FAULT_CHILDREN`), and a case memcheck has located a fault in is not run again plainly,
+#: where each faulting plain run costs a new worker and memcheck's run to locate it (3 to 4 s on an
+#: H100: a Part 1 that faulted at all 36 cases took 135 s).
+FAULTS_IN_A_ROW = 3
+#: Unallocated bytes left between two buffers in the sanitizer's replay.
+GAP_BYTES = 1 << 20
+#: compute-sanitizer's ``--print-limit``: the reports it prints in the whole life of a process, after
+#: which it stops printing (it still checks). A child replays many cases (a part's, and in a pool
+#: every part's of a submission), so with the former limit of 64 a kernel that races at every case
+#: had its race reported for the first six cases only, and every later case looked clean to
+#: racecheck (tests/kernels/part2_missing_sync.cu on an H100: `race` at n < 255 int32, a plain
+#: `mismatch` at the 26 cases after).
+PRINT_LIMIT = 10000
+#: A child takes no further case once it has printed this many reports (:class:`_PrintBudget`):
+#: the cases left go to another child, so every case has at least ``PRINT_LIMIT - PRINT_BUDGET``
+#: reports of room.
+PRINT_BUDGET = PRINT_LIMIT // 2
+_MARK = "@@scangrade"
+
+
+def find_sanitizer() -> str | None:
+    """The ``compute-sanitizer`` executable: on the PATH, else under ``$CUDA_HOME/bin`` or
+    ``/usr/local/cuda/bin``; None where it is not installed."""
+    found = shutil.which("compute-sanitizer")
+    if found:
+        return found
+    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if root and Path(root, "bin", "compute-sanitizer").is_file():
+            return str(Path(root, "bin", "compute-sanitizer"))
+    return None
+
+
+def sanitizer_version(path: str) -> str:
+    """``compute-sanitizer --version``'s last line (``Version 2025.3.0...``), or "" if it does not run."""
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    lines = [ln.strip() for ln in out.splitlines() if ln.strip()]
+    return lines[-1] if lines else ""
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """One buffer of a replayed case: its name, device address, bytes and element size."""
+
+    name: str
+    base: int
+    nbytes: int
+    itemsize: int
+
+
+@dataclass
+class CaseChecks:
+    """What the sanitizer found in one case.
+
+    Attributes:
+        findings: failing findings, in the order reported, one per (kind, line).
+        complete: every tool finished the case (a tool whose child hung or died before the case
+            ended did not; the case is then judged on its plain run).
+        tools: the tools that finished it.
+        seconds: the longest a tool took on it (s), where measured.
+    """
+
+    findings: list[Finding]
+    complete: bool
+    tools: list[str]
+    seconds: float | None = None
+
+    def to_json(self) -> dict:
+        """A JSON object (:meth:`from_json` reads it back): what a worker hands to the next one."""
+        return {"findings": [dataclasses.asdict(f) for f in self.findings], "complete": self.complete,
+                "tools": list(self.tools), "seconds": self.seconds}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "CaseChecks":
+        """The CaseChecks :meth:`to_json` wrote.
+
+        Raises:
+            KeyError, TypeError, ValueError: ``data`` is not such an object.
+        """
+        def ids(v):
+            return tuple(int(x) for x in v) if v is not None else None
+        findings = [Finding(**{**f, **{k: ids(f.get(k)) for k in ("block", "thread", "other_block", "other_thread")}})
+                    for f in data["findings"]]
+        return cls(findings, bool(data["complete"]), [str(t) for t in data["tools"]], data.get("seconds"))
+
+
+# --- parsing the sanitizer's text --------------------------------------------------------------------
+
+_AT = re.compile(r"at (?:(?P<func>[\w$.:<>~]+)\+0x[0-9a-f]+ )?in (?P<file>.+?):(?P<line>\d+)")
+_BY = re.compile(r"by thread \((\d+),(\d+),(\d+)\) in block \((\d+),(\d+),(\d+)\)")
+_ADDRESS = re.compile(r"(?:Address|Access to) (0x[0-9a-f]+) is (?:out of bounds|misaligned)")
+_INVALID = re.compile(r"Invalid (__global__|__shared__|__local__|__generic__) (read|write|atomic)\w* of size (\d+)")
+_MISALIGNED = re.compile(r"Misaligned (?:Shared or Local Address|__global__ \w+|address)", re.I)
+_RACE = re.compile(r"(Error|Warning): Race reported between (Read|Write) access at .*? in (.+?):(\d+)")
+_RACE2 = re.compile(r"and (Read|Write) access at .*? in (.+?):(\d+)(?: \[(\d+) hazards?\])?")
+_BARRIER = re.compile(r"Barrier error detected\. (.*)")
+
+
+def _records(lines: Iterable[str]) -> list[list[str]]:
+    """The sanitizer's reports among ``lines`` (its lines start ``========= ``), one list per report."""
+    out: list[list[str]] = []
+    current: list[str] = []
+    for raw in lines:
+        if not raw.startswith("========= "):
+            continue
+        body = raw[len("========= "):]
+        if not body.strip() or body.startswith("COMPUTE-SANITIZER") or "SUMMARY" in body:
+            if current:
+                out.append(current)
+            current = []
+            continue
+        if not body.startswith("    ") and current:  # a new report starts at column 0
+            out.append(current)
+            current = []
+        current.append(body.strip())
+    if current:
+        out.append(current)
+    return out
+
+
+def _ids(m: re.Match | None, first: int) -> tuple[int, int, int] | None:
+    return tuple(int(m.group(first + i)) for i in range(3)) if m else None  # type: ignore[return-value]
+
+
+def _text(t: tuple[int, int, int] | None) -> str:
+    return "(?)" if t is None else f"({t[0]}, {t[1]}, {t[2]})"
+
+
+def element_text(buffers: list[Buffer], address: int) -> str | None:
+    """``name[i] (k past the end of name, m elements)`` for a global address outside every buffer but
+    within :data:`GAP_BYTES` of one (the nearest), or ``name[i]`` inside one; None when far from all."""
+    best: tuple[int, Buffer] | None = None
+    for b in buffers:
+        if b.base <= address < b.base + b.nbytes:
+            return f"{b.name}[{(address - b.base) // b.itemsize}]"
+        d = b.base - address if address < b.base else address - (b.base + b.nbytes) + 1
+        if best is None or d < best[0]:
+            best = (d, b)
+    if best is None or best[0] > GAP_BYTES:
+        return None
+    b = best[1]
+    count = b.nbytes // b.itemsize
+    delta = address - b.base
+    i = delta // b.itemsize if delta >= 0 else -((-delta + b.itemsize - 1) // b.itemsize)
+    where = f"{-i} before the start of" if i < 0 else f"{i - count + 1} past the end of"
+    return f"{b.name}[{i}] ({where} {b.name}, {count} element{'s' if count != 1 else ''})"
+
+
+def parse_report(record: list[str], buffers: list[Buffer]) -> Finding | None:
+    """One sanitizer report as a :class:`Finding` of the emulator's kinds and message form, or None
+    for a report that is not a finding about the kernel (an API error, the process's exit)."""
+    head = record[0]
+    at = next((m for m in map(_AT.search, record[1:]) if m), None)
+    by = next((m for m in map(_BY.search, record) if m), None)
+    file, line = (at.group("file"), int(at.group("line"))) if at else (None, None)
+    where = f"{file}:{line}" if file else "an unknown line"
+    block, thread = _ids(by, 4), _ids(by, 1)
+    race = _RACE.search(head)
+    if race:
+        second = next((m for m in map(_RACE2.search, record[1:]) if m), None)
+        kind1, file, line = race.group(2).lower(), race.group(3), int(race.group(4))
+        ofile, oline = (second.group(2), int(second.group(3))) if second else (None, None)
+        kind2 = second.group(1).lower() if second else "access"
+        hazards = f" ({second.group(4)} hazards)" if second and second.group(4) else ""
+        warp = (" (compute-sanitizer rates it a warning: within a warp; volatile does not order threads, since "
+                "Volta warp-synchronous code needs __syncwarp())" if race.group(1) == "Warning" else "")
+        msg = (f"race on shared memory: a {kind1} at {file}:{line} and a {kind2} at {ofile}:{oline} by different "
+               f"threads, with no __syncthreads() (or __syncwarp() within a warp) between them{hazards}{warp}")
+        return Finding(kind="race", message=msg, file=file, line=line, other_file=ofile, other_line=oline)
+    invalid = _INVALID.search(head)
+    if invalid:
+        space, verb, size = invalid.group(1), invalid.group(2), invalid.group(3)
+        addr = next((m for m in map(_ADDRESS.search, record) if m), None)
+        who = f"thread {_text(thread)} of block {_text(block)}"
+        if space == "__global__" and addr:
+            element = element_text(buffers, int(addr.group(1), 16))
+            if element:
+                msg = f"out-of-bounds global memory {verb} of {element} at {where}"
+            else:
+                msg = (f"out-of-bounds access: {who} {verb}s {size} bytes at address {addr.group(1)} at {where}, which "
+                       "is in no device allocation")
+        elif space == "__shared__":
+            msg = f"out-of-bounds shared memory {verb}: {who} {verb}s {size} bytes past the block's shared memory at {where}"
+        else:
+            msg = f"out-of-bounds {space.strip('_')} memory {verb}: {who} {verb}s {size} bytes at {where}"
+        return Finding(kind="out-of-bounds", message=msg, file=file, line=line, block=block, thread=thread)
+    if _MISALIGNED.search(head):
+        return Finding(kind="misaligned", message=f"misaligned access: thread {_text(thread)} of block {_text(block)} "
+                                                  f"at {where}: {head}", file=file, line=line, block=block,
+                       thread=thread)
+    barrier = _BARRIER.search(head)
+    if barrier:
+        msg = (f"barrier divergence: {barrier.group(1).rstrip('.')} at {where}: threads of the block reach "
+               "__syncthreads() at different points (an early return or a barrier inside a branch some threads skip)")
+        return Finding(kind="barrier-divergence", message=msg, file=file, line=line, block=block, thread=thread)
+    return None
+
+
+def findings_by_case(text: str, token: str) -> tuple[dict[int, list[Finding]], set[int], set[int]]:
+    """Split one child's output into the findings of each case (by the child's markers). Text after
+    a case's ``done`` marker is still that case's (a fault's report may follow it, as the child
+    exits), up to the next case or the request's ``end`` marker; a pool child's log after that
+    marker is its next request's, for another worker or another case.
+
+    Returns:
+        ``(findings per case index, cases started, cases finished)``.
+    """
+    per: dict[int, list[Finding]] = {}
+    started: set[int] = set()
+    done: set[int] = set()
+    current: int | None = None
+    chunk: list[str] = []
+    buffers: list[Buffer] = []
+    mark = f"{_MARK} {token} "
+
+    def flush() -> None:
+        if current is None:
+            return
+        seen = {(f.kind, f.file, f.line) for f in per.setdefault(current, [])}
+        for record in _records(chunk):
+            finding = parse_report(record, buffers)
+            if finding and (finding.kind, finding.file, finding.line) not in seen:
+                seen.add((finding.kind, finding.file, finding.line))
+                per[current].append(finding)
+    for line in text.splitlines():
+        if line.startswith(mark):
+            words = line[len(mark):].split()
+            if words[:1] == ["case"]:
+                flush()
+                current, chunk, buffers = int(words[1]), [], []
+                started.add(current)
+            elif words[:1] == ["buffer"] and len(words) == 5:
+                buffers.append(Buffer(words[1].replace("~", " "), int(words[2]), int(words[3]), int(words[4])))
+            elif words[:1] == ["done"]:
+                flush()
+                chunk = []
+                done.add(int(words[1]))
+            elif words[:1] == ["end"]:  # a pool child's end of this request: what follows is another's
+                break
+            continue
+        chunk.append(line)
+    flush()
+    return per, started, done
+
+
+# --- running it ---------------------------------------------------------------------------------------
+
+def check_cases(*, sanitizer: str, job: Path, cubins: dict[str, Path], cases: list[tuple[int, str]], workdir: Path,
+                case_timeout_s: float | Callable[[int], float], tools: tuple[str, ...] = TOOLS,
+                first_output_s: float | None = None, stop_at_silence: bool = False,
+                pool: Path | None = None, priority: int = 0) -> dict[int, CaseChecks]:
+    """Run ``cases`` under each of ``tools`` (at once, one child per tool) and gather the findings.
+
+    Args:
+        sanitizer: the compute-sanitizer executable.
+        job: the worker's job file (the child loads the same config from it).
+        cubins: the part's cubin per dtype name.
+        cases: ``(index in case_list, dtype)`` of the cases to check, in the order to run them.
+        workdir: a scratch folder.
+        case_timeout_s: a child that reports nothing for this long once it started a case is stopped
+            (a number, or a function of the case's index); its case is then incomplete (judged on its
+            plain run alone, which has its own deadline), and the cases after it run in a new child.
+        first_output_s: how long a child may take to start its first case (the sanitizer, Python and
+            the CUDA context starting); default ``case_timeout_s`` (a number) or 60 s.
+        stop_at_silence: a tool whose child went silent on a case goes no further; only the cases up
+            to the first such case are returned (the caller checks the others later, once the plain
+            run has shown whether that case hangs). A tool whose children fault on
+            :data:`FAULTS_IN_A_ROW` cases in a row checks no further case either (but a pool's
+            memcheck: see there); those cases are returned unchecked by it (incomplete).
+        pool: the folder of a :class:`grader.grading.sanitizer_pool.SanitizerPool` (children already started
+            for this submission): each tool takes an idle child of it, and starts its own only where
+            the pool has none to give within ``first_output_s``.
+        priority: a pool's idle child goes to the waiting worker of the highest priority (a timed
+            part, whose timing waits for its checks, before the others).
+
+    Returns:
+        Per case index, its :class:`CaseChecks` (``seconds``: the longest a tool took on it).
+    """
+    limit = case_timeout_s if callable(case_timeout_s) else (lambda _index: float(case_timeout_s))
+    if first_output_s is None:
+        first_output_s = 60.0 if callable(case_timeout_s) else float(case_timeout_s)
+    with ThreadPoolExecutor(len(tools)) as threads:
+        runs = list(threads.map(lambda tool: _run_tool(sanitizer, tool, job, cubins, cases, workdir, limit,
+                                                       first_output_s, stop_at_silence, pool, priority), tools))
+    order = [i for i, _ in cases]
+    silent = [run[3] for run in runs if run[3] is not None]
+    last = min(order.index(i) for i in silent) if silent else len(order) - 1
+    out: dict[int, CaseChecks] = {}
+    for index in order[:last + 1]:
+        findings: list[Finding] = []
+        finished = []
+        seconds = [run[2][index] for run in runs if index in run[2]]
+        for tool, (per, done, _, _) in zip(tools, runs):
+            findings += per.get(index, [])
+            if index in done:
+                finished.append(tool)
+        out[index] = CaseChecks(findings, complete=len(finished) == len(tools), tools=finished,
+                                seconds=round(max(seconds), 3) if seconds else None)
+    return out
+
+
+def tool_argv(sanitizer: str, tool: str) -> list[str]:
+    """compute-sanitizer's command line for ``tool``, up to the program it runs."""
+    argv = [sanitizer, "--tool", tool, "--show-backtrace", "no", "--print-limit", str(PRINT_LIMIT),
+            "--check-exit-code", "no"]
+    if tool == "racecheck":
+        argv += ["--racecheck-report", "analysis"]
+    return argv
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (not gone, not a zombie waiting for its parent)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return False
+
+
+class _Spawned:
+    """A child started for one run of cases: ``python -m grader.grading.sanitizer JOB TOKEN CUBINS CASES`` under
+    the tool, in its own process group (in the worker's session: it goes with the worker); it exits
+    when the cases are done, or at a fault."""
+
+    def __init__(self, argv: list[str], log: Path, workdir: Path) -> None:
+        self.log = log
+        self._out = open(log, "wb")
+        self.reader = open(log, "rb")
+        self.proc = subprocess.Popen(argv, stdout=self._out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     cwd=workdir, process_group=0)
+        self.killed = False
+
+    def see(self, line: bytes) -> None:
+        """A marker line of its (nothing to note: it ends by exiting)."""
+
+    def ended(self) -> bool:
+        return self.proc.poll() is not None
+
+    def ended_itself(self) -> bool:
+        """It exited without being stopped (a fault loses the context: the child exits)."""
+        return self.proc.returncode is not None and self.proc.returncode >= 0 and not self.killed
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.proc.pid, 9)
+        except ProcessLookupError:
+            pass
+        self.proc.wait()
+        self.killed = True
+
+    def text(self) -> str:
+        self.reader.close()
+        self._out.close()
+        return self.log.read_text(errors="replace")
+
+
+class _Pooled:
+    """An idle child of a :class:`grader.grading.sanitizer_pool.SanitizerPool`, claimed for one run of cases:
+    the request is written into its folder, its output read from where its log stood at the claim;
+    the run is over at its ``end`` marker (the child is idle again) or when it is gone (a fault, or
+    stopped here: the pool starts another)."""
+
+    def __init__(self, slot: Path, request: dict, token: str) -> None:
+        self.slot = slot
+        self.pid = int((slot / "pid").read_text())
+        self.reader = open(slot / "log.txt", "rb")
+        self.start = self.reader.seek(0, os.SEEK_END)
+        self.end_mark = f"{_MARK} {token} end".encode()
+        self.seen_end = False
+        self.killed = False
+        tmp = slot / "request.tmp"
+        tmp.write_text(json.dumps(request), encoding="utf-8")
+        os.replace(tmp, slot / "request.json")
+
+    def see(self, line: bytes) -> None:
+        if line.rstrip() == self.end_mark:
+            self.seen_end = True
+
+    def ended(self) -> bool:
+        return self.seen_end or not _alive(self.pid)
+
+    def ended_itself(self) -> bool:
+        return not self.seen_end and not self.killed
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.pid, 9)  # the pool started it as its group's leader
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.killed = True
+
+    def text(self) -> str:
+        self.reader.seek(self.start)
+        data = self.reader.read()
+        self.reader.close()
+        return data.decode(errors="replace")
+
+
+def _claim(pool: Path, tool: str, wait_s: float, priority: int = 0) -> Path | None:
+    """An idle child of ``tool`` in ``pool``, taken (its ``idle`` file renamed ``claimed``: one taker
+    wins), waiting up to ``wait_s`` for one; None where the pool is closed, cannot start the tool,
+    or has none idle in time. While a worker of a higher ``priority`` waits for the tool (its file
+    ``want-TOOL-PRIORITY-PID``, while that process lives), this one lets it go first."""
+    deadline = time.monotonic() + wait_s
+    want = pool / f"want-{tool}-{priority}-{os.getpid()}"
+    try:
+        want.touch()
+        while True:
+            if (pool / "closed").exists() or (pool / f"{tool}.broken").exists():
+                return None
+            if not _outranked(pool, tool, priority):
+                for slot in sorted(pool.glob(f"{tool}-*")):
+                    try:
+                        os.rename(slot / "idle", slot / "claimed")
+                        return slot
+                    except OSError:
+                        continue
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.01)
+    finally:
+        want.unlink(missing_ok=True)
+
+
+def _outranked(pool: Path, tool: str, priority: int) -> bool:
+    """Whether a live worker of a higher priority than ``priority`` waits for ``tool`` in ``pool``."""
+    for f in pool.glob(f"want-{tool}-*"):
+        rank, _, pid = f.name[len(f"want-{tool}-"):].partition("-")
+        if rank.isdigit() and int(rank) > priority and pid.isdigit() and _alive(int(pid)):
+            return True
+    return False
+
+
+@dataclasses.dataclass
+class _ChildRun:
+    """What one child did with the cases it was handed (:func:`_one_child`)."""
+
+    found: dict[int, list[Finding]]
+    started: set[int]
+    finished: set[int]
+    seconds: dict[int, float]
+    silent_on: int | None
+    ended_itself: bool
+
+
+def _one_child(sanitizer: str, tool: str, job: Path, cubins: dict[str, Path], todo: list[tuple[int, str]],
+               workdir: Path, limit: Callable[[int], float], first_output_s: float, stop_at_silence: bool,
+               pool: Path | None, priority: int) -> _ChildRun:
+    """``todo`` in one child of ``tool``: the pool's (an idle one, claimed), else one started for it;
+    read until it ends (its ``end`` marker, a fault, or stopped here after going silent)."""
+    token = secrets.token_hex(8)
+    slot = _claim(pool, tool, first_output_s, priority) if pool is not None else None
+    child: _Spawned | _Pooled
+    if slot is not None:
+        child = _Pooled(slot, {"job": str(job), "token": token, "cubins": {d: str(p) for d, p in cubins.items()},
+                               "cases": [[i, d] for i, d in todo]}, token)
+    else:
+        argv = tool_argv(sanitizer, tool) + [
+            sys.executable, "-m", "grader.grading.sanitizer", str(job), token,
+            ",".join(f"{d}={p}" for d, p in cubins.items()), ",".join(f"{i}:{d}" for i, d in todo)]
+        child = _Spawned(argv, workdir / f"sanitizer-{tool}-{token}.txt", workdir)
+    popen_t = time.time()
+    mark = f"{_MARK} {token} ".encode()
+    last_change = time.monotonic()
+    allowed = first_output_s
+    started: dict[int, float] = {}
+    seconds: dict[int, float] = {}
+    silent_on: int | None = None
+    current: int | None = None
+    pending = b""
+    while True:
+        over = child.ended()
+        new = child.reader.read()
+        now = time.monotonic()
+        if new:
+            last_change = now
+            pending += new
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                if not line.startswith(mark):
+                    continue
+                child.see(line)
+                words = line[len(mark):].split()
+                if words[:1] == [b"case"] and len(words) > 1 and words[1].isdigit():
+                    current = int(words[1])
+                    started[current] = now
+                    allowed = limit(current)
+                elif words[:1] == [b"done"] and len(words) > 1 and words[1].isdigit():
+                    index = int(words[1])
+                    if index in started:
+                        seconds[index] = now - started[index]
+        if over or child.ended():
+            break
+        if not new and now - last_change > allowed:
+            child.kill()
+            if stop_at_silence and current is not None and current not in seconds:
+                silent_on = current
+            break
+        time.sleep(0.02)
+    text = child.text()
+    trace = os.environ.get("SCANGRADE_SANITIZER_LOGS")  # bench: every child's output, with its start and end
+    if trace:
+        Path(trace).mkdir(parents=True, exist_ok=True)
+        (Path(trace) / f"{tool}-{token}.txt").write_text(
+            f"{tool} popen {popen_t} end {time.time()} pooled {slot is not None}\n" + text, errors="replace")
+    found, started_cases, finished = findings_by_case(text, token)
+    return _ChildRun(found, started_cases, finished, seconds, silent_on, child.ended_itself())
+
+
+def _run_tool(sanitizer: str, tool: str, job: Path, cubins: dict[str, Path], cases: list[tuple[int, str]],
+              workdir: Path, limit: Callable[[int], float], first_output_s: float, stop_at_silence: bool,
+              pool: Path | None = None, priority: int = 0
+              ) -> tuple[dict[int, list[Finding]], set[int], dict[int, float], int | None]:
+    """One tool over ``cases``: a child (the pool's, else one of its own) from the first case not yet
+    run, again after each child that ended (a fault loses the context) or was stopped, until every
+    case was tried once (or, with ``stop_at_silence``, until a child goes silent on a case). After a
+    fault, a pool's memcheck checks the cases left at once in :data:`FAULT_CHILDREN` children, one
+    case each (:func:`_fan_out`). Returns the findings per case, the cases finished, the seconds
+    each took (between its markers) and the case it went silent on."""
+    per: dict[int, list[Finding]] = {}
+    done: set[int] = set()
+    seconds: dict[int, float] = {}
+    silent_on: int | None = None
+    faults = 0  # children in a row that ended with their first case (a fault loses the context)
+    todo = list(cases)
+    fan_out = pool is not None and tool == "memcheck"
+    while todo and silent_on is None and faults < FAULTS_IN_A_ROW:
+        run = _one_child(sanitizer, tool, job, cubins, todo, workdir, limit, first_output_s, stop_at_silence,
+                         pool, priority)
+        for index, fs in run.found.items():
+            per.setdefault(index, []).extend(fs)
+        done |= run.finished
+        seconds.update(run.seconds)
+        silent_on = run.silent_on
+        tried = run.started | run.finished
+        if not tried:  # the child did not get to a case (no GPU, no PyCUDA): give up on this tool
+            break
+        order = [c[0] for c in todo]
+        last = max(order.index(i) for i in tried if i in order)
+        faulted = run.ended_itself and last < len(todo) - 1
+        todo = todo[last + 1:]
+        if faulted and fan_out and silent_on is None:
+            silent_on = _fan_out(sanitizer, tool, job, cubins, todo, workdir, limit, first_output_s,
+                                 stop_at_silence, pool, priority, per, done, seconds)
+            break
+        faults = faults + 1 if faulted and last == 0 else 0
+    return per, done, seconds, silent_on
+
+
+#: After a fault, a pool's memcheck checks the part's cases left in this many children at once, one
+#: case each: a kernel that faults at one case usually faults at the next, and each fault costs a new
+#: child (compute-sanitizer, Python and a CUDA context: about 1.7 s on an H100), one after the
+#: other before. CUDA creates contexts one at a time, so more children should gain less (not measured); with 4, a
+#: Part 1 that faults at all 36 cases had them checked in 34 s on an H100 (67 s one after the other).
+FAULT_CHILDREN = 4
+
+
+def _fan_out(sanitizer: str, tool: str, job: Path, cubins: dict[str, Path], todo: list[tuple[int, str]],
+             workdir: Path, limit: Callable[[int], float], first_output_s: float, stop_at_silence: bool,
+             pool: Path, priority: int, per: dict, done: set, seconds: dict) -> int | None:
+    """``todo`` in up to :data:`FAULT_CHILDREN` of the pool's children of ``tool`` at once, one case
+    per request, in order; the pool is asked for that many (its ``grow-TOOL`` file). Adds to
+    ``per``, ``done`` and ``seconds``; returns the first case (in order) a child went silent on, after
+    which no further case is started."""
+    import threading
+
+    try:
+        (pool / f"grow-{tool}").write_text(str(FAULT_CHILDREN))
+    except OSError:
+        pass
+    order = [i for i, _ in todo]
+    queue = list(todo)
+    lock = threading.Lock()
+    silent: list[int] = []
+    given_up = threading.Event()
+
+    def work() -> None:
+        while True:
+            with lock:
+                if not queue or given_up.is_set():
+                    return
+                item = queue.pop(0)
+            run = _one_child(sanitizer, tool, job, cubins, [item], workdir, limit, first_output_s, stop_at_silence,
+                             pool, priority)
+            with lock:
+                for index, fs in run.found.items():
+                    per.setdefault(index, []).extend(fs)
+                done.update(run.finished)
+                seconds.update(run.seconds)
+                if run.silent_on is not None:
+                    silent.append(run.silent_on)
+                    given_up.set()
+                if not (run.started | run.finished):  # no child got to it: the tool cannot go on
+                    given_up.set()
+
+    threads = [threading.Thread(target=work, name=f"scangrade-{tool}-{k}", daemon=True)
+               for k in range(max(1, min(FAULT_CHILDREN, len(todo))))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return min(silent, key=order.index) if silent else None
+
+
+# --- the child ------------------------------------------------------------------------------------
+
+class _PrintBudget:
+    """How many reports compute-sanitizer has printed into this process's standard output (the
+    child's log, where the tool prints too): one per report's first line (``========= `` then text;
+    its continuation lines are indented). Where standard output is not a file (a pipe), nothing is
+    counted."""
+
+    def __init__(self, fd: int = 1) -> None:
+        import stat
+        self.printed = 0
+        self._reader = None
+        self._pending = b""
+        try:
+            if stat.S_ISREG(os.fstat(fd).st_mode):
+                self._reader = open(f"/proc/self/fd/{fd}", "rb")
+                self._reader.seek(0, os.SEEK_END)
+        except OSError:
+            self._reader = None
+
+    def spent(self) -> bool:
+        """Whether :data:`PRINT_BUDGET` reports were printed since this was made (reads what is new)."""
+        if self._reader is not None:
+            *lines, self._pending = (self._pending + self._reader.read()).split(b"\n")
+            self.printed += sum(1 for line in lines if line.startswith(b"========= ") and line[10:11].strip())
+        return self.printed >= PRINT_BUDGET
+
+
+class _Replay:
+    """Replays cases in a CUDA context (the child's), writing the markers :func:`findings_by_case`
+    reads: one per case before and after it, and one per buffer with its address and size."""
+
+    def __init__(self) -> None:
+        from grader.backends.pycuda_backend import PyCudaBackend
+
+        self.backend = PyCudaBackend(sandbox="off")
+        self._jobs: dict[str, tuple] = {}
+
+    def say(self, token: str, text: str) -> None:
+        sys.stdout.write(f"\n{_MARK} {token} {text}\n")
+        sys.stdout.flush()
+
+    def run(self, job_path: str, token: str, cubins: dict[str, str], cases: list[tuple[int, str]],
+            stop: Callable[[], bool] | None = None) -> None:
+        """Replay ``cases`` (``(index, dtype)``) of the job's part with ``cubins`` (path per dtype),
+        until ``stop()`` says so before a case (:meth:`_PrintBudget.spent`: the cases left go to
+        another child). At a fault (the context is lost) the process exits, after the case's
+        ``done`` marker."""
+        import numpy as np
+
+        from grader.core.errors import KernelError, LaunchError
+        from grader.grading.execute import case_list, make_input
+        from grader.assignment.parts import DTYPES, PARTS
+        from grader.assignment.plans import Run, prepare
+        from grader.grading.protocol import Job
+
+        if job_path not in self._jobs:
+            job = Job.from_json(Path(job_path).read_text(encoding="utf-8"), where=job_path)
+            self._jobs = {job_path: (job.config, PARTS[job.part], case_list(job.config, job.part))}
+        cfg, part, specs = self._jobs[job_path]
+        pc = cfg.parts[part.key]
+        backend = self.backend
+        modules = {d: backend.load_cubin(Path(p).read_bytes(), filename=part.filename, kernels=part.kernels)
+                   for d, p in cubins.items()}
+        for index, dtype_name in cases:
+            if stop is not None and stop():
+                return
+            case = specs[int(index)]
+            dtype = DTYPES[dtype_name]
+            x = make_input(cfg, part, case.n, case.seed, dtype, fractional=case.fractional)
+            self.say(token, f"case {index} {time.time()}")
+            spacers = []
+
+            class Spaced(Run):
+                def buffer(self, *args, **kwargs):  # an unallocated gap before every buffer
+                    spacers.append(backend.alloc(GAP_BYTES, np.dtype(np.uint8)))
+                    return super().buffer(*args, **kwargs)
+            run = Spaced(backend, modules[dtype_name], dtype, guard=0)
+            try:
+                d_in = run.buffer("in", case.n, x, output=False)
+                plan = prepare(run, part, pc, d_in, case.n)
+                spacers.append(backend.alloc(GAP_BYTES, np.dtype(np.uint8)))
+                backend.free(*spacers)
+                for g in run.buffers:
+                    self.say(token, f"buffer {g.name.replace(' ', '~')} {g.inner.address} {g.inner.nbytes} "
+                                    f"{g.inner.dtype.itemsize}")
+                with backend.gpu_shared():  # never while another worker times (grader.host.gpu_lock); case by case
+                    plan.run()
+                    backend.synchronize()
+            except LaunchError:
+                pass  # refused before it ran: the plain run reports it
+            except KernelError:
+                self.say(token, f"done {index} {time.time()}")
+                sys.stdout.flush()
+                os._exit(0)  # the context is lost; a new child runs the cases after this one
+            self.say(token, f"done {index} {time.time()}")
+
+
+def _child(argv: list[str]) -> int:
+    """``python -m grader.grading.sanitizer JOB TOKEN DTYPE=CUBIN,... INDEX:DTYPE,...``: replay the cases on
+    exact-size buffers, writing markers; exits at the first CUDA error (its context is lost)."""
+    job_path, token, cubin_arg, case_arg = argv
+    begun = time.time()
+    replay = _Replay()
+    replay.say(token, f"ready {begun} {time.time()}")
+    cubins = dict(item.split("=", 1) for item in cubin_arg.split(","))
+    budget = _PrintBudget()  # its print budget spent, it exits: the cases left go to a new child
+    replay.run(job_path, token, cubins, [tuple(item.split(":")) for item in case_arg.split(",")], stop=budget.spent)
+    sys.stdout.flush()
+    os._exit(0)
+
+
+#: A claim of a pool child (its ``claimed`` file) with no request after this many seconds is
+#: dropped: the worker that claimed it was stopped before it could write one.
+CLAIM_STALE_S = 10.0
+
+
+def _serve(folder: Path, replay=None) -> int:
+    """``python -m grader.grading.sanitizer --serve FOLDER``: a pool child (:mod:`grader.grading.sanitizer_pool`).
+    Starts its CUDA context, then marks itself idle (the file ``idle``) and replays each request a
+    worker writes (``request.json``: job, token, cubins, cases), ending each with an ``end`` marker
+    and marking itself idle again. Exits at a fault (the context is lost), once it has printed
+    :data:`PRINT_BUDGET` reports (after the request's ``end``, the cases it did not get to left to
+    another child: the pool starts a new one), or when the grader that started it is gone.
+    ``replay``: what replays the cases (default a :class:`_Replay`; tests give one without a GPU)."""
+    from grader.host.lifetime import die_with_parent
+
+    die_with_parent()  # gone with compute-sanitizer, its parent
+    parent = os.getppid()
+    runner = os.environ.get("SCANGRADE_RUNNER_PID", "")
+    replay = replay or _Replay()
+    request, claimed, idle = folder / "request.json", folder / "claimed", folder / "idle"
+    budget = _PrintBudget()
+    idle.touch()
+    claimed_at: float | None = None
+    while True:
+        if request.exists():
+            data = json.loads(request.read_text(encoding="utf-8"))
+            request.unlink()
+            replay.run(data["job"], data["token"], data["cubins"], [tuple(c) for c in data["cases"]],
+                       stop=budget.spent)
+            replay.say(data["token"], "end")
+            if budget.spent():  # not idle again: the pool starts a child with a whole budget
+                sys.stdout.flush()
+                os._exit(0)
+            claimed_at = None
+            os.rename(claimed, idle)
+            continue
+        if os.getppid() != parent or (runner.isdigit() and not _alive(int(runner))):
+            os._exit(0)
+        if claimed.exists():
+            claimed_at = claimed_at or time.monotonic()
+            if time.monotonic() - claimed_at > CLAIM_STALE_S:
+                os.rename(claimed, idle)
+                claimed_at = None
+        time.sleep(0.005)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--serve"]:
+        sys.exit(_serve(Path(sys.argv[2])))
+    sys.exit(_child(sys.argv[1:]))

@@ -1,0 +1,1 @@
+"""What ships to students and to autograders: the student release, and the Gradescope and PrairieLearn bundles."""

@@ -1,0 +1,1 @@
+"""Measuring tools: the bench against CUB."""
