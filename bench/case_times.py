@@ -48,8 +48,9 @@ def _cpu_model() -> str:
     return platform.processor() or "unknown CPU"
 
 
-def measure(backend: str, runs: int, config: str) -> dict:
-    """The backend's entry of the table: per part, ``"<mode> <dtype>": [[n, seconds], ...]``."""
+def measure(backend: str, runs: int, config: str, parts: list[str] | None = None) -> dict:
+    """The backend's entry of the table: per part, ``"<mode> <dtype>": [[n, seconds], ...]``;
+    ``parts``: only these parts' (None: every part of the config)."""
     cfg = load_config(config)
     kind = backend_kind(backend)
     if not kind.uses_gpus:  # as batch runs it: one emulator thread per submission
@@ -62,7 +63,7 @@ def measure(backend: str, runs: int, config: str) -> dict:
     for i in range(runs):
         loads.append(os.getloadavg()[0])
         t0 = time.perf_counter()
-        result = grade(SOLUTIONS, cfg=cfg, selection=selection, checks=True)
+        result = grade(SOLUTIONS, cfg=cfg, selection=selection, checks=True, parts=parts)
         print(f"run {i + 1}: {time.perf_counter() - t0:.1f} s, every case passed: {result.passed}", file=sys.stderr)
         if not result.passed:
             raise SystemExit("a reference solution failed a case: fix that first")
@@ -106,13 +107,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--config", default=str(ROOT / "config.yaml"))
     ap.add_argument("--out", default=str(TABLE_PATH), help="the table to update (default: %(default)s)")
+    ap.add_argument("--part", action="append", metavar="KEY",
+                    help="measure this part only and merge its times into the backend's entry (repeatable; "
+                         "a new part's times without measuring the others again)")
     args = ap.parse_args(argv)
     out = Path(args.out)
     table = json.loads(out.read_text()) if out.is_file() else {}
     table.setdefault("about", "The reference solution's wall seconds per case (the largest of the runs), per "
                               "backend: what grader/grading/deadlines.py derives each case's deadline from. Written by "
                               "bench/case_times.py.")
-    table[args.backend] = measure(args.backend, args.runs, args.config)
+    measured = measure(args.backend, args.runs, args.config, args.part)
+    if args.part and args.backend in table:  # one part's times merged into the others'
+        merged = table[args.backend]
+        merged.setdefault("parts", {}).update(measured["parts"])
+        measured = {**measured, "parts": dict(sorted(merged["parts"].items()))}
+    table[args.backend] = measured
     out.write_text(_dumps(table))
     print(f"wrote the {args.backend} times into {out}", file=sys.stderr)
     return 0
