@@ -700,7 +700,7 @@ class _GpuChecks:
     def _saved(self) -> dict:
         import json
 
-        from grader.grading.sanitizer import CaseChecks
+        from grader.grading.sanitizer_report import CaseChecks
         try:
             data = json.loads(self._saved_path.read_text(encoding="utf-8"))
             return {int(i): CaseChecks.from_json(c) for i, c in data.items()}
