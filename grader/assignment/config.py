@@ -20,10 +20,10 @@ from pathlib import Path
 from grader.backends import CHOICES as BACKEND_CHOICES
 from grader.backends import DEFAULT_TARGET_ARCH, TARGET_ARCHS
 from grader.core.errors import ConfigError, UsageError
-from grader.assignment.config_schema import (COMPILE_ERROR_CHOICES, DEFAULT_BLOCK_SIZE, REMOVED_FLOAT_RTOL, SANDBOX_CHOICES,
-                                             CheckConfig, CompileCacheConfig, Config, ConfigFile, EmulatorConfig, Inputs,
-                                             PartConfig, PrairieLearnConfig, ProfileConfig, RooflineConfig, TimingConfig,
-                                             TimingMethod, Timeouts)
+from grader.assignment.config_schema import (COMPILE_ERROR_CHOICES, DEFAULT_BLOCK_SIZE, REMOVED_FLOAT_RTOL,
+                                             SANDBOX_CHOICES, CheckConfig, CompileCacheConfig, Config, ConfigFile,
+                                             EmulatorConfig, Inputs, PartConfig, PrairieLearnConfig, ProfileConfig,
+                                             RooflineConfig, TimingConfig, TimingMethod, Timeouts)
 from grader.assignment.config_load import config_text_with, load_config, load_private
 
 __all__ = ["BACKEND_CHOICES", "COMPILE_ERROR_CHOICES", "DEFAULT_BLOCK_SIZE", "DEFAULT_TARGET_ARCH", "PROJECT_ROOT",

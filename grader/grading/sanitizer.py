@@ -10,7 +10,7 @@ named by the student's file and line (the cubin is built with ``-lineinfo``) and
 outside a buffer, by the buffer and element (``read of in[512] (479 past the end of in, 33
 elements)``).
 
-How: a child process (``python -m grader.grading.sanitizer_child``, :mod:`grader.grading.sanitizer_child`) runs under ``compute-sanitizer --tool T``,
+How: a child process (``python -m grader.grading.sanitizer_child``) runs under ``compute-sanitizer --tool T``,
 loads the part's cubins with PyCUDA and replays each case's launch plan on buffers of exactly n
 elements (no guard zones: memcheck only sees an access outside an allocation, and a guard zone is
 inside one), with 1 MiB of unallocated address space between buffers, so an overrun of one buffer

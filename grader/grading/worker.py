@@ -319,7 +319,7 @@ def _time_part(events, backend, cfg, part, pc, modules, results, build, *, earli
     ``earlier_failed``: a case before this worker's first failed (it hung), so nothing is timed."""
     from grader.backends import backend_kind
     from grader.core.errors import CompileError
-    from grader.tools.bench import cached_cub, time_cub_ms
+    from grader.tools.bench_cub import cached_cub, time_cub_ms
     from grader.grading.execute import case_input, score_performance, time_case
     from grader.assignment.parts import DTYPES, PARTS
     from grader.core.performance import Performance
