@@ -13,7 +13,8 @@ from grader.assignment.config import load_config
 from grader.assignment.parts import (PARTS, blelloch_adds, hierarchical_adds, hillis_steele_adds, single_pass_adds)
 from grader.render.formats import FORMATS
 from grader.render.plot import PNG_SIGNATURE, plot_name, time_plot_png, write_plots
-from grader.core.results import CaseResult, PartResult, SubmissionResult, Timing, result_from_dict
+from grader.core.performance import Timing
+from grader.core.results import CaseResult, PartResult, SubmissionResult, result_from_dict
 
 H100 = {"device": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0", "sm_count": "132", "clock_mhz": "1980",
         "memory_clock_mhz": "2619", "memory_bus_bits": "5120"}

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from grader import cli
-from grader.tools import bench
-from grader.tools.bench import COPY, CUB, BenchResult, BenchRow
+from grader.tools import bench, bench_cub, bench_table
+from grader.tools.bench_table import COPY, CUB, BenchResult, BenchRow
 from grader.assignment.config import load_config
 from grader.core.errors import UsageError
 from tests.conftest import ROOT, gpu_available
@@ -76,7 +76,7 @@ def _fake() -> BenchResult:
             BenchRow(2**28, "int32", "Part 5 reference (256x24)", 0.8, runs=30, verified=True),
             BenchRow(2**28, "int32", CUB, 0.877, runs=30, verified=True),
             BenchRow(2**28, "int32", "torch.cumsum", None, note="failed: RuntimeError: boom")]
-    bench.fill_rates(rows)
+    bench_table.fill_rates(rows)
     return BenchResult(rows=rows, skipped=["cupy.cumsum: not importable"], device={"device": "Fake GPU"},
                        command="scangrade bench", date="2026-11-22T00:00:00+00:00", method={"runs": 30})
 
@@ -90,18 +90,18 @@ def test_rates_from_fake_timings():
 
 
 def test_table_from_fake_timings():
-    table = bench.format_table(_fake().rows)
+    table = bench_table.format_table(_fake().rows)
     lines = table.splitlines()
     assert lines[0].split() == ["n", "dtype", "implementation", "median", "ms", "GB/s", "%", "copy", "verified"]
     cub = next(line for line in lines if CUB in line)
     assert "2^28" in cub and "0.8770" in cub and "81.4" in cub and cub.endswith("yes")
     assert "NO (failed: RuntimeError: boom)" in table
-    md = bench.format_markdown(_fake().rows)
+    md = bench_table.format_markdown(_fake().rows)
     assert "| 2^28 | int32 | CUB DeviceScan::ExclusiveSum | 0.8770 | 2449 | 81.4 | yes |" in md
 
 
 def test_json_from_fake_timings():
-    doc = json.loads(bench.to_json(_fake()))
+    doc = json.loads(bench_table.to_json(_fake()))
     assert doc["device"]["device"] == "Fake GPU" and doc["command"] == "scangrade bench"
     assert doc["all_verified"] is False and doc["skipped"] == ["cupy.cumsum: not importable"]
     assert [r["impl"] for r in doc["rows"]][:3] == [COPY, "Part 5 reference (256x24)", CUB]
@@ -109,7 +109,7 @@ def test_json_from_fake_timings():
 
 
 def test_plot_is_written_or_skipped_with_a_reason(tmp_path):
-    why = bench.write_plot(_fake(), tmp_path / "b.png")
+    why = bench_table.write_plot(_fake(), tmp_path / "b.png")
     if why is None:
         assert (tmp_path / "b.png").stat().st_size > 0
     else:
@@ -117,7 +117,7 @@ def test_plot_is_written_or_skipped_with_a_reason(tmp_path):
 
 
 def test_cub_source_has_the_c_entry_point():
-    text = bench.CUB_SOURCE.read_text()
+    text = bench_cub.CUB_SOURCE.read_text()
     assert 'extern "C"' in text and "scangrade_cub_exclusive_sum" in text and "cub::DeviceScan::ExclusiveSum" in text
 
 
@@ -136,4 +136,4 @@ def test_small_bench_on_the_gpu(tmp_path):
             assert {COPY, CUB} <= impls and any(i.startswith("Part 4") for i in impls) \
                 and any(i.startswith("Part 5") for i in impls), impls
     assert all(r.gbps and r.copy_fraction for r in result.rows)
-    json.loads(bench.to_json(result))
+    json.loads(bench_table.to_json(result))

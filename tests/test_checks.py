@@ -13,7 +13,8 @@ from grader.assignment.config import load_config, load_private
 from grader.core.errors import ConfigError
 from grader.grading.execute import diagnose, error_bound, score_performance
 from grader.assignment.config import TimingConfig
-from grader.core.results import CaseResult, Timing
+from grader.core.performance import Timing
+from grader.core.results import CaseResult
 from grader.grading.runner import grade
 from tests.conftest import BACKENDS, BROKEN, SOLUTIONS, write_config
 from tests.test_grading import parts_of, submission

@@ -25,7 +25,8 @@ from grader.classwork.store import CLASS_REPORT as REPORT_NAME
 from grader.classwork.store import load_batch, write_class_report, write_reports
 from grader.render.class_report import LINKED_REPORTS, class_report, class_report_page, failure_groups, part_failures
 from grader.render.formats import FORMATS, STUDENT_FOLDER, student_reports
-from grader.core.results import CaseResult, PartResult, Performance, SubmissionResult, Timing
+from grader.core.performance import Performance, Timing
+from grader.core.results import CaseResult, PartResult, SubmissionResult
 from tests.conftest import BROKEN, SOLUTIONS, write_config
 
 GPU = "NVIDIA H100 80GB HBM3"

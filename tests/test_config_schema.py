@@ -1,4 +1,4 @@
-"""config.yaml's schema (pydantic models in grader.assignment.config): every allowed key is named, odd values give
+"""config.yaml's schema (pydantic models in grader.assignment.config_schema): every allowed key is named, odd values give
 a message rather than a traceback, and defaults are declared once."""
 
 import pytest

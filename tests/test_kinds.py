@@ -84,8 +84,8 @@ def test_the_runtime_reports_kinds_through_its_table_only():
 
 def test_every_kind_given_in_the_grader_code_has_a_row():
     given = _kinds_given_in_python()
-    assert {"race", "out-of-bounds", "misaligned", "barrier-divergence"} <= set(given)  # sanitizer.py's parser
-    sanitizer = {k for k, files in given.items() if "grader/grading/sanitizer.py" in files}
+    assert {"race", "out-of-bounds", "misaligned", "barrier-divergence"} <= set(given)  # sanitizer_report.py's parser
+    sanitizer = {k for k, files in given.items() if "grader/grading/sanitizer_report.py" in files}
     assert "race" in sanitizer and sanitizer <= CHECK_KINDS  # compute-sanitizer's reports become checkers' kinds
     assert {k: sorted(given[k]) for k in kinds_without_a_row(given)} == {}
 

@@ -12,8 +12,9 @@ import math
 import pytest
 
 from grader.render.prairielearn import LIMIT_BYTES, TEST_KEYS, TOP_LEVEL_KEYS, THROUGHPUT_LABEL, dumps, prairielearn
-from grader.core.results import (MESSAGE_BYTES, PART_CASES_BYTES, CaseResult, Mismatch, PartResult, Performance, Profile,
-                            SubmissionResult, Timing, clean_case, clean_part_message)
+from grader.core.performance import Performance, Profile, Timing
+from grader.core.results import (MESSAGE_BYTES, PART_CASES_BYTES, CaseResult, Mismatch, PartResult, SubmissionResult,
+                                 clean_case, clean_part_message)
 from tests.test_render import (HIDDEN_SECRETS, PART1, PART2, PART4, PART5, PART5_TIMED, PART9, RESULT, case,
                                submission)
 

@@ -14,7 +14,8 @@ from grader.grading.protocol import (EVENTS, CaseDone, CaseStart, Compiled, Comp
                              Done, EventReader, EventWriter, GpuWait, HiddenStart, Job, LocatingFault, PerformanceScored,
                              Profiled, ProfileStart, ProtocolError, RooflineTaken, Timed, TimingStart, WorkerError, decode,
                              encode)
-from grader.core.results import CaseResult, Mismatch, Performance, Profile, Roofline, RooflineRow, Timing
+from grader.core.performance import Performance, Profile, Roofline, RooflineRow, Timing
+from grader.core.results import CaseResult, Mismatch
 from tests.conftest import ROOT, write_config
 
 CASE = CaseResult(name="n=33 int32", n=33, dtype="int32", seed=7, status="fail", points=0.0, max_points=1.0,

@@ -18,7 +18,8 @@ import pytest
 
 from grader.render import gradescope, junit_xml, markdown
 from grader.render.formats import FORMATS
-from grader.core.results import CaseResult, Mismatch, PartResult, Performance, SubmissionResult, Timing
+from grader.core.performance import Performance, Timing
+from grader.core.results import CaseResult, Mismatch, PartResult, SubmissionResult
 
 BASE_SEED = 20261122
 HIDDEN_SEED = 90917

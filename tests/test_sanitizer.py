@@ -1,5 +1,5 @@
 """compute-sanitizer's reports become findings of the emulator's kinds and message form
-(grader/grading/sanitizer.py). The report texts below are compute-sanitizer 2025.3's, as printed on an
+(grader/grading/sanitizer_report.py). The report texts below are compute-sanitizer 2025.3's, as printed on an
 NVIDIA H100 80GB HBM3 (CUDA 13.0, driver 580) for kernels broken on purpose; the end-to-end test
 runs on a GPU only."""
 
@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from grader.grading.sanitizer import Buffer, element_text, findings_by_case
+from grader.grading.sanitizer_report import Buffer, element_text, findings_by_case
 
 TOKEN = "0123abcd"
 

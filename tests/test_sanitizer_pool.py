@@ -1,6 +1,6 @@
 """The submission's pool of compute-sanitizer children (grader/grading/sanitizer_pool.py) and the workers'
 use of it (grader.grading.sanitizer.check_cases with ``pool``), on any machine: a stand-in for
-compute-sanitizer runs the pool child's real serving loop (``grader.grading.sanitizer._serve``) with a
+compute-sanitizer runs the pool child's real serving loop (``grader.grading.sanitizer_child._serve``) with a
 replay that needs no GPU and prints, per case, what compute-sanitizer prints for a race, or faults
 (the process ends, as when a kernel loses its context), or hangs. The real child runs on a GPU in
 tests/test_sanitizer.py and the GPU tests."""
@@ -21,8 +21,9 @@ from grader.grading.sanitizer_pool import SanitizerPool
 CHILD = textwrap.dedent('''
     import os, sys, time
     from pathlib import Path
-    import grader.grading.sanitizer
-    from grader.grading.sanitizer import _MARK, _serve
+    import grader.grading.sanitizer_child
+    from grader.grading.sanitizer_child import _serve
+    from grader.grading.sanitizer_report import _MARK
 
     class Replay:
         """Per case index, the file FAKE_PLAN says: race (a racecheck report), flood (three reports of
@@ -57,8 +58,8 @@ CHILD = textwrap.dedent('''
                     os._exit(0)
 
     if os.environ.get("FAKE_BUDGET"):
-        grader.grading.sanitizer.PRINT_BUDGET = int(os.environ["FAKE_BUDGET"])
-    # argv: the tool's options, then PYTHON -m grader.grading.sanitizer --serve FOLDER
+        grader.grading.sanitizer_child.PRINT_BUDGET = int(os.environ["FAKE_BUDGET"])
+    # argv: the tool's options, then PYTHON -m grader.grading.sanitizer_child --serve FOLDER
     _serve(Path(sys.argv[sys.argv.index("--serve") + 1]), replay=Replay())
 ''')
 
@@ -173,7 +174,7 @@ def test_closing_the_pool_stops_its_children_and_workers_then_start_their_own(fa
     pool.close()
     pool.close()
     assert pids and all(not Path(f"/proc/{pid}").exists() for pid in pids)
-    # a worker asking a closed pool starts a child of its own (the one-shot child of grader.grading.sanitizer:
+    # a worker asking a closed pool starts a child of its own (the one-shot child of grader.grading.sanitizer_child:
     # here the stand-in cannot run it, so the tool reports nothing: the cases are unchecked, not lost)
     result = _check(exe, pool.folder, tmp_path, [0, 1])
     assert sorted(result) == [0, 1] and not any(r.complete for r in result.values())

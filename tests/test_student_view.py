@@ -23,7 +23,8 @@ from types import SimpleNamespace
 import pytest
 
 from grader.render.formats import FORMATS
-from grader.core.results import CaseResult, Mismatch, PartResult, Performance, Profile, SubmissionResult, Timing
+from grader.core.performance import Performance, Profile, Timing
+from grader.core.results import CaseResult, Mismatch, PartResult, SubmissionResult
 
 STUDENT_FORMATS = [f.name for f in FORMATS.values() if f.student_facing]
 STAFF_FORMATS = [f.name for f in FORMATS.values() if not f.student_facing or f.staff_render]

@@ -92,6 +92,93 @@ def check_jobs(jobs: int | None) -> None:
                          "GPU (one per core on the emulator)")
 
 
+def _gpus_and_jobs(selection: Selection, jobs: int | None) -> tuple[list[str], int]:
+    """The GPUs a batch spreads its jobs over (``CUDA_VISIBLE_DEVICES``'s, else every GPU probed; none
+    off the GPU) and the submissions graded at once: ``jobs``, else as :func:`batch` says."""
+    gpus = [g for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g.strip()]
+    if selection.kind.uses_gpus:
+        if not gpus:
+            from grader.backends import probe_gpu_count
+            gpus = [str(i) for i in range(probe_gpu_count())] or ["0"]
+        return gpus, jobs or max(len(gpus), min(GPU_JOBS_PER_GPU * len(gpus), os.cpu_count() or 1))
+    return gpus, jobs or (os.cpu_count() or 1)
+
+
+class _Grading:
+    """A batch's grading of its submissions, one :meth:`one` per submission on a pool of ``jobs``
+    threads: the state they share (each job's slot, a GPU of ``gpus`` round robin; a group's result;
+    the results and why a saved one was graded again) and the Ctrl-C flag (:attr:`stop`)."""
+
+    def __init__(self, *, out: Path, cfg: Config, selection: Selection, checks: bool, resume: bool,
+                 reports: StudentReports, on_done: Callable[[str, SubmissionResult, bool], None] | None,
+                 on_note: Callable[[str, str], None] | None, gpus: list[str], inputs: Path | None, jobs: int) -> None:
+        self.out, self.cfg, self.selection, self.checks, self.resume = out, cfg, selection, checks, resume
+        self.reports, self.on_done, self.on_note, self.gpus, self.inputs = reports, on_done, on_note, gpus, inputs
+        self.slots = list(range(jobs))
+        self.slot_lock = threading.Lock()
+        self.results: dict[str, SubmissionResult] = {}
+        self.regraded: dict[str, str] = {}  # id -> why its saved result was not trusted
+        self.stop = threading.Event()  # set on Ctrl-C: running gradings end their workers and stop
+        self.groups: dict[str, tuple[threading.Lock, list[SubmissionResult]]] = {}  # a group's lock, and its result
+
+    def graded(self, sub: Submission) -> SubmissionResult:
+        """``sub`` graded in a free slot (its GPU); a refused submission, or one the grader failed on,
+        as a result saying why it was not graded. Raises GradingStopped after Ctrl-C."""
+        with self.slot_lock:
+            slot = self.slots.pop()
+        try:
+            return self._graded_in(sub, slot)
+        finally:
+            with self.slot_lock:
+                self.slots.append(slot)
+
+    def _graded_in(self, sub: Submission, slot: int) -> SubmissionResult:
+        cfg, selection = self.cfg, self.selection
+        env = ({"CUDA_VISIBLE_DEVICES": self.gpus[slot % len(self.gpus)], INPUT_CACHE_ENV: str(self.inputs)}
+               if selection.kind.uses_gpus else None)
+        if sub.refused:
+            return _not_graded(sub, cfg=cfg, selection=selection, why=f"not graded: {sub.refused}")
+        try:
+            return grade(sub, cfg=cfg, selection=selection, checks=self.checks, env=env, stop=self.stop, part_jobs=1)
+        except GradingStopped:
+            raise
+        except Exception as exc:  # noqa: BLE001 - one submission must never stop the batch
+            return _not_graded(sub, cfg=cfg, selection=selection,
+                               why=f"the grader failed on this submission ({type(exc).__name__}: {exc})")
+
+    def _group_graded(self, sub: Submission) -> SubmissionResult:
+        """A group submission is graded once; every member gets its result."""
+        with self.slot_lock:
+            lock, done = self.groups.setdefault(sub.group, (threading.Lock(), []))
+        with lock:
+            if not done:
+                done.append(self.graded(sub))
+        return done[0]
+
+    def one(self, sub: Submission) -> None:
+        """Grade ``sub`` (or, with ``resume``, take its saved result where it is of this grading) and
+        write its reports into ``out/<id>/``."""
+        target = self.out / sub.id
+        record = grading_record(submission=sub.name, submission_sha256=submission_sha256(sub), cfg=self.cfg,
+                                backend=self.selection.name, checks=self.checks)
+        saved, why = load_trusted(target / RESULT, record) if self.resume else (None, "")
+        if saved is not None:
+            self.results[sub.id] = saved
+            if self.on_done:
+                self.on_done(sub.id, saved, True)
+            return
+        if why:  # a saved result there, not of this grading: graded again, and said
+            self.regraded[sub.id] = why
+            if self.on_note:
+                self.on_note(sub.id, f"graded again: {why}")
+        result = self._group_graded(sub) if sub.group else self.graded(sub)
+        result = dataclasses.replace(result, submission=sub.id)
+        write_reports(result, target, self.reports(result), record)
+        self.results[sub.id] = result
+        if self.on_done:
+            self.on_done(sub.id, result, False)
+
+
 def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume: bool = False, jobs: int | None = None,
           checks: bool = True, on_done: Callable[[str, SubmissionResult, bool], None] | None = None,
           on_note: Callable[[str, str], None] | None = None, shard: tuple[int, int] | None = None,
@@ -146,82 +233,22 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
     notes = {s.id: s.collision for s in subs if s.collision}  # of the whole class: a shard's gradebook says them too
     people = {s.id: s.person for s in subs}  # name, email, folder: the gradebook's, and the manifest's for merge
     subs = [subs[p] for p in positions]
-    gpus = [g for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g.strip()]
-    if selection.kind.uses_gpus:
-        if not gpus:
-            from grader.backends import probe_gpu_count
-            gpus = [str(i) for i in range(probe_gpu_count())] or ["0"]
-        jobs = jobs or max(len(gpus), min(GPU_JOBS_PER_GPU * len(gpus), os.cpu_count() or 1))
-    else:
-        jobs = jobs or (os.cpu_count() or 1)
+    gpus, jobs = _gpus_and_jobs(selection, jobs)
     if jobs > 1 and not cfg.emulator.workers:  # the jobs share the cores: the emulator's threads too
         cfg = cfg.override(emulator={"workers": max(1, (os.cpu_count() or 1) // jobs)})
     # On a GPU, the large inputs every submission is graded on, drawn once for the class (no student
     # code runs on the host there: grader.grading.execute.shared_input); removed when the batch ends.
     inputs = Path(tempfile.mkdtemp(prefix="scangrade-inputs-")) if selection.kind.uses_gpus else None
-    slots = list(range(jobs))
-    slot_lock = threading.Lock()
-    results: dict[str, SubmissionResult] = {}
-    regraded: dict[str, str] = {}  # id -> why its saved result was not trusted
-    stop = threading.Event()  # set on Ctrl-C: running gradings end their workers and stop
-
-    groups: dict[str, tuple[threading.Lock, list[SubmissionResult]]] = {}  # a group's lock, and its result once graded
-
-    def graded(sub: Submission) -> SubmissionResult:
-        with slot_lock:
-            slot = slots.pop()
-        try:
-            env = ({"CUDA_VISIBLE_DEVICES": gpus[slot % len(gpus)], INPUT_CACHE_ENV: str(inputs)}
-                   if selection.kind.uses_gpus else None)
-            if sub.refused:
-                return _not_graded(sub, cfg=cfg, selection=selection, why=f"not graded: {sub.refused}")
-            try:
-                return grade(sub, cfg=cfg, selection=selection, checks=checks, env=env, stop=stop, part_jobs=1)
-            except GradingStopped:
-                raise
-            except Exception as exc:  # noqa: BLE001 - one submission must never stop the batch
-                return _not_graded(sub, cfg=cfg, selection=selection,
-                                   why=f"the grader failed on this submission ({type(exc).__name__}: {exc})")
-        finally:
-            with slot_lock:
-                slots.append(slot)
-
-    def one(sub: Submission) -> None:
-        target = out / sub.id
-        record = grading_record(submission=sub.name, submission_sha256=submission_sha256(sub), cfg=cfg,
-                                backend=selection.name, checks=checks)
-        saved, why = load_trusted(target / RESULT, record) if resume else (None, "")
-        if saved is not None:
-            results[sub.id] = saved
-            if on_done:
-                on_done(sub.id, saved, True)
-            return
-        if why:  # a saved result there, not of this grading: graded again, and said
-            regraded[sub.id] = why
-            if on_note:
-                on_note(sub.id, f"graded again: {why}")
-        if sub.group:  # a group submission is graded once; every member gets its result
-            with slot_lock:
-                lock, done = groups.setdefault(sub.group, (threading.Lock(), []))
-            with lock:
-                if not done:
-                    done.append(graded(sub))
-            result = done[0]
-        else:
-            result = graded(sub)
-        result = dataclasses.replace(result, submission=sub.id)
-        write_reports(result, target, reports(result), record)
-        results[sub.id] = result
-        if on_done:
-            on_done(sub.id, result, False)
-
+    run = _Grading(out=out, cfg=cfg, selection=selection, checks=checks, resume=resume, reports=reports,
+                   on_done=on_done, on_note=on_note, gpus=gpus, inputs=inputs, jobs=jobs)
+    results, regraded = run.results, run.regraded
     pool = ThreadPoolExecutor(max_workers=jobs)
-    futures = [pool.submit(one, s) for s in subs]
+    futures = [pool.submit(run.one, s) for s in subs]
     try:
         for f in futures:
             f.result()
     except BaseException as exc:  # Ctrl-C, or the batch itself failed: start nothing more, end what runs
-        stop.set()
+        run.stop.set()
         pool.shutdown(wait=False, cancel_futures=True)
         # The ones it cancelled never finish (wait() would block on them for ever): wait for the rest.
         wait([f for f in futures if not f.cancelled()])

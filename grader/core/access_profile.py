@@ -20,7 +20,7 @@ Public API: :class:`AccessSite`, :class:`LaunchSteps`, :class:`MemoryProfile`,
 :func:`parse_profile`, :func:`score_profile`, :func:`not_parallel`, :func:`report_lines`: data and
 arithmetic only, importing no backend (the emulator backend builds a :class:`MemoryProfile` with
 :func:`parse_profile`). Running the profile is :mod:`grader.grading.profiling`; the fields a result
-keeps are :class:`grader.core.results.Profile`'s (docs/results.md, "Profile").
+keeps are :class:`grader.core.performance.Profile`'s (docs/results.md, "Profile").
 """
 
 from __future__ import annotations
@@ -278,7 +278,7 @@ def parse_profile(text: str, resolve: Callable[[Sequence[int]], dict[int, tuple[
 
 def score_profile(pconf, sub: MemoryProfile, reference_wavefronts: int | None, *, n: int, against: str = "",
                   reference_span_steps: int | None = None, reference_barriers: int | None = None):
-    """The part's :class:`~grader.core.results.Profile`: points from the ratio of its shared-memory
+    """The part's :class:`~grader.core.performance.Profile`: points from the ratio of its shared-memory
     wavefronts (conflicts included) to the reference's, all at or below ``pconf.full_at``, none at
     or above ``pconf.zero_at``, linear in between; but none, whatever the wavefronts, for a scan
     that is not a parallel scan in shared memory (:func:`not_parallel`): no shared-memory access,
@@ -296,7 +296,7 @@ def score_profile(pconf, sub: MemoryProfile, reference_wavefronts: int | None, *
             and :attr:`MemoryProfile.barriers` on the same input; None: that bound is not checked
             (the message says so).
     """
-    from grader.core.results import Profile, linear_fraction
+    from grader.core.performance import Profile, linear_fraction
 
     worst = sub.worst
     facts = dict(n=n, blocks=pconf.blocks, wavefronts=sub.wavefronts, ideal_wavefronts=sub.ideal_wavefronts,
@@ -372,7 +372,7 @@ def not_parallel(pconf, sub: MemoryProfile, reference_span_steps: int | None, re
 
 
 def report_lines(profile) -> list[str]:
-    """Plain-text lines (no indent) for a part's :class:`~grader.core.results.Profile` in a report:
+    """Plain-text lines (no indent) for a part's :class:`~grader.core.performance.Profile` in a report:
     the points and how they follow, the worst conflicted line, the span, barriers and work, global
     sectors per request; [] for None."""
     if profile is None:

@@ -4,7 +4,7 @@ the CPU emulator a roofline: an estimated lower bound on the time on the course'
 
 Data and arithmetic only, importing no backend: the runner attaches :func:`part_analysis` to each
 timed part of a GPU run (from the device's attributes and the timed cases); the worker's roofline
-phase (:func:`roofline_phase`) counts on the emulator and builds the :class:`~grader.core.results.Roofline`
+phase (:func:`roofline_phase`) counts on the emulator and builds the :class:`~grader.core.performance.Roofline`
 with :func:`roofline`. The plot is :mod:`grader.render.plot`.
 
 The figures:
@@ -23,7 +23,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Iterable, Mapping, NamedTuple
 
-from grader.core.results import Analysis, AnalysisRow, PartResult, Roofline, RooflineRow
+from grader.core.performance import Analysis, AnalysisRow, Roofline, RooflineRow
+from grader.core.results import PartResult
 
 __all__ = ["FP32_LANES_PER_SM", "GpuPeaks", "RooflineCounts", "bound_line", "bound_ms", "gpu_peaks",
            "part_analysis", "roofline", "span_exponent", "with_analysis"]
@@ -230,7 +231,7 @@ def _bound_at(rc, c: RooflineCounts, n: int, size: int) -> float:
 
 def roofline(rc, *, n: int, dtype: str, sizes: Iterable[int], counts: RooflineCounts,
              reference: RooflineCounts | None = None, against: str = "the reference solution") -> Roofline:
-    """A timed part's :class:`~grader.core.results.Roofline` from the emulator's counts at ``n``.
+    """A timed part's :class:`~grader.core.performance.Roofline` from the emulator's counts at ``n``.
 
     Args:
         rc: the config's :class:`~grader.assignment.config.RooflineConfig` (the target GPU's figures).

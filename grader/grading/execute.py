@@ -34,8 +34,8 @@ from grader.core.errors import KernelError, LaunchError
 from grader.assignment.parts import DTYPES, PARTS, PartSpec
 from grader.assignment.plans import GUARD, POISON_BITS, Guarded, Plan, Run, prepare, tiles
 from grader.core.kinds import WARNING_KINDS, in_cause_order, verdict_of
-from grader.core.results import (CaseFinding, CaseResult, CaseStatus, FailureKind, Mismatch, Performance,
-                            Timing, linear_fraction)
+from grader.core.performance import Performance, Timing, linear_fraction
+from grader.core.results import CaseFinding, CaseResult, CaseStatus, FailureKind, Mismatch
 from reference.scan import default_threads, exclusive_scan, inclusive_scan, scan_int32_threaded
 
 

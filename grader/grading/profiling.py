@@ -88,7 +88,7 @@ def profile_runs(cfg, part) -> list:
 
 def profile_phase(*, cfg, part, source: str, results: list, workdir, solutions, earlier_failed: bool = False,
                   emulator_factory=None):
-    """The profile of a part, taken before its hidden cases: its :class:`~grader.core.results.Profile`
+    """The profile of a part, taken before its hidden cases: its :class:`~grader.core.performance.Profile`
     (score it again with :func:`profile_after_hidden` once they ran). Never raises for problems of
     the submission.
 
@@ -116,7 +116,7 @@ def profile_phase(*, cfg, part, source: str, results: list, workdir, solutions, 
     """
     from grader.core.errors import CompileError, ResourceLimit, ScangradeError
     from grader.assignment.parts import PARTS, compile_part
-    from grader.core.results import Profile
+    from grader.core.performance import Profile
 
     pconf = cfg.parts[part.key].profile
     if earlier_failed or any(r.status != "pass" for r in results):
@@ -191,7 +191,7 @@ def profile_after_hidden(profile, hidden: list):
     """The profile a part earns once its hidden cases have run: ``profile`` as
     :func:`profile_phase` took it, or no points when a hidden case did not pass (the profile is
     scored only when every case passes; nothing of the counts is kept then). None stays None."""
-    from grader.core.results import Profile
+    from grader.core.performance import Profile
 
     if profile is None or all(c.status == "pass" for c in hidden):
         return profile
@@ -246,7 +246,7 @@ def roofline_phase(backend, *, cfg, part, module, reference=None):
     """
     from grader.grading.analysis import roofline
     from grader.core.errors import ResourceLimit, ScangradeError
-    from grader.core.results import Roofline
+    from grader.core.performance import Roofline
 
     pc = cfg.parts[part.key]
     rc = cfg.roofline

@@ -43,7 +43,8 @@ from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from grader.assignment.config import Config
 from grader.core.errors import ScangradeError
-from grader.core.results import CaseResult, Performance, Profile, Roofline, clean_case, clean_part_message
+from grader.core.performance import Performance, Profile, Roofline
+from grader.core.results import CaseResult, clean_case, clean_part_message
 
 class ProtocolError(ScangradeError):
     """A job file the worker cannot use (unreadable, not JSON, a field missing or of the wrong type)."""
@@ -205,7 +206,7 @@ class CaseDone(_Event):
 
 @pydantic_dataclass(frozen=True, config=_WIRE)
 class Timed(_Event):
-    """A timed size's result (with its :class:`grader.core.results.Timing`)."""
+    """A timed size's result (with its :class:`grader.core.performance.Timing`)."""
 
     name: ClassVar[str] = "timed"
     result: _Case

@@ -34,8 +34,9 @@ from grader.core.errors import GradingStopped, UsageError
 from grader.assignment.parts import PARTS, PartSpec
 from grader.grading.execute import case_list, not_run
 from grader.grading.intake import Absent, Intake, resolve_submission
+from grader.core.performance import Performance, Profile, Roofline
 from grader.core.results import (PART_CASES_BYTES, CaseResult, CaseStatus, FailureKind, PartResult, PartStatus,
-                            Performance, Profile, Roofline, SubmissionResult, clean_case, clean_part_message)
+                                 SubmissionResult, clean_case, clean_part_message)
 
 #: Bytes of a worker's own stdout/stderr kept for messages.
 _TAIL_BYTES = 4000

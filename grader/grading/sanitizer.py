@@ -10,7 +10,7 @@ named by the student's file and line (the cubin is built with ``-lineinfo``) and
 outside a buffer, by the buffer and element (``read of in[512] (479 past the end of in, 33
 elements)``).
 
-How: a child process (``python -m grader.grading.sanitizer``) runs under ``compute-sanitizer --tool T``,
+How: a child process (``python -m grader.grading.sanitizer_child``) runs under ``compute-sanitizer --tool T``,
 loads the part's cubins with PyCUDA and replays each case's launch plan on buffers of exactly n
 elements (no guard zones: memcheck only sees an access outside an allocation, and a guard zone is
 inside one), with 1 MiB of unallocated address space between buffers, so an overrun of one buffer
@@ -20,7 +20,8 @@ given to the case it came from. A fault ends the child's CUDA context (memcheck 
 at its first bad access): the cases after it run in a new child. The three tools run at once.
 
 Source of the tools' behaviour: NVIDIA, *Compute Sanitizer User Manual* (CUDA 13.0), chapters
-"Memcheck Tool", "Racecheck Tool" and "Synccheck Tool".
+"Memcheck Tool", "Racecheck Tool" and "Synccheck Tool". Reading the reports is
+:mod:`grader.grading.sanitizer_report`'s job.
 """
 
 from __future__ import annotations
@@ -28,18 +29,17 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 import secrets
 import shutil
 import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable
 
 from grader.backends.base import Finding
+from grader.grading.sanitizer_report import _MARK, CaseChecks, findings_by_case
 
 #: The tools run on every checked case, and the kind each one's findings have by default.
 TOOLS = ("memcheck", "racecheck", "synccheck")
@@ -51,8 +51,6 @@ TOOLS = ("memcheck", "racecheck", "synccheck")
 #: where each faulting plain run costs a new worker and memcheck's run to locate it (3 to 4 s on an
 #: H100: a Part 1 that faulted at all 36 cases took 135 s).
 FAULTS_IN_A_ROW = 3
-#: Unallocated bytes left between two buffers in the sanitizer's replay.
-GAP_BYTES = 1 << 20
 #: compute-sanitizer's ``--print-limit``: the reports it prints in the whole life of a process, after
 #: which it stops printing (it still checks). A child replays many cases (a part's, and in a pool
 #: every part's of a submission), so with the former limit of 64 a kernel that races at every case
@@ -64,7 +62,6 @@ PRINT_LIMIT = 10000
 #: the cases left go to another child, so every case has at least ``PRINT_LIMIT - PRINT_BUDGET``
 #: reports of room.
 PRINT_BUDGET = PRINT_LIMIT // 2
-_MARK = "@@scangrade"
 
 
 def find_sanitizer() -> str | None:
@@ -88,210 +85,6 @@ def sanitizer_version(path: str) -> str:
     lines = [ln.strip() for ln in out.splitlines() if ln.strip()]
     return lines[-1] if lines else ""
 
-
-@dataclass(frozen=True)
-class Buffer:
-    """One buffer of a replayed case: its name, device address, bytes and element size."""
-
-    name: str
-    base: int
-    nbytes: int
-    itemsize: int
-
-
-@dataclass
-class CaseChecks:
-    """What the sanitizer found in one case.
-
-    Attributes:
-        findings: failing findings, in the order reported, one per (kind, line).
-        complete: every tool finished the case (a tool whose child hung or died before the case
-            ended did not; the case is then judged on its plain run).
-        tools: the tools that finished it.
-        seconds: the longest a tool took on it (s), where measured.
-    """
-
-    findings: list[Finding]
-    complete: bool
-    tools: list[str]
-    seconds: float | None = None
-
-    def to_json(self) -> dict:
-        """A JSON object (:meth:`from_json` reads it back): what a worker hands to the next one."""
-        return {"findings": [dataclasses.asdict(f) for f in self.findings], "complete": self.complete,
-                "tools": list(self.tools), "seconds": self.seconds}
-
-    @classmethod
-    def from_json(cls, data: dict) -> "CaseChecks":
-        """The CaseChecks :meth:`to_json` wrote.
-
-        Raises:
-            KeyError, TypeError, ValueError: ``data`` is not such an object.
-        """
-        def ids(v):
-            return tuple(int(x) for x in v) if v is not None else None
-        findings = [Finding(**{**f, **{k: ids(f.get(k)) for k in ("block", "thread", "other_block", "other_thread")}})
-                    for f in data["findings"]]
-        return cls(findings, bool(data["complete"]), [str(t) for t in data["tools"]], data.get("seconds"))
-
-
-# --- parsing the sanitizer's text --------------------------------------------------------------------
-
-_AT = re.compile(r"at (?:(?P<func>[\w$.:<>~]+)\+0x[0-9a-f]+ )?in (?P<file>.+?):(?P<line>\d+)")
-_BY = re.compile(r"by thread \((\d+),(\d+),(\d+)\) in block \((\d+),(\d+),(\d+)\)")
-_ADDRESS = re.compile(r"(?:Address|Access to) (0x[0-9a-f]+) is (?:out of bounds|misaligned)")
-_INVALID = re.compile(r"Invalid (__global__|__shared__|__local__|__generic__) (read|write|atomic)\w* of size (\d+)")
-_MISALIGNED = re.compile(r"Misaligned (?:Shared or Local Address|__global__ \w+|address)", re.I)
-_RACE = re.compile(r"(Error|Warning): Race reported between (Read|Write) access at .*? in (.+?):(\d+)")
-_RACE2 = re.compile(r"and (Read|Write) access at .*? in (.+?):(\d+)(?: \[(\d+) hazards?\])?")
-_BARRIER = re.compile(r"Barrier error detected\. (.*)")
-
-
-def _records(lines: Iterable[str]) -> list[list[str]]:
-    """The sanitizer's reports among ``lines`` (its lines start ``========= ``), one list per report."""
-    out: list[list[str]] = []
-    current: list[str] = []
-    for raw in lines:
-        if not raw.startswith("========= "):
-            continue
-        body = raw[len("========= "):]
-        if not body.strip() or body.startswith("COMPUTE-SANITIZER") or "SUMMARY" in body:
-            if current:
-                out.append(current)
-            current = []
-            continue
-        if not body.startswith("    ") and current:  # a new report starts at column 0
-            out.append(current)
-            current = []
-        current.append(body.strip())
-    if current:
-        out.append(current)
-    return out
-
-
-def _ids(m: re.Match | None, first: int) -> tuple[int, int, int] | None:
-    return tuple(int(m.group(first + i)) for i in range(3)) if m else None  # type: ignore[return-value]
-
-
-def _text(t: tuple[int, int, int] | None) -> str:
-    return "(?)" if t is None else f"({t[0]}, {t[1]}, {t[2]})"
-
-
-def element_text(buffers: list[Buffer], address: int) -> str | None:
-    """``name[i] (k past the end of name, m elements)`` for a global address outside every buffer but
-    within :data:`GAP_BYTES` of one (the nearest), or ``name[i]`` inside one; None when far from all."""
-    best: tuple[int, Buffer] | None = None
-    for b in buffers:
-        if b.base <= address < b.base + b.nbytes:
-            return f"{b.name}[{(address - b.base) // b.itemsize}]"
-        d = b.base - address if address < b.base else address - (b.base + b.nbytes) + 1
-        if best is None or d < best[0]:
-            best = (d, b)
-    if best is None or best[0] > GAP_BYTES:
-        return None
-    b = best[1]
-    count = b.nbytes // b.itemsize
-    delta = address - b.base
-    i = delta // b.itemsize if delta >= 0 else -((-delta + b.itemsize - 1) // b.itemsize)
-    where = f"{-i} before the start of" if i < 0 else f"{i - count + 1} past the end of"
-    return f"{b.name}[{i}] ({where} {b.name}, {count} element{'s' if count != 1 else ''})"
-
-
-def parse_report(record: list[str], buffers: list[Buffer]) -> Finding | None:
-    """One sanitizer report as a :class:`Finding` of the emulator's kinds and message form, or None
-    for a report that is not a finding about the kernel (an API error, the process's exit)."""
-    head = record[0]
-    at = next((m for m in map(_AT.search, record[1:]) if m), None)
-    by = next((m for m in map(_BY.search, record) if m), None)
-    file, line = (at.group("file"), int(at.group("line"))) if at else (None, None)
-    where = f"{file}:{line}" if file else "an unknown line"
-    block, thread = _ids(by, 4), _ids(by, 1)
-    race = _RACE.search(head)
-    if race:
-        second = next((m for m in map(_RACE2.search, record[1:]) if m), None)
-        kind1, file, line = race.group(2).lower(), race.group(3), int(race.group(4))
-        ofile, oline = (second.group(2), int(second.group(3))) if second else (None, None)
-        kind2 = second.group(1).lower() if second else "access"
-        hazards = f" ({second.group(4)} hazards)" if second and second.group(4) else ""
-        warp = (" (compute-sanitizer rates it a warning: within a warp; volatile does not order threads, since "
-                "Volta warp-synchronous code needs __syncwarp())" if race.group(1) == "Warning" else "")
-        msg = (f"race on shared memory: a {kind1} at {file}:{line} and a {kind2} at {ofile}:{oline} by different "
-               f"threads, with no __syncthreads() (or __syncwarp() within a warp) between them{hazards}{warp}")
-        return Finding(kind="race", message=msg, file=file, line=line, other_file=ofile, other_line=oline)
-    invalid = _INVALID.search(head)
-    if invalid:
-        space, verb, size = invalid.group(1), invalid.group(2), invalid.group(3)
-        addr = next((m for m in map(_ADDRESS.search, record) if m), None)
-        who = f"thread {_text(thread)} of block {_text(block)}"
-        if space == "__global__" and addr:
-            element = element_text(buffers, int(addr.group(1), 16))
-            if element:
-                msg = f"out-of-bounds global memory {verb} of {element} at {where}"
-            else:
-                msg = (f"out-of-bounds access: {who} {verb}s {size} bytes at address {addr.group(1)} at {where}, which "
-                       "is in no device allocation")
-        elif space == "__shared__":
-            msg = f"out-of-bounds shared memory {verb}: {who} {verb}s {size} bytes past the block's shared memory at {where}"
-        else:
-            msg = f"out-of-bounds {space.strip('_')} memory {verb}: {who} {verb}s {size} bytes at {where}"
-        return Finding(kind="out-of-bounds", message=msg, file=file, line=line, block=block, thread=thread)
-    if _MISALIGNED.search(head):
-        return Finding(kind="misaligned", message=f"misaligned access: thread {_text(thread)} of block {_text(block)} "
-                                                  f"at {where}: {head}", file=file, line=line, block=block,
-                       thread=thread)
-    barrier = _BARRIER.search(head)
-    if barrier:
-        msg = (f"barrier divergence: {barrier.group(1).rstrip('.')} at {where}: threads of the block reach "
-               "__syncthreads() at different points (an early return or a barrier inside a branch some threads skip)")
-        return Finding(kind="barrier-divergence", message=msg, file=file, line=line, block=block, thread=thread)
-    return None
-
-
-def findings_by_case(text: str, token: str) -> tuple[dict[int, list[Finding]], set[int], set[int]]:
-    """Split one child's output into the findings of each case (by the child's markers). Text after
-    a case's ``done`` marker is still that case's (a fault's report may follow it, as the child
-    exits), up to the next case or the request's ``end`` marker; a pool child's log after that
-    marker is its next request's, for another worker or another case.
-
-    Returns:
-        ``(findings per case index, cases started, cases finished)``.
-    """
-    per: dict[int, list[Finding]] = {}
-    started: set[int] = set()
-    done: set[int] = set()
-    current: int | None = None
-    chunk: list[str] = []
-    buffers: list[Buffer] = []
-    mark = f"{_MARK} {token} "
-
-    def flush() -> None:
-        if current is None:
-            return
-        seen = {(f.kind, f.file, f.line) for f in per.setdefault(current, [])}
-        for record in _records(chunk):
-            finding = parse_report(record, buffers)
-            if finding and (finding.kind, finding.file, finding.line) not in seen:
-                seen.add((finding.kind, finding.file, finding.line))
-                per[current].append(finding)
-    for line in text.splitlines():
-        if line.startswith(mark):
-            words = line[len(mark):].split()
-            if words[:1] == ["case"]:
-                flush()
-                current, chunk, buffers = int(words[1]), [], []
-                started.add(current)
-            elif words[:1] == ["buffer"] and len(words) == 5:
-                buffers.append(Buffer(words[1].replace("~", " "), int(words[2]), int(words[3]), int(words[4])))
-            elif words[:1] == ["done"]:
-                flush()
-                chunk = []
-                done.add(int(words[1]))
-            elif words[:1] == ["end"]:  # a pool child's end of this request: what follows is another's
-                break
-            continue
-        chunk.append(line)
-    flush()
-    return per, started, done
 
 
 # --- running it ---------------------------------------------------------------------------------------
@@ -369,7 +162,7 @@ def _alive(pid: int) -> bool:
 
 
 class _Spawned:
-    """A child started for one run of cases: ``python -m grader.grading.sanitizer JOB TOKEN CUBINS CASES`` under
+    """A child started for one run of cases: ``python -m grader.grading.sanitizer_child JOB TOKEN CUBINS CASES`` under
     the tool, in its own process group (in the worker's session: it goes with the worker); it exits
     when the cases are done, or at a fault."""
 
@@ -507,7 +300,7 @@ def _one_child(sanitizer: str, tool: str, job: Path, cubins: dict[str, Path], to
                                "cases": [[i, d] for i, d in todo]}, token)
     else:
         argv = tool_argv(sanitizer, tool) + [
-            sys.executable, "-m", "grader.grading.sanitizer", str(job), token,
+            sys.executable, "-m", "grader.grading.sanitizer_child", str(job), token,
             ",".join(f"{d}={p}" for d, p in cubins.items()), ",".join(f"{i}:{d}" for i, d in todo)]
         child = _Spawned(argv, workdir / f"sanitizer-{tool}-{token}.txt", workdir)
     popen_t = time.time()
@@ -651,167 +444,3 @@ def _fan_out(sanitizer: str, tool: str, job: Path, cubins: dict[str, Path], todo
     for t in threads:
         t.join()
     return min(silent, key=order.index) if silent else None
-
-
-# --- the child ------------------------------------------------------------------------------------
-
-class _PrintBudget:
-    """How many reports compute-sanitizer has printed into this process's standard output (the
-    child's log, where the tool prints too): one per report's first line (``========= `` then text;
-    its continuation lines are indented). Where standard output is not a file (a pipe), nothing is
-    counted."""
-
-    def __init__(self, fd: int = 1) -> None:
-        import stat
-        self.printed = 0
-        self._reader = None
-        self._pending = b""
-        try:
-            if stat.S_ISREG(os.fstat(fd).st_mode):
-                self._reader = open(f"/proc/self/fd/{fd}", "rb")
-                self._reader.seek(0, os.SEEK_END)
-        except OSError:
-            self._reader = None
-
-    def spent(self) -> bool:
-        """Whether :data:`PRINT_BUDGET` reports were printed since this was made (reads what is new)."""
-        if self._reader is not None:
-            *lines, self._pending = (self._pending + self._reader.read()).split(b"\n")
-            self.printed += sum(1 for line in lines if line.startswith(b"========= ") and line[10:11].strip())
-        return self.printed >= PRINT_BUDGET
-
-
-class _Replay:
-    """Replays cases in a CUDA context (the child's), writing the markers :func:`findings_by_case`
-    reads: one per case before and after it, and one per buffer with its address and size."""
-
-    def __init__(self) -> None:
-        from grader.backends.pycuda_backend import PyCudaBackend
-
-        self.backend = PyCudaBackend(sandbox="off")
-        self._jobs: dict[str, tuple] = {}
-
-    def say(self, token: str, text: str) -> None:
-        sys.stdout.write(f"\n{_MARK} {token} {text}\n")
-        sys.stdout.flush()
-
-    def run(self, job_path: str, token: str, cubins: dict[str, str], cases: list[tuple[int, str]],
-            stop: Callable[[], bool] | None = None) -> None:
-        """Replay ``cases`` (``(index, dtype)``) of the job's part with ``cubins`` (path per dtype),
-        until ``stop()`` says so before a case (:meth:`_PrintBudget.spent`: the cases left go to
-        another child). At a fault (the context is lost) the process exits, after the case's
-        ``done`` marker."""
-        import numpy as np
-
-        from grader.core.errors import KernelError, LaunchError
-        from grader.grading.execute import case_list, make_input
-        from grader.assignment.parts import DTYPES, PARTS
-        from grader.assignment.plans import Run, prepare
-        from grader.grading.protocol import Job
-
-        if job_path not in self._jobs:
-            job = Job.from_json(Path(job_path).read_text(encoding="utf-8"), where=job_path)
-            self._jobs = {job_path: (job.config, PARTS[job.part], case_list(job.config, job.part))}
-        cfg, part, specs = self._jobs[job_path]
-        pc = cfg.parts[part.key]
-        backend = self.backend
-        modules = {d: backend.load_cubin(Path(p).read_bytes(), filename=part.filename, kernels=part.kernels)
-                   for d, p in cubins.items()}
-        for index, dtype_name in cases:
-            if stop is not None and stop():
-                return
-            case = specs[int(index)]
-            dtype = DTYPES[dtype_name]
-            x = make_input(cfg, part, case.n, case.seed, dtype, fractional=case.fractional)
-            self.say(token, f"case {index} {time.time()}")
-            spacers = []
-
-            class Spaced(Run):
-                def buffer(self, *args, **kwargs):  # an unallocated gap before every buffer
-                    spacers.append(backend.alloc(GAP_BYTES, np.dtype(np.uint8)))
-                    return super().buffer(*args, **kwargs)
-            run = Spaced(backend, modules[dtype_name], dtype, guard=0)
-            try:
-                d_in = run.buffer("in", case.n, x, output=False)
-                plan = prepare(run, part, pc, d_in, case.n)
-                spacers.append(backend.alloc(GAP_BYTES, np.dtype(np.uint8)))
-                backend.free(*spacers)
-                for g in run.buffers:
-                    self.say(token, f"buffer {g.name.replace(' ', '~')} {g.inner.address} {g.inner.nbytes} "
-                                    f"{g.inner.dtype.itemsize}")
-                with backend.gpu_shared():  # never while another worker times (grader.host.gpu_lock); case by case
-                    plan.run()
-                    backend.synchronize()
-            except LaunchError:
-                pass  # refused before it ran: the plain run reports it
-            except KernelError:
-                self.say(token, f"done {index} {time.time()}")
-                sys.stdout.flush()
-                os._exit(0)  # the context is lost; a new child runs the cases after this one
-            self.say(token, f"done {index} {time.time()}")
-
-
-def _child(argv: list[str]) -> int:
-    """``python -m grader.grading.sanitizer JOB TOKEN DTYPE=CUBIN,... INDEX:DTYPE,...``: replay the cases on
-    exact-size buffers, writing markers; exits at the first CUDA error (its context is lost)."""
-    job_path, token, cubin_arg, case_arg = argv
-    begun = time.time()
-    replay = _Replay()
-    replay.say(token, f"ready {begun} {time.time()}")
-    cubins = dict(item.split("=", 1) for item in cubin_arg.split(","))
-    budget = _PrintBudget()  # its print budget spent, it exits: the cases left go to a new child
-    replay.run(job_path, token, cubins, [tuple(item.split(":")) for item in case_arg.split(",")], stop=budget.spent)
-    sys.stdout.flush()
-    os._exit(0)
-
-
-#: A claim of a pool child (its ``claimed`` file) with no request after this many seconds is
-#: dropped: the worker that claimed it was stopped before it could write one.
-CLAIM_STALE_S = 10.0
-
-
-def _serve(folder: Path, replay=None) -> int:
-    """``python -m grader.grading.sanitizer --serve FOLDER``: a pool child (:mod:`grader.grading.sanitizer_pool`).
-    Starts its CUDA context, then marks itself idle (the file ``idle``) and replays each request a
-    worker writes (``request.json``: job, token, cubins, cases), ending each with an ``end`` marker
-    and marking itself idle again. Exits at a fault (the context is lost), once it has printed
-    :data:`PRINT_BUDGET` reports (after the request's ``end``, the cases it did not get to left to
-    another child: the pool starts a new one), or when the grader that started it is gone.
-    ``replay``: what replays the cases (default a :class:`_Replay`; tests give one without a GPU)."""
-    from grader.host.lifetime import die_with_parent
-
-    die_with_parent()  # gone with compute-sanitizer, its parent
-    parent = os.getppid()
-    runner = os.environ.get("SCANGRADE_RUNNER_PID", "")
-    replay = replay or _Replay()
-    request, claimed, idle = folder / "request.json", folder / "claimed", folder / "idle"
-    budget = _PrintBudget()
-    idle.touch()
-    claimed_at: float | None = None
-    while True:
-        if request.exists():
-            data = json.loads(request.read_text(encoding="utf-8"))
-            request.unlink()
-            replay.run(data["job"], data["token"], data["cubins"], [tuple(c) for c in data["cases"]],
-                       stop=budget.spent)
-            replay.say(data["token"], "end")
-            if budget.spent():  # not idle again: the pool starts a child with a whole budget
-                sys.stdout.flush()
-                os._exit(0)
-            claimed_at = None
-            os.rename(claimed, idle)
-            continue
-        if os.getppid() != parent or (runner.isdigit() and not _alive(int(runner))):
-            os._exit(0)
-        if claimed.exists():
-            claimed_at = claimed_at or time.monotonic()
-            if time.monotonic() - claimed_at > CLAIM_STALE_S:
-                os.rename(claimed, idle)
-                claimed_at = None
-        time.sleep(0.005)
-
-
-if __name__ == "__main__":
-    if sys.argv[1:2] == ["--serve"]:
-        sys.exit(_serve(Path(sys.argv[2])))
-    sys.exit(_child(sys.argv[1:]))

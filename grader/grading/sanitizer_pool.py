@@ -89,8 +89,8 @@ class SanitizerPool:
         # dies with the thread starting it (the grade's, or the watcher: both outlive the pool, which
         # stops its children itself), so a grader killed outright leaves no kernel running under it
         with open(slot / "log.txt", "wb") as log:
-            proc = subprocess.Popen(tool_argv(self.sanitizer, tool) + [sys.executable, "-m", "grader.grading.sanitizer",
-                                                                       "--serve", str(slot)],
+            argv = [sys.executable, "-m", "grader.grading.sanitizer_child", "--serve", str(slot)]
+            proc = subprocess.Popen(tool_argv(self.sanitizer, tool) + argv,
                                     stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=slot,
                                     env=self._env, start_new_session=True, preexec_fn=die_with_parent)
         (slot / "pid").write_text(str(proc.pid))

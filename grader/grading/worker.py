@@ -314,15 +314,16 @@ TOO_SLOW_MS = 500.0
 def _time_part(events, backend, cfg, part, pc, modules, results, build, *, earlier_failed: bool = False,
                ahead=None):
     """The timing phase of a part (GPU only), after the visible cases and before the hidden ones:
-    ``timed`` events, and the :class:`~grader.core.results.Performance` they earn (returned; the caller
+    ``timed`` events, and the :class:`~grader.core.performance.Performance` they earn (returned; the caller
     reports it once the hidden cases have run, see :func:`performance_after_hidden`).
     ``earlier_failed``: a case before this worker's first failed (it hung), so nothing is timed."""
     from grader.backends import backend_kind
     from grader.core.errors import CompileError
-    from grader.tools.bench import cached_cub, time_cub_ms
+    from grader.tools.bench_cub import cached_cub, time_cub_ms
     from grader.grading.execute import case_input, score_performance, time_case
     from grader.assignment.parts import DTYPES, PARTS
-    from grader.core.results import CaseResult, CaseStatus, Performance
+    from grader.core.performance import Performance
+    from grader.core.results import CaseResult, CaseStatus
 
     tc = pc.timing
     kind = backend_kind(backend.name)
@@ -429,7 +430,7 @@ def performance_after_hidden(performance, hidden: list):
     """The performance a part earns once its hidden cases have run: ``performance`` as scored from
     the timed cases, or no points when a hidden case did not pass (performance is scored only when
     every case passes). None stays None; a part that was not scored keeps its reason."""
-    from grader.core.results import Performance
+    from grader.core.performance import Performance
 
     if performance is None or performance.ratio is None or all(c.status == "pass" for c in hidden):
         return performance
@@ -441,7 +442,7 @@ def _profile_part(events, backend, cfg, part, source, results, work: Path, *, ea
     """The memory-access profile of a part (bank conflicts, sectors per request), counted by the
     CPU emulator on any machine, in an emulator of its own (:func:`grader.grading.profiling.profile_phase`),
     after the visible cases and before any hidden one: ``profile-start`` when it runs, and the
-    :class:`~grader.core.results.Profile` (returned: reported, after the hidden cases, as a ``profile``
+    :class:`~grader.core.performance.Profile` (returned: reported, after the hidden cases, as a ``profile``
     event scored by :func:`grader.grading.profiling.profile_after_hidden`). On the emulator, the cases'
     executors are stopped first (they start again at the next launch), so the part still has one
     executor alive at a time."""
@@ -700,7 +701,7 @@ class _GpuChecks:
     def _saved(self) -> dict:
         import json
 
-        from grader.grading.sanitizer import CaseChecks
+        from grader.grading.sanitizer_report import CaseChecks
         try:
             data = json.loads(self._saved_path.read_text(encoding="utf-8"))
             return {int(i): CaseChecks.from_json(c) for i, c in data.items()}

@@ -21,8 +21,8 @@ import dataclasses
 import datetime as _dt
 import re
 
-from grader.core.results import (CaseResult, CaseStatus, PartResult, PartStatus, Performance, Profile, SubmissionResult,
-                            Timing)
+from grader.core.performance import Performance, Profile, Timing
+from grader.core.results import CaseResult, CaseStatus, PartResult, PartStatus, SubmissionResult
 from grader.core.safe_text import printable  # noqa: F401  (the renderers' cleaner, re-exported)
 
 #: Part statuses for which a part is shown as one failing entry when none of its cases ran.
@@ -193,7 +193,7 @@ def _num(x: float | None, fmt: str) -> str:
     return "-" if x is None else format(x, fmt)
 
 
-#: The analysis table's columns (:class:`grader.core.results.AnalysisRow`): header, cell. Said once: the
+#: The analysis table's columns (:class:`grader.core.performance.AnalysisRow`): header, cell. Said once: the
 #: text, Markdown and the other formats' tables all read it (:func:`analysis_table`).
 ANALYSIS_COLUMNS = (
     ("n", lambda r: f"{r.n:,}"),
@@ -211,7 +211,7 @@ ANALYSIS_COLUMNS = (
 
 
 def analysis_table(analysis) -> tuple[list[str], list[list[str]]]:
-    """The analysis table of a part's :class:`grader.core.results.Analysis`: ``(headers, rows of cells)``."""
+    """The analysis table of a part's :class:`grader.core.performance.Analysis`: ``(headers, rows of cells)``."""
     return [h for h, _ in ANALYSIS_COLUMNS], [[cell(r) for _, cell in ANALYSIS_COLUMNS] for r in analysis.rows]
 
 
@@ -237,7 +237,7 @@ def analysis_lines(analysis) -> list[str]:
 
 
 def roofline_lines(roofline) -> list[str]:
-    """A part's emulator roofline (:class:`grader.core.results.Roofline`) as plain text (no indent): what
+    """A part's emulator roofline (:class:`grader.core.performance.Roofline`) as plain text (no indent): what
     was counted, then the bound at each timed size beside the reference's; [] for None."""
     if roofline is None:
         return []

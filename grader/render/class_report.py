@@ -53,7 +53,8 @@ from grader.render._common import PART_STATUS_WORDS, is_timed_case, points, prin
 from grader.core.kinds import GROUPS, group_of
 from grader.assignment.parts import CHALLENGE_PART
 from grader.render.formats import FORMATS, STUDENT_FOLDER
-from grader.core.results import CaseResult, PartResult, SubmissionResult, Timing
+from grader.core.performance import Timing
+from grader.core.results import CaseResult, PartResult, SubmissionResult
 
 if TYPE_CHECKING:  # the loaded folder's type only: rendering reads no file
     from grader.classwork.store import BatchFolder

@@ -14,7 +14,8 @@ from grader.render._common import (CASE_STATUS_WORDS, PART_STATUS_WORDS, analysi
                                    public_case_name, public_elapsed_s, public_part_message, public_seed,
                                    quick_check_text, roofline_lines, stopped_case, student_view, whole_part_failure)
 from grader.render._patterns import size_pattern
-from grader.core.results import CaseResult, PartResult, SubmissionResult, Timing
+from grader.core.performance import Timing
+from grader.core.results import CaseResult, PartResult, SubmissionResult
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 _DASH = "—"

@@ -120,7 +120,7 @@ def _part_tests(result: SubmissionResult, part: PartResult) -> list[dict[str, An
 
 def _throughput_image(result: SubmissionResult) -> dict[str, str] | None:
     """A PNG of each timed part's effective bandwidth against n: the submission, the reference
-    solution and the device-to-device copy (:func:`grader.tools.bench.throughput_panel`), as a data URL;
+    solution and the device-to-device copy (:func:`grader.tools.bench_table.throughput_panel`), as a data URL;
     None when nothing was timed or matplotlib is not installed."""
     series = []
     for p in result.parts:
@@ -133,7 +133,7 @@ def _throughput_image(result: SubmissionResult) -> dict[str, str] | None:
         from matplotlib.figure import Figure
     except ImportError:
         return None
-    from grader.tools.bench import throughput_panel
+    from grader.tools.bench_table import throughput_panel
 
     fig = Figure(figsize=(6.4, 3.4 * len(series)), layout="constrained")
     for i, (part, runs) in enumerate(series, 1):

@@ -170,6 +170,43 @@ class _Phase2:
         return self._repl_end.get(last, self.orig(last) + 1)
 
 
+def _expects_header_name(recent: list[str]) -> bool:
+    """Whether a ``<`` or ``"`` after the logical line's tokens ``recent`` (the last three values)
+    opens a header name: right after ``#include`` and its kin, or after ``__has_include(``."""
+    return ((len(recent) == 2 and recent[0] == "#" and recent[1] in HEADER_DIRECTIVES)
+            or (len(recent) >= 2 and recent[-2] in HAS_FILE and recent[-1] == "("))
+
+
+def _next_token(text: str, pos: int, recent: list[str]) -> tuple[str, int]:
+    """The kind and end offset of the token of phase-2 ``text`` at ``pos`` (not a line break); kind
+    "" for blanks and comments. A raw string is a ``string`` running to its closing delimiter (the
+    text's end when none)."""
+    if text[pos] in '<"' and _expects_header_name(recent):
+        m = (_HEADER_ANGLE if text[pos] == "<" else _HEADER_QUOTE).match(text, pos)
+        if m:
+            return "header", m.end()
+    m = _TOKEN.match(text, pos)
+    kind, end = m.lastgroup or "other", m.end()
+    if kind in ("blank", "lc", "bc"):
+        return "", end
+    if kind in ("delim", "raw"):
+        delim = m.group("delim") or ""
+        close = text.find(")" + delim + '"', end)
+        return "string", len(text) if close < 0 else close + len(delim) + 2
+    if kind == "punct" and text.startswith("<::", pos) and text[pos + 3:pos + 4] not in (":", ">"):
+        end = pos + 1  # C++11: `<::` not followed by `:` or `>` is `<` then `::` (std::vector<::T>)
+    return kind, end
+
+
+def _token_value(kind: str, spelled: str) -> str:
+    """A token's value: an identifier with its UCNs decoded, a digraph as the punctuator it spells."""
+    if kind == "id":
+        return decode_ucns(spelled)
+    if kind == "punct":
+        return DIGRAPHS.get(spelled, spelled)
+    return spelled
+
+
 def tokenize(source: str, *, trigraphs: bool = False, blank_splices: bool = True) -> list[Token]:
     """The preprocessing tokens of ``source``, in order (blanks, comments and line breaks dropped;
     :attr:`Token.first` marks where a logical line begins).
@@ -192,44 +229,19 @@ def tokenize(source: str, *, trigraphs: bool = False, blank_splices: bool = True
     at_line_start = True  # nothing but blanks and comments since the last line break
     flush = True  # nothing at all since the last line break
     pos, n = 0, len(text)
-    match = _TOKEN.match
     while pos < n:
-        c = text[pos]
-        if c == "\n":
+        if text[pos] == "\n":
             recent.clear()
             at_line_start = flush = True
             pos += 1
             continue
-        kind = ""
-        end = pos
-        if c in '<"' and recent and (
-                (len(recent) >= 2 and recent[-2] == "#" and recent[-1] in HEADER_DIRECTIVES and len(recent) == 2)
-                or (len(recent) >= 2 and recent[-2] in HAS_FILE and recent[-1] == "(")):
-            m = (_HEADER_ANGLE if c == "<" else _HEADER_QUOTE).match(text, pos)
-            if m:
-                kind, end = "header", m.end()
+        kind, end = _next_token(text, pos, recent)
         if not kind:
-            m = match(text, pos)
-            kind, end = m.lastgroup or "other", m.end()
-            if kind == "delim":
-                kind = "raw"
-            if kind in ("blank", "lc", "bc"):
-                flush = False
-                pos = end
-                continue
-            if kind == "raw":
-                close = text.find(")" + (m.group("delim") or "") + '"', end)
-                end = n if close < 0 else close + len(m.group("delim") or "") + 2
-                kind = "string"
-        if kind == "punct" and text.startswith("<::", pos) and text[pos + 3:pos + 4] not in (":", ">"):
-            end = pos + 1  # C++11: `<::` not followed by `:` or `>` is `<` then `::` (std::vector<::T>)
+            flush = False
+            pos = end
+            continue
         spelled = text[pos:end]
-        if kind == "id":
-            value = decode_ucns(spelled)
-        elif kind == "punct":
-            value = DIGRAPHS.get(spelled, spelled)
-        else:
-            value = spelled
+        value = _token_value(kind, spelled)
         start = p2.orig(pos)
         tokens.append(Token(kind, spelled, value, start, p2.orig_end(end), bisect.bisect_right(line_starts, start),
                             at_line_start, at_line_start and flush))

@@ -8,31 +8,28 @@ event, the median of N runs):
 - the reference solution of every part that handles n (Parts 4 and 5; one-block parts are
   skipped), compiled with the part header and launched with the grader's own plans
   (:func:`grader.grading.execute._timed_plan`), so the numbers are the ones grading sees;
-- CUB's ``cub::DeviceScan::ExclusiveSum``, built by nvcc from ``grader/tools/bench_cub.cu`` into a shared
-  library (cached under ``~/.cache/scangrade/``), loaded with ctypes and run on PyCUDA buffers of
+- CUB's ``cub::DeviceScan::ExclusiveSum`` (:mod:`grader.tools.bench_cub`), built by nvcc from
+  ``grader/tools/bench_cub.cu`` into a shared library (cached under ``~/.cache/scangrade/``), loaded
+  with ctypes and run on PyCUDA buffers of
   the same context, on the default stream, in the backend's own timing loop;
 - ``torch.cumsum`` and ``cupy.cumsum`` when importable (their own streams, the same method);
 - PyCUDA's ``InclusiveScanKernel`` (scan-then-propagate).
 
 Every implementation's output is checked once against the sequential reference scan (after its
 timed runs; outputs are poisoned before every run). Effective bandwidth counts the bytes a scan
-must move, ``2 * n * sizeof(scan_t)`` (read once, write once), in GB/s (10^9 bytes/s).
+must move, ``2 * n * sizeof(scan_t)`` (read once, write once), in GB/s (10^9 bytes/s). The rows and their
+table, JSON and plot are :mod:`grader.tools.bench_table`'s.
 """
 
 from __future__ import annotations
 
 import ctypes
-import dataclasses
 import datetime as _dt
-import hashlib
-import json
-import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
@@ -40,72 +37,18 @@ import numpy as np
 
 from grader.core.errors import CompileError, KernelError, LaunchError, UsageError
 from grader.assignment.parts import PARTS
+from grader.tools.bench_cub import CubScan, build_cub, cache_dir
+from grader.tools.bench_table import (COPY, CUB, CUPY, PYCUDA_SCAN, TORCH, BenchResult, BenchRow, fill_rates,
+                                     format_table, size_label, to_json, write_plot)
 
 #: Default sizes: powers of 4 from 2^16 to 2^28.
 DEFAULT_SIZES = tuple(2**k for k in range(16, 29, 2))
 #: The largest n accepted (kernels take ``int n``; 2^30 int32 is 4 GiB per buffer).
 MAX_N = 2**30
 DEFAULT_DTYPES = ("int32", "float32")
-#: The CUDA source of the CUB entry point, beside this module.
-CUB_SOURCE = Path(__file__).resolve().parent / "bench_cub.cu"
-#: Implementation names, in table order.
-COPY, CUB, TORCH, CUPY, PYCUDA_SCAN = ("copy (D2D, roofline)", "CUB DeviceScan::ExclusiveSum", "torch.cumsum",
-                                       "cupy.cumsum", "PyCUDA InclusiveScanKernel")
 #: Parts whose reference solution the bench times: those of any n (:attr:`grader.assignment.parts.PartSpec.any_length`);
 #: one-block parts cannot handle these sizes.
 BENCH_PARTS = tuple(key for key, spec in PARTS.items() if spec.any_length)
-
-
-@dataclass
-class BenchRow:
-    """One implementation at one size and dtype.
-
-    Attributes:
-        n: elements scanned.  dtype: ``int32`` or ``float32``.  impl: the implementation's name.
-        median_ms: median time of the timed runs (ms), None when it could not be timed.
-        spread: (90th - 10th percentile) / median of the timed runs.
-        runs: timed runs.
-        gbps: effective bandwidth, ``2 * n * itemsize`` bytes / median time (GB/s, 10^9 bytes/s).
-        copy_fraction: gbps / the copy's gbps at the same n and dtype (1.0 for the copy itself).
-        verified: the output matched the reference scan (the copy: copied bytes equal the input).
-        note: why a row failed or how it was run.
-    """
-
-    n: int
-    dtype: str
-    impl: str
-    median_ms: float | None
-    spread: float = 0.0
-    runs: int = 0
-    gbps: float | None = None
-    copy_fraction: float | None = None
-    verified: bool = False
-    note: str = ""
-
-
-@dataclass
-class BenchResult:
-    """A whole bench run: the rows, what was skipped, and where it ran.
-
-    Attributes:
-        rows: every timed (or failed) implementation, by dtype, then n, then table order.
-        skipped: implementations not run at all, and why (``torch.cumsum: not importable``).
-        device: GPU name, compute capability, driver and CUDA versions (from the backend).
-        command: the command line.  date: ISO 8601 time of the run (UTC).
-        method: warm-up, runs, flush bytes.
-    """
-
-    rows: list[BenchRow] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-    device: dict = field(default_factory=dict)
-    command: str = ""
-    date: str = ""
-    method: dict = field(default_factory=dict)
-
-    @property
-    def all_verified(self) -> bool:
-        """True when every row's output matched the reference."""
-        return all(r.verified for r in self.rows)
 
 
 # ----------------------------------------------------------------------------- arguments
@@ -172,228 +115,6 @@ def require_gpu(probe: Callable[[], tuple[bool, str]] | None = None) -> str:
         raise UsageError(f"scangrade bench needs a CUDA GPU through PyCUDA, and none is usable here: {why}. "
                          "The benchmark times kernels; the CPU emulator cannot.")
     return why
-
-
-# ----------------------------------------------------------------------------- formatting
-
-def _rate(n: int, dtype: str, ms: float) -> float:
-    return 2 * n * np.dtype(dtype).itemsize / (ms * 1e-3) / 1e9
-
-
-def fill_rates(rows: list[BenchRow]) -> None:
-    """Set every row's ``gbps`` (GB/s from ``2 * n * itemsize`` bytes and the median ms) and
-    ``copy_fraction`` (relative to the copy row of the same n and dtype), in place."""
-    copies = {(r.n, r.dtype): r for r in rows if r.impl == COPY and r.median_ms}
-    for r in rows:
-        if not r.median_ms:
-            continue
-        r.gbps = _rate(r.n, r.dtype, r.median_ms)
-        copy = copies.get((r.n, r.dtype))
-        r.copy_fraction = r.gbps / copy.gbps if copy is not None and copy.gbps else None
-
-
-def _size(n: int) -> str:
-    k = n.bit_length() - 1
-    return f"2^{k}" if n == 1 << k else str(n)
-
-
-def format_table(rows: Sequence[BenchRow]) -> str:
-    """The rows as a fixed-width text table: n, dtype, implementation, median (ms), GB/s,
-    % of copy bandwidth, and whether the output was verified (with the note of failed rows)."""
-    head = f"{'n':>6} {'dtype':<7} {'implementation':<30} {'median ms':>10} {'GB/s':>8} {'% copy':>7}  verified"
-    lines = [head, "-" * len(head)]
-    last = None
-    for r in rows:
-        if last is not None and (r.n, r.dtype) != last:
-            lines.append("")
-        last = (r.n, r.dtype)
-        ms = f"{r.median_ms:.4f}" if r.median_ms else "-"
-        gbps = f"{r.gbps:.0f}" if r.gbps else "-"
-        pct = f"{100 * r.copy_fraction:.1f}" if r.copy_fraction else "-"
-        ok = "yes" if r.verified else "NO" + (f" ({r.note})" if r.note else "")
-        lines.append(f"{_size(r.n):>6} {r.dtype:<7} {r.impl:<30} {ms:>10} {gbps:>8} {pct:>7}  {ok}")
-    return "\n".join(lines)
-
-
-def format_markdown(rows: Sequence[BenchRow]) -> str:
-    """The rows as a Markdown table (for ``docs/benchmarks.md``)."""
-    lines = ["| n | dtype | implementation | median ms | GB/s | % of copy | verified |",
-             "| --- | --- | --- | ---: | ---: | ---: | --- |"]
-    for r in rows:
-        lines.append(f"| {_size(r.n)} | {r.dtype} | {r.impl} | {r.median_ms:.4f} | {r.gbps:.0f} | "
-                     f"{100 * r.copy_fraction:.1f} | {'yes' if r.verified else 'NO'} |" if r.median_ms and
-                     r.copy_fraction else f"| {_size(r.n)} | {r.dtype} | {r.impl} | - | - | - | "
-                                          f"{'yes' if r.verified else 'NO ' + r.note} |")
-    return "\n".join(lines)
-
-
-def to_json(result: BenchResult) -> str:
-    """The result as JSON: ``{"version", "device", "date", "command", "method", "skipped", "rows"}``
-    with each row's fields as in :class:`BenchRow` (times in ms, bandwidth in GB/s)."""
-    doc = {"version": 1, "device": result.device, "date": result.date, "command": result.command,
-           "method": result.method, "skipped": result.skipped, "all_verified": result.all_verified,
-           "rows": [dataclasses.asdict(r) for r in result.rows]}
-    return json.dumps(doc, indent=2) + "\n"
-
-
-def throughput_panel(ax, lines: dict[str, Sequence[tuple[int, float]]], *, title: str,
-                     dashed: Iterable[str] = ()) -> None:
-    """Draw effective bandwidth against n on one matplotlib ``Axes``: one line per entry of ``lines``
-    (label -> ``(n, GB/s)`` points; an empty one is left out), n on a log-2 axis, the labels in
-    ``dashed`` drawn dashed (a roofline such as the copy). Used by the bench's plot and by the
-    PrairieLearn renderer's throughput image."""
-    dashed = set(dashed)
-    for label, pts in lines.items():
-        if pts:
-            xs, ys = zip(*pts)
-            ax.plot(xs, ys, marker="o", linestyle="--" if label in dashed else "-", label=label)
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("n (elements)")
-    ax.set_ylabel("effective GB/s (2·n·sizeof / time)")
-    ax.set_title(title)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-
-
-def write_plot(result: BenchResult, path: Path) -> str | None:
-    """A PNG of effective bandwidth (GB/s) against n (log-2 axis), one panel per dtype.
-
-    Returns:
-        None when written, else why not (matplotlib is not importable).
-    """
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as exc:
-        return f"matplotlib is not importable ({exc})"
-    dtypes = list(dict.fromkeys(r.dtype for r in result.rows))
-    fig, axes = plt.subplots(1, len(dtypes), figsize=(6.5 * len(dtypes), 4.8), squeeze=False)
-    for ax, dtype in zip(axes[0], dtypes):
-        impls = list(dict.fromkeys(r.impl for r in result.rows if r.dtype == dtype))
-        throughput_panel(ax, {impl: [(r.n, r.gbps) for r in result.rows
-                                     if r.dtype == dtype and r.impl == impl and r.gbps] for impl in impls},
-                         title=f"{dtype} scan", dashed={COPY})
-    fig.suptitle(f"scangrade bench — {result.device.get('device', '?')} — {result.date[:10]}")
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return None
-
-
-# ----------------------------------------------------------------------------- CUB
-
-def cache_dir() -> Path:
-    """Where built libraries are kept: ``$XDG_CACHE_HOME/scangrade`` or ``~/.cache/scangrade``."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "scangrade"
-
-
-def _cub_target(compute_capability: str, nvcc: str) -> Path:
-    """Where the CUB library for this compute capability and nvcc is cached (built or not)."""
-    version = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
-    arch = compute_capability.replace(".", "")
-    key = hashlib.sha256(CUB_SOURCE.read_bytes() + arch.encode() + version.encode()).hexdigest()[:16]
-    return cache_dir() / f"cub_scan-sm{arch}-{key}.so"
-
-
-def _nvcc() -> str:
-    return shutil.which("nvcc") or (shutil.which("nvcc", path="/usr/local/cuda/bin") or "")
-
-
-def cached_cub(compute_capability: str) -> Path | None:
-    """The CUB library :func:`build_cub` built for this compute capability (``"9.0"``) and this nvcc,
-    or None where it has not been built (or nvcc or the capability is unknown); builds nothing."""
-    nvcc = _nvcc()
-    if not nvcc or not compute_capability:
-        return None
-    target = _cub_target(compute_capability, nvcc)
-    return target if target.is_file() else None
-
-
-def build_cub(compute_capability: str, *, nvcc: str | None = None) -> Path:
-    """Build (or reuse) the CUB shared library for one compute capability (``"9.0"``).
-
-    The file name carries a hash of the source, the architecture and nvcc's version.
-
-    Raises:
-        CompileError: nvcc is missing or fails.
-    """
-    nvcc = nvcc or _nvcc()
-    if not nvcc:
-        raise CompileError("nvcc is not on PATH: CUB's DeviceScan cannot be built")
-    arch = compute_capability.replace(".", "")
-    target = _cub_target(compute_capability, nvcc)
-    if target.is_file():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-        out = Path(tmp) / target.name
-        cmd = [nvcc, "-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC",
-               "-gencode", f"arch=compute_{arch},code=sm_{arch}", "-o", str(out), str(CUB_SOURCE)]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise CompileError("building CUB's DeviceScan failed", command=" ".join(cmd),
-                               log=(proc.stderr or proc.stdout).strip())
-        os.replace(out, target)  # atomic: a concurrent bench sees the whole file or none
-    return target
-
-
-class CubScan:
-    """``cub::DeviceScan::ExclusiveSum`` through ctypes on device addresses (default stream)."""
-
-    def __init__(self, library: Path) -> None:
-        lib = ctypes.CDLL(str(library))
-        self._scan = lib.scangrade_cub_exclusive_sum
-        self._scan.argtypes = [ctypes.c_uint64, ctypes.c_uint64, ctypes.c_int, ctypes.c_uint64,
-                               ctypes.POINTER(ctypes.c_size_t), ctypes.c_int]
-        self._scan.restype = ctypes.c_int
-        self._error = lib.scangrade_cuda_error
-        self._error.argtypes, self._error.restype = [ctypes.c_int], ctypes.c_char_p
-        self.version = int(lib.scangrade_cub_version())
-
-    @staticmethod
-    def _code(dtype: np.dtype) -> int:
-        return {np.dtype(np.int32): 0, np.dtype(np.float32): 1}[np.dtype(dtype)]
-
-    def temp_bytes(self, n: int, dtype: np.dtype) -> int:
-        """Bytes of temporary storage CUB needs for n elements."""
-        size = ctypes.c_size_t(0)
-        self._check(self._scan(0, 0, n, 0, ctypes.byref(size), self._code(dtype)))
-        return int(size.value)
-
-    def __call__(self, src: int, dst: int, n: int, temp: int, temp_bytes: int, dtype: np.dtype) -> None:
-        """Queue the exclusive sum of n elements from address ``src`` into ``dst`` on stream 0."""
-        size = ctypes.c_size_t(temp_bytes)
-        self._check(self._scan(src, dst, n, temp, ctypes.byref(size), self._code(dtype)))
-
-    def _check(self, code: int) -> None:
-        if code != 0:
-            raise KernelError(f"cub::DeviceScan::ExclusiveSum returned {code} "
-                              f"({self._error(code).decode() if code > 0 else 'unknown dtype'})",
-                              kind="cuda-error")
-
-
-def time_cub_ms(backend: object, cfg, x: np.ndarray, dtype: np.dtype) -> float | None:
-    """CUB's ``DeviceScan::ExclusiveSum`` on ``x``, timed as the kernels are, where its library is
-    built already for this GPU (:func:`cached_cub`: ``scangrade bench`` builds it; a grading never
-    runs nvcc for it); None where it is not, or where it fails (it is only a line of
-    the plot)."""
-    from grader.assignment.plans import POISON_BITS
-    try:
-        library = cached_cub(backend.describe().get("compute_capability", ""))
-        if library is None:
-            return None
-        cub = CubScan(library)
-        d_in, d_out = backend.alloc(x.size, dtype), backend.alloc(x.size, dtype)
-        backend.to_device(x, d_in)
-        temp_bytes = cub.temp_bytes(x.size, dtype)
-        temp = backend.alloc(max(temp_bytes, 1), np.dtype(np.uint8))
-        times = backend.time_ms(lambda: cub(d_in.address, d_out.address, x.size, temp.address, temp_bytes, dtype),
-                                before=lambda: backend.memset32(d_out, POISON_BITS), warmup=cfg.timing.warmup, runs=cfg.timing.runs, flush_bytes=cfg.timing.flush_bytes)
-        return float(np.median(times))
-    except (KernelError, OSError, AttributeError, KeyError):
-        return None
 
 
 # ----------------------------------------------------------------------------- the bench
@@ -702,7 +423,7 @@ def run_bench(*, cfg, sizes: Sequence[int], dtypes: Sequence[str], runs: int, co
         result.device = {**info, "driver": driver_version(), **_library_versions(bench)}
         for dtype in dtypes:
             for n in sizes:
-                log(f"n = {_size(n)} {dtype} ...")
+                log(f"n = {size_label(n)} {dtype} ...")
                 result.rows += bench.case(n, dtype)
         fill_rates(result.rows)
         return result
@@ -730,7 +451,7 @@ def command(*, config: Path, sizes: Sequence[str] | None = None, dtypes: str | N
         raise UsageError(f"--runs must be at least 1 (got {runs})")
     cfg = load_config(config)
     gpu = require_gpu(probe)
-    print(f"scangrade bench on {gpu}: sizes {', '.join(map(_size, size_list))}; {', '.join(dtype_list)}; "
+    print(f"scangrade bench on {gpu}: sizes {', '.join(map(size_label, size_list))}; {', '.join(dtype_list)}; "
           f"median of {runs} runs after {cfg.timing.warmup} warm-ups, {cfg.timing.flush_bytes // 2**20} MiB L2 flush "
           "before each", flush=True)
     cmdline = " ".join(["scangrade", *(argv if argv is not None else sys.argv[1:])])
