@@ -14,7 +14,8 @@ import numpy as np
 
 from grader.backends import Selection
 from grader.assignment.config import load_config
-from grader.grading.execute import FIRST_TILE, FULL_LAST_TILE, PARTIAL_TILE, TILE_OFFSET, _explained, _Told, diagnose
+from grader.grading.case.checks import FIRST_TILE, FULL_LAST_TILE, PARTIAL_TILE, TILE_OFFSET, _explained, diagnose
+from grader.grading.case.run import _Told
 from grader.core.results import CaseFinding
 from grader.grading.runner import grade
 from reference.scan import exclusive_scan
