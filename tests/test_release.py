@@ -71,8 +71,8 @@ def test_the_release_has_the_templates_the_handout_the_grader_and_the_public_con
     assert {p.name for p in out.iterdir()} == TOP_LEVEL
     for f in TEMPLATES.iterdir():
         assert (out / "assignment" / f.name).read_bytes() == f.read_bytes(), f.name
-    for name in ("cli.py", "grading/runner.py", "grading/worker.py", "grading/case/run.py", "backends/emulator/runtime/prelude.h",
-                 "backends/emulator/runtime/runtime.cpp"):
+    for name in ("cli.py", "grading/runner.py", "grading/worker.py", "grading/case/run.py",
+                 "backends/emulator/runtime/prelude.h", "backends/emulator/runtime/runtime.cpp"):
         assert (out / "grader" / name).is_file(), name
     assert sorted(p.name for p in (out / "reference").iterdir()) == ["__init__.py", "scan.py"]
     assert (out / "config.yaml").read_text() == (tmp / "config.yaml").read_text()

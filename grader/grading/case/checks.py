@@ -142,7 +142,7 @@ FIRST_TILE = "the first tile is already wrong"
 #: How the hint of a tile whose every element is off by one amount (its offset) starts.
 TILE_OFFSET = "every element of tile"
 #: The hints that say where the first wrong element sits in tile terms (:func:`_tile_hint`), each
-#: ``HEAD: ADVICE``; where a finding explains the output, the advice gives way to it (:func:`_explained`).
+#: ``HEAD: ADVICE``; where a finding explains the output, the advice gives way to it (:func:`explain_tile_hint`).
 TILE_HINTS = (PARTIAL_TILE, FULL_LAST_TILE, FIRST_TILE, TILE_OFFSET)
 #: Kinds of finding that explain a wrong tile better than a tile hint's advice: where the case (or,
 #: for an unchecked case, a smaller one of the part) has one, the hint names it instead.
@@ -267,10 +267,23 @@ def _partial_tile_hint(n: int, tile: int) -> str:
             f"bounds for n = {n}, which is not a multiple of {tile}")
 
 
-def _explained(told: list, mm: Mismatch | None, n: int, tile: int | None, known: tuple[CaseFinding, ...]):
+def explain_tile_hint(told: list, mm: Mismatch | None, n: int, tile: int | None,
+                      known: tuple[CaseFinding, ...]) -> tuple[list, Mismatch | None]:
     """``told`` and ``mm`` with a tile hint (:data:`TILE_HINTS`) that a finding explains: its advice
     replaced by that finding, one of the case's own, else (for a case whose checks did not run) one
-    of ``known``, the findings of the part's earlier cases. A hint no finding explains is kept."""
+    of ``known``, the findings of the part's earlier cases. A hint no finding explains is kept.
+
+    Args:
+        told: a case's findings, each with the text its message gives it (named tuples with
+            ``finding`` and ``text``: :class:`grader.grading.case.run._Told`); the mismatch's
+            finding gets the new hint too.
+        mm: the case's first mismatch, or None (returned as they are).
+        n: the case's size; tile: the part's tile in elements, or None (no tile hints).
+        known: the findings of the part's earlier cases.
+
+    Returns:
+        ``(told, mm)``: new ones where the hint changed, else the same objects.
+    """
     if mm is None or not tile or not (mm.hint or "").startswith(TILE_HINTS):
         return told, mm
     own = [t.finding for t in told if t.finding.kind in EXPLAIN_TILE_HINT]

@@ -19,7 +19,7 @@ from grader.assignment.plans import GUARD, Guarded, Plan, Run, prepare
 from grader.core.kinds import WARNING_KINDS, in_cause_order, verdict_of
 from grader.core.results import CaseFinding, CaseResult, CaseStatus, FailureKind, Mismatch
 from grader.grading.case.cases import CaseSpec
-from grader.grading.case.checks import _explained, check_run, error_bound
+from grader.grading.case.checks import check_run, error_bound, explain_tile_hint
 from grader.grading.case.inputs import DrawAhead, case_input
 
 
@@ -376,7 +376,7 @@ def _run_case(backend, module, *, cfg, part, case, schedules, checked, result, w
     if isinstance(found_, CaseResult):
         return found_
     if found_.told:
-        told, mm = _explained(found_.told, found_.mismatch, case.n, part.tile_of(pc), known)
+        told, mm = explain_tile_hint(found_.told, found_.mismatch, case.n, part.tile_of(pc), known)
         return _failed(told, result, mm, found_.suffix)
     return result(CaseStatus.PASS)
 
