@@ -17,7 +17,7 @@ Two modes, for the reference solutions of Parts 2 and 3 (one block, n elements, 
       l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum -k regex:blelloch \\
           python bench/ncu_conflicts.py launch
 
-Both use the grader's own part headers, inputs and launch plans (``grader.grading.execute.run_case``),
+Both use the grader's own part headers, inputs and launch plans (``grader.grading.case.run.run_case``),
 with the shipped config.yaml. Run with scangrade installed (``pip install -e .``).
 """
 
@@ -29,7 +29,8 @@ from pathlib import Path
 
 from grader.backends import create_backend
 from grader.assignment.config import load_config
-from grader.grading.execute import CaseSpec, run_case
+from grader.grading.case.cases import CaseSpec
+from grader.grading.case.run import run_case
 from grader.assignment.parts import DTYPES, PARTS, part_header
 from grader.grading.profiling import profile_run
 

@@ -91,10 +91,10 @@ class Grading:
 
     def quick(self, max_n: int | None = None) -> "Grading":
         """This grading as ``scangrade check``'s quick check: the cases up to ``max_n`` (default:
-        the config's ``check.quick_max_n``) only (:func:`grader.grading.execute.sizes_up_to`); each result
+        the config's ``check.quick_max_n``) only (:func:`grader.grading.case.cases.sizes_up_to`); each result
         of :meth:`grade` says what was left out (``quick_max_n``, ``skipped_cases``,
         ``skipped_points``), and its points and max points leave those cases out."""
-        from grader.grading.execute import case_list, sizes_up_to
+        from grader.grading.case.cases import case_list, sizes_up_to
         max_n = self.cfg.check.quick_max_n if max_n is None else max_n
         small = sizes_up_to(self.cfg, max_n)
         skipped = {}

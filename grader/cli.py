@@ -15,7 +15,7 @@ from grader import __version__, api
 from grader.backends import CHOICES as BACKEND_CHOICES
 from grader.assignment.config import find_config
 from grader.core.errors import ScangradeError, UsageError
-from grader.grading.execute import case_list
+from grader.grading.case.cases import case_list
 from grader.render.formats import FORMATS
 from grader.render.text import render_text
 

@@ -7,7 +7,7 @@ Installed with scangrade (entry point ``pytest11``, name ``scangrade``), it does
            [--scangrade-private-config FILE] [--scangrade-no-checks] [-k EXPR] [--junitxml FILE]
 
 SUBMISSION is a folder holding the part files (``part1_naive.cu`` ...) or one part's file. Every
-case of :func:`grader.grading.execute.case_list` becomes one item, ``PART[DTYPE-n=N]`` (hidden cases from a
+case of :func:`grader.grading.case.cases.case_list` becomes one item, ``PART[DTYPE-n=N]`` (hidden cases from a
 private config ``PART[DTYPE-hidden-K]``), under a collector named after the submission
 (``assignment::part2_blelloch[int32-n=1000]``); a part with GPU timing in the config adds
 ``PART[performance]``, skipped where nothing is timed (the emulator), and a part whose config
@@ -149,7 +149,7 @@ class SubmissionCollector(pytest.Collector):
         self.grading = grading
 
     def collect(self):
-        from grader.grading.execute import case_list
+        from grader.grading.case.cases import case_list
         from grader.assignment.parts import PARTS
 
         cfg = self.grading.cfg

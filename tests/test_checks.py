@@ -11,7 +11,8 @@ import pytest
 from grader.backends import Selection
 from grader.assignment.config import load_config, load_private
 from grader.core.errors import ConfigError
-from grader.grading.execute import diagnose, error_bound, score_performance
+from grader.grading.case.checks import diagnose, error_bound
+from grader.grading.case.timing import score_performance
 from grader.assignment.config import TimingConfig
 from grader.core.performance import Timing
 from grader.core.results import CaseResult

@@ -15,7 +15,7 @@ import pytest
 from grader.backends import Selection
 from grader.assignment.config import load_config
 from grader.grading.deadlines import FACTOR, case_budget_s, floor_s, reference_case_s, timed_case_n
-from grader.grading.execute import case_list
+from grader.grading.case.cases import case_list
 from grader.grading.runner import MAX_HANGS_IN_A_ROW, grade
 from tests.conftest import BROKEN, ROOT, write_config
 

@@ -3,7 +3,7 @@
 The exact cases draw multiples of 0.25 in [-4, 4]: every sum is exact in float32, so every order of
 addition gives the reference, and the output is compared exactly. The fractional cases (a part's
 ``fractional_sizes``) draw [0, 1) and allow each element the rounding of its own prefix of |in|
-(grader.grading.execute.error_bound). tests/kernels/part4_full_last_tile_empty.cu, a Part 4 whose last
+(grader.grading.case.checks.error_bound). tests/kernels/part4_full_last_tile_empty.cu, a Part 4 whose last
 block takes a full last tile as empty (``count = n % TILE``), must fail float32 at every size where
 it fails int32, 16,000,000 included; the reference solutions must still pass both kinds of case."""
 
@@ -14,8 +14,9 @@ import pytest
 
 from grader.backends import Selection
 from grader.assignment.config import ConfigError, load_config
-from grader.grading.execute import (FLOAT_BOUND, FLOAT_STEP, case_list, diagnose, error_bound, make_input,
-                            reference_output, sums_are_exact)
+from grader.grading.case.cases import case_list
+from grader.grading.case.checks import diagnose, error_bound
+from grader.grading.case.inputs import FLOAT_BOUND, FLOAT_STEP, make_input, reference_output, sums_are_exact
 from grader.assignment.parts import PARTS
 from grader.grading.runner import grade
 from tests.conftest import BROKEN, ROOT, SOLUTIONS

@@ -14,7 +14,8 @@ import pytest
 from grader.grading import protocol
 from grader.backends.emulator import EmulatorBackend
 from grader.assignment.config import load_config
-from grader.grading.execute import SAMPLED_CHECKER, case_list
+from grader.grading.case.cases import case_list
+from grader.grading.case.run import SAMPLED_CHECKER
 from grader.assignment.parts import PARTS, SOLUTIONS, compile_part
 from grader.grading.worker import _EmulatorBeside, _GpuPath
 from tests.conftest import BROKEN, ROOT
@@ -139,7 +140,7 @@ def test_the_gpu_paths_emulator_runs_on_the_quick_runtime_and_finds_what_the_emu
     QUICK_RUNTIME_FLAGS (a new machine's first case waits for that build): the same names for the
     lockdown, and the same finding on a real kernel."""
     from grader.backends.emulator.build import QUICK_RUNTIME_FLAGS, Toolchain, expected_names
-    from grader.grading.execute import CHECK_SCHEDULES, run_case
+    from grader.grading.case.run import CHECK_SCHEDULES, run_case
     from grader.grading.worker import _checking_emulator
 
     path = tmp_path / "config.yaml"

@@ -15,7 +15,7 @@ import pytest
 
 from grader.cli import main
 from grader.assignment.config import load_config, load_private
-from grader.grading.execute import case_list
+from grader.grading.case.cases import case_list
 from grader.packaging.gradescope_bundle import SCRIPTS, build_bundle
 from grader.assignment.parts import PARTS
 from grader.render.gradescope import TEST_KEYS, TOP_LEVEL_KEYS, VISIBILITIES

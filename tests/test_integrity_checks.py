@@ -23,7 +23,7 @@ from grader.backends import Selection
 from grader.backends.emulator import EmulatorBackend
 from grader.assignment.config import load_config
 from grader.core.errors import CompileError, KernelError
-from grader.grading.execute import _guard_problem
+from grader.grading.case.checks import _guard_problem
 from grader.core.kernels import KernelSpec, Param
 from grader.assignment.parts import PartSpec, part_header
 from grader.assignment.plans import GUARD, POISON_BITS, Guarded

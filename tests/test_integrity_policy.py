@@ -19,7 +19,8 @@ import pytest
 from grader.backends import Selection
 from grader.cli import main
 from grader.assignment.config import load_config, load_private
-from grader.grading.execute import case_list, diagnose
+from grader.grading.case.cases import case_list
+from grader.grading.case.checks import diagnose
 from grader.assignment.parts import PARTS
 from grader.core.results import (MESSAGE_BYTES, MESSAGE_LINES, PART_CASES_BYTES, PART_MESSAGE_BYTES, CaseResult,
                             clean_case, clean_text)

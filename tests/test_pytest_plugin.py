@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from grader.assignment.config import load_config
-from grader.grading.execute import case_list
+from grader.grading.case.cases import case_list
 from tests.conftest import BROKEN, SOLUTIONS, write_config
 
 pytest_plugins = ["pytester"]

@@ -13,7 +13,7 @@ import pytest
 
 from grader.cli import main
 from grader.assignment.config import load_config
-from grader.grading.execute import case_list, sizes_up_to
+from grader.grading.case.cases import case_list, sizes_up_to
 from tests.conftest import ROOT, write_config
 
 #: Correct at n = 1, 2, 33, 128, 200, 256 only (zeros elsewhere).

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from grader.assignment.config import load_config
-from grader.grading.execute import RUNS_LIVE, case_runs, device_memory_bytes
+from grader.grading.case.cases import RUNS_LIVE, case_runs, device_memory_bytes
 from grader.assignment.parts import DTYPES, PARTS
 from grader.assignment.plans import Run, plan_allocations, prepare
 from grader.render.formats import FORMATS

@@ -1,4 +1,4 @@
-"""The inputs a GPU batch draws once for the whole class (grader.grading.execute.shared_input): the same
+"""The inputs a GPU batch draws once for the whole class (grader.grading.case.inputs.shared_input): the same
 values as drawn alone, read back by the next worker, private to each worker once mapped, and drawn
 again where a file is cut short."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from grader.assignment.config import load_config
-from grader.grading.execute import INPUT_CACHE_ENV, INPUT_CACHE_MIN, make_input, reference_output, shared_input
+from grader.grading.case.inputs import INPUT_CACHE_ENV, INPUT_CACHE_MIN, make_input, reference_output, shared_input
 from grader.assignment.parts import PARTS, SOLUTIONS
 
 N = INPUT_CACHE_MIN + 5
@@ -60,17 +60,17 @@ def test_workers_asking_at_once_draw_an_input_once(cfg, tmp_path, monkeypatch):
     (each drawing and writing its own gigabyte was seconds of every worker's time)."""
     import threading
 
-    import grader.grading.execute as execute
+    from grader.grading.case import inputs
 
     monkeypatch.setenv(INPUT_CACHE_ENV, str(tmp_path))
     drawn = []
-    real = execute.make_input
+    real = inputs.make_input
 
     def counted(*args, **kwargs):
         drawn.append(1)
         threading.Event().wait(0.2)  # a slow draw: the others arrive while it is under way
         return real(*args, **kwargs)
-    monkeypatch.setattr(execute, "make_input", counted)
+    monkeypatch.setattr(inputs, "make_input", counted)
     part = PARTS["part4_any_size"]
     got = []
     threads = [threading.Thread(target=lambda: got.append(shared_input(cfg, part, N, 9, np.int32))) for _ in range(4)]

@@ -14,7 +14,8 @@ import pytest
 from grader.backends import Selection
 from grader.assignment.config import DEFAULT_TARGET_ARCH, TARGET_ARCHS, load_config
 from grader.core.errors import CompileError, ConfigError
-from grader.grading.execute import case_list, run_case
+from grader.grading.case.cases import case_list
+from grader.grading.case.run import run_case
 from grader.assignment.parts import PARTS, compile_part
 from grader.grading.runner import grade
 from tests.conftest import SOLUTIONS, write_config

@@ -2,7 +2,7 @@
 random among the warm-up and timed ones, whose number varies, and a time below a device-to-device
 copy of the same bytes fails the timed case.
 
-Runs on the CPU: :func:`grader.grading.execute.time_case` on the emulator, behind a stand-in "GPU" that runs
+Runs on the CPU: :func:`grader.grading.case.timing.time_case` on the emulator, behind a stand-in "GPU" that runs
 the timing loop as the PyCUDA backend does (before, launch, after) with times it is told."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from grader.backends.emulator import EmulatorBackend
-from grader.grading import execute
+from grader.grading.case import timing
 from grader.assignment.config import load_config
-from grader.grading.execute import CHECKED_RUNS, _timed_schedule, time_case
+from grader.grading.case.timing import CHECKED_RUNS, _timed_schedule, time_case
 from grader.assignment.parts import PARTS, SOLUTIONS, compile_part
 from tests.conftest import ROOT
 
@@ -93,7 +93,7 @@ def test_a_kernel_that_skips_its_later_launches_fails_at_a_run_checked_at_random
 
 
 def test_a_time_below_the_copy_of_the_same_bytes_fails(cfg, tmp_path, monkeypatch):
-    monkeypatch.setattr(execute, "COPY_FLOOR_MIN_BYTES", 0)  # as if n = 1024 were a bandwidth-bound size
+    monkeypatch.setattr(timing, "COPY_FLOOR_MIN_BYTES", 0)  # as if n = 1024 were a bandwidth-bound size
     result = timed(cfg, (SOLUTIONS / PART.filename).read_text(), StandInTimer(kernel_ms=0.5, copy_ms=1.0), tmp_path)
     assert result.status == "fail" and result.kind == "faster-than-copy", result.message
     assert "faster than a device-to-device copy of the same bytes" in result.message
@@ -101,14 +101,14 @@ def test_a_time_below_the_copy_of_the_same_bytes_fails(cfg, tmp_path, monkeypatc
 
 def test_below_the_copys_bandwidth_bound_sizes_a_kernel_may_beat_it(cfg, tmp_path):
     """At 8 KiB a copy's time is its start-up, which one block's kernel can beat honestly."""
-    assert 2 * 1024 * 4 < execute.COPY_FLOOR_MIN_BYTES
+    assert 2 * 1024 * 4 < timing.COPY_FLOOR_MIN_BYTES
     result = timed(cfg, (SOLUTIONS / PART.filename).read_text(), StandInTimer(kernel_ms=0.5, copy_ms=1.0), tmp_path)
     assert result.status == "pass", result.message
 
 
 def test_a_time_at_the_copy_within_the_noise_passes(cfg, tmp_path, monkeypatch):
     """A scan as fast as the copy, give or take the runs' noise, is possible (the copy is the floor)."""
-    monkeypatch.setattr(execute, "COPY_FLOOR_MIN_BYTES", 0)
+    monkeypatch.setattr(timing, "COPY_FLOOR_MIN_BYTES", 0)
     result = timed(cfg, (SOLUTIONS / PART.filename).read_text(), StandInTimer(kernel_ms=0.97, copy_ms=1.0), tmp_path)
     assert result.status == "pass", result.message
 
@@ -125,12 +125,12 @@ def test_the_run_counts_and_the_checked_runs_change_from_one_grading_to_the_next
 def test_a_kernel_far_too_slow_is_timed_from_a_few_runs_and_says_so(cfg, tmp_path, monkeypatch):
     """A run slower than SLOW_RUN_S (a one-thread scan of 2^28 elements takes seconds) is timed from
     SLOW_RUNS runs after one warm-up, not the config's count: minutes of a GPU saved, the same verdict."""
-    monkeypatch.setattr(execute, "SLOW_RUN_S", 0.0)  # every kernel is "slow" here
+    monkeypatch.setattr(timing, "SLOW_RUN_S", 0.0)  # every kernel is "slow" here
     timer = StandInTimer()
     result = timed(cfg, (SOLUTIONS / PART.filename).read_text(), timer, tmp_path)
-    assert result.status == "pass" and result.timing.runs == execute.SLOW_RUNS, result
-    assert timer.runs == 1 + execute.SLOW_RUNS
-    assert f"timed from {execute.SLOW_RUNS} runs after one warm-up" in result.message
+    assert result.status == "pass" and result.timing.runs == timing.SLOW_RUNS, result
+    assert timer.runs == 1 + timing.SLOW_RUNS
+    assert f"timed from {timing.SLOW_RUNS} runs after one warm-up" in result.message
 
 
 @pytest.mark.parametrize("kernel_share, sizes, verdicts", [

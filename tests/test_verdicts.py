@@ -22,7 +22,7 @@ import yaml
 
 from grader.backends import Selection
 from grader.assignment.config import Config, load_config
-from grader.grading.execute import case_list
+from grader.grading.case.cases import case_list
 from grader.assignment.parts import PARTS
 from grader.core.results import CHECK_KINDS, CaseStatus, FailureKind, PartResult, PartStatus
 from grader.grading.runner import grade

@@ -132,7 +132,7 @@ class _Schema(BaseModel):
 
 
 class Inputs(_Schema):
-    """``inputs:``: the range of the integer inputs (float inputs: :func:`grader.grading.execute.make_input`)."""
+    """``inputs:``: the range of the integer inputs (float inputs: :func:`grader.grading.case.inputs.make_input`)."""
 
     low: Int = Field(-1000, description="an integer (smallest input value)")
     high: Int = Field(1000, description="an integer (largest input value)")

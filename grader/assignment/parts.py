@@ -103,7 +103,7 @@ class PartSpec:
     def addition_depth(self, pc: "PartConfig", n: int) -> int:
         """The most float additions any algorithm within this part's contract can chain between
         one input element and one output element of an n-element scan: what the error bound of a
-        float32 output allows for (:func:`grader.grading.execute.error_bound`). The safe maximum for the
+        float32 output allows for (:func:`grader.grading.case.checks.error_bound`). The safe maximum for the
         contract, whatever the student's algorithm inside it:
 
         - one block (Parts 1-3): n - 1 (a sequential loop in one thread);

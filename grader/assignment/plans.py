@@ -47,7 +47,7 @@ GUARD = 256
 #: of the fractional ones in [0, 1), and it is far from the error bound of
 #: an expected 0 (an unwritten ``out[0]`` of an exclusive scan fails). As an int, no plausible sum.
 #: Not a NaN (a GPU canonicalises NaNs, x86 keeps their payloads), not a denormal (flushed to zero
-#: under fast math), and neither of the shared-memory fills (``grader.grading.execute.SHARED_FILLS``), so an
+#: under fast math), and neither of the shared-memory fills (``grader.grading.case.run.SHARED_FILLS``), so an
 #: output copied from unwritten shared memory does not read as never written.
 POISON_BITS = 0xBF3F3F3F
 
@@ -121,7 +121,7 @@ class Plan:
             zeroes its status words and ticket counter): :meth:`run` does, and a timed run does it
             before its timed window, with the poisoning.
         checks: the part's own rules about its buffers after the launches (Part 5's ticket
-            counter), checked with the output (:func:`grader.grading.execute.check_run`).
+            counter), checked with the output (:func:`grader.grading.case.checks.check_run`).
     """
 
     out: Guarded

@@ -85,7 +85,7 @@ class BackendKind:
             checks: the emulator's race, bounds and barrier checks (a GPU backend ignores it).
             sandbox: the OS sandbox policy (``emulator.sandbox``) of the emulator and of nvcc.
             device_memory: the device memory, in bytes, the cases need at once
-                (:func:`grader.grading.execute.device_memory_bytes`): what the emulator reserves, in the
+                (:func:`grader.grading.case.cases.device_memory_bytes`): what the emulator reserves, in the
                 worker's own address space (0: its default; a GPU backend ignores it).
             target_arch: the GPU the course targets (the config's ``target_arch``): the emulator
                 compiles for it; a GPU backend compiles for the GPU it runs on. None: the default.

@@ -275,7 +275,7 @@ class Backend(abc.ABC):
                 kernel failed on the GPU while timed: ...").
             after: called as ``after(job, run)`` (indices into ``jobs`` and into the warm-up runs
                 then the timed ones) once each job's run has ended, outside its timed window: what
-                checks the output of a run (:func:`grader.grading.execute.time_case`); an exception it raises
+                checks the output of a run (:func:`grader.grading.case.timing.time_case`); an exception it raises
                 ends the timing and is raised again.
 
         Returns:

@@ -38,7 +38,7 @@ from grader.classwork.store import (MANIFEST, RESULT, check_out_folder, grading_
 from grader.classwork.submissions import Submission, find_submissions, require_submissions, submission_sha256
 from grader.assignment.config import Config
 from grader.core.errors import GradingStopped, Interrupted, UsageError
-from grader.grading.execute import INPUT_CACHE_ENV
+from grader.grading.case.inputs import INPUT_CACHE_ENV
 from grader.assignment.parts import PARTS
 from grader.core.results import PartStatus, SubmissionResult
 from grader.grading.runner import grade, ungraded_part
@@ -237,7 +237,7 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
     if jobs > 1 and not cfg.emulator.workers:  # the jobs share the cores: the emulator's threads too
         cfg = cfg.override(emulator={"workers": max(1, (os.cpu_count() or 1) // jobs)})
     # On a GPU, the large inputs every submission is graded on, drawn once for the class (no student
-    # code runs on the host there: grader.grading.execute.shared_input); removed when the batch ends.
+    # code runs on the host there: grader.grading.case.inputs.shared_input); removed when the batch ends.
     inputs = Path(tempfile.mkdtemp(prefix="scangrade-inputs-")) if selection.kind.uses_gpus else None
     run = _Grading(out=out, cfg=cfg, selection=selection, checks=checks, resume=resume, reports=reports,
                    on_done=on_done, on_note=on_note, gpus=gpus, inputs=inputs, jobs=jobs)

@@ -108,8 +108,8 @@ def case_budget_s(*, backend: str, part: str, dtype: str, n: int, checked: bool,
         gpu_emulator_checks: on a GPU, a checked case waits for the emulator's checks of it (the
             checker of every machine, run beside the GPU): their time is added.
         sampled: a case above ``emulator.checks_max_n`` with checks on, whose checks run on a sample
-            of each launch's blocks (:func:`grader.grading.execute.run_case`), on either backend: one run per
-            thread order of :data:`grader.grading.execute.CHECK_SCHEDULES`, each at most a plain run of every
+            of each launch's blocks (:func:`grader.grading.case.run.run_case`), on either backend: one run per
+            thread order of :data:`grader.grading.case.run.CHECK_SCHEDULES`, each at most a plain run of every
             block on the emulator (a part whose blocks wait on one another runs them all), is added.
     """
     checks_in_run = backend in BACKENDS and not BACKENDS[backend].has_sanitizer  # the checks slow the run itself
@@ -123,7 +123,7 @@ def case_budget_s(*, backend: str, part: str, dtype: str, n: int, checked: bool,
             return case_s
         t_ref += extra
     if sampled and not timed:
-        from grader.grading.execute import CHECK_SCHEDULES
+        from grader.grading.case.run import CHECK_SCHEDULES
 
         extra = reference_case_s("emulator", part, "plain", dtype, n, table=table)
         if extra is None:

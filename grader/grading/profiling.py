@@ -23,7 +23,7 @@ __all__ = ["ProfiledRun", "profile_after_hidden", "profile_phase", "profile_run"
 
 class ProfiledRun(NamedTuple):
     """What :func:`profile_run` measured: the ``profile`` of the launches, ``wrong``: why their
-    result is not what a case would pass ("" when it is), from :func:`grader.grading.execute.check_run`,
+    result is not what a case would pass ("" when it is), from :func:`grader.grading.case.checks.check_run`,
     and ``launches``: how many kernel launches the plan made."""
 
     profile: MemoryProfile
@@ -52,7 +52,8 @@ def profile_run(backend, module, *, cfg, part, n: int, dtype_name: str, blocks: 
     Raises:
         KernelError, LaunchError: the kernel failed.
     """
-    from grader.grading.execute import check_run, make_input, reference_output
+    from grader.grading.case.checks import check_run
+    from grader.grading.case.inputs import make_input, reference_output
     from grader.assignment.parts import DTYPES
     from grader.assignment.plans import Run, prepare
 
@@ -73,9 +74,9 @@ def profile_run(backend, module, *, cfg, part, n: int, dtype_name: str, blocks: 
 
 def profile_runs(cfg, part) -> list:
     """The runs of ``part``'s profile phase to size its emulator's device memory for
-    (:class:`grader.grading.execute.SizedRun`): the part's and its reference's plan at the profile's size
+    (:class:`grader.grading.case.cases.SizedRun`): the part's and its reference's plan at the profile's size
     and the part's first dtype; none where the part has no profile."""
-    from grader.grading.execute import SizedRun
+    from grader.grading.case.cases import SizedRun
     from grader.assignment.parts import PARTS
 
     pconf = cfg.parts[part.key].profile
@@ -125,7 +126,7 @@ def profile_phase(*, cfg, part, source: str, results: list, workdir, solutions, 
     try:
         if emulator_factory is None:
             from grader.backends.emulator import EmulatorBackend
-            from grader.grading.execute import device_memory_bytes
+            from grader.grading.case.cases import device_memory_bytes
             emu = EmulatorBackend(workers=cfg.emulator.workers, sandbox=cfg.emulator.sandbox, nvcc_check=False,
                                   device_memory=device_memory_bytes(profile_runs(cfg, part)),
                                   target_arch=cfg.target_arch)

@@ -63,7 +63,7 @@ class Job(BaseModel):
         events: path of the event file the worker appends to.
         checks: run the emulator's checks and thread orders (cases up to ``emulator.checks_max_n``;
             above it, on sampled blocks).
-        start: how many of the part's cases (:func:`grader.grading.execute.case_list`) to skip: a worker
+        start: how many of the part's cases (:func:`grader.grading.case.cases.case_list`) to skip: a worker
             started after a case that hung grades the cases after it.
         earlier_failed: a case before ``start`` did not pass (so the part is not timed).
         earlier_hung: a case before ``start`` ran past its deadline: on a GPU, the cases the GPU

@@ -32,7 +32,7 @@ from grader.assignment.config import Config
 from grader.grading.deadlines import case_budget_s, describe_budget, load_factor, timed_case_n
 from grader.core.errors import GradingStopped, UsageError
 from grader.assignment.parts import PARTS, PartSpec
-from grader.grading.execute import case_list, not_run
+from grader.grading.case.cases import case_list, not_run
 from grader.grading.intake import Absent, Intake, resolve_submission
 from grader.core.performance import Performance, Profile, Roofline
 from grader.core.results import (PART_CASES_BYTES, CaseResult, CaseStatus, FailureKind, PartResult, PartStatus,

@@ -68,7 +68,8 @@ class _Replay:
         import numpy as np
 
         from grader.core.errors import KernelError, LaunchError
-        from grader.grading.execute import case_list, make_input
+        from grader.grading.case.cases import case_list
+        from grader.grading.case.inputs import make_input
         from grader.assignment.parts import DTYPES, PARTS
         from grader.assignment.plans import Run, prepare
         from grader.grading.protocol import Job

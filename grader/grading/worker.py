@@ -73,8 +73,8 @@ def main(argv: list[str]) -> int:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     from grader.backends import backend_kind, create_backend
     from grader.core.errors import BackendUnavailable, CompileError, ScangradeError
-    from grader.grading.execute import (CHECK_SCHEDULES, SAMPLED_CHECKER, case_list, case_runs, device_memory_bytes, run_case,
-                                with_compiler_notes)
+    from grader.grading.case.cases import case_list, case_runs, device_memory_bytes
+    from grader.grading.case.run import CHECK_SCHEDULES, SAMPLED_CHECKER, run_case, with_compiler_notes
     from grader.assignment.parts import DTYPES, PARTS, compile_part, part_header, part_source
     from grader.source.directives import check_includes
     from grader.grading.intake import read_source
@@ -288,10 +288,10 @@ def _cubins_ahead(kind, job, cfg, part) -> dict:
 
 def _draw_ahead(kind, job, cfg, part, cases):
     """On a GPU, the inputs of this worker's large visible cases (those compute-sanitizer does not
-    check) and of its timed sizes, drawn in the background from now (:class:`grader.grading.execute.DrawAhead`):
+    check) and of its timed sizes, drawn in the background from now (:class:`grader.grading.case.inputs.DrawAhead`):
     the host work is done while compute-sanitizer checks the small cases. None on the emulator (its
     cases are checked as they run: nothing to overlap)."""
-    from grader.grading.execute import DrawAhead
+    from grader.grading.case.inputs import DrawAhead
     from grader.assignment.parts import DTYPES
 
     if not kind.times_kernels:
@@ -320,7 +320,8 @@ def _time_part(events, backend, cfg, part, pc, modules, results, build, *, earli
     from grader.backends import backend_kind
     from grader.core.errors import CompileError
     from grader.tools.bench_cub import cached_cub, time_cub_ms
-    from grader.grading.execute import case_input, score_performance, time_case
+    from grader.grading.case.inputs import case_input
+    from grader.grading.case.timing import score_performance, time_case
     from grader.assignment.parts import DTYPES, PARTS
     from grader.core.performance import Performance
     from grader.core.results import CaseResult, CaseStatus
@@ -555,7 +556,7 @@ class _GpuPath:
         ``known``: the part's earlier findings, a hint for an unchecked case's wrong output."""
         from dataclasses import replace
 
-        from grader.grading.execute import run_case
+        from grader.grading.case.run import run_case
 
         index = self.cases.index(case)
         own = self._own
@@ -599,7 +600,7 @@ class _GpuPath:
         message saying why."""
         from dataclasses import replace
 
-        from grader.grading.execute import run_case
+        from grader.grading.case.run import run_case
         from grader.grading.intake import read_source
         from grader.assignment.parts import compile_part
 
@@ -612,7 +613,7 @@ class _GpuPath:
                     self._emulator, self.part, read_source(Path(self.job.source)), pc=self.cfg.parts[self.part.key],
                     dtype=case.dtype, workdir=self.work / f"emulator-rest-{case.dtype}")
         except Exception as exc:  # noqa: BLE001 - the emulator cannot run it: the case is not run
-            from grader.grading.execute import not_run
+            from grader.grading.case.cases import not_run
             done = not_run(self.cfg, self.part.key, f"not run: {note}, and the emulator cannot run it ({exc})",
                            kind="error")
             return next(c for c in done if c.name == case.name)
@@ -780,7 +781,7 @@ class _EmulatorBeside:
     checker that decides them, run in a background thread from the worker's start on, beside its
     CUDA context and its compile, keeping each case's checked run (a
     :class:`~grader.core.results.CaseResult`) for :meth:`result`: whole up to ``emulator.checks_max_n``,
-    of sampled blocks above it (:func:`grader.grading.execute.run_case`'s ``sampled``, without its plain run:
+    of sampled blocks above it (:func:`grader.grading.case.run.run_case`'s ``sampled``, without its plain run:
     the GPU judges the output). Where the emulator cannot build or run the part (:attr:`unavailable`
     says why), compute-sanitizer stands in on the cases up to ``emulator.checks_max_n`` (:class:`_GpuPath`)."""
 
@@ -800,7 +801,7 @@ class _EmulatorBeside:
 
     def _run(self, todo: list[int], source: str) -> None:
         from grader.core.errors import ScangradeError
-        from grader.grading.execute import CHECK_SCHEDULES, SAMPLED_CHECKER, run_case
+        from grader.grading.case.run import CHECK_SCHEDULES, SAMPLED_CHECKER, run_case
         from grader.assignment.parts import compile_part
 
         try:
@@ -865,7 +866,7 @@ class _EmulatorBeside:
 def _emulator_checker(cfg) -> str:
     """The report's ``checker`` line for the emulator's checks under ``cfg``."""
     from grader.backends.emulator.launch import SAMPLE_DRAWN
-    from grader.grading.execute import SAMPLED_BLOCK_CHECKS
+    from grader.grading.case.run import SAMPLED_BLOCK_CHECKS
 
     return EMULATOR_CHECKER.format(n=cfg.emulator.checks_max_n, drawn=SAMPLE_DRAWN, accesses=SAMPLED_BLOCK_CHECKS)
 
@@ -887,7 +888,7 @@ def _checking_emulator(cfg, part):
     the course's GPU compiles)."""
     from grader.backends.emulator import EmulatorBackend
     from grader.backends.emulator.build import QUICK_RUNTIME_FLAGS
-    from grader.grading.execute import case_runs, device_memory_bytes
+    from grader.grading.case.cases import case_runs, device_memory_bytes
 
     return EmulatorBackend(workers=cfg.emulator.workers, checks=True, sandbox=cfg.emulator.sandbox, nvcc_check=False,
                            runtime_flags=QUICK_RUNTIME_FLAGS, target_arch=cfg.target_arch,
@@ -897,7 +898,7 @@ def _checking_emulator(cfg, part):
 def _emulator_beside(kind, job, cfg, part) -> "_EmulatorBeside | None":
     """The emulator's checks beside the GPU (:class:`_EmulatorBeside`), started now, where this worker
     grades on a GPU with the checks on and the source is readable; else None."""
-    from grader.grading.execute import case_list
+    from grader.grading.case.cases import case_list
     from grader.grading.intake import read_source
 
     if not (kind.has_sanitizer and job.checks):

@@ -16,7 +16,7 @@ What students get (a folder ``OUT``, and with ``zip_archive`` also ``OUT.zip`` h
 and nothing else: no reference solutions, no tests, no benchmarks, no docs, no ``.git``. Without
 the reference solutions the grader still grades everything; on a GPU a timed part has no reference
 to be compared with, so its performance is scored against the config's ``timing.absolute_ms`` for
-that GPU where given, and otherwise reported as not scored (see :func:`grader.grading.execute.score_performance`).
+that GPU where given, and otherwise reported as not scored (see :func:`grader.grading.case.timing.score_performance`).
 
 Before the release is moved into place it is scanned for leaks, and refused when it has one
 (:func:`find_leaks`): a file holding several lines of a reference solution, a public config with
@@ -224,7 +224,7 @@ def find_leaks(folder: Path, *, solutions: Path | None, public: Config, private:
 
 
 def _part_rows(cfg: Config) -> list[str]:
-    from grader.grading.execute import case_list
+    from grader.grading.case.cases import case_list
     rows = []
     for key, spec in PARTS.items():
         pc = cfg.parts.get(key)

@@ -1,6 +1,6 @@
 """Which sizes of a part give wrong values: the part's pattern against powers of two and its tile.
 
-One case's message says where its first wrong element sits (:func:`grader.grading.execute.diagnose`); a
+One case's message says where its first wrong element sits (:func:`grader.grading.case.checks.diagnose`); a
 part's cases together say which sizes fail. :func:`size_pattern` reads the sizes whose cases all
 passed and the sizes with a wrong-values case (kind ``mismatch``), and names the first rule of
 :data:`RULES` that tells the two apart exactly, each way: a rule fires only where every failing size

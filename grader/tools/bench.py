@@ -7,7 +7,7 @@ event, the median of N runs):
 - a device-to-device copy of the same bytes (the roofline), through the backend's ``time_copy_ms``;
 - the reference solution of every part that handles n (Parts 4 and 5; one-block parts are
   skipped), compiled with the part header and launched with the grader's own plans
-  (:func:`grader.grading.execute._timed_plan`), so the numbers are the ones grading sees;
+  (:func:`grader.grading.case.timing._timed_plan`), so the numbers are the ones grading sees;
 - CUB's ``cub::DeviceScan::ExclusiveSum`` (:mod:`grader.tools.bench_cub`), built by nvcc from
   ``grader/tools/bench_cub.cu`` into a shared library (cached under ``~/.cache/scangrade/``), loaded
   with ctypes and run on PyCUDA buffers of
@@ -130,8 +130,8 @@ class _Case:
 
 def _verify(got: np.ndarray, case: _Case, *, inclusive: bool) -> str:
     """An empty string when the output matches the reference scan (float32: exactly for exact inputs,
-    else within :func:`grader.grading.execute.error_bound` for any order of additions), else what is wrong."""
-    from grader.grading.execute import diagnose
+    else within :func:`grader.grading.case.checks.error_bound` for any order of additions), else what is wrong."""
+    from grader.grading.case.checks import diagnose
     mm = diagnose(got, case.inclusive if inclusive else case.exclusive, source=case.x, inclusive=inclusive,
                   tile=max(case.n, 1))
     if mm is None:
@@ -194,7 +194,7 @@ class _Bench:
 
     # -- one size
     def case(self, n: int, dtype: str) -> list[BenchRow]:
-        from grader.grading.execute import make_input
+        from grader.grading.case.inputs import make_input
         from grader.assignment.parts import DTYPES
         from reference.scan import inclusive_scan
         x = make_input(self.cfg, PARTS[BENCH_PARTS[-1]], n, self.cfg.seed, DTYPES[dtype])  # one input, every row
@@ -233,7 +233,8 @@ class _Bench:
         return _row(case, COPY, times, problem)
 
     def part(self, case: _Case, key: str) -> BenchRow:
-        from grader.grading.execute import _timed_plan, check_run
+        from grader.grading.case.checks import check_run
+        from grader.grading.case.timing import _timed_plan
         from grader.assignment.parts import DTYPES
         spec, pc = PARTS[key], self.cfg.parts[key]
         name = f"{spec.label} reference"

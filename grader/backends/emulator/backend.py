@@ -98,7 +98,7 @@ class EmulatorBackend(_CompileCrossChecks, Backend):
             :class:`.build.Toolchain`; the GPU path's checks use :data:`.build.QUICK_RUNTIME_FLAGS`).
         device_memory: the most bytes of device memory live at once (the address space reserved for
             it is mapped at the first launch); default :data:`.executor.ARENA_BYTES`. A grading passes
-            what its cases need (:func:`grader.grading.execute.device_memory_bytes`), so that the grader runs
+            what its cases need (:func:`grader.grading.case.cases.device_memory_bytes`), so that the grader runs
             under an address-space limit (``ulimit -v``).
         target_arch: the GPU the course targets (the config's ``target_arch``; 90: sm_90, an H100):
             student code is compiled with the macros nvcc's device pass for it predefines

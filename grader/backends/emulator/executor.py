@@ -42,7 +42,7 @@ __all__ = ["Arena", "Executor", "ExecutorDied", "Hello", "ARENA_BYTES", "probe_s
 
 #: The most device memory live at once of an arena made without a size (a backend made outside a
 #: grading: the benches, the tests); a grading sizes it from the config, to what its cases need
-#: (:func:`grader.grading.execute.device_memory_bytes`). Memory is committed only where buffers are; the
+#: (:func:`grader.grading.case.cases.device_memory_bytes`). Memory is committed only where buffers are; the
 #: address space reserved, :attr:`Arena.span`, is larger: it holds the gaps between buffers too.
 ARENA_BYTES = 16 * 2**30
 #: Alignment of every buffer, and the smallest unallocated gap after each (counted against the
@@ -60,7 +60,7 @@ GAP_BYTES = 16 * 2**20
 _GAP_SPACES = (64 * GAP_BYTES, 8 * GAP_BYTES, 0)
 #: The grader's host memory for the cases (their inputs, expected outputs in float64, the outputs
 #: read back and their comparison), at its peak, in multiples of the device memory sized for them
-#: (:func:`grader.grading.execute.device_memory_bytes`): 3.2 measured on Part 4 (n = 16000000, float32),
+#: (:func:`grader.grading.case.cases.device_memory_bytes`): 3.2 measured on Part 4 (n = 16000000, float32),
 #: rounded up. Under an address-space limit the gaps' room takes only what leaves it free.
 HOST_SHARE = 4
 #: The memfd grows and shrinks in steps of this many bytes.

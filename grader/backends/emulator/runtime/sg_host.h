@@ -19,7 +19,7 @@
  * The sample is there for what only a large n shows (an index past the last tile, an overflow);
  * every access is checked at every size up to the grader's checks_max_n. Without a bound, a block
  * that does the whole launch's work (one thread scanning everything) is checked access by access
- * at every size. Mirrored by grader.grading.execute.SAMPLED_BLOCK_CHECKS. */
+ * at every size. Mirrored by grader.grading.case.run.SAMPLED_BLOCK_CHECKS. */
 #define SG_SAMPLED_BLOCK_CHECKS (1u << 20)
 
 struct sg_alloc {
