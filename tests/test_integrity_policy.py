@@ -176,7 +176,7 @@ def test_a_kernel_that_stashes_n_in_a_device_global_shows_no_hidden_size(tmp_pat
 
 
 def test_performance_is_scored_after_the_hidden_cases_and_only_when_they_pass():
-    from grader.grading.worker import performance_after_hidden
+    from grader.grading.worker.timing_phase import performance_after_hidden
     from grader.core.results import CaseResult, Performance
 
     def case(status, visibility="hidden"):
