@@ -392,7 +392,7 @@ def test_a_worker_of_a_parallel_batch_runs_the_emulator_on_one_thread(tmp_path):
 
 
 def test_the_worker_takes_the_effective_settings_from_the_job_not_from_the_file(tmp_path):
-    from grader.grading.runner import grade_part
+    from grader.grading.part_runner import grade_part
     cfg = load_config(write_config(tmp_path, sizes={"part1_naive": [5]}))
     folder = tmp_path / "sub"
     folder.mkdir()
