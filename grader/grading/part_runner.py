@@ -374,7 +374,8 @@ def grade_part(part: PartSpec, source: Path | Absent | None, *, cfg: Config, bac
                     break
             cases = reported.cases
             if isinstance(reported.end, (protocol.WorkerError, protocol.CompileFailed)):
-                status = PartStatus.ERROR if isinstance(reported.end, protocol.WorkerError) else PartStatus.COMPILE_ERROR
+                failed = isinstance(reported.end, protocol.WorkerError)
+                status = PartStatus.ERROR if failed else PartStatus.COMPILE_ERROR
                 rest = ("not run: " + reported.end.message if status == PartStatus.ERROR
                         else f"not run: {part.filename} does not compile")
                 return part_result(status, reported.end.message,

@@ -27,7 +27,8 @@ class BackgroundEmulatorChecks:
     :class:`~grader.core.results.CaseResult`) for :meth:`result`: whole up to ``emulator.checks_max_n``,
     of sampled blocks above it (:func:`grader.grading.execute.run_case`'s ``sampled``, without its plain run:
     the GPU judges the output). Where the emulator cannot build or run the part (:attr:`unavailable`
-    says why), compute-sanitizer stands in on the cases up to ``emulator.checks_max_n`` (:class:`grader.grading.worker.gpu_path.GpuPath`)."""
+    says why), compute-sanitizer stands in on the cases up to ``emulator.checks_max_n``
+    (:class:`grader.grading.worker.gpu_path.GpuPath`)."""
 
     def __init__(self, job, cfg, part, cases, source: str) -> None:
         self.job, self.cfg, self.part, self.cases = job, cfg, part, cases
@@ -51,9 +52,9 @@ class BackgroundEmulatorChecks:
         try:
             self._emulator = checking_emulator(self.cfg, self.part)
             pc = self.cfg.parts[self.part.key]
-            modules = _call_in_threads({d: functools.partial(compile_part, self._emulator, self.part, source, pc=pc, dtype=d,
-                                                     workdir=self._work / d)
-                                for d in sorted({self.cases[i].dtype for i in todo})})
+            modules = _call_in_threads({d: functools.partial(compile_part, self._emulator, self.part, source, pc=pc,
+                                                             dtype=d, workdir=self._work / d)
+                                        for d in sorted({self.cases[i].dtype for i in todo})})
             # A compile loads its module in an executor started by the compile's own thread, which has
             # ended: the executor dies with that thread (bubblewrap's --die-with-parent and its own
             # PR_SET_PDEATHSIG are per thread), at any moment, a launch under way included. Stopped
