@@ -1,5 +1,5 @@
 """A GPU worker compiles its cubins ahead: nvcc starts with the worker, beside the CUDA context's
-start, and the worker's compile waits for the cubin (grader.grading.worker._cubins_ahead,
+start, and the worker's compile waits for the cubin (grader.grading.worker.ahead.cubins_ahead,
 grader.backends.pycuda_backend.compile_ahead).
 
 No GPU is needed: nvcc compiles for a named architecture (the device's is read by
@@ -72,13 +72,13 @@ def test_a_device_that_cannot_be_read_leaves_the_compile_to_the_worker(monkeypat
 
 
 def test_a_timed_gpu_part_compiles_its_files_and_the_reference_it_is_timed_against_ahead(sm90, tmp_path):
-    from grader.grading.worker import _cubins_ahead
+    from grader.grading.worker.ahead import cubins_ahead
 
     cfg = load_config(CONFIG)
     part = PARTS["part4_any_size"]
     pc = cfg.parts[part.key]
     text = (SOLUTIONS / part.filename).read_text()
-    ahead = _cubins_ahead(backend_kind("pycuda"), _job(tmp_path, part.key, text), cfg, part)
+    ahead = cubins_ahead(backend_kind("pycuda"), _job(tmp_path, part.key, text), cfg, part)
     reference = PARTS[pc.timing.reference]
     assert set(ahead) == {("submission", part.key, d) for d in pc.dtypes} | {("reference", reference.key,
                                                                                 pc.dtypes[0])}
@@ -91,10 +91,10 @@ def test_a_timed_gpu_part_compiles_its_files_and_the_reference_it_is_timed_again
     # file whose #include is refused (the worker's own compile says why)
     failed = _job(tmp_path, part.key, text)
     failed.earlier_failed = True
-    untimed = _cubins_ahead(backend_kind("pycuda"), failed, cfg, part)
+    untimed = cubins_ahead(backend_kind("pycuda"), failed, cfg, part)
     assert set(untimed) == {("submission", part.key, d) for d in pc.dtypes}
     for _, future in untimed.values():
         future.result(timeout=300)
-    assert _cubins_ahead(backend_kind("emulator"), _job(tmp_path, part.key, text), cfg, part) == {}
+    assert cubins_ahead(backend_kind("emulator"), _job(tmp_path, part.key, text), cfg, part) == {}
     refused = _job(tmp_path, part.key, '#include "/etc/passwd"\n' + text)
-    assert _cubins_ahead(backend_kind("pycuda"), refused, cfg, part) == {}
+    assert cubins_ahead(backend_kind("pycuda"), refused, cfg, part) == {}

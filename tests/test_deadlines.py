@@ -16,7 +16,8 @@ from grader.backends import Selection
 from grader.assignment.config import load_config
 from grader.grading.deadlines import FACTOR, case_budget_s, floor_s, reference_case_s, timed_case_n
 from grader.grading.case.cases import case_list
-from grader.grading.runner import MAX_HANGS_IN_A_ROW, grade
+from grader.grading.part_runner import MAX_HANGS_IN_A_ROW
+from grader.grading.runner import grade
 from tests.conftest import BROKEN, ROOT, write_config
 
 EMULATOR = Selection("emulator", "test")

@@ -1,8 +1,8 @@
-"""The GPU path's one checker (grader.grading.worker._GpuPath): the emulator's checks decide every checked
+"""The GPU path's one checker (grader.grading.worker.gpu_path.GpuPath): the emulator's checks decide every checked
 case, a case they fail is never run on the GPU, the GPU runs every case they pass, and once a kernel
 deadlocked or diverged the GPU runs none of the part's later cases (they run on the emulator).
 
-Runs on the CPU: the emulator's real checks (grader.grading.worker._EmulatorBeside) beside a stand-in "GPU"
+Runs on the CPU: the emulator's real checks (grader.grading.worker.beside.BackgroundEmulatorChecks) beside a stand-in "GPU"
 (the emulator running plainly) that counts the launches it is asked for."""
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from grader.assignment.config import load_config
 from grader.grading.case.cases import case_list
 from grader.grading.case.run import SAMPLED_CHECKER
 from grader.assignment.parts import PARTS, SOLUTIONS, compile_part
-from grader.grading.worker import _EmulatorBeside, _GpuPath
+from grader.grading.worker.beside import BackgroundEmulatorChecks
+from grader.grading.worker.gpu_path import GpuPath
 from tests.conftest import BROKEN, ROOT
 
 VERDICTS = Path(__file__).parent / "verdicts"
@@ -66,8 +67,8 @@ def grade_on_gpu_path(cfg, source: Path, key: str, tmp_path: Path):
                                 checks=True)
     gpu = StandInGpu()
     modules = {d: compile_part(gpu, part, text, pc=pc, dtype=d, workdir=tmp_path / f"gpu-{d}") for d in pc.dtypes}
-    beside = _EmulatorBeside(job, cfg, part, cases, text)
-    path = _GpuPath(gpu, job, cfg, part, modules, cases, tmp_path, str(tmp_path / "job.json"), beside, Events())
+    beside = BackgroundEmulatorChecks(job, cfg, part, cases, text)
+    path = GpuPath(gpu, job, cfg, part, modules, cases, tmp_path, str(tmp_path / "job.json"), beside, Events())
     results, launched = [], []
     try:
         for case in cases:
@@ -119,9 +120,9 @@ def test_where_the_emulator_cannot_check_the_part_the_gpu_runs_it_and_the_report
                                 checks=True)
     gpu = StandInGpu()
     modules = {"int32": compile_part(gpu, part, source.read_text(), pc=pc, dtype="int32", workdir=tmp_path / "g")}
-    beside = _EmulatorBeside(job, cfg, part, cases, "this is not C++ {")  # the emulator cannot build it
+    beside = BackgroundEmulatorChecks(job, cfg, part, cases, "this is not C++ {")  # the emulator cannot build it
     events = Events()
-    path = _GpuPath(gpu, job, cfg, part, modules, cases, tmp_path, str(tmp_path / "job.json"), beside, events)
+    path = GpuPath(gpu, job, cfg, part, modules, cases, tmp_path, str(tmp_path / "job.json"), beside, events)
     try:
         path.before(cases[0], True)
         result = path.decided(cases[0], True, known=(), ahead=None) or path.run(cases[0], True, known=(), ahead=None)
@@ -136,12 +137,12 @@ def test_where_the_emulator_cannot_check_the_part_the_gpu_runs_it_and_the_report
 
 
 def test_the_gpu_paths_emulator_runs_on_the_quick_runtime_and_finds_what_the_emulator_does(tmp_path):
-    """The GPU path's emulator (grader.grading.worker._checking_emulator) builds its runtime with
+    """The GPU path's emulator (grader.grading.worker.beside.checking_emulator) builds its runtime with
     QUICK_RUNTIME_FLAGS (a new machine's first case waits for that build): the same names for the
     lockdown, and the same finding on a real kernel."""
     from grader.backends.emulator.build import QUICK_RUNTIME_FLAGS, Toolchain, expected_names
     from grader.grading.case.run import CHECK_SCHEDULES, run_case
-    from grader.grading.worker import _checking_emulator
+    from grader.grading.worker.beside import checking_emulator
 
     path = tmp_path / "config.yaml"
     path.write_text("block_size: 64\nseed: 7\nparts:\n"
@@ -149,7 +150,7 @@ def test_the_gpu_paths_emulator_runs_on_the_quick_runtime_and_finds_what_the_emu
                     "    dtypes: [int32]\n    sizes: [1000]\n")
     cfg = load_config(path)
     part = PARTS["part5_single_pass"]
-    emulator = _checking_emulator(cfg, part)
+    emulator = checking_emulator(cfg, part)
     try:
         assert emulator.toolchain.runtime_flags == QUICK_RUNTIME_FLAGS
         assert emulator.toolchain.runtime_names() == expected_names()

@@ -77,7 +77,7 @@ def test_the_bundle_holds_the_scripts_the_configs_and_the_grader_with_its_soluti
     with zipfile.ZipFile(made.archive) as z:
         infos = {i.filename: i for i in z.infolist()}
         assert {"setup.sh", "run_autograder", "config.yaml", "private.yaml", "scangrade/pyproject.toml",
-                "scangrade/README.md", "scangrade/grader/cli.py", "scangrade/grader/grading/worker.py",
+                "scangrade/README.md", "scangrade/grader/cli.py", "scangrade/grader/grading/worker/main.py",
                 "scangrade/grader/backends/emulator/runtime/prelude.h", "scangrade/reference/scan.py",
                 "scangrade/reference/__init__.py"} <= set(infos)
         assert {f"scangrade/reference/solutions/{p.filename}" for p in PARTS.values()} <= set(infos)

@@ -177,7 +177,7 @@ def test_a_kernel_that_stashes_n_in_a_device_global_shows_no_hidden_size(tmp_pat
 
 
 def test_performance_is_scored_after_the_hidden_cases_and_only_when_they_pass():
-    from grader.grading.worker import performance_after_hidden
+    from grader.grading.worker.timing_phase import performance_after_hidden
     from grader.core.performance import Performance
     from grader.core.results import CaseResult
 
@@ -394,7 +394,7 @@ def test_a_worker_of_a_parallel_batch_runs_the_emulator_on_one_thread(tmp_path):
 
 
 def test_the_worker_takes_the_effective_settings_from_the_job_not_from_the_file(tmp_path):
-    from grader.grading.runner import grade_part
+    from grader.grading.part_runner import grade_part
     cfg = load_config(write_config(tmp_path, sizes={"part1_naive": [5]}))
     folder = tmp_path / "sub"
     folder.mkdir()

@@ -100,7 +100,8 @@ def test_relaxed_atomics_order_nothing(checked, module):
 
 def test_an_unfenced_look_back_fails_and_the_reference_passes(tmp_path, backend):
     """The same verdict on a GPU: compute-sanitizer cannot see a missing fence (racecheck watches
-    shared memory only), so the GPU path adds the emulator's finding (grader.grading.worker.unseen_by_sanitizer)."""
+    shared memory only), so on the GPU path the emulator's checks decide the case
+    (grader.grading.worker.gpu_path.GpuPath.decided)."""
     path = tmp_path / "config.yaml"
     path.write_text("block_size: 64\nseed: 7\nparts:\n  part5_single_pass:\n    block_size: 64\n"
                     "    items_per_thread: 4\n    points_per_case: 1\n    dtypes: [int32]\n    sizes: [1000]\n")

@@ -183,7 +183,7 @@ def test_the_reader_takes_whole_lines_only_as_the_writer_appends(tmp_path):
 def test_the_runner_hands_each_typed_event_to_on_event_as_the_progress_bar_reads_it(tmp_path):
     from grader.cli import _Progress
     from grader.assignment.parts import PARTS
-    from grader.grading.runner import grade_part
+    from grader.grading.part_runner import grade_part
     from tests.conftest import BROKEN
 
     cfg = load_config(write_config(tmp_path, sizes={"part1_naive": [5]}))

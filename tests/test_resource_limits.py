@@ -153,7 +153,7 @@ def test_a_worker_that_died_with_a_traceback_is_told_in_one_line() -> None:
     """A worker that exits with a Python traceback (a grader bug) gives the part its last line, not
     the traceback; one that could not get memory (numpy's import under a small ``ulimit -v``) says
     what to raise the limit to."""
-    from grader.grading.runner import _worker_failure
+    from grader.grading.part_runner import _worker_failure
 
     bug = ("Traceback (most recent call last):\n  File \"/x/grader/grading/worker.py\", line 1, in <module>\n"
            "    main()\nValueError: something the grader did not expect\n")

@@ -102,7 +102,8 @@ result = SubmissionResult(submission="s", backend="emulator", backend_reason="t"
 for render in (gradescope, junit_xml, markdown, render_text):
     render(result)
 assert "race" in class_report([("s", result)])
-print(sorted(m for m in sys.modules if m in ("grader.grading.case", "grader.grading.runner", "grader.grading.worker")))
+print(sorted(m for m in sys.modules if m in ("grader.grading.case", "grader.grading.runner", "grader.grading.part_runner",
+                                            "grader.grading.worker_process", "grader.grading.worker")))
 """
     run = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr

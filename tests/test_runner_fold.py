@@ -1,4 +1,4 @@
-"""The runner's part loop in its pieces (grader/grading/runner.py): the events of a part's workers folded
+"""The runner's part loop in its pieces (grader/grading/part_runner.py): the events of a part's workers folded
 into what they reported, how a worker that stopped without its last word is told, and when a new
 worker takes over after a case that hung or faulted on the GPU."""
 
@@ -9,7 +9,7 @@ import time
 
 from grader.grading import protocol
 from grader.core.results import CaseResult
-from grader.grading.runner import MAX_HANGS_IN_A_ROW, _how_it_stopped, _Reported, _Workers
+from grader.grading.part_runner import MAX_HANGS_IN_A_ROW, _how_it_stopped, _Reported, _Workers
 
 NAMES = [f"n={n} int32" for n in range(1, 9)]
 

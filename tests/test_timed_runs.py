@@ -141,7 +141,7 @@ def test_a_size_whose_run_would_take_too_long_for_no_points_is_not_timed(cfg, tm
     """At zero_at times the reference's or beyond (no points), a larger size whose run, projected in
     proportion to n, would take TOO_SLOW_MS or more is not timed (minutes of a GPU for no points), and
     the report says why."""
-    from grader.grading.worker import TOO_SLOW_MS, _time_part
+    from grader.grading.worker.timing_phase import TOO_SLOW_MS, time_part
 
     class Events:
         def __init__(self):
@@ -157,7 +157,7 @@ def test_a_size_whose_run_would_take_too_long_for_no_points_is_not_timed(cfg, tm
     modules = {"int32": build(PART, (SOLUTIONS / PART.filename).read_text(), "int32", "submission")}
     events = Events()
     try:
-        performance = _time_part(events, timer, timed_cfg, PART, pc, modules, [], build)
+        performance = time_part(events, timer, timed_cfg, PART, pc, modules, [], build)
     finally:
         timer.close()
     results = [e.result for e in events.items if type(e).__name__ == "Timed"]

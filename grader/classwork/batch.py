@@ -41,7 +41,8 @@ from grader.core.errors import GradingStopped, Interrupted, UsageError
 from grader.grading.case.inputs import INPUT_CACHE_ENV
 from grader.assignment.parts import PARTS
 from grader.core.results import PartStatus, SubmissionResult
-from grader.grading.runner import grade, ungraded_part
+from grader.grading.part_runner import ungraded_part
+from grader.grading.runner import grade
 
 #: ``result -> {path: text}``: a student's reports besides ``result.json``, paths relative to the
 #: student's folder (``report.txt``, ``student/report.txt``...; bytes for a plot's PNG).
@@ -50,7 +51,7 @@ StudentReports = Callable[[SubmissionResult], Mapping[str, str | bytes]]
 
 def _not_graded(sub: Submission, *, cfg: Config, selection: Selection, why: str) -> SubmissionResult:
     """The result of a submission that was not graded: every part an error saying why, worth the
-    same points possible as a graded part (:func:`grader.grading.runner.ungraded_part`)."""
+    same points possible as a graded part (:func:`grader.grading.part_runner.ungraded_part`)."""
     parts = [ungraded_part(cfg, key, status=PartStatus.ERROR, message=why) for key in PARTS if key in cfg.parts]
     return SubmissionResult(submission=sub.id, backend=selection.name, backend_reason=selection.reason, device={},
                             config=cfg.path, seed=cfg.seed, block_size=cfg.block_size, parts=tuple(parts),

@@ -149,7 +149,7 @@ def kill_group(proc: subprocess.Popen) -> None:
     """Kill a process started with ``process_group=0`` and everything in its process group, and reap it.
 
     (A group, not a session of its own: the worker's session holds every process a part starts, so
-    the runner can stop them all when it stops the worker; see :func:`grader.grading.runner.kill_session`.)"""
+    the runner can stop them all when it stops the worker; see :func:`grader.grading.worker_process.kill_session`.)"""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):

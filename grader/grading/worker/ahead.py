@@ -1,0 +1,63 @@
+"""On a GPU, the work a worker starts ahead, in the background, so that it overlaps the CUDA context's
+start and the checks of the small cases: nvcc's compiles (:func:`cubins_ahead`) and the inputs of the
+large and timed cases (:func:`draw_ahead`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from grader.assignment.parts import SOLUTIONS
+
+
+def cubins_ahead(kind, job, cfg, part) -> dict:
+    """Where the backend compiles ahead (the GPU's ``compile_ahead``: nvcc needs no CUDA context):
+    the part's file for each dtype, then, for a timed part, the reference solution it is timed
+    against, compiled from now on in the background: ``{(tag, part key, dtype): (translation unit,
+    Future of the cubin)}`` (tag ``submission`` or ``reference``, as the worker's ``build`` names
+    them). Empty on other backends, and where the file cannot be read or its ``#include`` lines are
+    refused: the worker's own compile then reports it."""
+    import importlib
+
+    from grader.source.directives import check_includes
+    from grader.core.errors import ScangradeError
+    from grader.grading.intake import read_source
+    from grader.assignment.parts import PARTS, part_source
+
+    ahead = getattr(importlib.import_module(kind.module), "compile_ahead", None)
+    if ahead is None:
+        return {}
+    pc = cfg.parts[part.key]
+    try:
+        source = read_source(Path(job.source))
+        check_includes(source, filename=part.filename)
+    except (OSError, ScangradeError):
+        return {}
+    builds = [(("submission", part.key, d), part_source(part, source, pc=pc, dtype=d), part.filename)
+              for d in pc.dtypes]
+    if pc.timing is not None and kind.times_kernels and not job.earlier_failed:
+        ref = PARTS[pc.timing.reference]
+        ref_file = SOLUTIONS / ref.filename
+        if ref_file.is_file():
+            builds.append((("reference", ref.key, pc.dtypes[0]),
+                           part_source(ref, ref_file.read_text(), pc=cfg.parts.get(ref.key, pc), dtype=pc.dtypes[0]),
+                           ref.filename))
+    futures = ahead(builds, sandbox=cfg.emulator.sandbox)
+    return {tag: (text, futures[tag]) for tag, text, _ in builds}
+
+
+def draw_ahead(kind, job, cfg, part, cases):
+    """On a GPU, the inputs of this worker's large visible cases (those compute-sanitizer does not
+    check) and of its timed sizes, drawn in the background from now (:class:`grader.grading.case.inputs.DrawAhead`):
+    the host work is done while compute-sanitizer checks the small cases. None on the emulator (its
+    cases are checked as they run: nothing to overlap)."""
+    from grader.grading.case.inputs import DrawAhead
+    from grader.assignment.parts import DTYPES
+
+    if not kind.times_kernels:
+        return None
+    pc = cfg.parts[part.key]
+    items = [(c.n, c.seed, DTYPES[c.dtype], c.fractional) for c in cases[job.start:]
+             if c.visibility != "hidden" and c.n > cfg.emulator.checks_max_n]
+    if pc.timing is not None and not job.earlier_failed:
+        items += [(n, cfg.seed, DTYPES[pc.dtypes[0]], False) for n in pc.timing.all_sizes]
+    return DrawAhead(cfg, part, items) if items else None

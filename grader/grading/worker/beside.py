@@ -1,0 +1,157 @@
+"""On a GPU, the emulator's checks of a part's cases, run in a background thread beside the GPU from
+the worker's start (the checker that decides every checked case on every machine), and the report's
+``checker`` line that names them."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+#: What checks a checked case, for the report's ``checker`` line (``n``: ``emulator.checks_max_n``;
+#: ``drawn``: the blocks a sampling launch draws besides its first and last).
+EMULATOR_CHECKER = ("the emulator's checks (races, bounds, barriers, memory order, unwritten shared memory; three "
+                    "thread orders, the random one switching threads at memory accesses too) on cases up to n = {n}, "
+                    "and above it on the first, the last and {drawn} seeded blocks of each launch (where the part's "
+                    "blocks are independent, the first {accesses:,} accesses of each)")
+
+
+class BackgroundEmulatorChecks:
+    """On the GPU path: the emulator's checks of the part's cases (from the job's ``start``), the
+    checker that decides them, run in a background thread from the worker's start on, beside its
+    CUDA context and its compile, keeping each case's checked run (a
+    :class:`~grader.core.results.CaseResult`) for :meth:`result`: whole up to ``emulator.checks_max_n``,
+    of sampled blocks above it (:func:`grader.grading.case.run.run_case`'s ``sampled``, without its plain run:
+    the GPU judges the output). Where the emulator cannot build or run the part (:attr:`unavailable`
+    says why), compute-sanitizer stands in on the cases up to ``emulator.checks_max_n``
+    (:class:`grader.grading.worker.gpu_path.GpuPath`)."""
+
+    def __init__(self, job, cfg, part, cases, source: str) -> None:
+        self.job, self.cfg, self.part, self.cases = job, cfg, part, cases
+        self._results: dict[int, object] = {}
+        todo = list(range(job.start, len(cases)))
+        self._ready = {i: threading.Event() for i in todo}
+        self._compiled = threading.Event()
+        self.unavailable: str | None = None  # why the emulator cannot check this part
+        self._emulator = None
+        self._work = Path(tempfile.mkdtemp(prefix="scangrade-emulator-checks-"))
+        self._started = time.time()
+        self._thread = threading.Thread(target=self._run, args=(todo, source), name="scangrade-emulator-checks",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self, todo: list[int], source: str) -> None:
+        from grader.core.errors import ScangradeError
+        from grader.grading.case.run import CHECK_SCHEDULES, SAMPLED_CHECKER, run_case
+        from grader.assignment.parts import compile_part
+
+        try:
+            self._emulator = checking_emulator(self.cfg, self.part)
+            pc = self.cfg.parts[self.part.key]
+            modules = _call_in_threads({d: functools.partial(compile_part, self._emulator, self.part, source, pc=pc,
+                                                             dtype=d, workdir=self._work / d)
+                                        for d in sorted({self.cases[i].dtype for i in todo})})
+            # A compile loads its module in an executor started by the compile's own thread, which has
+            # ended: the executor dies with that thread (bubblewrap's --die-with-parent and its own
+            # PR_SET_PDEATHSIG are per thread), at any moment, a launch under way included. Stopped
+            # here, the next launch starts one from this thread.
+            self._emulator.close()
+            self._compiled.set()
+            compiled = time.time()
+            for i in todo:
+                case = self.cases[i]
+                sampled = case.n > self.cfg.emulator.checks_max_n
+                self._results[i] = run_case(self._emulator, modules[case.dtype], cfg=self.cfg, part=self.part,
+                                            case=case, schedules=CHECK_SCHEDULES, sampled=sampled, plain=False,
+                                            checker=SAMPLED_CHECKER if sampled else "emulator checks")
+                self._ready[i].set()
+            trace = os.environ.get("SCANGRADE_CASE_TIMES")  # bench: when the compiles and the cases were done
+            if trace:
+                Path(trace).mkdir(parents=True, exist_ok=True)
+                (Path(trace) / f"{self.part.key}-emulator-checks-{os.getpid()}.json").write_text(json.dumps(
+                    {"started": self._started, "compiled": compiled, "done": time.time(), "cases": len(todo),
+                     "thread_cpu_s": time.thread_time()}))
+        except ScangradeError as exc:  # the emulator cannot build or run it: compute-sanitizer stands in
+            self.unavailable = str(exc) or type(exc).__name__
+        except Exception as exc:  # noqa: BLE001 - closed under it (the worker ends), or a grader bug: say so
+            self.unavailable = f"the emulator's checks stopped: {type(exc).__name__}: {exc}"
+        finally:
+            self._compiled.set()
+            for event in self._ready.values():
+                event.set()
+
+    def compiled(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` s for the part's emulator compiles (or their failure); whether they ended."""
+        return self._compiled.wait(timeout)
+
+    def result(self, index: int):
+        """The emulator's checked run of case ``index`` (a CaseResult), waiting for it: the case's
+        deadline, which includes the emulator's time on it, bounds the wait (a kernel that hangs on
+        the emulator hangs here, and the runner stops it as a hang). None for a case it does not
+        check, or when it could not run it."""
+        ready = self._ready.get(index)
+        if ready is None:
+            return None
+        ready.wait()
+        return self._results.get(index)
+
+    def close(self) -> None:
+        """Stop the emulator's executors (a run still going ends with an error) and remove its files."""
+        import shutil
+
+        if self._emulator is not None:
+            self._emulator.close()
+        shutil.rmtree(self._work, ignore_errors=True)
+
+
+def emulator_checker_line(cfg) -> str:
+    """The report's ``checker`` line for the emulator's checks under ``cfg``."""
+    from grader.backends.emulator.launch import SAMPLE_DRAWN
+    from grader.grading.case.run import SAMPLED_BLOCK_CHECKS
+
+    return EMULATOR_CHECKER.format(n=cfg.emulator.checks_max_n, drawn=SAMPLE_DRAWN, accesses=SAMPLED_BLOCK_CHECKS)
+
+
+def _call_in_threads(calls: dict) -> dict:
+    """``{key: call()}``, the calls made at once, each in a daemon thread of its own (a worker that
+    ends does not wait for them); the first error raised, in ``calls``' order, is raised again."""
+    from grader.host.lifetime import daemon_futures
+
+    return {key: future.result() for key, future in daemon_futures(calls, len(calls)).items()}
+
+
+def checking_emulator(cfg, part):
+    """An emulator backend with its checks on (the config's workers and sandbox), for the GPU path:
+    its runtime built quickly (:data:`grader.backends.emulator.build.QUICK_RUNTIME_FLAGS`), its
+    device memory what every case of ``part`` needs (the checks run each one: whole up to
+    ``emulator.checks_max_n``, on sampled blocks above it, over buffers of the case's full size),
+    compiling for the config's ``target_arch`` (not the GPU this worker runs on: the checks see what
+    the course's GPU compiles)."""
+    from grader.backends.emulator import EmulatorBackend
+    from grader.backends.emulator.build import QUICK_RUNTIME_FLAGS
+    from grader.grading.case.cases import case_runs, device_memory_bytes
+
+    return EmulatorBackend(workers=cfg.emulator.workers, checks=True, sandbox=cfg.emulator.sandbox, nvcc_check=False,
+                           runtime_flags=QUICK_RUNTIME_FLAGS, target_arch=cfg.target_arch,
+                           device_memory=device_memory_bytes(case_runs(cfg, part.key, max_n=None)))
+
+
+def start_background_checks(kind, job, cfg, part) -> "BackgroundEmulatorChecks | None":
+    """The emulator's checks beside the GPU (:class:`BackgroundEmulatorChecks`), started now, where this worker
+    grades on a GPU with the checks on and the source is readable; else None."""
+    from grader.grading.case.cases import case_list
+    from grader.grading.intake import read_source
+
+    if not (kind.has_sanitizer and job.checks):
+        return None
+    try:
+        source = read_source(Path(job.source))
+    except OSError:
+        return None  # the worker reports it
+    return BackgroundEmulatorChecks(job, cfg, part, case_list(cfg, part.key), source)
+
+
