@@ -217,20 +217,6 @@ class PyCudaBackend(Backend):
         import contextlib
         return self.gpu_lock.shared() if self.gpu_lock is not None else contextlib.nullcontext()
 
-    #: Called with True before a GPU operation of a case waits for the GPU (another worker times on
-    #: it) and with False once it has it: the worker tells the runner, so that the wait is not the
-    #: case's time. None: nothing is told.
-    on_gpu_wait = None
-
-    def gpu_operation(self):
-        """A context around one untimed GPU operation (a copy, a memset, a launch until its kernels
-        end): shared with other workers' operations, never inside a timed window
-        (:mod:`grader.host.gpu_lock`); a no-op inside :meth:`gpu_shared` or a timed window."""
-        import contextlib
-        if self.gpu_lock is None or self._deferred:
-            return contextlib.nullcontext()
-        return self.gpu_lock.shared(on_wait=self.on_gpu_wait)
-
     def compile(self, *, source: str, filename: str, kernels: Sequence[KernelSpec], workdir: Path) -> Module:
         major, minor = self._device.compute_capability()
         cubin = compile_cubin(source, filename=filename, workdir=workdir, arch=f"sm_{major}{minor}",
@@ -282,8 +268,7 @@ class PyCudaBackend(Backend):
                 context may be lost).
         """
         try:
-            with self.gpu_operation():
-                copy(*args)
+            copy(*args)
         except self._cuda.Error as exc:
             raise self._fault("the kernel", exc) from None
 
@@ -368,13 +353,12 @@ class PyCudaBackend(Backend):
                 values.append(np.int32(a))
         cuda = self._cuda
         try:
-            with self.gpu_operation():  # until its kernels end: nothing of it runs in a timed window
-                if self.shared_fill is not None and not self._deferred:
-                    self.poison_shared(self.shared_fill)  # before every launch of a correctness case
-                module.functions[kernel](*values, block=(block.x, block.y, block.z), grid=(grid.x, grid.y, grid.z),
-                                         shared=shared_bytes)
-                if not self._deferred:
-                    cuda.Context.synchronize()
+            if self.shared_fill is not None and not self._deferred:
+                self.poison_shared(self.shared_fill)  # before every launch of a correctness case
+            module.functions[kernel](*values, block=(block.x, block.y, block.z), grid=(grid.x, grid.y, grid.z),
+                                     shared=shared_bytes)
+            if not self._deferred:
+                cuda.Context.synchronize()
         except cuda.Error as exc:
             raise self._fault(kernel, exc) from None
 
@@ -413,8 +397,7 @@ class PyCudaBackend(Backend):
             KernelError: a kernel failed (see :meth:`_fault`).
         """
         try:
-            with self.gpu_operation():
-                self._cuda.Context.synchronize()
+            self._cuda.Context.synchronize()
         except self._cuda.Error as exc:
             raise self._fault("the kernel", exc) from None
 

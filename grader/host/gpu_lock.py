@@ -4,13 +4,9 @@ Parts of one submission, and submissions of a ``batch``, are graded at once on a
 CPU cores compile, check and draw inputs while the GPU runs). Their correctness cases and
 compute-sanitizer's runs may share the GPU, but a timed run must have it to itself: another
 kernel, a memset or a copy running meanwhile takes memory bandwidth and multiprocessors from the
-kernel being timed. So every worker on a GPU takes this lock *shared* for its untimed GPU work and
-*exclusive* around each timed window
-(:meth:`grader.backends.pycuda_backend.PyCudaBackend.time_interleaved_ms`), across processes. A
-case's GPU work takes it one operation at a time (a copy, a launch until its kernels end:
-:meth:`~grader.backends.pycuda_backend.PyCudaBackend.gpu_operation`), so a timed window waits for
-the operations under way, not for whole cases whose checks run on the CPU, and a case waits for a
-window only where it needs the GPU; a sanitizer run takes it as a whole.
+kernel being timed. So every worker on a GPU takes this lock *shared* for its untimed GPU work (a
+case, a sanitizer run) and *exclusive* around each timed window
+(:meth:`grader.backends.pycuda_backend.PyCudaBackend.time_interleaved_ms`), across processes.
 
 It is a readers-writer lock over ``flock(2)`` on a file named after the GPU's PCI bus id, in the
 user's cache folder, with a second file as a turnstile: a process waiting for the exclusive lock
@@ -32,7 +28,7 @@ import re
 import threading
 import time
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
 __all__ = ["GpuLock", "gpu_lock_for"]
 
@@ -59,43 +55,18 @@ class GpuLock:
         #: Seconds this process waited for the lock and held it exclusive (for bench/throughput.py).
         self.seconds = {"shared_wait_s": 0.0, "exclusive_wait_s": 0.0, "exclusive_held_s": 0.0}
 
-    def _acquire(self, mode: int, on_wait: Callable[[bool], None] | None = None) -> None:
+    def _acquire(self, mode: int) -> None:
         t0 = time.monotonic()
-        if on_wait is not None and self._at_once(mode):
-            return
-        if on_wait is not None:
-            on_wait(True)
+        fcntl.flock(self._turn, fcntl.LOCK_EX)
         try:
-            fcntl.flock(self._turn, fcntl.LOCK_EX)
-            try:
-                fcntl.flock(self._fd, mode)
-            finally:
-                fcntl.flock(self._turn, fcntl.LOCK_UN)
-        finally:
-            self.seconds["exclusive_wait_s" if mode == fcntl.LOCK_EX else "shared_wait_s"] += time.monotonic() - t0
-            if on_wait is not None:
-                on_wait(False)
-
-    def _at_once(self, mode: int) -> bool:
-        """Take the lock in ``mode`` if no one holds or waits for it in a way that makes this wait;
-        whether it was taken."""
-        try:
-            fcntl.flock(self._turn, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        try:
-            fcntl.flock(self._fd, mode | fcntl.LOCK_NB)
-            return True
-        except BlockingIOError:
-            return False
+            fcntl.flock(self._fd, mode)
         finally:
             fcntl.flock(self._turn, fcntl.LOCK_UN)
+            self.seconds["exclusive_wait_s" if mode == fcntl.LOCK_EX else "shared_wait_s"] += time.monotonic() - t0
 
     @contextlib.contextmanager
-    def shared(self, on_wait: Callable[[bool], None] | None = None) -> Iterator[None]:
-        """Untimed GPU work: any number of processes at once, none while one times. ``on_wait``: called
-        with True before this waits (another process times, or waits to), and with False once it
-        holds the lock; not called where the lock is taken at once."""
+    def shared(self) -> Iterator[None]:
+        """Untimed GPU work: any number of processes at once, none while one times."""
         with self._mutex:
             if self._shared or self._exclusive:
                 self._shared += 1
@@ -104,7 +75,7 @@ class GpuLock:
                 finally:
                     self._shared -= 1
                 return
-            self._acquire(fcntl.LOCK_SH, on_wait)
+            self._acquire(fcntl.LOCK_SH)
             self._shared = 1
             try:
                 yield

@@ -226,14 +226,10 @@ class _PartGrader:
         events.emit(CaseStart(case.name))
         result = gpu.decided(case, checked, known=known, ahead=self.ahead)  # the emulator's checks
         if result is None:  # they passed it: the GPU verifies its output
-            # Each GPU operation waits for the GPU where another worker times on it; that wait is not
-            # the case's time (GpuWait, then the case starts again once the operation has the GPU).
-            self.backend.on_gpu_wait = lambda waiting: events.emit(GpuWait(case.name) if waiting
-                                                                   else CaseStart(case.name))
-            try:
+            events.emit(GpuWait(case.name))  # the wait for the GPU is not the case's time
+            with self.backend.gpu_shared():  # another part may be timing
+                events.emit(CaseStart(case.name))
                 result = gpu.run(case, checked, known=known, ahead=self.ahead)
-            finally:
-                self.backend.on_gpu_wait = None
         return result
 
     def _on_backend(self, case, checked: bool, known: tuple):
