@@ -518,7 +518,7 @@ def compile_ahead(builds: Sequence[tuple[Hashable, str, str]], *, sandbox: str =
 
     from grader.backends.emulator.build import Toolchain
     from grader.backends.emulator.sandbox import Sandbox
-    from grader.host.lifetime import daemon_futures
+    from grader.host.parent_death import daemon_futures
 
     made: list = []  # [arch, toolchain], made once by the first build
     lock = threading.Lock()

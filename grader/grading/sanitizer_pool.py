@@ -30,7 +30,7 @@ import threading
 import time
 from pathlib import Path
 
-from grader.host.lifetime import die_with_parent
+from grader.host.parent_death import die_with_parent
 from grader.grading.sanitizer import TOOLS, tool_argv
 
 #: A tool whose children end before they are ready this many times in a row starts no more.
