@@ -467,10 +467,9 @@ def create(*, workers: int = 0, checks: bool = False, sandbox: str = "auto", dev
 
 #: The hardware work queues a context of the grader's gets (``CUDA_DEVICE_MAX_CONNECTIONS``, where
 #: the environment does not set it). The grader's launches and copies go to the default stream only,
-#: so one queue loses nothing, and the driver makes a context with one queue in about a third of the
-#: time of its default eight, and tears it down faster: on a GPU machine grading a class, where every
-#: part's worker makes its own context and the driver makes them one at a time, that time was the
-#: batch's bottleneck (docs/throughput.md).
+#: so one queue loses nothing, and the driver makes and tears down a context with one queue faster
+#: than with its default eight; every part's worker makes its own context, one at a time in the
+#: driver (figures: docs/throughput.md, ``CUDA_DEVICE_MAX_CONNECTIONS=1``).
 CONNECTIONS = "1"
 
 

@@ -367,8 +367,8 @@ def _run_case(backend, module, *, cfg, part, case, schedules, checked, result, w
                 f", as n is above emulator.checks_max_n = "
                 f"{cfg.emulator.checks_max_n}")
         # Where every block runs (the blocks of a look-back wait on each other), in the first order
-        # only: the three orders over every block of a 16M launch were most of a Part 5's grading
-        # time, and each order is checked over every block at every size up to checks_max_n.
+        # only: three orders over every block of a large launch would cost three whole checked runs,
+        # and each order is checked over every block at every size up to checks_max_n.
         with _sampling(backend, mode):
             found_ = orders(schedules if mode == "only" else schedules[:1], output=mode == "all", note=note)
         if plain and mode == "only" and not isinstance(found_, CaseResult) and not found_.told:
