@@ -16,7 +16,7 @@ from grader.backends import Selection
 from grader.assignment.config import load_config
 from grader.grading.case.checks import (FIRST_TILE, FULL_LAST_TILE, PARTIAL_TILE, TILE_OFFSET, diagnose,
                                         explain_tile_hint)
-from grader.grading.case.run import _Told
+from grader.grading.case.run import _WordedFinding
 from grader.core.results import CaseFinding
 from grader.grading.runner import grade
 from reference.scan import exclusive_scan
@@ -57,7 +57,7 @@ def test_an_unchecked_case_takes_the_race_of_a_smaller_case_as_the_cause():
     got = exclusive_scan(x).astype(np.int32)
     got[-1] += 1
     mm = diagnose(got, exclusive_scan(x), source=x, inclusive=False, tile=256)
-    told = [_Told(CaseFinding("mismatch", f"out[299] ... — {mm.hint}"), f"out[299] ... — {mm.hint}")]
+    told = [_WordedFinding(CaseFinding("mismatch", f"out[299] ... — {mm.hint}"), f"out[299] ... — {mm.hint}")]
     race = CaseFinding("race", "race ...", "part4_any_size.cu", 31, (1, 0, 0), (1, 0, 0))
     same, kept = explain_tile_hint(told, mm, 300, 256, ())  # nothing explains it: the bounds
     assert kept is mm and same == told
@@ -143,9 +143,9 @@ def test_an_offset_hint_names_where_the_offsets_come_from():
 
 def test_a_race_explains_a_full_last_tile_as_it_does_a_partial_one():
     mm = _wrong_at(1024, 512, lambda got: got.__setitem__(1000, got[1000] + 1))
-    told = [_Told(CaseFinding("mismatch", f"out[1000] ... — {mm.hint}"), f"out[1000] ... — {mm.hint}")]
+    told = [_WordedFinding(CaseFinding("mismatch", f"out[1000] ... — {mm.hint}"), f"out[1000] ... — {mm.hint}")]
     race = CaseFinding("race", "race ...", "part4_any_size.cu", 31, (1, 0, 0), (1, 0, 0))
-    told2, mm2 = explain_tile_hint(told + [_Told(race, "race ...")], mm, 1024, 512, ())
+    told2, mm2 = explain_tile_hint(told + [_WordedFinding(race, "race ...")], mm, 1024, 512, ())
     assert mm2.hint == (f"{FULL_LAST_TILE} (tile 1, elements 512 to 1023; a tile is 512 elements), which the race "
                         "above (part4_any_size.cu:31) explains")
     assert told2[0].finding.message.endswith(mm2.hint) and "check what the last block" not in told2[0].text

@@ -40,15 +40,10 @@ from grader.core.results import CaseFinding, FailureKind
 #: Elements of poison on each side of every device buffer.
 GUARD = 256
 #: The 32-bit pattern every output and guard word holds before a launch (memset as a 32-bit word):
-#: -1086374081 as int32, -0.7470588 as float32. Arithmetic on it shows: as a float its spacing is
-#: 2**-24 (6e-8), so adding or subtracting any value a scan produces (from the inputs' 2**-24 up)
-#: changes its bits, where a huge value (the old 0x7F7F7F7F, 3.39e38) rounds a small ``+= off``
-#: away; not a multiple of 0.25, it is no scan of the exact float inputs (quarters), negative, no scan
-#: of the fractional ones in [0, 1), and it is far from the error bound of
-#: an expected 0 (an unwritten ``out[0]`` of an exclusive scan fails). As an int, no plausible sum.
-#: Not a NaN (a GPU canonicalises NaNs, x86 keeps their payloads), not a denormal (flushed to zero
-#: under fast math), and neither of the shared-memory fills (``grader.grading.case.run.SHARED_FILLS``), so an
-#: output copied from unwritten shared memory does not read as never written.
+#: -1086374081 as int32, -0.7470588 as float32. Chosen so that no scan of the cases' inputs yields it
+#: and any arithmetic on it changes its bits (an unwritten or ``+=``-ed word shows), and so that it
+#: is no NaN, no denormal and neither of ``grader.grading.case.run.SHARED_FILLS``; the reasoning in
+#: full is in docs/throughput.md, "Figures behind the code's constants".
 POISON_BITS = 0xBF3F3F3F
 
 

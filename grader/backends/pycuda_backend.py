@@ -97,7 +97,7 @@ _FAULTS = (
     ("illegal memory access", "illegal-address", "an illegal memory access (a read or write of memory that is not "
                                                  "allocated: usually an index past the end of an array, or a wild "
                                                  "pointer)"),
-    # CUDA_ERROR_INVALID_ADDRESS_SPACE, measured on an H100: a store a gigabyte past an output buffer.
+    # CUDA_ERROR_INVALID_ADDRESS_SPACE: what a store far past an output buffer gives.
     ("not supported on global/shared address space", "illegal-address",
      "an access outside the memory it may reach (an address far past an array, or a wild pointer)"),
     ("misaligned address", "misaligned", "a misaligned access (an address that is not a multiple of the size read "
@@ -260,8 +260,7 @@ class PyCudaBackend(Backend):
 
     def _copy(self, copy, *args) -> None:
         """A synchronous copy or memset. A kernel's fault can surface here rather than at its launch
-        (on an H100, a store far past a buffer was reported by the next cuMemcpyDtoH as 'operation not
-        supported on global/shared address space').
+        (a store far past a buffer is reported by the next copy).
 
         Raises:
             KernelError: the CUDA error, as :meth:`_fault` words it (:attr:`broken` set where the
@@ -406,9 +405,8 @@ class PyCudaBackend(Backend):
     def poison_shared(self, pattern: int) -> None:
         """Fill the shared memory of every multiprocessor with the 32-bit ``pattern``: a kernel of as
         many blocks as the GPU holds at once, each with the most dynamic shared memory a block may
-        have, writes it. Shared memory is not cleared between the kernels of one context (measured
-        on an H100: a kernel launched next reads the pattern where it reads shared memory it did not
-        write), so a kernel whose output depends on unwritten shared memory reads the pattern, as
+        have, writes it. Shared memory is not cleared between the kernels of one context (a kernel
+        launched next reads the pattern where it reads shared memory it did not write), so a kernel whose output depends on unwritten shared memory reads the pattern, as
         on the emulator, instead of whatever the last kernel left (often zeros, which hide a
         missing identity padding)."""
         cuda = self._cuda
@@ -469,10 +467,9 @@ def create(*, workers: int = 0, checks: bool = False, sandbox: str = "auto", dev
 
 #: The hardware work queues a context of the grader's gets (``CUDA_DEVICE_MAX_CONNECTIONS``, where
 #: the environment does not set it). The grader's launches and copies go to the default stream only,
-#: so one queue loses nothing, and the driver makes a context with one queue in about a third of the
-#: time of its default eight, and tears it down faster: on a GPU machine grading a class, where every
-#: part's worker makes its own context and the driver makes them one at a time, that time was the
-#: batch's bottleneck (docs/throughput.md).
+#: so one queue loses nothing, and the driver makes and tears down a context with one queue faster
+#: than with its default eight; every part's worker makes its own context, one at a time in the
+#: driver (figures: docs/throughput.md, ``CUDA_DEVICE_MAX_CONNECTIONS=1``).
 CONNECTIONS = "1"
 
 
@@ -505,8 +502,8 @@ def compile_ahead(builds: Sequence[tuple[Hashable, str, str]], *, sandbox: str =
     """Start compiling cubins now, in background threads, beside the CUDA context's start: each of
     ``builds`` (``(tag, whole translation unit, file name)``) by :func:`compile_cubin` for device 0,
     in a scratch folder of its own, in the order given (``threads`` at a time). A worker's compile
-    then waits for its cubin instead of running nvcc after its context is up (cold: about 2 s of
-    each part on an H100, the context's start being as long).
+    then waits for its cubin instead of running nvcc after its context is up: a cold compile and a
+    context's start take about as long, so each part saves one of them.
 
     Returns:
         ``{tag: Future}``; a future's result is the cubin's bytes, or it raises what
@@ -520,7 +517,7 @@ def compile_ahead(builds: Sequence[tuple[Hashable, str, str]], *, sandbox: str =
 
     from grader.backends.emulator.build import Toolchain
     from grader.backends.emulator.sandbox import Sandbox
-    from grader.host.lifetime import daemon_futures
+    from grader.host.parent_death import daemon_futures
 
     made: list = []  # [arch, toolchain], made once by the first build
     lock = threading.Lock()

@@ -77,8 +77,7 @@ def _interrupted(out: Path, work: Path, rows: list[tuple[str, SubmissionResult]]
 
 #: The most submissions a batch grades at once per GPU by default (one per core up to this): each
 #: holds a CUDA context, and beyond this the queue for the timed windows (one at a time on a GPU)
-#: grows without more throughput (an H100 with 16 cores: 26.7 submissions / min with 16 jobs, 23.5
-#: with 24).
+#: grows without more throughput (measured: docs/throughput.md, "Figures behind the code's constants").
 GPU_JOBS_PER_GPU = 16
 
 

@@ -425,7 +425,7 @@ def zip_directory(file, size: int) -> tuple[int, int] | None:
 
 def _zip_refusal(file, size: int, shown: str) -> str:
     """Why an archive is refused before :mod:`zipfile` reads its central directory (which costs time
-    and memory per entry: 2,000,000 empty entries took 33 s and 750 MB), or "": its size over
+    and memory per entry), or "": its size over
     :data:`MAX_ARCHIVE_BYTES`, its declared entries over :data:`MAX_ENTRIES`, its central directory
     over :data:`MAX_DIRECTORY_BYTES` (which bounds what is read however many entries it claims)."""
     if size > MAX_ARCHIVE_BYTES:

@@ -48,15 +48,13 @@ TOOLS = ("memcheck", "racecheck", "synccheck")
 #: and the cases' plain runs still show the fault. Not memcheck's children of a pool
 #: (:mod:`grader.grading.sanitizer_pool`): after a fault they check every case left, several at once
 #: (:data:`FAULT_CHILDREN`), and a case memcheck has located a fault in is not run again plainly,
-#: where each faulting plain run costs a new worker and memcheck's run to locate it (3 to 4 s on an
-#: H100: a Part 1 that faulted at all 36 cases took 135 s).
+#: where each faulting plain run costs a new worker and memcheck's run to locate it (seconds a case;
+#: figures in docs/throughput.md, "Figures behind the code's constants").
 FAULTS_IN_A_ROW = 3
 #: compute-sanitizer's ``--print-limit``: the reports it prints in the whole life of a process, after
 #: which it stops printing (it still checks). A child replays many cases (a part's, and in a pool
-#: every part's of a submission), so with the former limit of 64 a kernel that races at every case
-#: had its race reported for the first six cases only, and every later case looked clean to
-#: racecheck (tests/kernels/part2_missing_sync.cu on an H100: `race` at n < 255 int32, a plain
-#: `mismatch` at the 26 cases after).
+#: every part's of a submission), so the limit must leave room for a report at every case: with a
+#: small one, a kernel that races at every case looks clean to racecheck after the first few.
 PRINT_LIMIT = 10000
 #: A child takes no further case once it has printed this many reports (:class:`_PrintBudget`):
 #: the cases left go to another child, so every case has at least ``PRINT_LIMIT - PRINT_BUDGET``
@@ -393,9 +391,8 @@ def _run_tool(sanitizer: str, tool: str, job: Path, cubins: dict[str, Path], cas
 
 #: After a fault, a pool's memcheck checks the part's cases left in this many children at once, one
 #: case each: a kernel that faults at one case usually faults at the next, and each fault costs a new
-#: child (compute-sanitizer, Python and a CUDA context: about 1.7 s on an H100), one after the
-#: other before. CUDA creates contexts one at a time, so more children should gain less (not measured); with 4, a
-#: Part 1 that faults at all 36 cases had them checked in 34 s on an H100 (67 s one after the other).
+#: child (compute-sanitizer, Python and a CUDA context). CUDA creates contexts one at a time, so
+#: more children gain less (figures: docs/throughput.md, "Figures behind the code's constants").
 FAULT_CHILDREN = 4
 
 

@@ -143,7 +143,7 @@ def _serve(folder: Path, replay=None) -> int:
     :data:`PRINT_BUDGET` reports (after the request's ``end``, the cases it did not get to left to
     another child: the pool starts a new one), or when the grader that started it is gone.
     ``replay``: what replays the cases (default a :class:`_Replay`; tests give one without a GPU)."""
-    from grader.host.lifetime import die_with_parent
+    from grader.host.parent_death import die_with_parent
 
     die_with_parent()  # gone with compute-sanitizer, its parent
     parent = os.getppid()

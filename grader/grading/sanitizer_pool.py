@@ -1,10 +1,9 @@
 """compute-sanitizer's children for one submission, started once and shared by its parts.
 
 On a GPU, creating a CUDA context takes a lock of the driver's: processes that start at once
-create theirs one after the other (15 contexts at once took 3.9 s on an H100 where one takes
-0.25 s). With a child per tool per part, a submission's checks started 15 sanitized contexts after
-the parts' own five, and the checks phase took 6 to 7 s of every part for 0.1 to 0.4 s of cases.
-So the grade of one submission starts one child per tool as it starts (:class:`SanitizerPool`),
+create theirs one after the other. A child per tool per part would start 15 sanitized contexts
+after the parts' own five, for a fraction of their time in cases (figures: docs/throughput.md,
+"Figures behind the code's constants"). So the grade of one submission starts one child per tool as it starts (:class:`SanitizerPool`),
 while the parts' workers start and compile; each part's worker then takes an idle child of each
 tool (:func:`grader.grading.sanitizer.check_cases` with ``pool``), hands it its cases, and gives it back.
 
@@ -31,15 +30,14 @@ import threading
 import time
 from pathlib import Path
 
-from grader.host.lifetime import die_with_parent
+from grader.host.parent_death import die_with_parent
 from grader.grading.sanitizer import TOOLS, tool_argv
 
 #: A tool whose children end before they are ready this many times in a row starts no more.
 START_FAILURES = 3
 #: Children per tool. racecheck takes 3 to 10 times memcheck's or synccheck's time on a case (it
-#: records every shared-memory access): on an H100 one racecheck child served the five parts of a
-#: submission in 3.7 s, the others theirs in 0.5 to 1.3 s; a second racecheck child costs one
-#: more CUDA context (about 0.25 s of the driver's lock).
+#: records every shared-memory access), so it gets a second child, at the cost of one more CUDA
+#: context (figures: docs/throughput.md, "Figures behind the code's constants").
 SLOTS = {"memcheck": 1, "racecheck": 2, "synccheck": 1}
 #: The most children of one tool a worker's ``grow-TOOL`` file can ask for
 #: (:data:`grader.grading.sanitizer.FAULT_CHILDREN`: memcheck after a fault).

@@ -74,9 +74,9 @@ SECCOMP_HEADERS = (Path("/usr/include/seccomp.h"), Path("/usr/local/include/secc
 RUNTIME_FLAGS = ("-std=c++17", "-O2", "-fPIC", "-fvisibility=hidden", "-pthread")
 #: Added to :data:`RUNTIME_FLAGS` for the runtime of the GPU path's emulator checks
 #: (``Toolchain(runtime_flags=...)``): they run a part's small cases beside compute-sanitizer, and
-#: on a new machine every part's first case waits for this build. On the 2-core development machine
-#: (g++ 12) the runtime took 2.9 s of a core at -O2 and 1.9 s at -O1, and a checked scan of 2^20
-#: elements ran 7 to 25 % slower (bench/emulator_bench.py); the CPU emulator keeps -O2.
+#: on a new machine every part's first case waits for this build, which -O1 makes shorter at the
+#: cost of slower checked runs; the CPU emulator keeps -O2 (figures: docs/throughput.md, "Figures
+#: behind the code's constants").
 QUICK_RUNTIME_FLAGS = ("-O1",)
 #: Flags for the emulated translation unit (the student's file). ``-fsanitize=thread`` makes every
 #: load and store call a ``__tsan_*`` hook, which the runtime defines (no sanitizer runtime is

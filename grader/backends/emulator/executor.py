@@ -60,8 +60,8 @@ GAP_BYTES = 16 * 2**20
 _GAP_SPACES = (64 * GAP_BYTES, 8 * GAP_BYTES, 0)
 #: The grader's host memory for the cases (their inputs, expected outputs in float64, the outputs
 #: read back and their comparison), at its peak, in multiples of the device memory sized for them
-#: (:func:`grader.grading.case.cases.device_memory_bytes`): 3.2 measured on Part 4 (n = 16000000, float32),
-#: rounded up. Under an address-space limit the gaps' room takes only what leaves it free.
+#: (:func:`grader.grading.case.cases.device_memory_bytes`): the measured peak, rounded up
+#: (docs/throughput.md, "Figures behind the code's constants"). Under an address-space limit the gaps' room takes only what leaves it free.
 HOST_SHARE = 4
 #: The memfd grows and shrinks in steps of this many bytes.
 _STEP = 2 * 2**20

@@ -275,7 +275,7 @@ def explain_tile_hint(told: list, mm: Mismatch | None, n: int, tile: int | None,
 
     Args:
         told: a case's findings, each with the text its message gives it (named tuples with
-            ``finding`` and ``text``: :class:`grader.grading.case.run._Told`); the mismatch's
+            ``finding`` and ``text``: :class:`grader.grading.case.run._WordedFinding`); the mismatch's
             finding gets the new hint too.
         mm: the case's first mismatch, or None (returned as they are).
         n: the case's size; tile: the part's tile in elements, or None (no tile hints).

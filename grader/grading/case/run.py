@@ -178,8 +178,8 @@ def with_compiler_notes(result: CaseResult, notes: list[str], earlier: list[Case
     return dataclasses.replace(result, message=message, findings=findings)
 
 
-class _Told(NamedTuple):
-    """A finding, and the text a case's message gives it when it comes first."""
+class _WordedFinding(NamedTuple):
+    """A finding and its wording: the text a case's message gives it when it comes first."""
 
     finding: CaseFinding
     text: str
@@ -189,7 +189,7 @@ def _ids(t: tuple[int, int, int]) -> str:
     return f"({t[0]}, {t[1]}, {t[2]})"
 
 
-def _failed(kinds_found: list[_Told], result, mismatch: Mismatch | None, suffix: str = "") -> CaseResult:
+def _failed(kinds_found: list[_WordedFinding], result, mismatch: Mismatch | None, suffix: str = "") -> CaseResult:
     """The failing result of a case: its findings in cause order, the first's text as the message."""
     told = in_cause_order(kinds_found, kind=lambda t: t.finding.kind)
     first = told[0].finding
@@ -197,7 +197,7 @@ def _failed(kinds_found: list[_Told], result, mismatch: Mismatch | None, suffix:
                   tuple(t.finding for t in told))
 
 
-def _checker_findings(found: list) -> list[_Told]:
+def _checker_findings(found: list) -> list[_WordedFinding]:
     """A checker's findings of a case (``grader.backends.base.Finding``: compute-sanitizer's, or the
     emulator's that it cannot make), each told."""
     told = []
@@ -205,18 +205,18 @@ def _checker_findings(found: list) -> list[_Told]:
         text = f"the kernel failed ({f.kind}): {f.message}"
         if f.block is not None and f.thread is not None:
             text += f" (block {_ids(f.block)}, thread {_ids(f.thread)})"
-        told.append(_Told(CaseFinding(f.kind, f.message, f.file, f.line, f.block, f.thread), text))
+        told.append(_WordedFinding(CaseFinding(f.kind, f.message, f.file, f.line, f.block, f.thread), text))
     return told
 
 
-def _kernel_findings(exc: KernelError, where: str) -> list[_Told]:
+def _kernel_findings(exc: KernelError, where: str) -> list[_WordedFinding]:
     """What stopped or was found in a kernel: the error's findings that are not warnings (from a
     checker), or the error itself. The error's own kind is told as the error's text (it lists the
     other findings' lines), the others as their message with the thread."""
     head = f"the kernel failed ({exc.kind}){where}: "
     found = [f for f in getattr(exc, "findings", None) or () if f.kind not in WARNING_KINDS]
     if not found:
-        return [_Told(CaseFinding(exc.kind, str(exc)), head + str(exc))]
+        return [_WordedFinding(CaseFinding(exc.kind, str(exc)), head + str(exc))]
     told = []
     for f in found:
         text = f"the kernel failed ({f.kind}){where}: {f.message}"
@@ -224,7 +224,7 @@ def _kernel_findings(exc: KernelError, where: str) -> list[_Told]:
             text += f" (block {_ids(f.block)}, thread {_ids(f.thread)})"
         if f.kind == exc.kind and not any(t.finding.kind == exc.kind for t in told):
             text = head + str(exc)
-        told.append(_Told(CaseFinding(f.kind, f.message, f.file, f.line, f.block, f.thread), text))
+        told.append(_WordedFinding(CaseFinding(f.kind, f.message, f.file, f.line, f.block, f.thread), text))
     return told
 
 
@@ -313,7 +313,7 @@ def _run_case(backend, module, *, cfg, part, case, schedules, checked, result, w
             kernel = [t for exc in launched.errors for t in _kernel_findings(exc, where)]
             own, mm = check_run(launched.run, launched.plan, launched.d_in, x, expected, part=part, pc=pc, cfg=cfg,
                                 completed=launched.completed, output=output)
-            told = kernel + [_Told(f, f.message) for f in own]
+            told = kernel + [_WordedFinding(f, f.message) for f in own]
             unwritten = [w for w in warnings[before:] if w.startswith("uninitialized-read")]
             if (mm is not None and not kernel) or (unwritten and not told):
                 first = _output_bits(launched.run, launched.plan, case.n)
@@ -345,7 +345,7 @@ def _run_case(backend, module, *, cfg, part, case, schedules, checked, result, w
                     text = (f"the output depends on shared memory no thread wrote: with unwritten shared memory "
                             f"filled with two different patterns, out[{i}] differs ({differ.size} of {case.n} "
                             f"elements); {note_}. Pad the unused slots with the scan's identity (0) before using them")
-                    told.append(_Told(CaseFinding("uninitialized-read", text), text))
+                    told.append(_WordedFinding(CaseFinding("uninitialized-read", text), text))
             if told:
                 suffix = ""
                 if order and not kernel:  # a kernel's finding names the order itself
@@ -367,8 +367,8 @@ def _run_case(backend, module, *, cfg, part, case, schedules, checked, result, w
                 f", as n is above emulator.checks_max_n = "
                 f"{cfg.emulator.checks_max_n}")
         # Where every block runs (the blocks of a look-back wait on each other), in the first order
-        # only: the three orders over every block of a 16M launch were most of a Part 5's grading
-        # time, and each order is checked over every block at every size up to checks_max_n.
+        # only: three orders over every block of a large launch would cost three whole checked runs,
+        # and each order is checked over every block at every size up to checks_max_n.
         with _sampling(backend, mode):
             found_ = orders(schedules if mode == "only" else schedules[:1], output=mode == "all", note=note)
         if plain and mode == "only" and not isinstance(found_, CaseResult) and not found_.told:

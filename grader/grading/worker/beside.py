@@ -119,7 +119,7 @@ def emulator_checker_line(cfg) -> str:
 def _call_in_threads(calls: dict) -> dict:
     """``{key: call()}``, the calls made at once, each in a daemon thread of its own (a worker that
     ends does not wait for them); the first error raised, in ``calls``' order, is raised again."""
-    from grader.host.lifetime import daemon_futures
+    from grader.host.parent_death import daemon_futures
 
     return {key: future.result() for key, future in daemon_futures(calls, len(calls)).items()}
 

@@ -29,7 +29,7 @@ def _die_with_runner() -> None:
     the worker (bubblewrap's ``--die-with-parent``, or their own ``PR_SET_PDEATHSIG``). Where the
     runner is already gone (its pid, from ``SCANGRADE_RUNNER_PID``, is no longer the parent), exit
     at once. Linux only; elsewhere nothing happens."""
-    from grader.host.lifetime import die_with_parent
+    from grader.host.parent_death import die_with_parent
 
     if not die_with_parent():
         return

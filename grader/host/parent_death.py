@@ -1,4 +1,4 @@
-"""A child process tied to its parent's life: ``PR_SET_PDEATHSIG``, in one place.
+"""Nothing the grader starts outlives it: children killed when it dies (``PR_SET_PDEATHSIG``), in one place.
 
 The grader's children (part workers, compute-sanitizer and the Python under it) must not outlive
 the grader: a grader stopped by Ctrl-C, killed or crashed must leave no student code running.

@@ -1,4 +1,4 @@
-"""grader.host.lifetime.daemon_futures: background calls in daemon threads, a bounded number at once."""
+"""grader.host.parent_death.daemon_futures: background calls in daemon threads, a bounded number at once."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from grader.host.lifetime import daemon_futures
+from grader.host.parent_death import daemon_futures
 
 
 def test_every_call_runs_in_a_daemon_thread_at_most_threads_at_once_and_errors_reach_the_waiter():
