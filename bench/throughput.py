@@ -152,6 +152,77 @@ def _counts(items) -> dict[str, int]:
     return out
 
 
+def _run_batch(subs: Path, out: Path, what: str, *, cfg, selection, jobs: int | None) -> tuple[dict, list]:
+    """``scangrade batch``'s code path over the folder ``subs``: the row (wall, CPU, rate, the phases'
+    medians, the workers' traces) and the ``(id, result)`` pairs graded."""
+    from grader.classwork.batch import batch
+    from grader.render.formats import student_reports
+
+    total = len(list(subs.iterdir()))
+    load = _load()
+    cpu0 = _cpu_s()
+    t0 = time.perf_counter()
+    done: list[float] = []
+
+    def progress(sid: str, result, resumed: bool) -> None:
+        done.append(time.perf_counter() - t0)
+        print(f"[{len(done)}/{total}] {sid}: {result.points:g}/{result.max_points:g} in "
+              f"{result.elapsed_s:.1f} s, {done[-1]:.1f} s since the start", file=sys.stderr, flush=True)
+    graded = batch(subs, out=out, cfg=cfg, selection=selection, jobs=jobs, reports=student_reports, on_done=progress)
+    wall = time.perf_counter() - t0
+    results = [r for _, r in graded]
+    phases: dict[str, dict[str, list]] = {}  # per part and phase: the median over the batch
+    for r in results:
+        for p in r.parts:
+            for k, v in p.phases_s.items():
+                phases.setdefault(p.key, {}).setdefault(k, []).append(v)
+    return {"phases_s_median": {key: {k: round(statistics.median(v), 2) for k, v in ph.items()}
+                                for key, ph in phases.items()},
+            "cpu_traces": _cpu_traces(),
+            "run": f"{what} of {len(results)}", "wall_s": round(wall, 2),
+            "cpu_s": round(_cpu_s() - cpu0, 1), "load_before": load,
+            "load_after": _load(), "submissions_per_min": round(60 * len(results) / wall, 2),
+            "passed": sum(r.passed for r in results), "submissions": len(results),
+            "submission_s_median": round(statistics.median(r.elapsed_s for r in results), 2),
+            "submission_s_max": round(max(r.elapsed_s for r in results), 2)}, graded
+
+
+def _broken_rows(tmp: Path, size: int, *, cfg, selection, jobs: int | None) -> list[dict]:
+    """The broken class's batch row (with its five slowest) and the slowest one graded again alone."""
+    made = broken_class(tmp / "broken", size)
+    row, graded = _run_batch(tmp / "broken", tmp / "broken-out", "broken class", cfg=cfg, selection=selection,
+                             jobs=jobs)
+    row["slowest"] = [(sid, r.elapsed_s, f"{r.points:g}/{r.max_points:g}")
+                      for sid, r in sorted(graded, key=lambda g: -g[1].elapsed_s)[:5]]
+    row["kernels"] = {name: [f.name for f in files] for name, files in made.items()}
+    slowest = row["slowest"][0][0]
+    alone = _one(f"slowest broken, alone ({slowest})", tmp / "broken" / slowest, cfg=cfg, selection=selection)
+    return [row, alone]
+
+
+def _print_table(selection, rows: list[dict], batches: list[dict]) -> None:
+    """The table of the runs: one row each, then the batches' rates, then the first two runs' phases."""
+    device = rows[0]["device"] or f"the CPU emulator ({os.cpu_count()} cores)"
+    print(f"backend {selection.name}, {device}, checks on; CPU = seconds of every core together; load = 1-minute "
+          f"load average before / after ({os.cpu_count()} cores)")
+    print(f"{'run':<40}{'wall':>8} {'CPU':>8}  {'points':>11}  {'load':>11}  note")
+    for r in rows:
+        note = ", ".join(f"{k}: {v}" for k, v in r["part1"]["statuses"].items()) if "Part 1" in r["run"] else ""
+        print(f"{r['run']:<40}{r['wall_s']:>7.1f}s {r['cpu_s']:>7.1f}s  {r['points']:>5g}/{r['max_points']:<5g}  "
+              f"{r['load_before']:>5} /{r['load_after']:>4}  {('part 1 cases ' + note) if note else ''}")
+    for b in batches:
+        print(f"{b['run']:<40}{b['wall_s']:>7.1f}s {b['cpu_s']:>7.1f}s  {b['passed']:>5}/"
+              f"{b['submissions']:<5}  {b['load_before']:>5} /{b['load_after']:>4}  "
+              f"{b['submissions_per_min']:.1f} submissions / min (median {b['submission_s_median']} s, "
+              f"slowest {b['submission_s_max']} s each)")
+        for sid, sec, points in b.get("slowest", []):
+            print(f"  slowest: {sid} {sec:.1f} s {points}")
+    for r in rows[:2]:
+        print(f"{r['run']}, seconds per part and phase (parts run at once on a GPU machine):")
+        for key, phases in r["part_phases_s"].items():
+            print(f"  {key:<22}" + "  ".join(f"{k} {v:.2f}" for k, v in phases.items()))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print its table; returns the exit status (see the module's docstring)."""
     from grader.backends import CHOICES  # reads no cache: the cold run below still starts cold
@@ -170,9 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="scangrade-throughput-") as tmp:
         os.environ["XDG_CACHE_HOME"] = str(Path(tmp) / "cache")  # cold: nothing built or compiled yet
         from grader.backends import select_backend
-        from grader.classwork.batch import batch
         from grader.assignment.config import load_config
-        from grader.render.formats import student_reports
 
         cfg = load_config(args.config)
         selection = select_backend(args.backend, config_value=cfg.backend)
@@ -192,75 +261,20 @@ def main(argv: list[str] | None = None) -> int:
             folder = reference if part1 is None else _submission(Path(tmp) / name.split()[0], part1)
             rows.append(_one(name, folder, cfg=cfg, selection=selection))
             save()
-
-        def run_batch(subs: Path, out: Path, what: str) -> tuple[dict, list]:
-            total = len(list(subs.iterdir()))
-            load = _load()
-            cpu0 = _cpu_s()
-            t0 = time.perf_counter()
-            done: list[float] = []
-
-            def progress(sid: str, result, resumed: bool) -> None:
-                done.append(time.perf_counter() - t0)
-                print(f"[{len(done)}/{total}] {sid}: {result.points:g}/{result.max_points:g} in "
-                      f"{result.elapsed_s:.1f} s, {done[-1]:.1f} s since the start", file=sys.stderr, flush=True)
-            graded = batch(subs, out=out, cfg=cfg, selection=selection, jobs=args.jobs or None,
-                           reports=student_reports, on_done=progress)
-            wall = time.perf_counter() - t0
-            results = [r for _, r in graded]
-            phases: dict[str, dict[str, float]] = {}  # per part and phase: the median over the batch
-            for r in results:
-                for p in r.parts:
-                    for k, v in p.phases_s.items():
-                        phases.setdefault(p.key, {}).setdefault(k, []).append(v)
-            return {"phases_s_median": {key: {k: round(statistics.median(v), 2) for k, v in ph.items()}
-                                        for key, ph in phases.items()},
-                    "cpu_traces": _cpu_traces(),
-                    "run": f"{what} of {len(results)}", "wall_s": round(wall, 2),
-                    "cpu_s": round(_cpu_s() - cpu0, 1), "load_before": load,
-                    "load_after": _load(), "submissions_per_min": round(60 * len(results) / wall, 2),
-                    "passed": sum(r.passed for r in results), "submissions": len(results),
-                    "submission_s_median": round(statistics.median(r.elapsed_s for r in results), 2),
-                    "submission_s_max": round(max(r.elapsed_s for r in results), 2)}, graded
         if args.submissions and not args.only_broken:
             subs = Path(tmp) / "class"
             for i in range(args.submissions):
                 _submission(subs / f"s{i:03d}")
-            batch_row, _ = run_batch(subs, Path(tmp) / "out", "batch")
+            batch_row, _ = _run_batch(subs, Path(tmp) / "out", "batch", cfg=cfg, selection=selection,
+                                      jobs=args.jobs or None)
             save()
         if args.broken:
-            made = broken_class(Path(tmp) / "broken", args.broken)
-            row, graded = run_batch(Path(tmp) / "broken", Path(tmp) / "broken-out", "broken class")
-            row["slowest"] = [(sid, r.elapsed_s, f"{r.points:g}/{r.max_points:g}")
-                              for sid, r in sorted(graded, key=lambda g: -g[1].elapsed_s)[:5]]
-            row["kernels"] = {name: [f.name for f in files] for name, files in made.items()}
-            broken_rows.append(row)
-            slowest = row["slowest"][0][0]
-            alone = _one(f"slowest broken, alone ({slowest})", Path(tmp) / "broken" / slowest, cfg=cfg,
-                         selection=selection)
-            broken_rows.append(alone)
-            rows.append(alone)
+            broken_rows = _broken_rows(Path(tmp), args.broken, cfg=cfg, selection=selection, jobs=args.jobs or None)
+            rows.append(broken_rows[-1])
             save()
 
-    device = rows[0]["device"] or f"the CPU emulator ({os.cpu_count()} cores)"
-    print(f"backend {selection.name}, {device}, checks on; CPU = seconds of every core together; load = 1-minute "
-          f"load average before / after ({os.cpu_count()} cores)")
-    print(f"{'run':<40}{'wall':>8} {'CPU':>8}  {'points':>11}  {'load':>11}  note")
-    for r in rows:
-        note = ", ".join(f"{k}: {v}" for k, v in r["part1"]["statuses"].items()) if "Part 1" in r["run"] else ""
-        print(f"{r['run']:<40}{r['wall_s']:>7.1f}s {r['cpu_s']:>7.1f}s  {r['points']:>5g}/{r['max_points']:<5g}  "
-              f"{r['load_before']:>5} /{r['load_after']:>4}  {('part 1 cases ' + note) if note else ''}")
-    for b in ([batch_row] if batch_row else []) + [r for r in broken_rows if "submissions_per_min" in r]:
-        print(f"{b['run']:<40}{b['wall_s']:>7.1f}s {b['cpu_s']:>7.1f}s  {b['passed']:>5}/"
-              f"{b['submissions']:<5}  {b['load_before']:>5} /{b['load_after']:>4}  "
-              f"{b['submissions_per_min']:.1f} submissions / min (median {b['submission_s_median']} s, "
-              f"slowest {b['submission_s_max']} s each)")
-        for sid, sec, points in b.get("slowest", []):
-            print(f"  slowest: {sid} {sec:.1f} s {points}")
-    for r in rows[:2]:
-        print(f"{r['run']}, seconds per part and phase (parts run at once on a GPU machine):")
-        for key, phases in r["part_phases_s"].items():
-            print(f"  {key:<22}" + "  ".join(f"{k} {v:.2f}" for k, v in phases.items()))
+    _print_table(selection, rows, ([batch_row] if batch_row else []) + [r for r in broken_rows
+                                                                        if "submissions_per_min" in r])
     save()
     ok = (rows[0]["passed"] and rows[1]["passed"] and (args.only_broken or args.no_hang_rows or (
           rows[2]["part1"]["status"] in ("timeout", "fail") and rows[3]["part1"]["status"] == "fail"))
