@@ -1,4 +1,5 @@
-"""docs/architecture.md, "How to add... a report format", tried: a throwaway format (TAP, the Test
+"""docs/architecture.md, "How to add...", tried. A part and a backend: on an edited copy of the
+package (below). A report format: a throwaway format (TAP, the Test
 Anything Protocol) registered as a row of :data:`grader.render.formats.FORMATS` at run time, with
 nothing else changed, gets its ``grade``/``check`` option, its files in a batch's student folders
 (the staff's and, being student-facing, the student's), and the hidden-case tests of
