@@ -61,6 +61,15 @@ def test_no_module_of_the_package_imports_itself_through_others():
     assert not cycles, cycles
 
 
+def test_no_cycle_even_through_imports_for_type_checkers():
+    """A cycle that only a type checker follows (``parts`` naming ``config``'s ``PartConfig`` while
+    ``config`` reads ``PARTS``) runs nowhere, but says the two modules are one: none is allowed."""
+    graph = _module_graph(typing=True)
+    assert "grader.assignment.parts" in graph["grader.assignment.config_schema"]
+    cycles = [" -> ".join(c) for m in sorted(graph) if (c := _cycle_through(graph, m))]
+    assert not cycles, cycles
+
+
 #: The package's layers, lowest first: a module imports nothing from a layer above its own (the same
 #: layer is allowed; cycles are refused above). Each entry is a package (its modules and subpackages)
 #: or, ending in ``=``, one module alone. Every module of the package is in one of them

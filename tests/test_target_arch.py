@@ -16,7 +16,8 @@ from grader.assignment.config import DEFAULT_TARGET_ARCH, TARGET_ARCHS, load_con
 from grader.core.errors import CompileError, ConfigError
 from grader.grading.case.cases import case_list
 from grader.grading.case.run import run_case
-from grader.assignment.parts import PARTS, compile_part
+from grader.assignment.parts import PARTS
+from grader.grading.compile import compile_part
 from grader.grading.runner import grade
 from tests.conftest import SOLUTIONS, write_config
 

@@ -15,7 +15,8 @@ from grader.backends.emulator import EmulatorBackend
 from grader.grading.case import timing
 from grader.assignment.config import load_config
 from grader.grading.case.timing import CHECKED_RUNS, _timed_schedule, time_case
-from grader.assignment.parts import PARTS, SOLUTIONS, compile_part
+from grader.assignment.parts import PARTS, SOLUTIONS
+from grader.grading.compile import compile_part
 from tests.conftest import ROOT
 
 ATTACKS = Path(__file__).parent / "attacks"

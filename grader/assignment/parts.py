@@ -14,15 +14,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import Callable, Protocol
 
 import numpy as np
 
 from grader.core.kernels import KernelSpec, Param
 
-if TYPE_CHECKING:
-    from grader.backends.base import Backend, Module
-    from grader.assignment.config import PartConfig
+
+class Geometry(Protocol):
+    """What a part's rules read of its config (:class:`grader.assignment.config.PartConfig` is one):
+    named here so that this module needs nothing of the config, which needs the parts."""
+
+    block_size: int
+    items_per_thread: int | None
 
 #: The C type of ``scan_t`` for each supported numpy dtype.
 C_TYPES = {np.dtype(np.int32): "int", np.dtype(np.float32): "float"}
@@ -69,6 +73,18 @@ class PartSpec:
         challenge: whether this is the assignment's challenge part (Part 5; at most one part is,
             :data:`CHALLENGE_PART`): the class report lists its timing first and names it so, and
             Gradescope's leaderboard ranks students by its largest timed run.
+        reference: the part's reference function, ``reference(x)`` for an input x of shape (n,)
+            (int32 or float32): the expected output, shape (n,), int32 for int32 (wrapping as the
+            GPU's adds do) and float64 for float32. None (Parts 1-5): the prefix sum, inclusive or
+            exclusive as :attr:`inclusive` says (:func:`grader.grading.case.inputs.reference_output`,
+            threaded for long int32 inputs). A part with its own reference is compared exactly, in
+            float32 too (the error bound of :func:`grader.grading.case.checks.error_bound` is a prefix
+            sum's), and its wrong outputs get none of the hints that read an output as a prefix sum.
+        inputs: how the part's inputs are drawn, ``inputs(rng, count, dtype)``: ``count`` elements
+            of ``dtype`` (int32 or float32) from the numpy Generator ``rng``, which is a function of
+            the case's seed, part, n and dtype only (long inputs are drawn in chunks, one call per
+            chunk). None (Parts 1-5): :func:`grader.grading.case.inputs.make_input`'s draws (int32
+            from the config's ``inputs:`` range; float32 exact or fractional).
     """
 
     key: str
@@ -84,6 +100,14 @@ class PartSpec:
     adds: Callable[[int, int, int | None], int] | None = None
     adds_formula: str = ""
     challenge: bool = False
+    reference: Callable[[np.ndarray], np.ndarray] | None = None
+    inputs: Callable[[np.random.Generator, int, np.dtype], np.ndarray] | None = None
+
+    @property
+    def prefix_sum(self) -> bool:
+        """Whether the part's reference is the prefix sum (no :attr:`reference` of its own), which
+        float32's error bound and the grader's hints on a wrong output assume."""
+        return self.reference is None
 
     @property
     def any_length(self) -> bool:
@@ -95,12 +119,12 @@ class PartSpec:
         """The largest admissible n for this BLOCK_SIZE, or None when any n is allowed."""
         return None if self.max_n is None else self.max_n(block_size)
 
-    def tile_of(self, pc: "PartConfig") -> int | None:
+    def tile_of(self, pc: Geometry) -> int | None:
         """Elements per tile under ``pc`` (its ``block_size`` and ``items_per_thread``), or None for a
         part of one block (see :attr:`tile`)."""
         return None if self.tile is None else self.tile(pc.block_size, pc.items_per_thread)
 
-    def addition_depth(self, pc: "PartConfig", n: int) -> int:
+    def addition_depth(self, pc: Geometry, n: int) -> int:
         """The most float additions any algorithm within this part's contract can chain between
         one input element and one output element of an n-element scan: what the error bound of a
         float32 output allows for (:func:`grader.grading.case.checks.error_bound`). The safe maximum for the
@@ -128,7 +152,7 @@ class PartSpec:
         pass (Part 5, whose tiles take their offsets from a look-back)."""
         return self.tile is not None and self.independent_blocks
 
-    def add_count(self, n: int, pc: "PartConfig") -> int | None:
+    def add_count(self, n: int, pc: Geometry) -> int | None:
         """The additions of :attr:`adds` on n elements under ``pc`` (its ``block_size`` and
         ``items_per_thread``), or None for a part without a formula."""
         return None if self.adds is None else self.adds(n, pc.block_size, pc.items_per_thread)
@@ -263,32 +287,9 @@ def part_header(part: PartSpec, *, block_size: int, dtype: np.dtype, items_per_t
     return "\n".join(lines) + "\n"
 
 
-def compile_part(backend: "Backend", part: PartSpec, source: str, *, pc: "PartConfig", dtype: str,
-                 workdir: Path) -> "Module":
-    """Compile a part's file for one ``scan_t`` on ``backend``: :func:`part_header` (BLOCK_SIZE and
-    ITEMS_PER_THREAD from ``pc``) before ``source``, built in ``workdir`` (created). The one way the
-    grader compiles a part: a worker's submission and reference, the profile's, the bench's.
-
-    Args:
-        backend: a :class:`~grader.backends.base.Backend`.
-        part: the part whose contract the file fills (its file name in messages, its kernels).
-        source: the file's text.
-        pc: the part's config, or the config of the part it is timed or profiled for (a reference
-            solution of another part runs with that part's BLOCK_SIZE).
-        dtype: ``int32`` or ``float32``.
-        workdir: a folder of its own for the build.
-
-    Raises:
-        CompileError: the file does not compile (the compiler's message).
-    """
-    workdir.mkdir(parents=True, exist_ok=True)
-    return backend.compile(source=part_source(part, source, pc=pc, dtype=dtype), filename=part.filename,
-                           kernels=part.kernels, workdir=workdir)
-
-
-def part_source(part: PartSpec, source: str, *, pc: "PartConfig", dtype: str) -> str:
-    """The whole translation unit :func:`compile_part` compiles: :func:`part_header` (BLOCK_SIZE and
-    ITEMS_PER_THREAD from ``pc``, ``scan_t`` from ``dtype``, ``int32`` or ``float32``) before the
-    file's text ``source``."""
+def part_source(part: PartSpec, source: str, *, pc: Geometry, dtype: str) -> str:
+    """The whole translation unit :func:`grader.grading.compile.compile_part` compiles:
+    :func:`part_header` (BLOCK_SIZE and ITEMS_PER_THREAD from ``pc``, ``scan_t`` from ``dtype``,
+    ``int32`` or ``float32``) before the file's text ``source``."""
     header = part_header(part, block_size=pc.block_size, dtype=DTYPES[dtype], items_per_thread=pc.items_per_thread)
     return header + source

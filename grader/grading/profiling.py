@@ -116,7 +116,8 @@ def profile_phase(*, cfg, part, source: str, results: list, workdir, solutions, 
             the submission's problem: the part is an error, its message saying what to do).
     """
     from grader.core.errors import CompileError, ResourceLimit, ScangradeError
-    from grader.assignment.parts import PARTS, compile_part
+    from grader.assignment.parts import PARTS
+    from grader.grading.compile import compile_part
     from grader.core.performance import Profile
 
     pconf = cfg.parts[part.key].profile

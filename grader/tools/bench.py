@@ -161,7 +161,8 @@ class _Bench:
 
     # -- setup
     def setup(self, dtypes: Sequence[str]) -> None:
-        from grader.assignment.parts import SOLUTIONS, compile_part
+        from grader.assignment.parts import SOLUTIONS
+        from grader.grading.compile import compile_part
         for key in BENCH_PARTS:
             spec = PARTS[key]
             src = SOLUTIONS / spec.filename

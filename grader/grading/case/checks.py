@@ -34,9 +34,12 @@ def _guard_problem(g: Guarded, whole: np.ndarray) -> str | None:
     return None
 
 
-def error_bound(expected: np.ndarray, *, source: np.ndarray, inclusive: bool, depth: int) -> np.ndarray | None:
-    """Per-element absolute error allowed in a float32 output; None: compared exactly (int32, and
-    float32 whose every sum is exact: :func:`grader.grading.case.inputs.sums_are_exact`).
+def error_bound(expected: np.ndarray, *, source: np.ndarray, inclusive: bool, depth: int,
+                prefix_sum: bool = True) -> np.ndarray | None:
+    """Per-element absolute error allowed in a float32 output; None: compared exactly (int32,
+    float32 whose every sum is exact: :func:`grader.grading.case.inputs.sums_are_exact`, and the
+    output of a part with its own reference, ``prefix_sum`` False, whose rounding this bound
+    does not describe).
 
     Otherwise element i may differ from the float64 reference by ``γ(depth + 1) · A[i]``, where
     ``A[i]`` is the sum of |in[j]| over the elements it adds (j <= i inclusive, j < i exclusive) and
@@ -51,11 +54,13 @@ def error_bound(expected: np.ndarray, *, source: np.ndarray, inclusive: bool, de
         source: the input, shape (n,).
         inclusive: whether ``expected`` is the inclusive scan.
         depth: the part's addition depth at this n.
+        prefix_sum: whether ``expected`` is the prefix sum
+            (:attr:`grader.assignment.parts.PartSpec.prefix_sum`).
 
     Returns:
         float64 array of shape (n,), or None.
     """
-    if expected.dtype.kind != "f" or sums_are_exact(source, expected, inclusive=inclusive):
+    if not prefix_sum or expected.dtype.kind != "f" or sums_are_exact(source, expected, inclusive=inclusive):
         return None
     k = (depth + 1) * UNIT_ROUNDOFF
     prefix = np.cumsum(np.abs(source), dtype=np.float64)
@@ -72,7 +77,8 @@ def _wrong(got: np.ndarray, expected: np.ndarray, tol: np.ndarray | None) -> np.
 
 
 def diagnose(got: np.ndarray, expected: np.ndarray, *, source: np.ndarray, inclusive: bool, tile: int | None,
-             depth: int | None = None, buffer: str = "out", hierarchical: bool = False) -> Mismatch | None:
+             depth: int | None = None, buffer: str = "out", hierarchical: bool = False,
+             prefix_sum: bool = True) -> Mismatch | None:
     """Compare an output with the reference; None when equal (float32: exactly, or within
     :func:`error_bound` where its inputs' sums are not exact).
 
@@ -89,6 +95,9 @@ def diagnose(got: np.ndarray, expected: np.ndarray, *, source: np.ndarray, inclu
         hierarchical: whether the tiles' offsets come from scanning their sums again (Part 4:
             :attr:`grader.assignment.parts.PartSpec.hierarchical`), for the words of a wrong offset's hint;
             False: the sum of the tiles before (Part 5's look-back).
+        prefix_sum: whether ``expected`` is the prefix sum (:attr:`grader.assignment.parts.PartSpec.prefix_sum`);
+            False: compared exactly, and without the hints that read the output as a prefix sum
+            (the other kind of scan, n = 1's, a tile's offset); the poison and tile-position hints stay.
 
     Returns:
         A :class:`Mismatch` with the first wrong index, got/expected, the count of wrong
@@ -99,20 +108,21 @@ def diagnose(got: np.ndarray, expected: np.ndarray, *, source: np.ndarray, inclu
         element sits in tile terms (:func:`_tile_hint`) only when there is more than one tile.
     """
     n = got.size
-    tol = error_bound(expected, source=source, inclusive=inclusive, depth=max(n - 1, 0) if depth is None else depth)
+    tol = error_bound(expected, source=source, inclusive=inclusive, depth=max(n - 1, 0) if depth is None else depth,
+                      prefix_sum=prefix_sum)
     wrong = _wrong(got, expected, tol)
     if wrong.size == 0:
         return None
     i = int(wrong[0])
     hint = None
-    other = exclusive_scan(source) if inclusive else inclusive_scan(source)
     poisoned = got.view(np.uint32) == POISON_BITS
 
     def same(reference: np.ndarray) -> bool:  # within this scan's bound: the other readings add as many
         return _wrong(got, reference, tol).size == 0
     copy = source.astype(np.float64 if source.dtype.kind == "f" else source.dtype)
     shifted = np.concatenate([np.zeros(1, copy.dtype), copy[:-1]])
-    if n >= 2 and same(other) and not same(copy) and not same(shifted):
+    if prefix_sum and n >= 2 and same(exclusive_scan(source) if inclusive else inclusive_scan(source)) \
+            and not same(copy) and not same(shifted):
         hint = ("this is the exclusive scan; this part asks for the inclusive scan (out[i] includes in[i])"
                 if inclusive else
                 "this is the inclusive scan; this part asks for the exclusive scan (out[0] = 0, "
@@ -122,12 +132,13 @@ def diagnose(got: np.ndarray, expected: np.ndarray, *, source: np.ndarray, inclu
         hint = (f"nothing was written to {buffer}: every element still holds the grader's poison value"
                 if unwritten == n else
                 f"{buffer}[{i}] was never written ({unwritten} element(s) still hold the grader's poison value)")
-    elif n == 1 and not inclusive and same(copy):
+    elif prefix_sum and n == 1 and not inclusive and same(copy):
         hint = "out[0] = in[0], but an exclusive scan starts with out[0] = 0 (the sum of no elements)"
-    elif n == 1 and inclusive and same(shifted):
+    elif prefix_sum and n == 1 and inclusive and same(shifted):
         hint = "out[0] = 0, but an inclusive scan starts with out[0] = in[0]"
     elif tile and n > tile:
-        hint = _tile_hint(got, expected, source, wrong, tol, tile=tile, inclusive=inclusive, hierarchical=hierarchical)
+        hint = _tile_hint(got, expected, source, wrong, tol, tile=tile, inclusive=inclusive, hierarchical=hierarchical,
+                          prefix_sum=prefix_sum)
     return Mismatch(buffer=buffer, index=i, got=got[i].item(), expected=expected[i].item(), wrong=int(wrong.size),
                     first_wrong_tile=(i // tile) * tile if tile else None, hint=hint,
                     allowed=None if tol is None else float(tol[i]))
@@ -150,7 +161,7 @@ EXPLAIN_TILE_HINT = ("race", "uninitialized-read", "out-of-bounds")
 
 
 def _tile_hint(got: np.ndarray, expected: np.ndarray, source: np.ndarray, wrong: np.ndarray, tol: np.ndarray | None, *,
-               tile: int, inclusive: bool, hierarchical: bool) -> str | None:
+               tile: int, inclusive: bool, hierarchical: bool, prefix_sum: bool = True) -> str | None:
     """Where the first wrong element of an output of more than one tile sits, in tile terms, as a
     hint ``HEAD: ADVICE`` (None for a first wrong element inside a middle tile whose errors vary):
 
@@ -162,10 +173,12 @@ def _tile_hint(got: np.ndarray, expected: np.ndarray, source: np.ndarray, wrong:
     - in the first tile, which needs no other tile's sum: check the scan within a tile
       (:data:`FIRST_TILE`).
 
-    ``wrong``: the wrong indices (ascending); ``tol``: the output's :func:`error_bound` or None."""
+    ``wrong``: the wrong indices (ascending); ``tol``: the output's :func:`error_bound` or None;
+    ``prefix_sum`` False: no offset hint (an offset is a prefix sum's)."""
     n = got.size
     count, j, last = tiles(n, tile), int(wrong[0]) // tile, (n - 1) // tile
-    offset = _offset_hint(got, expected, source, wrong, tol, tile=tile, inclusive=inclusive, hierarchical=hierarchical)
+    offset = prefix_sum and _offset_hint(got, expected, source, wrong, tol, tile=tile, inclusive=inclusive,
+                                         hierarchical=hierarchical)
     if offset:
         return offset
     if j == last and n % tile:
@@ -356,7 +369,7 @@ def check_run(run: Run, plan: Plan, d_in: Guarded, x: np.ndarray, expected: np.n
     got = wholes[id(plan.out)][GUARD:GUARD + n]
     tile = part.tile_of(pc)
     mm = diagnose(got, expected, source=x, inclusive=part.inclusive, tile=tile, depth=part.addition_depth(pc, n),
-                  hierarchical=part.hierarchical)
+                  hierarchical=part.hierarchical, prefix_sum=part.prefix_sum)
     if mm is None:
         return _Verdict(found, None)
     msg = f"out[{mm.index}] = {mm.got}, expected {mm.expected}; {mm.wrong} of {n} elements wrong"

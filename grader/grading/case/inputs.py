@@ -56,6 +56,9 @@ def make_input(cfg: Config, part: PartSpec, n: int, seed: int, dtype: np.dtype, 
     [0, 1) (24 significant bits: an output truncated to an integer, or summed in lower precision,
     fails), compared within :func:`grader.grading.case.checks.error_bound`.
 
+    A part with its own draw (:attr:`grader.assignment.parts.PartSpec.inputs`) draws with it instead,
+    from the same generators.
+
     Up to :data:`CHUNK` elements come from :func:`case_rng`; longer inputs are drawn by threads in
     chunks of :data:`CHUNK`, chunk i from the i-th child (``SeedSequence.spawn``) of the same seed
     (faster on several cores). Either way the values
@@ -67,6 +70,8 @@ def make_input(cfg: Config, part: PartSpec, n: int, seed: int, dtype: np.dtype, 
     dtype = np.dtype(dtype)
 
     def draw(rng: np.random.Generator, count: int) -> np.ndarray:
+        if part.inputs is not None:
+            return np.asarray(part.inputs(rng, count, dtype), dtype=dtype)
         if dtype.kind == "f" and fractional:
             return rng.random(count, dtype=np.float32)
         if dtype.kind == "f":
@@ -89,9 +94,12 @@ def make_input(cfg: Config, part: PartSpec, n: int, seed: int, dtype: np.dtype, 
 
 
 def reference_output(part: PartSpec, x: np.ndarray) -> np.ndarray:
-    """The reference scan the part asks for (int32 exact, float32 as float64); int32 inputs longer
-    than :data:`CHUNK` are scanned by threads, with the same bits (see
-    :func:`reference.scan.scan_int32_threaded`)."""
+    """The reference output of the part for the input ``x``, shape (n,): the part's own function
+    where it has one (:attr:`grader.assignment.parts.PartSpec.reference`), else the prefix sum it asks
+    for (int32 exact, float32 as float64; int32 inputs longer than :data:`CHUNK` scanned by threads,
+    with the same bits: see :func:`reference.scan.scan_int32_threaded`)."""
+    if part.reference is not None:
+        return part.reference(x)
     if x.dtype == np.int32 and x.size > CHUNK:
         return scan_int32_threaded(x, inclusive=part.inclusive, chunk=CHUNK, threads=default_threads())
     return inclusive_scan(x) if part.inclusive else exclusive_scan(x)

@@ -323,7 +323,8 @@ def _run_case(backend, module, *, cfg, part, case, schedules, checked, result, w
                     return again
                 second = _output_bits(again.run, again.plan, case.n)
                 _set_shared_fill(backend, SHARED_FILLS[0])
-                tol = error_bound(expected, source=x, inclusive=part.inclusive, depth=part.addition_depth(pc, case.n))
+                tol = error_bound(expected, source=x, inclusive=part.inclusive, depth=part.addition_depth(pc, case.n),
+                                  prefix_sum=part.prefix_sum)
                 differ = _fill_changed(first, second, dtype, tol=tol)
                 if differ.size and not sees_reads:
                     # Without the emulator's view of every read (a GPU, or the emulator above checks_max_n:

@@ -31,13 +31,13 @@ CPU_TIMED_MAX = 1 << 24
 
 
 def cpu_scan_ms(part: PartSpec, x: np.ndarray) -> float:
-    """The sequential reference scan's time for ``x`` in ms: the median of three runs (one above 2^20
+    """The sequential reference's time for ``x`` in ms (the part's own reference where it has one): the median of three runs (one above 2^20
     elements), on the first :data:`CPU_TIMED_MAX` elements scaled by n / CPU_TIMED_MAX when x is longer."""
     head = x[:CPU_TIMED_MAX]
     times = []
     for _ in range(3 if head.size <= 1 << 20 else 1):
         c0 = time.perf_counter()
-        inclusive_scan(head) if part.inclusive else exclusive_scan(head)
+        part.reference(head) if part.reference else inclusive_scan(head) if part.inclusive else exclusive_scan(head)
         times.append((time.perf_counter() - c0) * 1e3)
     return float(np.median(times)) * x.size / max(1, head.size)
 

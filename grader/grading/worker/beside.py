@@ -47,7 +47,7 @@ class BackgroundEmulatorChecks:
     def _run(self, todo: list[int], source: str) -> None:
         from grader.core.errors import ScangradeError
         from grader.grading.case.run import CHECK_SCHEDULES, SAMPLED_CHECKER, run_case
-        from grader.assignment.parts import compile_part
+        from grader.grading.compile import compile_part
 
         try:
             self._emulator = checking_emulator(self.cfg, self.part)

@@ -163,7 +163,7 @@ class GpuPath:
 
         from grader.grading.case.run import run_case
         from grader.grading.intake import read_source
-        from grader.assignment.parts import compile_part
+        from grader.grading.compile import compile_part
 
         note = f"run on the emulator, not the GPU: {self.elsewhere}"
         try:

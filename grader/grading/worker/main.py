@@ -129,7 +129,8 @@ class _PartGrader:
     def build(self, spec, text: str, dtype: str, tag: str):
         """``spec``'s file ``text`` compiled for ``dtype`` on the backend, in a folder of its own; or
         the cubin compiled ahead of the same text, loaded."""
-        from grader.assignment.parts import compile_part, part_source
+        from grader.assignment.parts import part_source
+        from grader.grading.compile import compile_part
         from grader.core.errors import BackendUnavailable
 
         spec_pc = self.cfg.parts.get(spec.key, self.pc)
