@@ -118,3 +118,15 @@ def test_the_top_of_the_package_holds_the_entry_points_only():
     """The tree is the architecture's map: every module but the entry points lives in a package."""
     top = sorted(f.name for f in (ROOT / "grader").glob("*.py"))
     assert top == ["__init__.py", "__main__.py", "api.py", "cli.py", "pytest_plugin.py"], top
+
+
+def test_the_architecture_doc_lists_the_layers_in_their_order():
+    """docs/architecture.md, "The package by its rooms": one row per layer of LAYERS, its packages named."""
+    import re
+
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = text.split("## The package by its rooms", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if re.match(r"\| \d+ \|", line)]
+    documented = [tuple(re.findall(r"`(grader\.[\w.]+)`", row.split("|")[2])) for row in rows]
+    expected = [tuple(e for e in entries if not e.endswith("=")) for entries in LAYERS]
+    assert documented == expected
