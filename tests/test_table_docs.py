@@ -80,3 +80,34 @@ def test_the_class_report_doc_names_the_reports_a_student_links_to():
 
 def test_the_stores_terminal_report_is_the_text_formats_file():
     assert store.TERMINAL_REPORT == FORMATS["text"].file
+
+
+def _schema_keys(model) -> list[str]:
+    """Every key a config file may hold, from the models (the sections' and a part's own, nested)."""
+    import typing
+
+    keys = []
+    for name, field in model.model_fields.items():
+        keys.append(field.alias or name)
+        for inner in (field.annotation, *typing.get_args(field.annotation)):
+            for arg in (inner, *typing.get_args(inner)):
+                if hasattr(arg, "model_fields"):
+                    keys += _schema_keys(arg)
+    return keys
+
+
+def test_the_shipped_config_names_every_key_of_the_schema():
+    """config.yaml is the commented reference a course starts from: every key of the config's models
+    is set in it or named in its comments; the private config's keys are in the private template."""
+    import re
+
+    from grader.assignment.config import load_config
+    from grader.assignment.config_schema import ConfigFile
+    from grader.assignment.private_template import private_template
+
+    shipped = (ROOT / "config.yaml").read_text(encoding="utf-8")
+    private = private_template(load_config(ROOT / "config.yaml"))
+    unnamed = sorted({k for k in _schema_keys(ConfigFile)
+                      if not re.search(rf"(?<![\w-]){re.escape(k)}(?![\w-])", shipped)
+                      and not re.search(rf"(?<![\w-]){re.escape(k)}:", private)})
+    assert not unnamed, f"keys of the config schema that config.yaml never names: {unnamed}"
