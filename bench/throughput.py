@@ -152,6 +152,15 @@ def _counts(items) -> dict[str, int]:
     return out
 
 
+def _own_cpu_s() -> float:
+    """CPU seconds of this process alone (the batch's runner threads, reports and plots), not its
+    children's: one Python process whose threads share one interpreter lock."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _run_batch(subs: Path, out: Path, what: str, *, cfg, selection, jobs: int | None) -> tuple[dict, list]:
     """``scangrade batch``'s code path over the folder ``subs``: the row (wall, CPU, rate, the phases'
     medians, the workers' traces) and the ``(id, result)`` pairs graded."""
@@ -161,6 +170,7 @@ def _run_batch(subs: Path, out: Path, what: str, *, cfg, selection, jobs: int | 
     total = len(list(subs.iterdir()))
     load = _load()
     cpu0 = _cpu_s()
+    own0 = _own_cpu_s()
     t0 = time.perf_counter()
     done: list[float] = []
 
@@ -181,6 +191,7 @@ def _run_batch(subs: Path, out: Path, what: str, *, cfg, selection, jobs: int | 
             "cpu_traces": _cpu_traces(),
             "run": f"{what} of {len(results)}", "wall_s": round(wall, 2),
             "cpu_s": round(_cpu_s() - cpu0, 1), "load_before": load,
+            "runner_cpu_s": round(_own_cpu_s() - own0, 1),
             "load_after": _load(), "submissions_per_min": round(60 * len(results) / wall, 2),
             "passed": sum(r.passed for r in results), "submissions": len(results),
             "submission_s_median": round(statistics.median(r.elapsed_s for r in results), 2),
@@ -214,7 +225,7 @@ def _print_table(selection, rows: list[dict], batches: list[dict]) -> None:
         print(f"{b['run']:<40}{b['wall_s']:>7.1f}s {b['cpu_s']:>7.1f}s  {b['passed']:>5}/"
               f"{b['submissions']:<5}  {b['load_before']:>5} /{b['load_after']:>4}  "
               f"{b['submissions_per_min']:.1f} submissions / min (median {b['submission_s_median']} s, "
-              f"slowest {b['submission_s_max']} s each)")
+              f"slowest {b['submission_s_max']} s each; the runner's own CPU {b.get('runner_cpu_s', 0):.1f} s)")
         for sid, sec, points in b.get("slowest", []):
             print(f"  slowest: {sid} {sec:.1f} s {points}")
     for r in rows[:2]:

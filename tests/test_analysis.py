@@ -196,6 +196,25 @@ def test_the_plot_is_a_png_beside_the_report(cfg, tmp_path):
     assert test["images"][0]["url"].startswith("data:image/png;base64,")
 
 
+def test_a_results_plot_is_drawn_once_for_all_its_reports(cfg):
+    """A batch puts one part's plot in several reports (Gradescope's, the staff's and the student's
+    files): drawn once, the same bytes each time; another result's plot is drawn for itself."""
+    import dataclasses
+
+    from grader.render import plot
+    from grader.render.formats import batch_reports
+
+    pytest.importorskip("matplotlib")
+    result = _result(cfg)
+    plot._drawn_png.cache_clear()
+    reports = batch_reports(result)
+    drawn = plot._drawn_png.cache_info()
+    assert drawn.misses == 1 and drawn.hits >= 2, drawn
+    assert reports[f"student/{plot_name(result.parts[0])}"] == time_plot_png(result.parts[0])
+    other = dataclasses.replace(result.parts[0], number=6, title="another scan")
+    assert time_plot_png(other) != time_plot_png(result.parts[0])
+
+
 def test_a_batch_writes_the_plot_into_the_student_folder(cfg, tmp_path):
     pytest.importorskip("matplotlib")
     from grader.classwork.store import write_reports

@@ -5,6 +5,7 @@ killed with every process of its session when it ends or is stopped (:func:`kill
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -85,6 +86,29 @@ def kill_session(sid: int) -> None:
         time.sleep(0.05)
 
 
+def _exit_fd(pid: int) -> int | None:
+    """A file descriptor that becomes readable when process ``pid`` ends (Linux's pidfd), or None
+    where there is none (then :func:`_exited_within` polls)."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
+def _exited_within(proc: subprocess.Popen, exit_fd: int | None, timeout: float) -> bool:
+    """Whether ``proc`` ended within ``timeout`` seconds (reaped if so). With ``exit_fd`` the thread
+    sleeps until the end or the timeout: a batch's runner threads, dozens in one process, then do not
+    poll (``Popen.wait(timeout)`` checks many times a second, each thread taking the GIL)."""
+    if exit_fd is not None:
+        select.select([exit_fd], [], [], timeout)
+        return proc.poll() is not None
+    try:
+        proc.wait(timeout=timeout)
+        return True
+    except subprocess.TimeoutExpired:
+        return False
+
+
 #: The environment variable naming the runner's pid to its worker (see grader.grading.worker.main).
 RUNNER_PID_ENV = "SCANGRADE_RUNNER_PID"
 
@@ -116,14 +140,11 @@ def run_worker(job_path: Path, events: protocol.EventReader, *, cfg: Config, tmp
         stopped = None
         case_hung = False
         allowed = cfg.timeouts.case_s
+        exit_fd = _exit_fd(proc.pid)
         try:
             start = case_start = time.monotonic()
             while True:
-                try:
-                    proc.wait(timeout=0.1)
-                    finished = True
-                except subprocess.TimeoutExpired:
-                    finished = False
+                finished = _exited_within(proc, exit_fd, 0.1)
                 for ev in events.poll():
                     if isinstance(ev, (protocol.CaseStart, protocol.Compiled)):
                         case_start = time.monotonic()
@@ -148,4 +169,6 @@ def run_worker(job_path: Path, events: protocol.EventReader, *, cfg: Config, tmp
         finally:  # also when the grader is interrupted (Ctrl-C): no worker outlives its runner
             kill_session(proc.pid)  # the worker, and anything it started (compilers, executors) or left behind
             proc.wait()
+            if exit_fd is not None:
+                os.close(exit_fd)
     return proc.returncode, stopped, case_hung

@@ -10,6 +10,7 @@ extra: without it there is no plot, and :func:`plot_unavailable` says why.
 
 from __future__ import annotations
 
+import functools
 import io
 from pathlib import Path
 
@@ -58,24 +59,33 @@ def plotted_parts(result: SubmissionResult) -> list[PartResult]:
 
 
 def time_plot_png(part: PartResult, *, dpi: int = 72) -> bytes | None:
-    """The part's plot as PNG bytes, or None: nothing to plot, or no matplotlib."""
+    """The part's plot as PNG bytes, or None: nothing to plot, or no matplotlib. The same plot is
+    drawn once: a batch puts it in several reports of one result (Gradescope's, the staff's and the
+    student's files), and drawing it is most of what rendering them costs."""
     lines, ylabel = _series(part)
     if not lines or plot_unavailable():
         return None
+    series = tuple((label, tuple(sorted(pts))) for label, pts in lines.items())
+    return _drawn_png(f"Part {part.number}: {part.title}", ylabel, series, dpi)
+
+
+@functools.lru_cache(maxsize=32)
+def _drawn_png(title: str, ylabel: str, series: tuple, dpi: int) -> bytes:
+    """The plot of ``series`` (``((label, ((n, y), ...)), ...)``), as :func:`time_plot_png` draws it."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(6.4, 4.0), layout="constrained")
     ax = fig.add_subplot()
-    for label, pts in lines.items():
+    for label, pts in series:
         if pts:
-            xs, ys = zip(*sorted(pts))
+            xs, ys = zip(*pts)
             ax.plot(xs, ys, marker="o", label=label,
                     linestyle="--" if label.startswith(("device copy", "CUB")) or "bound" in label else "-")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("n (elements)")
     ax.set_ylabel(ylabel)
-    ax.set_title(f"Part {part.number}: {part.title}", fontsize=10)
+    ax.set_title(title, fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     buf = io.BytesIO()
