@@ -440,7 +440,7 @@ def _grade(args: argparse.Namespace) -> int:
 def _plots_folder() -> Path:
     """Where the time plots of a run that writes no report file go: ``plots/`` in the grader's cache
     folder, not the current folder (a student's repository, which a grading must leave as it is)."""
-    from grader.backends.emulator.cache import default_cache_dir
+    from grader.host.folders import default_cache_dir
     return default_cache_dir() / "plots"
 
 

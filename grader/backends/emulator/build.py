@@ -36,7 +36,8 @@ from typing import Callable, Sequence
 
 from grader.backends.emulator.lockdown import audit_object, explain_refusal, lockdown_header, runtime_names
 from grader.backends.emulator.macros import DEFAULT_TARGET_ARCH, TARGET_ARCHS, host_macro_flags, nvcc_defines
-from grader.backends.emulator.cache import CompileCache, default_cache_dir
+from grader.backends.emulator.cache import CompileCache
+from grader.host.folders import default_cache_dir
 from grader.backends.emulator.compiler_process import run_compile
 from grader.backends.emulator.sandbox import COMPILE_TMP, Command, Sandbox, compile_limits
 from grader.core.errors import BackendUnavailable, CompileError
@@ -151,7 +152,7 @@ class Toolchain:
         cxx: compiler command (may include arguments, e.g. ``"ccache g++"``); default ``$CXX`` or
             ``"c++"``.
         cache_dir: where the runtime object and the executor are cached; default
-            :func:`default_cache_dir`.
+            :func:`grader.host.folders.default_cache_dir`.
         timeout_s: wall-clock limit of one compiler run, in seconds.
         sandbox: how the student's translation unit is compiled (default ``Sandbox("auto")``).
         runtime_flags: compiler flags after :data:`RUNTIME_FLAGS` for the runtime object (part of

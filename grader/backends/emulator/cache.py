@@ -14,9 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from grader.host.folders import default_cache_dir  # noqa: F401 (where the cache lives; named here for its users)
 
-__all__ = ["CompileCache", "CacheLimits", "CACHE_OWNER_ENV", "set_cache_limits", "default_cache_dir"]
+__all__ = ["CompileCache", "CacheLimits", "CACHE_OWNER_ENV", "set_cache_limits"]
 
 
 #: The environment variable naming the grading a process compiles for (set by
