@@ -29,8 +29,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+import secrets
+
 import numpy as np
 
+from grader.backends import BACKENDS
 from grader.backends.base import Backend, DeviceArray, Module
 from grader.assignment.config import PartConfig
 from grader.core.errors import LaunchError
@@ -45,6 +48,20 @@ GUARD = 256
 #: is no NaN, no denormal and neither of ``grader.grading.case.run.SHARED_FILLS``; the reasoning in
 #: full is in docs/throughput.md, "Figures behind the code's constants".
 POISON_BITS = 0xBF3F3F3F
+#: The fewest elements of a buffer verified where it lives, on a backend that checks on the device
+#: (the trait ``checks_on_device``): its digest taken when its input is copied in (:class:`Guarded`)
+#: and its output checked there (:func:`grader.grading.case.checks.check_run`); smaller ones cost less to
+#: read back than a kernel's launch.
+DEVICE_CHECK_MIN = 1 << 16
+def checks_on_device(backend: Backend) -> bool:
+    """Whether ``backend``'s row of :data:`grader.backends.BACKENDS` has the trait
+    ``checks_on_device`` (an unknown name: False)."""
+    kind = BACKENDS.get(getattr(backend, "name", ""))
+    return bool(kind and kind.checks_on_device)
+
+
+#: The secret salt of this process's digests (:meth:`grader.backends.base.Backend.digest`).
+DIGEST_SALT = secrets.randbits(64)
 
 
 @dataclass
@@ -57,6 +74,10 @@ class Guarded:
         inner: the buffer the kernel gets: elements ``[GUARD, GUARD + count)`` of ``full``.
         count: elements inside the guard zones, which hold :data:`POISON_BITS` before the launches.
         output: whether the kernel writes it (poisoned again before every timed run).
+        digest: the digest of what was copied in (:meth:`grader.backends.base.Backend.digest`,
+            salt :data:`DIGEST_SALT`), taken where the backend checks on the device and ``count`` is
+            at least :data:`DEVICE_CHECK_MIN`; None otherwise. An input is then checked unchanged
+            by its digest, not read back.
     """
 
     name: str
@@ -64,6 +85,7 @@ class Guarded:
     inner: DeviceArray
     count: int
     output: bool
+    digest: int | None = None
 
 
 @dataclass
@@ -93,9 +115,12 @@ class Run:
         if full.nbytes:
             self.backend.memset32(full, POISON_BITS)  # on the device: no host copy of a 1 GiB buffer
         inner = full.view(self.guard, count)
+        digest = None
         if init is not None:
             self.backend.to_device(np.ascontiguousarray(init, dtype=dtype), inner)
-        g = Guarded(name, full, inner, count, output)
+            if count >= DEVICE_CHECK_MIN and dtype.itemsize == 4 and checks_on_device(self.backend):
+                digest = self.backend.digest(inner, DIGEST_SALT)
+        g = Guarded(name, full, inner, count, output, digest)
         self.buffers.append(g)
         return g
 

@@ -65,6 +65,10 @@ class BackendKind:
             nvcc's compile sandbox rather than the emulator's.
         case_floor_s: seconds every case may take on an idle machine before its measured share
             (:func:`grader.grading.deadlines.case_budget_s`).
+        checks_on_device: its memory is not the host's: a large int32 run is verified where it ran
+            (:meth:`~grader.backends.base.Backend.scan_check` and
+            :meth:`~grader.backends.base.Backend.digest`, a few bytes read back) and read back whole
+            only to say what is wrong (:func:`grader.grading.case.checks.check_run`).
     """
 
     name: str
@@ -75,6 +79,7 @@ class BackendKind:
     counts_profile: bool
     uses_gpus: bool
     case_floor_s: float
+    checks_on_device: bool = False
 
     def create(self, *, workers: int = 0, checks: bool = False, sandbox: str = "auto",
                device_memory: int = 0, target_arch: int | None = None) -> "Backend":
@@ -100,7 +105,7 @@ class BackendKind:
 #: Every backend by name, in the order auto tries them.
 BACKENDS: dict[str, BackendKind] = {k.name: k for k in (
     BackendKind("pycuda", "grader.backends.pycuda_backend", lambda: probe_pycuda(), times_kernels=True, has_sanitizer=True,
-                counts_profile=False, uses_gpus=True, case_floor_s=5.0),
+                counts_profile=False, uses_gpus=True, case_floor_s=5.0, checks_on_device=True),
     BackendKind("emulator", "grader.backends.emulator", None, times_kernels=False, has_sanitizer=False,
                 counts_profile=True, uses_gpus=False, case_floor_s=5.0),
 )}

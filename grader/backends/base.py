@@ -244,6 +244,46 @@ class Backend(abc.ABC):
             raise ValueError(f"memset32 of a buffer of {dest.nbytes} bytes (not a multiple of 4)")
         self.to_device(np.full(dest.nbytes // 4, value & 0xFFFFFFFF, dtype=np.uint32).view(dest.dtype), dest)
 
+    def digest(self, words: DeviceArray, salt: int) -> int:
+        """A 64-bit digest of a buffer's 32-bit words: the sum, modulo 2^64, of SplitMix64's finaliser
+        of ``salt ^ (word << 32) ^ i`` over every word i (S. Vigna's ``splitmix64``; G. L. Steele, D.
+        Lea and C. H. Flood, "Fast splittable pseudorandom number generators", OOPSLA 2014). Equal
+        digests under one secret ``salt`` mean equal contents but with chance 2^-64, whatever wrote
+        them; the order of the sum does not matter, so a device computes it in parallel. Here on the
+        host (a buffer read back); a backend whose memory is a device's computes it there.
+
+        Args:
+            words: a buffer of 4-byte elements (int32 or float32), its bits read as uint32.
+            salt: 64 bits, secret to the kernel.
+        """
+        w = self.to_host(words).view(np.uint32).astype(np.uint64)
+        x = (w << np.uint64(32)) ^ np.arange(w.size, dtype=np.uint64) ^ np.uint64(salt & (2 ** 64 - 1))
+        x ^= x >> np.uint64(30)
+        x *= np.uint64(0xBF58476D1CE4E5B9)
+        x ^= x >> np.uint64(27)
+        x *= np.uint64(0x94D049BB133111EB)
+        x ^= x >> np.uint64(31)
+        return int(x.sum(dtype=np.uint64))
+
+    def scan_check(self, out: DeviceArray, source: DeviceArray, *, inclusive: bool) -> int:
+        """The first index at which the int32 ``out`` breaks the prefix sum of ``source`` (same
+        length), or -1: ``out[0]`` is ``source[0]`` (inclusive) or 0 (exclusive), and each
+        ``out[i] - out[i-1]`` is ``source[i]`` (inclusive) or ``source[i-1]``, in 32-bit wrap-around
+        arithmetic. By induction that is ``out`` equal to the scan everywhere, and the first break is
+        the first wrong element; nothing but the two buffers is read. Here on the host; a backend
+        whose memory is a device's checks there and reads back one index.
+        """
+        got = self.to_host(out).view(np.uint32)
+        src = self.to_host(source).view(np.uint32)
+        if got.size == 0:
+            return -1
+        step = src if inclusive else np.concatenate([np.zeros(1, np.uint32), src[:-1]])
+        want = np.empty_like(got)
+        want[0] = step[0]
+        np.add(got[:-1], step[1:], out=want[1:])
+        bad = np.flatnonzero(got != want)
+        return int(bad[0]) if bad.size else -1
+
     def time_ms(self, work, *, before, warmup: int, runs: int, flush_bytes: int) -> list[float]:
         """Time ``work()`` (which launches kernels) ``runs`` times after ``warmup`` untimed runs.
 

@@ -144,6 +144,111 @@ END:
 """
 
 
+#: The grader's own checks on the device (:meth:`PyCudaBackend.scan_check`, :meth:`PyCudaBackend.digest`),
+#: hand-written PTX as :data:`_FILL_PTX` is: the same arithmetic as :meth:`Backend.scan_check` and
+#: :meth:`Backend.digest` on the host, each a grid-stride loop with one atomic per thread.
+_CHECK_PTX = """
+.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry scangrade_scan_check(.param .u64 p_out, .param .u64 p_in, .param .u64 p_n, .param .u32 p_inclusive,
+                                     .param .u64 p_first)
+{
+    .reg .pred %p<4>;
+    .reg .b32 %r<12>;
+    .reg .b64 %rd<16>;
+    ld.param.u64 %rd1, [p_out];
+    ld.param.u64 %rd2, [p_in];
+    ld.param.u64 %rd3, [p_n];
+    ld.param.u32 %r1, [p_inclusive];
+    ld.param.u64 %rd4, [p_first];
+    cvta.to.global.u64 %rd1, %rd1;
+    cvta.to.global.u64 %rd2, %rd2;
+    cvta.to.global.u64 %rd4, %rd4;
+    mov.u32 %r2, %ctaid.x;
+    mov.u32 %r3, %ntid.x;
+    mov.u32 %r4, %tid.x;
+    mov.u32 %r5, %nctaid.x;
+    mul.wide.u32 %rd5, %r2, %r3;
+    cvt.u64.u32 %rd6, %r4;
+    add.u64 %rd5, %rd5, %rd6;
+    mul.wide.u32 %rd7, %r5, %r3;
+    setp.ne.u32 %p3, %r1, 0;
+LOOP:
+    setp.ge.u64 %p1, %rd5, %rd3;
+    @%p1 bra END;
+    shl.b64 %rd8, %rd5, 2;
+    add.u64 %rd9, %rd1, %rd8;
+    ld.global.u32 %r6, [%rd9];
+    add.u64 %rd10, %rd2, %rd8;
+    setp.eq.u64 %p2, %rd5, 0;
+    @%p2 bra FIRST;
+    ld.global.u32 %r7, [%rd9+-4];
+    @%p3 ld.global.u32 %r8, [%rd10];
+    @!%p3 ld.global.u32 %r8, [%rd10+-4];
+    add.u32 %r9, %r7, %r8;
+    bra CMP;
+FIRST:
+    mov.u32 %r9, 0;
+    @%p3 ld.global.u32 %r9, [%rd10];
+CMP:
+    setp.eq.u32 %p2, %r6, %r9;
+    @%p2 bra NEXT;
+    atom.global.min.u64 %rd11, [%rd4], %rd5;
+NEXT:
+    add.u64 %rd5, %rd5, %rd7;
+    bra LOOP;
+END:
+    ret;
+}
+.visible .entry scangrade_digest(.param .u64 p_words, .param .u64 p_n, .param .u64 p_salt, .param .u64 p_sum)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<20>;
+    ld.param.u64 %rd1, [p_words];
+    ld.param.u64 %rd2, [p_n];
+    ld.param.u64 %rd3, [p_salt];
+    ld.param.u64 %rd4, [p_sum];
+    cvta.to.global.u64 %rd1, %rd1;
+    cvta.to.global.u64 %rd4, %rd4;
+    mov.u32 %r2, %ctaid.x;
+    mov.u32 %r3, %ntid.x;
+    mov.u32 %r4, %tid.x;
+    mov.u32 %r5, %nctaid.x;
+    mul.wide.u32 %rd5, %r2, %r3;
+    cvt.u64.u32 %rd6, %r4;
+    add.u64 %rd5, %rd5, %rd6;
+    mul.wide.u32 %rd7, %r5, %r3;
+    mov.u64 %rd8, 0;
+LOOP:
+    setp.ge.u64 %p1, %rd5, %rd2;
+    @%p1 bra DONE;
+    shl.b64 %rd9, %rd5, 2;
+    add.u64 %rd10, %rd1, %rd9;
+    ld.global.u32 %r6, [%rd10];
+    cvt.u64.u32 %rd11, %r6;
+    shl.b64 %rd11, %rd11, 32;
+    xor.b64 %rd11, %rd11, %rd5;
+    xor.b64 %rd11, %rd11, %rd3;
+    shr.u64 %rd12, %rd11, 30;
+    xor.b64 %rd11, %rd11, %rd12;
+    mul.lo.u64 %rd11, %rd11, -4658895280553007687;
+    shr.u64 %rd12, %rd11, 27;
+    xor.b64 %rd11, %rd11, %rd12;
+    mul.lo.u64 %rd11, %rd11, -7723592293110705685;
+    shr.u64 %rd12, %rd11, 31;
+    xor.b64 %rd11, %rd11, %rd12;
+    add.u64 %rd8, %rd8, %rd11;
+    add.u64 %rd5, %rd5, %rd7;
+    bra LOOP;
+DONE:
+    atom.global.add.u64 %rd13, [%rd4], %rd8;
+    ret;
+}
+"""
+
+
 class PyCudaArray(DeviceArray):
     """A typed view of a ``cuda.mem_alloc`` allocation."""
 
@@ -423,6 +528,58 @@ class PyCudaBackend(Backend):
         fill(np.uint32(pattern & 0xFFFFFFFF), np.uint32(most // 4), block=(1024, 1, 1), grid=(blocks, 1, 1),
              shared=most)
         cuda.Context.synchronize()
+
+    _checks = None
+
+    def _check_kernels(self):
+        """``(scan_check, digest, blocks)``: :data:`_CHECK_PTX`'s kernels, loaded once, and a grid
+        of 8 blocks per multiprocessor."""
+        if self._checks is None:
+            cuda = self._cuda
+            module = cuda.module_from_buffer(_CHECK_PTX.encode())
+            blocks = 8 * self._device.get_attribute(cuda.device_attribute.MULTIPROCESSOR_COUNT)
+            self._checks = (module, module.get_function("scangrade_scan_check"),
+                            module.get_function("scangrade_digest"), blocks)
+        return self._checks[1:]
+
+    def _word(self, kernel, initial: int, *args) -> int:
+        """Run one of :data:`_CHECK_PTX`'s kernels, whose last parameter is a 64-bit word set to
+        ``initial`` before, and return that word after.
+
+        Raises:
+            KernelError: the device failed (an earlier kernel's fault can surface here).
+        """
+        cuda = self._cuda
+        *_, blocks = self._check_kernels()
+        word = np.array([initial & (2 ** 64 - 1)], dtype=np.uint64)
+        try:
+            cell = cuda.mem_alloc(8)
+            try:
+                cuda.memcpy_htod(cell, word)
+                kernel(*args, cell, block=(256, 1, 1), grid=(blocks, 1, 1))
+                cuda.memcpy_dtoh(word, cell)
+            finally:
+                cell.free()
+        except cuda.Error as exc:
+            raise self._fault("the grader's check", exc) from None
+        return int(word[0])
+
+    def scan_check(self, out: DeviceArray, source: DeviceArray, *, inclusive: bool) -> int:
+        """See :meth:`Backend.scan_check`; on the device, reading back one 64-bit index."""
+        if out.count != source.count or out.dtype.itemsize != 4 or source.dtype.itemsize != 4:
+            raise ValueError(f"scan_check of {out.count} elements against {source.count}")
+        scan_check, _ = self._check_kernels()
+        first = self._word(scan_check, 2 ** 64 - 1, np.uintp(out.address), np.uintp(source.address),
+                           np.uint64(out.count), np.uint32(bool(inclusive)))
+        return -1 if first == 2 ** 64 - 1 else first
+
+    def digest(self, words: DeviceArray, salt: int) -> int:
+        """See :meth:`Backend.digest`; on the device, reading back one 64-bit word."""
+        if words.dtype.itemsize != 4:
+            raise ValueError(f"digest of {words.dtype} elements (4-byte elements only)")
+        _, digest = self._check_kernels()
+        return self._word(digest, 0, np.uintp(words.address), np.uint64(words.count),
+                          np.uint64(salt & (2 ** 64 - 1)))
 
     def describe(self) -> dict[str, str]:
         import pycuda

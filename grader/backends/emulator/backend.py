@@ -374,6 +374,18 @@ class EmulatorBackend(_CompileCrossChecks, Backend):
         """A new host copy of ``src`` (shape ``(src.count,)``, dtype ``src.dtype``)."""
         return _own(src).host.copy()
 
+    def memset32(self, dest: DeviceArray, value: int) -> None:
+        """Fill ``dest`` with the 32-bit pattern ``value`` in place: one pass over the buffer's own
+        memory, not a host array of the same size copied in (a 16M-element case's poison was two).
+
+        Raises:
+            ValueError: ``dest``'s size is not a multiple of 4 bytes, or it is not an emulator buffer.
+        """
+        dest = _own(dest)
+        if dest.nbytes % 4:
+            raise ValueError(f"memset32 of a buffer of {dest.nbytes} bytes (not a multiple of 4)")
+        dest.host.view(np.uint32).fill(value & 0xFFFFFFFF)
+
     # -- launch ---------------------------------------------------------------------------------
     def _launch(self, module: Module, kernel: str, *, grid: Dim3, block: Dim3, shared_bytes: int,
                 args: Sequence[Union[DeviceArray, int]]) -> None:

@@ -12,10 +12,11 @@ import numpy as np
 
 from grader.assignment.config import Config, PartConfig
 from grader.assignment.parts import PartSpec
-from grader.assignment.plans import GUARD, POISON_BITS, Guarded, Plan, Run, tiles
+from grader.assignment.plans import (DEVICE_CHECK_MIN, DIGEST_SALT, GUARD, POISON_BITS, Guarded, Plan, Run,
+                                     checks_on_device, tiles)
 from grader.core.kinds import in_cause_order
 from grader.core.results import CaseFinding, CaseStatus, FailureKind, Mismatch
-from grader.grading.case.inputs import FLOAT_STEP, UNIT_ROUNDOFF, sums_are_exact
+from grader.grading.case.inputs import FLOAT_STEP, UNIT_ROUNDOFF, reference_output, sums_are_exact
 from reference.scan import exclusive_scan, inclusive_scan
 
 
@@ -335,19 +336,66 @@ class _Verdict(NamedTuple):
         return in_cause_order(self.findings)[0].message if self.findings else ""
 
 
-def check_run(run: Run, plan: Plan, d_in: Guarded, x: np.ndarray, expected: np.ndarray, *, part: PartSpec,
+def device_checkable(run: Run, plan: Plan, d_in: Guarded, x: np.ndarray, *, part: PartSpec) -> bool:
+    """Whether a run's output can be checked where it ran (:meth:`grader.backends.base.Backend.scan_check`):
+    a backend that checks on the device, an int32 prefix sum of the whole input (the part's
+    ``prefix_sum``, no reference of its own) and an input that holds a digest (large enough:
+    :class:`grader.assignment.plans.Guarded`)."""
+    return (d_in.digest is not None and x.dtype == np.int32 and plan.out.count == x.size
+            and plan.out.inner.dtype == np.int32 and part.prefix_sum and part.reference is None and run.guard > 0
+            and checks_on_device(run.backend))
+
+
+def _passes_on_device(run: Run, plan: Plan, d_in: Guarded, x: np.ndarray, *, part: PartSpec) -> bool:
+    """Whether a run passes every check of :func:`check_run`, verified where it ran, on a backend that
+    checks on the device (:func:`grader.assignment.plans.checks_on_device`), for an int32 prefix sum
+    whose input holds a digest (:class:`grader.assignment.plans.Guarded`): the guard zones of large
+    buffers and small buffers whole read back, the input's digest taken again, the part's own checks,
+    and the output checked against the input (:meth:`grader.backends.base.Backend.scan_check`, exact
+    in 32-bit arithmetic). False where any of them fails or does not apply: :func:`check_run` then
+    reads everything back and says what is wrong, as it does on every other backend."""
+    backend = run.backend
+    if not device_checkable(run, plan, d_in, x, part=part):
+        return False
+    small: dict[int, np.ndarray] = {}
+    poison = np.uint32(POISON_BITS)
+    for g in run.buffers:
+        if g.count >= DEVICE_CHECK_MIN:
+            zones = (g.full.view(0, run.guard), g.full.view(run.guard + g.count, run.guard))
+            if any((backend.to_host(z).view(np.uint32) != poison).any() for z in zones):
+                return False
+        else:
+            whole = backend.to_host(g.full)
+            if _guard_problem(g, whole) is not None:
+                return False
+            small[id(g)] = whole[run.guard:run.guard + g.count]
+    if backend.digest(d_in.inner, DIGEST_SALT) != d_in.digest:
+        return False
+    read = lambda g: small[id(g)] if id(g) in small else backend.to_host(g.inner)  # noqa: E731
+    if any(check(read) is not None for check in plan.checks):
+        return False
+    return backend.scan_check(plan.out.inner, d_in.inner, inclusive=part.inclusive) < 0
+
+
+def check_run(run: Run, plan: Plan, d_in: Guarded, x: np.ndarray, expected: np.ndarray | None, *, part: PartSpec,
               pc: PartConfig, cfg: Config, completed: bool = True, output: bool = True) -> _Verdict:
     """Read every buffer of a run whose launches are done back and check it, as a case is checked:
     guard zones, the input ``x`` (``d_in``), then, where the launches ``completed`` (no finding
     stopped a kernel) and ``output`` holds (not for a run of sampled blocks only, where the other
     blocks wrote nothing), the output against ``expected`` (the reference scan of ``x``; float32
     exactly, or within :func:`error_bound` for a fractional input) and the part's own checks (:attr:`grader.assignment.plans.Plan.checks`: Part 5's ticket
-    counter). Every problem found is a finding.
+    counter). Every problem found is a finding. ``expected`` None: the reference scan is computed
+    here where it is needed. On a backend that checks on the device, a large int32 run that passes
+    is verified there and not read back (:func:`_passes_on_device`).
 
     Returns:
         a ``_Verdict`` (findings, mismatch; its ``status`` and ``message`` sum them up), a named tuple.
     """
     n = x.size
+    if completed and output and _passes_on_device(run, plan, d_in, x, part=part):
+        return _Verdict([], None)
+    if expected is None:
+        expected = reference_output(part, x)
     found: list[CaseFinding] = []
     wholes = {id(g): run.backend.to_host(g.full) for g in run.buffers}
     problem = next(filter(None, (_guard_problem(g, wholes[id(g)]) for g in run.buffers)), None)

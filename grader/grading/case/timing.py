@@ -20,7 +20,7 @@ from grader.assignment.parts import DTYPES, PartSpec
 from grader.assignment.plans import POISON_BITS, Guarded, Plan, Run, prepare
 from grader.core.performance import Performance, Timing, linear_fraction
 from grader.core.results import CaseResult, CaseStatus, FailureKind, Mismatch
-from grader.grading.case.checks import check_run
+from grader.grading.case.checks import check_run, device_checkable
 from grader.grading.case.inputs import DrawAhead, case_input
 from reference.scan import exclusive_scan, inclusive_scan
 
@@ -122,6 +122,21 @@ def _spot_check(backend: Backend, out: Guarded, expected: np.ndarray, rng: np.ra
     return None
 
 
+def _spot_check_on_device(backend: Backend, out: Guarded, d_in: Guarded, x: np.ndarray, part: PartSpec) -> str | None:
+    """The whole of ``out`` checked against the input where it ran
+    (:meth:`grader.backends.base.Backend.scan_check`; the int32 runs of
+    :func:`grader.grading.case.checks.device_checkable`): stronger than :func:`_spot_check`'s chunks, at a
+    few bytes read back. A message naming the first wrong element, or None."""
+    k = backend.scan_check(out.inner, d_in.inner, inclusive=part.inclusive)
+    if k < 0:
+        return None
+    got = backend.to_host(out.inner.view(k, 1))
+    want = np.int64(x[:k + int(part.inclusive)].sum(dtype=np.int64)).astype(np.uint32).view(np.int32)
+    poisoned = got.view(np.uint32)[0] == POISON_BITS
+    return (f"out[{k}] = {got[0]}, expected {want}"
+            + (" (the poison the grader wrote before the run: the launch wrote nothing there)" if poisoned else ""))
+
+
 def _timed_plan(backend: Backend, module: Module, *, part: PartSpec, pc: PartConfig, x: np.ndarray,
                 dtype: np.dtype, d_in: Guarded | None = None) -> tuple[Run, Plan, Guarded, Callable[[], None]]:
     """``module``'s launches on ``x`` (uploaded, or already on the device as ``d_in``), ready to time:
@@ -176,11 +191,13 @@ def time_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, 
             jobs.append(("the reference solution's kernel", ref_plan.launch, ref_before))
         slow = _probe_s(backend, before, plan.launch)  # far too slow for points: a few runs tell its time
         warmup, runs, checked, spots = _timed_schedule(cfg, part, n, slow=slow >= SLOW_RUN_S)
-        out = plan.out
+        held = {"out": plan.out, "in": d_in}  # cleared with the plan, before the copy's buffers
+        on_device = device_checkable(run, plan, d_in, x, part=part)
 
         def after(job: int, i: int) -> None:
             if job == 0 and i in checked:
-                wrong = _spot_check(backend, out, expected, spots)
+                wrong = (_spot_check_on_device(backend, held["out"], held["in"], x, part) if on_device
+                         else _spot_check(backend, held["out"], expected, spots))
                 if wrong is not None:
                     raise _TimedRunWrong(f"run {i + 1} of {warmup + runs} ({warmup} warm-up): {wrong}")
         all_times = backend.time_interleaved_ms(jobs, warmup=warmup, runs=runs, flush_bytes=cfg.timing.flush_bytes,
@@ -204,6 +221,7 @@ def time_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, 
     median, spread = _median_spread(times)
     launches = len(plan.launches)
     del run, plan, d_in, jobs
+    held.clear()
     src = backend.alloc(n, dtype)
     dst = backend.alloc(n, dtype)
     copy_ms, copy_spread = _median_spread(backend.time_copy_ms(src, dst, warmup=cfg.timing.warmup,
