@@ -568,7 +568,7 @@ class PyCudaBackend(Backend):
         """See :meth:`Backend.scan_check`; on the device, reading back one 64-bit index."""
         if out.count != source.count or out.dtype.itemsize != 4 or source.dtype.itemsize != 4:
             raise ValueError(f"scan_check of {out.count} elements against {source.count}")
-        scan_check, _ = self._check_kernels()
+        scan_check, _, _ = self._check_kernels()
         first = self._word(scan_check, 2 ** 64 - 1, np.uintp(out.address), np.uintp(source.address),
                            np.uint64(out.count), np.uint32(bool(inclusive)))
         return -1 if first == 2 ** 64 - 1 else first
@@ -577,7 +577,7 @@ class PyCudaBackend(Backend):
         """See :meth:`Backend.digest`; on the device, reading back one 64-bit word."""
         if words.dtype.itemsize != 4:
             raise ValueError(f"digest of {words.dtype} elements (4-byte elements only)")
-        _, digest = self._check_kernels()
+        _, digest, _ = self._check_kernels()
         return self._word(digest, 0, np.uintp(words.address), np.uint64(words.count),
                           np.uint64(salt & (2 ** 64 - 1)))
 
