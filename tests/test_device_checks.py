@@ -54,6 +54,24 @@ def test_scan_check_finds_the_first_wrong_element_in_wrap_around_arithmetic(emul
     assert emulator.scan_check(_device(emulator, other), _device(emulator, x), inclusive=inclusive) == 0
 
 
+@pytest.mark.parametrize("inclusive", [False, True])
+def test_scan_check_of_float32_is_exact_where_the_sums_are(emulator, inclusive):
+    """float32 multiples of 0.25 (every sum exact): one ulp off anywhere is found, even where the
+    wrong value minus the one before rounds, in float32, to the input (the sum is taken in float64)."""
+    rng = np.random.default_rng(6)
+    x = (rng.integers(-16, 17, 4000) * 0.25).astype(np.float32)
+    good = (inclusive_scan if inclusive else exclusive_scan)(x).astype(np.float32)
+    assert emulator.scan_check(_device(emulator, good), _device(emulator, x), inclusive=inclusive) == -1
+    small = int(np.flatnonzero((np.abs(good) > 0) & (np.abs(good) < 2))[5])
+    for k in (small, 3999):
+        bad = good.copy()
+        bad[k] = np.nextafter(bad[k], np.float32(np.inf))
+        assert emulator.scan_check(_device(emulator, bad), _device(emulator, x), inclusive=inclusive) == k
+    bad = good.copy()
+    bad[17] = np.nan
+    assert emulator.scan_check(_device(emulator, bad), _device(emulator, x), inclusive=inclusive) == 17
+
+
 def test_digest_tells_one_changed_bit_and_depends_on_the_salt(emulator):
     x = np.arange(4096, dtype=np.int32)
     d = _device(emulator, x)
@@ -200,6 +218,17 @@ def test_the_gpu_kernels_compute_what_the_host_definitions_do():
                 d_bad = _device(gpu, bad)
                 assert gpu.scan_check(d_bad, d_x, inclusive=inclusive) == min(ks)
                 assert Backend.scan_check(gpu, d_bad, d_x, inclusive=inclusive) == min(ks)
+        f = (rng.integers(-16, 17, (1 << 22) + 3) * 0.25).astype(np.float32)
+        d_f = _device(gpu, f)
+        for inclusive in (False, True):
+            good = (inclusive_scan if inclusive else exclusive_scan)(f).astype(np.float32)
+            assert gpu.scan_check(_device(gpu, good), d_f, inclusive=inclusive) == -1
+            small = int(np.flatnonzero((np.abs(good) > 0) & (np.abs(good) < 2))[0])
+            for k in (small, 3000000, f.size - 1):
+                bad = good.copy()
+                bad[k] = np.nextafter(bad[k], np.float32(np.inf))
+                assert gpu.scan_check(_device(gpu, bad), d_f, inclusive=inclusive) == k
+                assert Backend.scan_check(gpu, _device(gpu, bad), d_f, inclusive=inclusive) == k
         salt = 0xDEADBEEF12345678
         assert gpu.digest(d_x, salt) == Backend.digest(gpu, d_x, salt)
         y = x.copy()

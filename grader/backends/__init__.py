@@ -65,7 +65,7 @@ class BackendKind:
             nvcc's compile sandbox rather than the emulator's.
         case_floor_s: seconds every case may take on an idle machine before its measured share
             (:func:`grader.grading.deadlines.case_budget_s`).
-        checks_on_device: its memory is not the host's: a large int32 run is verified where it ran
+        checks_on_device: its memory is not the host's: a large run of a prefix sum is verified where it ran
             (:meth:`~grader.backends.base.Backend.scan_check` and
             :meth:`~grader.backends.base.Backend.digest`, a few bytes read back) and read back whole
             only to say what is wrong (:func:`grader.grading.case.checks.check_run`).

@@ -235,6 +235,12 @@ class Backend(abc.ABC):
     def to_host(self, src: DeviceArray) -> np.ndarray:
         """A new host copy of ``src`` (1-D, ``src.count`` elements of ``src.dtype``)."""
 
+    def read(self, src: DeviceArray) -> np.ndarray:
+        """``src``'s elements to look at now, not to keep: a new host copy (:meth:`to_host`) here; a
+        backend whose buffers are host memory may give a read-only view instead, valid until the
+        buffer is next written (a check of a run's buffers reads each once, after its launches)."""
+        return self.to_host(src)
+
     def memset32(self, dest: DeviceArray, value: int) -> None:
         """Fill ``dest`` (whose size is a multiple of 4 bytes) with the 32-bit pattern ``value``.
 
@@ -266,22 +272,30 @@ class Backend(abc.ABC):
         return int(x.sum(dtype=np.uint64))
 
     def scan_check(self, out: DeviceArray, source: DeviceArray, *, inclusive: bool) -> int:
-        """The first index at which the int32 ``out`` breaks the prefix sum of ``source`` (same
-        length), or -1: ``out[0]`` is ``source[0]`` (inclusive) or 0 (exclusive), and each
-        ``out[i] - out[i-1]`` is ``source[i]`` (inclusive) or ``source[i-1]``, in 32-bit wrap-around
-        arithmetic. By induction that is ``out`` equal to the scan everywhere, and the first break is
-        the first wrong element; nothing but the two buffers is read. Here on the host; a backend
-        whose memory is a device's checks there and reads back one index.
+        """The first index at which ``out`` breaks the prefix sum of ``source`` (same length and dtype,
+        int32 or float32), or -1: ``out[0]`` is ``source[0]`` (inclusive) or 0 (exclusive), and each
+        ``out[i]`` is ``out[i-1]`` plus ``source[i]`` (inclusive) or ``source[i-1]``. int32 adds in
+        32-bit wrap-around arithmetic; float32 adds exactly (in float64, which holds the sum of any
+        two float32 values whose exponents differ by at most 29) and compares as numbers (-0 = 0, a
+        NaN breaks it). By induction that is ``out`` equal to the exact scan everywhere, and the
+        first break is the first wrong element; for float32 that is the reference only where every
+        sum is exact (:func:`grader.grading.case.inputs.sums_are_exact`). Nothing but the two
+        buffers is read. Here on the host; a backend whose memory is a device's checks there and
+        reads back one index.
         """
-        got = self.to_host(out).view(np.uint32)
-        src = self.to_host(source).view(np.uint32)
+        got = self.to_host(out)
+        src = self.to_host(source)
         if got.size == 0:
             return -1
-        step = src if inclusive else np.concatenate([np.zeros(1, np.uint32), src[:-1]])
+        if got.dtype.kind == "f":
+            got, src = got.astype(np.float64), src.astype(np.float64)
+        else:
+            got, src = got.view(np.uint32), src.view(np.uint32)
+        step = src if inclusive else np.concatenate([np.zeros(1, src.dtype), src[:-1]])
         want = np.empty_like(got)
         want[0] = step[0]
         np.add(got[:-1], step[1:], out=want[1:])
-        bad = np.flatnonzero(got != want)
+        bad = np.flatnonzero(~(got == want))
         return int(bad[0]) if bad.size else -1
 
     def time_ms(self, work, *, before, warmup: int, runs: int, flush_bytes: int) -> list[float]:

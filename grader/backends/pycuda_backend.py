@@ -152,15 +152,18 @@ _CHECK_PTX = """
 .target sm_70
 .address_size 64
 .visible .entry scangrade_scan_check(.param .u64 p_out, .param .u64 p_in, .param .u64 p_n, .param .u32 p_inclusive,
-                                     .param .u64 p_first)
+                                     .param .u32 p_float, .param .u64 p_first)
 {
-    .reg .pred %p<4>;
+    .reg .pred %p<8>;
     .reg .b32 %r<12>;
+    .reg .f32 %f<4>;
+    .reg .f64 %fd<6>;
     .reg .b64 %rd<16>;
     ld.param.u64 %rd1, [p_out];
     ld.param.u64 %rd2, [p_in];
     ld.param.u64 %rd3, [p_n];
     ld.param.u32 %r1, [p_inclusive];
+    ld.param.u32 %r10, [p_float];
     ld.param.u64 %rd4, [p_first];
     cvta.to.global.u64 %rd1, %rd1;
     cvta.to.global.u64 %rd2, %rd2;
@@ -174,6 +177,7 @@ _CHECK_PTX = """
     add.u64 %rd5, %rd5, %rd6;
     mul.wide.u32 %rd7, %r5, %r3;
     setp.ne.u32 %p3, %r1, 0;
+    setp.ne.u32 %p4, %r10, 0;
 LOOP:
     setp.ge.u64 %p1, %rd5, %rd3;
     @%p1 bra END;
@@ -181,19 +185,28 @@ LOOP:
     add.u64 %rd9, %rd1, %rd8;
     ld.global.u32 %r6, [%rd9];
     add.u64 %rd10, %rd2, %rd8;
+    mov.u32 %r7, 0;
+    mov.u32 %r8, 0;
     setp.eq.u64 %p2, %rd5, 0;
-    @%p2 bra FIRST;
-    ld.global.u32 %r7, [%rd9+-4];
+    @!%p2 ld.global.u32 %r7, [%rd9+-4];
     @%p3 ld.global.u32 %r8, [%rd10];
-    @!%p3 ld.global.u32 %r8, [%rd10+-4];
+    or.pred %p6, %p3, %p2;
+    @!%p6 ld.global.u32 %r8, [%rd10+-4];
+    @%p4 bra FLOAT;
     add.u32 %r9, %r7, %r8;
+    setp.eq.u32 %p5, %r6, %r9;
     bra CMP;
-FIRST:
-    mov.u32 %r9, 0;
-    @%p3 ld.global.u32 %r9, [%rd10];
+FLOAT:
+    mov.b32 %f1, %r6;
+    mov.b32 %f2, %r7;
+    mov.b32 %f3, %r8;
+    cvt.f64.f32 %fd1, %f1;
+    cvt.f64.f32 %fd2, %f2;
+    cvt.f64.f32 %fd3, %f3;
+    add.rn.f64 %fd4, %fd2, %fd3;
+    setp.eq.f64 %p5, %fd1, %fd4;
 CMP:
-    setp.eq.u32 %p2, %r6, %r9;
-    @%p2 bra NEXT;
+    @%p5 bra NEXT;
     atom.global.min.u64 %rd11, [%rd4], %rd5;
 NEXT:
     add.u64 %rd5, %rd5, %rd7;
@@ -570,7 +583,7 @@ class PyCudaBackend(Backend):
             raise ValueError(f"scan_check of {out.count} elements against {source.count}")
         scan_check, _, _ = self._check_kernels()
         first = self._word(scan_check, 2 ** 64 - 1, np.uintp(out.address), np.uintp(source.address),
-                           np.uint64(out.count), np.uint32(bool(inclusive)))
+                           np.uint64(out.count), np.uint32(bool(inclusive)), np.uint32(out.dtype.kind == "f"))
         return -1 if first == 2 ** 64 - 1 else first
 
     def digest(self, words: DeviceArray, salt: int) -> int:

@@ -374,6 +374,13 @@ class EmulatorBackend(_CompileCrossChecks, Backend):
         """A new host copy of ``src`` (shape ``(src.count,)``, dtype ``src.dtype``)."""
         return _own(src).host.copy()
 
+    def read(self, src: DeviceArray) -> np.ndarray:
+        """A read-only view of ``src``'s elements in the emulator's memory (no copy), valid until the
+        buffer is next written; see :meth:`Backend.read`."""
+        view = _own(src).host.view()
+        view.flags.writeable = False
+        return view
+
     def memset32(self, dest: DeviceArray, value: int) -> None:
         """Fill ``dest`` with the 32-bit pattern ``value`` in place: one pass over the buffer's own
         memory, not a host array of the same size copied in (a 16M-element case's poison was two).

@@ -336,26 +336,31 @@ class _Verdict(NamedTuple):
         return in_cause_order(self.findings)[0].message if self.findings else ""
 
 
-def device_checkable(run: Run, plan: Plan, d_in: Guarded, x: np.ndarray, *, part: PartSpec) -> bool:
+def device_checkable(run: Run, plan: Plan, d_in: Guarded, x: np.ndarray, *, part: PartSpec,
+                     expected: np.ndarray | None = None) -> bool:
     """Whether a run's output can be checked where it ran (:meth:`grader.backends.base.Backend.scan_check`):
-    a backend that checks on the device, an int32 prefix sum of the whole input (the part's
-    ``prefix_sum``, no reference of its own) and an input that holds a digest (large enough:
-    :class:`grader.assignment.plans.Guarded`)."""
-    return (d_in.digest is not None and x.dtype == np.int32 and plan.out.count == x.size
-            and plan.out.inner.dtype == np.int32 and part.prefix_sum and part.reference is None and run.guard > 0
-            and checks_on_device(run.backend))
+    a backend that checks on the device, a prefix sum of the whole input (the part's ``prefix_sum``,
+    no reference of its own) in int32, or in float32 where every sum of the input is exact
+    (``expected``, its reference scan, tells: :func:`grader.grading.case.inputs.sums_are_exact`), and an
+    input that holds a digest (large enough: :class:`grader.assignment.plans.Guarded`)."""
+    if x.dtype == np.float32:
+        exact = expected is not None and sums_are_exact(x, expected, inclusive=part.inclusive)
+    else:
+        exact = x.dtype == np.int32
+    return (exact and d_in.digest is not None and plan.out.count == x.size and plan.out.inner.dtype == x.dtype
+            and part.prefix_sum and part.reference is None and run.guard > 0 and checks_on_device(run.backend))
 
 
-def _passes_on_device(run: Run, plan: Plan, d_in: Guarded, x: np.ndarray, *, part: PartSpec) -> bool:
-    """Whether a run passes every check of :func:`check_run`, verified where it ran, on a backend that
-    checks on the device (:func:`grader.assignment.plans.checks_on_device`), for an int32 prefix sum
-    whose input holds a digest (:class:`grader.assignment.plans.Guarded`): the guard zones of large
+def _passes_on_device(run: Run, plan: Plan, d_in: Guarded, x: np.ndarray, *, part: PartSpec,
+                      expected: np.ndarray | None) -> bool:
+    """Whether a run passes every check of :func:`check_run`, verified where it ran: on a backend that
+    checks on the device, for a prefix sum :func:`device_checkable` admits, the guard zones of large
     buffers and small buffers whole read back, the input's digest taken again, the part's own checks,
-    and the output checked against the input (:meth:`grader.backends.base.Backend.scan_check`, exact
-    in 32-bit arithmetic). False where any of them fails or does not apply: :func:`check_run` then
-    reads everything back and says what is wrong, as it does on every other backend."""
+    and the output checked against the input (:meth:`grader.backends.base.Backend.scan_check`,
+    exact). False where any of them fails or does not apply: :func:`check_run` then reads everything
+    back and says what is wrong, as it does on every other backend."""
     backend = run.backend
-    if not device_checkable(run, plan, d_in, x, part=part):
+    if not device_checkable(run, plan, d_in, x, part=part, expected=expected):
         return False
     small: dict[int, np.ndarray] = {}
     poison = np.uint32(POISON_BITS)
@@ -385,19 +390,19 @@ def check_run(run: Run, plan: Plan, d_in: Guarded, x: np.ndarray, expected: np.n
     blocks wrote nothing), the output against ``expected`` (the reference scan of ``x``; float32
     exactly, or within :func:`error_bound` for a fractional input) and the part's own checks (:attr:`grader.assignment.plans.Plan.checks`: Part 5's ticket
     counter). Every problem found is a finding. ``expected`` None: the reference scan is computed
-    here where it is needed. On a backend that checks on the device, a large int32 run that passes
+    here where it is needed. On a backend that checks on the device, a large run of a prefix sum that passes
     is verified there and not read back (:func:`_passes_on_device`).
 
     Returns:
         a ``_Verdict`` (findings, mismatch; its ``status`` and ``message`` sum them up), a named tuple.
     """
     n = x.size
-    if completed and output and _passes_on_device(run, plan, d_in, x, part=part):
+    if completed and output and _passes_on_device(run, plan, d_in, x, part=part, expected=expected):
         return _Verdict([], None)
     if expected is None:
         expected = reference_output(part, x)
     found: list[CaseFinding] = []
-    wholes = {id(g): run.backend.to_host(g.full) for g in run.buffers}
+    wholes = {id(g): run.backend.read(g.full) for g in run.buffers}
     problem = next(filter(None, (_guard_problem(g, wholes[id(g)]) for g in run.buffers)), None)
     if problem:
         found.append(CaseFinding(FailureKind.OUT_OF_BOUNDS, f"out-of-bounds write: {problem}"))

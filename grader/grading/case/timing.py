@@ -124,14 +124,16 @@ def _spot_check(backend: Backend, out: Guarded, expected: np.ndarray, rng: np.ra
 
 def _spot_check_on_device(backend: Backend, out: Guarded, d_in: Guarded, x: np.ndarray, part: PartSpec) -> str | None:
     """The whole of ``out`` checked against the input where it ran
-    (:meth:`grader.backends.base.Backend.scan_check`; the int32 runs of
-    :func:`grader.grading.case.checks.device_checkable`): stronger than :func:`_spot_check`'s chunks, at a
+    (:meth:`grader.backends.base.Backend.scan_check`; the runs
+    :func:`grader.grading.case.checks.device_checkable` admits): stronger than :func:`_spot_check`'s chunks, at a
     few bytes read back. A message naming the first wrong element, or None."""
     k = backend.scan_check(out.inner, d_in.inner, inclusive=part.inclusive)
     if k < 0:
         return None
     got = backend.to_host(out.inner.view(k, 1))
-    want = np.int64(x[:k + int(part.inclusive)].sum(dtype=np.int64)).astype(np.uint32).view(np.int32)
+    head = x[:k + int(part.inclusive)]
+    want = (np.float32(head.sum(dtype=np.float64)) if x.dtype.kind == "f"
+            else np.int64(head.sum(dtype=np.int64)).astype(np.uint32).view(np.int32))
     poisoned = got.view(np.uint32)[0] == POISON_BITS
     return (f"out[{k}] = {got[0]}, expected {want}"
             + (" (the poison the grader wrote before the run: the launch wrote nothing there)" if poisoned else ""))
@@ -192,7 +194,7 @@ def time_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, 
         slow = _probe_s(backend, before, plan.launch)  # far too slow for points: a few runs tell its time
         warmup, runs, checked, spots = _timed_schedule(cfg, part, n, slow=slow >= SLOW_RUN_S)
         held = {"out": plan.out, "in": d_in}  # cleared with the plan, before the copy's buffers
-        on_device = device_checkable(run, plan, d_in, x, part=part)
+        on_device = device_checkable(run, plan, d_in, x, part=part, expected=expected)
 
         def after(job: int, i: int) -> None:
             if job == 0 and i in checked:
