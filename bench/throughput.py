@@ -165,6 +165,7 @@ def _run_batch(subs: Path, out: Path, what: str, *, cfg, selection, jobs: int | 
     """``scangrade batch``'s code path over the folder ``subs``: the row (wall, CPU, rate, the phases'
     medians, the workers' traces) and the ``(id, result)`` pairs graded."""
     from grader.classwork.batch import batch
+    from grader.render.plot import drawn_apart
     from grader.render.formats import student_reports
 
     total = len(list(subs.iterdir()))
@@ -178,7 +179,8 @@ def _run_batch(subs: Path, out: Path, what: str, *, cfg, selection, jobs: int | 
         done.append(time.perf_counter() - t0)
         print(f"[{len(done)}/{total}] {sid}: {result.points:g}/{result.max_points:g} in "
               f"{result.elapsed_s:.1f} s, {done[-1]:.1f} s since the start", file=sys.stderr, flush=True)
-    graded = batch(subs, out=out, cfg=cfg, selection=selection, jobs=jobs, reports=student_reports, on_done=progress)
+    with drawn_apart(student_reports, jobs=jobs) as reports:  # as scangrade batch draws them
+        graded = batch(subs, out=out, cfg=cfg, selection=selection, jobs=jobs, reports=reports, on_done=progress)
     wall = time.perf_counter() - t0
     results = [r for _, r in graded]
     phases: dict[str, dict[str, list]] = {}  # per part and phase: the median over the batch

@@ -157,11 +157,13 @@ class Grading:
             Interrupted: Ctrl-C; the message says what was written and how to go on.
         """
         from grader.classwork.batch import batch
+        from grader.render.plot import drawn_apart
         if reports is None:
             from grader.render.formats import batch_reports as reports
-        return batch(absolute(folder, self.start), out=absolute(out, self.start), cfg=self.cfg,
-                     selection=self.selection, resume=resume, jobs=jobs, checks=self.checks, on_done=on_done,
-                     on_note=on_note, shard=shard, reports=reports)
+        with drawn_apart(reports, jobs=jobs) as drawing:  # the plots in other processes, at many jobs
+            return batch(absolute(folder, self.start), out=absolute(out, self.start), cfg=self.cfg,
+                         selection=self.selection, resume=resume, jobs=jobs, checks=self.checks, on_done=on_done,
+                         on_note=on_note, shard=shard, reports=drawing)
 
 
 def prepare(*, config: PathLike | None = None, private_config: PathLike | None = None, backend: str | None = None,

@@ -215,6 +215,29 @@ def test_a_results_plot_is_drawn_once_for_all_its_reports(cfg):
     assert time_plot_png(other) != time_plot_png(result.parts[0])
 
 
+def test_a_batch_of_many_jobs_draws_its_plots_in_other_processes(cfg):
+    """At PLOT_POOL_JOBS jobs the reports' plots are drawn in a pool of processes before the reports
+    run (the jobs' threads share one interpreter lock): there when the reports ask, the same bytes."""
+    from grader.render import plot
+
+    pytest.importorskip("matplotlib")
+    result = _result(cfg)
+    plot._drawn_png.cache_clear()
+    key = plot._plot_key(result.parts[0], 72)
+    direct = plot._draw_png(*key)
+    waiting = []
+
+    def reports(r):
+        waiting.append(key in plot._DRAWN_ELSEWHERE)  # drawn, and not yet used here
+        return {"plot.png": time_plot_png(r.parts[0])}
+    with plot.drawn_apart(reports, jobs=plot.PLOT_POOL_JOBS) as drawing:
+        assert drawing is not reports
+        assert drawing(result)["plot.png"] == direct
+    assert waiting == [True] and key not in plot._DRAWN_ELSEWHERE
+    with plot.drawn_apart(reports, jobs=plot.PLOT_POOL_JOBS - 1) as drawing:
+        assert drawing is reports  # a few jobs: drawn where the reports are
+
+
 def test_a_batch_writes_the_plot_into_the_student_folder(cfg, tmp_path):
     pytest.importorskip("matplotlib")
     from grader.classwork.store import write_reports

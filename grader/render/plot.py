@@ -10,13 +10,19 @@ extra: without it there is no plot, and :func:`plot_unavailable` says why.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import io
+import multiprocessing
+import os
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from grader.core.results import PartResult, SubmissionResult
 
-__all__ = ["PNG_SIGNATURE", "plot_name", "plot_unavailable", "plotted_parts", "time_plot_png", "write_plots"]
+__all__ = ["PNG_SIGNATURE", "draw_plots_in", "drawn_apart", "plot_name", "plot_unavailable", "plotted_parts", "time_plot_png", "write_plots"]
 
 #: The first bytes of every PNG file.
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -58,20 +64,94 @@ def plotted_parts(result: SubmissionResult) -> list[PartResult]:
     return [p for p in result.parts if _series(p)[0]]
 
 
+def _plot_key(part: PartResult, dpi: int) -> tuple | None:
+    """What a part's plot is drawn from, ``(title, ylabel, series, dpi)``; None: nothing to plot."""
+    lines, ylabel = _series(part)
+    if not lines:
+        return None
+    series = tuple((label, tuple(sorted(pts))) for label, pts in lines.items())
+    return (f"Part {part.number}: {part.title}", ylabel, series, dpi)
+
+
 def time_plot_png(part: PartResult, *, dpi: int = 72) -> bytes | None:
     """The part's plot as PNG bytes, or None: nothing to plot, or no matplotlib. The same plot is
     drawn once: a batch puts it in several reports of one result (Gradescope's, the staff's and the
     student's files), and drawing it is most of what rendering them costs."""
-    lines, ylabel = _series(part)
-    if not lines or plot_unavailable():
+    key = _plot_key(part, dpi)
+    if key is None or plot_unavailable():
         return None
-    series = tuple((label, tuple(sorted(pts))) for label, pts in lines.items())
-    return _drawn_png(f"Part {part.number}: {part.title}", ylabel, series, dpi)
+    return _drawn_png(*key)
+
+
+#: Plots drawn in another process (:func:`draw_plots_in`), by their key, until first used here.
+_DRAWN_ELSEWHERE: dict[tuple, bytes] = {}
+_ELSEWHERE_LOCK = threading.Lock()
+
+
+def draw_plots_in(result: SubmissionResult, submit: Callable) -> None:
+    """Draw the plots of ``result``'s parts through ``submit`` (a
+    :class:`concurrent.futures.ProcessPoolExecutor`'s: another process, with its own interpreter
+    lock) and keep them for :func:`time_plot_png`, which then draws nothing. A batch grades many
+    submissions in threads of one process, where drawing a plot holds that process's lock for
+    most of a second. Nothing to plot, or no matplotlib: nothing is done.
+
+    Raises:
+        whatever the submitted call raises (a pool that broke: ``BrokenProcessPool``).
+    """
+    if plot_unavailable():
+        return
+    keys = [k for k in (_plot_key(p, 72) for p in plotted_parts(result)) if k is not None]
+    futures = [(key, submit(_draw_png, *key)) for key in keys]
+    for key, future in futures:
+        png = future.result()
+        with _ELSEWHERE_LOCK:
+            _DRAWN_ELSEWHERE[key] = png
+
+
+#: A batch of this many jobs or more draws its plots in a pool of processes
+#: (:func:`drawn_apart`), one per this many jobs, at most :data:`PLOT_PROCESSES_MAX`.
+PLOT_POOL_JOBS = 8
+PLOT_PROCESSES_MAX = 4
+
+
+@contextlib.contextmanager
+def drawn_apart(reports: Callable[[SubmissionResult], Mapping], *, jobs: int | None) -> Iterator[Callable]:
+    """``reports`` (a result's report files, as a batch renders them in its job threads) made to draw
+    its plots in a pool of processes first (:func:`draw_plots_in`): the jobs are threads of one
+    process, and a plot holds its interpreter lock for most of a second, so that at many jobs
+    drawing would pace the batch. The pool (``spawn``: no copy of the threaded process) serves the
+    block and ends with it. ``jobs`` None: as many as the cores; under :data:`PLOT_POOL_JOBS` jobs,
+    or without matplotlib, ``reports`` itself. A pool that broke leaves each plot drawn in the
+    calling thread, as without one."""
+    count = min(PLOT_PROCESSES_MAX, (jobs or os.cpu_count() or 1) // PLOT_POOL_JOBS)
+    if count < 1 or plot_unavailable():
+        yield reports
+        return
+    pool = ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("spawn"))
+
+    def drawn(result: SubmissionResult) -> Mapping:
+        try:
+            draw_plots_in(result, pool.submit)
+        except Exception:  # noqa: BLE001 - a pool that broke: the reports draw their plots here
+            pass
+        return reports(result)
+    try:
+        yield drawn
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 @functools.lru_cache(maxsize=32)
 def _drawn_png(title: str, ylabel: str, series: tuple, dpi: int) -> bytes:
-    """The plot of ``series`` (``((label, ((n, y), ...)), ...)``), as :func:`time_plot_png` draws it."""
+    """The plot of ``series`` (``((label, ((n, y), ...)), ...)``), as :func:`time_plot_png` draws it:
+    drawn elsewhere (:func:`draw_plots_in`) or now."""
+    with _ELSEWHERE_LOCK:
+        png = _DRAWN_ELSEWHERE.pop((title, ylabel, series, dpi), None)
+    return png if png is not None else _draw_png(title, ylabel, series, dpi)
+
+
+def _draw_png(title: str, ylabel: str, series: tuple, dpi: int) -> bytes:
+    """Draw the plot of ``series`` with matplotlib: PNG bytes."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(6.4, 4.0), layout="constrained")
