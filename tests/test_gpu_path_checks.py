@@ -94,6 +94,19 @@ def test_a_correct_part_is_checked_by_the_emulator_and_verified_on_the_gpu(cfg, 
     assert {r.checker for r in results if r.n > 300} == {SAMPLED_CHECKER}  # the checks on sampled blocks
 
 
+def test_in_two_lanes_the_checks_decide_every_case_as_in_one(cfg, tmp_path, monkeypatch):
+    """Where the worker has the cores to itself, two emulators check every other case each
+    (beside.check_lanes): the same verdicts, kinds and checkers, case by case, as one lane's."""
+    from grader.grading.worker import beside
+
+    source, key = BROKEN / "part2_missing_sync.cu", "part2_blelloch"
+    one, _, _ = grade_on_gpu_path(cfg, source, key, tmp_path / "one")
+    monkeypatch.setattr(beside, "check_lanes", lambda cfg: 2)
+    two, _, _ = grade_on_gpu_path(cfg, source, key, tmp_path / "two")
+    see = lambda results: [(r.name, r.status, r.kind, r.checker) for r in results]  # noqa: E731
+    assert see(two) == see(one) and any(r.status == "fail" for r in two)
+
+
 def test_a_case_the_checks_fail_is_not_run_on_the_gpu(cfg, tmp_path):
     results, _, launched = grade_on_gpu_path(cfg, BROKEN / "part2_missing_sync.cu", "part2_blelloch", tmp_path)
     failed = [(r, n) for r, n in zip(results, launched) if r.status == "fail" and r.checker == "emulator checks"]

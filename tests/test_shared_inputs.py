@@ -90,3 +90,26 @@ def test_small_inputs_and_runs_without_the_folder_are_drawn_in_memory(cfg, tmp_p
     monkeypatch.delenv(INPUT_CACHE_ENV)
     x, _ = shared_input(cfg, part, N, 1, np.int32)
     assert not isinstance(x, np.memmap) and not list(tmp_path.iterdir())
+
+
+def test_an_input_drawn_ahead_is_handed_to_each_of_its_takers_then_forgotten(cfg, monkeypatch):
+    """A large case's input drawn ahead goes to the GPU's run and to the emulator's checks beside it
+    (takers 2): the same arrays twice, drawn once; a timed size that is a case's size too is one draw
+    whose takers add up; after the last taker, an input is drawn afresh (the same values)."""
+    from grader.grading.case import inputs
+
+    monkeypatch.delenv(INPUT_CACHE_ENV, raising=False)
+    draws = []
+    real = inputs.make_input
+    monkeypatch.setattr(inputs, "make_input", lambda *a, **k: draws.append(a[2]) or real(*a, **k))
+    part = PARTS["part4_any_size"]
+    ahead = inputs.DrawAhead(cfg, part, [(1000, 7, np.int32, False), (2000, 7, np.int32, False),
+                                         (1000, 7, np.int32, False)], [2, 1, 1])
+    first = ahead.take(1000, 7, np.int32)
+    for _ in range(2):  # the second taker, and the third (the same key listed again: added up)
+        x, expected = ahead.take(1000, 7, np.int32)
+        assert x is first[0] and expected is first[1]
+    assert ahead.take(2000, 7, np.int32)[0].size == 2000
+    assert sorted(draws) == [1000, 2000]
+    fresh = ahead.take(1000, 7, np.int32)
+    assert fresh[0] is not first[0] and np.array_equal(fresh[0], first[0]) and sorted(draws) == [1000, 1000, 2000]

@@ -183,15 +183,26 @@ class DrawAhead:
         part: the part whose cases they are.
         items: ``(n, seed, dtype, fractional)`` of each input (see :func:`make_input`), in the order
             to draw them.
+        takers: how many times each item is taken before it is forgotten (parallel to ``items``;
+            default once each): a large case's input is taken by the GPU's run and by the emulator's
+            checks beside it (:class:`grader.grading.worker.beside.BackgroundEmulatorChecks`).
 
-    Memory: every input drawn and not yet taken (2 GiB for a 2^28 int32 input and its scan).
+    Memory: every input drawn and not yet taken as often as said (2 GiB for a 2^28 int32 input and
+    its scan).
     """
 
-    def __init__(self, cfg: Config, part: PartSpec, items: list[tuple[int, int, np.dtype, bool]]) -> None:
+    def __init__(self, cfg: Config, part: PartSpec, items: list[tuple[int, int, np.dtype, bool]],
+                 takers: list[int] | None = None) -> None:
         self.cfg, self.part = cfg, part
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="scangrade-draw-ahead")
-        self._ahead = {(n, seed, np.dtype(d).str, f): self._pool.submit(self._draw, n, seed, np.dtype(d), f)
-                       for n, seed, d, f in items}
+        self._lock = threading.Lock()  # takers in several threads
+        self._ahead: dict[tuple, list] = {}
+        for (n, seed, d, f), left in zip(items, takers or [1] * len(items)):
+            key = (n, seed, np.dtype(d).str, f)
+            if key in self._ahead:  # a timed size that is a case's size too: one draw, taken by both
+                self._ahead[key][1] += left
+            else:
+                self._ahead[key] = [self._pool.submit(self._draw, n, seed, np.dtype(d), f), left]
         self._pool.shutdown(wait=False)
 
     def _draw(self, n: int, seed: int, dtype: np.dtype, fractional: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -200,9 +211,15 @@ class DrawAhead:
     def take(self, n: int, seed: int, dtype: np.dtype, fractional: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """``(input, reference output)`` of one case: the one drawn ahead (waiting for it if it is
         being drawn), else drawn now."""
-        future = self._ahead.pop((n, seed, np.dtype(dtype).str, fractional), None)
-        if future is not None:
-            return future.result()
+        key = (n, seed, np.dtype(dtype).str, fractional)
+        with self._lock:
+            entry = self._ahead.get(key)
+            if entry is not None:
+                entry[1] -= 1
+                if entry[1] <= 0:
+                    del self._ahead[key]
+        if entry is not None:
+            return entry[0].result()
         return self._draw(n, seed, np.dtype(dtype), fractional)
 
 

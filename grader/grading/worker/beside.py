@@ -35,58 +35,70 @@ class BackgroundEmulatorChecks:
         self._results: dict[int, object] = {}
         todo = list(range(job.start, len(cases)))
         self._ready = {i: threading.Event() for i in todo}
-        self._compiled = threading.Event()
+        lanes = check_lanes(cfg)
+        self._compiled = [threading.Event() for _ in range(lanes)]
         self.unavailable: str | None = None  # why the emulator cannot check this part
-        self._emulator = None
+        #: The worker's inputs drawn ahead (:class:`grader.grading.case.inputs.DrawAhead`), once it has
+        #: them: a large case's input is drawn once for the GPU's run and these checks.
+        self.ahead = None
+        self._emulators: list = []
         self._work = Path(tempfile.mkdtemp(prefix="scangrade-emulator-checks-"))
         self._started = time.time()
-        self._thread = threading.Thread(target=self._run, args=(todo, source), name="scangrade-emulator-checks",
-                                        daemon=True)
-        self._thread.start()
+        self._threads = [threading.Thread(target=self._run, args=(todo[lane::lanes], source, lane),
+                                          name=f"scangrade-emulator-checks-{lane}", daemon=True)
+                         for lane in range(lanes)]
+        for thread in self._threads:
+            thread.start()
 
-    def _run(self, todo: list[int], source: str) -> None:
+    def _run(self, todo: list[int], source: str, lane: int) -> None:
         from grader.core.errors import ScangradeError
         from grader.grading.case.run import CHECK_SCHEDULES, SAMPLED_CHECKER, run_case
         from grader.grading.compile import compile_part
 
+        failed = True
         try:
-            self._emulator = checking_emulator(self.cfg, self.part)
+            emulator = checking_emulator(self.cfg, self.part)
+            self._emulators.append(emulator)
             pc = self.cfg.parts[self.part.key]
-            modules = _call_in_threads({d: functools.partial(compile_part, self._emulator, self.part, source, pc=pc,
-                                                             dtype=d, workdir=self._work / d)
+            modules = _call_in_threads({d: functools.partial(compile_part, emulator, self.part, source, pc=pc,
+                                                             dtype=d, workdir=self._work / str(lane) / d)
                                         for d in sorted({self.cases[i].dtype for i in todo})})
             # A compile loads its module in an executor started by the compile's own thread, which has
             # ended: the executor dies with that thread (bubblewrap's --die-with-parent and its own
             # PR_SET_PDEATHSIG are per thread), at any moment, a launch under way included. Stopped
             # here, the next launch starts one from this thread.
-            self._emulator.close()
-            self._compiled.set()
+            emulator.close()
+            self._compiled[lane].set()
             compiled = time.time()
             for i in todo:
                 case = self.cases[i]
                 sampled = case.n > self.cfg.emulator.checks_max_n
-                self._results[i] = run_case(self._emulator, modules[case.dtype], cfg=self.cfg, part=self.part,
+                self._results[i] = run_case(emulator, modules[case.dtype], cfg=self.cfg, part=self.part,
                                             case=case, schedules=CHECK_SCHEDULES, sampled=sampled, plain=False,
-                                            checker=SAMPLED_CHECKER if sampled else "emulator checks")
+                                            checker=SAMPLED_CHECKER if sampled else "emulator checks",
+                                            ahead=self.ahead)
                 self._ready[i].set()
+            failed = False
             trace = os.environ.get("SCANGRADE_CASE_TIMES")  # bench: when the compiles and the cases were done
             if trace:
                 Path(trace).mkdir(parents=True, exist_ok=True)
-                (Path(trace) / f"{self.part.key}-emulator-checks-{os.getpid()}.json").write_text(json.dumps(
+                (Path(trace) / f"{self.part.key}-emulator-checks-{os.getpid()}-{lane}.json").write_text(json.dumps(
                     {"started": self._started, "compiled": compiled, "done": time.time(), "cases": len(todo),
                      "thread_cpu_s": time.thread_time()}))
         except ScangradeError as exc:  # the emulator cannot build or run it: compute-sanitizer stands in
-            self.unavailable = str(exc) or type(exc).__name__
+            self.unavailable = self.unavailable or str(exc) or type(exc).__name__
         except Exception as exc:  # noqa: BLE001 - closed under it (the worker ends), or a grader bug: say so
-            self.unavailable = f"the emulator's checks stopped: {type(exc).__name__}: {exc}"
+            self.unavailable = self.unavailable or f"the emulator's checks stopped: {type(exc).__name__}: {exc}"
         finally:
-            self._compiled.set()
-            for event in self._ready.values():
-                event.set()
+            self._compiled[lane].set()
+            for i in (self._ready if failed else todo):  # failed: no lane's later result is waited for
+                self._ready[i].set()
 
     def compiled(self, timeout: float) -> bool:
-        """Wait up to ``timeout`` s for the part's emulator compiles (or their failure); whether they ended."""
-        return self._compiled.wait(timeout)
+        """Wait up to ``timeout`` s for the part's emulator compiles, in every lane (or their failure);
+        whether they ended."""
+        deadline = time.monotonic() + timeout
+        return all(event.wait(max(0.0, deadline - time.monotonic())) for event in self._compiled)
 
     def result(self, index: int):
         """The emulator's checked run of case ``index`` (a CaseResult), waiting for it: the case's
@@ -103,9 +115,26 @@ class BackgroundEmulatorChecks:
         """Stop the emulator's executors (a run still going ends with an error) and remove its files."""
         import shutil
 
-        if self._emulator is not None:
-            self._emulator.close()
+        for emulator in list(self._emulators):
+            emulator.close()
         shutil.rmtree(self._work, ignore_errors=True)
+
+
+#: Lanes of the emulator's checks beside a GPU where the worker has the cores to itself (the config's
+#: ``emulator.workers`` 0: a submission graded alone, its parts at once): each lane its own emulator,
+#: taking every SPARE_CORE_LANES-th case, so that the checks the GPU waits on end sooner.
+SPARE_CORE_LANES = 2
+#: The fewest cores for :data:`SPARE_CORE_LANES` lanes.
+SPARE_CORE_LANES_MIN_CORES = 8
+
+
+def check_lanes(cfg) -> int:
+    """How many lanes :class:`BackgroundEmulatorChecks` runs under ``cfg`` on this machine: one where
+    the config sets the emulator's workers (a batch shares the cores among its jobs) or under
+    :data:`SPARE_CORE_LANES_MIN_CORES` cores, else :data:`SPARE_CORE_LANES`."""
+    if cfg.emulator.workers or (os.cpu_count() or 1) < SPARE_CORE_LANES_MIN_CORES:
+        return 1
+    return SPARE_CORE_LANES
 
 
 def emulator_checker_line(cfg) -> str:

@@ -162,6 +162,8 @@ class _PartGrader:
         self.events.emit(Compiled())
         all_cases = case_list(cfg, part.key)
         self.ahead = draw_ahead(self.kind, job, cfg, part, all_cases)
+        if self.background is not None:
+            self.background.ahead = self.ahead  # the large inputs, drawn once for the GPU and the checks
         # compute-sanitizer: an audit a TA asks for (sanitizer_audit), or the fallback where the
         # emulator cannot build the part (gpu.fallback)
         if self.kind.has_sanitizer and job.checks:  # the GPU path: the emulator's checks decide checked cases
