@@ -20,7 +20,6 @@ after the run.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import datetime as _dt
 import os
@@ -44,7 +43,6 @@ from grader.assignment.parts import PARTS
 from grader.core.results import PartStatus, SubmissionResult
 from grader.grading.part_runner import ungraded_part
 from grader.grading.runner import grade
-from grader.grading.spare_workers import spare_workers
 
 #: ``result -> {path: text}``: a student's reports besides ``result.json``, paths relative to the
 #: student's folder (``report.txt``, ``student/report.txt``...; bytes for a plot's PNG).
@@ -244,9 +242,6 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
     run = _Grading(out=out, cfg=cfg, selection=selection, checks=checks, resume=resume, reports=reports,
                    on_done=on_done, on_note=on_note, gpus=gpus, inputs=inputs, jobs=jobs)
     results, regraded = run.results, run.regraded
-    # On a GPU, each job's next part worker started ahead, while its part before runs (spare_workers)
-    ahead = contextlib.ExitStack()
-    ahead.enter_context(spare_workers(jobs // max(1, len(gpus)) if selection.kind.uses_gpus else 0))
     pool = ThreadPoolExecutor(max_workers=jobs)
     futures = [pool.submit(run.one, s) for s in subs]
     try:
@@ -264,7 +259,6 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
                            people=people) from None
     finally:
         pool.shutdown(wait=True)
-        ahead.close()
         if inputs is not None:
             shutil.rmtree(inputs, ignore_errors=True)
     rows = [(s.id, results[s.id]) for s in subs]

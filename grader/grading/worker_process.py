@@ -18,7 +18,6 @@ from grader.assignment.config import Config
 from grader.core.errors import GradingStopped
 from grader.grading import protocol
 from grader.grading.deadlines import describe_budget, load_factor
-from grader.grading.spare_workers import hand_over, take_spare
 
 #: Bytes of a worker's own stdout/stderr kept for messages.
 TAIL_BYTES = 4000
@@ -135,11 +134,9 @@ def run_worker(job_path: Path, events: protocol.EventReader, *, cfg: Config, tmp
     env["PYTHONUNBUFFERED"] = "1"
     env[RUNNER_PID_ENV] = str(os.getpid())  # the worker ends itself if this process is gone
     with open(tmpdir / "stdout.txt", "wb") as out_f, open(tmpdir / "stderr.txt", "wb") as err_f:
-        proc = take_spare(env)  # a worker started ahead with this environment (a GPU batch), given the job
-        if proc is None or not hand_over(proc, job_path, tmpdir):
-            proc = subprocess.Popen([sys.executable, "-m", "grader.grading.worker", str(job_path)], cwd=tmpdir,
-                                    stdout=out_f, stderr=err_f, stdin=subprocess.DEVNULL, env=env,
-                                    start_new_session=True)
+        proc = subprocess.Popen([sys.executable, "-m", "grader.grading.worker", str(job_path)], cwd=tmpdir,
+                                stdout=out_f, stderr=err_f, stdin=subprocess.DEVNULL, env=env,
+                                start_new_session=True)
         stopped = None
         case_hung = False
         allowed = cfg.timeouts.case_s

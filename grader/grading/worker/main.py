@@ -352,46 +352,9 @@ def _profiled(argv: list[str]) -> int:
         profile.dump_stats(str(Path(folder) / f"{part}-{os.getpid()}.prof"))
 
 
-def _spare() -> list[str] | None:
-    """``--spare`` (:mod:`grader.grading.spare_workers`): what a worker imports and initialises before
-    its job is known, done now; then wait for one line on stdin, ``JOB.json<TAB>FOLDER``, and make
-    that folder this worker's, with its ``stdout.txt`` and ``stderr.txt`` as stdout and stderr, as
-    a worker started for the job has them. The job's arguments, or None where stdin closed first
-    (the runner needs no more workers)."""
-    import importlib
-
-    _die_with_runner()
-    for name in ("numpy", "grader.grading.case.run", "grader.grading.worker.beside", "grader.backends.pycuda_backend"):
-        importlib.import_module(name)  # the imports every part's worker makes
-    try:  # the driver's start on a GPU machine (the context needs the job: created then)
-        import pycuda.driver as cuda
-        cuda.init()
-    except Exception:  # noqa: BLE001 - no PyCUDA or no GPU: the job's backend says so
-        pass
-    line = sys.stdin.buffer.readline().decode()
-    if not line.endswith("\n"):
-        return None
-    job_path, folder = line[:-1].split("\t", 1)
-    os.chdir(folder)
-    for fd, name in ((1, "stdout.txt"), (2, "stderr.txt")):
-        out = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        os.dup2(out, fd)
-        os.close(out)
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
-    return [job_path]
-
-
 def cli(argv: list[str]) -> int:
     """``python -m grader.grading.worker JOB.json``: a job file the worker cannot use is one line on
-    stderr and exit status 2 (the runner reports the part as a grader error with that line).
-    ``--spare``: a worker started ahead, whose job comes on stdin (:func:`_spare`)."""
-    if argv[:1] == ["--spare"]:
-        job = _spare()
-        if job is None:
-            return 0
-        argv = job
+    stderr and exit status 2 (the runner reports the part as a grader error with that line)."""
     try:
         return _profiled(argv)
     except ProtocolError as exc:
