@@ -57,6 +57,8 @@ class BackgroundEmulatorChecks:
 
         failed = True
         try:
+            if lane:  # after the first lane's compile, which the others then find in the compile cache
+                self._compiled[0].wait()
             emulator = checking_emulator(self.cfg, self.part)
             self._emulators.append(emulator)
             pc = self.cfg.parts[self.part.key]
