@@ -75,8 +75,9 @@ class Guarded:
         count: elements inside the guard zones, which hold :data:`POISON_BITS` before the launches.
         output: whether the kernel writes it (poisoned again before every timed run).
         digest: the digest of what was copied in (:meth:`grader.backends.base.Backend.digest`,
-            salt :data:`DIGEST_SALT`), taken where the backend checks on the device and ``count`` is
-            at least :data:`DEVICE_CHECK_MIN`; None otherwise. An input is then checked unchanged
+            salt :data:`DIGEST_SALT`), taken where the backend checks on the device, ``count`` is
+            at least :data:`DEVICE_CHECK_MIN` and the run has guard zones (not compute-sanitizer's
+            replays); None otherwise. An input is then checked unchanged
             by its digest, not read back.
     """
 
@@ -118,7 +119,7 @@ class Run:
         digest = None
         if init is not None:
             self.backend.to_device(np.ascontiguousarray(init, dtype=dtype), inner)
-            if count >= DEVICE_CHECK_MIN and dtype.itemsize == 4 and checks_on_device(self.backend):
+            if count >= DEVICE_CHECK_MIN and dtype.itemsize == 4 and self.guard and checks_on_device(self.backend):
                 digest = self.backend.digest(inner, DIGEST_SALT)
         g = Guarded(name, full, inner, count, output, digest)
         self.buffers.append(g)
