@@ -144,6 +144,20 @@ END:
 """
 
 
+#: The start of a grid-stride loop in :data:`_CHECK_PTX`'s kernels: ``%rd5`` the thread's first index,
+#: ``%rd7`` the stride (every thread of the grid).
+_GRID_STRIDE_PTX = """
+    mov.u32 %r2, %ctaid.x;
+    mov.u32 %r3, %ntid.x;
+    mov.u32 %r4, %tid.x;
+    mov.u32 %r5, %nctaid.x;
+    mul.wide.u32 %rd5, %r2, %r3;
+    cvt.u64.u32 %rd6, %r4;
+    add.u64 %rd5, %rd5, %rd6;
+    mul.wide.u32 %rd7, %r5, %r3;
+"""
+
+
 #: The grader's own checks on the device (:meth:`PyCudaBackend.scan_check`, :meth:`PyCudaBackend.digest`),
 #: hand-written PTX as :data:`_FILL_PTX` is: the same arithmetic as :meth:`Backend.scan_check` and
 #: :meth:`Backend.digest` on the host, each a grid-stride loop with one atomic per thread.
@@ -153,7 +167,7 @@ _CHECK_PTX = """
 .address_size 64
 .visible .entry scangrade_scan_check(.param .u64 p_out, .param .u64 p_in, .param .u64 p_n, .param .u32 p_inclusive,
                                      .param .u32 p_float, .param .u64 p_first)
-{
+{{
     .reg .pred %p<8>;
     .reg .b32 %r<12>;
     .reg .f32 %f<4>;
@@ -168,15 +182,7 @@ _CHECK_PTX = """
     cvta.to.global.u64 %rd1, %rd1;
     cvta.to.global.u64 %rd2, %rd2;
     cvta.to.global.u64 %rd4, %rd4;
-    mov.u32 %r2, %ctaid.x;
-    mov.u32 %r3, %ntid.x;
-    mov.u32 %r4, %tid.x;
-    mov.u32 %r5, %nctaid.x;
-    mul.wide.u32 %rd5, %r2, %r3;
-    cvt.u64.u32 %rd6, %r4;
-    add.u64 %rd5, %rd5, %rd6;
-    mul.wide.u32 %rd7, %r5, %r3;
-    setp.ne.u32 %p3, %r1, 0;
+{grid_stride}    setp.ne.u32 %p3, %r1, 0;
     setp.ne.u32 %p4, %r10, 0;
 LOOP:
     setp.ge.u64 %p1, %rd5, %rd3;
@@ -213,9 +219,9 @@ NEXT:
     bra LOOP;
 END:
     ret;
-}
+}}
 .visible .entry scangrade_digest(.param .u64 p_words, .param .u64 p_n, .param .u64 p_salt, .param .u64 p_sum)
-{
+{{
     .reg .pred %p<2>;
     .reg .b32 %r<8>;
     .reg .b64 %rd<20>;
@@ -225,15 +231,7 @@ END:
     ld.param.u64 %rd4, [p_sum];
     cvta.to.global.u64 %rd1, %rd1;
     cvta.to.global.u64 %rd4, %rd4;
-    mov.u32 %r2, %ctaid.x;
-    mov.u32 %r3, %ntid.x;
-    mov.u32 %r4, %tid.x;
-    mov.u32 %r5, %nctaid.x;
-    mul.wide.u32 %rd5, %r2, %r3;
-    cvt.u64.u32 %rd6, %r4;
-    add.u64 %rd5, %rd5, %rd6;
-    mul.wide.u32 %rd7, %r5, %r3;
-    mov.u64 %rd8, 0;
+{grid_stride}    mov.u64 %rd8, 0;
 LOOP:
     setp.ge.u64 %p1, %rd5, %rd2;
     @%p1 bra DONE;
@@ -258,8 +256,8 @@ LOOP:
 DONE:
     atom.global.add.u64 %rd13, [%rd4], %rd8;
     ret;
-}
-"""
+}}
+""".format(grid_stride=_GRID_STRIDE_PTX.lstrip("\n"))
 
 
 class PyCudaArray(DeviceArray):
