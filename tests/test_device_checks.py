@@ -236,3 +236,22 @@ def test_the_gpu_kernels_compute_what_the_host_definitions_do():
         assert gpu.digest(_device(gpu, y), salt) != gpu.digest(d_x, salt)
     finally:
         gpu.close()
+
+
+@pytest.mark.parametrize("name, ptx", [("check", "_CHECK_PTX"), ("fill", "_FILL_PTX")])
+def test_the_grader_kernels_assemble(tmp_path, name, ptx):
+    """The grader's own PTX (loaded by the driver on a GPU, never by this suite) assembles: ptxas
+    for the course's GPU, where the CUDA toolkit is installed."""
+    import shutil
+    import subprocess
+
+    from grader.backends import pycuda_backend
+
+    ptxas = shutil.which("ptxas")
+    if ptxas is None:
+        pytest.skip("no ptxas (the CUDA toolkit) on PATH")
+    source = tmp_path / f"{name}.ptx"
+    source.write_text(getattr(pycuda_backend, ptx))
+    done = subprocess.run([ptxas, "-arch=sm_90", str(source), "-o", str(tmp_path / f"{name}.cubin")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
