@@ -22,8 +22,9 @@ EMULATOR_CHECKER = ("the emulator's checks (races, bounds, barriers, memory orde
 
 class BackgroundEmulatorChecks:
     """On the GPU path: the emulator's checks of the part's cases (from the job's ``start``), the
-    checker that decides them, run in a background thread from the worker's start on, beside its
-    CUDA context and its compile, keeping each case's checked run (a
+    checker that decides them, run in background threads from the worker's start on (one per lane,
+    :func:`check_lanes`, each its own emulator taking every lane-th case), beside its CUDA context
+    and its compile, keeping each case's checked run (a
     :class:`~grader.core.results.CaseResult`) for :meth:`result`: whole up to ``emulator.checks_max_n``,
     of sampled blocks above it (:func:`grader.grading.case.run.run_case`'s ``sampled``, without its plain run:
     the GPU judges the output). Where the emulator cannot build or run the part (:attr:`unavailable`
