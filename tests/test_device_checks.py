@@ -238,20 +238,20 @@ def test_the_gpu_kernels_compute_what_the_host_definitions_do():
         gpu.close()
 
 
-@pytest.mark.parametrize("name, ptx", [("check", "_CHECK_PTX"), ("fill", "_FILL_PTX")])
+@pytest.mark.parametrize("name, ptx", [("check", "CHECK_PTX"), ("fill", "FILL_PTX")])
 def test_the_grader_kernels_assemble(tmp_path, name, ptx):
     """The grader's own PTX (loaded by the driver on a GPU, never by this suite) assembles: ptxas
     for the course's GPU, where the CUDA toolkit is installed."""
     import shutil
     import subprocess
 
-    from grader.backends import pycuda_backend
+    from grader.backends import pycuda_ptx
 
     ptxas = shutil.which("ptxas")
     if ptxas is None:
         pytest.skip("no ptxas (the CUDA toolkit) on PATH")
     source = tmp_path / f"{name}.ptx"
-    source.write_text(getattr(pycuda_backend, ptx))
+    source.write_text(getattr(pycuda_ptx, ptx))
     done = subprocess.run([ptxas, "-arch=sm_90", str(source), "-o", str(tmp_path / f"{name}.cubin")],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -26,6 +26,7 @@ from typing import Hashable, Sequence, Union
 import numpy as np
 
 from grader.backends.base import Backend, DeviceArray, Dim3, Module
+from grader.backends.pycuda_ptx import CHECK_PTX, FILL_PTX
 from grader.core.errors import BackendUnavailable, CompileError, KernelError, LaunchError
 from grader.core.kernels import KernelSpec
 
@@ -112,152 +113,6 @@ _FAULTS = (
     ("unspecified launch failure", "launch-failure", "the kernel stopped with an unspecified launch failure (an "
                                                      "access outside memory, or __trap())"),
 )
-
-#: PTX of the kernel :meth:`PyCudaBackend.poison_shared` launches: each thread of a block writes
-#: the pattern to every blockDim.x-th word of the block's dynamic shared memory. Loaded by the
-#: driver (JIT), so it needs no compiler.
-_FILL_PTX = """
-.version 7.0
-.target sm_70
-.address_size 64
-.extern .shared .align 16 .b8 fill_words[];
-.visible .entry scangrade_fill_shared(.param .u32 pattern, .param .u32 words)
-{
-    .reg .pred %p<2>;
-    .reg .b32 %r<8>;
-    ld.param.u32 %r1, [pattern];
-    ld.param.u32 %r2, [words];
-    mov.u32 %r3, %tid.x;
-    mov.u32 %r4, %ntid.x;
-    mov.u32 %r5, fill_words;
-LOOP:
-    setp.ge.u32 %p1, %r3, %r2;
-    @%p1 bra END;
-    shl.b32 %r6, %r3, 2;
-    add.s32 %r7, %r5, %r6;
-    st.shared.u32 [%r7], %r1;
-    add.s32 %r3, %r3, %r4;
-    bra LOOP;
-END:
-    ret;
-}
-"""
-
-
-#: The start of a grid-stride loop in :data:`_CHECK_PTX`'s kernels: ``%rd5`` the thread's first index,
-#: ``%rd7`` the stride (every thread of the grid).
-_GRID_STRIDE_PTX = """
-    mov.u32 %r2, %ctaid.x;
-    mov.u32 %r3, %ntid.x;
-    mov.u32 %r4, %tid.x;
-    mov.u32 %r5, %nctaid.x;
-    mul.wide.u32 %rd5, %r2, %r3;
-    cvt.u64.u32 %rd6, %r4;
-    add.u64 %rd5, %rd5, %rd6;
-    mul.wide.u32 %rd7, %r5, %r3;
-"""
-
-
-#: The grader's own checks on the device (:meth:`PyCudaBackend.scan_check`, :meth:`PyCudaBackend.digest`),
-#: hand-written PTX as :data:`_FILL_PTX` is: the same arithmetic as :meth:`Backend.scan_check` and
-#: :meth:`Backend.digest` on the host, each a grid-stride loop with one atomic per thread.
-_CHECK_PTX = """
-.version 7.0
-.target sm_70
-.address_size 64
-.visible .entry scangrade_scan_check(.param .u64 p_out, .param .u64 p_in, .param .u64 p_n, .param .u32 p_inclusive,
-                                     .param .u32 p_float, .param .u64 p_first)
-{{
-    .reg .pred %p<8>;
-    .reg .b32 %r<12>;
-    .reg .f32 %f<4>;
-    .reg .f64 %fd<6>;
-    .reg .b64 %rd<16>;
-    ld.param.u64 %rd1, [p_out];
-    ld.param.u64 %rd2, [p_in];
-    ld.param.u64 %rd3, [p_n];
-    ld.param.u32 %r1, [p_inclusive];
-    ld.param.u32 %r10, [p_float];
-    ld.param.u64 %rd4, [p_first];
-    cvta.to.global.u64 %rd1, %rd1;
-    cvta.to.global.u64 %rd2, %rd2;
-    cvta.to.global.u64 %rd4, %rd4;
-{grid_stride}    setp.ne.u32 %p3, %r1, 0;
-    setp.ne.u32 %p4, %r10, 0;
-LOOP:
-    setp.ge.u64 %p1, %rd5, %rd3;
-    @%p1 bra END;
-    shl.b64 %rd8, %rd5, 2;
-    add.u64 %rd9, %rd1, %rd8;
-    ld.global.u32 %r6, [%rd9];
-    add.u64 %rd10, %rd2, %rd8;
-    mov.u32 %r7, 0;
-    mov.u32 %r8, 0;
-    setp.eq.u64 %p2, %rd5, 0;
-    @!%p2 ld.global.u32 %r7, [%rd9+-4];
-    @%p3 ld.global.u32 %r8, [%rd10];
-    or.pred %p6, %p3, %p2;
-    @!%p6 ld.global.u32 %r8, [%rd10+-4];
-    @%p4 bra FLOAT;
-    add.u32 %r9, %r7, %r8;
-    setp.eq.u32 %p5, %r6, %r9;
-    bra CMP;
-FLOAT:
-    mov.b32 %f1, %r6;
-    mov.b32 %f2, %r7;
-    mov.b32 %f3, %r8;
-    cvt.f64.f32 %fd1, %f1;
-    cvt.f64.f32 %fd2, %f2;
-    cvt.f64.f32 %fd3, %f3;
-    add.rn.f64 %fd4, %fd2, %fd3;
-    setp.eq.f64 %p5, %fd1, %fd4;
-CMP:
-    @%p5 bra NEXT;
-    atom.global.min.u64 %rd11, [%rd4], %rd5;
-NEXT:
-    add.u64 %rd5, %rd5, %rd7;
-    bra LOOP;
-END:
-    ret;
-}}
-.visible .entry scangrade_digest(.param .u64 p_words, .param .u64 p_n, .param .u64 p_salt, .param .u64 p_sum)
-{{
-    .reg .pred %p<2>;
-    .reg .b32 %r<8>;
-    .reg .b64 %rd<20>;
-    ld.param.u64 %rd1, [p_words];
-    ld.param.u64 %rd2, [p_n];
-    ld.param.u64 %rd3, [p_salt];
-    ld.param.u64 %rd4, [p_sum];
-    cvta.to.global.u64 %rd1, %rd1;
-    cvta.to.global.u64 %rd4, %rd4;
-{grid_stride}    mov.u64 %rd8, 0;
-LOOP:
-    setp.ge.u64 %p1, %rd5, %rd2;
-    @%p1 bra DONE;
-    shl.b64 %rd9, %rd5, 2;
-    add.u64 %rd10, %rd1, %rd9;
-    ld.global.u32 %r6, [%rd10];
-    cvt.u64.u32 %rd11, %r6;
-    shl.b64 %rd11, %rd11, 32;
-    xor.b64 %rd11, %rd11, %rd5;
-    xor.b64 %rd11, %rd11, %rd3;
-    shr.u64 %rd12, %rd11, 30;
-    xor.b64 %rd11, %rd11, %rd12;
-    mul.lo.u64 %rd11, %rd11, -4658895280553007687;
-    shr.u64 %rd12, %rd11, 27;
-    xor.b64 %rd11, %rd11, %rd12;
-    mul.lo.u64 %rd11, %rd11, -7723592293110705685;
-    shr.u64 %rd12, %rd11, 31;
-    xor.b64 %rd11, %rd11, %rd12;
-    add.u64 %rd8, %rd8, %rd11;
-    add.u64 %rd5, %rd5, %rd7;
-    bra LOOP;
-DONE:
-    atom.global.add.u64 %rd13, [%rd4], %rd8;
-    ret;
-}}
-""".format(grid_stride=_GRID_STRIDE_PTX.lstrip("\n"))
 
 
 class PyCudaArray(DeviceArray):
@@ -527,7 +382,7 @@ class PyCudaBackend(Backend):
         missing identity padding)."""
         cuda = self._cuda
         if self._fill is None:
-            module = cuda.module_from_buffer(_FILL_PTX.encode())
+            module = cuda.module_from_buffer(FILL_PTX.encode())
             fill = module.get_function("scangrade_fill_shared")
             dev = self._device
             most = dev.get_attribute(cuda.device_attribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
@@ -543,18 +398,18 @@ class PyCudaBackend(Backend):
     _checks = None
 
     def _check_kernels(self):
-        """``(scan_check, digest, blocks)``: :data:`_CHECK_PTX`'s kernels, loaded once, and a grid
+        """``(scan_check, digest, blocks)``: :data:`CHECK_PTX`'s kernels, loaded once, and a grid
         of 8 blocks per multiprocessor."""
         if self._checks is None:
             cuda = self._cuda
-            module = cuda.module_from_buffer(_CHECK_PTX.encode())
+            module = cuda.module_from_buffer(CHECK_PTX.encode())
             blocks = 8 * self._device.get_attribute(cuda.device_attribute.MULTIPROCESSOR_COUNT)
             self._checks = (module, module.get_function("scangrade_scan_check"),
                             module.get_function("scangrade_digest"), blocks)
         return self._checks[1:]
 
     def _word(self, kernel, initial: int, *args) -> int:
-        """Run one of :data:`_CHECK_PTX`'s kernels, whose last parameter is a 64-bit word set to
+        """Run one of :data:`CHECK_PTX`'s kernels, whose last parameter is a 64-bit word set to
         ``initial`` before, and return that word after.
 
         Raises:
