@@ -281,7 +281,18 @@ _REFERENCE = "the key of the part whose reference solution sets the bar (absent:
 _AT_LEAST_1 = _check(lambda v: None if v >= 1 else "must be at least 1")
 
 
-class TimingConfig(_Schema):
+class _Scored(_Schema):
+    """A block scored linearly between ``full_at`` (all points) and ``zero_at`` (none), which must be
+    above it: :class:`TimingConfig`, :class:`ProfileConfig`."""
+
+    @model_validator(mode="after")
+    def _bar(self) -> "_Scored":
+        if not self.zero_at > self.full_at:
+            raise _fault("must be above full_at", field=("zero_at",), value=self.zero_at)
+        return self
+
+
+class TimingConfig(_Scored):
     """A part's ``timing:`` block: how it is timed on a GPU and scored for speed. Full points when
     the weighted geometric mean of (time / reference time) is at most ``full_at``, none at
     ``zero_at`` or above, linear in between; ``absolute_ms`` (GPU name -> {n: ms}) sets the bar
@@ -305,14 +316,8 @@ class TimingConfig(_Schema):
         """Every size timed: the scored ``sizes``, then the ``analysis_sizes`` not among them."""
         return tuple(dict.fromkeys((*self.sizes, *self.analysis_sizes)))
 
-    @model_validator(mode="after")
-    def _bar(self) -> "TimingConfig":
-        if not self.zero_at > self.full_at:
-            raise _fault("must be above full_at", field=("zero_at",), value=self.zero_at)
-        return self
 
-
-class ProfileConfig(_Schema):
+class ProfileConfig(_Scored):
     """A part's ``profile:`` block: its memory-access profile (bank conflicts, sectors per request;
     see :mod:`grader.core.access_profile`), counted by the CPU emulator on any machine, and its points: all
     when the part's shared-memory wavefronts (conflicts included) are at most ``full_at`` times the
@@ -346,12 +351,6 @@ class ProfileConfig(_Schema):
         None, description="the reference's barriers per block at size (used without the reference solution)")
     blocks: Annotated[Int, _check(_not_negative)] = Field(
         1, description="how many blocks of each launch are profiled (0: all)")
-
-    @model_validator(mode="after")
-    def _bar(self) -> "ProfileConfig":
-        if not self.zero_at > self.full_at:
-            raise _fault("must be above full_at", field=("zero_at",), value=self.zero_at)
-        return self
 
 
 class PartConfig(_Schema):
