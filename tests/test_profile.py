@@ -426,6 +426,28 @@ def test_the_profile_is_taken_by_an_emulator_of_its_own_and_only_when_every_case
     assert "a hidden case did not" in hidden_failed.message
 
 
+def test_on_a_gpu_the_profile_counts_on_the_checks_runtime_and_counts_the_same(tmp_path):
+    """A GPU machine builds one emulator runtime (the checks' quick one) and profiles on it; the
+    counts are the runtime's own arithmetic on the kernel's addresses, so the optimised runtime of
+    the emulator backend gives the same profile, conflicts, worst line and steps included."""
+    from grader.assignment.parts import PARTS
+    from grader.backends.emulator.build import QUICK_RUNTIME_FLAGS
+    from grader.core.results import CaseResult
+    from grader.grading.profiling import profile_phase
+    from grader.grading.worker.main import profile_runtime_flags
+
+    assert profile_runtime_flags(counts_profile=False) == QUICK_RUNTIME_FLAGS
+    assert profile_runtime_flags(counts_profile=True) == ()
+    cfg = load_config(_shipped_part3_config(tmp_path))
+    passed = [CaseResult(name="n=1", n=1, dtype="int32", seed=1, status="pass", points=1, max_points=1)]
+    source = (SOLUTIONS / "part2_blelloch.cu").read_text().replace("blelloch_scan(", "blelloch_scan_cf(")
+    profiles = [profile_phase(cfg=cfg, part=PARTS["part3_conflict_free"], source=source, results=passed,
+                              workdir=tmp_path / f"w{i}", solutions=SOLUTIONS, runtime_flags=flags)
+                for i, flags in enumerate(((), QUICK_RUNTIME_FLAGS))]
+    assert profiles[0].conflict_wavefronts > 0 and profiles[0].worst_line is not None, profiles[0].message
+    assert profiles[0] == profiles[1]
+
+
 def test_a_partial_last_warp_is_complete_with_its_own_lanes(emu, conflicts):
     # 40 threads: warp 0 has 32 lanes (stride 2: 2-way), warp 1 lanes 32..39 only, at words
     # 64, 66, ..., 78: 8 distinct banks, no conflict. 2 requests, 3 wavefronts, 2 ideal.

@@ -83,6 +83,45 @@ def test_the_reference_timed_passes_with_its_times(cfg, tmp_path):
     assert result.timing is not None and result.timing.median_ms == pytest.approx(2.0, rel=0.01)
 
 
+class WindowedTimer(StandInTimer):
+    """A stand-in that records, for each timing call and each read of the output, whether it ran
+    inside :meth:`gpu_alone` (the GPU's exclusive lock), and how often the window was taken."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.depth, self.windows, self.seen = 0, 0, []
+
+    def gpu_alone(self):
+        import contextlib
+
+        @contextlib.contextmanager
+        def window():
+            self.windows += self.depth == 0
+            self.depth += 1
+            try:
+                yield
+            finally:
+                self.depth -= 1
+        return window()
+
+    def time_interleaved_ms(self, jobs, **kw):
+        self.seen.append(("timing", self.depth > 0))
+        return super().time_interleaved_ms(jobs, **kw)
+
+    def time_copy_ms(self, src, dst, **kw):
+        self.seen.append(("copy", self.depth > 0))
+        return super().time_copy_ms(src, dst, **kw)
+
+
+def test_a_timed_size_takes_the_gpu_alone_once_for_its_runs_its_check_and_its_copy(cfg, tmp_path):
+    """Each time another worker waits for the GPU alone, every shared holder drains first and every
+    other worker's next case waits behind it: one window per timed size, not one per timing call."""
+    timer = WindowedTimer()
+    result = timed(cfg, (SOLUTIONS / PART.filename).read_text(), timer, tmp_path)
+    assert result.status == "pass", result.message
+    assert timer.windows == 1 and timer.seen == [("timing", True), ("copy", True)]
+
+
 def test_a_kernel_that_skips_its_later_launches_fails_at_a_run_checked_at_random(cfg, tmp_path):
     """tests/attacks/timed_launch_counting.cu computes in its first launch only: a spot check after a
     later run drawn at random finds the poisoned output (before the whole check after the last)."""

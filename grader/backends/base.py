@@ -348,6 +348,13 @@ class Backend(abc.ABC):
         import contextlib
         return contextlib.nullcontext()
 
+    def gpu_alone(self):
+        """A context manager around work that must have the GPU to itself (:mod:`grader.host.gpu_lock`,
+        exclusive; re-entrant): one timed size's windows together, so other workers wait for it
+        once; nothing on a backend that does not time."""
+        import contextlib
+        return contextlib.nullcontext()
+
     def time_copy_ms(self, src: DeviceArray, dst: DeviceArray, *, warmup: int, runs: int,
                      flush_bytes: int) -> list[float]:
         """Time a device-to-device copy of ``src`` into ``dst`` like :meth:`time_ms`; milliseconds per run."""

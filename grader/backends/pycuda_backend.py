@@ -188,6 +188,11 @@ class PyCudaBackend(Backend):
         import contextlib
         return self.gpu_lock.shared() if self.gpu_lock is not None else contextlib.nullcontext()
 
+    def gpu_alone(self):
+        """See :meth:`Backend.gpu_alone` (:meth:`grader.host.gpu_lock.GpuLock.exclusive`)."""
+        import contextlib
+        return self.gpu_lock.exclusive() if self.gpu_lock is not None else contextlib.nullcontext()
+
     def compile(self, *, source: str, filename: str, kernels: Sequence[KernelSpec], workdir: Path) -> Module:
         major, minor = self._device.compute_capability()
         cubin = compile_cubin(source, filename=filename, workdir=workdir, arch=f"sm_{major}{minor}",

@@ -88,7 +88,7 @@ def profile_runs(cfg, part) -> list:
 
 
 def profile_phase(*, cfg, part, source: str, results: list, workdir, solutions, earlier_failed: bool = False,
-                  emulator_factory=None):
+                  emulator_factory=None, runtime_flags: tuple[str, ...] = ()):
     """The profile of a part, taken before its hidden cases: its :class:`~grader.core.performance.Profile`
     (score it again with :func:`profile_after_hidden` once they ran). Never raises for problems of
     the submission.
@@ -110,6 +110,10 @@ def profile_phase(*, cfg, part, source: str, results: list, workdir, solutions, 
         emulator_factory: makes the emulator backend (default: an
             :class:`~grader.backends.emulator.EmulatorBackend` with the config's workers and sandbox,
             without checks and without the nvcc cross-check, which the part's compile already had).
+        runtime_flags: the default emulator's runtime flags
+            (:class:`~grader.backends.emulator.build.Toolchain`): those of the runtime this machine
+            builds anyway, so the phase builds no other (the counts are the same whatever they are:
+            they are the runtime's own arithmetic on the kernel's addresses, not times).
 
     Raises:
         ResourceLimit: the machine's address-space limit leaves too little for the emulator (not
@@ -130,7 +134,7 @@ def profile_phase(*, cfg, part, source: str, results: list, workdir, solutions, 
             from grader.grading.case.cases import device_memory_bytes
             emu = EmulatorBackend(workers=cfg.emulator.workers, sandbox=cfg.emulator.sandbox, nvcc_check=False,
                                   device_memory=device_memory_bytes(profile_runs(cfg, part)),
-                                  target_arch=cfg.target_arch)
+                                  target_arch=cfg.target_arch, runtime_flags=runtime_flags)
         else:
             emu = emulator_factory()
     except ResourceLimit:

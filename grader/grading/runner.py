@@ -95,25 +95,24 @@ def default_part_jobs(backend: str, parts: int) -> int:
     return 1
 
 
-def _warm_emulator(cfg: Config, *, checks: bool, profile: bool) -> None:
-    """Build the emulator's executor, and its runtimes (cached: a few seconds of one core each, once
-    per machine and grader version): the quick one of the GPU path's ``checks``
-    (:data:`grader.backends.emulator.build.QUICK_RUNTIME_FLAGS`), the optimised one of the
-    ``profile`` phase; each in a background thread of its own, so the GPU path's emulator checks
-    and profile phase do not wait for them to be built after the parts' compiles. Errors are left
-    for those to report."""
+def _warm_emulator(cfg: Config) -> None:
+    """On a GPU machine, build the emulator's executor and its quick runtime
+    (:data:`grader.backends.emulator.build.QUICK_RUNTIME_FLAGS`; cached: seconds of one core, once
+    per machine and grader version), each in a background thread of its own, while the parts
+    start: the GPU path's emulator checks and its profile phase run on that runtime
+    (:func:`grader.grading.worker.main.profile_runtime_flags`) and so do not wait for it after
+    the parts' compiles. Errors are left for those to report."""
     from grader.backends.emulator.build import QUICK_RUNTIME_FLAGS
 
     def build(what: str) -> None:
         try:
             from grader.backends.emulator.build import Toolchain
             from grader.backends.emulator.sandbox import Sandbox
-            toolchain = Toolchain(sandbox=Sandbox(cfg.emulator.sandbox),
-                                  runtime_flags=QUICK_RUNTIME_FLAGS if what == "quick-runtime" else ())
+            toolchain = Toolchain(sandbox=Sandbox(cfg.emulator.sandbox), runtime_flags=QUICK_RUNTIME_FLAGS)
             toolchain.executor_binary() if what == "executor" else toolchain.runtime_object()
         except Exception:  # noqa: BLE001 - the emulator's checks and the profile phase say what is wrong
             pass
-    for what in ("quick-runtime",) * checks + ("runtime",) * profile + ("executor",):
+    for what in ("quick-runtime", "executor"):
         threading.Thread(target=build, args=(what,), name=f"scangrade-warm-{what}", daemon=True).start()
 
 
@@ -192,8 +191,7 @@ def grade(submission: Path | Intake, *, cfg: Config, selection: Selection, seed:
     keys = [key for key in files if key in cfg.parts]
     profiled = any(cfg.parts[k].profile for k in keys)
     if not selection.kind.counts_profile and keys and (checks or profiled):
-        # the checks' and the profile's emulator runtimes build while the parts start
-        _warm_emulator(cfg, checks=checks, profile=profiled)
+        _warm_emulator(cfg)  # the checks' and the profile's emulator runtime builds while the parts start
     grading = _SubmissionParts(cfg, selection, intake=intake, files=files, checks=checks, on_event=on_event, env=env,
                                stop=stop)
     with contextlib.ExitStack() as stack:

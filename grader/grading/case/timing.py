@@ -162,8 +162,9 @@ def _timed_plan(backend: Backend, module: Module, *, part: PartSpec, pc: PartCon
 def time_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, n: int, dtype_name: str,
               reference: tuple[PartSpec, Module] | None, ahead: DrawAhead | None = None) -> CaseResult:
     """Time one size on a GPU: the submission and the reference solution interleaved on the same
-    input (see :meth:`Backend.time_interleaved_ms`), then a device-to-device copy and the
-    sequential CPU scan; the submission's output is re-verified after the timed runs.
+    input (see :meth:`Backend.time_interleaved_ms`), the submission's output re-verified, then a
+    device-to-device copy of the input into that output buffer (the bytes a scan reads and writes),
+    all in one window of the GPU alone (:meth:`Backend.gpu_alone`); then the sequential CPU scan.
 
     Device memory: the input, both outputs (and Part 4's tile sums) and the L2 flush buffer at once
     (3.5 GiB at 2^28 int32 elements). ``ahead``: inputs drawn ahead (:class:`grader.grading.case.inputs.DrawAhead`).
@@ -202,8 +203,16 @@ def time_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, 
                          else _spot_check(backend, held["out"], expected, spots))
                 if wrong is not None:
                     raise _TimedRunWrong(f"run {i + 1} of {warmup + runs} ({warmup} warm-up): {wrong}")
-        all_times = backend.time_interleaved_ms(jobs, warmup=warmup, runs=runs, flush_bytes=cfg.timing.flush_bytes,
-                                                after=after)
+        # One window of the GPU alone per size (the copy below too): another worker's window waits
+        # for every shared holder to finish first, and all of their next cases for it.
+        with backend.gpu_alone():
+            all_times = backend.time_interleaved_ms(jobs, warmup=warmup, runs=runs,
+                                                    flush_bytes=cfg.timing.flush_bytes, after=after)
+            verdict = check_run(run, plan, d_in, x, expected, part=part, pc=pc, cfg=cfg)
+            copy_times = None
+            if not verdict.findings:  # the same bytes as the scan reads and writes, in its own buffers
+                copy_times = backend.time_copy_ms(d_in.inner, plan.out.inner, warmup=cfg.timing.warmup,
+                                                  runs=cfg.timing.runs, flush_bytes=cfg.timing.flush_bytes)
     except _TimedRunWrong as exc:
         return result(CaseStatus.FAIL, f"wrong output after a timed run: {exc}. The grader poisons the output before "
                                        "every run and reads part of it back after runs it draws at random (their "
@@ -215,7 +224,6 @@ def time_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, 
         return result(CaseStatus.ERROR, f"the kernel failed while timed ({exc.kind}): {exc}", kind=exc.kind)
     times = all_times[0]
     ref_ms = float(np.median(all_times[1])) if reference is not None else None
-    verdict = check_run(run, plan, d_in, x, expected, part=part, pc=pc, cfg=cfg)
     if verdict.findings:
         return result(CaseStatus.FAIL, "wrong output after the timed runs (the grader poisons the output before every "
                                        "run, so every launch must compute the whole scan): " + verdict.message,
@@ -224,11 +232,7 @@ def time_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, 
     launches = len(plan.launches)
     del run, plan, d_in, jobs
     held.clear()
-    src = backend.alloc(n, dtype)
-    dst = backend.alloc(n, dtype)
-    copy_ms, copy_spread = _median_spread(backend.time_copy_ms(src, dst, warmup=cfg.timing.warmup,
-                                                               runs=cfg.timing.runs, flush_bytes=cfg.timing.flush_bytes))
-    del src, dst
+    copy_ms, copy_spread = _median_spread(copy_times)
     noise = max(COPY_NOISE_MIN, spread + copy_spread)
     if 2 * n * dtype.itemsize >= COPY_FLOOR_MIN_BYTES and median < copy_ms * (1 - noise):
         return result(CaseStatus.FAIL, (

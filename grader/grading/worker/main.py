@@ -296,12 +296,23 @@ def _profile_part(events, backend, cfg, part, source, results, work: Path, *, ea
     from grader.backends import backend_kind
     from grader.grading.profiling import profile_phase
 
+    counts = backend_kind(backend.name).counts_profile  # the emulator: its cases ran there
     if not earlier_failed and all(r.status == "pass" for r in results):
         events.emit(ProfileStart())
-        if backend_kind(backend.name).counts_profile:
+        if counts:
             backend.close()
     return profile_phase(cfg=cfg, part=part, source=source, results=results, workdir=work, solutions=SOLUTIONS,
-                         earlier_failed=earlier_failed)
+                         earlier_failed=earlier_failed, runtime_flags=profile_runtime_flags(counts_profile=counts))
+
+
+def profile_runtime_flags(*, counts_profile: bool) -> tuple[str, ...]:
+    """The runtime flags of the profile phase's emulator: on the emulator (``counts_profile``) those
+    of the cases' runtime, optimised (:data:`grader.backends.emulator.build.RUNTIME_FLAGS`); on a
+    GPU those of the checks' runtime (:data:`~grader.backends.emulator.build.QUICK_RUNTIME_FLAGS`),
+    so a new machine builds one runtime, not two, while the parts start (each is seconds of a core)."""
+    from grader.backends.emulator.build import QUICK_RUNTIME_FLAGS
+
+    return () if counts_profile else QUICK_RUNTIME_FLAGS
 
 
 def _compiler_notes(backend, cfg, source: str, filename: str, workdir: Path) -> list[str]:
