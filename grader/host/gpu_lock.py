@@ -52,8 +52,10 @@ class GpuLock:
         self._mutex = threading.RLock()  # one holder thread at a time within the process
         self._shared = 0
         self._exclusive = 0
-        #: Seconds this process waited for the lock and held it exclusive (for bench/throughput.py).
-        self.seconds = {"shared_wait_s": 0.0, "exclusive_wait_s": 0.0, "exclusive_held_s": 0.0}
+        #: Seconds this process waited for the lock and held it (shared: in all, and its longest hold),
+        #: for bench/throughput.py.
+        self.seconds = {"shared_wait_s": 0.0, "exclusive_wait_s": 0.0, "exclusive_held_s": 0.0, "shared_held_s": 0.0,
+                        "shared_held_max_s": 0.0}
 
     def _acquire(self, mode: int) -> None:
         t0 = time.monotonic()
@@ -77,11 +79,15 @@ class GpuLock:
                 return
             self._acquire(fcntl.LOCK_SH)
             self._shared = 1
+            t0 = time.monotonic()
             try:
                 yield
             finally:
                 self._shared = 0
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
+                held = time.monotonic() - t0
+                self.seconds["shared_held_s"] += held
+                self.seconds["shared_held_max_s"] = max(self.seconds["shared_held_max_s"], held)
 
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[None]:
