@@ -181,3 +181,18 @@ def test_the_graders_own_process_out_of_memory_is_one_line(monkeypatch, capsys):
     assert cli.main(["grade", str(SOLUTIONS)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("scangrade: error: grade ran out of memory: ") and "Traceback" not in err
+
+
+def test_the_grader_sizes_itself_to_the_cpus_it_may_use_not_the_machines() -> None:
+    """Under taskset, a Slurm allocation or a container's cpuset, a batch's jobs and the emulator's
+    threads follow the CPUs the process may run on: one CPU allowed, one job and one thread."""
+    code = ("import os; os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})\n"
+            "from grader.host.resources import usable_cpus\n"
+            "from grader.classwork.batch import _gpus_and_jobs\n"
+            "from grader.backends import Selection\n"
+            "from grader.backends.emulator import EmulatorBackend\n"
+            "sel = Selection('emulator', 'test')\n"
+            "print(usable_cpus(), _gpus_and_jobs(sel, None)[1], EmulatorBackend(workers=0).workers)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["1", "1", "1"]

@@ -37,6 +37,7 @@ from grader.classwork.store import (MANIFEST, RESULT, check_out_folder, grading_
                                     student_folders, write_atomic, write_manifest, write_reports)
 from grader.classwork.submissions import Submission, find_submissions, require_submissions, submission_sha256
 from grader.assignment.config import Config
+from grader.host.resources import usable_cpus
 from grader.core.errors import GradingStopped, Interrupted, UsageError
 from grader.grading.case.inputs import INPUT_CACHE_ENV
 from grader.assignment.parts import PARTS
@@ -75,6 +76,11 @@ def _interrupted(out: Path, work: Path, rows: list[tuple[str, SubmissionResult]]
                        f"{out}; run the same command with --resume to grade the other {total - len(rows)}")
 
 
+#: On a GPU, each job's emulator threads (its checks beside the GPU, its profile) per core it
+#: shares: a GPU batch's jobs spend about half their time waiting on the GPU (its lock, the others'
+#: timed windows), so the cores are about half busy, and a job whose checks had one thread waited
+#: on them (docs/throughput.md, "The fifth day"). On the emulator, where the jobs are the CPU work, 1.
+GPU_CHECK_THREADS_PER_CORE = 2
 #: The most submissions a batch grades at once per GPU by default (one per core up to this): each
 #: holds a CUDA context, and beyond this the queue for the timed windows (one at a time on a GPU)
 #: grows without more throughput (measured: docs/throughput.md, "Figures behind the code's constants").
@@ -100,8 +106,8 @@ def _gpus_and_jobs(selection: Selection, jobs: int | None) -> tuple[list[str], i
         if not gpus:
             from grader.backends import probe_gpu_count
             gpus = [str(i) for i in range(probe_gpu_count())] or ["0"]
-        return gpus, jobs or max(len(gpus), min(GPU_JOBS_PER_GPU * len(gpus), os.cpu_count() or 1))
-    return gpus, jobs or (os.cpu_count() or 1)
+        return gpus, jobs or max(len(gpus), min(GPU_JOBS_PER_GPU * len(gpus), usable_cpus()))
+    return gpus, jobs or usable_cpus()
 
 
 class _Grading:
@@ -235,7 +241,8 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
     subs = [subs[p] for p in positions]
     gpus, jobs = _gpus_and_jobs(selection, jobs)
     if jobs > 1 and not cfg.emulator.workers:  # the jobs share the cores: the emulator's threads too
-        cfg = cfg.override(emulator={"workers": max(1, (os.cpu_count() or 1) // jobs)})
+        share = usable_cpus() * (GPU_CHECK_THREADS_PER_CORE if selection.kind.uses_gpus else 1)
+        cfg = cfg.override(emulator={"workers": max(1, share // jobs)})
     # On a GPU, the large inputs every submission is graded on, drawn once for the class (no student
     # code runs on the host there: grader.grading.case.inputs.shared_input); removed when the batch ends.
     inputs = Path(tempfile.mkdtemp(prefix="scangrade-inputs-")) if selection.kind.uses_gpus else None

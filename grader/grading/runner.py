@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as _dt
-import os
 import tempfile
 import threading
 import time
@@ -90,7 +89,9 @@ def default_part_jobs(backend: str, parts: int) -> int:
     all of them (their compiles, checks and host work overlap; timed runs still have the GPU alone,
     :mod:`grader.host.gpu_lock`); on the emulator one at a time (each part's kernels already run on
     every core)."""
-    if backend_kind(backend).uses_gpus and (os.cpu_count() or 1) >= 4:
+    from grader.host.resources import usable_cpus
+
+    if backend_kind(backend).uses_gpus and usable_cpus() >= 4:
         return max(1, parts)
     return 1
 

@@ -8,17 +8,28 @@ what ran short, the limit, and what to raise it to (or which config sizes to low
 traceback: the student cannot act on one, and the TA needs the number.
 
 Public API: :func:`address_space_limit`, :func:`address_space_used`, :func:`limit_advice`,
-:func:`resource_failure`, :func:`looks_like_memory_failure`, :func:`size_text`.
+:func:`resource_failure`, :func:`looks_like_memory_failure`, :func:`size_text`, :func:`usable_cpus`.
 """
 
 from __future__ import annotations
 
 import errno
 import math
+import os
 import resource
 
 __all__ = ["address_space_limit", "address_space_used", "limit_advice", "resource_failure",
-           "looks_like_memory_failure", "size_text", "HEADROOM"]
+           "looks_like_memory_failure", "size_text", "usable_cpus", "HEADROOM"]
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask: what ``taskset``, a Slurm allocation or
+    a container's cpuset leave it), at least 1; ``os.cpu_count()`` where the mask cannot be read.
+    A Slurm job given 8 cores of a 128-core node sizes its jobs and threads to the 8."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
 
 #: Address space beyond what was asked for that the advice adds for everything else a worker maps
 #: (host copies of a case's input and output, the compilers, the executor's threads), in bytes.

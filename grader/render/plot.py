@@ -14,7 +14,6 @@ import contextlib
 import functools
 import io
 import multiprocessing
-import os
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor
@@ -123,7 +122,9 @@ def drawn_apart(reports: Callable[[SubmissionResult], Mapping], *, jobs: int | N
     block and ends with it. ``jobs`` None: as many as the cores; under :data:`PLOT_POOL_JOBS` jobs,
     or without matplotlib, ``reports`` itself. A pool that broke leaves each plot drawn in the
     calling thread, as without one."""
-    count = min(PLOT_PROCESSES_MAX, (jobs or os.cpu_count() or 1) // PLOT_POOL_JOBS)
+    from grader.host.resources import usable_cpus
+
+    count = min(PLOT_PROCESSES_MAX, (jobs or usable_cpus()) // PLOT_POOL_JOBS)
     if count < 1 or plot_unavailable():
         yield reports
         return

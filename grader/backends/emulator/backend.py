@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import ctypes
 import gc
-import os
 import re
 import shutil
 import struct
@@ -78,7 +77,8 @@ class EmulatorBackend(_CompileCrossChecks, Backend):
     """Runs CUDA kernels on the CPU: the host C++ compiler plus a fiber-based runtime.
 
     Args:
-        workers: OS threads a launch spreads its blocks over; 0 means ``os.cpu_count()``.
+        workers: OS threads a launch spreads its blocks over; 0 means the CPUs this process may use
+            (:func:`grader.host.resources.usable_cpus`).
         cxx: the host C++ compiler command; default ``$CXX`` or ``"c++"``.
         cache_dir: where the compiled runtime object and the executor are cached; default
             ``$XDG_CACHE_HOME/scangrade`` or ``~/.cache/scangrade``.
@@ -142,7 +142,8 @@ class EmulatorBackend(_CompileCrossChecks, Backend):
         if workers < 0:
             raise ValueError(f"workers must be >= 0 (got {workers})")
         self.device_memory = int(device_memory or ARENA_BYTES)
-        self.workers = workers or os.cpu_count() or 1
+        from grader.host.resources import usable_cpus
+        self.workers = workers or usable_cpus()
         self.sandbox = Sandbox(sandbox)
         self.toolchain = Toolchain(cxx=cxx, cache_dir=cache_dir, timeout_s=compile_timeout_s, sandbox=self.sandbox,
                                    runtime_flags=runtime_flags, target_arch=target_arch)

@@ -135,7 +135,9 @@ def check_lanes(cfg) -> int:
     """How many lanes :class:`BackgroundEmulatorChecks` runs under ``cfg`` on this machine: one where
     the config sets the emulator's workers (a batch shares the cores among its jobs) or under
     :data:`SPARE_CORE_LANES_MIN_CORES` cores, else :data:`SPARE_CORE_LANES`."""
-    if cfg.emulator.workers or (os.cpu_count() or 1) < SPARE_CORE_LANES_MIN_CORES:
+    from grader.host.resources import usable_cpus
+
+    if cfg.emulator.workers or usable_cpus() < SPARE_CORE_LANES_MIN_CORES:
         return 1
     return SPARE_CORE_LANES
 
