@@ -76,11 +76,6 @@ def _interrupted(out: Path, work: Path, rows: list[tuple[str, SubmissionResult]]
                        f"{out}; run the same command with --resume to grade the other {total - len(rows)}")
 
 
-#: On a GPU, each job's emulator threads (its checks beside the GPU, its profile) per core it
-#: shares: a GPU batch's jobs spend about half their time waiting on the GPU (its lock, the others'
-#: timed windows), so the cores are about half busy, and a job whose checks had one thread waited
-#: on them (docs/throughput.md, "The fifth day"). On the emulator, where the jobs are the CPU work, 1.
-GPU_CHECK_THREADS_PER_CORE = 2
 #: The most submissions a batch grades at once per GPU by default (one per core up to this): each
 #: holds a CUDA context, and beyond this the queue for the timed windows (one at a time on a GPU)
 #: grows without more throughput (measured: docs/throughput.md, "Figures behind the code's constants").
@@ -241,8 +236,7 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
     subs = [subs[p] for p in positions]
     gpus, jobs = _gpus_and_jobs(selection, jobs)
     if jobs > 1 and not cfg.emulator.workers:  # the jobs share the cores: the emulator's threads too
-        share = usable_cpus() * (GPU_CHECK_THREADS_PER_CORE if selection.kind.uses_gpus else 1)
-        cfg = cfg.override(emulator={"workers": max(1, share // jobs)})
+        cfg = cfg.override(emulator={"workers": max(1, usable_cpus() // jobs)})
     # On a GPU, the large inputs every submission is graded on, drawn once for the class (no student
     # code runs on the host there: grader.grading.case.inputs.shared_input); removed when the batch ends.
     inputs = Path(tempfile.mkdtemp(prefix="scangrade-inputs-")) if selection.kind.uses_gpus else None
