@@ -5,21 +5,34 @@
 # Nsight Compute's shared-memory counters for Parts 2 and 3 beside the emulator's count
 # (bench/ncu_conflicts.py), PrairieLearn's entrypoint on the reference solutions (its wall time
 # and results.json), and bench/throughput.py's table of grading speed; logs under $OUT (or ./gpu-logs).
-# Usage on the GPU machine, from the repository root, with PyCUDA's wheels in .whl/:
+# Usage on the GPU machine, from the repository root, with PyCUDA's wheels in .whl/ (and
+# bubblewrap's .deb in .debs/, unpacked onto the PATH where present):
 #   bash bench/gpu_check.sh
+# STAGES picks some of its stages, in this order: tests (the GPU tests, bench/verdicts.py, the
+# compile attacks), grade, prairielearn, throughput, bench (CUB and Nsight Compute); default all.
+# The whole takes longer than one call of the device tool allows (10 minutes): run it in two calls,
+#   STAGES=tests bash bench/gpu_check.sh;  STAGES="grade prairielearn throughput bench" bash bench/gpu_check.sh
 set -uo pipefail
 out=${OUT:-gpu-logs}
 mkdir -p "$out"
 if [ -d .whl ]; then
   python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:$PWD
 fi
+if ! command -v bwrap >/dev/null && ls .debs/bubblewrap_*.deb >/dev/null 2>&1; then
+  dpkg -x .debs/bubblewrap_*.deb /tmp/bw && export PATH=/tmp/bw/usr/bin:$PATH
+fi
 export PYTHONUNBUFFERED=1
+stages=" ${STAGES:-tests grade prairielearn throughput bench} "
+want() { [[ "$stages" == *" $1 "* ]]; }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
+if want tests; then
 python3 -m pytest -q -m gpu ${PYTEST_ARGS:-} 2>&1 | tee "$out/pytest_gpu.txt" | tail -5
 python3 bench/verdicts.py 2>&1 | tee "$out/verdicts.txt" | tail -30  # one verdict on every machine: emulator vs GPU
 # The compile attacks through the GPU backend's sandboxed nvcc (no bubblewrap there: limits only).
 python3 -m pytest -q tests/test_containment.py tests/test_attacks.py -k "pycuda or gpu or include or line or dev_zero" \
     2>&1 | tee "$out/pytest_gpu_compile.txt" | tail -3
+fi
+if want grade; then
 runs=${GRADE_RUNS:-3}
 for i in $(seq 1 "$runs"); do
   python3 -m grader grade reference/solutions --backend pycuda --json "$out/grade_$i.json" > "$out/grade_$i.txt" 2>&1
@@ -45,6 +58,8 @@ for part in runs[0]["parts"]:
         spread = (max(meds) - min(meds)) / statistics.median(meds)
         print(f"{part['key']:<20} {case['name']:<26} {', '.join(f'{m:.4f}' for m in meds):<36} {100 * spread:>19.1f}%")
 PY
+fi
+if want prairielearn; then
 # PrairieLearn's entrypoint on the reference solutions, on this GPU (docs/prairielearn.md, "The time
 # limit"): a bundle of the shipped config with the timeouts the docs recommend, run.sh run in a
 # scratch folder laid out as /grade; its log, wall time, results.json and throughput image.
@@ -80,11 +95,16 @@ for i, image in enumerate(doc.get("images", [])):
     (out / f"prairielearn_image_{i}.png").write_bytes(base64.b64decode(image["url"].split(",", 1)[1]))
 PY
 rm -rf "$pl"
+fi
+if want throughput; then
 # Grading speed (docs/throughput.md): one submission cold and warm, a hang, a fault, a batch of 50.
 python3 bench/throughput.py --backend pycuda --submissions ${THROUGHPUT_SUBMISSIONS:-50} \
     --json "$out/throughput.json" 2>"$out/throughput.log" | tee "$out/throughput.txt"
+fi
+if want bench; then
 python3 -m grader bench --sizes ${BENCH_SIZES:-2^20 2^24 2^28} --dtypes int32 --json "$out/bench.json" \
     2>&1 | tee "$out/bench.txt" | tail -12
 python3 bench/ncu_conflicts.py emulator 2>&1 | tee "$out/conflicts_emulator.txt"
 ncu --metrics l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum \
     -k regex:blelloch python3 bench/ncu_conflicts.py launch 2>&1 | tee "$out/conflicts_ncu.txt" | grep -E "blelloch|l1tex|launched"
+fi
