@@ -208,3 +208,29 @@ def test_the_checks_beside_the_gpu_reach_a_case_far_above_checks_max_n(tmp_path)
     large = next(r for r in results if r.n == 6_000_000)
     assert large.status == "pass" and large.checker == SAMPLED_CHECKER, (large.checker, large.message)
     assert all(n > 0 for n in launched)
+
+
+@pytest.mark.parametrize("counts_profile", [True, False], ids=["emulator", "gpu"])
+def test_the_runner_builds_the_runtime_its_parts_emulators_use(monkeypatch, counts_profile):
+    """While the parts' workers start, the runner builds the executor and the one runtime their
+    emulators link: on the emulator the cases' own, on a GPU the checks' (which the profile uses
+    too). A part then finds it built, instead of building it after its own compile."""
+    import threading
+
+    from grader.backends.emulator.build import Toolchain
+    from grader.grading.runner import _warm_emulator
+    from grader.grading.worker.beside import checking_emulator
+
+    cfg = load_config(ROOT / "config.yaml")
+    part = PARTS["part4_any_size"]
+    emulator = EmulatorBackend(workers=1) if counts_profile else checking_emulator(cfg, part)
+    used = emulator.toolchain.runtime_flags
+    emulator.close()
+    built = []
+    monkeypatch.setattr(Toolchain, "runtime_object",
+                        lambda self, extra_flags=(): built.append(("runtime", self.runtime_flags)))
+    monkeypatch.setattr(Toolchain, "executor_binary", lambda self: built.append(("executor", self.runtime_flags)))
+    _warm_emulator(cfg, counts_profile=counts_profile)
+    for thread in [t for t in threading.enumerate() if t.name.startswith("scangrade-warm-")]:
+        thread.join(timeout=60)
+    assert sorted(built) == [("executor", used), ("runtime", used)]

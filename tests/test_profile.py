@@ -434,10 +434,10 @@ def test_on_a_gpu_the_profile_counts_on_the_checks_runtime_and_counts_the_same(t
     from grader.backends.emulator.build import QUICK_RUNTIME_FLAGS
     from grader.core.results import CaseResult
     from grader.grading.profiling import profile_phase
-    from grader.grading.worker.main import profile_runtime_flags
+    from grader.grading.worker.beside import emulator_runtime_flags
 
-    assert profile_runtime_flags(counts_profile=False) == QUICK_RUNTIME_FLAGS
-    assert profile_runtime_flags(counts_profile=True) == ()
+    assert emulator_runtime_flags(counts_profile=False) == QUICK_RUNTIME_FLAGS
+    assert emulator_runtime_flags(counts_profile=True) == ()
     cfg = load_config(_shipped_part3_config(tmp_path))
     passed = [CaseResult(name="n=1", n=1, dtype="int32", seed=1, status="pass", points=1, max_points=1)]
     source = (SOLUTIONS / "part2_blelloch.cu").read_text().replace("blelloch_scan(", "blelloch_scan_cf(")

@@ -96,24 +96,27 @@ def default_part_jobs(backend: str, parts: int) -> int:
     return 1
 
 
-def _warm_emulator(cfg: Config) -> None:
-    """On a GPU machine, build the emulator's executor and its quick runtime
-    (:data:`grader.backends.emulator.build.QUICK_RUNTIME_FLAGS`; cached: seconds of one core, once
-    per machine and grader version), each in a background thread of its own, while the parts
-    start: the GPU path's emulator checks and its profile phase run on that runtime
-    (:func:`grader.grading.worker.main.profile_runtime_flags`) and so do not wait for it after
-    the parts' compiles. Errors are left for those to report."""
-    from grader.backends.emulator.build import QUICK_RUNTIME_FLAGS
+def _warm_emulator(cfg: Config, *, counts_profile: bool) -> None:
+    """Build the emulator's executor and the runtime the grading's emulators use
+    (:func:`grader.grading.worker.beside.emulator_runtime_flags`: on the emulator its cases' own,
+    on a GPU the quick one of its checks and profile), each in a background thread of its own,
+    while the parts' workers start (cached: seconds of one core each, once per machine and grader
+    version). A part then does not wait for them after its own compile: the executor sets the
+    compile sandbox's limits, and the runtime is linked into every module. Errors are left for the
+    parts to report."""
+    from grader.grading.worker.beside import emulator_runtime_flags
+
+    flags = emulator_runtime_flags(counts_profile=counts_profile)
 
     def build(what: str) -> None:
         try:
             from grader.backends.emulator.build import Toolchain
             from grader.backends.emulator.sandbox import Sandbox
-            toolchain = Toolchain(sandbox=Sandbox(cfg.emulator.sandbox), runtime_flags=QUICK_RUNTIME_FLAGS)
+            toolchain = Toolchain(sandbox=Sandbox(cfg.emulator.sandbox), runtime_flags=flags)
             toolchain.executor_binary() if what == "executor" else toolchain.runtime_object()
-        except Exception:  # noqa: BLE001 - the emulator's checks and the profile phase say what is wrong
+        except Exception:  # noqa: BLE001 - the parts' compiles say what is wrong
             pass
-    for what in ("quick-runtime", "executor"):
+    for what in ("runtime", "executor"):
         threading.Thread(target=build, args=(what,), name=f"scangrade-warm-{what}", daemon=True).start()
 
 
@@ -191,8 +194,8 @@ def grade(submission: Path | Intake, *, cfg: Config, selection: Selection, seed:
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     keys = [key for key in files if key in cfg.parts]
     profiled = any(cfg.parts[k].profile for k in keys)
-    if not selection.kind.counts_profile and keys and (checks or profiled):
-        _warm_emulator(cfg)  # the checks' and the profile's emulator runtime builds while the parts start
+    if keys and (selection.kind.counts_profile or checks or profiled):  # a part will run the emulator
+        _warm_emulator(cfg, counts_profile=selection.kind.counts_profile)
     grading = _SubmissionParts(cfg, selection, intake=intake, files=files, checks=checks, on_event=on_event, env=env,
                                stop=stop)
     with contextlib.ExitStack() as stack:

@@ -158,6 +158,20 @@ def _call_in_threads(calls: dict) -> dict:
     return {key: future.result() for key, future in daemon_futures(calls, len(calls)).items()}
 
 
+def emulator_runtime_flags(*, counts_profile: bool) -> tuple[str, ...]:
+    """The runtime flags of every emulator a grading makes on a backend (``counts_profile``: the
+    emulator, which runs the cases itself): there, the cases' optimised runtime
+    (:data:`grader.backends.emulator.build.RUNTIME_FLAGS`, the profile on it too); on a GPU, the
+    quick runtime of the checks beside it
+    (:data:`~grader.backends.emulator.build.QUICK_RUNTIME_FLAGS`), the profile on it too. So a new
+    machine builds one runtime, not two (each is seconds of a core), and the runner can build it
+    while the parts start. The profile's counts are the runtime's own arithmetic on the kernel's
+    addresses, the same on either."""
+    from grader.backends.emulator.build import QUICK_RUNTIME_FLAGS
+
+    return () if counts_profile else QUICK_RUNTIME_FLAGS
+
+
 def checking_emulator(cfg, part):
     """An emulator backend with its checks on (the config's workers and sandbox), for the GPU path:
     its runtime built quickly (:data:`grader.backends.emulator.build.QUICK_RUNTIME_FLAGS`), its
@@ -166,11 +180,10 @@ def checking_emulator(cfg, part):
     compiling for the config's ``target_arch`` (not the GPU this worker runs on: the checks see what
     the course's GPU compiles)."""
     from grader.backends.emulator import EmulatorBackend
-    from grader.backends.emulator.build import QUICK_RUNTIME_FLAGS
     from grader.grading.case.cases import case_runs, device_memory_bytes
 
     return EmulatorBackend(workers=cfg.emulator.workers, checks=True, sandbox=cfg.emulator.sandbox, nvcc_check=False,
-                           runtime_flags=QUICK_RUNTIME_FLAGS, target_arch=cfg.target_arch,
+                           runtime_flags=emulator_runtime_flags(counts_profile=False), target_arch=cfg.target_arch,
                            device_memory=device_memory_bytes(case_runs(cfg, part.key, max_n=None)))
 
 

@@ -18,7 +18,7 @@ from grader.grading.protocol import (CaseDone, CaseStart, Compiled, CompileFaile
                                      Done, EventWriter, GpuWait, HiddenStart, Job, PerformanceScored, Profiled,
                                      ProfileStart, ProtocolError, WorkerError)
 from grader.grading.worker.ahead import cubins_ahead, draw_ahead
-from grader.grading.worker.beside import emulator_checker_line, start_background_checks
+from grader.grading.worker.beside import emulator_checker_line, emulator_runtime_flags, start_background_checks
 from grader.grading.worker.gpu_path import GpuPath
 from grader.grading.worker.timing_phase import performance_after_hidden, time_part
 
@@ -302,17 +302,7 @@ def _profile_part(events, backend, cfg, part, source, results, work: Path, *, ea
         if counts:
             backend.close()
     return profile_phase(cfg=cfg, part=part, source=source, results=results, workdir=work, solutions=SOLUTIONS,
-                         earlier_failed=earlier_failed, runtime_flags=profile_runtime_flags(counts_profile=counts))
-
-
-def profile_runtime_flags(*, counts_profile: bool) -> tuple[str, ...]:
-    """The runtime flags of the profile phase's emulator: on the emulator (``counts_profile``) those
-    of the cases' runtime, optimised (:data:`grader.backends.emulator.build.RUNTIME_FLAGS`); on a
-    GPU those of the checks' runtime (:data:`~grader.backends.emulator.build.QUICK_RUNTIME_FLAGS`),
-    so a new machine builds one runtime, not two, while the parts start (each is seconds of a core)."""
-    from grader.backends.emulator.build import QUICK_RUNTIME_FLAGS
-
-    return () if counts_profile else QUICK_RUNTIME_FLAGS
+                         earlier_failed=earlier_failed, runtime_flags=emulator_runtime_flags(counts_profile=counts))
 
 
 def _compiler_notes(backend, cfg, source: str, filename: str, workdir: Path) -> list[str]:
