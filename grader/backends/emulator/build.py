@@ -73,8 +73,8 @@ SECCOMP_HEADERS = (Path("/usr/include/seccomp.h"), Path("/usr/local/include/secc
 
 #: Flags for the runtime object (compiled once, optimised).
 RUNTIME_FLAGS = ("-std=c++17", "-O2", "-fPIC", "-fvisibility=hidden", "-pthread")
-#: Added to :data:`RUNTIME_FLAGS` for the runtime of the GPU path's emulator checks
-#: (``Toolchain(runtime_flags=...)``): they run a part's small cases beside compute-sanitizer, and
+#: Added to :data:`RUNTIME_FLAGS` for the runtime of the GPU path's emulator checks and profile
+#: (``Toolchain(runtime_flags=...)``; :func:`grader.grading.worker.beside.emulator_runtime_flags`):
 #: on a new machine every part's first case waits for this build, which -O1 makes shorter at the
 #: cost of slower checked runs; the CPU emulator keeps -O2 (figures: docs/throughput.md, "Figures
 #: behind the code's constants").
