@@ -21,6 +21,7 @@ import resource
 __all__ = ["address_space_limit", "address_space_used", "limit_advice", "resource_failure",
            "looks_like_memory_failure", "size_text", "usable_cpus", "HEADROOM"]
 
+
 def usable_cpus() -> int:
     """The CPUs this process may run on (its affinity mask: what ``taskset``, a Slurm allocation or
     a container's cpuset leave it), at least 1; ``os.cpu_count()`` where the mask cannot be read.

@@ -21,7 +21,8 @@ from pathlib import Path
 
 from grader.core.results import PartResult, SubmissionResult
 
-__all__ = ["PNG_SIGNATURE", "draw_plots_in", "drawn_apart", "plot_name", "plot_unavailable", "plotted_parts", "time_plot_png", "write_plots"]
+__all__ = ["PNG_SIGNATURE", "draw_plots_in", "drawn_apart", "plot_name", "plot_unavailable", "plotted_parts",
+           "time_plot_png", "write_plots"]
 
 #: The first bytes of every PNG file.
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

@@ -194,7 +194,7 @@ def time_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, 
             jobs.append(("the reference solution's kernel", ref_plan.launch, ref_before))
         slow = _probe_s(backend, before, plan.launch)  # far too slow for points: a few runs tell its time
         warmup, runs, checked, spots = _timed_schedule(cfg, part, n, slow=slow >= SLOW_RUN_S)
-        held = {"out": plan.out, "in": d_in}  # cleared with the plan, before the copy's buffers
+        held = {"out": plan.out, "in": d_in}  # for the spot checks; cleared with the plan, before the CPU scan
         on_device = device_checkable(run, plan, d_in, x, part=part, expected=expected)
 
         def after(job: int, i: int) -> None:
@@ -230,7 +230,7 @@ def time_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, 
                       mismatch=verdict.mismatch, kind=FailureKind.WRONG_AFTER_TIMING)
     median, spread = _median_spread(times)
     launches = len(plan.launches)
-    del run, plan, d_in, jobs
+    del run, plan, d_in, jobs  # the device buffers go before the CPU scan below
     held.clear()
     copy_ms, copy_spread = _median_spread(copy_times)
     noise = max(COPY_NOISE_MIN, spread + copy_spread)
