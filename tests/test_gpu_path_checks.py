@@ -214,10 +214,12 @@ def test_the_checks_beside_the_gpu_reach_a_case_far_above_checks_max_n(tmp_path)
 def test_the_runner_builds_the_runtime_its_parts_emulators_use(monkeypatch, counts_profile):
     """While the parts' workers start, the runner builds the executor and the one runtime their
     emulators link: on the emulator the cases' own, on a GPU the checks' (which the profile uses
-    too). A part then finds it built, instead of building it after its own compile."""
+    too). A part then finds it built, instead of building it after its own compile; a batch's later
+    submissions start no build again."""
     import threading
 
     from grader.backends.emulator.build import Toolchain
+    from grader.grading import runner
     from grader.grading.runner import _warm_emulator
     from grader.grading.worker.beside import checking_emulator
 
@@ -230,7 +232,9 @@ def test_the_runner_builds_the_runtime_its_parts_emulators_use(monkeypatch, coun
     monkeypatch.setattr(Toolchain, "runtime_object",
                         lambda self, extra_flags=(): built.append(("runtime", self.runtime_flags)))
     monkeypatch.setattr(Toolchain, "executor_binary", lambda self: built.append(("executor", self.runtime_flags)))
-    _warm_emulator(cfg, counts_profile=counts_profile)
-    for thread in [t for t in threading.enumerate() if t.name.startswith("scangrade-warm-")]:
-        thread.join(timeout=60)
+    monkeypatch.setattr(runner, "_WARMED", set())  # as in a new process
+    for _ in range(2):  # the second grading of the process (a batch's next submission) starts nothing
+        _warm_emulator(cfg, counts_profile=counts_profile)
+        for thread in [t for t in threading.enumerate() if t.name.startswith("scangrade-warm-")]:
+            thread.join(timeout=60)
     assert sorted(built) == [("executor", used), ("runtime", used)]

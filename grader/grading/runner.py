@@ -96,17 +96,28 @@ def default_part_jobs(backend: str, parts: int) -> int:
     return 1
 
 
+#: What :func:`_warm_emulator` started building in this process: ``(runtime flags, cache folder, sandbox)``.
+_WARMED: set[tuple] = set()
+_WARMED_LOCK = threading.Lock()
+
+
 def _warm_emulator(cfg: Config, *, counts_profile: bool) -> None:
     """Build the emulator's executor and the runtime the grading's emulators use
     (:func:`grader.grading.worker.beside.emulator_runtime_flags`: on the emulator its cases' own,
     on a GPU the quick one of its checks and profile), each in a background thread of its own,
     while the parts' workers start (cached: seconds of one core each, once per machine and grader
     version). A part then does not wait for them after its own compile: the executor sets the
-    compile sandbox's limits, and the runtime is linked into every module. Errors are left for the
-    parts to report."""
+    compile sandbox's limits, and the runtime is linked into every module. Started once per process
+    and cache folder. Errors are left for the parts to report (their own builds try again)."""
     from grader.grading.worker.beside import emulator_runtime_flags
+    from grader.host.folders import default_cache_dir
 
     flags = emulator_runtime_flags(counts_profile=counts_profile)
+    with _WARMED_LOCK:  # once per process and cache folder: a batch grades many submissions
+        key = (flags, str(default_cache_dir()), cfg.emulator.sandbox)
+        if key in _WARMED:
+            return
+        _WARMED.add(key)
 
     def build(what: str) -> None:
         try:
