@@ -191,6 +191,11 @@ class Backend(abc.ABC):
 
     limits: LaunchLimits = DEFAULT_LIMITS
 
+    #: Set by the worker once a hidden case ran: memory the part freed may still hold the private
+    #: inputs, so nothing of this backend's may serve another part (on a GPU, its CUDA context is not
+    #: kept: :func:`grader.backends.pycuda_backend.keep_context`).
+    ran_hidden: bool = False
+
     @abc.abstractmethod
     def compile(self, *, source: str, filename: str, kernels: Sequence[KernelSpec],
                 workdir: Path) -> Module:

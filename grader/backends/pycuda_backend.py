@@ -173,7 +173,8 @@ class PyCudaBackend(Backend):
         try:
             _init_driver(cuda)
             self._device = cuda.Device(device)
-            self._context = self._device.make_context()
+            self._context = _KEPT.pop(device, None) or self._device.make_context()
+            self._ordinal = device
         except cuda.Error as exc:
             raise BackendUnavailable(f"cannot create a CUDA context on device {device}: {exc}") from None
         from grader.host.gpu_lock import gpu_lock_for
@@ -480,9 +481,41 @@ class PyCudaBackend(Backend):
         if self.gpu_lock is not None:
             self.gpu_lock.close()
         ctx, self._context = getattr(self, "_context", None), None
-        if ctx is not None:
+        if ctx is not None and _KEEP and not self.broken and not self.ran_hidden:
+            _KEPT[self._ordinal] = ctx  # current still: the next job's backend takes it (keep_context)
+        elif ctx is not None:
             ctx.pop()
             ctx.detach()
+
+
+#: Whether a closed backend keeps its context for the next one of this process (:func:`keep_context`).
+_KEEP = False
+#: The contexts kept, by device ordinal: current on the thread that made them.
+_KEPT: dict = {}
+
+
+def keep_context() -> None:
+    """From now on, a closed backend leaves its CUDA context current, and the next backend made in
+    this process on that device takes it, instead of making its own: a worker that grades a
+    submission's parts one after the other (:func:`grader.grading.worker.main.serve`) makes one
+    context, not one per part (the driver makes contexts one at a time: docs/throughput.md). A
+    context a fault lost (:attr:`PyCudaBackend.broken`) is not kept, nor one in which a hidden case
+    ran (:attr:`~grader.backends.base.Backend.ran_hidden`: a new context keeps the next part from
+    memory that held the private inputs, as a new process's did)."""
+    global _KEEP
+    _KEEP = True
+
+
+def kept_context_works() -> bool:
+    """Whether every context kept (:func:`keep_context`) still runs work: its stream synchronizes
+    without an error (a fault the grader did not see would show here). True where none is kept."""
+    for ordinal, ctx in list(_KEPT.items()):
+        try:
+            ctx.synchronize()
+        except Exception:  # noqa: BLE001 - any driver error: the context is not to be trusted
+            del _KEPT[ordinal]
+            return False
+    return True
 
 
 def create(*, workers: int = 0, checks: bool = False, sandbox: str = "auto", device_memory: int = 0,

@@ -22,7 +22,7 @@ from grader.grading import protocol
 from grader.grading.deadlines import case_budget_s, timed_case_n
 from grader.grading.case.cases import case_list, not_run
 from grader.grading.intake import Absent
-from grader.grading.worker_process import run_worker, signal_name, tail
+from grader.grading.worker_process import WorkerSlot, run_worker, signal_name, tail
 
 #: After this many cases in a row ran past their deadlines (each costs its deadline and a new
 #: worker), a part's remaining cases are not run.
@@ -307,11 +307,14 @@ def grade_part(part: PartSpec, source: Path | Absent | None, *, cfg: Config, bac
                on_event: Callable[[str, protocol.Event], None] | None = None,
                env: dict[str, str] | None = None,
                stop: threading.Event | None = None,
-               sanitizer_pool: Path | None = None) -> tuple[PartResult, dict[str, str]]:
+               sanitizer_pool: Path | None = None,
+               slot: WorkerSlot | None = None) -> tuple[PartResult, dict[str, str]]:
     """Grade one part in a child process (``checks``: the emulator's checking mode and thread orders,
     on cases up to ``emulator.checks_max_n`` and on sampled blocks above it; the default, as every
     official grade uses them;
-    ``sanitizer_pool``: the folder of the submission's :class:`grader.grading.sanitizer_pool.SanitizerPool`).
+    ``sanitizer_pool``: the folder of the submission's :class:`grader.grading.sanitizer_pool.SanitizerPool`;
+    ``slot``: the worker the part graded before in this thread left waiting, which grades this one
+    and waits after it, :class:`grader.grading.worker_process.WorkerSlot`).
 
     A worker's events are folded into what the part reported (:class:`_Reported`); a worker that
     ends without its last word is told in words (:func:`_how_it_stopped`); a case that hung or a
@@ -363,7 +366,7 @@ def grade_part(part: PartSpec, source: Path | Absent | None, *, cfg: Config, bac
                                                       sanitizer_pool=sanitizer_pool).to_json())
             returncode, stopped, case_hung = run_worker(job_path, events, cfg=cfg, tmpdir=tmpdir,
                                                          on_event=on_event, extra_env=env, deadline=workers.deadline,
-                                                         backend=backend, budget=budget, stop=stop)
+                                                         backend=backend, budget=budget, stop=stop, slot=slot)
             items += events.items
             phases.clear()
             phases.update(_phases(items, started, time.time()))

@@ -30,6 +30,7 @@ from grader.grading import protocol
 from grader.grading.analysis import with_analysis
 from grader.grading.intake import Intake, resolve_submission
 from grader.grading.part_runner import grade_part, ungraded_part
+from grader.grading.worker_process import WorkerSlot
 
 
 def grading_sandbox(cfg: Config, *, official: bool, allow_unsandboxed: bool = False) -> Config:
@@ -250,8 +251,12 @@ class _SubmissionParts:
 
     def all(self, keys: list[str], part_jobs: int) -> list[tuple[PartResult, dict[str, str]]]:
         """``(part result, device facts)`` of each part in ``keys``, ``part_jobs`` of them at once."""
-        if part_jobs <= 1:
-            return [self.one(key) for key in keys]
+        if part_jobs <= 1:  # in turn: one worker grades them all (a GPU batch's job, the emulator)
+            slot = WorkerSlot()
+            try:
+                return [self.one(key, slot) for key in keys]
+            finally:
+                slot.close()
         with ThreadPoolExecutor(max_workers=part_jobs) as threads:
             futures = [threads.submit(self.one, key) for key in keys]
             try:
@@ -260,9 +265,10 @@ class _SubmissionParts:
                 self.halt.set()  # the other threads stop their workers within a poll
                 raise
 
-    def one(self, key: str) -> tuple[PartResult, dict[str, str]]:
-        """Part ``key`` graded, or not graded where the submission was refused at intake or used up
-        its time.
+    def one(self, key: str, slot: WorkerSlot | None = None) -> tuple[PartResult, dict[str, str]]:
+        """Part ``key`` graded (in ``slot``'s worker, :class:`grader.grading.worker_process.WorkerSlot`,
+        where there is one), or not graded where the submission was refused at intake or used up its
+        time.
 
         Raises:
             GradingStopped: ``stop`` or ``halt`` was set.
@@ -282,7 +288,7 @@ class _SubmissionParts:
         res, dev = grade_part(PARTS[key], source, cfg=part_cfg, backend=self.selection.name, checks=self.checks,
                               on_event=self._events if self.on_event else None, env=self.env,
                               stop=_AnyOf(self.stop, self.halt),
-                              sanitizer_pool=self.pool.folder if self.pool else None)
+                              sanitizer_pool=self.pool.folder if self.pool else None, slot=slot)
         return (dataclasses.replace(res, file=self.where[key]) if key in self.where else res), dev
 
 

@@ -95,12 +95,13 @@ def _exit_fd(pid: int) -> int | None:
         return None
 
 
-def _exited_within(proc: subprocess.Popen, exit_fd: int | None, timeout: float) -> bool:
+def _exited_within(proc: subprocess.Popen, exit_fd: int | None, timeout: float, ready_fd: int | None = None) -> bool:
     """Whether ``proc`` ended within ``timeout`` seconds (reaped if so). With ``exit_fd`` the thread
-    sleeps until the end or the timeout: a batch's runner threads, dozens in one process, then do not
-    poll (``Popen.wait(timeout)`` checks many times a second, each thread taking the GIL)."""
+    sleeps until the end, a byte on ``ready_fd`` (a serving worker's job done) or the timeout: a
+    batch's runner threads, dozens in one process, then do not poll (``Popen.wait(timeout)`` checks
+    many times a second, each thread taking the GIL)."""
     if exit_fd is not None:
-        select.select([exit_fd], [], [], timeout)
+        select.select([exit_fd] + ([ready_fd] if ready_fd is not None else []), [], [], timeout)
         return proc.poll() is not None
     try:
         proc.wait(timeout=timeout)
@@ -113,18 +114,110 @@ def _exited_within(proc: subprocess.Popen, exit_fd: int | None, timeout: float) 
 RUNNER_PID_ENV = "SCANGRADE_RUNNER_PID"
 
 
+class WorkerSlot:
+    """A worker that grades one part after another (``python -m grader.grading.worker --serve``:
+    :func:`grader.grading.worker.main.serve`), for a runner thread grading a submission's parts in
+    turn: a part's job goes to the worker the part before left waiting, where its environment is
+    the same, instead of to a new process, so a submission costs one worker's start (Python, the
+    imports, on a GPU a CUDA context) instead of one a part. A worker that ended, hung, was stopped
+    or did not say it is ready is not kept (:func:`run_worker` ends its session as before).
+
+    Used by one thread only: a worker dies with the thread that started it (``PR_SET_PDEATHSIG``).
+    :meth:`close` ends the worker left waiting.
+    """
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen | None = None
+        self.env: dict[str, str] | None = None
+        self.ready_fd: int | None = None
+        #: Jobs handed to a waiting worker (for tests and the bench).
+        self.reused = 0
+
+    def take(self, env: dict[str, str], job_path: Path, tmpdir: Path) -> tuple[subprocess.Popen, int] | None:
+        """The waiting worker, handed ``job_path`` to run in ``tmpdir``, and its ready pipe; None where
+        none waits with ``env`` or it is gone (then it is ended: start a new one)."""
+        proc, fd, same = self.proc, self.ready_fd, env == self.env
+        self.proc, self.ready_fd, self.env = None, None, None
+        if proc is None:
+            return None
+        if same and proc.poll() is None:
+            try:
+                proc.stdin.write(f"{os.fspath(job_path)}\t{os.fspath(tmpdir)}\n".encode())
+                proc.stdin.flush()
+                self.reused += 1
+                return proc, fd
+            except (OSError, ValueError):
+                pass
+        _end_serving(proc, fd)
+        return None
+
+    def keep(self, proc: subprocess.Popen, ready_fd: int, env: dict[str, str]) -> None:
+        """Keep ``proc``, which said it is ready for another job, for the next part."""
+        self.close()
+        self.proc, self.ready_fd, self.env = proc, ready_fd, env
+
+    def close(self) -> None:
+        """End the worker left waiting, if any (its stdin closed; its session killed)."""
+        proc, fd = self.proc, self.ready_fd
+        self.proc, self.ready_fd, self.env = None, None, None
+        if proc is not None:
+            _end_serving(proc, fd)
+
+
+def _end_serving(proc: subprocess.Popen, ready_fd: int | None) -> None:
+    """End a serving worker and close the runner's ends of its pipes."""
+    kill_session(proc.pid)
+    proc.wait()
+    for f in (proc.stdin,):
+        try:
+            f.close()
+        except (OSError, AttributeError):
+            pass
+    if ready_fd is not None:
+        os.close(ready_fd)
+
+
+def _start(env: dict[str, str], job_path: Path, tmpdir: Path, out_f, err_f,
+           slot: WorkerSlot | None) -> tuple[subprocess.Popen, int | None]:
+    """A worker for ``job_path``: the one ``slot`` keeps waiting, else a new one (a serving one, with
+    its ready pipe, where there is a slot)."""
+    if slot is None:
+        return subprocess.Popen([sys.executable, "-m", "grader.grading.worker", str(job_path)], cwd=tmpdir,
+                                stdout=out_f, stderr=err_f, stdin=subprocess.DEVNULL, env=env,
+                                start_new_session=True), None
+    taken = slot.take(env, job_path, tmpdir)
+    if taken is not None:
+        return taken
+    from grader.grading.worker.main import SERVE_ARG
+
+    ready_r, ready_w = os.pipe()
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "grader.grading.worker", SERVE_ARG, str(ready_w),
+                                 str(job_path)], cwd=tmpdir, stdout=out_f, stderr=err_f, stdin=subprocess.PIPE,
+                                env=env, start_new_session=True, pass_fds=(ready_w,))
+    except BaseException:
+        os.close(ready_r)
+        raise
+    finally:
+        os.close(ready_w)
+    return proc, ready_r
+
+
 def run_worker(job_path: Path, events: protocol.EventReader, *, cfg: Config, tmpdir: Path,
                 on_event: Callable[[str, protocol.Event], None] | None,
                 extra_env: dict[str, str] | None = None,
                 deadline: float | None = None, backend: str = "",
                 budget: Callable[[str], float] | None = None,
-                stop: threading.Event | None = None) -> tuple[int | None, str | None, bool]:
+                stop: threading.Event | None = None,
+                slot: WorkerSlot | None = None) -> tuple[int | None, str | None, bool]:
     """Start the worker and watch it: ``(return code, why it was stopped or None, whether a case ran
     past its deadline)``. ``deadline`` (``time.monotonic()``) is when the part's ``timeouts.part_s``
     runs out, shared by the workers of one part; by default part_s from this worker's start.
     ``budget(case name)``: the seconds a case may run on an idle machine
     (:func:`grader.grading.deadlines.case_budget_s`; default ``timeouts.case_s``), scaled by
     :func:`grader.grading.deadlines.load_factor` while it runs, never past ``timeouts.case_s``.
+    ``slot``: where the worker the part before left waiting is, and where this one waits when its
+    job ends cleanly (:class:`WorkerSlot`; return code 0 then); None: a worker for this job alone.
 
     Raises:
         GradingStopped: ``stop`` was set; the worker's session is ended first (within about 0.1 s).
@@ -134,17 +227,21 @@ def run_worker(job_path: Path, events: protocol.EventReader, *, cfg: Config, tmp
     env["PYTHONUNBUFFERED"] = "1"
     env[RUNNER_PID_ENV] = str(os.getpid())  # the worker ends itself if this process is gone
     with open(tmpdir / "stdout.txt", "wb") as out_f, open(tmpdir / "stderr.txt", "wb") as err_f:
-        proc = subprocess.Popen([sys.executable, "-m", "grader.grading.worker", str(job_path)], cwd=tmpdir,
-                                stdout=out_f, stderr=err_f, stdin=subprocess.DEVNULL, env=env,
-                                start_new_session=True)
+        proc, ready_fd = _start(env, job_path, tmpdir, out_f, err_f, slot)
         stopped = None
         case_hung = False
+        ready = False
         allowed = cfg.timeouts.case_s
         exit_fd = _exit_fd(proc.pid)
         try:
             start = case_start = time.monotonic()
+            watch = ready_fd  # None once the worker closed it (it ends)
             while True:
-                finished = _exited_within(proc, exit_fd, 0.1)
+                finished = _exited_within(proc, exit_fd, 0.1, watch)
+                said = _read_ready(watch) if watch is not None and not finished else None
+                ready = said is True
+                if said is None:
+                    watch = None
                 for ev in events.poll():
                     if isinstance(ev, (protocol.CaseStart, protocol.Compiled)):
                         case_start = time.monotonic()
@@ -152,7 +249,7 @@ def run_worker(job_path: Path, events: protocol.EventReader, *, cfg: Config, tmp
                         allowed = budget(ev.case) if budget is not None else cfg.timeouts.case_s
                     if on_event:
                         on_event(ev.name, ev)
-                if finished:
+                if finished or ready:
                     break
                 if stop is not None and stop.is_set():
                     raise GradingStopped("grading was stopped")
@@ -167,8 +264,22 @@ def run_worker(job_path: Path, events: protocol.EventReader, *, cfg: Config, tmp
                 if stopped:
                     break
         finally:  # also when the grader is interrupted (Ctrl-C): no worker outlives its runner
-            kill_session(proc.pid)  # the worker, and anything it started (compilers, executors) or left behind
-            proc.wait()
             if exit_fd is not None:
                 os.close(exit_fd)
-    return proc.returncode, stopped, case_hung
+            if ready:  # it waits for the next part's job
+                slot.keep(proc, ready_fd, env)
+            elif ready_fd is not None:
+                _end_serving(proc, ready_fd)  # the worker, and anything it started or left behind
+            else:
+                kill_session(proc.pid)  # the worker, and anything it started (compilers, executors) or left behind
+                proc.wait()
+    return (0 if ready else proc.returncode), stopped, case_hung
+
+
+def _read_ready(fd: int) -> bool | None:
+    """Whether the serving worker wrote its ready byte on ``fd`` (read if so; the call does not
+    wait); None where the pipe is closed (the worker ended)."""
+    readable, _, _ = select.select([fd], [], [], 0)
+    if not readable:
+        return False
+    return True if os.read(fd, 1) == b"r" else None

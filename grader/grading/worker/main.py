@@ -41,6 +41,7 @@ def _die_with_runner() -> None:
 def main(argv: list[str]) -> int:
     """Run the job described by ``argv[0]``; returns the exit status (0 also when cases fail)."""
     _die_with_runner()
+    usage = _usage()  # a worker that serves several jobs counts each one's own CPU
     job = _read_job(argv[0])
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     from grader.assignment.parts import PARTS
@@ -91,11 +92,13 @@ def main(argv: list[str]) -> int:
             lost = getattr(backend, "broken", False)
             if grader is not None and grader.gpu is not None:
                 grader.gpu.close()
+            if grader is not None and grader.ran_hidden:
+                backend.ran_hidden = True
             if not lost:
                 backend.close()
         events.emit(Done())
     lock = getattr(backend, "gpu_lock", None)
-    _trace_cpu(job.part, lock.seconds if lock is not None else {})
+    _trace_cpu(job.part, lock.seconds if lock is not None else {}, usage)
     if lost:  # a GPU fault lost the context: not through PyCUDA's clean-up of it (it prints warnings)
         os._exit(0)
     return 0
@@ -125,6 +128,8 @@ class _PartGrader:
         self.notes: dict[str, list[str]] = {}
         self.gpu: GpuPath | None = None
         self.ahead = None
+        #: Whether a hidden case started (its backend then serves no other part).
+        self.ran_hidden = False
 
     def build(self, spec, text: str, dtype: str, tag: str):
         """``spec``'s file ``text`` compiled for ``dtype`` on the backend, in a folder of its own; or
@@ -195,6 +200,7 @@ class _PartGrader:
                                     earlier_failed=self.job.earlier_failed)
         hidden = [c for c in cases if c.visibility == "hidden"]
         if hidden:
+            self.ran_hidden = True
             events.emit(HiddenStart())
         for case in hidden:
             self.run(case)
@@ -268,21 +274,27 @@ class _PartGrader:
         return self.notes[dtype]
 
 
-def _trace_cpu(part: str, lock_seconds: dict) -> None:
-    """Where ``SCANGRADE_CASE_TIMES`` names a folder (bench/throughput.py): this worker's CPU seconds
-    (all its threads; and its children that ended: executors, compilers) there, and the seconds it
-    waited for its GPU's lock and held it alone (``lock_seconds``, :attr:`grader.host.gpu_lock.GpuLock.seconds`),
-    for the bench."""
+def _usage() -> dict[str, float]:
+    """This process's CPU use so far (its threads, and its children that ended), for :func:`_trace_cpu`."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return {"self_s": me.ru_utime + me.ru_stime, "children_s": kids.ru_utime + kids.ru_stime,
+            "self_sys_s": me.ru_stime, "children_sys_s": kids.ru_stime, "main_thread_s": time.thread_time(),
+            "minor_faults": me.ru_minflt + kids.ru_minflt, "vol_switches": me.ru_nvcsw,
+            "invol_switches": me.ru_nivcsw}
+
+
+def _trace_cpu(part: str, lock_seconds: dict, since: dict[str, float]) -> None:
+    """Where ``SCANGRADE_CASE_TIMES`` names a folder (bench/throughput.py): this job's CPU seconds
+    (all the worker's threads; and its children that ended: executors, compilers), counted from
+    ``since`` (:func:`_usage` at the job's start), there, and the seconds it waited for its GPU's lock
+    and held it alone (``lock_seconds``, :attr:`grader.host.gpu_lock.GpuLock.seconds`), for the bench."""
     folder = os.environ.get("SCANGRADE_CASE_TIMES")
     if not folder:
         return
-    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    now = _usage()
     Path(folder).mkdir(parents=True, exist_ok=True)
-    (Path(folder) / f"{part}-cpu-{os.getpid()}.json").write_text(json.dumps(
-        {"part": part, "self_s": me.ru_utime + me.ru_stime, "children_s": kids.ru_utime + kids.ru_stime,
-         "self_sys_s": me.ru_stime, "children_sys_s": kids.ru_stime, "main_thread_s": time.thread_time(),
-         "minor_faults": me.ru_minflt + kids.ru_minflt, "vol_switches": me.ru_nvcsw, "invol_switches": me.ru_nivcsw,
-         **lock_seconds}))
+    (Path(folder) / f"{part}-cpu-{os.getpid()}-{time.monotonic_ns()}.json").write_text(json.dumps(
+        {"part": part, **{k: now[k] - since.get(k, 0) for k in now}, **lock_seconds}))
 
 
 def _profile_part(events, backend, cfg, part, source, results, work: Path, *, earlier_failed: bool):
@@ -355,9 +367,64 @@ def _profiled(argv: list[str]) -> int:
 
 def cli(argv: list[str]) -> int:
     """``python -m grader.grading.worker JOB.json``: a job file the worker cannot use is one line on
-    stderr and exit status 2 (the runner reports the part as a grader error with that line)."""
+    stderr and exit status 2 (the runner reports the part as a grader error with that line).
+    ``python -m grader.grading.worker --serve FD JOB.json``: that job, then the jobs of the
+    submission's later parts, one after the other, in this process (:func:`serve`)."""
+    if argv[:1] == [SERVE_ARG]:
+        return serve(int(argv[1]), argv[2])
+    return _one_job(argv)
+
+
+def _one_job(argv: list[str]) -> int:
     try:
         return _profiled(argv)
     except ProtocolError as exc:
         print(f"scangrade worker: {exc}", file=sys.stderr)
         return 2
+
+
+#: The argument of a worker that serves several jobs (:func:`serve`).
+SERVE_ARG = "--serve"
+
+
+def serve(ready_fd: int, first_job: str) -> int:
+    """Grade jobs one after the other in this process, for a runner grading a submission's parts in
+    turn (:class:`grader.grading.worker_process.WorkerSlot`): ``first_job``, in the folder and with
+    the stdout and stderr the worker was started with, then each job the runner sends, one line on
+    stdin, ``JOB.json<TAB>FOLDER``: the worker moves to that folder and takes its ``stdout.txt`` and
+    ``stderr.txt`` as stdout and stderr (the kernel's output and the worker's last words stay the
+    part's). After a job that ended cleanly it writes one byte to ``ready_fd`` and waits for the
+    next line; the Python interpreter, the imports and, on a GPU, the CUDA context
+    (:func:`grader.backends.pycuda_backend.keep_context`) serve the next part. A job after which the
+    worker cannot be trusted (a GPU fault that lost the context: :func:`main` exits there; a context
+    that no longer synchronizes) or an error ends the process, as a worker of one job ends.
+
+    Returns:
+        the exit status: 0 when stdin closes (the runner needs no more parts), else the last job's.
+    """
+    import ctypes
+    import gc
+
+    from grader.backends.pycuda_backend import keep_context, kept_context_works
+
+    keep_context()
+    libc = ctypes.CDLL(None)
+    job_path = first_job
+    while True:
+        status = _one_job([job_path])
+        gc.collect()  # the job's arrays, modules and device buffers go now, not in the next part
+        sys.stdout.flush()
+        sys.stderr.flush()
+        libc.fflush(None)  # a kernel's printf still buffered in C's stdout: the part's, not the next one's
+        if status != 0 or not kept_context_works():
+            return status
+        os.write(ready_fd, b"r")
+        line = sys.stdin.buffer.readline().decode()
+        if not line.endswith("\n"):
+            return 0
+        job_path, folder = line[:-1].split("\t", 1)
+        os.chdir(folder)
+        for fd, name in ((1, "stdout.txt"), (2, "stderr.txt")):
+            out = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            os.dup2(out, fd)
+            os.close(out)
