@@ -105,12 +105,14 @@ def test_a_kept_context_serves_the_next_part_but_not_after_a_hidden_case():
     """In a serving worker (keep_context) the next backend takes the context the last one left; after
     a hidden case ran in it, a new one (memory the part freed may hold the private inputs)."""
     script = (
-        "from grader.backends.pycuda_backend import PyCudaBackend, keep_context, kept_context_works\n"
+        "from grader.backends.pycuda_backend import (PyCudaBackend, keep_context, kept_context_works,\n"
+        "                                             release_kept_contexts)\n"
         "keep_context()\n"
         "a = PyCudaBackend(); ctx = a._context; a.close()\n"
         "b = PyCudaBackend(); assert b._context is ctx and kept_context_works() is True\n"
         "b.ran_hidden = True; b.close()\n"
         "c = PyCudaBackend(); assert c._context is not ctx; c.close()\n"
+        "release_kept_contexts()\n"  # else PyCUDA aborts at exit
         "print('checked')\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)

@@ -405,7 +405,7 @@ def serve(ready_fd: int, first_job: str) -> int:
     import ctypes
     import gc
 
-    from grader.backends.pycuda_backend import keep_context, kept_context_works
+    from grader.backends.pycuda_backend import keep_context, kept_context_works, release_kept_contexts
 
     keep_context()
     libc = ctypes.CDLL(None)
@@ -416,12 +416,15 @@ def serve(ready_fd: int, first_job: str) -> int:
         sys.stdout.flush()
         sys.stderr.flush()
         libc.fflush(None)  # a kernel's printf still buffered in C's stdout: the part's, not the next one's
-        if status != 0 or not kept_context_works():
+        if not kept_context_works():  # not through PyCUDA's clean-up of it (it aborts), as main() does
+            os._exit(status)
+        line = ""
+        if status == 0:
+            os.write(ready_fd, b"r")
+            line = sys.stdin.buffer.readline().decode()
+        if not line.endswith("\n"):  # an error, or the runner needs no more parts
+            release_kept_contexts()
             return status
-        os.write(ready_fd, b"r")
-        line = sys.stdin.buffer.readline().decode()
-        if not line.endswith("\n"):
-            return 0
         job_path, folder = line[:-1].split("\t", 1)
         os.chdir(folder)
         for fd, name in ((1, "stdout.txt"), (2, "stderr.txt")):
