@@ -1,10 +1,12 @@
-"""Grading a submission: one child process per part, with a deadline, results gathered as they come.
+"""Grading a submission: each part in a child process, with a deadline, results gathered as they come.
 
-A part that does not compile, crashes, hangs or corrupts memory costs that part only: its child
-process is killed at the deadline (``timeouts.part_s``), the case it was on is reported as timed
-out or crashed, the rest as not run, and grading goes on with the next part. A case that hangs
-(``timeouts.case_s``) costs that case only: a new child process grades the cases after it, within
-the part's ``part_s``.
+Parts graded at once (on a GPU machine) get a worker each; parts graded in turn (a batch's job, the
+emulator) one worker, which serves them one after the other
+(:class:`grader.grading.worker_process.WorkerSlot`). A part that does not compile, crashes, hangs or
+corrupts memory costs that part only: its child process is killed at the deadline
+(``timeouts.part_s``), the case it was on is reported as timed out or crashed, the rest as not run,
+and grading goes on with the next part, in a new worker. A case that hangs (``timeouts.case_s``)
+costs that case only: a new child process grades the cases after it, within the part's ``part_s``.
 """
 
 from __future__ import annotations
