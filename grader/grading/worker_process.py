@@ -236,6 +236,7 @@ def run_worker(job_path: Path, events: protocol.EventReader, *, cfg: Config, tmp
         try:
             start = case_start = time.monotonic()
             watch = ready_fd  # None once the worker closed it (it ends)
+            said_last = None  # when a serving worker reported the job's end
             while True:
                 finished = _exited_within(proc, exit_fd, 0.1, watch)
                 said = _read_ready(watch) if watch is not None and not finished else None
@@ -247,10 +248,14 @@ def run_worker(job_path: Path, events: protocol.EventReader, *, cfg: Config, tmp
                         case_start = time.monotonic()
                     if isinstance(ev, protocol.CaseStart):
                         allowed = budget(ev.case) if budget is not None else cfg.timeouts.case_s
+                    if isinstance(ev, _LAST_WORDS) and watch is not None:
+                        said_last = time.monotonic()
                     if on_event:
                         on_event(ev.name, ev)
                 if finished or ready:
                     break
+                if said_last is not None and time.monotonic() - said_last > READY_GRACE_S:
+                    break  # it said its last word but is not ready: ended below, not kept
                 if stop is not None and stop.is_set():
                     raise GradingStopped("grading was stopped")
                 now = time.monotonic()
@@ -274,6 +279,15 @@ def run_worker(job_path: Path, events: protocol.EventReader, *, cfg: Config, tmp
                 kill_session(proc.pid)  # the worker, and anything it started (compilers, executors) or left behind
                 proc.wait()
     return (0 if ready else proc.returncode), stopped, case_hung
+
+
+#: The events that end a job (a worker sends none after them).
+_LAST_WORDS = (protocol.Done, protocol.WorkerError, protocol.CompileFailed)
+
+#: Seconds a serving worker has, after its job's last event, to say it is ready for the next one
+#: (it collects the job's garbage and checks its CUDA context first; well under a second): past them
+#: it is ended, and the next part gets a new worker.
+READY_GRACE_S = 10.0
 
 
 def _read_ready(fd: int) -> bool | None:
