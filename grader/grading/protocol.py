@@ -27,6 +27,11 @@ whose cases so far all passed, ``profile-start`` (the profile is taken before an
 on the emulator, for a timed part whose visible cases all passed, ``profile-start`` and
 ``roofline``; ``hidden-start`` and the hidden cases; ``performance`` for a timed part; ``profile`` for a profiled
 part; ``done`` at the end.
+
+A worker that serves a submission's parts in turn (``python -m grader.grading.worker --serve FD
+JOB.json``, :data:`SERVE_ARG`) takes each later job as one line on its stdin, ``JOB.json<TAB>FOLDER``,
+and says it is ready for the next with one byte on ``FD`` after each job's ``done``
+(:class:`grader.grading.worker_process.WorkerSlot`, :func:`grader.grading.worker.main.serve`).
 """
 
 from __future__ import annotations
@@ -141,6 +146,9 @@ def _json_type(value: Any) -> str:
 #
 # Each event is a pydantic dataclass: built with its fields in order (``CaseStart(case.name)``) and
 # validated, as it is built and as :func:`decode` reads it back, by the same declarations.
+
+#: The worker's argument that makes it serve several jobs (see the module's docstring).
+SERVE_ARG = "--serve"
 
 #: Events take their wire keys as well as their field names (the case-start event names its case ``name``).
 _WIRE = ConfigDict(populate_by_name=True)

@@ -27,7 +27,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 from grader.host.parent_death import die_with_parent

@@ -130,8 +130,6 @@ class WorkerSlot:
         self.proc: subprocess.Popen | None = None
         self.env: dict[str, str] | None = None
         self.ready_fd: int | None = None
-        #: Jobs handed to a waiting worker (for tests and the bench).
-        self.reused = 0
 
     def take(self, env: dict[str, str], job_path: Path, tmpdir: Path) -> tuple[subprocess.Popen, int] | None:
         """The waiting worker, handed ``job_path`` to run in ``tmpdir``, and its ready pipe; None where
@@ -144,7 +142,6 @@ class WorkerSlot:
             try:
                 proc.stdin.write(f"{os.fspath(job_path)}\t{os.fspath(tmpdir)}\n".encode())
                 proc.stdin.flush()
-                self.reused += 1
                 return proc, fd
             except (OSError, ValueError):
                 pass
@@ -168,11 +165,10 @@ def _end_serving(proc: subprocess.Popen, ready_fd: int | None) -> None:
     """End a serving worker and close the runner's ends of its pipes."""
     kill_session(proc.pid)
     proc.wait()
-    for f in (proc.stdin,):
-        try:
-            f.close()
-        except (OSError, AttributeError):
-            pass
+    try:
+        proc.stdin.close()
+    except OSError:  # a write it never read (it is gone): nothing to flush to
+        pass
     if ready_fd is not None:
         os.close(ready_fd)
 
@@ -188,11 +184,9 @@ def _start(env: dict[str, str], job_path: Path, tmpdir: Path, out_f, err_f,
     taken = slot.take(env, job_path, tmpdir)
     if taken is not None:
         return taken
-    from grader.grading.worker.main import SERVE_ARG
-
     ready_r, ready_w = os.pipe()
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "grader.grading.worker", SERVE_ARG, str(ready_w),
+        proc = subprocess.Popen([sys.executable, "-m", "grader.grading.worker", protocol.SERVE_ARG, str(ready_w),
                                  str(job_path)], cwd=tmpdir, stdout=out_f, stderr=err_f, stdin=subprocess.PIPE,
                                 env=env, start_new_session=True, pass_fds=(ready_w,))
     except BaseException:

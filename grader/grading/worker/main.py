@@ -14,9 +14,9 @@ from pathlib import Path
 
 from grader.assignment.parts import SOLUTIONS
 from grader.grading.profiling import profile_after_hidden
-from grader.grading.protocol import (CaseDone, CaseStart, Compiled, CompileFailed, CompilerNotes, Device, DeviceUpdate,
-                                     Done, EventWriter, GpuWait, HiddenStart, Job, PerformanceScored, Profiled,
-                                     ProfileStart, ProtocolError, WorkerError)
+from grader.grading.protocol import (SERVE_ARG, CaseDone, CaseStart, Compiled, CompileFailed, CompilerNotes, Device,
+                                     DeviceUpdate, Done, EventWriter, GpuWait, HiddenStart, Job, PerformanceScored,
+                                     Profiled, ProfileStart, ProtocolError, WorkerError)
 from grader.grading.worker.ahead import cubins_ahead, draw_ahead
 from grader.grading.worker.beside import emulator_checker_line, emulator_runtime_flags, start_background_checks
 from grader.grading.worker.gpu_path import GpuPath
@@ -382,9 +382,6 @@ def _one_job(argv: list[str]) -> int:
         print(f"scangrade worker: {exc}", file=sys.stderr)
         return 2
 
-
-#: The argument of a worker that serves several jobs (:func:`serve`).
-SERVE_ARG = "--serve"
 
 
 def serve(ready_fd: int, first_job: str) -> int:
