@@ -117,3 +117,34 @@ def test_a_kept_context_serves_the_next_part_but_not_after_a_hidden_case():
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
     assert run.returncode == 0 and "checked" in run.stdout, run.stderr
+
+
+def test_a_serving_worker_silent_after_its_last_event_is_ended_not_kept(tmp_path, monkeypatch, small_config):
+    """A worker that reported its job's end but never says it is ready (here a process that only
+    sleeps, standing in for one stuck after ``done``) is ended READY_GRACE_S later, not at the part's
+    deadline, and is not kept for the next part; the job's events are all read."""
+    import time
+
+    from grader.grading import protocol, worker_process
+
+    events_path = tmp_path / "events.jsonl"
+    with protocol.EventWriter(events_path) as writer:
+        writer.emit(protocol.Done())
+    ready_r, ready_w = os.pipe()
+    stuck = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], stdin=subprocess.PIPE,
+                             start_new_session=True)
+    monkeypatch.setattr(worker_process, "_start", lambda *args, **kwargs: (stuck, ready_r))
+    monkeypatch.setattr(worker_process, "READY_GRACE_S", 0.5)
+    slot = worker_process.WorkerSlot()
+    events = protocol.EventReader(events_path)
+    started = time.monotonic()
+    try:
+        _, stopped, hung = worker_process.run_worker(tmp_path / "job.json", events, cfg=small_config,
+                                                     tmpdir=tmp_path, on_event=None, slot=slot)
+    finally:
+        os.close(ready_w)
+        if stuck.poll() is None:
+            stuck.kill()
+    assert time.monotonic() - started < small_config.timeouts.part_s / 2  # not the part's deadline
+    assert stopped is None and not hung and [e.name for e in events.items] == ["done"]
+    assert stuck.poll() is not None and slot.proc is None  # ended, not kept
