@@ -63,6 +63,21 @@ def test_message_passing_with_a_release_and_an_acquire_is_clean(checked, module,
     assert got[2 * GRID + 1:].tolist() == list(range(1, GRID))
 
 
+def test_a_release_store_read_by_a_block_on_another_worker_is_ordered(checked, module):
+    """8 blocks on two workers (all resident at once: the kernel waits on the block before it, which
+    needs that), launched 300 times: a block's acquire may load the flag of the block before while
+    that block's worker is still in the store's hook. The release of an atomic store was recorded
+    after the store, and a race was then reported in this correct kernel now and then (1 launch in
+    300 of 4 blocks on 2 loaded cores); it is recorded before the store (rt_hooks.inc,
+    release_before). A stress check: it cannot force the interleaving."""
+    grid = 8
+    for _ in range(300):
+        out = checked.alloc(3 * grid, np.int32)
+        checked.to_device(np.zeros(3 * grid, np.int32), out)
+        checked.launch(module, "release_acquire", grid=grid, block=32, shared_bytes=0, args=[out, 0])
+        assert checked.to_host(out)[2 * grid + 1:].tolist() == list(range(1, grid))
+
+
 def test_an_unfenced_flag_fails_naming_the_two_stores(checked, module):
     with pytest.raises(KernelError) as info:
         run(checked, module, "no_fence")
