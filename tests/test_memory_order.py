@@ -64,18 +64,31 @@ def test_message_passing_with_a_release_and_an_acquire_is_clean(checked, module,
 
 
 def test_a_release_store_read_by_a_block_on_another_worker_is_ordered(checked, module):
-    """8 blocks on two workers (all resident at once: the kernel waits on the block before it, which
-    needs that), launched 300 times: a block's acquire may load the flag of the block before while
-    that block's worker is still in the store's hook. The release of an atomic store was recorded
-    after the store, and a race was then reported in this correct kernel now and then (1 launch in
-    300 of 4 blocks on 2 loaded cores); it is recorded before the store (rt_hooks.inc,
-    release_before). A stress check: it cannot force the interleaving."""
-    grid = 8
-    for _ in range(300):
-        out = checked.alloc(3 * grid, np.int32)
-        checked.to_device(np.zeros(3 * grid, np.int32), out)
-        checked.launch(module, "release_acquire", grid=grid, block=32, shared_bytes=0, args=[out, 0])
-        assert checked.to_host(out)[2 * grid + 1:].tolist() == list(range(1, grid))
+    """8 blocks on two workers (all resident at once), launched 300 times: a block's acquire may load
+    the flag of the block before while that block's worker is still in the store's hook. The release
+    of an atomic store was recorded after the store, and a race was then reported in this correct
+    kernel now and then (1 launch in 300 of 4 blocks on 2 loaded cores); it is recorded before the
+    store (rt_hooks.inc, release_before). A stress check: it cannot force the interleaving."""
+    _chain(checked, module, grid=8, launches=300)
+
+
+def test_a_chain_of_more_blocks_than_are_resident_is_no_deadlock(checked, module):
+    """256 blocks on two workers (8 resident at once), each waiting for the block before, launched 20
+    times. A worker stamped a block whose round changed nothing as stale at the launch's progress
+    counted after the round, so a block that polled a flag just before the other worker stored it
+    (and counted the store) looked stale at the new count: after three passes running its
+    neighbours, a deadlock was reported (1 run of this file in 3, with 20 such launches). It is
+    stamped with the progress before the round (rt_worker.inc). A stress check too."""
+    _chain(checked, module, grid=256, launches=20)
+
+
+def _chain(be, module, *, grid: int, launches: int) -> None:
+    """Launch ``release_acquire`` on ``grid`` blocks ``launches`` times: each must be clean and right."""
+    for _ in range(launches):
+        out = be.alloc(3 * grid, np.int32)
+        be.to_device(np.zeros(3 * grid, np.int32), out)
+        be.launch(module, "release_acquire", grid=grid, block=32, shared_bytes=0, args=[out, 0])
+        assert be.to_host(out)[2 * grid + 1:].tolist() == list(range(1, grid))
 
 
 def test_an_unfenced_flag_fails_naming_the_two_stores(checked, module):
