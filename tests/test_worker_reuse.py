@@ -119,6 +119,44 @@ def test_a_kept_context_serves_the_next_part_but_not_after_a_hidden_case():
     assert run.returncode == 0 and "checked" in run.stdout, run.stderr
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available()[0], reason=f"no usable CUDA GPU: {gpu_available()[1]}")
+def test_a_pooled_buffer_is_reused_in_its_context_and_the_flush_buffer_is_kept():
+    """In a worker that pools (pool_device_memory), a case's buffer of a pooled size is the last one of
+    that size freed, in the same context and the next part's (a kept context), not after a hidden case;
+    the timed runs' flush buffer is allocated once for the context; a small buffer is the driver's."""
+    script = (
+        "import numpy as np\n"
+        "from grader.backends.pycuda_backend import (PyCudaBackend, keep_context, pool_device_memory,\n"
+        "                                             release_kept_contexts, POOL_MIN_BYTES)\n"
+        "keep_context(); pool_device_memory()\n"
+        "a = PyCudaBackend()\n"
+        "n = POOL_MIN_BYTES // 4 + 5\n"
+        "x = a.alloc(n, np.int32); where = x.address; del x\n"
+        "y = a.alloc(n - 9, np.int32); assert y.address == where, 'the freed block of that size'\n"
+        "z = a.alloc(n, np.int32); assert z.address != where, 'a block in use is not handed out twice'\n"
+        "a.to_device(np.arange(n - 9, dtype=np.int32), y)\n"
+        "assert (a.to_host(y) == np.arange(n - 9)).all()\n"
+        "small = a.alloc(16, np.int32); assert not hasattr(small._allocation, 'scratch')\n"
+        "del y, z, small\n"
+        "t = lambda: a.time_interleaved_ms([('copy', lambda: None, None)], warmup=0, runs=1, flush_bytes=1 << 20)\n"
+        "t(); flush = a._scratch.flush; t(); assert a._scratch.flush is flush and flush is not None\n"
+        "pooled = {int(blk) for blocks in a._scratch.free_blocks.values() for blk in blocks}\n"
+        "assert where in pooled and len(pooled) == 2\n"
+        "a.close()\n"
+        "b = PyCudaBackend(); assert b._scratch is a._scratch\n"
+        "w = b.alloc(n, np.int32); assert w.address in pooled, 'the next part takes the blocks of the last'\n"
+        "del w; b.ran_hidden = True; scratch = b._scratch; b.close()\n"
+        "assert scratch.closed and scratch.held == 0 and scratch.flush is None\n"
+        "c = PyCudaBackend(); assert c._scratch is not scratch and c._scratch.held == 0\n"
+        "c.close()\n"
+        "release_kept_contexts()\n"
+        "print('checked')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert run.returncode == 0 and "checked" in run.stdout, run.stderr
+
+
 def test_a_serving_worker_silent_after_its_last_event_is_ended_not_kept(tmp_path, monkeypatch, small_config):
     """A worker that reported its job's end but never says it is ready (here a process that only
     sleeps, standing in for one stuck after ``done``) is ended READY_GRACE_S later, not at the part's
@@ -148,3 +186,75 @@ def test_a_serving_worker_silent_after_its_last_event_is_ended_not_kept(tmp_path
     assert time.monotonic() - started < small_config.timeouts.part_s / 2  # not the part's deadline
     assert stopped is None and not hung and [e.name for e in events.items] == ["done"]
     assert stuck.poll() is not None and slot.proc is None  # ended, not kept
+
+
+class _FakeDriver:
+    """A stand-in for pycuda.driver's allocations: ``capacity`` bytes, each allocation live until freed."""
+
+    class MemoryError(Exception):
+        pass
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity, self.live, self.calls = capacity, 0, 0
+        driver = self
+
+        class Allocation:
+            def __init__(self, nbytes: int) -> None:
+                self.nbytes, self.freed = nbytes, False
+
+            def free(self) -> None:
+                assert not self.freed, "freed twice"
+                self.freed = True
+                driver.live -= self.nbytes
+
+        self.Allocation = Allocation
+
+    def mem_alloc(self, nbytes: int):
+        self.calls += 1
+        if self.live + nbytes > self.capacity:
+            raise self.MemoryError("out of memory")
+        self.live += nbytes
+        return self.Allocation(nbytes)
+
+
+def test_the_scratch_keeps_freed_blocks_within_its_budget_and_frees_them_when_memory_runs_out():
+    """A context's scratch (grader.backends.pycuda_backend._Scratch) hands a freed block of the same size
+    back without a driver call, keeps no more than its share of the GPU's memory unused (the flush
+    buffer included), frees what it keeps and tries once more when the driver runs out of memory, and
+    keeps nothing once closed."""
+    from grader.backends.pycuda_backend import SCRATCH_SHARE, _Scratch
+
+    mib = 2**20
+    driver = _FakeDriver(capacity=40 * mib)
+    scratch = _Scratch(driver, total_bytes=SCRATCH_SHARE * 10 * mib)  # keeps at most 10 MiB unused
+    a, b = scratch.alloc(4 * mib), scratch.alloc(4 * mib)
+    scratch.give(a, 4 * mib)
+    assert scratch.take(2 * mib) is None and scratch.take(4 * mib) is a and scratch.held == 0
+    scratch.give(a, 4 * mib)
+    scratch.give(b, 4 * mib)
+    c = scratch.alloc(4 * mib)
+    scratch.give(c, 4 * mib)  # 12 MiB would be over the budget: c goes back to the driver, not kept
+    assert scratch.held == 8 * mib and c not in scratch.free_blocks[4 * mib]
+    c.free()
+
+    flush, kept = scratch.flush_buffer(4 * mib)  # 8 + 4 > 10: a flush buffer the caller frees
+    assert not kept
+    flush.free()
+    assert scratch.take(4 * mib) is not None  # one block in use again: 4 MiB unused now
+    flush, kept = scratch.flush_buffer(4 * mib)
+    assert kept and scratch.flush_buffer(4 * mib) == (flush, True)
+    calls = driver.calls
+
+    big = scratch.alloc(30 * mib)  # 4 + 4 + 4 live: only after the unused block and the flush buffer go
+    assert driver.calls == calls + 2 and scratch.held == 0 and scratch.flush is None and flush.freed
+    with pytest.raises(_FakeDriver.MemoryError):
+        scratch.alloc(40 * mib)
+    big.free()
+
+    d = scratch.alloc(2 * mib)
+    scratch.give(d, 2 * mib)
+    scratch.close()
+    assert d.freed and scratch.held == 0
+    e = scratch.alloc(2 * mib)
+    scratch.give(e, 2 * mib)  # closed: not kept (its own finalizer frees it, as without a pool)
+    assert scratch.held == 0 and not e.freed

@@ -116,7 +116,7 @@ _FAULTS = (
 
 
 class PyCudaArray(DeviceArray):
-    """A typed view of a ``cuda.mem_alloc`` allocation."""
+    """A typed view of a ``cuda.mem_alloc`` allocation (or of a :class:`_Block` of the worker's pool)."""
 
     def __init__(self, allocation, base: int, count: int, dtype: np.dtype) -> None:
         self._allocation, self._base = allocation, base  # keeps the allocation alive
@@ -130,6 +130,129 @@ class PyCudaArray(DeviceArray):
         if offset < 0 or count < 0 or offset + count > self.count:
             raise ValueError(f"view [{offset}, {offset + count}) outside a buffer of {self.count} elements")
         return PyCudaArray(self._allocation, self._base + offset * self.dtype.itemsize, count, self.dtype)
+
+
+#: The smallest and the largest buffer (bytes, rounded up to :data:`POOL_GRAIN`) a worker's pool keeps
+#: for the next case when it is freed (:func:`pool_device_memory`): the driver suballocates smaller ones
+#: without a call to its resource manager, and a larger one (a 2^28 timing's input) is needed once a size.
+POOL_MIN_BYTES = 2 * 2**20
+POOL_MAX_BYTES = 256 * 2**20
+#: The pool's rounding of a buffer's size: the GPU's large-page size, so sizes a few elements apart (n =
+#: 2^20 - 1, 2^20, 2^20 + 1, and their guard zones) share the same blocks.
+POOL_GRAIN = 2 * 2**20
+#: The share of the GPU's memory one context's scratch (:class:`_Scratch`: the L2 flush buffer and the
+#: pool's free blocks) may hold while unused: sixteen workers a GPU then keep at most a quarter of it.
+SCRATCH_SHARE = 64
+
+
+class _Block:
+    """A pooled allocation of ``nbytes`` (a multiple of :data:`POOL_GRAIN`): when the last array viewing
+    it goes, it goes back to ``scratch`` (:meth:`_Scratch.give`) instead of to the driver."""
+
+    __slots__ = ("allocation", "nbytes", "scratch")
+
+    def __init__(self, allocation, nbytes: int, scratch: "_Scratch") -> None:
+        self.allocation, self.nbytes, self.scratch = allocation, nbytes, scratch
+
+    def __int__(self) -> int:
+        return int(self.allocation)
+
+    def free(self) -> None:
+        """Give the memory back to the driver now (not to the pool)."""
+        self.scratch = None
+        self.allocation.free()
+
+    def __del__(self) -> None:
+        if self.scratch is not None:
+            self.scratch.give(self.allocation, self.nbytes)
+
+
+class _Scratch:
+    """What a CUDA context of the grader's reuses from one case, one timing and one part to the next:
+    the L2 flush buffer of the timed runs, the 8-byte cell the device checks read back, the grader's
+    own PTX modules (loaded once, not once a part), and the pool's free blocks (:func:`pool_device_memory`).
+    Each allocation and free of a large buffer, and each module loaded, is a call to the driver's
+    resource manager, whose lock is one for every GPU of the machine: a timed window that makes one
+    may wait there for the other GPUs' workers. The scratch lives and goes with its context
+    (:func:`keep_context`): a context dropped after a hidden case drops it too.
+
+    Memory it holds while unused stays under the GPU's memory / :data:`SCRATCH_SHARE`; an allocation
+    the driver refuses for lack of memory frees every unused block and is tried once more
+    (:meth:`alloc`)."""
+
+    def __init__(self, cuda, total_bytes: int) -> None:
+        self._cuda = cuda
+        self.budget = total_bytes // SCRATCH_SHARE
+        self.free_blocks: dict[int, list] = {}  # size -> allocations not in use
+        self.held = 0  # bytes of free_blocks
+        self.flush = None  # (allocation, bytes): kept where it fits the budget
+        self.cell = None  # 8 bytes on the device
+        self.fill = None  # poison_shared's module and kernel
+        self.checks = None  # CHECK_PTX's module and kernels
+        self.closed = False
+
+    def alloc(self, nbytes: int):
+        """A new allocation of ``nbytes`` from the driver; where the GPU is out of memory, once more after
+        freeing the unused blocks and the flush buffer.
+
+        Raises:
+            pycuda.driver.MemoryError: the GPU cannot hold it even then.
+        """
+        try:
+            return self._cuda.mem_alloc(nbytes)
+        except self._cuda.MemoryError:
+            self.drop_unused()
+            return self._cuda.mem_alloc(nbytes)
+
+    def take(self, nbytes: int):
+        """A free block of exactly ``nbytes``, or None."""
+        blocks = self.free_blocks.get(nbytes)
+        if not blocks:
+            return None
+        self.held -= nbytes
+        return blocks.pop()
+
+    def give(self, allocation, nbytes: int) -> None:
+        """Keep ``allocation`` (``nbytes``, no longer viewed) for the next :meth:`take`, where the budget
+        allows; else it goes to the driver as it did before (its own finalizer)."""
+        flush = self.flush[1] if self.flush is not None else 0
+        if self.closed or self.held + nbytes + flush > self.budget:
+            return
+        self.free_blocks.setdefault(nbytes, []).append(allocation)
+        self.held += nbytes
+
+    def flush_buffer(self, nbytes: int):
+        """``(allocation, kept)``: a buffer of ``nbytes`` for the L2 flush, the context's own where it
+        fits the budget (``kept``), else a new one the caller frees."""
+        if self.flush is not None and self.flush[1] == nbytes:
+            return self.flush[0], True
+        if self.flush is not None:
+            self.flush[0].free()
+            self.flush = None
+        if nbytes + self.held > self.budget:
+            return self.alloc(nbytes), False
+        self.flush = (self.alloc(nbytes), nbytes)
+        return self.flush[0], True
+
+    def drop_unused(self) -> None:
+        """Free the blocks not in use and the flush buffer now."""
+        for blocks in self.free_blocks.values():
+            for allocation in blocks:
+                allocation.free()
+        self.free_blocks.clear()
+        self.held = 0
+        if self.flush is not None:
+            self.flush[0].free()
+            self.flush = None
+
+    def close(self) -> None:
+        """Before the context goes: free what is unused; blocks still in use go to the driver when freed."""
+        self.drop_unused()
+        if self.cell is not None:
+            self.cell.free()
+            self.cell = None
+        self.fill = self.checks = None
+        self.closed = True
 
 
 class PyCudaModule(Module):
@@ -173,7 +296,12 @@ class PyCudaBackend(Backend):
         try:
             _init_driver(cuda)
             self._device = cuda.Device(device)
-            self._context = _KEPT.pop(device, None) or self._device.make_context()
+            kept = _KEPT.pop(device, None)
+            if kept is not None:
+                self._context, self._scratch = kept
+            else:
+                self._context = self._device.make_context()
+                self._scratch = _Scratch(cuda, self._device.total_memory())
             self._ordinal = device
         except cuda.Error as exc:
             raise BackendUnavailable(f"cannot create a CUDA context on device {device}: {exc}") from None
@@ -220,9 +348,16 @@ class PyCudaBackend(Backend):
         return PyCudaModule(module, functions, {k.name: k for k in kernels}, cubin)
 
     def alloc(self, count: int, dtype: np.dtype) -> DeviceArray:
+        """See :meth:`Backend.alloc`; in a worker that pools (:func:`pool_device_memory`), a buffer of
+        :data:`POOL_MIN_BYTES` to :data:`POOL_MAX_BYTES` may be one an earlier case of this context freed."""
         dtype = np.dtype(dtype)
-        allocation = self._cuda.mem_alloc(max(1, count * dtype.itemsize))
-        return PyCudaArray(allocation, int(allocation), count, dtype)
+        nbytes = max(1, count * dtype.itemsize)
+        if not _POOL or not POOL_MIN_BYTES <= nbytes <= POOL_MAX_BYTES:
+            allocation = self._scratch.alloc(nbytes)
+            return PyCudaArray(allocation, int(allocation), count, dtype)
+        size = -(-nbytes // POOL_GRAIN) * POOL_GRAIN
+        allocation = self._scratch.take(size) or self._scratch.alloc(size)
+        return PyCudaArray(_Block(allocation, size, self._scratch), int(allocation), count, dtype)
 
     def to_device(self, host: np.ndarray, dest: DeviceArray) -> None:
         host = np.ascontiguousarray(host, dtype=dest.dtype)
@@ -270,7 +405,7 @@ class PyCudaBackend(Backend):
     def _time_interleaved_ms(self, jobs, *, warmup: int, runs: int, flush_bytes: int,
                              after=None) -> list[list[float]]:
         cuda = self._cuda
-        flush = cuda.mem_alloc(flush_bytes) if flush_bytes else None
+        flush, kept = self._scratch.flush_buffer(flush_bytes) if flush_bytes else (None, True)
         start, end = cuda.Event(), cuda.Event()
         times: list[list[float]] = [[] for _ in jobs]
         self._deferred = True
@@ -300,7 +435,7 @@ class PyCudaBackend(Backend):
             self._deferred = False
             if collecting:
                 gc.enable()
-            if flush is not None:
+            if not kept:
                 flush.free()
         return times
 
@@ -377,8 +512,6 @@ class PyCudaBackend(Backend):
         except self._cuda.Error as exc:
             raise self._fault("the kernel", exc) from None
 
-    _fill = None
-
     def poison_shared(self, pattern: int) -> None:
         """Fill the shared memory of every multiprocessor with the 32-bit ``pattern``: a kernel of as
         many blocks as the GPU holds at once, each with the most dynamic shared memory a block may
@@ -387,7 +520,7 @@ class PyCudaBackend(Backend):
         on the emulator, instead of whatever the last kernel left (often zeros, which hide a
         missing identity padding)."""
         cuda = self._cuda
-        if self._fill is None:
+        if self._scratch.fill is None:
             module = cuda.module_from_buffer(FILL_PTX.encode())
             fill = module.get_function("scangrade_fill_shared")
             dev = self._device
@@ -395,24 +528,22 @@ class PyCudaBackend(Backend):
             fill.set_attribute(cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, most)
             blocks = dev.get_attribute(cuda.device_attribute.MULTIPROCESSOR_COUNT) * max(
                 1, dev.get_attribute(cuda.device_attribute.MAX_SHARED_MEMORY_PER_MULTIPROCESSOR) // most)
-            self._fill = (module, fill, most, blocks)
-        _, fill, most, blocks = self._fill
+            self._scratch.fill = (module, fill, most, blocks)
+        _, fill, most, blocks = self._scratch.fill
         fill(np.uint32(pattern & 0xFFFFFFFF), np.uint32(most // 4), block=(1024, 1, 1), grid=(blocks, 1, 1),
              shared=most)
         cuda.Context.synchronize()
 
-    _checks = None
-
     def _check_kernels(self):
         """``(scan_check, digest, blocks)``: :data:`CHECK_PTX`'s kernels, loaded once, and a grid
         of 8 blocks per multiprocessor."""
-        if self._checks is None:
+        if self._scratch.checks is None:
             cuda = self._cuda
             module = cuda.module_from_buffer(CHECK_PTX.encode())
             blocks = 8 * self._device.get_attribute(cuda.device_attribute.MULTIPROCESSOR_COUNT)
-            self._checks = (module, module.get_function("scangrade_scan_check"),
-                            module.get_function("scangrade_digest"), blocks)
-        return self._checks[1:]
+            self._scratch.checks = (module, module.get_function("scangrade_scan_check"),
+                                    module.get_function("scangrade_digest"), blocks)
+        return self._scratch.checks[1:]
 
     def _word(self, kernel, initial: int, *args) -> int:
         """Run one of :data:`CHECK_PTX`'s kernels, whose last parameter is a 64-bit word set to
@@ -425,13 +556,12 @@ class PyCudaBackend(Backend):
         *_, blocks = self._check_kernels()
         word = np.array([initial & (2 ** 64 - 1)], dtype=np.uint64)
         try:
-            cell = cuda.mem_alloc(8)
-            try:
-                cuda.memcpy_htod(cell, word)
-                kernel(*args, cell, block=(256, 1, 1), grid=(blocks, 1, 1))
-                cuda.memcpy_dtoh(word, cell)
-            finally:
-                cell.free()
+            if self._scratch.cell is None:
+                self._scratch.cell = cuda.mem_alloc(8)
+            cell = self._scratch.cell
+            cuda.memcpy_htod(cell, word)
+            kernel(*args, cell, block=(256, 1, 1), grid=(blocks, 1, 1))
+            cuda.memcpy_dtoh(word, cell)
         except cuda.Error as exc:
             raise self._fault("the grader's check", exc) from None
         return int(word[0])
@@ -482,8 +612,10 @@ class PyCudaBackend(Backend):
             self.gpu_lock.close()
         ctx, self._context = getattr(self, "_context", None), None
         if ctx is not None and _KEEP and not self.broken and not self.ran_hidden:
-            _KEPT[self._ordinal] = ctx  # current still: the next job's backend takes it (keep_context)
+            _KEPT[self._ordinal] = (ctx, self._scratch)  # current still: the next job's backend takes it
         elif ctx is not None:
+            if not self.broken:
+                self._scratch.close()
             ctx.pop()
             ctx.detach()
 
@@ -506,11 +638,28 @@ def keep_context() -> None:
     _KEEP = True
 
 
+#: Whether buffers of this process's backends come from their context's pool (:func:`pool_device_memory`).
+_POOL = False
+
+
+def pool_device_memory() -> None:
+    """From now on, a buffer of :data:`POOL_MIN_BYTES` to :data:`POOL_MAX_BYTES` that a case frees is kept
+    by its context (:class:`_Scratch`) for the next case of the same size, not given back to the driver:
+    a worker's cases allocate the same sizes over and over, and each large allocation and free takes
+    the driver's resource-manager lock, one for every GPU of the machine. Only a grading worker pools;
+    compute-sanitizer's replay (:mod:`grader.grading.sanitizer_child`) lays its buffers out between
+    gaps it frees, which a reused block would not keep. A block is reused only in its own context, so
+    a context dropped after a hidden case (:func:`keep_context`) takes its pool with it."""
+    global _POOL
+    _POOL = True
+
+
 def release_kept_contexts() -> None:
     """Pop and detach every context kept (:func:`keep_context`): before the process exits, as PyCUDA
     aborts a process that ends with a context still current."""
     while _KEPT:
-        _, ctx = _KEPT.popitem()
+        _, (ctx, scratch) = _KEPT.popitem()
+        scratch.close()
         ctx.pop()
         ctx.detach()
 
@@ -518,7 +667,7 @@ def release_kept_contexts() -> None:
 def kept_context_works() -> bool:
     """Whether every context kept (:func:`keep_context`) still runs work: its stream synchronizes
     without an error (a fault the grader did not see would show here). True where none is kept."""
-    for ordinal, ctx in list(_KEPT.items()):
+    for ctx, _ in list(_KEPT.values()):
         try:
             ctx.synchronize()
         except Exception:  # noqa: BLE001 - any driver error: the context is not to be trusted

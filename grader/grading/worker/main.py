@@ -48,6 +48,7 @@ def main(argv: list[str]) -> int:
     from grader.backends import backend_kind, create_backend
     from grader.backends.emulator.cache import CacheLimits, set_cache_limits
     from grader.core.errors import ScangradeError
+    from grader.backends.pycuda_backend import pool_device_memory
     from grader.grading.case.cases import case_runs, device_memory_bytes
     from grader.host.resources import resource_failure
 
@@ -56,6 +57,7 @@ def main(argv: list[str]) -> int:
     part = PARTS[job.part]
     pc = cfg.parts[part.key]
     kind = backend_kind(job.backend)  # its traits
+    pool_device_memory()  # on a GPU, a case's large buffers are the last case's, not the driver's anew
     # on a GPU, nvcc from now on, beside the CUDA context's start
     cubins = cubins_ahead(kind, job, cfg, part)
     # on a GPU, the emulator's checks, the checker of every machine, from now on: beside the CUDA
