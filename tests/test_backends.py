@@ -121,9 +121,10 @@ class _FakeDriver:
 
 
 def _fake_pycuda(driver):
-    from grader.backends.pycuda_backend import PyCudaBackend
+    from grader.backends.pycuda_backend import PyCudaBackend, _Scratch
     backend = object.__new__(PyCudaBackend)  # no GPU: only the timing loop is under test
     backend._cuda, backend._deferred = driver, False
+    backend._scratch = _Scratch(driver, total_bytes=80 * 2**30)
     return backend
 
 
