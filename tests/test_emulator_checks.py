@@ -271,6 +271,30 @@ def test_an_unwritten_shared_read_is_a_warning_not_a_failure(checked, broken) ->
     assert warnings[0].thread == (32, 0, 0)
 
 
+@pytest.mark.parametrize("schedule", ["ascending", "descending"])
+def test_a_shuffle_whose_mask_names_lanes_that_exited(checked, broken, plain, tmp_path, schedule) -> None:
+    """Lanes 0-15 shuffle with the full mask; lanes 16-31 never call it and return. Checked: a barrier
+    divergence, found at the call where the lanes have returned first (descending: it names the first
+    of them), else when the block is stuck (ascending). Plain: the call completes with the lanes left."""
+    checked.set_schedule(schedule, seed=3)
+    try:
+        err = diagnosis(checked, broken, "shuffle_half_missing", block=32)
+    finally:
+        checked.set_schedule("ascending")
+    first = err.findings[0]
+    assert first.kind == "barrier-divergence" and first.line == line_of("broken.cu", "half")
+    if schedule == "descending":
+        assert "but lane 16 of its warp, named in the mask, has exited" in first.message, first.message
+    else:
+        assert "for lanes 0xffff0000 of its warp, which have exited or never call it" in first.message, first.message
+    module = build(plain, tmp_path, "broken.cu", tuple(out_n(k) for k in BROKEN_NAMES))
+    plain.set_schedule(schedule, seed=3)
+    try:
+        assert launch(plain, module, "shuffle_half_missing", block=32).tolist() == [0] * 32
+    finally:
+        plain.set_schedule("ascending")
+
+
 def test_divergent_barriers_name_both_lines(checked, broken) -> None:
     first = diagnosis(checked, broken, "divergent_barrier", block=64).findings[0]
     assert {first.line, first.other_line} == {line_of("broken.cu", "bar_a"), line_of("broken.cu", "bar_b")}
