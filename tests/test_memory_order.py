@@ -68,8 +68,12 @@ def test_a_release_store_read_by_a_block_on_another_worker_is_ordered(checked, m
     the flag of the block before while that block's worker is still in the store's hook. The release
     of an atomic store was recorded after the store, and a race was then reported in this correct
     kernel now and then (1 launch in 300 of 4 blocks on 2 loaded cores); it is recorded before the
-    store (rt_hooks.inc, release_before). A stress check: it cannot force the interleaving."""
-    _chain(checked, module, grid=8, launches=300)
+    store (rt_hooks.inc, release_before). And a block whose poll read the flag just set, in a round
+    that changed nothing else, was stamped stale as of that round's start: it acts on what it read
+    only in its next round, so while its neighbours went round a deadlock was reported (4 to 6
+    launches in 40,000 on 2 loaded cores); a block is stuck only after two such rounds in a row
+    (rt_worker.inc). A stress check: it cannot force the interleaving."""
+    _chain(checked, module, grid=8, launches=3000)
 
 
 def test_a_chain_of_more_blocks_than_are_resident_is_no_deadlock(checked, module):
