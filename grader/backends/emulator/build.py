@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import fcntl
 import functools
+import glob
 import hashlib
 import os
 import re
@@ -79,6 +80,8 @@ RUNTIME_FLAGS = ("-std=c++17", "-O2", "-fPIC", "-fvisibility=hidden", "-pthread"
 #: cost of slower checked runs; the CPU emulator keeps -O2 (figures: docs/throughput.md, "Figures
 #: behind the code's constants").
 QUICK_RUNTIME_FLAGS = ("-O1",)
+#: At most this many partitions of the runtime are compiled at once (:meth:`Toolchain.runtime_steps`).
+RUNTIME_JOBS = 8
 #: Flags for the emulated translation unit (the student's file). ``-fsanitize=thread`` makes every
 #: load and store call a ``__tsan_*`` hook, which the runtime defines (no sanitizer runtime is
 #: linked): volatile accesses become yield points, and with checks on every access is checked.
@@ -198,6 +201,7 @@ class Toolchain:
             h.update(f.relative_to(RUNTIME_DIR).as_posix().encode() + b"\0")
             h.update(f.read_bytes() + b"\0")
         h.update("\0".join((*RUNTIME_FLAGS, *self.runtime_flags, *extra_flags)).encode() + b"\0")
+        h.update(b"partitioned\0" if self.runtime_jobs() > 1 else b"one\0")  # runtime_steps: how it is built
         h.update(self.path.encode() + b"\0" + " ".join(self.argv[1:]).encode() + b"\0" + self.version.encode())
         if not extra_flags:
             self._runtime_key = h.hexdigest()[:20]
@@ -222,11 +226,47 @@ class Toolchain:
             return self._runtime
         name = f"runtime-{self.runtime_key(extra_flags)}.o"
         flags = (*RUNTIME_FLAGS, *self.runtime_flags, *extra_flags)
-        target = self._cached(name, lambda tmp: [*self.argv, *flags, "-c", str(RUNTIME_DIR / "runtime.cpp"), "-o", tmp],
-                              what="the emulator runtime")
+        target = self._cached(name, lambda tmp: self.runtime_steps(flags, tmp), what="the emulator runtime")
         if not extra_flags:
             self._runtime = target
         return target
+
+    def runtime_jobs(self) -> int:
+        """How many code-generation jobs build the runtime (:meth:`runtime_steps`): the usable CPUs, at
+        most :data:`RUNTIME_JOBS`; 1 (one plain compile) where the compiler is not GCC 10 or later, or
+        ``make`` or ``objcopy`` is not on the PATH (GCC's link-time optimiser runs its jobs through make,
+        and compiles them one after another without it)."""
+        from grader.host.resources import usable_cpus
+
+        gcc = "clang" not in self.version and "Free Software Foundation" in self.version
+        major = re.findall(r"\b(\d+)\.\d+\.\d+", self.version_line)
+        if not gcc or not major or int(major[-1]) < 10 or not (shutil.which("make") and shutil.which("objcopy")):
+            return 1
+        return max(1, min(RUNTIME_JOBS, usable_cpus()))
+
+    def runtime_steps(self, flags: Sequence[str], output: str) -> list[list[str]]:
+        """The compiler commands that build the runtime object ``output`` with ``flags``, run in order.
+
+        The runtime is one translation unit, and its code generation (two thirds of a build of seconds
+        of a core) is what every part's first check waits for on a new machine. With several jobs
+        (:meth:`runtime_jobs`) it is built in two steps: ``-flto -c`` parses it and writes GCC's
+        intermediate form (``<output>.lto.o``); then a relocatable link (``-r``, ``-flinker-output=
+        nolto-rel``) optimises the whole, splits it into that many partitions and generates their code
+        at once, into one ordinary object file; last, ``objcopy`` makes local again the runtime's
+        internal names that the split made global for the partitions to reach each other (renamed
+        with a dot: ``.lto_priv.0``, ``.isra.0``; no C++ name has one), so that the object names no
+        more than a plain compile's (the runtime keeps its state unnamed, as :mod:`.lockdown` relies
+        on; the unwinder's ``DW.ref.*`` are left as they are). Else one plain ``-c``."""
+        source = str(RUNTIME_DIR / "runtime.cpp")
+        jobs = self.runtime_jobs()
+        if jobs < 2:
+            return [[*self.argv, *flags, "-c", source, "-o", output]]
+        ir = output + ".lto.o"
+        return [[*self.argv, *flags, "-flto", "-c", source, "-o", ir],
+                [*self.argv, *flags, f"-flto={jobs}", "-flinker-output=nolto-rel", "-flto-partition=balanced",
+                 "--param", f"lto-partitions={jobs}", "--param", "lto-min-partition=1000",
+                 "-r", "-nostdlib", ir, "-o", output],
+                ["objcopy", "--wildcard", "--localize-symbol=!DW.ref.*", "--localize-symbol=*.*", output]]
 
     def executor_binary(self) -> tuple[Path, str | None]:
         """The executor program, built on first use and cached: ``(path, seccomp problem)``.
@@ -247,8 +287,8 @@ class Toolchain:
         key = digest.hexdigest()[:20]
 
         def command(defines: Sequence[str], libs: Sequence[str]) -> Callable[[str], list[str]]:
-            return lambda tmp: [*self.argv, *EXECUTOR_FLAGS, *defines, "-I", str(RUNTIME_DIR), str(EXECUTOR_SOURCE),
-                                "-o", tmp, *libs]
+            return lambda tmp: [[*self.argv, *EXECUTOR_FLAGS, *defines, "-I", str(RUNTIME_DIR), str(EXECUTOR_SOURCE),
+                                 "-o", tmp, *libs]]
         if any(header.exists() for header in SECCOMP_HEADERS):
             try:
                 path = self._cached(f"executor-{key}-seccomp", command(["-DSG_SECCOMP"], ["-lseccomp"]),
@@ -263,8 +303,9 @@ class Toolchain:
         self._executor = (path, problem)
         return self._executor
 
-    def _cached(self, name: str, command: Callable[[str], list[str]], *, what: str) -> Path:
-        """``<cache_dir>/emulator/<name>``, built by ``command(temporary path)`` unless present. One
+    def _cached(self, name: str, command: Callable[[str], list[list[str]]], *, what: str) -> Path:
+        """``<cache_dir>/emulator/<name>``, built by the commands ``command(temporary path)`` (run in
+        order; files they leave beside the temporary path are removed) unless present. One
         process builds it at a time (``<name>.lock``): the others wait for its file instead of
         building it again (the runtime takes seconds of a core)."""
         target = self.cache_dir / "emulator" / name
@@ -283,7 +324,7 @@ class Toolchain:
         finally:
             os.close(lock)
 
-    def _build(self, target: Path, name: str, command: Callable[[str], list[str]], *, what: str) -> Path:
+    def _build(self, target: Path, name: str, command: Callable[[str], list[list[str]]], *, what: str) -> Path:
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=f".{name}-", suffix=".tmp", dir=target.parent)
@@ -294,16 +335,17 @@ class Toolchain:
             fd, tmp = tempfile.mkstemp(prefix=f".{name}-", suffix=".tmp", dir=private)
         os.close(fd)
         try:
-            proc = subprocess.run(command(tmp), capture_output=True, text=True, timeout=max(self.timeout_s, 120.0))
-            if proc.returncode != 0:
-                raise BackendUnavailable(f"{what} does not compile with `{self.cxx}` ({self.version_line}):\n"
-                                         f"{proc.stderr}")
+            for argv in command(tmp):
+                proc = subprocess.run(argv, capture_output=True, text=True, timeout=max(self.timeout_s, 120.0))
+                if proc.returncode != 0:
+                    raise BackendUnavailable(f"{what} does not compile with `{self.cxx}` ({self.version_line}):\n"
+                                             f"{proc.stderr}")
             os.replace(tmp, target)
         except subprocess.TimeoutExpired:
             raise BackendUnavailable(f"compiling {what} with `{self.cxx}` timed out") from None
         finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+            for leftover in glob.glob(glob.escape(tmp) + "*"):
+                os.unlink(leftover)
         return target
 
     def module_command(self, source: Path, output: Path, lockdown: Path | None = None) -> list[str]:
