@@ -34,10 +34,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from grader.grading import protocol
-from grader.backends import Selection, select_backend
+from grader.backends import Selection, backend_kind, expected_backend, select_backend
 from grader.assignment.config import Config, find_config, load_config, load_private
 from grader.core.results import SubmissionResult
-from grader.grading.runner import check_sandbox, grade, grading_sandbox
+from grader.grading.runner import check_sandbox, grade, grading_sandbox, warm_emulator
 
 __all__ = ["Grading", "absolute", "load", "prepare", "grade_submission", "grade_class"]
 
@@ -192,8 +192,13 @@ def prepare(*, config: PathLike | None = None, private_config: PathLike | None =
     """
     here = absolute(start if start is not None else ".")
     cfg = load(config=config, private_config=private_config, start=here, flag=flag)
-    selection = select_backend(backend, config_value=cfg.backend)
     cfg = grading_sandbox(cfg, official=official, allow_unsandboxed=allow_unsandboxed)
+    expected = backend_kind(expected_backend(backend, config_value=cfg.backend))
+    if expected.uses_gpus and (checks or any(part.profile for part in cfg.parts.values())):
+        # The checks' emulator runtime (seconds of a core) is what a GPU's parts wait for on a new
+        # machine: its build starts now, while the probe makes a CUDA context.
+        warm_emulator(cfg, counts_profile=expected.counts_profile)
+    selection = select_backend(backend, config_value=cfg.backend)
     if sanitizer_audit:
         cfg = cfg.override(sanitizer_audit=True)
     check_sandbox(cfg, selection.name, command=command)

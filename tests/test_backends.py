@@ -2,7 +2,7 @@
 
 import pytest
 
-from grader.backends import ENV_VAR, select_backend
+from grader.backends import BACKENDS, ENV_VAR, expected_backend, select_backend
 from grader.backends.base import Dim3, validate_launch
 from grader.core.errors import BackendUnavailable, LaunchError, UsageError
 from tests.conftest import gpu_available
@@ -22,6 +22,29 @@ def test_auto_says_why_it_chose():
     ok, why = gpu_available()
     assert s.name == ("pycuda" if ok else "emulator")
     assert s.reason.startswith("auto:") and why in s.reason
+
+
+def test_the_expected_backend_is_found_without_a_probe_and_is_the_one_chosen(monkeypatch):
+    """What a grading starts before the probe (the checks' runtime) is for the backend chosen: the
+    same order of sources, a named backend taken as named, auto reading each row's hint."""
+    import grader.backends as backends
+
+    for option, config, env in (("emulator", "pycuda", {ENV_VAR: "pycuda"}), (None, "pycuda", {ENV_VAR: "emulator"}),
+                                ("auto", "emulator", {}), (None, "auto", {})):
+        assert expected_backend(option, config_value=config, env=env) == select_backend(option, config_value=config,
+                                                                                       env=env).name
+    with_probe = [k.name for k in BACKENDS.values() if k.probe is not None]
+    assert with_probe and all(BACKENDS[name].hint is not None for name in with_probe)
+    monkeypatch.setattr(backends, "probe_pycuda", lambda: pytest.fail("expected_backend probed"))
+    monkeypatch.setattr(backends, "hint_pycuda", lambda: False)
+    assert expected_backend("pycuda", env={}) == "pycuda"
+    assert expected_backend(None, config_value="pycuda", env={}) == "pycuda"
+    assert expected_backend(None, env={}) == "emulator"
+    monkeypatch.setattr(backends, "hint_pycuda", lambda: True)
+    assert expected_backend(None, env={}) == "pycuda"
+    assert expected_backend(None, env={ENV_VAR: "emulator"}) == "emulator"
+    with pytest.raises(UsageError, match=f"'opencl' from the {ENV_VAR} environment variable"):
+        expected_backend(None, env={ENV_VAR: "opencl"})
 
 
 def test_an_unknown_backend_names_its_source():

@@ -377,6 +377,35 @@ def test_arrays_are_aligned_and_views_share_memory(emu) -> None:
         a.view(98, 5)
 
 
+def test_the_runtime_builds_in_partitions_where_it_can_and_in_one_compile_where_that_fails(tmp_path) -> None:
+    """The partitioned build (GCC's link-time optimiser, several jobs) names what a plain compile
+    does; where its link cannot run (a wrapper that hides lto-wrapper), one plain compile follows."""
+    from grader.backends.emulator.build import Toolchain
+    from grader.backends.emulator.lockdown import runtime_names
+
+    plain = Toolchain(cache_dir=tmp_path / "plain", runtime_flags=("-O1",))
+    plain._jobs = 1
+    plain_obj = plain.runtime_object()
+    split = Toolchain(cache_dir=tmp_path / "split", runtime_flags=("-O1",))
+    if split.runtime_jobs() < 2:
+        pytest.skip("this compiler cannot build the runtime in partitions (not GCC 10+, or no make or lto-wrapper)")
+    assert len(split.runtime_steps(("-O1",), "x.o")) == 3 and len(plain.runtime_steps(("-O1",), "x.o")) == 1
+    assert runtime_names(split.runtime_object()) == runtime_names(plain_obj)
+    broken = Toolchain(cache_dir=tmp_path / "broken", runtime_flags=("-O1",))
+    steps = broken.runtime_steps
+
+    def failing_link(flags, output):  # the relocatable link fails as it does without lto-wrapper
+        made = steps(flags, output)
+        if len(made) > 1:
+            made[1] = ["sh", "-c", "echo 'ld: error: could not run lto-wrapper' >&2; exit 1"]
+        return made
+    broken.runtime_steps = failing_link
+    built = broken.runtime_object()
+    assert broken.runtime_jobs() == 1 and runtime_names(built) == runtime_names(plain_obj)
+    assert sorted(p.name for p in built.parent.iterdir() if not p.name.startswith(".runtime")) == [built.name]
+    assert not [p for p in built.parent.iterdir() if p.name.endswith((".tmp", ".lto.o"))]  # no leftovers
+
+
 def test_a_second_compile_of_the_same_file_reuses_the_cached_module_and_runtime(emu, tmp_path, cache_dir) -> None:
     kernels = (out_n("record_ids"),)
     first = compile_file(emu, tmp_path, "ids.cu", kernels)

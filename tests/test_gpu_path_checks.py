@@ -220,7 +220,7 @@ def test_the_runner_builds_the_runtime_its_parts_emulators_use(monkeypatch, coun
 
     from grader.backends.emulator.build import Toolchain
     from grader.grading import runner
-    from grader.grading.runner import _warm_emulator
+    from grader.grading.runner import warm_emulator
     from grader.grading.worker.beside import checking_emulator
 
     cfg = load_config(ROOT / "config.yaml")
@@ -234,7 +234,7 @@ def test_the_runner_builds_the_runtime_its_parts_emulators_use(monkeypatch, coun
     monkeypatch.setattr(Toolchain, "executor_binary", lambda self: built.append(("executor", self.runtime_flags)))
     monkeypatch.setattr(runner, "_WARMED", set())  # as in a new process
     for _ in range(2):  # the second grading of the process (a batch's next submission) starts nothing
-        _warm_emulator(cfg, counts_profile=counts_profile)
+        warm_emulator(cfg, counts_profile=counts_profile)
         for thread in [t for t in threading.enumerate() if t.name.startswith("scangrade-warm-")]:
             thread.join(timeout=60)
     assert sorted(built) == [("executor", used), ("runtime", used)]

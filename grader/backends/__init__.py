@@ -69,6 +69,9 @@ class BackendKind:
             (:meth:`~grader.backends.base.Backend.scan_check` and
             :meth:`~grader.backends.base.Backend.digest`, a few bytes read back) and read back whole
             only to say what is wrong (:func:`grader.grading.case.checks.check_run`).
+        hint: ``() -> bool``, in microseconds and in this process (no child, no CUDA): whether
+            :attr:`probe` will likely say yes (its module installed, the device files present);
+            :func:`expected_backend` reads it. None where there is no probe.
     """
 
     name: str
@@ -80,6 +83,7 @@ class BackendKind:
     uses_gpus: bool
     case_floor_s: float
     checks_on_device: bool = False
+    hint: Callable[[], bool] | None = None
 
     def create(self, *, workers: int = 0, checks: bool = False, sandbox: str = "auto",
                device_memory: int = 0, target_arch: int | None = None) -> "Backend":
@@ -105,7 +109,8 @@ class BackendKind:
 #: Every backend by name, in the order auto tries them.
 BACKENDS: dict[str, BackendKind] = {k.name: k for k in (
     BackendKind("pycuda", "grader.backends.pycuda_backend", lambda: probe_pycuda(), times_kernels=True, has_sanitizer=True,
-                counts_profile=False, uses_gpus=True, case_floor_s=5.0, checks_on_device=True),
+                counts_profile=False, uses_gpus=True, case_floor_s=5.0, checks_on_device=True,
+                hint=lambda: hint_pycuda()),
     BackendKind("emulator", "grader.backends.emulator", None, times_kernels=False, has_sanitizer=False,
                 counts_profile=True, uses_gpus=False, case_floor_s=5.0),
 )}
@@ -162,6 +167,38 @@ def probe_pycuda(timeout_s: float = 60.0) -> tuple[bool, str]:
     if "No module named 'pycuda'" in last:
         last = "PyCUDA is not installed (pip install -e '.[gpu]')"
     return False, last
+
+
+def hint_pycuda() -> bool:
+    """Whether :func:`probe_pycuda` will likely succeed, found without a child process or CUDA:
+    PyCUDA is installed and an NVIDIA device file (``/dev/nvidia0``...) exists."""
+    import importlib.util
+    import glob
+
+    try:
+        installed = importlib.util.find_spec("pycuda") is not None
+    except (ImportError, ValueError):
+        installed = False
+    return installed and bool(glob.glob("/dev/nvidia[0-9]*"))
+
+
+def expected_backend(option: str | None, *, config_value: str = "auto", env: dict[str, str] | None = None) -> str:
+    """The backend :func:`select_backend` will likely choose, found at once (each row's
+    :attr:`BackendKind.hint` in place of its probe, which starts a child process and a CUDA context:
+    most of a second). What a grading needs whatever the probe says can start meanwhile
+    (:func:`grader.grading.runner.warm_emulator`). Arguments as :func:`select_backend`'s.
+
+    Raises:
+        UsageError: an unknown backend name.
+    """
+    env = os.environ if env is None else env
+    for value, source in ((option, "--backend option"), (env.get(ENV_VAR), f"{ENV_VAR} environment variable"),
+                          (config_value, "config key 'backend'")):
+        if value and value != "auto":
+            if value not in BACKENDS:
+                raise UsageError(f"unknown backend {value!r} from the {source}; choose {', '.join(CHOICES)}")
+            return value
+    return next(k.name for k in BACKENDS.values() if k.probe is None or (k.hint is not None and k.hint()))
 
 
 def probe_gpu_count(timeout_s: float = 60.0) -> int:

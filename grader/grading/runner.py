@@ -99,19 +99,21 @@ def default_part_jobs(backend: str, parts: int) -> int:
     return 1
 
 
-#: What :func:`_warm_emulator` started building in this process: ``(runtime flags, cache folder, sandbox)``.
+#: What :func:`warm_emulator` started building in this process: ``(runtime flags, cache folder, sandbox)``.
 _WARMED: set[tuple] = set()
 _WARMED_LOCK = threading.Lock()
 
 
-def _warm_emulator(cfg: Config, *, counts_profile: bool) -> None:
-    """Build the emulator's executor and the runtime the grading's emulators use
+def warm_emulator(cfg: Config, *, counts_profile: bool) -> None:
+    """Start building the emulator's executor and the runtime the grading's emulators use
     (:func:`grader.grading.worker.beside.emulator_runtime_flags`: on the emulator its cases' own,
     on a GPU the quick one of its checks and profile), each in a background thread of its own,
     while the parts' workers start (cached: seconds of one core each, once per machine and grader
     version). A part then does not wait for them after its own compile: the executor sets the
-    compile sandbox's limits, and the runtime is linked into every module. Started once per process
-    and cache folder. Errors are left for the parts to report (their own builds try again)."""
+    compile sandbox's limits, and the runtime is linked into every module. Started once per process,
+    flags, cache folder and sandbox policy (:func:`grader.api.prepare` starts it before the backend's
+    probe, where a GPU is likely; :func:`grade` again, a no-op then). Errors are left for the parts
+    to report (their own builds try again)."""
     from grader.grading.worker.beside import emulator_runtime_flags
     from grader.host.folders import default_cache_dir
 
@@ -209,7 +211,7 @@ def grade(submission: Path | Intake, *, cfg: Config, selection: Selection, seed:
     keys = [key for key in files if key in cfg.parts]
     profiled = any(cfg.parts[k].profile for k in keys)
     if keys and (selection.kind.counts_profile or checks or profiled):  # a part will run the emulator
-        _warm_emulator(cfg, counts_profile=selection.kind.counts_profile)
+        warm_emulator(cfg, counts_profile=selection.kind.counts_profile)
     grading = _SubmissionParts(cfg, selection, intake=intake, files=files, checks=checks, on_event=on_event, env=env,
                                stop=stop)
     with contextlib.ExitStack() as stack:

@@ -186,6 +186,7 @@ class Toolchain:
         self._runtime_key: str | None = None
         self._runtime_names: tuple[Path, frozenset[str]] | None = None
         self._executor: tuple[Path, str | None] | None = None
+        self._jobs: int | None = None
 
     @property
     def version_line(self) -> str:
@@ -201,7 +202,6 @@ class Toolchain:
             h.update(f.relative_to(RUNTIME_DIR).as_posix().encode() + b"\0")
             h.update(f.read_bytes() + b"\0")
         h.update("\0".join((*RUNTIME_FLAGS, *self.runtime_flags, *extra_flags)).encode() + b"\0")
-        h.update(b"partitioned\0" if self.runtime_jobs() > 1 else b"one\0")  # runtime_steps: how it is built
         h.update(self.path.encode() + b"\0" + " ".join(self.argv[1:]).encode() + b"\0" + self.version.encode())
         if not extra_flags:
             self._runtime_key = h.hexdigest()[:20]
@@ -226,23 +226,40 @@ class Toolchain:
             return self._runtime
         name = f"runtime-{self.runtime_key(extra_flags)}.o"
         flags = (*RUNTIME_FLAGS, *self.runtime_flags, *extra_flags)
-        target = self._cached(name, lambda tmp: self.runtime_steps(flags, tmp), what="the emulator runtime")
+        try:
+            target = self._cached(name, lambda tmp: self.runtime_steps(flags, tmp), what="the emulator runtime")
+        except BackendUnavailable:
+            if self.runtime_jobs() < 2:
+                raise
+            self._jobs = 1  # the link-time optimiser does not run here after all: one plain compile
+            target = self._cached(name, lambda tmp: self.runtime_steps(flags, tmp), what="the emulator runtime")
         if not extra_flags:
             self._runtime = target
         return target
 
     def runtime_jobs(self) -> int:
         """How many code-generation jobs build the runtime (:meth:`runtime_steps`): the usable CPUs, at
-        most :data:`RUNTIME_JOBS`; 1 (one plain compile) where the compiler is not GCC 10 or later, or
-        ``make`` or ``objcopy`` is not on the PATH (GCC's link-time optimiser runs its jobs through make,
-        and compiles them one after another without it)."""
+        most :data:`RUNTIME_JOBS`; 1 (one plain compile) where the compiler is not GCC 10 or later, its
+        ``lto-wrapper`` is not found (``-print-prog-name``), or ``make`` or ``objcopy`` is not on the
+        PATH (GCC's link-time optimiser runs its jobs through make, and compiles them one after another
+        without it)."""
         from grader.host.resources import usable_cpus
 
+        if self._jobs is None:
+            self._jobs = max(1, min(RUNTIME_JOBS, usable_cpus())) if self._partitions_build() else 1
+        return self._jobs
+
+    def _partitions_build(self) -> bool:
         gcc = "clang" not in self.version and "Free Software Foundation" in self.version
         major = re.findall(r"\b(\d+)\.\d+\.\d+", self.version_line)
         if not gcc or not major or int(major[-1]) < 10 or not (shutil.which("make") and shutil.which("objcopy")):
-            return 1
-        return max(1, min(RUNTIME_JOBS, usable_cpus()))
+            return False
+        try:  # a wrapper script may point GCC at a folder without it: the link then cannot run it
+            wrapper = subprocess.run([*self.argv, "-print-prog-name=lto-wrapper"], capture_output=True, text=True,
+                                     timeout=30).stdout.strip()
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+        return os.path.isabs(wrapper) and os.access(wrapper, os.X_OK)
 
     def runtime_steps(self, flags: Sequence[str], output: str) -> list[list[str]]:
         """The compiler commands that build the runtime object ``output`` with ``flags``, run in order.
