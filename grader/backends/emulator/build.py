@@ -266,7 +266,7 @@ class Toolchain:
 
         The runtime is one translation unit, and its code generation (two thirds of a build of seconds
         of a core) is what every part's first check waits for on a new machine. With several jobs
-        (:meth:`runtime_jobs`) it is built in two steps: ``-flto -c`` parses it and writes GCC's
+        (:meth:`runtime_jobs`) it is built in three steps: ``-flto -c`` parses it and writes GCC's
         intermediate form (``<output>.lto.o``); then a relocatable link (``-r``, ``-flinker-output=
         nolto-rel``) optimises the whole, splits it into that many partitions and generates their code
         at once, into one ordinary object file; last, ``objcopy`` makes local again the runtime's
