@@ -123,3 +123,19 @@ def test_the_pytest_plugin_defaults_are_the_apis():
     defaults = _defaults(api.grade_submission)
     assert {"config", "private_config", "backend", "checks"} <= set(forwarded)
     assert {k: defaults[k] for k in forwarded} == forwarded
+
+
+@pytest.mark.parametrize("gpu_likely", [True, False])
+def test_prepare_starts_the_checks_runtime_before_the_probe_where_a_gpu_is_likely(here, monkeypatch, gpu_likely):
+    """The probe makes a CUDA context in a child (most of a second): on a machine that likely has a
+    GPU, the build of the checks' emulator runtime its parts wait for starts first; elsewhere the
+    runner starts the emulator's own once the backend is chosen."""
+    import grader.backends as backends
+
+    events = []
+    monkeypatch.setattr(backends, "hint_pycuda", lambda: gpu_likely)
+    monkeypatch.setattr(backends, "probe_pycuda", lambda: (events.append("probe"), (False, "no GPU here"))[1])
+    monkeypatch.setattr(api, "warm_emulator", lambda cfg, *, counts_profile: events.append(("warm", counts_profile)))
+    grading = api.prepare(config="config.yaml", start=here)
+    assert grading.selection.name == "emulator"
+    assert events == ([("warm", False), "probe"] if gpu_likely else ["probe"])
