@@ -5,6 +5,9 @@ Prints a table (and writes it as JSON with ``--json``) of, on one backend:
 - one submission (the reference solutions), cold: a fresh cache folder, as on a new machine (the
   emulator's runtime and executor are built, every part compiled);
 - the same submission again, warm (compiles come from the compile cache);
+- the whole ``scangrade grade`` of it, cold, in a child process with a fresh cache folder of its
+  own: Python's start, the backend's probe, the grading, the report and the time plots (the rows
+  above and below time the grading alone);
 - a hang submission: the reference solutions with a Part 1 that never finishes at n = 1
   (``bench/kernels/part1_hang_n1.cu``);
 - a fault submission: the reference solutions with a Part 1 that writes a gigabyte past its output
@@ -120,6 +123,34 @@ def _one(name: str, folder: Path, *, cfg, selection) -> dict:
     return row
 
 
+#: The row of :func:`_command`: what a user waits for.
+COMMAND_ROW = "the whole `scangrade grade`, cold"
+
+
+def _command(folder: Path, cache: Path, *, backend: str, config: str) -> dict:
+    """``scangrade grade`` of ``folder`` run whole in a child process, in its own fresh cache folder:
+    Python's start, the backend's choice (on a GPU, its probe: a CUDA context in a child), the
+    grading, the report and the time plots. The other rows time :func:`grader.grading.runner.grade`
+    alone; this one is what a student or a TA waits for. ``graded_s`` is the report's own figure."""
+    import subprocess
+
+    load = _load()
+    cpu0 = _cpu_s()
+    out = cache.parent / "command.json"
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "grader", "grade", str(folder), "--backend", backend, "--config", config,
+                           "--json", str(out)], env={**os.environ, "XDG_CACHE_HOME": str(cache)},
+                          capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    result = json.loads(out.read_text()) if out.exists() else {}
+    row = {"run": COMMAND_ROW, "wall_s": round(wall, 2), "cpu_s": round(_cpu_s() - cpu0, 1), "load_before": load,
+           "load_after": _load(), "points": result.get("points", 0), "max_points": result.get("max_points", 0),
+           "passed": bool(result.get("passed")), "graded_s": result.get("elapsed_s"), "exit": proc.returncode,
+           "device": (result.get("device") or {}).get("device", ""), "part1": {"statuses": {}}}
+    print(f"{COMMAND_ROW}: {wall:.1f} s (graded in {row['graded_s']} s), exit {proc.returncode}", file=sys.stderr)
+    return row
+
+
 def _cpu_s() -> float:
     """CPU seconds (user + system) of this process and its children that ended."""
     import resource
@@ -221,8 +252,11 @@ def _print_table(selection, rows: list[dict], batches: list[dict]) -> None:
     print(f"{'run':<40}{'wall':>8} {'CPU':>8}  {'points':>11}  {'load':>11}  note")
     for r in rows:
         note = ", ".join(f"{k}: {v}" for k, v in r["part1"]["statuses"].items()) if "Part 1" in r["run"] else ""
+        if r["run"] == COMMAND_ROW:
+            note = f"(graded in {r['graded_s']} s, as the report says; exit {r['exit']})"
         print(f"{r['run']:<40}{r['wall_s']:>7.1f}s {r['cpu_s']:>7.1f}s  {r['points']:>5g}/{r['max_points']:<5g}  "
-              f"{r['load_before']:>5} /{r['load_after']:>4}  {('part 1 cases ' + note) if note else ''}")
+              f"{r['load_before']:>5} /{r['load_after']:>4}  "
+              f"{note if r['run'] == COMMAND_ROW else ('part 1 cases ' + note) if note else ''}")
     for b in batches:
         print(f"{b['run']:<40}{b['wall_s']:>7.1f}s {b['cpu_s']:>7.1f}s  {b['passed']:>5}/"
               f"{b['submissions']:<5}  {b['load_before']:>5} /{b['load_after']:>4}  "
@@ -274,6 +308,10 @@ def main(argv: list[str] | None = None) -> int:
             folder = reference if part1 is None else _submission(Path(tmp) / name.split()[0], part1)
             rows.append(_one(name, folder, cfg=cfg, selection=selection))
             save()
+        if not args.only_broken:
+            rows.append(_command(reference, Path(tmp) / "command-cache", backend=args.backend or "auto",
+                                 config=args.config))
+            save()
         if args.submissions and not args.only_broken:
             subs = Path(tmp) / "class"
             for i in range(args.submissions):
@@ -289,7 +327,9 @@ def main(argv: list[str] | None = None) -> int:
     _print_table(selection, rows, ([batch_row] if batch_row else []) + [r for r in broken_rows
                                                                         if "submissions_per_min" in r])
     save()
-    ok = (rows[0]["passed"] and rows[1]["passed"] and (args.only_broken or args.no_hang_rows or (
+    command = [r for r in rows if r["run"] == COMMAND_ROW]
+    ok = (rows[0]["passed"] and rows[1]["passed"] and all(r["passed"] and r["exit"] == 0 for r in command) and (
+          args.only_broken or args.no_hang_rows or (
           rows[2]["part1"]["status"] in ("timeout", "fail") and rows[3]["part1"]["status"] == "fail"))
           and (batch_row is None or batch_row["passed"] == args.submissions))
     return 0 if ok else 1
