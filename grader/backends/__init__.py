@@ -169,6 +169,18 @@ def probe_pycuda(timeout_s: float = 60.0) -> tuple[bool, str]:
     return False, last
 
 
+def _named_backend(option: str | None, config_value: str, env) -> tuple[str, str] | None:
+    """The first backend named (not ``auto``) by the option, the environment, then the config, with
+    where it came from; None: auto. Raises UsageError for a name not in :data:`BACKENDS`."""
+    for value, source in ((option, "--backend option"), (env.get(ENV_VAR), f"{ENV_VAR} environment variable"),
+                          (config_value, "config key 'backend'")):
+        if value and value != "auto":
+            if value not in BACKENDS:
+                raise UsageError(f"unknown backend {value!r} from the {source}; choose {', '.join(CHOICES)}")
+            return value, source
+    return None
+
+
 def hint_pycuda() -> bool:
     """Whether :func:`probe_pycuda` will likely succeed, found without a child process or CUDA:
     PyCUDA is installed and an NVIDIA device file (``/dev/nvidia0``...) exists."""
@@ -191,13 +203,9 @@ def expected_backend(option: str | None, *, config_value: str = "auto", env: dic
     Raises:
         UsageError: an unknown backend name.
     """
-    env = os.environ if env is None else env
-    for value, source in ((option, "--backend option"), (env.get(ENV_VAR), f"{ENV_VAR} environment variable"),
-                          (config_value, "config key 'backend'")):
-        if value and value != "auto":
-            if value not in BACKENDS:
-                raise UsageError(f"unknown backend {value!r} from the {source}; choose {', '.join(CHOICES)}")
-            return value
+    named = _named_backend(option, config_value, os.environ if env is None else env)
+    if named is not None:
+        return named[0]
     return next(k.name for k in BACKENDS.values() if k.probe is None or (k.hint is not None and k.hint()))
 
 
@@ -223,13 +231,9 @@ def select_backend(option: str | None, *, config_value: str = "auto", env: dict[
         UsageError: an unknown backend name.
         BackendUnavailable: a backend with a probe (``pycuda``) was asked for explicitly and cannot run here.
     """
-    env = os.environ if env is None else env
-    for value, source in ((option, "--backend option"), (env.get(ENV_VAR), f"{ENV_VAR} environment variable"),
-                          (config_value, "config key 'backend'")):
-        if not value or value == "auto":
-            continue
-        if value not in BACKENDS:
-            raise UsageError(f"unknown backend {value!r} from the {source}; choose {', '.join(CHOICES)}")
+    named = _named_backend(option, config_value, os.environ if env is None else env)
+    if named is not None:
+        value, source = named
         kind = BACKENDS[value]
         if kind.probe is None:
             return Selection(value, source)
