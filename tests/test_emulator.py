@@ -7,6 +7,7 @@ tests/emulator_kernels/ (one-block scans, ids, atomics, failures, dialect featur
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -386,42 +387,59 @@ def _plain_runtime(folder: Path) -> Path:
     return plain.runtime_object()
 
 
-def test_a_runtime_built_in_partitions_names_what_a_plain_compile_does(tmp_path) -> None:
-    """GCC's link-time optimiser splits the runtime into partitions compiled at once; the names the
-    split made global are made local again, so a module sees what it sees from one plain compile."""
-    from grader.backends.emulator.build import Toolchain
-    from grader.backends.emulator.lockdown import runtime_names
+def _linked_names(obj: Path) -> tuple[set[str], set[str]]:
+    """(names defined for other objects: global or weak, names referred to) of an object file."""
+    from grader.backends.emulator.lockdown import elf_symbols
 
+    symbols = elf_symbols(obj)
+    return ({s.name for s in symbols if s.defined and s.binding in ("global", "weak")},
+            {s.name for s in symbols if not s.defined})
+
+
+@pytest.mark.parametrize("jobs", [2, "all"])
+def test_a_runtime_built_in_pieces_names_what_a_plain_compile_does(tmp_path, jobs) -> None:
+    """The runtime's pieces are compiled at once and joined; the names they shared are made local
+    again, so a module sees what it sees from one plain compile: the same names, C++ ones included
+    (lockdown.runtime_names leaves those out), and every piece in exactly one compile."""
+    from grader.backends.emulator.build import RUNTIME_PIECES, Toolchain
+
+    if not shutil.which("objcopy"):
+        pytest.skip("no objcopy on the PATH: the runtime is built in one plain compile here")
     split = Toolchain(cache_dir=tmp_path / "split", runtime_flags=("-O1",))
-    if split.runtime_jobs() < 2:  # the machine's capability, as a GPU test's GPU: not GCC 10+, no make or lto-wrapper
-        pytest.skip("this compiler cannot build the runtime in partitions (not GCC 10+, or no make or lto-wrapper)")
-    assert len(split.runtime_steps(("-O1",), "x.o")) == 3
-    assert runtime_names(split.runtime_object()) == runtime_names(_plain_runtime(tmp_path / "plain"))
+    split._jobs = RUNTIME_PIECES if jobs == "all" else jobs
+    compiles = split.runtime_steps(("-O1",), "x.o")[0]
+    masks = [int(arg.split("=")[1]) for argv in compiles for arg in argv if arg.startswith("-DSG_RT_PIECES=")]
+    assert len(masks) == split._jobs and sum(masks) == (1 << RUNTIME_PIECES) - 1 and all(masks)
+    assert not any(a & b for i, a in enumerate(masks) for b in masks[:i])
+    built, plain = _linked_names(split.runtime_object()), _linked_names(_plain_runtime(tmp_path / "plain"))
+    assert not [name for name in built[0] if "sg_rt_split" in name]
+    assert built == plain
 
 
-def test_a_runtime_whose_partitioned_build_fails_is_built_in_one_plain_compile(tmp_path) -> None:
-    """Where the partitioned build's link cannot run (a compiler wrapper that hides lto-wrapper, as
-    on the lent GPU machines), one plain compile follows, and nothing is left beside the object."""
+def test_a_runtime_whose_build_in_pieces_fails_is_built_in_one_plain_compile(tmp_path) -> None:
+    """Where the pieces' objects cannot be joined (a linker without -r, say), one plain compile
+    follows, and nothing is left beside the object."""
     from grader.backends.emulator.build import Toolchain
     from grader.backends.emulator.lockdown import runtime_names
 
     broken = Toolchain(cache_dir=tmp_path / "broken", runtime_flags=("-O1",))
-    broken._jobs = 2  # as if the partitioned build were possible here
+    broken._jobs = 2  # as if the build in pieces were possible here
     steps = broken.runtime_steps
 
-    def failing_link(flags, output):  # the relocatable link fails as it does without lto-wrapper
+    def failing_link(flags, output):  # the relocatable link fails
         made = steps(flags, output)
-        if len(made) == 3:
+        if len(made) > 1:
             failed.append(made[1])
-            made[1] = ["sh", "-c", "echo 'ld: error: could not run lto-wrapper' >&2; exit 1"]
+            made[1] = [["sh", "-c", "echo 'ld: cannot do -r' >&2; exit 1"]]
         return made
     failed = []
     broken.runtime_steps = failing_link
     built = broken.runtime_object()
-    assert len(failed) == 1, "the partitioned build was tried first, once"
+    assert len(failed) == 1, "the build in pieces was tried first, once"
     assert broken.runtime_jobs() == 1 and runtime_names(built) == runtime_names(_plain_runtime(tmp_path / "plain"))
     assert sorted(p.name for p in built.parent.iterdir() if not p.name.startswith(".runtime")) == [built.name]
-    assert not [p for p in built.parent.iterdir() if p.name.endswith((".tmp", ".lto.o"))]  # no leftovers
+    assert not [p for p in built.parent.iterdir() if p.name.endswith((".tmp", ".o.o"))]  # no leftovers
+    assert not [p for p in built.parent.iterdir() if p.name.startswith(".runtime") and not p.name.endswith(".lock")]
 
 
 def test_a_second_compile_of_the_same_file_reuses_the_cached_module_and_runtime(emu, tmp_path, cache_dir) -> None:
@@ -430,7 +448,7 @@ def test_a_second_compile_of_the_same_file_reuses_the_cached_module_and_runtime(
     second = compile_file(emu, tmp_path, "ids.cu", kernels)
     assert first is not second and first.path == second.path  # the compile cache's shared object
     assert second.path.parent == cache_dir / "compiled"
-    assert len(list((cache_dir / "emulator").glob("runtime-*.o"))) == 1
+    assert len(list((cache_dir / "emulator").glob("runtime-*.o"))) == 1, sorted(p.name for p in (cache_dir / "emulator").iterdir())
     assert run(emu, second, "record_ids", grid=1, block=1, count=8, n=8).tolist()[6] == 10101
     assert run(emu, first, "record_ids", grid=1, block=1, count=8, n=8).tolist()[6] == 10101
     changed = compile_file(emu, tmp_path / "changed", "ids.cu", kernels,

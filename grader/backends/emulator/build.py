@@ -1,8 +1,9 @@
 """Building emulated modules: the host C++ toolchain, the cached runtime and executor, the glue.
 
-The runtime (``runtime/runtime.cpp``, one translation unit that #includes its sections
-``runtime/rt_*.inc`` and ``runtime/profile.inc``) is compiled once per (runtime sources: every file
-of ``runtime/`` but the executor's, flags, compiler identity) into ``<cache_dir>/emulator/runtime-<hash>.o`` and linked into every module; the
+The runtime (``runtime/runtime.cpp``, which #includes its sections ``runtime/rt_*.inc`` and
+``runtime/profile.inc``) is compiled once per (runtime sources: every file of ``runtime/`` but the
+executor's, flags, compiler identity), in pieces at once (:meth:`Toolchain.runtime_steps`), into
+``<cache_dir>/emulator/runtime-<hash>.o`` and linked into every module; the
 executor (``runtime/executor.cpp``, the sandboxed process that loads a module, see
 :mod:`.executor`) likewise into ``executor-<hash>-seccomp`` (or ``-plain`` where libseccomp's
 header is missing). Several processes may build them at once: each compiles to a private
@@ -32,6 +33,7 @@ import shutil
 import subprocess
 import tempfile
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -80,8 +82,9 @@ RUNTIME_FLAGS = ("-std=c++17", "-O2", "-fPIC", "-fvisibility=hidden", "-pthread"
 #: cost of slower checked runs; the CPU emulator keeps -O2 (figures: docs/throughput.md, "Figures
 #: behind the code's constants").
 QUICK_RUNTIME_FLAGS = ("-O1",)
-#: At most this many partitions of the runtime are compiled at once (:meth:`Toolchain.runtime_steps`).
-RUNTIME_JOBS = 8
+#: How many pieces the runtime's definitions are divided into (``SG_RT_PIECE_COUNT`` of runtime.cpp): at
+#: most this many compiles build it at once (:meth:`Toolchain.runtime_steps`).
+RUNTIME_PIECES = int(re.search(r"^#define SG_RT_PIECE_COUNT (\d+)$", (RUNTIME_DIR / "runtime.cpp").read_text(), re.M)[1])
 #: Flags for the emulated translation unit (the student's file). ``-fsanitize=thread`` makes every
 #: load and store call a ``__tsan_*`` hook, which the runtime defines (no sanitizer runtime is
 #: linked): volatile accesses become yield points, and with checks on every access is checked.
@@ -231,59 +234,45 @@ class Toolchain:
         except BackendUnavailable:
             if self.runtime_jobs() < 2:
                 raise
-            self._jobs = 1  # the link-time optimiser does not run here after all: one plain compile
+            self._jobs = 1  # the pieces do not build or join here after all: one plain compile
             target = self._cached(name, lambda tmp: self.runtime_steps(flags, tmp), what="the emulator runtime")
         if not extra_flags:
             self._runtime = target
         return target
 
     def runtime_jobs(self) -> int:
-        """How many code-generation jobs build the runtime (:meth:`runtime_steps`): the usable CPUs, at
-        most :data:`RUNTIME_JOBS`; 1 (one plain compile) where the compiler is not GCC 10 or later, its
-        ``lto-wrapper`` is not found (``-print-prog-name``), or ``make`` or ``objcopy`` is not on the
-        PATH (GCC's link-time optimiser runs its jobs through make, and compiles them one after another
-        without it)."""
+        """How many compiles build the runtime at once (:meth:`runtime_steps`): the usable CPUs, at most
+        :data:`RUNTIME_PIECES`; 1 (one plain compile) where ``objcopy`` is not on the PATH."""
         from grader.host.resources import usable_cpus
 
         if self._jobs is None:
-            self._jobs = max(1, min(RUNTIME_JOBS, usable_cpus())) if self._partitions_build() else 1
+            self._jobs = max(1, min(RUNTIME_PIECES, usable_cpus())) if shutil.which("objcopy") else 1
         return self._jobs
 
-    def _partitions_build(self) -> bool:
-        gcc = "clang" not in self.version and "Free Software Foundation" in self.version
-        major = re.findall(r"\b(\d+)\.\d+\.\d+", self.version_line)
-        if not gcc or not major or int(major[-1]) < 10 or not (shutil.which("make") and shutil.which("objcopy")):
-            return False
-        try:  # a wrapper script may point GCC at a folder without it: the link then cannot run it
-            wrapper = subprocess.run([*self.argv, "-print-prog-name=lto-wrapper"], capture_output=True, text=True,
-                                     timeout=30).stdout.strip()
-        except (OSError, subprocess.TimeoutExpired):
-            return False
-        return os.path.isabs(wrapper) and os.access(wrapper, os.X_OK)
+    def runtime_steps(self, flags: Sequence[str], output: str) -> list[list[list[str]]]:
+        """The steps that build the runtime object ``output`` with ``flags``: each a list of compiler
+        commands run at once, the steps in order.
 
-    def runtime_steps(self, flags: Sequence[str], output: str) -> list[list[str]]:
-        """The compiler commands that build the runtime object ``output`` with ``flags``, run in order.
-
-        The runtime is one translation unit, and its code generation (two thirds of a build of seconds
-        of a core) is what every part's first check waits for on a new machine. With several jobs
-        (:meth:`runtime_jobs`) it is built in three steps: ``-flto -c`` parses it and writes GCC's
-        intermediate form (``<output>.lto.o``); then a relocatable link (``-r``, ``-flinker-output=
-        nolto-rel``) optimises the whole, splits it into that many partitions and generates their code
-        at once, into one ordinary object file; last, ``objcopy`` makes local again the runtime's
-        internal names that the split made global for the partitions to reach each other (renamed
-        with a dot: ``.lto_priv.0``, ``.isra.0``; no C++ name has one), so that the object names no
-        more than a plain compile's (the runtime keeps its state unnamed, as :mod:`.lockdown` relies
-        on; the unwinder's ``DW.ref.*`` are left as they are). Else one plain ``-c``."""
+        The runtime's compile (seconds of a core) is what every part's first check waits for on a new
+        machine. With several jobs (:meth:`runtime_jobs`) ``runtime.cpp`` is compiled once per job at
+        once, each with ``-DSG_RT_PIECES=<mask>``: the pieces of its definitions that job's object
+        holds (the pieces dealt out in turn). A relocatable link (``-r``) joins the objects into one,
+        and ``objcopy`` makes local again the names the pieces shared (the namespace
+        ``sg::sg_rt_split``), so that the object names for other objects what one plain compile's
+        does (the runtime keeps its state unnamed, as :mod:`.lockdown` relies on). GCC compiles the
+        pieces with ``-fno-gnu-unique``: a "unique" symbol (GCC's default for an inline variable)
+        cannot be made local. Else one plain ``-c``."""
         source = str(RUNTIME_DIR / "runtime.cpp")
         jobs = self.runtime_jobs()
         if jobs < 2:
-            return [[*self.argv, *flags, "-c", source, "-o", output]]
-        ir = output + ".lto.o"
-        return [[*self.argv, *flags, "-flto", "-c", source, "-o", ir],
-                [*self.argv, *flags, f"-flto={jobs}", "-flinker-output=nolto-rel", "-flto-partition=balanced",
-                 "--param", f"lto-partitions={jobs}", "--param", "lto-min-partition=1000",
-                 "-r", "-nostdlib", ir, "-o", output],
-                ["objcopy", "--wildcard", "--localize-symbol=!DW.ref.*", "--localize-symbol=*.*", output]]
+            return [[[*self.argv, *flags, "-c", source, "-o", output]]]
+        unique = [] if "clang" in self.version else ["-fno-gnu-unique"]
+        masks = [sum(1 << piece for piece in range(job, RUNTIME_PIECES, jobs)) for job in range(jobs)]
+        objects = [f"{output}.{mask}.o" for mask in masks]
+        return [[[*self.argv, *flags, *unique, f"-DSG_RT_PIECES={mask}", "-c", source, "-o", obj]
+                 for mask, obj in zip(masks, objects)],
+                [[*self.argv, "-r", "-nostdlib", *objects, "-o", output]],
+                [["objcopy", "--wildcard", "--localize-symbol=*sg_rt_split*", output]]]
 
     def executor_binary(self) -> tuple[Path, str | None]:
         """The executor program, built on first use and cached: ``(path, seccomp problem)``.
@@ -304,8 +293,8 @@ class Toolchain:
         key = digest.hexdigest()[:20]
 
         def command(defines: Sequence[str], libs: Sequence[str]) -> Callable[[str], list[str]]:
-            return lambda tmp: [[*self.argv, *EXECUTOR_FLAGS, *defines, "-I", str(RUNTIME_DIR), str(EXECUTOR_SOURCE),
-                                 "-o", tmp, *libs]]
+            return lambda tmp: [[[*self.argv, *EXECUTOR_FLAGS, *defines, "-I", str(RUNTIME_DIR), str(EXECUTOR_SOURCE),
+                                  "-o", tmp, *libs]]]
         if any(header.exists() for header in SECCOMP_HEADERS):
             try:
                 path = self._cached(f"executor-{key}-seccomp", command(["-DSG_SECCOMP"], ["-lseccomp"]),
@@ -320,9 +309,10 @@ class Toolchain:
         self._executor = (path, problem)
         return self._executor
 
-    def _cached(self, name: str, command: Callable[[str], list[list[str]]], *, what: str) -> Path:
-        """``<cache_dir>/emulator/<name>``, built by the commands ``command(temporary path)`` (run in
-        order; files they leave beside the temporary path are removed) unless present. One
+    def _cached(self, name: str, command: Callable[[str], list[list[list[str]]]], *, what: str) -> Path:
+        """``<cache_dir>/emulator/<name>``, built by the steps ``command(temporary path)`` (each a list of
+        commands run at once, the steps in order; files they leave beside the temporary path are
+        removed) unless present. One
         process builds it at a time (``<name>.lock``): the others wait for its file instead of
         building it again (the runtime takes seconds of a core)."""
         target = self.cache_dir / "emulator" / name
@@ -341,7 +331,7 @@ class Toolchain:
         finally:
             os.close(lock)
 
-    def _build(self, target: Path, name: str, command: Callable[[str], list[list[str]]], *, what: str) -> Path:
+    def _build(self, target: Path, name: str, command: Callable[[str], list[list[list[str]]]], *, what: str) -> Path:
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=f".{name}-", suffix=".tmp", dir=target.parent)
@@ -352,11 +342,14 @@ class Toolchain:
             fd, tmp = tempfile.mkstemp(prefix=f".{name}-", suffix=".tmp", dir=private)
         os.close(fd)
         try:
-            for argv in command(tmp):
-                proc = subprocess.run(argv, capture_output=True, text=True, timeout=max(self.timeout_s, 120.0))
-                if proc.returncode != 0:
-                    raise BackendUnavailable(f"{what} does not compile with `{self.cxx}` ({self.version_line}):\n"
-                                             f"{proc.stderr}")
+            for step in command(tmp):
+                with ThreadPoolExecutor(len(step)) as pool:
+                    procs = list(pool.map(lambda argv: subprocess.run(argv, capture_output=True, text=True,
+                                                                      timeout=max(self.timeout_s, 120.0)), step))
+                for proc in procs:
+                    if proc.returncode != 0:
+                        raise BackendUnavailable(f"{what} does not compile with `{self.cxx}` ({self.version_line}):"
+                                                 f"\n{proc.stderr}")
             os.replace(tmp, target)
         except subprocess.TimeoutExpired:
             raise BackendUnavailable(f"compiling {what} with `{self.cxx}` timed out") from None

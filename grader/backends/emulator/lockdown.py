@@ -25,7 +25,9 @@ the written text, which token pasting (``SG_J(__ts, an_write4)``) and strings ge
   nor refer to one of the runtime's that is not the device ABI a kernel calls (the hooks and the
   ``__sg_*`` functions of ``runtime/sg_abi.h``). This holds whatever spelled the name.
 - **The check state has no name** a student's code could bind: the runtime keeps it (``g_checks``,
-  the shadow memory, the findings) in an anonymous namespace or ``static``, with internal linkage.
+  the shadow memory, the findings) in an anonymous namespace or ``static``, with internal linkage
+  (built in pieces, in a namespace whose names the build makes local once the pieces are joined:
+  ``Toolchain.runtime_steps``).
 
 What this does not stop: the module is native code in the executor's process, so a kernel can still
 write any byte the runtime can, by address (docs/security.md, "What is not contained").

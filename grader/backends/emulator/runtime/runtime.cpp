@@ -63,16 +63,39 @@
 #define SG_EXPORT extern "C" __attribute__((visibility("default")))
 #define SG_HOOK extern "C" __attribute__((visibility("hidden")))
 
+// The runtime's pieces: how its definitions are divided between the objects of a build in
+// several compiles at once (build.py, Toolchain.runtime_steps). Compiled without SG_RT_PIECES, this
+// file is one translation unit with every piece, its names internal (an unnamed namespace). With
+// -DSG_RT_PIECES=<mask> it defines only the pieces of that mask: the types, constants, inline
+// functions and inline variables every piece shares, and the other pieces' functions declared
+// only; its names then live in the namespace sg::sg_rt_split, which the build makes local again
+// (objcopy) once it has linked the pieces' objects into one, so that the object names no more
+// than the one translation unit does. Each section below says which piece its functions are in.
+#define SG_RT_PIECE_COUNT 4
+#define SG_IN_HOOKS (SG_RT_PIECES & 1)   // rt_hooks.inc, rt_device.inc: the module's entry points
+#define SG_IN_WORKER (SG_RT_PIECES & 2)  // rt_blocks.inc, rt_worker.inc, rt_faults.inc, the fiber switch
+#define SG_IN_CHECKS (SG_RT_PIECES & 4)  // rt_checks.inc: the checks of every access
+#define SG_IN_HOST (SG_RT_PIECES & 8)    // rt_abi.inc, profile.inc: the executor's C ABI, the profile
+#ifdef SG_RT_PIECES
+#define SG_RT_NS sg_rt_split
+namespace sg {
+namespace sg_rt_split {}
+using namespace sg_rt_split;
+}  // namespace sg
+#else
+#define SG_RT_PIECES 15
+#define SG_RT_NS
+#endif
+
 // The C ABI structures (sg_host.h, shared with the executor).
 #include "sg_host.h"
 // The failure kinds the runtime reports (sg_kinds.h: the one table of them, read by tests/test_kinds.py).
 #include "sg_kinds.h"
 
 namespace sg {
-namespace {
+namespace SG_RT_NS {
 
-// The runtime is one translation unit (internal linkage throughout), split into sections that
-// this file #includes in order; build.py hashes every file of runtime/ into the object's cache key.
+// The sections, #included in order; build.py hashes every file of runtime/ into the object's cache key.
 #include "rt_context.inc"   // contexts: x86-64 switch or ucontext
 #include "rt_registry.inc"  // kernel registry
 #include "rt_schedule.inc"  // schedules (thread orders of a round)
@@ -85,11 +108,15 @@ namespace {
 #include "rt_output.inc"    // device printf buffer, results
 #include "rt_checks.inc"    // yield points and the checks of every memory access
 
-}  // namespace
+}  // namespace SG_RT_NS
 }  // namespace sg
 
 using namespace sg;
 
+#if SG_IN_HOOKS
 #include "rt_device.inc"    // device-side entry points (extern "C", hidden), device printf
 #include "rt_hooks.inc"     // -fsanitize=thread / shift-exponent hooks
+#endif
+#if SG_IN_HOST
 #include "rt_abi.inc"       // the sg_* C ABI for the executor (sg_host.h)
+#endif

@@ -8,7 +8,7 @@
 // fails on a name KINDS lacks. Adding a kind to the runtime: a row
 // here, a row in KINDS, and the site that reports it (docs/architecture.md, "How to add...").
 //
-// Part of the emulator runtime: #included by runtime.cpp (one translation unit, internal linkage).
+// Part of the emulator runtime: #included by runtime.cpp (inside its namespace: internal linkage).
 
 #ifndef SG_KINDS_H
 #define SG_KINDS_H
@@ -40,7 +40,7 @@
     SG_KIND(internal, "internal")
 
 namespace sg {
-namespace {
+namespace SG_RT_NS {  // runtime.cpp: unnamed, or the pieces' shared namespace
 
 // One failure kind of the runtime (a row of SG_KINDS).
 enum class Kind : unsigned char {
@@ -58,7 +58,7 @@ constexpr const char *kKindNames[] = {
 // The kind's string, as Python reads it (a row of grader/core/kinds.py's KINDS).
 constexpr const char *kind_name(Kind k) { return kKindNames[static_cast<unsigned>(k)]; }
 
-}  // namespace
+}  // namespace SG_RT_NS
 }  // namespace sg
 
 #endif  // SG_KINDS_H
