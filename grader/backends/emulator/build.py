@@ -70,7 +70,7 @@ EXECUTOR_SOURCE = RUNTIME_DIR / "executor.cpp"
 #: word (the prelude makes any ``__shared__`` left after the rewrite an error).
 PLAIN_SHARED = "#undef __shared__\n#define __shared__\n"
 #: Flags for the executor.
-EXECUTOR_FLAGS = ("-std=c++17", "-O2", "-g", "-pthread")
+EXECUTOR_FLAGS = ("-std=c++17", "-O1", "-pthread")
 #: Where libseccomp's header is looked for (its presence selects the seccomp build of the executor).
 SECCOMP_HEADERS = (Path("/usr/include/seccomp.h"), Path("/usr/local/include/seccomp.h"))
 
