@@ -71,11 +71,13 @@
 // only; its names then live in the namespace sg::sg_rt_split, which the build makes local again
 // (objcopy) once it has linked the pieces' objects into one, so that the object names no more
 // than the one translation unit does. Each section below says which piece its functions are in.
-#define SG_RT_PIECE_COUNT 4
-#define SG_IN_HOOKS (SG_RT_PIECES & 1)   // rt_hooks.inc, rt_device.inc: the module's entry points
-#define SG_IN_WORKER (SG_RT_PIECES & 2)  // rt_blocks.inc, rt_worker.inc, rt_faults.inc, the fiber switch
-#define SG_IN_CHECKS (SG_RT_PIECES & 4)  // rt_checks.inc: the checks of every access
-#define SG_IN_HOST (SG_RT_PIECES & 8)    // rt_abi.inc, profile.inc: the executor's C ABI, the profile
+#define SG_RT_PIECE_COUNT 6
+#define SG_IN_HOOKS (SG_RT_PIECES & 1)     // rt_hooks.inc, rt_device.inc: the module's entry points
+#define SG_IN_WORKER (SG_RT_PIECES & 2)    // rt_worker.inc and the fiber switch: a worker's loop
+#define SG_IN_CHECKS (SG_RT_PIECES & 4)    // rt_checks.inc: the checks of every access
+#define SG_IN_HOST (SG_RT_PIECES & 8)      // rt_abi.inc: the executor's C ABI
+#define SG_IN_PROFILE (SG_RT_PIECES & 16)  // profile.inc: the memory-access profile
+#define SG_IN_BLOCKS (SG_RT_PIECES & 32)   // rt_blocks.inc: rounds, barriers, warps, deadlock
 #ifdef SG_RT_PIECES
 #define SG_RT_NS sg_rt_split
 namespace sg {
@@ -83,7 +85,7 @@ namespace sg_rt_split {}
 using namespace sg_rt_split;
 }  // namespace sg
 #else
-#define SG_RT_PIECES 15
+#define SG_RT_PIECES ((1 << SG_RT_PIECE_COUNT) - 1)
 #define SG_RT_NS
 #endif
 
