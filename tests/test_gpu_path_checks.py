@@ -94,17 +94,39 @@ def test_a_correct_part_is_checked_by_the_emulator_and_verified_on_the_gpu(cfg, 
     assert {r.checker for r in results if r.n > 300} == {SAMPLED_CHECKER}  # the checks on sampled blocks
 
 
-def test_in_two_lanes_the_checks_decide_every_case_as_in_one(cfg, tmp_path, monkeypatch):
-    """Where the worker has the cores to itself, two emulators check every other case each
-    (beside.check_lanes): the same verdicts, kinds and checkers, case by case, as one lane's."""
+def test_in_several_lanes_the_checks_decide_every_case_as_in_one(cfg, tmp_path, monkeypatch):
+    """Where the worker has the cores to itself, several emulators check every lane-th case each
+    (beside.check_lanes, as many as a machine of many cores runs): the same verdicts, kinds and
+    checkers, case by case, as one lane's."""
     from grader.grading.worker import beside
 
     source, key = BROKEN / "part2_missing_sync.cu", "part2_blelloch"
     one, _, _ = grade_on_gpu_path(cfg, source, key, tmp_path / "one")
-    monkeypatch.setattr(beside, "check_lanes", lambda cfg: 2)
-    two, _, _ = grade_on_gpu_path(cfg, source, key, tmp_path / "two")
+    monkeypatch.setattr(beside, "check_lanes", lambda cfg: beside.SPARE_CORE_LANES)
+    several, _, _ = grade_on_gpu_path(cfg, source, key, tmp_path / "several")
     see = lambda results: [(r.name, r.status, r.kind, r.checker) for r in results]  # noqa: E731
-    assert see(two) == see(one) and any(r.status == "fail" for r in two)
+    assert see(several) == see(one) and any(r.status == "fail" for r in several)
+
+
+@pytest.mark.parametrize("cores", [1, 2, 4, 8, 12, 16, 32, 128])
+def test_the_lanes_of_two_parts_fit_the_cores(cfg, monkeypatch, cores):
+    """A submission graded alone: the lanes of the checks beside the GPU, and their threads, share
+    the machine's cores between the two parts whose checks run longest; a batch (the config's
+    ``emulator.workers``) keeps one lane of its own threads."""
+    from grader.grading.worker import beside
+    import grader.host.resources as resources
+
+    monkeypatch.setattr(resources, "usable_cpus", lambda: cores)
+    alone = cfg.override(emulator={"workers": 0})
+    lanes = beside.check_lanes(alone)
+    workers = beside.lane_workers(alone, lanes)
+    assert 1 <= lanes <= beside.SPARE_CORE_LANES
+    if lanes == 1:
+        assert workers == 0  # every core
+    else:
+        assert lanes * beside.CORES_PER_LANE <= cores and 2 * lanes * workers <= cores
+    batch = cfg.override(emulator={"workers": 3})
+    assert beside.check_lanes(batch) == 1 and beside.lane_workers(batch, 1) == 3
 
 
 def test_a_case_the_checks_fail_is_not_run_on_the_gpu(cfg, tmp_path):

@@ -60,7 +60,7 @@ class BackgroundEmulatorChecks:
         try:
             if lane:  # after the first lane's compile, which the others then find in the compile cache
                 self._compiled[0].wait()
-            emulator = checking_emulator(self.cfg, self.part)
+            emulator = checking_emulator(self.cfg, self.part, workers=lane_workers(self.cfg, len(self._compiled)))
             self._emulators.append(emulator)
             pc = self.cfg.parts[self.part.key]
             modules = _call_in_threads({d: functools.partial(compile_part, emulator, self.part, source, pc=pc,
@@ -125,21 +125,35 @@ class BackgroundEmulatorChecks:
 
 #: Lanes of the emulator's checks beside a GPU where the worker has the cores to itself (the config's
 #: ``emulator.workers`` 0: a submission graded alone, its parts at once): each lane its own emulator,
-#: taking every SPARE_CORE_LANES-th case, so that the checks the GPU waits on end sooner.
-SPARE_CORE_LANES = 2
-#: The fewest cores for :data:`SPARE_CORE_LANES` lanes.
-SPARE_CORE_LANES_MIN_CORES = 8
+#: taking every lane-th case, so that the checks the GPU waits on end sooner. At most this many, one
+#: per :data:`CORES_PER_LANE` cores.
+SPARE_CORE_LANES = 4
+#: Cores per lane of :data:`SPARE_CORE_LANES`: fewer than two lanes' worth, one lane.
+CORES_PER_LANE = 4
 
 
 def check_lanes(cfg) -> int:
     """How many lanes :class:`BackgroundEmulatorChecks` runs under ``cfg`` on this machine: one where
-    the config sets the emulator's workers (a batch shares the cores among its jobs) or under
-    :data:`SPARE_CORE_LANES_MIN_CORES` cores, else :data:`SPARE_CORE_LANES`."""
+    the config sets the emulator's workers (a batch shares the cores among its jobs), else one per
+    :data:`CORES_PER_LANE` cores, at most :data:`SPARE_CORE_LANES` (one where that is under two)."""
     from grader.host.resources import usable_cpus
 
-    if cfg.emulator.workers or usable_cpus() < SPARE_CORE_LANES_MIN_CORES:
-        return 1
-    return SPARE_CORE_LANES
+    lanes = min(SPARE_CORE_LANES, usable_cpus() // CORES_PER_LANE)
+    return 1 if cfg.emulator.workers or lanes < 2 else lanes
+
+
+def lane_workers(cfg, lanes: int) -> int:
+    """The emulator's worker threads in each of ``lanes`` lanes (:func:`check_lanes`; 0: every core):
+    the config's ``emulator.workers`` where it sets them; every core for one lane; else the cores
+    shared out among the lanes of two parts, the two whose checks take longest (Parts 4 and 5 and
+    their 16M cases) and run to the end. More threads a lane than that oversubscribe the cores, and
+    the checks the GPU waits on took longer (figures: docs/throughput.md, "Figures behind the code's
+    constants")."""
+    from grader.host.resources import usable_cpus
+
+    if cfg.emulator.workers or lanes < 2:
+        return cfg.emulator.workers
+    return max(1, usable_cpus() // (2 * lanes))
 
 
 def emulator_checker_line(cfg) -> str:
@@ -172,8 +186,9 @@ def emulator_runtime_flags(*, counts_profile: bool) -> tuple[str, ...]:
     return () if counts_profile else QUICK_RUNTIME_FLAGS
 
 
-def checking_emulator(cfg, part):
-    """An emulator backend with its checks on (the config's workers and sandbox), for the GPU path:
+def checking_emulator(cfg, part, *, workers: int | None = None):
+    """An emulator backend with its checks on (``workers`` threads, default the config's; the config's
+    sandbox), for the GPU path:
     its runtime built quickly (:data:`grader.backends.emulator.build.QUICK_RUNTIME_FLAGS`), its
     device memory what every case of ``part`` needs (the checks run each one: whole up to
     ``emulator.checks_max_n``, on sampled blocks above it, over buffers of the case's full size),
@@ -182,7 +197,8 @@ def checking_emulator(cfg, part):
     from grader.backends.emulator import EmulatorBackend
     from grader.grading.case.cases import case_runs, device_memory_bytes
 
-    return EmulatorBackend(workers=cfg.emulator.workers, checks=True, sandbox=cfg.emulator.sandbox, nvcc_check=False,
+    return EmulatorBackend(workers=cfg.emulator.workers if workers is None else workers, checks=True,
+                           sandbox=cfg.emulator.sandbox, nvcc_check=False,
                            runtime_flags=emulator_runtime_flags(counts_profile=False), target_arch=cfg.target_arch,
                            device_memory=device_memory_bytes(case_runs(cfg, part.key, max_n=None)))
 
