@@ -419,6 +419,8 @@ def _grade(args: argparse.Namespace) -> int:
         raise UsageError(f"{path}/ not found: run `scangrade check` from the folder that holds your "
                          "assignment/ folder, or pass --dir")
     total = sum(len(case_list(cfg, k)) for k in (args.parts or cfg.parts) if k in cfg.parts)
+    from grader.render.plot import warm_up
+    warm_up()  # the time plots' matplotlib, while the parts grade
     with _Progress(total) as progress:
         result = grading.grade(path, seed=args.seed, parts=args.parts, intake=getattr(args, "intake", False),
                                on_event=progress)

@@ -196,6 +196,33 @@ def test_the_plot_is_a_png_beside_the_report(cfg, tmp_path):
     assert test["images"][0]["url"].startswith("data:image/png;base64,")
 
 
+def test_the_warm_up_draws_once_a_process_and_leaves_the_plots_as_they_are(cfg, monkeypatch):
+    """``scangrade grade`` starts matplotlib in a thread while the parts grade (plot.warm_up): a
+    plot drawn meanwhile, or after it, is the plot drawn without it, byte for byte."""
+    pytest.importorskip("matplotlib")
+    import threading
+
+    from grader.render import plot
+
+    key = plot._plot_key(_result(cfg).parts[0], 72)
+    alone = plot._draw_png(*key)
+    made = []
+
+    class Recorded(threading.Thread):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(self)
+    monkeypatch.setattr(plot, "_WARMED_UP", threading.Event())
+    monkeypatch.setattr(threading, "Thread", Recorded)
+    plot.warm_up()
+    plot.warm_up()
+    meanwhile = plot._draw_png(*key)
+    for thread in made:
+        thread.join()
+    assert [thread.name for thread in made] == ["scangrade-plot-warm-up"]
+    assert meanwhile == alone and plot._draw_png(*key) == alone
+
+
 def test_a_results_plot_is_drawn_once_for_all_its_reports(cfg):
     """A batch puts one part's plot in several reports (Gradescope's, the staff's and the student's
     files): drawn once, the same bytes each time; another result's plot is drawn for itself."""

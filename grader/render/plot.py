@@ -22,7 +22,7 @@ from pathlib import Path
 from grader.core.results import PartResult, SubmissionResult
 
 __all__ = ["PNG_SIGNATURE", "draw_plots_in", "drawn_apart", "plot_name", "plot_unavailable", "plotted_parts",
-           "time_plot_png", "write_plots"]
+           "time_plot_png", "warm_up", "write_plots"]
 
 #: The first bytes of every PNG file.
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -152,8 +152,38 @@ def _drawn_png(title: str, ylabel: str, series: tuple, dpi: int) -> bytes:
     return png if png is not None else _draw_png(title, ylabel, series, dpi)
 
 
+#: Held while this process draws a plot: matplotlib's caches (fonts, text layout) are shared by its
+#: figures, and :func:`warm_up` draws in a thread of its own.
+_DRAW_LOCK = threading.Lock()
+_WARMED_UP = threading.Event()
+
+
+def warm_up() -> None:
+    """Start drawing a throwaway plot in a background thread, once per process, where matplotlib is
+    installed: its import, its font cache (built on a machine's first run, from every font it
+    finds) and its first text layout then happen while a grading runs (``scangrade grade``, whose
+    threads wait on the parts' workers meanwhile), not after it, before the first time plot."""
+    import importlib.util
+
+    if _WARMED_UP.is_set() or importlib.util.find_spec("matplotlib") is None:
+        return
+    _WARMED_UP.set()
+
+    def draw() -> None:
+        try:
+            _draw_png("n", "ms", (("warm-up", ((1, 1.0), (1 << 20, 2.0))),), 72)
+        except Exception:  # noqa: BLE001 - the plots drawn after the grading say what is wrong
+            pass
+    threading.Thread(target=draw, name="scangrade-plot-warm-up", daemon=True).start()
+
+
 def _draw_png(title: str, ylabel: str, series: tuple, dpi: int) -> bytes:
     """Draw the plot of ``series`` with matplotlib: PNG bytes."""
+    with _DRAW_LOCK:
+        return _draw_png_now(title, ylabel, series, dpi)
+
+
+def _draw_png_now(title: str, ylabel: str, series: tuple, dpi: int) -> bytes:
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(6.4, 4.0), layout="constrained")
