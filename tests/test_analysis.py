@@ -220,6 +220,7 @@ def test_the_warm_up_draws_once_a_process_and_leaves_the_plots_as_they_are(cfg, 
     for thread in made:
         thread.join()
     assert [thread.name for thread in made] == ["scangrade-plot-warm-up"]
+    assert not made[0].daemon  # joined before the interpreter finalizes: a daemon inside matplotlib crashed it
     assert meanwhile == alone and plot._draw_png(*key) == alone
 
 

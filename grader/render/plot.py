@@ -162,7 +162,8 @@ def warm_up() -> None:
     """Start drawing a throwaway plot in a background thread, once per process, where matplotlib is
     installed: its import, its font cache (built on a machine's first run, from every font it
     finds) and its first text layout then happen while a grading runs (``scangrade grade``, whose
-    threads wait on the parts' workers meanwhile), not after it, before the first time plot."""
+    threads wait on the parts' workers meanwhile), not after it, before the first time plot. The
+    process does not end before the thread does."""
     import importlib.util
 
     if _WARMED_UP.is_set() or importlib.util.find_spec("matplotlib") is None:
@@ -174,7 +175,10 @@ def warm_up() -> None:
             _draw_png("n", "ms", (("warm-up", ((1, 1.0), (1 << 20, 2.0))),), 72)
         except Exception:  # noqa: BLE001 - the plots drawn after the grading say what is wrong
             pass
-    threading.Thread(target=draw, name="scangrade-plot-warm-up", daemon=True).start()
+    # Not a daemon: the interpreter waits for it before it finalizes. A daemon thread still inside
+    # matplotlib then (a grading shorter than the warm-up, nothing to plot) crashed the process on
+    # its way out.
+    threading.Thread(target=draw, name="scangrade-plot-warm-up", daemon=False).start()
 
 
 def _draw_png(title: str, ylabel: str, series: tuple, dpi: int) -> bytes:
