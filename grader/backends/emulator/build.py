@@ -84,7 +84,8 @@ RUNTIME_FLAGS = ("-std=c++17", "-O2", "-fPIC", "-fvisibility=hidden", "-pthread"
 QUICK_RUNTIME_FLAGS = ("-O1",)
 #: How many pieces the runtime's definitions are divided into (``SG_RT_PIECE_COUNT`` of runtime.cpp): at
 #: most this many compiles build it at once (:meth:`Toolchain.runtime_steps`).
-RUNTIME_PIECES = int(re.search(r"^#define SG_RT_PIECE_COUNT (\d+)$", (RUNTIME_DIR / "runtime.cpp").read_text(), re.M)[1])
+RUNTIME_PIECES = int(re.search(r"^#define SG_RT_PIECE_COUNT (\d+)$", (RUNTIME_DIR / "runtime.cpp").read_text(),
+                               re.M)[1])
 #: Flags for the emulated translation unit (the student's file). ``-fsanitize=thread`` makes every
 #: load and store call a ``__tsan_*`` hook, which the runtime defines (no sanitizer runtime is
 #: linked): volatile accesses become yield points, and with checks on every access is checked.
@@ -292,7 +293,7 @@ class Toolchain:
                       + self.version.encode())
         key = digest.hexdigest()[:20]
 
-        def command(defines: Sequence[str], libs: Sequence[str]) -> Callable[[str], list[str]]:
+        def command(defines: Sequence[str], libs: Sequence[str]) -> Callable[[str], list[list[list[str]]]]:
             return lambda tmp: [[[*self.argv, *EXECUTOR_FLAGS, *defines, "-I", str(RUNTIME_DIR), str(EXECUTOR_SOURCE),
                                   "-o", tmp, *libs]]]
         if any(header.exists() for header in SECCOMP_HEADERS):
