@@ -183,6 +183,38 @@ def _counts(items) -> dict[str, int]:
     return out
 
 
+def _machine_cpu_s() -> tuple[float, float, float] | None:
+    """``(busy, stolen, all)`` CPU seconds of the cores this process may run on since boot, from
+    ``/proc/stat``: busy is every process's and the kernel's; stolen, what a hypervisor gave
+    other machines while these cores wanted to run. None where it cannot be read."""
+    try:
+        cpus = os.sched_getaffinity(0)
+        tick = os.sysconf("SC_CLK_TCK")
+        busy = stolen = total = 0
+        with open("/proc/stat", encoding="ascii") as f:
+            for line in f:
+                name, *fields = line.split()
+                if not name.startswith("cpu") or name == "cpu" or int(name[3:]) not in cpus:
+                    continue
+                ticks = [int(x) for x in fields[:8]]  # user nice system idle iowait irq softirq steal
+                total += sum(ticks)
+                busy += sum(ticks) - ticks[3] - ticks[4] - ticks[7]
+                stolen += ticks[7]
+        return busy / tick, stolen / tick, total / tick
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _machine_share(since: tuple[float, float, float] | None) -> dict:
+    """The machine's CPU seconds over a run (every process on this process's cores, not only the
+    grader's children that ended) and the share of those cores busy, from :func:`_machine_cpu_s`."""
+    now = _machine_cpu_s()
+    if since is None or now is None or now[2] <= since[2]:
+        return {}
+    busy, stolen, total = (a - b for a, b in zip(now, since))
+    return {"machine_cpu_s": round(busy, 1), "cores_busy": round(busy / total, 3), "stolen_s": round(stolen, 1)}
+
+
 def _own_cpu_s() -> float:
     """CPU seconds of this process alone (the batch's runner threads, reports and plots), not its
     children's: one Python process whose threads share one interpreter lock."""
@@ -203,6 +235,7 @@ def _run_batch(subs: Path, out: Path, what: str, *, cfg, selection, jobs: int | 
     load = _load()
     cpu0 = _cpu_s()
     own0 = _own_cpu_s()
+    mine0 = _machine_cpu_s()
     t0 = time.perf_counter()
     done: list[float] = []
 
@@ -225,6 +258,7 @@ def _run_batch(subs: Path, out: Path, what: str, *, cfg, selection, jobs: int | 
             "run": f"{what} of {len(results)}", "wall_s": round(wall, 2),
             "cpu_s": round(_cpu_s() - cpu0, 1), "load_before": load,
             "runner_cpu_s": round(_own_cpu_s() - own0, 1),
+            **_machine_share(mine0),
             "load_after": _load(), "submissions_per_min": round(60 * len(results) / wall, 2),
             "passed": sum(r.passed for r in results), "submissions": len(results),
             "submission_s_median": round(statistics.median(r.elapsed_s for r in results), 2),
@@ -262,6 +296,9 @@ def _print_table(selection, rows: list[dict], batches: list[dict]) -> None:
               f"{b['submissions']:<5}  {b['load_before']:>5} /{b['load_after']:>4}  "
               f"{b['submissions_per_min']:.1f} submissions / min (median {b['submission_s_median']} s, "
               f"slowest {b['submission_s_max']} s each; the runner's own CPU {b.get('runner_cpu_s', 0):.1f} s)")
+        if "machine_cpu_s" in b:
+            print(f"  the machine's cores: {b['machine_cpu_s']:.1f} s busy ({100 * b['cores_busy']:.0f} % of them), "
+                  f"{b['stolen_s']:.1f} s stolen by the hypervisor")
         for sid, sec, points in b.get("slowest", []):
             print(f"  slowest: {sid} {sec:.1f} s {points}")
     for r in rows[:2]:

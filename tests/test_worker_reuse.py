@@ -1,7 +1,8 @@
 """A submission whose parts are graded in turn (a GPU batch's job, the emulator) runs them in one
 worker (grader.grading.worker_process.WorkerSlot, the worker's --serve): the same grades as a worker
 per part; a worker that hung is not kept, and the part after it gets a new one; the worker left
-waiting ends with the grading."""
+waiting ends with the grading, or in a batch goes on to the job's next submission, with that
+submission's grading token and, on a GPU, nothing of the last one's left in its context."""
 
 from __future__ import annotations
 
@@ -16,7 +17,11 @@ import pytest
 
 from grader.assignment.config import load_config
 from grader.backends import Selection
+from grader.grading import protocol
+from grader.backends.emulator.cache import CACHE_OWNER_ENV
+from grader.classwork.batch import batch
 from grader.grading.runner import grade
+from grader.render.formats import batch_reports
 from tests.conftest import BROKEN, ROOT, SOLUTIONS, gpu_available, write_config
 
 EMULATOR = Selection("emulator", "test")
@@ -97,6 +102,103 @@ def test_a_worker_that_hung_is_not_kept_and_the_next_part_gets_a_new_one(tmp_pat
     assert "part1_naive" not in pids  # killed at its deadline: no trace
     assert pids["part3_conflict_free"].isdisjoint(pids["part2_blelloch"])  # a new worker after the hang
     assert not _worker_children()
+
+
+def _pids_in_order(folder: Path) -> list[tuple[str, int]]:
+    """``(part, worker pid)`` of every job that left a CPU trace in ``folder``, in the order they ended."""
+    rows = []
+    for f in folder.glob("*-cpu-*.json"):
+        part = json.loads(f.read_text())["part"]
+        pid, stamp = f.name[len(part) + len("-cpu-"):].removesuffix(".json").split("-", 1)
+        rows.append((float(stamp), part, int(pid)))
+    return [(part, pid) for _, part, pid in sorted(rows)]
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc (Linux) to look for the workers")
+def test_a_batch_job_keeps_its_worker_from_one_submission_to_the_next(tmp_path, monkeypatch):
+    """One job, three submissions: alice's parts and dave's first run in one worker; dave's Part 1
+    hangs (its worker is killed at the deadline), so his Part 2 and erin's parts run in a new one.
+    Each submission gets the grade it gets graded alone."""
+    root = tmp_path / "class"
+    for who in ("alice", "dave", "erin"):
+        shutil.copytree(SOLUTIONS, root / who)
+    shutil.copy(BROKEN / "part1_hang.cu", root / "dave" / "part1_naive.cu")
+    cfg = load_config(write_config(tmp_path, sizes={"part1_naive": [5, 128], "part2_blelloch": [7]}))
+    cfg = cfg.override(timeouts={"case_s": 3.0})
+    traces = tmp_path / "traces"
+    monkeypatch.setenv("SCANGRADE_CASE_TIMES", str(traces))
+    rows = dict(batch(root, out=tmp_path / "out", cfg=cfg, selection=EMULATOR, reports=batch_reports, jobs=1,
+                      checks=False))  # without the checks the spin is a hang, not a deadlock found at once
+    assert not _worker_children()  # the worker left waiting ended with the batch
+    order = _pids_in_order(traces)
+    assert [part for part, _ in order] == ["part1_naive", "part2_blelloch", "part2_blelloch", "part1_naive",
+                                           "part2_blelloch"]  # dave's Part 1 left no trace: killed
+    first, second = order[0][1], order[2][1]
+    assert [pid for _, pid in order] == [first, first, second, second, second] and first != second
+
+    def grades(result):
+        return [(p.key, p.status, p.points, [(c.name, c.status) for c in p.cases]) for p in result.parts]
+    alone = grade(root / "erin", cfg=cfg, selection=EMULATOR, part_jobs=1, checks=False)
+    assert grades(rows["alice"]) == grades(rows["erin"]) == grades(alone) and alone.passed
+    assert [p.status for p in rows["dave"].parts] == ["timeout", "pass"]
+
+
+def test_a_serving_worker_takes_each_jobs_grading_token_and_clears_the_gpu_between_gradings(monkeypatch):
+    """The compile cache counts each submission's quota by the token its jobs carry, not by the one in
+    the environment the worker started with; the GPU is cleared where the grading changes, only there."""
+    import grader.backends.pycuda_backend as pycuda_backend
+    import grader.grading.worker.main as worker_main
+
+    cleared = []
+    monkeypatch.setattr(pycuda_backend, "start_grading", lambda: cleared.append(True))
+    monkeypatch.setattr(worker_main, "_last_grading", None)
+    monkeypatch.setenv(CACHE_OWNER_ENV, "the first submission's")  # restored after the test
+    for token, clears in (("a", 0), ("a", 0), ("b", 1), ("b", 1), ("a", 2)):
+        worker_main._begin_grading(protocol.Job.model_construct(grading=token))
+        assert os.environ[CACHE_OWNER_ENV] == token and len(cleared) == clears
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available()[0], reason=f"no usable CUDA GPU: {gpu_available()[1]}")
+def test_a_kept_context_is_cleared_for_the_next_submission_or_dropped_after_local_memory():
+    """start_grading: the pool's free blocks read zeros in the same context; a context where a module
+    with local memory, or one calling the device heap, was loaded is dropped, and the next backend makes
+    a new one."""
+    script = (
+        "import tempfile\n"
+        "from pathlib import Path\n"
+        "import numpy as np\n"
+        "from grader.core.kernels import KernelSpec, Param\n"
+        "from grader.backends.pycuda_backend import (PyCudaBackend, keep_context, pool_device_memory,\n"
+        "                                             release_kept_contexts, start_grading, POOL_MIN_BYTES)\n"
+        "keep_context(); pool_device_memory()\n"
+        "spec = KernelSpec('k', (Param('out', 'int*', 'ptr'), Param('n', 'int', 'int')))\n"
+        "plain = '__global__ void k(int* out, int n) { out[threadIdx.x] = n; }'\n"
+        "local = ('__global__ void k(int* out, int n) { int a[64]; for (int i = 0; i < 64; i++) a[(i * 7 + n) & 63] = i;'\n"
+        "         ' out[threadIdx.x] = a[n & 63]; }')\n"
+        "heap = '__global__ void k(int* out, int n) { int* p = (int*)malloc(8); out[0] = p != 0; free(p); }'\n"
+        "def load(b, text):\n"
+        "    with tempfile.TemporaryDirectory() as work:\n"
+        "        return b.compile(source=text, filename='k.cu', kernels=[spec], workdir=Path(work))\n"
+        "a = PyCudaBackend(); ctx = a._context\n"
+        "load(a, plain)\n"
+        "n = POOL_MIN_BYTES // 4\n"
+        "x = a.alloc(n, np.int32); a.to_device(np.full(n, 7, np.int32), x); where = x.address; del x\n"
+        "a.close(); start_grading()\n"
+        "b = PyCudaBackend(); assert b._context is ctx, 'cleared, not dropped'\n"
+        "y = b.alloc(n, np.int32); assert y.address == where and not b.to_host(y).any(), 'the block reads zeros'\n"
+        "del y\n"
+        "for text in (local, heap):\n"
+        "    load(b, text); ctx = b._context; b.close(); start_grading()\n"
+        "    b = PyCudaBackend(); assert b._context is not ctx, 'dropped'\n"
+        "    load(b, plain); ctx = b._context; b.close(); start_grading()\n"
+        "    b = PyCudaBackend(); assert b._context is ctx, 'a plain module leaves nothing'\n"
+        "b.close()\n"
+        "release_kept_contexts()\n"
+        "print('checked')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    assert run.returncode == 0 and "checked" in run.stdout, run.stderr
 
 
 @pytest.mark.gpu

@@ -190,6 +190,7 @@ class _Scratch:
         self.fill = None  # poison_shared's module and kernel
         self.checks = None  # CHECK_PTX's module and kernels
         self.closed = False
+        self.leaves_state = False  # a student's module here uses local memory or the device heap (start_grading)
 
     def alloc(self, nbytes: int):
         """A new allocation of ``nbytes`` from the driver; where the GPU is out of memory, once more after
@@ -244,6 +245,20 @@ class _Scratch:
         if self.flush is not None:
             self.flush[0].free()
             self.flush = None
+
+    def clear(self) -> None:
+        """Before another submission's kernels run in this context (:func:`start_grading`): zero the free
+        blocks, the flush buffer and the cell (so no buffer the grader hands out, and no memory the
+        next kernels could reach, holds what the last submission's cases left there), and drop the
+        grader's own modules (loaded again when used: nothing the last kernels wrote in them stays)."""
+        cuda = self._cuda
+        kept = [(a, size) for size, blocks in self.free_blocks.items() for a in blocks]
+        kept += [self.flush] if self.flush is not None else []
+        kept += [(self.cell, 8)] if self.cell is not None else []
+        for allocation, nbytes in kept:
+            cuda.memset_d8(allocation, 0, nbytes)
+        cuda.Context.synchronize()
+        self.fill = self.checks = None
 
     def close(self) -> None:
         """Before the context goes: free what is unused; blocks still in use go to the driver when freed."""
@@ -345,6 +360,8 @@ class PyCudaBackend(Backend):
             except self._cuda.Error:
                 raise CompileError(f"{filename}: the kernel `{spec.name}` is not defined with the contract's "
                                    f"signature `{spec.declaration()}`") from None
+        if not self._scratch.leaves_state:
+            self._scratch.leaves_state = _leaves_state(self._cuda, cubin, functions.values())
         return PyCudaModule(module, functions, {k.name: k for k in kernels}, cubin)
 
     def alloc(self, count: int, dtype: np.dtype) -> DeviceArray:
@@ -652,6 +669,37 @@ def pool_device_memory() -> None:
     a context dropped after a hidden case (:func:`keep_context`) takes its pool with it."""
     global _POOL
     _POOL = True
+
+
+def _leaves_state(cuda, cubin: bytes, functions) -> bool:
+    """Whether a student's module leaves memory behind that the grader cannot clear: a kernel with local
+    memory (its stack, spilled registers, arrays), which the context keeps from launch to launch, or
+    a call to the device heap (``malloc``), whose blocks the next kernels' ``malloc`` may return."""
+    if b"\0malloc\0" in cubin:
+        return True
+    return any(f.get_attribute(cuda.function_attribute.LOCAL_SIZE_BYTES) for f in functions)
+
+
+def start_grading() -> None:
+    """Before a worker that kept its context (:func:`keep_context`) runs another submission's jobs (a
+    batch's next submission, :func:`grader.grading.worker.main.serve`): each kept context is cleared
+    (:meth:`_Scratch.clear`), or, where a module of the last submission used local memory or the
+    device heap, which no call clears, dropped (the next backend makes a new one, as a new process
+    would). Memory the grader freed to the driver may hold the last submission's cases' data
+    when the driver hands it out again; every buffer the grader hands a kernel is poisoned or
+    written first (:class:`grader.assignment.plans.Run`), so a kernel reaches the rest only by an
+    out-of-bounds access (docs/security.md)."""
+    for ordinal, (ctx, scratch) in list(_KEPT.items()):
+        if not scratch.leaves_state:
+            try:
+                scratch.clear()
+                continue
+            except Exception:  # noqa: BLE001 - any driver error: the context is not to be trusted, dropped
+                pass
+        del _KEPT[ordinal]
+        scratch.close()
+        ctx.pop()
+        ctx.detach()
 
 
 def release_kept_contexts() -> None:

@@ -44,6 +44,7 @@ from grader.assignment.parts import PARTS
 from grader.core.results import PartStatus, SubmissionResult
 from grader.grading.part_runner import ungraded_part
 from grader.grading.runner import grade
+from grader.grading.worker_process import WorkerSlot
 
 #: ``result -> {path: text}``: a student's reports besides ``result.json``, paths relative to the
 #: student's folder (``report.txt``, ``student/report.txt``...; bytes for a plot's PNG).
@@ -116,6 +117,7 @@ class _Grading:
         self.out, self.cfg, self.selection, self.checks, self.resume = out, cfg, selection, checks, resume
         self.reports, self.on_done, self.on_note, self.gpus, self.inputs = reports, on_done, on_note, gpus, inputs
         self.slots = list(range(jobs))
+        self.workers = {slot: WorkerSlot() for slot in self.slots}  # the worker each job keeps waiting
         self.slot_lock = threading.Lock()
         self.results: dict[str, SubmissionResult] = {}
         self.regraded: dict[str, str] = {}  # id -> why its saved result was not trusted
@@ -140,7 +142,8 @@ class _Grading:
         if sub.refused:
             return _not_graded(sub, cfg=cfg, selection=selection, why=f"not graded: {sub.refused}")
         try:
-            return grade(sub, cfg=cfg, selection=selection, checks=self.checks, env=env, stop=self.stop, part_jobs=1)
+            return grade(sub, cfg=cfg, selection=selection, checks=self.checks, env=env, stop=self.stop, part_jobs=1,
+                         worker=self.workers[slot])
         except GradingStopped:
             raise
         except Exception as exc:  # noqa: BLE001 - one submission must never stop the batch
@@ -203,7 +206,11 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
             compiles and host work of some overlap another's timed runs, which still have the GPU
             alone (:mod:`grader.host.gpu_lock`); one per CPU core on the emulator. The emulator's threads
             (``emulator.workers`` where the config leaves it 0) are the cores shared among the jobs.
-            Each submission's parts are then graded one at a time.
+            Each submission's parts are then graded one at a time, by a worker the job keeps from
+            one submission to the next (:class:`~grader.grading.worker_process.WorkerSlot`: Python,
+            the imports and a GPU's context start once a job, not once a submission; on a GPU, what
+            a submission leaves there is cleared before the next, or its context dropped:
+            :func:`grader.backends.pycuda_backend.start_grading`).
         on_done: called as ``(id, result, was_resumed)`` after each submission.
         on_note: called as ``(id, one line)`` for what the TA should know of a submission before it
             is graded (``graded again: its part files changed since its saved result was graded``).
@@ -260,6 +267,8 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
                            people=people) from None
     finally:
         pool.shutdown(wait=True)
+        for worker in run.workers.values():
+            worker.close()
         if inputs is not None:
             shutil.rmtree(inputs, ignore_errors=True)
     rows = [(s.id, results[s.id]) for s in subs]

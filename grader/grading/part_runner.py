@@ -348,6 +348,8 @@ def grade_part(part: PartSpec, source: Path | Absent | None, *, cfg: Config, bac
         status = PartStatus(getattr(source, "status", PartStatus.MISSING))
         return part_result(status, msg, not_run(cfg, part.key, "not run: " + msg, kind=status), pending)
 
+    from grader.backends.emulator.cache import CACHE_OWNER_ENV  # the grading's token (runner.grade)
+
     with tempfile.TemporaryDirectory(prefix="scangrade-part-") as tmp:
         tmpdir = Path(tmp)
         specs = case_list(cfg, part.key)
@@ -363,7 +365,8 @@ def grade_part(part: PartSpec, source: Path | Absent | None, *, cfg: Config, bac
                                                       events=events.path, checks=checks, start=workers.start,
                                                       earlier_failed=workers.attempt > 0,
                                                       earlier_hung=bool(workers.hung),
-                                                      sanitizer_pool=sanitizer_pool).to_json())
+                                                      sanitizer_pool=sanitizer_pool,
+                                                      grading=(env or {}).get(CACHE_OWNER_ENV, "")).to_json())
             returncode, stopped, case_hung = run_worker(job_path, events, cfg=cfg, tmpdir=tmpdir,
                                                          on_event=on_event, extra_env=env, deadline=workers.deadline,
                                                          backend=backend, budget=budget, stop=stop, slot=slot)

@@ -75,6 +75,10 @@ class Job(BaseModel):
             would run go to the emulator instead (a hang there costs no GPU and no deadline wait).
         sanitizer_pool: the folder of the submission's :class:`grader.grading.sanitizer_pool.SanitizerPool`
             (compute-sanitizer's children, already started), or "" where there is none.
+        grading: the token of the grading the job is part of, one per submission graded (the compile
+            cache's quota owner, :data:`grader.backends.emulator.cache.CACHE_OWNER_ENV`), or "". A
+            worker that serves a batch's submissions one after another (:func:`grader.grading.worker.main.serve`)
+            clears what the last submission left on its GPU before the first job of another grading.
     """
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
@@ -89,16 +93,17 @@ class Job(BaseModel):
     earlier_failed: bool = False
     earlier_hung: bool = False
     sanitizer_pool: str = ""
+    grading: str = ""
 
     @classmethod
     def for_part(cls, cfg: Config, *, part: str, source: Path, backend: str, events: Path, checks: bool,
                  start: int = 0, earlier_failed: bool = False, earlier_hung: bool = False,
-                 sanitizer_pool: Path | None = None) -> "Job":
+                 sanitizer_pool: Path | None = None, grading: str = "") -> "Job":
         """The job grading ``part`` of ``source`` under the validated ``cfg`` (paths made absolute:
         the worker runs in a folder of its own)."""
         return cls(config=cfg, part=part, source=str(Path(source).resolve()), backend=backend, events=str(events),
                    checks=checks, start=start, earlier_failed=earlier_failed, earlier_hung=earlier_hung,
-                   sanitizer_pool=str(sanitizer_pool) if sanitizer_pool else "")
+                   sanitizer_pool=str(sanitizer_pool) if sanitizer_pool else "", grading=grading)
 
     def to_json(self) -> str:
         """The job as one JSON object (the keys are the attribute names)."""

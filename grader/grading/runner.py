@@ -163,7 +163,7 @@ def grade(submission: Path | Intake, *, cfg: Config, selection: Selection, seed:
           parts: list[str] | None = None, checks: bool = True,
           on_event: Callable[[str, protocol.Event], None] | None = None,
           env: dict[str, str] | None = None, stop: threading.Event | None = None,
-          part_jobs: int | None = None) -> SubmissionResult:
+          part_jobs: int | None = None, worker: WorkerSlot | None = None) -> SubmissionResult:
     """Grade a submission folder (or one part's file) against the configured cases.
 
     Args:
@@ -192,6 +192,10 @@ def grade(submission: Path | Intake, *, cfg: Config, selection: Selection, seed:
             :class:`~grader.core.errors.GradingStopped` raised (``scangrade batch`` on Ctrl-C).
         part_jobs: parts graded at once (default :func:`default_part_jobs`); the result is the
             same whatever it is, only the wall time changes.
+        worker: with ``part_jobs`` 1, where the worker that grades the parts waits before and after
+            them (a batch's job: the worker its last submission left waiting grades this one's, and
+            waits for its next; :class:`~grader.grading.worker_process.WorkerSlot`); None: a worker
+            of this submission's own, ended after its last part.
 
     Raises:
         UsageError: the submission path is unusable, or a requested part is not configured.
@@ -213,7 +217,7 @@ def grade(submission: Path | Intake, *, cfg: Config, selection: Selection, seed:
     if keys and (selection.kind.counts_profile or checks or profiled):  # a part will run the emulator
         warm_emulator(cfg, counts_profile=selection.kind.counts_profile)
     grading = _SubmissionParts(cfg, selection, intake=intake, files=files, checks=checks, on_event=on_event, env=env,
-                               stop=stop)
+                               stop=stop, worker=worker)
     with contextlib.ExitStack() as stack:
         grading.pool = _sanitizer_pool(stack, selection, cfg=cfg, checks=checks, env=env,
                                        graded=intake is None or not intake.refused, sources=[files[k] for k in keys])
@@ -236,13 +240,14 @@ class _SubmissionParts:
     """The parts of one submission, each graded in its workers (:func:`grader.grading.part_runner.grade_part`)
     within what is left of ``timeouts.submission_s`` (counted from this object's creation), one at a
     time or several at once (:meth:`all`); ``pool``: the submission's sanitizer pool, or None. An
-    interrupt of one part's thread (``halt``) stops the others; ``stop`` stops them all from outside."""
+    interrupt of one part's thread (``halt``) stops the others; ``stop`` stops them all from outside.
+    ``worker``: where the worker of parts graded in turn waits before and after them (see :func:`grade`)."""
 
     def __init__(self, cfg: Config, selection: Selection, *, intake: Intake | None, files: dict, checks: bool,
                  on_event: Callable[[str, protocol.Event], None] | None, env: dict[str, str],
-                 stop: threading.Event | None) -> None:
+                 stop: threading.Event | None, worker: WorkerSlot | None = None) -> None:
         self.cfg, self.selection, self.intake, self.files, self.checks = cfg, selection, intake, files, checks
-        self.on_event, self.env, self.stop = on_event, env, stop
+        self.on_event, self.env, self.stop, self.worker = on_event, env, stop, worker
         self.where = intake.sources if intake else {}
         self.t0 = time.perf_counter()
         self.pool = None
@@ -255,7 +260,9 @@ class _SubmissionParts:
 
     def all(self, keys: list[str], part_jobs: int) -> list[tuple[PartResult, dict[str, str]]]:
         """``(part result, device facts)`` of each part in ``keys``, ``part_jobs`` of them at once."""
-        if part_jobs <= 1:  # in turn: one worker grades them all (a GPU batch's job, the emulator)
+        if part_jobs <= 1 and self.worker is not None:  # in turn, in the worker a batch's job keeps
+            return [self.one(key, self.worker) for key in keys]
+        if part_jobs <= 1:  # in turn: one worker grades them all (the emulator)
             slot = WorkerSlot()
             try:
                 return [self.one(key, slot) for key in keys]

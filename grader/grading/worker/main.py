@@ -38,11 +38,33 @@ def _die_with_runner() -> None:
         os._exit(3)
 
 
+#: The grading (:attr:`grader.grading.protocol.Job.grading`) of the last job this process ran; None before the first.
+_last_grading: str | None = None
+
+
+def _begin_grading(job: Job) -> None:
+    """Before ``job``: where it is of another grading than the last job of this process (a batch's next
+    submission, in a worker that serves one job after another), clear what the last one left on the
+    GPU (:func:`grader.backends.pycuda_backend.start_grading`); set the grading's token, by which
+    the compile cache counts its quota (:data:`grader.backends.emulator.cache.CACHE_OWNER_ENV`)."""
+    global _last_grading
+    from grader.backends.emulator.cache import CACHE_OWNER_ENV
+
+    if _last_grading is not None and job.grading != _last_grading and "grader.backends.pycuda_backend" in sys.modules:
+        from grader.backends.pycuda_backend import start_grading
+
+        start_grading()
+    _last_grading = job.grading
+    if job.grading:
+        os.environ[CACHE_OWNER_ENV] = job.grading
+
+
 def main(argv: list[str]) -> int:
     """Run the job described by ``argv[0]``; returns the exit status (0 also when cases fail)."""
     _die_with_runner()
     usage = _usage()  # a worker that serves several jobs counts each one's own CPU
     job = _read_job(argv[0])
+    _begin_grading(job)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     from grader.assignment.parts import PARTS
     from grader.backends import backend_kind, create_backend
