@@ -393,7 +393,8 @@ def cli(argv: list[str]) -> int:
     """``python -m grader.grading.worker JOB.json``: a job file the worker cannot use is one line on
     stderr and exit status 2 (the runner reports the part as a grader error with that line).
     ``python -m grader.grading.worker --serve FD JOB.json``: that job, then the jobs of the
-    submission's later parts, one after the other, in this process (:func:`serve`)."""
+    submission's later parts (in a batch, and of the job's next submissions), one after the other,
+    in this process (:func:`serve`)."""
     if argv[:1] == [SERVE_ARG]:
         return serve(int(argv[1]), argv[2])
     return _one_job(argv)
@@ -410,13 +411,15 @@ def _one_job(argv: list[str]) -> int:
 
 def serve(ready_fd: int, first_job: str) -> int:
     """Grade jobs one after the other in this process, for a runner grading a submission's parts in
-    turn (:class:`grader.grading.worker_process.WorkerSlot`): ``first_job``, in the folder and with
-    the stdout and stderr the worker was started with, then each job the runner sends, one line on
+    turn, and in a batch the next submissions' (:class:`grader.grading.worker_process.WorkerSlot`;
+    a job of another grading first clears what the last one left: :func:`_begin_grading`):
+    ``first_job``, in the folder and with the stdout and stderr the worker was started with, then
+    each job the runner sends, one line on
     stdin, ``JOB.json<TAB>FOLDER``: the worker moves to that folder and takes its ``stdout.txt`` and
     ``stderr.txt`` as stdout and stderr (the kernel's output and the worker's last words stay the
     part's). After a job that ended cleanly it writes one byte to ``ready_fd`` and waits for the
     next line; the Python interpreter, the imports and, on a GPU, the CUDA context
-    (:func:`grader.backends.pycuda_backend.keep_context`) serve the next part. A job after which the
+    (:func:`grader.backends.pycuda_backend.keep_context`) serve the next job. A job after which the
     worker cannot be trusted (a GPU fault that lost the context: :func:`main` exits there; a context
     that no longer synchronizes) or an error ends the process, as a worker of one job ends.
 
