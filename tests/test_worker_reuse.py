@@ -104,6 +104,14 @@ def test_a_worker_that_hung_is_not_kept_and_the_next_part_gets_a_new_one(tmp_pat
     assert not _worker_children()
 
 
+def _run_checked(script: str, *, timeout: float) -> None:
+    """Run ``script`` in a fresh Python (a CUDA context of its own; PyCUDA aborts a process that ends
+    with one current) and assert it ended cleanly after printing ``checked``."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=timeout)
+    assert run.returncode == 0 and "checked" in run.stdout, run.stderr
+
+
 def _pids_in_order(folder: Path) -> list[tuple[str, int]]:
     """``(part, worker pid)`` of every job that left a CPU trace in ``folder``, in the order they ended."""
     rows = []
@@ -196,9 +204,7 @@ def test_a_kept_context_is_cleared_for_the_next_submission_or_dropped_after_loca
         "b.close()\n"
         "release_kept_contexts()\n"
         "print('checked')\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
-    assert run.returncode == 0 and "checked" in run.stdout, run.stderr
+    _run_checked(script, timeout=300)
 
 
 @pytest.mark.gpu
@@ -216,9 +222,7 @@ def test_a_kept_context_serves_the_next_part_but_not_after_a_hidden_case():
         "c = PyCudaBackend(); assert c._context is not ctx; c.close()\n"
         "release_kept_contexts()\n"  # else PyCUDA aborts at exit
         "print('checked')\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
-    assert run.returncode == 0 and "checked" in run.stdout, run.stderr
+    _run_checked(script, timeout=120)
 
 
 @pytest.mark.gpu
@@ -254,9 +258,7 @@ def test_a_pooled_buffer_is_reused_in_its_context_and_the_flush_buffer_is_kept()
         "c.close()\n"
         "release_kept_contexts()\n"
         "print('checked')\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
-    assert run.returncode == 0 and "checked" in run.stdout, run.stderr
+    _run_checked(script, timeout=120)
 
 
 def test_a_serving_worker_silent_after_its_last_event_is_ended_not_kept(tmp_path, monkeypatch, small_config):
