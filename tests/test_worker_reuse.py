@@ -29,11 +29,10 @@ EMULATOR = Selection("emulator", "test")
 
 def _worker_pids(folder: Path) -> dict[str, set[int]]:
     """``{part: pids of the workers that graded it}``, from the CPU traces each job leaves where
-    ``SCANGRADE_CASE_TIMES`` names ``folder`` (``PART-cpu-PID-TIME.json``)."""
+    ``SCANGRADE_CASE_TIMES`` names ``folder`` (``PART-cpu-PID-TIME.json``: :func:`_pids_in_order`)."""
     pids: dict[str, set[int]] = {}
-    for f in folder.glob("*-cpu-*.json"):
-        part = json.loads(f.read_text())["part"]
-        pids.setdefault(part, set()).add(int(f.name[len(part) + len("-cpu-"):].split("-")[0]))
+    for part, pid in _pids_in_order(folder):
+        pids.setdefault(part, set()).add(pid)
     return pids
 
 
@@ -113,7 +112,8 @@ def _run_checked(script: str, *, timeout: float) -> None:
 
 
 def _pids_in_order(folder: Path) -> list[tuple[str, int]]:
-    """``(part, worker pid)`` of every job that left a CPU trace in ``folder``, in the order they ended."""
+    """``(part, worker pid)`` of every job that left a CPU trace in ``folder`` (where
+    ``SCANGRADE_CASE_TIMES`` named it: ``PART-cpu-PID-TIME.json``), in the order they ended."""
     rows = []
     for f in folder.glob("*-cpu-*.json"):
         part = json.loads(f.read_text())["part"]

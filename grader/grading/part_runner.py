@@ -350,6 +350,10 @@ def grade_part(part: PartSpec, source: Path | Absent | None, *, cfg: Config, bac
 
     from grader.backends.emulator.cache import CACHE_OWNER_ENV  # the grading's token (runner.grade)
 
+    # The worker takes the token from its job, not its environment: a batch's job keeps its worker
+    # for its next submission (WorkerSlot), whose environment is the same but for it.
+    grading = (env or {}).get(CACHE_OWNER_ENV, "")
+    env = {k: v for k, v in (env or {}).items() if k != CACHE_OWNER_ENV}
     with tempfile.TemporaryDirectory(prefix="scangrade-part-") as tmp:
         tmpdir = Path(tmp)
         specs = case_list(cfg, part.key)
@@ -366,7 +370,7 @@ def grade_part(part: PartSpec, source: Path | Absent | None, *, cfg: Config, bac
                                                       earlier_failed=workers.attempt > 0,
                                                       earlier_hung=bool(workers.hung),
                                                       sanitizer_pool=sanitizer_pool,
-                                                      grading=(env or {}).get(CACHE_OWNER_ENV, "")).to_json())
+                                                      grading=grading).to_json())
             returncode, stopped, case_hung = run_worker(job_path, events, cfg=cfg, tmpdir=tmpdir,
                                                          on_event=on_event, extra_env=env, deadline=workers.deadline,
                                                          backend=backend, budget=budget, stop=stop, slot=slot)

@@ -76,7 +76,8 @@ class Job(BaseModel):
         sanitizer_pool: the folder of the submission's :class:`grader.grading.sanitizer_pool.SanitizerPool`
             (compute-sanitizer's children, already started), or "" where there is none.
         grading: the token of the grading the job is part of, one per submission graded (the compile
-            cache's quota owner, :data:`grader.backends.emulator.cache.CACHE_OWNER_ENV`), or "". A
+            cache's quota owner, :data:`grader.backends.emulator.cache.CACHE_OWNER_ENV`, which the
+            worker sets from here, not from the environment it was started with), or "". A
             worker that serves a batch's submissions one after another (:func:`grader.grading.worker.main.serve`)
             clears what the last submission left on its GPU before the first job of another grading.
     """

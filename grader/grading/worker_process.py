@@ -114,21 +114,12 @@ def _exited_within(proc: subprocess.Popen, exit_fd: int | None, timeout: float, 
 RUNNER_PID_ENV = "SCANGRADE_RUNNER_PID"
 
 
-def _lasting(env: dict[str, str] | None) -> dict[str, str] | None:
-    """``env`` without the grading's token (:data:`grader.backends.emulator.cache.CACHE_OWNER_ENV`),
-    which each job also carries (:attr:`grader.grading.protocol.Job.grading`) and a serving worker
-    sets as it starts the job: what a waiting worker's environment must match."""
-    from grader.backends.emulator.cache import CACHE_OWNER_ENV
-
-    return None if env is None else {k: v for k, v in env.items() if k != CACHE_OWNER_ENV}
-
-
 class WorkerSlot:
     """A worker that grades one part after another (``python -m grader.grading.worker --serve``:
     :func:`grader.grading.worker.main.serve`), for a runner thread grading a submission's parts in
     turn, and in a batch the submissions of one job after one another: a part's job goes to the
-    worker the part before left waiting, where its environment is the same (but for the grading's
-    token), instead of to a new process, so a submission costs one worker's start
+    worker the part before left waiting, where its environment is the same (the grading's token
+    comes in the job: :attr:`grader.grading.protocol.Job.grading`), instead of to a new process, so a submission costs one worker's start
     (Python, the imports, on a GPU a CUDA context) instead of one a part, and a batch's job one in
     all. A worker that ended, hung, was stopped or did not say it is ready is not kept
     (:func:`run_worker` ends its session as before).
@@ -146,7 +137,7 @@ class WorkerSlot:
     def take(self, env: dict[str, str], job_path: Path, tmpdir: Path) -> tuple[subprocess.Popen, int] | None:
         """The waiting worker, handed ``job_path`` to run in ``tmpdir``, and its ready pipe; None where
         none waits with ``env`` or it is gone (then it is ended: start a new one)."""
-        proc, fd, same = self.proc, self.ready_fd, _lasting(env) == _lasting(self.env)
+        proc, fd, same = self.proc, self.ready_fd, env == self.env
         self.proc, self.ready_fd, self.env = None, None, None
         if proc is None:
             return None

@@ -46,7 +46,8 @@ def _begin_grading(job: Job) -> None:
     """Before ``job``: where it is of another grading than the last job of this process (a batch's next
     submission, in a worker that serves one job after another), clear what the last one left on the
     GPU (:func:`grader.backends.pycuda_backend.start_grading`); set the grading's token, by which
-    the compile cache counts its quota (:data:`grader.backends.emulator.cache.CACHE_OWNER_ENV`)."""
+    the compile cache counts its quota (:data:`grader.backends.emulator.cache.CACHE_OWNER_ENV`; the
+    job is the only place a worker gets it from)."""
     global _last_grading
     from grader.backends.emulator.cache import CACHE_OWNER_ENV
 
@@ -57,6 +58,8 @@ def _begin_grading(job: Job) -> None:
     _last_grading = job.grading
     if job.grading:
         os.environ[CACHE_OWNER_ENV] = job.grading
+    else:
+        os.environ.pop(CACHE_OWNER_ENV, None)
 
 
 def main(argv: list[str]) -> int:
