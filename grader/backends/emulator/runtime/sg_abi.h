@@ -81,10 +81,18 @@ enum {
 enum {
     __SG_A_ADD = 0, __SG_A_SUB, __SG_A_AND, __SG_A_OR, __SG_A_XOR, __SG_A_EXCH, __SG_A_CAS, __SG_A_MIN, __SG_A_MAX,
     __SG_A_INC, __SG_A_DEC, __SG_A_LOAD,
-    __SG_A_SIGNED = 0x100, __SG_A_FLOAT = 0x200
+    __SG_A_SIGNED = 0x100, __SG_A_FLOAT = 0x200,
+    /* The scope of a CUDA atomic (atomicAdd_block: .cta; atomicAdd_system: .sys; else .gpu). */
+    __SG_A_SCOPE_BLOCK = 0x400, __SG_A_SCOPE_SYS = 0x800
 };
-/* Yield points that are not memory accesses. */
-enum { __SG_Y_FENCE = 1, __SG_Y_SLEEP = 2 };
+/* Yield points that are not memory accesses: __threadfence() (fence.sc.gpu), __nanosleep(),
+   __threadfence_block() (fence.sc.cta), __threadfence_system() (fence.sc.sys). */
+enum { __SG_Y_FENCE = 1, __SG_Y_SLEEP = 2, __SG_Y_FENCE_BLOCK = 3, __SG_Y_FENCE_SYS = 4 };
+/* Thread scopes of the PTX memory model (.cta, .gpu, .sys), as cuda::thread_scope_block/device/system
+   number them. __sg_scope(s) gives the next atomic or fence of the calling thread made by a __atomic
+   builtin (the -fsanitize=thread hooks, which carry the memory order but no scope) scope s; without
+   it such an operation has .gpu scope (cuda::atomic_ref's default is system; see <cuda/atomic>). */
+enum { __SG_SCOPE_SYSTEM = 0, __SG_SCOPE_DEVICE = 1, __SG_SCOPE_BLOCK = 2, __SG_SCOPE_THREAD = 3 };
 /* Jump statements the rewrite reports (rewrite/rewriter.py, _jump): what made a thread leave the others' path. */
 enum { __SG_J_RETURN = 0, __SG_J_BREAK = 1, __SG_J_CONTINUE = 2 };
 
@@ -102,6 +110,7 @@ __SG_HIDDEN unsigned __sg_activemask(int ord, int first, int last, int loop, con
 __SG_HIDDEN unsigned long long __sg_atomic(int op, void *addr, int size, unsigned long long a, unsigned long long b,
                                            const char *file, int line);
 __SG_HIDDEN void __sg_yield_at(int what, const char *file, int line);
+__SG_HIDDEN void __sg_scope(int scope);
 /* memcpy, memmove and memset of student code, which the prelude binds to these names (also the calls
    the compiler makes for them): the bytes are checked and profiled as loads and stores (rt_hooks.inc). */
 __SG_HIDDEN void *__sg_memcpy(void *dst, const void *src, size_t n);
