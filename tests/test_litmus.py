@@ -73,8 +73,9 @@ def names_lines(row: Litmus, f: Finding) -> bool:
 
 
 def said(row: Litmus, runs: list[Run]) -> str:
-    """What the checks said over the orders, in a word or a few: ``race``, ``clean``, ``race (2/4
-    orders)``, ``race (other lines)``, ``clean, outcome forbidden``, or the other kinds found."""
+    """What the checks said over the orders, in a word or a few: ``race`` (naming the row's lines in
+    every order, or for a clean row any race, with its lines), ``race (2/4 orders)``, ``race (other
+    lines: 12/7)``, ``clean``, ``clean, outcome forbidden``, or the other kinds found."""
     named = sum(any(names_lines(row, f) for f in r.findings) for r in runs)
     kinds = sorted({f.kind for r in runs for f in r.findings} | {r.kind for r in runs if r.kind})
     if named == len(runs):
@@ -82,7 +83,8 @@ def said(row: Litmus, runs: list[Run]) -> str:
     if named:
         return f"race ({named}/{len(runs)} orders)"
     if "race" in kinds:
-        return "race (other lines)"
+        lines = sorted({f"{f.line}/{f.other_line}" for r in runs for f in r.findings if f.kind == "race"})
+        return ("race" if row.verdict == "clean" else "race (other lines)") + f" at {row.file}:{', '.join(lines)}"
     if kinds:
         return "other: " + ", ".join(kinds)
     if row.allowed is not None and not all(row.allowed(r.results, r.memory) for r in runs):
@@ -116,7 +118,7 @@ def test_the_suite_covers_at_least_30_tests_and_each_kernel_states_its_verdict()
     for row in ROWS:
         text = (HERE / row.file).read_text()
         at = text.index(f'extern "C" __global__ void {row.name}(int* out, int n)')
-        comment = text[text.rindex(f"// {row.name}.", 0, at):at]
+        comment = " ".join(text[text.rindex(f"// {row.name}.", 0, at):at].replace("//", " ").split())
         assert f"Verdict: {row.verdict}" in comment and "Source:" in comment, row.name
         assert (row.verdict == "race") == bool(row.lines) and (row.verdict == "clean") == (row.allowed is not None)
         for pair in row.lines:

@@ -25,13 +25,15 @@ __device__ void poll_barrier(int* out) {
     if (threadIdx.x == 5) RES(0) = out[D];  // LINE:pb_data_load
 }
 
-// poll_barrier_unfenced. Verdict: race: thread 0's flag read is followed by no fence of gpu scope;
+// poll_barrier_unfenced. Source: PTX 8.7 and 8.8.4; ptx.als (Releasers, Acquirers, sync).
+// Verdict: race: thread 0's flag read is followed by no fence of gpu scope;
 // the barrier is a cta-scope acquire, not morally strong with block 0's gpu-scope release, so
 // nothing synchronizes with block 0: D's store and thread 5's load are a data race. Acquire is per
 // thread.
 extern "C" __global__ void poll_barrier_unfenced(int* out, int n) { poll_barrier<false>(out); }
 
-// poll_fence_barrier. Verdict: clean: thread 0's read and __threadfence() form an acquire pattern
+// poll_fence_barrier. Source: PTX 8.7, 8.8.4 and 8.8.5; ptx.als (cause_base).
+// Verdict: clean: thread 0's read and __threadfence() form an acquire pattern
 // synchronizing with block 0's release; the barrier then orders thread 0 before thread 5 (cta scope),
 // so D's store precedes thread 5's load in causality order; RES(0) = 1.
 extern "C" __global__ void poll_fence_barrier(int* out, int n) { poll_barrier<true>(out); }

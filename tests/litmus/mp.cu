@@ -74,8 +74,8 @@ extern "C" __global__ void mp_volatile_fence_both(int* out, int n) { mp<VOLATILE
 // grader's second criterion, /work/shared/design/MEMORY_MODEL.md).
 extern "C" __global__ void mp_volatile_fence_writer(int* out, int n) { mp<VOLATILE, VOL_FLAG, GPU, NONE>(out); }
 
-// mp_volatile_fence_reader. Source: as mp_volatile_fence_writer, the reader's fence only. Verdict:
-// race (no release: RES(0) = 0 allowed, a stale read that changes the output).
+// mp_volatile_fence_reader. Source: as mp_volatile_fence_writer, the reader's fence only.
+// Verdict: race (no release: RES(0) = 0 allowed, a stale read that changes the output).
 extern "C" __global__ void mp_volatile_fence_reader(int* out, int n) { mp<VOLATILE, VOL_FLAG, NONE, GPU>(out); }
 
 // mp_volatile_no_fence. Source: herdtools7 catalogue/ptx/tests/mp.litmus with volatile (relaxed.sys)
