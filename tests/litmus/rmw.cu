@@ -1,5 +1,5 @@
 // Litmus family RMW and scope: read-modify-writes, the packed look-back word, atomic scopes.
-// Tests: rmw_poll (grid 2), lookback_packed64, lookback_split_fenced, lookback_split_unfenced
+// Tests: rmw_poll, rmw_poll_cas (grid 2), lookback_packed64, lookback_split_fenced, lookback_split_unfenced
 // (grid 4), atomic_add_two_blocks, atomic_add_block_two_blocks (grid 2), atomic_add_block_one_block
 // (grid 1, block 64: two warps), plain_load_vs_atomic_exch (grid 2). Block 1 unless said.
 // Sources: PTX ISA "Memory Consistency Model": morally strong operations (8.6), data races
@@ -18,6 +18,20 @@ extern "C" __global__ void rmw_poll(int* out, int n) {
         atomicExch(AT(Y), 1);
     } else if (ROLE(1)) {
         while (atomicAdd(AT(Y), 0) != 1) {}
+        atomicExch(AT(X), 2);
+    }
+}
+
+// rmw_poll_cas. Source: as rmw_poll, with failed compare-and-swaps (PTX 8.9.3; a CAS that fails
+// writes nothing). Block 0: RES(0) = atomicCAS(&X, 5, 7) (fails: X is not 5), then atomicExch(&Y, 1).
+// Block 1: polls atomicCAS(&Y, 1, 1) until it returns 1, then atomicExch(&X, 2). Verdict: clean: all
+// atomics of gpu scope, no data race; a failed CAS publishes nothing; RES(0) is 0 or 2, the final X 2.
+extern "C" __global__ void rmw_poll_cas(int* out, int n) {
+    if (ROLE(0)) {
+        RES(0) = atomicCAS(AT(X), 5, 7);
+        atomicExch(AT(Y), 1);
+    } else if (ROLE(1)) {
+        while (atomicCAS(AT(Y), 1, 1) != 1) {}
         atomicExch(AT(X), 2);
     }
 }

@@ -127,6 +127,8 @@ ROWS: tuple[Litmus, ...] = (
     Litmus("rmw_poll", "rmw.cu", 2, 1, PTX.format("§8.9.3") + "; " + PTXMM.format("§3.5.3"), "clean",
            "atomics only; atomicAdd(&X,0) publishes nothing",
            allowed=lambda r, m: r[0] in (0, 2) and m[X] == 2),
+    Litmus("rmw_poll_cas", "rmw.cu", 2, 1, PTX.format("§8.9.3") + ", failed CAS", "clean",
+           "atomics only; a failed CAS publishes nothing", allowed=lambda r, m: r[0] in (0, 2) and m[X] == 2),
     Litmus("lookback_packed64", "rmw.cu", 4, 1, MG + ", packed status|prefix word", "clean",
            "one 64-bit atomic word carries flag and value", allowed=lambda r, m: list(r[:4]) == [1, 3, 6, 10]),
     Litmus("lookback_split_fenced", "rmw.cu", 4, 1, MG, "clean", "fences on both sides",
@@ -145,6 +147,10 @@ ROWS: tuple[Litmus, ...] = (
            "acquire is per thread: data race on D", (("pb_data_load", "pb_data_store"),)),
     Litmus("poll_fence_barrier", "barrier.cu", 2, 32, PTX.format("§8.7, §8.8.4") + "; ptx.als", "clean",
            "fence after the poll, then the barrier", allowed=_got_one),
+    Litmus("barrier_fence_flag", "barrier.cu", 2, 32, PTX.format("§8.8.4, §8.8.5"), "clean",
+           "barrier, then thread 0's fence and flag", allowed=_got_one),
+    Litmus("barrier_flag_unfenced", "barrier.cu", 2, 32, PTX.format("§8.8.4") + "; ptx.als", "race",
+           "barrier is a cta-scope release only: data race on D", (("bf_data_load", "bf_data_store"),)),
 )
 
 BY_NAME = {row.name: row for row in ROWS}
