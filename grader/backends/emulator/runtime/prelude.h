@@ -94,8 +94,8 @@ static inline int __syncthreads_and(int p, __SG_SITE) { return __sg_barrier(2, p
 static inline int __syncthreads_or(int p, __SG_SITE) { return __sg_barrier(3, p, __sg_f, __sg_l); }
 /* Fences and __nanosleep are yield points: a spin-wait on another thread or block makes progress. */
 static inline void __threadfence(__SG_SITE) { __sg_yield_at(__SG_Y_FENCE, __sg_f, __sg_l); }
-static inline void __threadfence_block(__SG_SITE) { __sg_yield_at(__SG_Y_FENCE, __sg_f, __sg_l); }
-static inline void __threadfence_system(__SG_SITE) { __sg_yield_at(__SG_Y_FENCE, __sg_f, __sg_l); }
+static inline void __threadfence_block(__SG_SITE) { __sg_yield_at(__SG_Y_FENCE_BLOCK, __sg_f, __sg_l); }
+static inline void __threadfence_system(__SG_SITE) { __sg_yield_at(__SG_Y_FENCE_SYS, __sg_f, __sg_l); }
 static inline void __nanosleep(unsigned int, __SG_SITE) { __sg_yield_at(__SG_Y_SLEEP, __sg_f, __sg_l); }
 static inline long long __sg_clock64(void) {
     struct timespec ts;
@@ -150,24 +150,40 @@ static inline unsigned short atomicCAS(unsigned short *address, unsigned short c
     return __sg_atom<unsigned short>(__SG_A_CAS, address, compare, val, __sg_f, __sg_l);
 }
 
-#define atomicAdd_block atomicAdd
-#define atomicAdd_system atomicAdd
-#define atomicSub_block atomicSub
-#define atomicSub_system atomicSub
-#define atomicExch_block atomicExch
-#define atomicExch_system atomicExch
-#define atomicMin_block atomicMin
-#define atomicMin_system atomicMin
-#define atomicMax_block atomicMax
-#define atomicMax_system atomicMax
-#define atomicCAS_block atomicCAS
-#define atomicCAS_system atomicCAS
-#define atomicAnd_block atomicAnd
-#define atomicAnd_system atomicAnd
-#define atomicOr_block atomicOr
-#define atomicOr_system atomicOr
-#define atomicXor_block atomicXor
-#define atomicXor_system atomicXor
+/* The scoped atomics (*_block: .cta, *_system: .sys): the same operation, its scope passed on for the
+   memory-order checks (an atomicAdd_block of two blocks on one word is a data race). */
+#define __SG_SCOPED_OP(name, base, op, scope, T)                                                   \
+    static inline T name(T *address, T val, __SG_SITE) {                                           \
+        return __sg_atom<T>(op | scope, address, val, (T)0, __sg_f, __sg_l);                       \
+    }
+#define __SG_SCOPED_FAMILY(suffix, scope, T)                                                       \
+    __SG_SCOPED_OP(atomicAdd##suffix, atomicAdd, __SG_A_ADD, scope, T)                             \
+    __SG_SCOPED_OP(atomicAnd##suffix, atomicAnd, __SG_A_AND, scope, T)                             \
+    __SG_SCOPED_OP(atomicOr##suffix, atomicOr, __SG_A_OR, scope, T)                                \
+    __SG_SCOPED_OP(atomicXor##suffix, atomicXor, __SG_A_XOR, scope, T)                             \
+    __SG_SCOPED_OP(atomicExch##suffix, atomicExch, __SG_A_EXCH, scope, T)                          \
+    __SG_SCOPED_OP(atomicMin##suffix, atomicMin, __SG_A_MIN, scope, T)                             \
+    __SG_SCOPED_OP(atomicMax##suffix, atomicMax, __SG_A_MAX, scope, T)                             \
+    static inline T atomicCAS##suffix(T *address, T compare, T val, __SG_SITE) {                   \
+        return __sg_atom<T>(__SG_A_CAS | scope, address, compare, val, __sg_f, __sg_l);            \
+    }
+#define __SG_SCOPED_TYPES(suffix, scope)                                                           \
+    __SG_SCOPED_FAMILY(suffix, scope, int)                                                         \
+    __SG_SCOPED_FAMILY(suffix, scope, unsigned int)                                                \
+    __SG_SCOPED_FAMILY(suffix, scope, unsigned long long)                                          \
+    __SG_SCOPED_FAMILY(suffix, scope, long long)                                                   \
+    __SG_SCOPED_OP(atomicSub##suffix, atomicSub, __SG_A_SUB, scope, int)                           \
+    __SG_SCOPED_OP(atomicSub##suffix, atomicSub, __SG_A_SUB, scope, unsigned int)                  \
+    __SG_SCOPED_OP(atomicInc##suffix, atomicInc, __SG_A_INC, scope, unsigned int)                  \
+    __SG_SCOPED_OP(atomicDec##suffix, atomicDec, __SG_A_DEC, scope, unsigned int)                  \
+    __SG_SCOPED_OP(atomicAdd##suffix, atomicAdd, __SG_A_ADD, scope, float)                         \
+    __SG_SCOPED_OP(atomicAdd##suffix, atomicAdd, __SG_A_ADD, scope, double)                        \
+    __SG_SCOPED_OP(atomicExch##suffix, atomicExch, __SG_A_EXCH, scope, float)
+__SG_SCOPED_TYPES(_block, __SG_A_SCOPE_BLOCK)
+__SG_SCOPED_TYPES(_system, __SG_A_SCOPE_SYS)
+#undef __SG_SCOPED_TYPES
+#undef __SG_SCOPED_FAMILY
+#undef __SG_SCOPED_OP
 
 /* ---- min / max: CUDA's overloads (same-type exact matches, mixed types -> common type) ---- */
 #define __SG_MINMAX(T)                                                                             \
