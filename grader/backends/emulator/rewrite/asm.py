@@ -68,7 +68,7 @@ class _AsmStatements(_SourceEdits):
             if found is None:
                 return None
             operands.append(found)
-        statement = ptx_statement("".join(template), operands[0], operands[1], names)
+        statement = ptx_statement("".join(template), operands[0], operands[1], names, extended=len(sections) > 1)
         if statement is None:
             return None
         self.edits.append((toks[i].start, toks[close + 1].end, statement))
