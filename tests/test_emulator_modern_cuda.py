@@ -166,3 +166,23 @@ def test_nvccs_cross_check_accepts_the_same_file_with_the_toolkits_headers(cache
         assert all(module.has_kernel(k) for k in NAMES)
     finally:
         be.close()
+
+
+def test_a_part_with_inline_ptx_the_emulator_cannot_run_is_pending_not_a_compile_error(tmp_path):
+    """Graded without a GPU: the part could not be graded (status ``error``), every case not run with
+    a message naming the line and saying a GPU run grades it; never ``compile-error``."""
+    from grader.assignment.config import load_config
+    from grader.backends import Selection
+    from grader.grading.runner import grade
+    from tests.conftest import write_config
+
+    cfg = load_config(write_config(tmp_path, sizes={"part1_naive": [33]}))
+    source = tmp_path / "part1_naive.cu"
+    source.write_text("__global__ void naive_scan(const scan_t* in, scan_t* out, int n)\n{\n"
+                      "    unsigned r;\n    asm(\"prmt.b32 %0, %1, %1, 0x0123;\" : \"=r\"(r) : \"r\"(n));\n"
+                      "    if (threadIdx.x < n) out[threadIdx.x] = in[threadIdx.x] + r;\n}\n")
+    (part,) = grade(source, cfg=cfg, selection=Selection("emulator", "test"), parts=["part1_naive"]).parts
+    assert part.status == "error", (part.status, part.message)
+    assert part.message.startswith("pending: not supported by the emulator: inline PTX `prmt.b32"), part.message
+    assert "a run on a GPU grades this part" in part.message and "part1_naive.cu:4" in part.message
+    assert part.cases and all(c.status == "not-run" and "pending" in c.message for c in part.cases)
