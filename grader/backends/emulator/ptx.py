@@ -1,4 +1,5 @@
-"""The inline PTX the emulator runs: Hopper's bulk copy into shared memory and its mbarrier.
+"""The inline PTX the emulator runs: Hopper's bulk copy into shared memory and its mbarrier; the
+memory model's ld, st, atom, red, fence and membar with their semantics and scope; special registers.
 
 The emulator compiles student code with the macros of the course's GPU (:mod:`.macros`; an H100,
 ``__CUDA_ARCH__`` 900), so a file's ``#if __CUDA_ARCH__ >= 900`` branch is the one it runs, as on
@@ -6,8 +7,17 @@ that GPU. Such a branch may hold inline PTX, which the host compiler cannot run 
 lockdown refuses: an ``asm`` can bind a name of the runtime, :mod:`.lockdown`). The rewrite hands
 each ``asm`` statement's template and operands to :func:`ptx_statement`; where every instruction
 is one of :data:`INSTRUCTIONS`, the statement becomes C++ calling the prelude's ``__sg_ptx_*``
-functions (``runtime/prelude.h``), and the lockdown never sees an ``asm``. Any other ``asm`` is
-left as written, for the lockdown's refusal, which names what is supported.
+functions (``runtime/prelude.h``), and the lockdown never sees an ``asm``. Any other ``asm``
+statement is "not supported by the emulator" (``rewrite/asm.py``): a GPU grades that part.
+
+The memory model (PTX ISA, "Memory Consistency Model"; "Special Registers"): an ``ld`` / ``st`` /
+``atom`` / ``red`` with ordered semantics (.relaxed, .acquire, .release, .acq_rel) becomes a GCC
+``__atomic`` builtin with that order, after ``__sg_scope`` (.cta, .gpu, .sys; the module's
+-fsanitize=thread hooks carry the order, not the scope); .volatile a volatile access; a weak one a
+plain access. ``fence.sc`` and ``membar`` are the runtime's fence yield point with the scope's code
+(``__sg_yield_at``, as ``__threadfence*()``: its site names a deadlock's poll); ``fence.acq_rel`` is
+``__atomic_thread_fence(__ATOMIC_ACQ_REL)`` after ``__sg_scope``, so the runtime's fence hook
+receives the weaker order and the scope. A special register is read from the thread's context.
 
 What the emulation does: the bulk copy (``cp.async.bulk.shared::cluster.global.mbarrier::
 complete_tx::bytes``) copies when it is issued, by the issuing thread (its global loads and shared
