@@ -149,18 +149,20 @@ def test_part5s_reference_runs_its_bulk_copy_path_on_the_emulator(tmp_path):
         result.message  # the bulk copy's loads are checked as its thread's, on the asm's line
 
 
-def test_inline_ptx_the_emulator_does_not_run_is_refused_with_what_it_runs(tmp_path):
+def test_inline_ptx_the_emulator_does_not_run_is_not_supported_naming_its_line(tmp_path):
+    """Not the lockdown's refusal (a compile error of the student's): the emulator's gap, which a GPU
+    grades (grader.core.errors.is_emulator_gap)."""
     cfg = load_config(SOLUTIONS.parent.parent / "config.yaml")
     source = ("__global__ void scan_single_pass(const scan_t* in, scan_t* out, int n,\n"
               "    unsigned long long* tile_status, unsigned int* tile_counter) {\n"
-              "    unsigned int lane;\n"
-              "    asm volatile(\"mov.u32 %0, %%laneid;\" : \"=r\"(lane));\n"
-              "    if (threadIdx.x == 0) out[0] = lane;\n}\n")
+              "    unsigned int r;\n"
+              "    asm volatile(\"prmt.b32 %0, %1, %1, 0x0123;\" : \"=r\"(r) : \"r\"(n));\n"
+              "    if (threadIdx.x == 0) out[0] = r;\n}\n")
     with pytest.raises(CompileError) as info:
         _part5(cfg, source, tmp_path)
     message = str(info.value).splitlines()[0]
-    assert "not allowed: `asm`: inline assembly" in message and "bulk copy" in message, message
-    assert "part5_single_pass.cu:4" in message, message
+    assert message.startswith("not supported by the emulator: inline PTX `prmt.b32"), message
+    assert "cannot be emulated" in message and "part5_single_pass.cu:4" in message, message
 
 
 def test_only_an_asm_statement_in_a_function_body_is_read_as_ptx():

@@ -76,6 +76,19 @@ class CompileError(ScangradeError):
         super().__init__(message if not log else f"{message}\n{log}")
 
 
+#: How a :class:`CompileError` of the emulator starts where the file uses a feature the emulator lacks
+#: (a construct its rewrite cannot express, inline PTX it cannot run) and the file as written compiles
+#: (``grader.backends.emulator.backend.EmulatorBackend.compile``): the grader's gap, not the student's
+#: error; a GPU grades such a part (:func:`is_emulator_gap`).
+EMULATOR_GAP = "not supported by the emulator"
+
+
+def is_emulator_gap(exc: BaseException) -> bool:
+    """Whether ``exc`` is the emulator's refusal of a feature it lacks (:data:`EMULATOR_GAP`), not an
+    error of the student's code."""
+    return isinstance(exc, CompileError) and str(exc).startswith(EMULATOR_GAP)
+
+
 class LaunchError(ScangradeError):
     """A kernel launch was refused before running: bad grid/block/shared-memory configuration,
     an unknown kernel, or arguments that do not match the kernel's parameters."""

@@ -192,9 +192,9 @@ def explain_refusal(log: str) -> str | None:
     name = m.group("name")
     if name in ASM_KEYWORDS:
         return (f"not allowed: `{name}`: inline assembly under the emulator (it can bind a name of the emulator's "
-                f"runtime and switch its memory checks off); the emulator runs only the inline PTX of the bulk copy "
-                f"into shared memory and its mbarrier (docs/emulator.md, \"Inline PTX\"), one instruction set "
-                f"written as nvcc's docs write it, not in a macro {where}")
+                f"runtime and switch its memory checks off); the emulator runs the inline PTX of asm statements in a "
+                f"function body (docs/emulator.md, \"Inline PTX\"), written as nvcc's docs write them, not in a "
+                f"macro, not an asm label {where}")
     return (f"not allowed: `{name}`: this name is reserved for the emulator's runtime (its memory-check hooks and "
             f"entry points), also where a macro pastes it together or universal character names spell it; "
             f"rename it {where}")

@@ -1,4 +1,5 @@
-"""The inline PTX the emulator runs: Hopper's bulk copy into shared memory and its mbarrier.
+"""The inline PTX the emulator runs: Hopper's bulk copy into shared memory and its mbarrier; the
+memory model's ld, st, atom, red, fence and membar with their semantics and scope; special registers.
 
 The emulator compiles student code with the macros of the course's GPU (:mod:`.macros`; an H100,
 ``__CUDA_ARCH__`` 900), so a file's ``#if __CUDA_ARCH__ >= 900`` branch is the one it runs, as on
@@ -6,8 +7,17 @@ that GPU. Such a branch may hold inline PTX, which the host compiler cannot run 
 lockdown refuses: an ``asm`` can bind a name of the runtime, :mod:`.lockdown`). The rewrite hands
 each ``asm`` statement's template and operands to :func:`ptx_statement`; where every instruction
 is one of :data:`INSTRUCTIONS`, the statement becomes C++ calling the prelude's ``__sg_ptx_*``
-functions (``runtime/prelude.h``), and the lockdown never sees an ``asm``. Any other ``asm`` is
-left as written, for the lockdown's refusal, which names what is supported.
+functions (``runtime/prelude.h``), and the lockdown never sees an ``asm``. Any other ``asm``
+statement is "not supported by the emulator" (``rewrite/asm.py``): a GPU grades that part.
+
+The memory model (PTX ISA, "Memory Consistency Model"; "Special Registers"): an ``ld`` / ``st`` /
+``atom`` / ``red`` with ordered semantics (.relaxed, .acquire, .release, .acq_rel) becomes a GCC
+``__atomic`` builtin with that order, after ``__sg_scope`` (.cta, .gpu, .sys; the module's
+-fsanitize=thread hooks carry the order, not the scope); .volatile a volatile access; a weak one a
+plain access. ``fence.sc`` and ``membar`` are the runtime's fence yield point with the scope's code
+(``__sg_yield_at``, as ``__threadfence*()``: its site names a deadlock's poll); ``fence.acq_rel`` is
+``__atomic_thread_fence(__ATOMIC_ACQ_REL)`` after ``__sg_scope``, so the runtime's fence hook
+receives the weaker order and the scope. A special register is read from the thread's context.
 
 What the emulation does: the bulk copy (``cp.async.bulk.shared::cluster.global.mbarrier::
 complete_tx::bytes``) copies when it is issued, by the issuing thread (its global loads and shared
@@ -32,6 +42,47 @@ __all__ = ["ptx_statement", "INSTRUCTIONS"]
 _OP = r"(%\d+|%\[\w+\]|-?\d+|_)"
 _SH = r"\.shared(?:::cta)?"
 _SEM = r"(?:\.(?:release|acquire|relaxed))?(?:\.(?:cta|cluster))?"
+#: The memory model's qualifiers: semantics (none: weak), scope, state space (none: generic), a cache
+#: operator or eviction hint (no effect here), the type, an address ``[op]`` or ``[op+offset]``.
+_MSEM = r"(?:\.(weak|volatile|relaxed|acquire|release|acq_rel))?"
+_MSCOPE = r"(?:\.(cta|cluster|gpu|sys))?"
+_SPACE = r"(?:\.(global|shared(?:::cta)?))?"
+_CACHE = r"(?:\.(?:nc|ca|cg|cs|lu|wb|wt)|\.L[12]::\w+)*"
+_TYPE = r"\.([bsu](?:8|16|32|64)|f32|f64)"
+_ADDR = rf"\[{_OP}(?: ?\+ ?(-?\d+))?\]"
+#: The special registers a ``mov`` reads, and the prelude's expression for each.
+_SPECIAL = {
+    "laneid": "__sg_ptx_laneid()", "warpid": "__sg_ptx_warpid()",
+    "lanemask_eq": "__sg_ptx_lanemask_eq()", "lanemask_lt": "__sg_ptx_lanemask_lt()",
+    "lanemask_le": "__sg_ptx_lanemask_le()", "lanemask_gt": "__sg_ptx_lanemask_gt()",
+    "lanemask_ge": "__sg_ptx_lanemask_ge()",
+    "clock64": "__sg_clock64()", "clock": "(unsigned)__sg_clock64()", "globaltimer": "__sg_globaltimer()",
+    "smid": "0u",
+    **{f"{reg}.{d}": f"{var}.{d}" for reg, var in (("tid", "threadIdx"), ("ntid", "blockDim"), ("ctaid", "blockIdx"),
+                                                    ("nctaid", "gridDim")) for d in "xyz"},
+}
+#: The conversion of an input operand to its register's type, by constraint ("r", "l", "n": as it is).
+_CONVERT = {"f": "(float)", "d": "(double)", "h": "(unsigned short)"}
+#: GCC's memory order of each PTX semantics; a weak access and a .volatile one are none (the prelude's codes).
+_ORDERS = {None: "__SG_PTX_WEAK", "weak": "__SG_PTX_WEAK", "volatile": "__SG_PTX_VOLATILE",
+           "relaxed": "__ATOMIC_RELAXED", "acquire": "__ATOMIC_ACQUIRE", "release": "__ATOMIC_RELEASE",
+           "acq_rel": "__ATOMIC_ACQ_REL"}
+#: The runtime's scope of each PTX scope (a cluster is a group of blocks of one GPU: taken as .gpu).
+_SCOPES = {"cta": "__SG_SCOPE_BLOCK", "cluster": "__SG_SCOPE_DEVICE", "gpu": "__SG_SCOPE_DEVICE",
+           "gl": "__SG_SCOPE_DEVICE", "sys": "__SG_SCOPE_SYSTEM", None: "__SG_SCOPE_DEVICE"}
+#: The C++ type of each PTX type.
+_CTYPES = {"b8": "unsigned char", "u8": "unsigned char", "s8": "signed char", "b16": "unsigned short",
+           "u16": "unsigned short", "s16": "short", "b32": "unsigned int", "u32": "unsigned int", "s32": "int",
+           "b64": "unsigned long long", "u64": "unsigned long long", "s64": "long long", "f32": "float",
+           "f64": "double"}
+#: The semantics each instruction takes (PTX ISA): which ones, and whether it then needs a scope.
+_LD_SEMS, _ST_SEMS = {None, "weak", "volatile", "relaxed", "acquire"}, {None, "weak", "volatile", "relaxed", "release"}
+_ATOM_SEMS, _RED_SEMS = {None, "relaxed", "acquire", "release", "acq_rel"}, {None, "relaxed", "release"}
+#: The types each atom / red operation takes.
+_ATOM_TYPES = {"add": {"u32", "s32", "u64", "f32", "f64"}, "exch": {"b32", "b64", "u32", "s32", "u64", "s64"},
+               "cas": {"b32", "b64", "u32", "s32", "u64", "s64"}, "inc": {"u32"}, "dec": {"u32"},
+               **{op: {"b32", "b64"} for op in ("and", "or", "xor")},
+               **{op: {"u32", "s32", "u64", "s64"} for op in ("min", "max")}}
 #: The instructions supported, by name: their pattern (whitespace collapsed to one space).
 INSTRUCTIONS: dict[str, re.Pattern] = {
     "cp.async.bulk.prefetch.L2.global": re.compile(rf"cp\.async\.bulk\.prefetch\.L2\.global \[{_OP}\], {_OP}"),
@@ -45,6 +96,18 @@ INSTRUCTIONS: dict[str, re.Pattern] = {
     "mbarrier.try_wait.parity": re.compile(
         rf"mbarrier\.(?:try|test)_wait\.parity{_SEM}{_SH}\.b64 (\w+), \[{_OP}\], {_OP}"),
     "fence.proxy.async": re.compile(r"fence\.proxy\.async(?:\.(?:global|shared::(?:cta|cluster)))?"),
+    # The memory model's instructions (PTX ISA, "Memory Consistency Model"; "Data Movement and
+    # Conversion Instructions: ld, st"; "Parallel Synchronization and Communication Instructions:
+    # fence/membar, atom, red"). Groups: semantics, scope, state space, type / operation.
+    "ld": re.compile(rf"ld{_MSEM}{_MSCOPE}{_SPACE}{_CACHE}{_TYPE} {_OP}, {_ADDR}"),
+    "st": re.compile(rf"st{_MSEM}{_MSCOPE}{_SPACE}{_CACHE}{_TYPE} {_ADDR}, {_OP}"),
+    "atom": re.compile(rf"atom{_MSEM}{_MSCOPE}{_SPACE}\.(add|exch|cas|or|and|xor|min|max|inc|dec){_TYPE} "
+                       rf"{_OP}, {_ADDR}, {_OP}(?:, {_OP})?"),
+    "red": re.compile(rf"red{_MSEM}{_MSCOPE}{_SPACE}\.(add|or|and|xor|min|max|inc|dec){_TYPE} {_ADDR}, {_OP}"),
+    "fence": re.compile(r"fence(?:\.(sc|acq_rel))?\.(cta|cluster|gpu|sys)"),
+    "membar": re.compile(r"membar\.(cta|gl|sys)"),
+    # A special register read (PTX ISA, "Special Registers").
+    "mov": re.compile(rf"mov\.[bsu](32|64) {_OP}, %({'|'.join(map(re.escape, _SPECIAL))})"),
 }
 #: A wait's predicate into an output: ``selp.u32 %0, 1, 0, p``.
 _SELP = re.compile(rf"selp\.[bu]32 {_OP}, 1, 0, (\w+)")
@@ -63,7 +126,7 @@ def _instructions(template: str) -> list[str] | None:
 
 
 def ptx_statement(template: str, outputs: list[tuple[str, str]], inputs: list[tuple[str, str]],
-                  names: dict[str, int] | None = None) -> str | None:
+                  names: dict[str, int] | None = None, *, extended: bool = True) -> str | None:
     """C++ doing what an ``asm`` statement of inline PTX does, on one line, or None where an
     instruction is not one of :data:`INSTRUCTIONS` (the ``asm`` is then left to the lockdown).
 
@@ -71,12 +134,14 @@ def ptx_statement(template: str, outputs: list[tuple[str, str]], inputs: list[tu
         template: the statement's template, its string literals joined and decoded.
         outputs, inputs: ``(constraint, C++ expression)`` of each operand, outputs first (``%0``...).
         names: operand index of each ``[name]`` given to an operand (``%[name]``).
+        extended: whether the statement has operand sections (``asm("..." : ...)``): its template
+            then writes ``%`` as ``%%`` (``%%laneid``), as GCC's and nvcc's extended asm do.
 
     Returns:
         A compound statement (``{ ... }``): each input evaluated once, in order, into a local; the
         prelude's ``__sg_ptx_*`` calls; an output assigned where an instruction writes one.
     """
-    instructions = _instructions(template)
+    instructions = _instructions(template.replace("%%", "%") if extended else template)
     if not instructions:
         return None
     translation = _Translation(outputs, inputs, names or {})
@@ -138,8 +203,8 @@ class _Translation:
         predicate is read by no ``selp`` (what it found would be lost)."""
         if self.waits and not any("__sg_ptx_mbarrier_wait_parity" in b for b in self.body):
             return None
-        locals_ = [f"unsigned long long __sg_o{len(self.outputs) + k} = (unsigned long long)({expr});"
-                   for k, (_, expr) in enumerate(self.inputs)]
+        locals_ = [f"unsigned long long __sg_o{len(self.outputs) + k} = __sg_ptx_reg({_CONVERT.get(c, '')}({expr}));"
+                   for k, (c, expr) in enumerate(self.inputs)]
         return "{ " + " ".join(locals_ + self.body) + " }"
 
     def _selp(self, m: re.Match[str]) -> bool:
@@ -217,6 +282,88 @@ class _Translation:
         return True
 
 
+    def _address(self, space: str | None, base: str, offset: str | None) -> str:
+        """The generic address of ``[base+offset]`` in a state space (.shared: a shared-window address)."""
+        at = f"({base} + (unsigned long long)({int(offset or 0)}ll))" if offset else base
+        return f"__sg_ptx_shared({at})" if space and space.startswith("shared") else at
+
+    @staticmethod
+    def _ordered(sem: str | None, scope: str | None, allowed: set) -> bool:
+        """Whether an ld / st's semantics and scope go together (PTX ISA): a scope exactly with
+        .relaxed, .acquire or .release."""
+        return sem in allowed and (scope is not None) == (sem in ("relaxed", "acquire", "release"))
+
+    def _ld(self, m: re.Match[str], ops: list[str | None]) -> bool:
+        """``ld{.sem}{.scope}{.space}.type d, [a]``: ordered (an __atomic load after __sg_scope),
+        .volatile, or weak (a plain load)."""
+        sem, scope, space, ptype = m.group(1, 2, 3, 4)
+        out, base = self.target(m.group(5)), ops[5]
+        if not out or base is None or not self._ordered(sem, scope, _LD_SEMS):
+            return False
+        addr = self._address(space, base, m.group(7))
+        self.body.append(f"__sg_ptx_out({out}, __sg_ptx_ld<{_CTYPES[ptype]}, {_ORDERS[sem]}, {_SCOPES[scope]}>({addr}));")
+        return True
+
+    def _st(self, m: re.Match[str], ops: list[str | None]) -> bool:
+        """``st{.sem}{.scope}{.space}.type [a], b``, as :meth:`_ld`."""
+        sem, scope, space, ptype = m.group(1, 2, 3, 4)
+        base, value = ops[4], ops[6]
+        if base is None or value is None or not self._ordered(sem, scope, _ST_SEMS):
+            return False
+        addr = self._address(space, base, m.group(6))
+        self.body.append(f"__sg_ptx_st<{_CTYPES[ptype]}, {_ORDERS[sem]}, {_SCOPES[scope]}>({addr}, {value});")
+        return True
+
+    def _atom(self, m: re.Match[str], ops: list[str | None]) -> bool:
+        """``atom{.sem}{.scope}{.space}.op.type d, [a], b(, c)``: no semantics is .relaxed, no scope .gpu."""
+        sem, scope, space, op, ptype = m.group(1, 2, 3, 4, 5)
+        out, base, b, c = self.target(m.group(6)), ops[6], ops[8], ops[9]
+        if out is None or base is None or b is None or (op == "cas") != (m.group(10) is not None) \
+                or (op == "cas" and c is None) or sem not in _ATOM_SEMS or ptype not in _ATOM_TYPES[op]:
+            return False
+        call = self._atomic(sem, scope, space, op, ptype, self._address(space, base, m.group(8)), b, c or "0ull")
+        self.body.append(f"__sg_ptx_out({out}, {call});" if out else f"{call};")
+        return True
+
+    def _red(self, m: re.Match[str], ops: list[str | None]) -> bool:
+        """``red{.sem}{.scope}{.space}.op.type [a], b``: an atom whose old value is not kept."""
+        sem, scope, space, op, ptype = m.group(1, 2, 3, 4, 5)
+        base, b = ops[5], ops[7]
+        if base is None or b is None or sem not in _RED_SEMS or ptype not in _ATOM_TYPES[op]:
+            return False
+        self.body.append(self._atomic(sem, scope, space, op, ptype, self._address(space, base, m.group(7)), b,
+                                      "0ull") + ";")
+        return True
+
+    @staticmethod
+    def _atomic(sem: str | None, scope: str | None, space: str | None, op: str, ptype: str, addr: str, b: str,
+                c: str) -> str:
+        """The prelude's call doing an atom or red (its old value, a register)."""
+        order = _ORDERS[sem or "relaxed"]
+        return f"__sg_ptx_atom<{_CTYPES[ptype]}, __SG_A_{op.upper()}, {order}, {_SCOPES[scope]}>({addr}, {b}, {c})"
+
+    def _memory_fence(self, m: re.Match[str], ops: list[str | None]) -> bool:
+        """``fence{.sc,.acq_rel}.scope`` (no semantics: .acq_rel) and ``membar.{cta,gl,sys}`` (fence.sc):
+        fence.sc is the runtime's fence yield point with its scope (as ``__threadfence()`` is);
+        fence.acq_rel is ``__atomic_thread_fence(__ATOMIC_ACQ_REL)`` after ``__sg_scope``, which the
+        runtime's fence hook receives with its order."""
+        sem, scope = ("sc", m.group(1)) if m.re is INSTRUCTIONS["membar"] else (m.group(1) or "acq_rel", m.group(2))
+        scope = _SCOPES[scope]
+        self.body.append(f"__sg_ptx_fence_sc({scope});" if sem == "sc" else f"__sg_ptx_fence_acq_rel<{scope}>();")
+        return True
+
+    def _special(self, m: re.Match[str], ops: list[str | None]) -> bool:
+        """``mov.{b,s,u}{32,64} d, %sreg``: a special register's value (32 bits: its low ones)."""
+        out = self.target(m.group(2))
+        if not out:
+            return False
+        value = f"(unsigned long long)({_SPECIAL[m.group(3)]})"
+        if m.group(1) == "32":
+            value = f"(unsigned long long)(unsigned)({_SPECIAL[m.group(3)]})"
+        self.body.append(f"__sg_ptx_out({out}, {value});")
+        return True
+
+
 #: How each of :data:`INSTRUCTIONS` is translated (its match and its operands read, None where one
 #: is not readable); False where its operands are not supported.
 _TRANSLATE: dict[str, Callable[[_Translation, re.Match[str], list[str | None]], bool]] = {
@@ -228,4 +375,11 @@ _TRANSLATE: dict[str, Callable[[_Translation, re.Match[str], list[str | None]], 
     "mbarrier.arrive": _Translation._arrive,
     "mbarrier.try_wait.parity": _Translation._try_wait,
     "fence.proxy.async": _Translation._fence,
+    "ld": _Translation._ld,
+    "st": _Translation._st,
+    "atom": _Translation._atom,
+    "red": _Translation._red,
+    "fence": _Translation._memory_fence,
+    "membar": _Translation._memory_fence,
+    "mov": _Translation._special,
 }

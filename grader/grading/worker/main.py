@@ -179,7 +179,7 @@ class _PartGrader:
         """The part's file compiled for each dtype (``compiled``), then what runs before the cases: the
         inputs drawn ahead, the checker named, compute-sanitizer's audit. False where it does not
         compile (``compile-failed`` reported)."""
-        from grader.core.errors import CompileError
+        from grader.core.errors import CompileError, is_emulator_gap
         from grader.grading.case.cases import case_list
         from grader.source.directives import check_includes
 
@@ -189,7 +189,10 @@ class _PartGrader:
             for dtype in self.pc.dtypes:
                 self.modules[dtype] = self.build(part, self.source, dtype, "submission")
         except CompileError as exc:
-            self.events.emit(CompileFailed(str(exc)))
+            if is_emulator_gap(exc):  # the grader's gap: pending, for a run on a GPU (never a compile error)
+                self.events.emit(WorkerError(f"pending: {str(exc).splitlines()[0]}"))
+            else:
+                self.events.emit(CompileFailed(str(exc)))
             return False
         self.events.emit(Compiled())
         all_cases = case_list(cfg, part.key)

@@ -1,5 +1,7 @@
 """Inline PTX: an ``asm`` statement whose instructions the emulator runs is replaced by C++ doing
-the same (:func:`grader.backends.emulator.ptx.ptx_statement`); any other is left as written, for
+the same (:func:`grader.backends.emulator.ptx.ptx_statement`); an ``asm`` statement of other
+instructions is "not supported by the emulator" (it cannot be emulated: a GPU grades the part); any
+other ``asm`` (a label, at file scope, a template that is no string literal) is left as written, for
 the lockdown header to refuse.
 """
 
@@ -7,7 +9,21 @@ from __future__ import annotations
 
 from grader.backends.emulator.ptx import ptx_statement
 from grader.backends.emulator.rewrite.edits import _SourceEdits
-from grader.backends.emulator.rewrite.tokens import _c_literal, _match_backward, _match_forward
+from grader.backends.emulator.rewrite.tokens import _c_literal, _match_backward, _match_forward, _Unsupported
+
+#: The most of an unsupported template a message quotes.
+_QUOTED = 120
+
+
+def _unemulated(template: str) -> str:
+    """What the emulator says of an ``asm`` statement whose inline PTX it does not run: the part
+    waits for a GPU (``grader.grading.worker.main``: its cases are pending, not a compile error)."""
+    text = " ".join(template.split())
+    if len(text) > _QUOTED:
+        text = text[:_QUOTED - 3] + "..."
+    return (f"inline PTX `{text}` cannot be emulated (the emulator runs the instructions of docs/emulator.md, "
+            f"\"Inline PTX\"); a run on a GPU grades this part")
+
 
 #: What may stand between ``asm`` and its ``(``.
 _ASM_QUALIFIERS = {"volatile", "__volatile__", "__volatile", "inline", "__inline", "__inline__"}
@@ -33,7 +49,13 @@ class _AsmStatements(_SourceEdits):
     def _asm(self, i: int) -> int | None:
         """An ``asm`` statement at ``toks[i]`` whose inline PTX the emulator runs
         (:func:`.ptx.ptx_statement`), replaced on its first line by what does the same; the index
-        after its ``;``. None where it is not one (left as written, for the lockdown to refuse)."""
+        after its ``;``. None where it is no ``asm`` statement of a string literal (left as written, for
+        the lockdown to refuse).
+
+        Raises:
+            _Unsupported: an ``asm`` statement whose inline PTX the emulator does not run ("cannot
+                be emulated"), at the ``asm``'s line.
+        """
         toks, j = self.toks, i + 1
         while j < len(toks) and toks[j].kind == "id" and toks[j].text in _ASM_QUALIFIERS:
             j += 1
@@ -66,11 +88,11 @@ class _AsmStatements(_SourceEdits):
         for section in (sections[1:3] + [[], []])[:2]:
             found = self._asm_operands(section, names, base=sum(len(o) for o in operands))
             if found is None:
-                return None
+                raise _Unsupported(_unemulated("".join(template)), toks[i].start)
             operands.append(found)
-        statement = ptx_statement("".join(template), operands[0], operands[1], names)
+        statement = ptx_statement("".join(template), operands[0], operands[1], names, extended=len(sections) > 1)
         if statement is None:
-            return None
+            raise _Unsupported(_unemulated("".join(template)), toks[i].start)
         self.edits.append((toks[i].start, toks[close + 1].end, statement))
         return close + 2
 

@@ -94,6 +94,7 @@ static inline int __syncthreads_and(int p, __SG_SITE) { return __sg_barrier(2, p
 static inline int __syncthreads_or(int p, __SG_SITE) { return __sg_barrier(3, p, __sg_f, __sg_l); }
 /* Fences and __nanosleep are yield points: a spin-wait on another thread or block makes progress. */
 static inline void __threadfence(__SG_SITE) { __sg_yield_at(__SG_Y_FENCE, __sg_f, __sg_l); }
+/* Their scope (PTX ISA, "Memory Consistency Model": fence.sc.cta / .gpu / .sys) goes to the runtime. */
 static inline void __threadfence_block(__SG_SITE) { __sg_yield_at(__SG_Y_FENCE_BLOCK, __sg_f, __sg_l); }
 static inline void __threadfence_system(__SG_SITE) { __sg_yield_at(__SG_Y_FENCE_SYS, __sg_f, __sg_l); }
 static inline void __nanosleep(unsigned int, __SG_SITE) { __sg_yield_at(__SG_Y_SLEEP, __sg_f, __sg_l); }
@@ -103,6 +104,8 @@ static inline long long __sg_clock64(void) {
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 #define clock64() __sg_clock64()
+/* PTX's %globaltimer (ns), which the inline PTX `mov.u64 %0, %%globaltimer;` reads (ptx.py). */
+static inline unsigned long long __sg_globaltimer(void) { return (unsigned long long)__sg_clock64(); }
 
 /* ---- atomics: one runtime call each (a yield point; sequentially consistent; old value) ---- */
 template <class T>
@@ -117,8 +120,17 @@ static inline T __sg_atom(int op, T *address, T a, T b, const char *file, int li
     memcpy(&out, &r, sizeof(T));
     return out;
 }
-#define __SG_ATOMIC_OP(name, op, T) \
+/* Each atomicOp also as atomicOp_block and atomicOp_system (CUDA C++ Programming Guide, "Atomic
+ * Functions"): the scope (.cta, .sys; else .gpu) goes to the runtime in the op's flags. */
+#define __SG_ATOMIC_OP1(name, op, T) \
     static inline T name(T *address, T val, __SG_SITE) { return __sg_atom<T>(op, address, val, (T)0, __sg_f, __sg_l); }
+#define __SG_ATOMIC_CAS1(name, op, T)                                                              \
+    static inline T name(T *address, T compare, T val, __SG_SITE) {                                \
+        return __sg_atom<T>(op, address, compare, val, __sg_f, __sg_l);                            \
+    }
+#define __SG_SCOPED(def, name, op, T) \
+    def(name, op, T) def(name##_block, (op) | __SG_A_SCOPE_BLOCK, T) def(name##_system, (op) | __SG_A_SCOPE_SYS, T)
+#define __SG_ATOMIC_OP(name, op, T) __SG_SCOPED(__SG_ATOMIC_OP1, name, op, T)
 #define __SG_ATOMIC_INT_FAMILY(T)                                                                  \
     __SG_ATOMIC_OP(atomicAdd, __SG_A_ADD, T)                                                       \
     __SG_ATOMIC_OP(atomicAnd, __SG_A_AND, T)                                                       \
@@ -127,9 +139,7 @@ static inline T __sg_atom(int op, T *address, T a, T b, const char *file, int li
     __SG_ATOMIC_OP(atomicExch, __SG_A_EXCH, T)                                                     \
     __SG_ATOMIC_OP(atomicMin, __SG_A_MIN, T)                                                       \
     __SG_ATOMIC_OP(atomicMax, __SG_A_MAX, T)                                                       \
-    static inline T atomicCAS(T *address, T compare, T val, __SG_SITE) {                           \
-        return __sg_atom<T>(__SG_A_CAS, address, compare, val, __sg_f, __sg_l);                    \
-    }
+    __SG_SCOPED(__SG_ATOMIC_CAS1, atomicCAS, __SG_A_CAS, T)
 
 __SG_ATOMIC_INT_FAMILY(int)
 __SG_ATOMIC_INT_FAMILY(unsigned int)
@@ -144,12 +154,13 @@ __SG_ATOMIC_OP(atomicDec, __SG_A_DEC, unsigned int)
 __SG_ATOMIC_OP(atomicAdd, __SG_A_ADD, float)
 __SG_ATOMIC_OP(atomicAdd, __SG_A_ADD, double)
 __SG_ATOMIC_OP(atomicExch, __SG_A_EXCH, float)
+__SG_SCOPED(__SG_ATOMIC_CAS1, atomicCAS, __SG_A_CAS, unsigned short)
 #undef __SG_ATOMIC_OP
-static inline unsigned short atomicCAS(unsigned short *address, unsigned short compare, unsigned short val,
-                                       __SG_SITE) {
-    return __sg_atom<unsigned short>(__SG_A_CAS, address, compare, val, __sg_f, __sg_l);
-}
+#undef __SG_ATOMIC_OP1
+#undef __SG_ATOMIC_CAS1
+#undef __SG_SCOPED
 
+<<<<<<< HEAD
 /* The scoped atomics (*_block: .cta, *_system: .sys): the same operation, its scope passed on for the
    memory-order checks (an atomicAdd_block of two blocks on one word is a data race). */
 #define __SG_SCOPED_OP(name, base, op, scope, T)                                                   \
@@ -184,6 +195,8 @@ __SG_SCOPED_TYPES(_system, __SG_A_SCOPE_SYS)
 #undef __SG_SCOPED_TYPES
 #undef __SG_SCOPED_FAMILY
 #undef __SG_SCOPED_OP
+=======
+>>>>>>> ptx
 
 /* ---- min / max: CUDA's overloads (same-type exact matches, mixed types -> common type) ---- */
 #define __SG_MINMAX(T)                                                                             \
@@ -605,12 +618,161 @@ struct __align__(16) __sg_ptx_chunk {
 /* fence.proxy.async, cp.async.bulk.prefetch: nothing to wait for here; a fence is a yield point. */
 static inline void __sg_ptx_fence(__SG_SITE) { __sg_yield_at(__SG_Y_FENCE, __sg_f, __sg_l); }
 
+/* ---- inline PTX of the memory model (ptx.py): ld, st, atom, red, fences, special registers ------ */
+/* A PTX register is its bits in an unsigned long long: an integer operand extended (a signed one by
+ * its sign), a float's bits, a pointer's address. `ld`/`st`/`atom` of a PTX type T work on the
+ * unsigned integer of T's size (the __atomic builtins take integers), so -fsanitize=thread makes each
+ * ordered one a __tsan_atomic* hook call that carries its memory order; __sg_scope gives the runtime
+ * the operation's scope just before it (PTX ISA, "Memory Consistency Model": .relaxed / .acquire /
+ * .release / .acq_rel at .cta / .gpu / .sys). Orders: GCC's __ATOMIC_*, or these two for the
+ * instructions that are no atomic: a weak (plain) access and a .volatile one. */
+#define __SG_PTX_WEAK (-1)
+#define __SG_PTX_VOLATILE (-2)
+template <size_t N> struct __sg_ptx_uint;
+template <> struct __sg_ptx_uint<1> { typedef uint8_t __attribute__((may_alias)) type; };
+template <> struct __sg_ptx_uint<2> { typedef uint16_t __attribute__((may_alias)) type; };
+template <> struct __sg_ptx_uint<4> { typedef uint32_t __attribute__((may_alias)) type; };
+template <> struct __sg_ptx_uint<8> { typedef uint64_t __attribute__((may_alias)) type; };
+/* A C++ operand's value as a register ("r", "l", "h", "f", "d" operands; a value an instruction read). */
+template <class T>
+static inline __attribute__((always_inline)) unsigned long long __sg_ptx_reg(T v) {
+    if constexpr (std::is_floating_point<T>::value)
+        return (unsigned long long)__builtin_bit_cast(typename __sg_ptx_uint<sizeof(T)>::type, v);
+    else if constexpr (std::is_pointer<T>::value)
+        return (unsigned long long)(uintptr_t)v;
+    else
+        return (unsigned long long)v;
+}
+/* A register written into an output operand of C++ type T (a float: its low bits reinterpreted). */
+template <class T>
+static inline __attribute__((always_inline)) void __sg_ptx_out(T &dst, unsigned long long r) {
+    typedef typename std::remove_cv<T>::type V;
+    if constexpr (std::is_floating_point<V>::value)
+        dst = __builtin_bit_cast(V, (typename __sg_ptx_uint<sizeof(V)>::type)r);
+    else if constexpr (std::is_pointer<V>::value)
+        dst = (V)(uintptr_t)r;
+    else
+        dst = (V)r;
+}
+/* The address of an operand of a state space: .shared holds a 32-bit shared-window address. */
+static inline __attribute__((always_inline)) unsigned long long __sg_ptx_shared(unsigned long long a) {
+    return (unsigned long long)(uintptr_t)__cvta_shared_to_generic((size_t)a);
+}
+/* ld{.sem}{.scope}.T: the value read, as a register. */
+template <class T, int MO, int SCOPE>
+static inline __attribute__((always_inline)) unsigned long long __sg_ptx_ld(unsigned long long a) {
+    typedef typename __sg_ptx_uint<sizeof(T)>::type U;
+    U *p = (U *)(uintptr_t)a, u;
+    if constexpr (MO == __SG_PTX_WEAK) {
+        u = *p;
+    } else if constexpr (MO == __SG_PTX_VOLATILE) {
+        u = *(volatile U *)p;
+    } else {
+        __sg_scope(SCOPE);
+        u = __atomic_load_n(p, MO);
+    }
+    return __sg_ptx_reg(__builtin_bit_cast(T, u));
+}
+/* st{.sem}{.scope}.T [a], r: the register's low bits of T's size. */
+template <class T, int MO, int SCOPE>
+static inline __attribute__((always_inline)) void __sg_ptx_st(unsigned long long a, unsigned long long r) {
+    typedef typename __sg_ptx_uint<sizeof(T)>::type U;
+    U *p = (U *)(uintptr_t)a, u = (U)r;
+    if constexpr (MO == __SG_PTX_WEAK) {
+        *p = u;
+    } else if constexpr (MO == __SG_PTX_VOLATILE) {
+        *(volatile U *)p = u;
+    } else {
+        __sg_scope(SCOPE);
+        __atomic_store_n(p, u, MO);
+    }
+}
+/* What atom.min / .max / .inc / .dec and a float's atom.add store, from the old value x and the operand y
+ * (PTX ISA, "Parallel Synchronization and Communication Instructions: atom"). */
+template <class T, int OP, class U>
+static inline __attribute__((always_inline)) U __sg_ptx_apply(U old, U operand) {
+    T x = __builtin_bit_cast(T, old), y = __builtin_bit_cast(T, operand), r;
+    if constexpr (OP == __SG_A_MIN) r = y < x ? y : x;
+    else if constexpr (OP == __SG_A_MAX) r = x < y ? y : x;
+    else if constexpr (OP == __SG_A_INC) r = x >= y ? T(0) : T(x + 1);
+    else if constexpr (OP == __SG_A_DEC) r = (x == T(0) || x > y) ? y : T(x - 1);
+    else r = T(x + y);
+    return __builtin_bit_cast(U, r);
+}
+/* atom{.sem}{.scope}.OP.T [a], b(, c) and red (its result unused): the old value, as a register.
+ * OP: __SG_A_*. Integer add, and, or, xor, exch and cas are one __atomic builtin each; min, max,
+ * inc, dec and a float's add a relaxed load then compare-and-swap until it holds (each a yield point). */
+template <class T, int OP, int MO, int SCOPE>
+static inline __attribute__((always_inline)) unsigned long long __sg_ptx_atom(unsigned long long a, unsigned long long b,
+                                                                             unsigned long long c) {
+    typedef typename __sg_ptx_uint<sizeof(T)>::type U;
+    constexpr int FAIL = MO == __ATOMIC_RELEASE ? __ATOMIC_RELAXED : MO == __ATOMIC_ACQ_REL ? __ATOMIC_ACQUIRE : MO;
+    U *p = (U *)(uintptr_t)a, ub = (U)b, old;
+    __sg_scope(SCOPE);
+    if constexpr (OP == __SG_A_ADD && !std::is_floating_point<T>::value) {
+        old = __atomic_fetch_add(p, ub, MO);
+    } else if constexpr (OP == __SG_A_AND) {
+        old = __atomic_fetch_and(p, ub, MO);
+    } else if constexpr (OP == __SG_A_OR) {
+        old = __atomic_fetch_or(p, ub, MO);
+    } else if constexpr (OP == __SG_A_XOR) {
+        old = __atomic_fetch_xor(p, ub, MO);
+    } else if constexpr (OP == __SG_A_EXCH) {
+        old = __atomic_exchange_n(p, ub, MO);
+    } else if constexpr (OP == __SG_A_CAS) {
+        old = ub;
+        __atomic_compare_exchange_n(p, &old, (U)c, false, MO, FAIL);
+    } else {
+        old = __atomic_load_n(p, __ATOMIC_RELAXED);
+        for (;;) {
+            U nw = __sg_ptx_apply<T, OP>(old, ub);
+            __sg_scope(SCOPE);
+            if (__atomic_compare_exchange_n(p, &old, nw, false, MO, FAIL)) break;
+        }
+    }
+    return __sg_ptx_reg(__builtin_bit_cast(T, old));
+}
+/* fence.sc.{cta,gpu,sys} and membar.{cta,gl,sys} (membar is fence.sc since sm_70): the runtime's
+ * fence yield point, its scope in the code (the site for a deadlock's message). */
+static inline void __sg_ptx_fence_sc(int scope, __SG_SITE) {
+    __sg_yield_at(scope == __SG_SCOPE_BLOCK ? __SG_Y_FENCE_BLOCK
+                  : scope == __SG_SCOPE_SYSTEM ? __SG_Y_FENCE_SYS : __SG_Y_FENCE, __sg_f, __sg_l);
+}
+/* fence.acq_rel.{cta,gpu,sys}: __atomic_thread_fence, so the runtime's fence hook
+ * (__tsan_atomic_thread_fence) gets the order (acq_rel, not sc), __sg_scope the scope. */
+template <int SCOPE>
+static inline __attribute__((always_inline)) void __sg_ptx_fence_acq_rel(void) {
+    __sg_scope(SCOPE);
+    __atomic_thread_fence(__ATOMIC_ACQ_REL);
+}
+/* Special registers (PTX ISA, "Special Registers"). The thread's linear index in its block: x, then y, then z. */
+static inline unsigned __sg_ptx_tid_linear(void) {
+    const uint3 t = threadIdx;
+    const dim3 d = blockDim;
+    return t.x + d.x * (t.y + d.y * t.z);
+}
+/* %laneid: the lane in the warp (warps are 32 consecutive linear indices). */
+static inline unsigned __sg_ptx_laneid(void) { return __sg_ptx_tid_linear() % 32u; }
+/* %warpid: here the warp's index in its block. On a GPU %warpid is the warp's slot on its SM when
+ * read: it may change while the thread runs (preemption, rescheduling) and is not linear / 32 in
+ * general; PTX says to read it only for profiling. */
+static inline unsigned __sg_ptx_warpid(void) { return __sg_ptx_tid_linear() / 32u; }
+/* %lanemask_eq / _lt / _le / _gt / _ge: the lanes equal to, below, ... the caller's. */
+static inline unsigned __sg_ptx_lanemask_eq(void) { return 1u << __sg_ptx_laneid(); }
+static inline unsigned __sg_ptx_lanemask_lt(void) { return __sg_ptx_lanemask_eq() - 1u; }
+static inline unsigned __sg_ptx_lanemask_le(void) { return __sg_ptx_lanemask_lt() | __sg_ptx_lanemask_eq(); }
+static inline unsigned __sg_ptx_lanemask_gt(void) { return ~__sg_ptx_lanemask_le(); }
+static inline unsigned __sg_ptx_lanemask_ge(void) { return ~__sg_ptx_lanemask_lt(); }
+
 /* The rewrite's way to the runtime (the shared-memory arena, a jump out of a barrier's reach): its
  * text follows the lockdown header (lockdown.py), which poisons the runtime's own names; a macro
  * defined here still reaches them. Whatever runtime function the rewrite calls needs one. */
 #define __sg_shared_at __sg_shared
 #define __sg_dyn_shared_at __sg_dyn_shared
 #define __sg_jump_at __sg_jump
+/* The scope (__SG_SCOPE_*) of the next __atomic builtin or fence: include/cuda/atomic and
+ * include/cuda/std/atomic, which a file includes after the lockdown header, call it by this name. */
+#define __sg_scope_at __sg_scope
 
 /* The memory-access profile is the runtime's (runtime/profile.inc): student code may not switch it
  * off or take its counts. */
