@@ -160,43 +160,6 @@ __SG_SCOPED(__SG_ATOMIC_CAS1, atomicCAS, __SG_A_CAS, unsigned short)
 #undef __SG_ATOMIC_CAS1
 #undef __SG_SCOPED
 
-<<<<<<< HEAD
-/* The scoped atomics (*_block: .cta, *_system: .sys): the same operation, its scope passed on for the
-   memory-order checks (an atomicAdd_block of two blocks on one word is a data race). */
-#define __SG_SCOPED_OP(name, base, op, scope, T)                                                   \
-    static inline T name(T *address, T val, __SG_SITE) {                                           \
-        return __sg_atom<T>(op | scope, address, val, (T)0, __sg_f, __sg_l);                       \
-    }
-#define __SG_SCOPED_FAMILY(suffix, scope, T)                                                       \
-    __SG_SCOPED_OP(atomicAdd##suffix, atomicAdd, __SG_A_ADD, scope, T)                             \
-    __SG_SCOPED_OP(atomicAnd##suffix, atomicAnd, __SG_A_AND, scope, T)                             \
-    __SG_SCOPED_OP(atomicOr##suffix, atomicOr, __SG_A_OR, scope, T)                                \
-    __SG_SCOPED_OP(atomicXor##suffix, atomicXor, __SG_A_XOR, scope, T)                             \
-    __SG_SCOPED_OP(atomicExch##suffix, atomicExch, __SG_A_EXCH, scope, T)                          \
-    __SG_SCOPED_OP(atomicMin##suffix, atomicMin, __SG_A_MIN, scope, T)                             \
-    __SG_SCOPED_OP(atomicMax##suffix, atomicMax, __SG_A_MAX, scope, T)                             \
-    static inline T atomicCAS##suffix(T *address, T compare, T val, __SG_SITE) {                   \
-        return __sg_atom<T>(__SG_A_CAS | scope, address, compare, val, __sg_f, __sg_l);            \
-    }
-#define __SG_SCOPED_TYPES(suffix, scope)                                                           \
-    __SG_SCOPED_FAMILY(suffix, scope, int)                                                         \
-    __SG_SCOPED_FAMILY(suffix, scope, unsigned int)                                                \
-    __SG_SCOPED_FAMILY(suffix, scope, unsigned long long)                                          \
-    __SG_SCOPED_FAMILY(suffix, scope, long long)                                                   \
-    __SG_SCOPED_OP(atomicSub##suffix, atomicSub, __SG_A_SUB, scope, int)                           \
-    __SG_SCOPED_OP(atomicSub##suffix, atomicSub, __SG_A_SUB, scope, unsigned int)                  \
-    __SG_SCOPED_OP(atomicInc##suffix, atomicInc, __SG_A_INC, scope, unsigned int)                  \
-    __SG_SCOPED_OP(atomicDec##suffix, atomicDec, __SG_A_DEC, scope, unsigned int)                  \
-    __SG_SCOPED_OP(atomicAdd##suffix, atomicAdd, __SG_A_ADD, scope, float)                         \
-    __SG_SCOPED_OP(atomicAdd##suffix, atomicAdd, __SG_A_ADD, scope, double)                        \
-    __SG_SCOPED_OP(atomicExch##suffix, atomicExch, __SG_A_EXCH, scope, float)
-__SG_SCOPED_TYPES(_block, __SG_A_SCOPE_BLOCK)
-__SG_SCOPED_TYPES(_system, __SG_A_SCOPE_SYS)
-#undef __SG_SCOPED_TYPES
-#undef __SG_SCOPED_FAMILY
-#undef __SG_SCOPED_OP
-=======
->>>>>>> ptx
 
 /* ---- min / max: CUDA's overloads (same-type exact matches, mixed types -> common type) ---- */
 #define __SG_MINMAX(T)                                                                             \
