@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from grader.backends.emulator import EmulatorBackend
+from grader.backends.emulator.build import module_globals
 from tests.test_emulator_checks import build, out_n
 
 KERNELS = tuple(out_n(k) for k in ("time_loads", "count_launches"))
@@ -55,3 +56,74 @@ def test_the_clock_reads_the_same_values_checked_and_unchecked_in_every_order_an
     assert (t64 == t64[0]).all() and (t32 == t32[0]).all()  # every thread did the same work
     assert 256 <= t64[0] < 4 * 256, t64[0]  # about one tick per load, not host nanoseconds
     assert t32[0] == t64[0]
+
+
+def launch_numbers(be: EmulatorBackend, module, *, grid: int = 4) -> list[int]:
+    """count_launches on ``grid`` blocks: the launch number each block saw."""
+    out = be.alloc(grid, np.int32)
+    be.to_device(np.zeros(grid, np.int32), out)
+    be.launch(module, "count_launches", grid=grid, block=32, shared_bytes=0, args=[out, 0])
+    return be.to_host(out).tolist()
+
+
+def test_fresh_globals_gives_the_next_launch_the_device_variables_as_loaded(emulator, module):
+    """A __device__ launch counter keeps counting from launch to launch (as on a GPU) until
+    fresh_globals, after which the next launch is the first again, checked or not; the runtime's
+    own state (kept in the same module) is not touched, so launches go on working."""
+    emulator.fresh_globals(module)
+    assert launch_numbers(emulator, module) == [1] * 4
+    assert launch_numbers(emulator, module) == [2] * 4
+    pid = module.pid
+    emulator.fresh_globals(module)
+    assert module.pid == pid  # restored in place, not by a new executor
+    assert launch_numbers(emulator, module) == [1] * 4
+    emulator.checks = True
+    try:
+        emulator.fresh_globals(module)
+        assert launch_numbers(emulator, module) == [1] * 4
+        assert launch_numbers(emulator, module, grid=9) == [2] * 9
+    finally:
+        emulator.checks = False
+    emulator.fresh_globals(module)
+    assert launch_numbers(emulator, module) == [1] * 4
+    assert times(emulator, module, grid=2, block=32, loads=8).shape == (64, 2)
+
+
+def test_without_a_snapshot_a_new_executor_gives_the_fresh_globals(emulator, module):
+    """A module whose writable ranges are unknown (no link map) is made fresh by a new executor."""
+    module._restorable = False
+    try:
+        assert launch_numbers(emulator, module)[0] >= 1
+        pid = module.pid
+        emulator.fresh_globals(module)
+        assert launch_numbers(emulator, module) == [1] * 4
+        assert module.pid != pid
+    finally:
+        module.stop()  # the next executor takes its snapshot again
+
+
+def test_the_link_map_gives_the_students_writable_sections_only():
+    """GNU ld's map (-Wl,-Map): the input sections of the student's object in the output .data and
+    .bss (a long name on a line of its own), adjacent ones merged; the runtime's are left out."""
+    link_map = """\
+.data.rel.ro    0x0000000000003e40        0x8
+ .data.rel.ro   0x0000000000003e40        0x8 m.so.o
+
+.data           0x0000000000004008       0x20
+ *(.data .data.* .gnu.linkonce.d.*)
+ .data          0x0000000000004008        0x0 /usr/lib/x86_64-linux-gnu/crti.o
+ .data          0x0000000000004010        0x4 m.so.o
+                0x0000000000004010                inited
+ .data.rel.local
+                0x0000000000004018        0x8 m.so.o
+ .data._ZZ1fvE1x
+                0x0000000000004020        0x4 m.so.o
+ .data          0x0000000000004024        0x4 /tmp/cache/emulator/runtime-1234.o
+
+.bss            0x0000000000004028       0x10
+ .bss           0x0000000000004028        0x1 /usr/lib/gcc/x86_64-linux-gnu/12/crtbeginS.o
+ .bss           0x000000000000402c        0x8 /work/scratch/m.so.o
+ .bss           0x0000000000004034        0x4 /tmp/cache/emulator/runtime-1234.o
+"""
+    assert module_globals(link_map, "m.so.o") == [(0x4010, 4), (0x4018, 12), (0x402C, 8)]
+    assert module_globals("not a map", "m.so.o") is None
