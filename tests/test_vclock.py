@@ -12,9 +12,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from grader.backends import Selection
 from grader.backends.emulator import EmulatorBackend
 from grader.backends.emulator.build import module_globals
+from grader.assignment.parts import PARTS
+from grader.grading.case.run import SAMPLED_CHECKER
+from grader.grading.runner import grade
+from tests.conftest import BROKEN
 from tests.test_emulator_checks import build, out_n
+from tests.test_sampled_checks import shipped
 
 KERNELS = tuple(out_n(k) for k in ("time_loads", "count_launches"))
 
@@ -127,3 +133,23 @@ def test_the_link_map_gives_the_students_writable_sections_only():
 """
     assert module_globals(link_map, "m.so.o") == [(0x4010, 4), (0x4018, 12), (0x402C, 8)]
     assert module_globals("not a map", "m.so.o") is None
+
+
+@pytest.mark.parametrize("gate", [1, 2], ids=["clock64-gate", "launch-count-gate"])
+def test_a_race_taken_only_when_unchecked_fails_above_checks_max_n(tmp_path, gate):
+    """tests/kernels/part4_racy_when_unchecked.cu takes a racy path (a plain `+=` on one shared word
+    by every thread) only when it believes its run is not checked: gate 1 when 256 of its loads are
+    fast by clock64(), gate 2 on the second launch by a __device__ launch counter. Above
+    checks_max_n, where the checks run on sampled blocks and a plain run gives the judged output,
+    the case fails as a race naming the `+=` line: the checked runs took the graded run's path."""
+    source = tmp_path / PARTS["part4_any_size"].filename
+    source.write_text(f"#define RACY_GATE {gate}\n" + (BROKEN / "part4_racy_when_unchecked.cu").read_text())
+    number = next(i for i, text in enumerate(source.read_text().splitlines(), start=1)
+                  if text.strip().startswith("total += a + b;"))
+    result = grade(source, cfg=shipped("part4_any_size", [262143]), selection=Selection("emulator", "test"),
+                   parts=["part4_any_size"])
+    large = next(c for c in result.parts[0].cases if c.n == 262143)
+    assert large.status == "fail" and large.kind == "race", large.message
+    assert large.checker == SAMPLED_CHECKER
+    assert f"{PARTS['part4_any_size'].filename}:{number}" in large.message
+    assert any(f.kind == "race" and f.line == number for f in large.findings)
