@@ -9,16 +9,20 @@ they are not checked (a clock gate, a launch count), above the shipped checks_ma
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+
 import numpy as np
 import pytest
 
 from grader.backends import Selection
 from grader.backends.emulator import EmulatorBackend
 from grader.backends.emulator.build import module_globals
+from grader.backends.pycuda_backend import device_globals_bytes
 from grader.assignment.parts import PARTS
 from grader.grading.case.run import SAMPLED_CHECKER
 from grader.grading.runner import grade
-from tests.conftest import BROKEN
+from tests.conftest import BROKEN, gpu_available
 from tests.test_emulator_checks import build, out_n
 from tests.test_sampled_checks import shipped
 
@@ -64,7 +68,7 @@ def test_the_clock_reads_the_same_values_checked_and_unchecked_in_every_order_an
     assert t32[0] == t64[0]
 
 
-def launch_numbers(be: EmulatorBackend, module, *, grid: int = 4) -> list[int]:
+def launch_numbers(be, module, *, grid: int = 4) -> list[int]:
     """count_launches on ``grid`` blocks: the launch number each block saw."""
     out = be.alloc(grid, np.int32)
     be.to_device(np.zeros(grid, np.int32), out)
@@ -153,3 +157,46 @@ def test_a_race_taken_only_when_unchecked_fails_above_checks_max_n(tmp_path, gat
     assert large.checker == SAMPLED_CHECKER
     assert f"{PARTS['part4_any_size'].filename}:{number}" in large.message
     assert any(f.kind == "race" and f.line == number for f in large.findings)
+
+
+# ---- the GPU path ---------------------------------------------------------------------------------
+
+def _cubin(tmp_path, text: str) -> bytes:
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("no nvcc on this machine")
+    (tmp_path / "m.cu").write_text(text)
+    subprocess.run([nvcc, "--cubin", "-arch", "sm_80", "m.cu", "-o", "m.cubin"], cwd=tmp_path, check=True,
+                   capture_output=True, timeout=300)
+    return (tmp_path / "m.cubin").read_bytes()
+
+
+def test_a_cubins_device_variables_are_counted_from_its_sections(tmp_path):
+    """The GPU path reloads a module before a graded run only where it has __device__ variables
+    (.nv.global, .nv.global.init; __constant__ data is not writable by kernels)."""
+    stateful = _cubin(tmp_path, "__device__ int counter; __device__ int start = 5; __constant__ int c[4];\n"
+                                "static __device__ int kept[3];\n"
+                                'extern "C" __global__ void k(int* o) { o[0] = counter++ + start + c[0] + kept[1]++; }\n')
+    assert device_globals_bytes(stateful) == 4 + 4 + 12
+    assert device_globals_bytes(_cubin(tmp_path, 'extern "C" __global__ void k(int* o) { o[0] = 1; }\n')) == 0
+    assert device_globals_bytes(b"not an ELF") == -1
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available()[0], reason=f"no usable CUDA GPU: {gpu_available()[1]}")
+def test_on_a_gpu_fresh_globals_gives_the_next_launch_the_device_variables_as_loaded(tmp_path):
+    """As on the emulator: a __device__ launch counter counts on until fresh_globals, after which the
+    next launch is the first again (the GPU backend reloads the module from its cubin)."""
+    from grader.backends.pycuda_backend import PyCudaBackend
+    be = PyCudaBackend()
+    try:
+        module = build(be, tmp_path, "vclock.cu", KERNELS)
+        assert module.stateful
+        be.fresh_globals(module)
+        assert launch_numbers(be, module) == [1] * 4
+        assert launch_numbers(be, module) == [2] * 4
+        be.fresh_globals(module)
+        assert launch_numbers(be, module) == [1] * 4
+        assert launch_numbers(be, module, grid=9) == [2] * 9
+    finally:
+        be.close()
