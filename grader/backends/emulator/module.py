@@ -106,7 +106,11 @@ class EmulatorModule(Module):
                 executor.stop()
                 raise ExecutorDied("crash", "the emulator runtime's ABI version does not match this grader")
             self._defined = {name: defined for name, (defined, _) in executor.hello.kernels.items()}
-            self._restorable = self._globals is not None and executor.snapshot_globals(self._globals) == ""
+            try:
+                self._restorable = self._globals is not None and executor.snapshot_globals(self._globals) == ""
+            except ExecutorDied:  # died taking the snapshot: load afresh without one (fresh_globals restarts)
+                self._globals = None
+                return self.load()
             self._dirty = False
             self._executor = executor
         return self._executor
