@@ -387,6 +387,17 @@ class Backend(abc.ABC):
                 args: Sequence[Union[DeviceArray, int]]) -> None:
         """Backend-specific launch of an already validated configuration; blocks until done."""
 
+    def fresh_globals(self, module: Module) -> None:
+        """Make ``module``'s next launch find its ``__device__`` variables as they were when it was
+        loaded: before each run a correctness case grades (:func:`grader.grading.case.run.run_case`),
+        so that the run whose output is judged sees the same launch count as the case's checked run
+        (docs/security.md, "The checked run and the graded run"). A backend whose modules keep state
+        between launches overrides this; the default has none to reset.
+
+        Raises:
+            KernelError: the module could not be reset (its process died).
+        """
+
     def describe(self) -> dict[str, str]:
         """Facts for the report: device name, versions. Override to add more."""
         return {"backend": self.name}

@@ -279,6 +279,8 @@ class PyCudaModule(Module):
 
     def __init__(self, module, functions: dict, specs: dict[str, KernelSpec], cubin: bytes = b"") -> None:
         self.module, self.functions, self.specs, self.cubin = module, functions, specs, cubin
+        self.stateful = device_globals_bytes(cubin) != 0  # it has __device__ variables (fresh_globals)
+        self.dirty = False  # launched since it was loaded or reloaded
 
     def has_kernel(self, name: str) -> bool:
         return name in self.functions
@@ -363,6 +365,29 @@ class PyCudaBackend(Backend):
         if not self._scratch.leaves_state:
             self._scratch.leaves_state = _leaves_state(self._cuda, cubin, functions.values())
         return PyCudaModule(module, functions, {k.name: k for k in kernels}, cubin)
+
+    def fresh_globals(self, module: Module) -> None:
+        """See :meth:`Backend.fresh_globals`: a module with ``__device__`` variables that ran since it
+        was loaded is loaded again from its cubin (``cuModuleLoadData`` initialises every variable of
+        ``.nv.global`` and ``.nv.global.init``, as the first load did), its kernels found again, and the
+        old module unloaded once the GPU is idle. A reload rather than writing each variable back
+        (``get_global``): it needs no symbol names (a ``static __device__`` one has a mangled local
+        name) and misses none. A module without such variables is left as it is.
+
+        Raises:
+            KernelError: the module no longer loads (the context is broken).
+        """
+        assert isinstance(module, PyCudaModule)
+        if not (module.stateful and module.dirty and module.cubin):
+            return
+        cuda = self._cuda
+        try:
+            cuda.Context.synchronize()  # no launch of the old module still running
+            fresh = cuda.module_from_buffer(module.cubin)
+            functions = {name: fresh.get_function(name) for name in module.functions}
+        except cuda.Error as exc:
+            raise self._fault("(reloading the module)", exc) from None
+        module.module, module.functions, module.dirty = fresh, functions, False
 
     def alloc(self, count: int, dtype: np.dtype) -> DeviceArray:
         """See :meth:`Backend.alloc`; in a worker that pools (:func:`pool_device_memory`), a buffer of
@@ -483,6 +508,7 @@ class PyCudaBackend(Backend):
         try:
             if self.shared_fill is not None and not self._deferred:
                 self.poison_shared(self.shared_fill)  # before every launch of a correctness case
+            module.dirty = True
             module.functions[kernel](*values, block=(block.x, block.y, block.z), grid=(grid.x, grid.y, grid.z),
                                      shared=shared_bytes)
             if not self._deferred:
@@ -669,6 +695,30 @@ def pool_device_memory() -> None:
     a context dropped after a hidden case (:func:`keep_context`) takes its pool with it."""
     global _POOL
     _POOL = True
+
+
+def device_globals_bytes(cubin: bytes) -> int:
+    """Bytes of a cubin's ``__device__`` variables: the sizes of its ELF sections named ``.nv.global``
+    or ``.nv.global.init`` (zero-initialised and initialised device data; ``__constant__`` data is in
+    ``.nv.constant*``, which kernels cannot write), read from the ELF64 section headers (the System V
+    gABI, "Sections": ``e_shoff``, ``e_shentsize``, ``e_shnum``, ``e_shstrndx``; ``sh_name``,
+    ``sh_size``). -1 where the bytes are not such an ELF (then the module counts as having some)."""
+    import struct
+    try:
+        if cubin[:4] != b"\x7fELF" or cubin[4] != 2 or cubin[5] != 1:  # ELFCLASS64, little-endian
+            return -1
+        shoff, = struct.unpack_from("<Q", cubin, 0x28)
+        shentsize, shnum, shstrndx = struct.unpack_from("<HHH", cubin, 0x3A)
+        headers = [struct.unpack_from("<IIQQQQ", cubin, shoff + i * shentsize) for i in range(shnum)]
+        names_at = headers[shstrndx][4]  # sh_offset of the section-name string table
+        total = 0
+        for name_off, _type, _flags, _addr, _offset, size in headers:
+            end = cubin.index(b"\0", names_at + name_off)
+            if cubin[names_at + name_off:end] in (b".nv.global", b".nv.global.init"):
+                total += size
+        return total
+    except (struct.error, IndexError, ValueError):
+        return -1
 
 
 def _leaves_state(cuda, cubin: bytes, functions) -> bool:

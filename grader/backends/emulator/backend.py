@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, ClassVar, Sequence, Union
 import numpy as np
 
 from grader.backends.base import Backend, DeviceArray, Dim3, Finding, Module
-from grader.backends.emulator.build import LINK_FLAGS, Toolchain, kernel_glue, tool_identity
+from grader.backends.emulator.build import LINK_FLAGS, Toolchain, globals_path, kernel_glue, tool_identity
 from grader.backends.emulator.compiler_process import kill_group
 from grader.backends.emulator.cross_check import _CompileCrossChecks, _missing_message
 from grader.backends.emulator.executor import ARENA_BYTES, Arena, Executor, ExecutorDied, probe_seccomp
@@ -257,6 +257,8 @@ class EmulatorBackend(_CompileCrossChecks, Backend):
                         *tc.module_command(Path("m.cpp"), Path("m.so")), *LINK_FLAGS, tc.runtime_key(),
                         tc.lockdown_text())
         so = cache.get(key, ".so")
+        if so is not None and not globals_path(so).exists():
+            so = None  # kept without the ranges of its __device__ variables (fresh_globals): compiled again
         if so is None:  # not compiled (and checked by nvcc) before: compile it
             token = uuid.uuid4().hex[:12]
             src = workdir / f"{stem}.emu-{token}.cpp"
@@ -272,7 +274,10 @@ class EmulatorBackend(_CompileCrossChecks, Backend):
                 raise
             if nvcc is not None:
                 self._finish_nvcc(nvcc, filename=filename, workdir=workdir)
+            built = so
             so = cache.put(key, ".so", so) or so
+            if so != built and globals_path(built).exists():  # beside the cached module, where the module looks
+                cache.put(key, ".so.globals", globals_path(built))
         module = EmulatorModule(path=so, filename=filename, kernels=kernels, start=self._start_executor,
                                 sandbox=self.sandbox, sum_shifts=rewrite.sum_shifts)
         with self._lock:
@@ -468,6 +473,24 @@ class EmulatorBackend(_CompileCrossChecks, Backend):
                 raise err from None
             self._add_output(output, cut)
         return raw, findings_text
+
+    def fresh_globals(self, module: Module) -> None:
+        """See :meth:`Backend.fresh_globals`: the executor copies back the module's writable data as
+        loaded (:meth:`EmulatorModule.fresh_globals`), or a new executor loads it afresh.
+
+        Raises:
+            LaunchError: ``module`` was not compiled by this backend.
+            KernelError: the executor died while restoring (kind ``crash``...).
+        """
+        if not isinstance(module, EmulatorModule):
+            raise LaunchError("fresh_globals: not a module of the CPU emulator")
+        with self._lock:
+            try:
+                module.fresh_globals()
+            except ExecutorDied as exc:
+                err = KernelError(f"resetting the module's __device__ variables: {exc}", kind=exc.kind)
+                err.findings = []
+                raise err from None
 
     # -- profile --------------------------------------------------------------------------------
     def start_profile(self, module: Module, *, blocks: int = 1) -> None:

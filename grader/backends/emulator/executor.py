@@ -30,6 +30,7 @@ import tempfile
 import threading
 import weakref
 from bisect import insort
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,9 +67,10 @@ HOST_SHARE = 4
 #: The memfd grows and shrinks in steps of this many bytes.
 _STEP = 2 * 2**20
 
-_PROTOCOL = 1
+_PROTOCOL = 2
 _REQ_LAUNCH, _REQ_TRIM = 1, 2
 _REQ_PROFILE, _REP_PROFILE = 3, 0x84  # the memory-access profile (runtime/profile.inc)
+_REQ_GLOBALS, _REP_GLOBALS = 4, 0x85  # the module's writable data: snapshot, restore (executor.cpp)
 _REP_HELLO, _REP_LAUNCHED, _REP_TRIMMED, _REP_VIOLATION = 0x81, 0x82, 0x83, 0xEE
 _MAX_REPLY = 4 * 2**20
 _VIOLATION_EXIT = 97
@@ -446,6 +448,35 @@ class Executor:
         if kind != _REP_PROFILE:
             raise self._broken("a malformed profile reply")
         return body.decode(errors="replace")
+
+    def snapshot_globals(self, ranges: Sequence[tuple[int, int]]) -> str:
+        """Have the executor copy the module's writable data ``ranges`` (``(offset from the module's
+        load address, bytes)``, :func:`.build.module_globals`) as loaded: before any launch, once.
+        Returns "" when done, else why the executor refused (a range outside the module's writable
+        data, a launch already ran).
+
+        Raises:
+            ExecutorDied: the executor died or broke the protocol.
+        """
+        payload = struct.pack("<ii", 0, len(ranges)) + b"".join(struct.pack("<QQ", o, n) for o, n in ranges)
+        return self._globals(payload)
+
+    def restore_globals(self) -> str:
+        """Copy the snapshot of :meth:`snapshot_globals` back: the module's ``__device__`` variables
+        as loaded. Returns "" when done, else why not (no snapshot).
+
+        Raises:
+            ExecutorDied: the executor died or broke the protocol.
+        """
+        return self._globals(struct.pack("<ii", 1, 0))
+
+    def _globals(self, payload: bytes) -> str:
+        self._send(_REQ_GLOBALS, payload)
+        kind, body = self._receive(timeout=None)
+        if kind != _REP_GLOBALS or len(body) < 4:
+            raise self._broken("a malformed globals reply")
+        (status,) = struct.unpack_from("<i", body)
+        return "" if status == 0 else (body[4:].decode(errors="replace") or "refused")
 
     def stop(self) -> None:
         """Kill the process (and its sandbox) and reap it. Idempotent."""

@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from grader.backends.base import DeviceArray, Module
-from grader.backends.emulator.build import RUNTIME_DIR
+from grader.backends.emulator.build import RUNTIME_DIR, globals_path, read_globals
 from grader.backends.emulator.executor import Arena, Executor, ExecutorDied
 from grader.backends.emulator.sandbox import Sandbox
 from grader.core.kernels import KernelSpec
@@ -87,6 +87,11 @@ class EmulatorModule(Module):
         self._sandbox = sandbox
         self._executor: Executor | None = None
         self._defined: dict[str, int] = {}
+        # The module's own writable data (build.module_globals), as the executor snapshots it at load;
+        # None: unknown (no link map), so fresh_globals starts a new executor instead.
+        self._globals = read_globals(globals_path(path))
+        self._restorable = False  # the running executor holds a snapshot of them
+        self._dirty = False       # a launch ran since the module was loaded or its globals restored
 
     def load(self) -> Executor:
         """The running executor, started (the module loaded, its static constructors run) if needed.
@@ -101,12 +106,44 @@ class EmulatorModule(Module):
                 executor.stop()
                 raise ExecutorDied("crash", "the emulator runtime's ABI version does not match this grader")
             self._defined = {name: defined for name, (defined, _) in executor.hello.kernels.items()}
+            try:
+                self._restorable = self._globals is not None and executor.snapshot_globals(self._globals) == ""
+            except ExecutorDied:  # died taking the snapshot: load afresh without one (fresh_globals restarts)
+                self._globals = None
+                return self.load()
+            self._dirty = False
             self._executor = executor
         return self._executor
+
+    def fresh_globals(self) -> None:
+        """Make the next launch find the module's ``__device__`` variables (every static of the
+        student's translation unit) as they were when it was loaded, static constructors run: the
+        executor copies its snapshot back, or, where it has none, the next launch starts a new
+        executor (which loads the module afresh). Nothing to do before the first launch.
+
+        Why: each run a case grades must behave as its checked run (docs/security.md, "The checked
+        run and the graded run"); a kernel that counts its launches in a ``__device__`` variable would
+        otherwise see a later launch number in the run whose output is judged than in the checked one.
+
+        Raises:
+            ExecutorDied: the executor died while restoring.
+        """
+        if not self._dirty or self._executor is None:
+            return
+        if self._restorable and self._executor.alive:
+            try:
+                if self._executor.restore_globals() == "":
+                    self._dirty = False
+                    return
+            except ExecutorDied:
+                self._executor = None
+                raise
+        self.stop()
 
     def launch(self, request: bytes) -> tuple[bytes, str, str, bool]:
         """Run a launch request in the executor (starting it if needed); see :meth:`Executor.launch`."""
         executor = self.load()
+        self._dirty = True
         try:
             return executor.launch(request)
         except ExecutorDied:

@@ -121,6 +121,13 @@ def run_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, c
     lists what was found, each kind once, in cause order (:func:`grader.core.kinds.in_cause_order`),
     and takes the first's kind; its message tells the first in full.
 
+    Fresh state: each run of the case's launch plan (each thread order's, the plain run's, a run
+    again with the second fill) starts from the module's ``__device__`` variables as loaded
+    (:meth:`grader.backends.base.Backend.fresh_globals`), and the emulator's clocks count the
+    thread's own work (docs/emulator.md, "Clocks"): the run whose output is judged behaves as the
+    checked runs did, whatever the kernel counts or times (docs/security.md, "The checked run and
+    the graded run").
+
     Unwritten shared memory: before the case, shared memory holds :data:`SHARED_FILLS`'s first
     pattern (both backends). When the output is wrong (and the checks found nothing in the kernel),
     or the emulator saw a read of shared memory no thread wrote, the case runs again with the
@@ -267,6 +274,9 @@ def _run_case(backend, module, *, cfg, part, case, schedules, checked, result, w
         errors: list[KernelError] = []
         try:
             plan = prepare(run, part, pc, d_in, case.n)
+            # Every run starts from the module's __device__ variables as loaded: the run whose output
+            # is judged then sees the launch numbers its checked run saw (docs/security.md).
+            backend.fresh_globals(module)
             plan.reset()
             for step in plan.launches:
                 try:

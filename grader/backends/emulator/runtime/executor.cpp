@@ -14,8 +14,9 @@
 // starts the N - 1 worker threads launches may use besides its own (--threads N: the only threads
 // the module ever gets), installs a seccomp filter (an allow-list: no threads, fork, exec, sockets,
 // ptrace...), and only then dlopens the module, whose static constructors run here. It then answers the grader's requests
-// on the socket: launch a kernel (sg_launch, then the findings and the device printf output), and
-// trim (sg_trim). It exits when the grader closes the socket.
+// on the socket: launch a kernel (sg_launch, then the findings and the device printf output),
+// trim (sg_trim), and snapshot or restore the module's own writable data (handle_globals: each run a
+// case grades starts from the __device__ variables as loaded). It exits when the grader closes the socket.
 //
 // limit: sets the resource limits and execs COMMAND (the sandboxed compiler runs under it).
 // probe: installs the seccomp filter and checks that it stops fork(), for describe().
@@ -27,6 +28,7 @@
 #include "sg_host.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -58,17 +60,19 @@
 
 namespace {
 
-constexpr uint32_t SG_EXECUTOR_PROTOCOL = 1;
+constexpr uint32_t SG_EXECUTOR_PROTOCOL = 2;
 
 // Frame types: requests from the grader, replies from the executor.
 enum : uint32_t {
     REQ_LAUNCH = 1,
     REQ_TRIM = 2,
     REQ_PROFILE = 3,  // the memory-access profile: set on/off, take the totals (handle_profile)
+    REQ_GLOBALS = 4,  // the module's writable data: snapshot it, or restore the snapshot (handle_globals)
     REP_HELLO = 0x81,
     REP_LAUNCHED = 0x82,
     REP_TRIMMED = 0x83,
     REP_PROFILE = 0x84,
+    REP_GLOBALS = 0x85,
     REP_VIOLATION = 0xEE,
 };
 
@@ -423,6 +427,7 @@ struct Module {
     sg_launch_fn launch;
     sg_profile_set_fn profile_set = nullptr;    // optional (modules built before the profile)
     sg_profile_take_fn profile_take = nullptr;
+    void *lib = nullptr;  // the dlopen handle
 };
 
 template <class F> bool bind(void *lib, const char *name, F *out) {
@@ -535,6 +540,108 @@ void handle_profile(const Module &M, const std::string &req) {
     if (!send_frame(REP_PROFILE, text)) _exit(0);
 }
 
+// ---- fresh globals -----------------------------------------------------------------------------------
+// A kernel's __device__ variables (and every other static of the student's translation unit) keep
+// their values from one launch to the next, as on a GPU. The grader grades a case from runs that must
+// each behave as the case's checked run did (docs/security.md, "The checked run and the graded run"):
+// a kernel that counts its launches in a __device__ variable must see the same count in both. So the
+// grader sends, once and before any launch, the byte ranges of the module's writable data that the
+// student's object contributed (build.py reads them from the link map: the runtime's own data is not
+// among them), as offsets from the module's load address; the executor copies them (SNAPSHOT), and
+// copies them back before each graded run (RESTORE). A range outside the module's writable segments
+// (or inside its RELRO part, read-only after relocation) refuses the whole request.
+//
+// GLOBALS payload: op (int32: 0 snapshot, 1 restore), count (int32), count x {offset, size (uint64)}
+// (snapshot only). GLOBALS reply: status (int32: 0 done, 1 refused), then the reason's text.
+struct Saved {
+    std::vector<std::pair<uintptr_t, size_t>> ranges;  // absolute addresses
+    std::vector<char> bytes;
+    bool taken = false;
+};
+Saved g_saved;
+bool g_launched = false;  // a launch ran: a snapshot now would not be the module as loaded
+
+struct Writable {
+    uintptr_t base = 0;
+    const char *name = nullptr;
+    std::vector<std::pair<uintptr_t, uintptr_t>> rw, relro;  // [lo, hi) of PF_W PT_LOADs, PT_GNU_RELRO
+};
+
+int find_writable(struct dl_phdr_info *info, size_t, void *data) {
+    Writable *w = static_cast<Writable *>(data);
+    if (info->dlpi_addr != w->base || !info->dlpi_name || strcmp(info->dlpi_name, w->name) != 0) return 0;
+    for (int i = 0; i < info->dlpi_phnum; ++i) {
+        const ElfW(Phdr) &ph = info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph.p_vaddr, hi = lo + ph.p_memsz;
+        if (ph.p_type == PT_LOAD && (ph.p_flags & PF_W)) w->rw.emplace_back(lo, hi);
+        if (ph.p_type == PT_GNU_RELRO) w->relro.emplace_back(lo, hi);
+    }
+    return 1;
+}
+
+std::string take_snapshot(const Module &M, Reader &r) {
+    if (g_saved.taken) return "the snapshot was taken already";
+    if (g_launched) return "a launch ran before the snapshot";
+    struct link_map *lm = nullptr;
+    if (dlinfo(M.lib, RTLD_DI_LINKMAP, &lm) != 0 || !lm) return "the module's load address is unknown";
+    Writable w;
+    w.base = lm->l_addr, w.name = lm->l_name;
+    if (!dl_iterate_phdr(find_writable, &w)) return "the module's segments are not found";
+    int32_t n = r.get<int32_t>();
+    if (!r.ok || n < 0 || n > 65536) return "malformed globals request";
+    std::vector<std::pair<uintptr_t, size_t>> ranges;
+    size_t total = 0;
+    for (int32_t i = 0; i < n; ++i) {
+        uint64_t off = r.get<uint64_t>(), size = r.get<uint64_t>();
+        if (!r.ok) return "malformed globals request";
+        uintptr_t lo = w.base + off, hi = lo + size;
+        if (size == 0) continue;
+        if (hi < lo || size > (1u << 30)) return "a range of the module's data is too large";
+        bool inside = false;
+        for (auto &s : w.rw) inside |= lo >= s.first && hi <= s.second;
+        for (auto &s : w.relro) inside &= hi <= s.first || lo >= s.second;
+        if (!inside) return "a range is not in the module's writable data";
+        ranges.emplace_back(lo, size_t(size));
+        total += size_t(size);
+    }
+    g_saved.bytes.resize(total);
+    size_t at = 0;
+    for (auto &rg : ranges) {
+        memcpy(g_saved.bytes.data() + at, reinterpret_cast<const void *>(rg.first), rg.second);
+        at += rg.second;
+    }
+    g_saved.ranges = std::move(ranges);
+    g_saved.taken = true;
+    return "";
+}
+
+void handle_globals(const Module &M, const std::string &req) {
+    Reader r{req.data(), req.data() + req.size()};
+    int32_t op = r.get<int32_t>();
+    std::string why;
+    if (!r.ok) {
+        why = "malformed globals request";
+    } else if (op == 0) {
+        why = take_snapshot(M, r);
+    } else if (op == 1) {
+        if (!g_saved.taken) {
+            why = "no snapshot was taken";
+        } else {
+            size_t at = 0;
+            for (auto &rg : g_saved.ranges) {
+                memcpy(reinterpret_cast<void *>(rg.first), g_saved.bytes.data() + at, rg.second);
+                at += rg.second;
+            }
+        }
+    } else {
+        why = "unknown globals operation";
+    }
+    Writer w;
+    w.put<int32_t>(why.empty() ? 0 : 1);
+    w.bytes(why.data(), why.size());
+    if (!send_frame(REP_GLOBALS, w.buf)) _exit(0);
+}
+
 int serve(int argc, char **argv) {
     unsigned long long sock = ~0ull, memfd = ~0ull, arena = 0, arena_size = 0, parent = 0, seccomp = 1;
     const char *module = nullptr;
@@ -603,6 +710,7 @@ int serve(int argc, char **argv) {
         hello_failed(std::string("cannot load the module: ") + (e ? e : "unknown error"));
     }
     Module M;
+    M.lib = lib;
     if (!bind(lib, "sg_abi_version", &M.abi_version) || !bind(lib, "sg_kernel_count", &M.kernel_count) ||
         !bind(lib, "sg_kernel_name", &M.kernel_name) || !bind(lib, "sg_kernel_defined", &M.kernel_defined) ||
         !bind(lib, "sg_kernel_arity", &M.kernel_arity) || !bind(lib, "sg_trim", &M.trim) ||
@@ -632,7 +740,10 @@ int serve(int argc, char **argv) {
         req.resize(head[0]);
         if (head[0] && !read_all(g_sock, &req[0], head[0])) return 0;
         if (head[1] == REQ_LAUNCH) {
+            g_launched = true;
             handle_launch(M, req);
+        } else if (head[1] == REQ_GLOBALS) {
+            handle_globals(M, req);
         } else if (head[1] == REQ_PROFILE) {
             handle_profile(M, req);
         } else if (head[1] == REQ_TRIM) {

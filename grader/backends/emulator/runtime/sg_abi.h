@@ -37,6 +37,10 @@ struct __sg_ThreadCtx {
     dim3 blockDim;
     dim3 gridDim;
     void *fiber; /* the runtime's Fiber */
+    /* The thread's virtual clock (clock64(), prelude.h): its memory accesses that the runtime saw
+       (rt_checks.inc: plain_at, check_access) and its clock reads, since its block started. Counted
+       the same whether its block is checked or not, whatever the thread order (docs/emulator.md). */
+    unsigned long long vclock;
 };
 
 static_assert(sizeof(__sg_ThreadCtx) <= __SG_HEADER_SIZE, "thread context must fit the stack header");
