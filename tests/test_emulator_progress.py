@@ -22,7 +22,8 @@ FILE = "progress.cu"
 INT = np.dtype(np.int32)
 KERNELS = tuple(KernelSpec(name, (Param("in", "const int*", "ptr"), Param("out", "int*", "ptr"),
                                   Param("flag", "int*", "ptr"), Param("n", "int", "int")))
-                for name in ("scan_then_rounds", "endless_two_barriers", "wait_for_last_block", "wait_forever"))
+                for name in ("scan_then_rounds", "endless_two_barriers", "wait_for_last_block", "wait_forever",
+                             "bounded_poll"))
 #: What a launch may take before the watchdog stops its executor: far above what detection takes
 #: (well under a second alone), so that only a detection that does not work fails on time.
 WATCHDOG_S = 60.0
@@ -109,3 +110,11 @@ def test_a_wait_nothing_can_end_is_found_once_the_block_is_alone(emu) -> None:
     err = info.value
     assert err.kind == "deadlock" and err.findings[0].line == line_of("forever"), str(err)
     assert "only block left" in err.findings[0].message
+
+
+def test_a_bounded_poll_that_counts_in_a_register_is_no_deadlock(emu) -> None:
+    """Each poll reads the same value at the same place (a stale poll, as the runtime saw it before),
+    but the thread's state changes each time: no proof that it polls for ever, and it ends."""
+    be, module = emu
+    out = run(be, module, "bounded_poll", grid=1, block=32, n=3000)
+    assert (out == 3000).all()

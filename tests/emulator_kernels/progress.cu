@@ -80,3 +80,13 @@ __global__ void wait_forever(const int* in, int* out, int* flag, int n) {
     }
     out[blockIdx.x * blockDim.x + t] = seen;
 }
+
+// Every thread polls a flag that nothing sets, but only `n` times, counting in a register: each
+// poll reads the same value at the same place, and still the kernel ends.
+__global__ void bounded_poll(const int* in, int* out, int* flag, int n) {
+    volatile int* f = flag;
+    int i = 0;
+    while (i < n && *f == 0)
+        ++i;
+    out[blockIdx.x * blockDim.x + threadIdx.x] = i;
+}
