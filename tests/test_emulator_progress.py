@@ -82,10 +82,13 @@ def test_many_barrier_rounds_with_progress_in_registers_end_right(emu, rounds) -
     np.testing.assert_array_equal(out, np.cumsum(x, dtype=np.int32))
 
 
-def test_an_endless_loop_through_two_barriers_is_found_naming_its_lines(emu) -> None:
+@pytest.mark.parametrize("grid", [1, 8])
+def test_an_endless_loop_through_two_barriers_is_found_naming_its_lines(emu, grid) -> None:
+    """Alone (grid 1), or with other blocks waiting to run (grid 8: the loop reads only shared
+    memory and registers, so what other blocks do cannot end it)."""
     be, module = emu
     with pytest.raises(KernelError) as info:
-        run(be, module, "endless_two_barriers", grid=1, block=64, n=5)
+        run(be, module, "endless_two_barriers", grid=grid, block=64, n=5)
     err = info.value
     assert err.kind == "deadlock", str(err)
     first = err.findings[0]

@@ -17,10 +17,12 @@
 //     round with a yield, the worker admits another block if it has a free slot and picks the next
 //     block to run at random (seeded), so spin-waits on other blocks (decoupled look-back) progress
 //     and see partial results.
-//   * Progress: a yield whose (site, address, value) repeats one of the thread's recent yields is a
-//     stale poll. When every resident block of every worker only polls stale and nothing is
-//     written, the launch deadlocks (reported when deadlock detection is on; otherwise it waits
-//     for the grader's timeout, as a GPU would hang).
+//   * Progress, by proof (rt_blocks.inc): a round is stale when its yields repeat the threads' recent
+//     (site, address, value), nothing was stored and every yielded thread is back in the state of its
+//     previous yield; when every resident block of every worker is stale, the launch deadlocks. A
+//     block whose state at a barrier release repeats an earlier one loops for ever. Both are
+//     reported when deadlock detection is on; otherwise the launch waits for the grader's timeout,
+//     as a GPU would hang.
 //   * Memory hooks: modules are compiled with -fsanitize=thread, and this runtime defines the
 //     __tsan_* entry points (no sanitizer runtime is linked). Volatile accesses are yield points;
 //     with checks on, every access of a checked block (every block, or the sampled ones: sg_host.h,
