@@ -105,6 +105,7 @@ static inline void __nanosleep(unsigned int, __SG_SITE) { __sg_yield_at(__SG_Y_S
    output is graded, in any thread order, and cannot time the checks (docs/security.md). ---- */
 static inline long long __sg_clock64(void) {
     __sg_ThreadCtx *c = (__sg_ThreadCtx *)__sg_self();
+    c->vclock_read = 1;
     return (long long)++c->vclock;
 }
 /* CUDA's clock(): the low 32 bits of the counter, as a clock_t (never negative here). */

@@ -41,6 +41,9 @@ struct __sg_ThreadCtx {
        (rt_checks.inc: plain_at, check_access) and its clock reads, since its block started. Counted
        the same whether its block is checked or not, whatever the thread order (docs/emulator.md). */
     unsigned long long vclock;
+    /* Whether the thread has read its clock since its block started: until it has, the clock is no
+       part of its state for the proof of an endless loop (rt_blocks.inc, block_state). */
+    unsigned int vclock_read;
 };
 
 static_assert(sizeof(__sg_ThreadCtx) <= __SG_HEADER_SIZE, "thread context must fit the stack header");
