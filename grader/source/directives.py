@@ -51,6 +51,8 @@ ALLOWED_HEADERS = frozenset({
     # CUDA
     "cuda.h", "cuda_runtime.h", "cuda_runtime_api.h", "device_launch_parameters.h", "device_functions.h",
     "cooperative_groups.h", "cuda_fp16.h", "math_constants.h", "sm_20_atomic_functions.h",
+    # libcu++ (CCCL): the atomics CCCL's documentation teaches; the emulator has its own (runtime/include/cuda/)
+    "cuda/atomic", "cuda/std/atomic",
     # C
     "assert.h", "float.h", "limits.h", "math.h", "stddef.h", "stdint.h", "stdio.h", "stdlib.h", "string.h",
     # C++
