@@ -15,6 +15,7 @@
 //   CUDA: cuda.h, cuda_runtime.h, cuda_runtime_api.h, device_launch_parameters.h,
 //         device_functions.h, cooperative_groups.h, cuda_fp16.h, math_constants.h,
 //         sm_20_atomic_functions.h
+//   libcu++: cuda/atomic, cuda/std/atomic (cuda::atomic_ref and its memory orders and scopes)
 //   C:    assert.h, float.h, limits.h, math.h, stddef.h, stdint.h, stdio.h, stdlib.h, string.h
 //   C++:  algorithm, cassert, cfloat, climits, cmath, cstddef, cstdint, cstdio, cstdlib, cstring,
 //         limits, type_traits, utility
