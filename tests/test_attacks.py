@@ -664,16 +664,19 @@ def test_a_kernel_that_knows_only_the_public_sizes_fails_the_hidden_ones_and_the
         assert str(scene.hidden_seed) not in text
 
 
-def test_a_kernel_that_skips_work_on_a_repeated_launch_fails_under_the_checks(scene):
-    """Without checks each case launches it once, so it computes every output it is credited for; with
-    them each case runs three times on freshly poisoned buffers and the repeated runs leave the poison."""
+def test_a_kernel_that_skips_work_on_a_repeated_launch_computes_every_graded_run(scene):
+    """It skips when launched again with the n of its last launch, kept in a __device__ variable. Every
+    run of a case (each of the checks' thread orders, and the graded run) starts with fresh
+    __device__ variables (docs/security.md), so no graded run skips: it earns only outputs it
+    computed, with or without checks (a GPU's timed repetitions, which share their variables, fail it
+    when timed)."""
     folder = submission(scene, "early_return_same_n")
     plain = run(scene, folder, config(scene))
     assert plain.part().status == "pass", plain.why()
     assert plain.part().performance is None and not plain.result.timed
     checked = run(scene, folder, config(scene), checks=True)
-    assert set(checked.statuses()) == {"fail"}, checked.why()
-    assert all("poison" in c.message and "thread order" in c.message for c in checked.part().cases), checked.why()
+    assert set(checked.statuses()) == {"pass"}, checked.why()
+    assert not any("poison" in c.message for c in checked.part().cases), checked.why()
 
 
 # -- a class with attackers -----------------------------------------------------------------------------------

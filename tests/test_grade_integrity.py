@@ -54,16 +54,16 @@ def test_the_profile_shows_nothing_of_the_hidden_sizes(tmp_path):
 
 
 def test_a_kernel_that_skips_its_work_in_the_profiled_launch_gets_no_profile_points(tmp_path):
-    """Part 2's conflicted scan as Part 3, returning at once in the profiled launch (the first of its
-    process): its output is checked like a case's, so the profile scores 0 and says why."""
+    """Part 2's conflicted scan as Part 3, returning at once in the first launch of its process (a
+    __device__ flag) to skip the profiled launch: every run of a case starts with fresh __device__
+    variables too (docs/security.md), so the skip shows in the cases, and the profile scores 0."""
     text = (ATTACKS / "profile_skips_work.cu").read_text()
     cfg = _part3_config(tmp_path)
     part = grade(_submit(tmp_path, text, "skips"), cfg=cfg, selection=EMULATOR).parts[0]
-    assert [c.status for c in part.cases] == ["pass"] * 3, part.cases
+    assert [c.status for c in part.cases] == ["pass", "fail", "fail"], part.cases  # n = 1, 5, 256
+    assert all("nothing was written to out" in c.message for c in part.cases[1:]), part.cases
     assert (part.profile.points, part.profile.max_points) == (0.0, 4.0)
-    assert part.profile.message.startswith("not scored: the profiled launch (n = 256, int32) did not compute the "
-                                           "scan"), part.profile.message
-    assert "out[" in part.profile.message  # the first wrong element, as a case's message gives it
+    assert part.profile.message.startswith("not profiled"), part.profile.message
     # Computed, the same conflicted scan is scored on its conflicts (3.4x the reference's wavefronts here).
     part2 = (SOLUTIONS / "part2_blelloch.cu").read_text().replace("blelloch_scan(", "blelloch_scan_cf(")
     honest = grade(_submit(tmp_path, part2, "honest"), cfg=cfg, selection=EMULATOR).parts[0]

@@ -170,9 +170,9 @@ def test_a_kernel_that_stashes_n_in_a_device_global_shows_no_hidden_size(tmp_pat
     p = grade(folder, cfg=cfg, selection=EMULATOR, parts=["part1_naive"], checks=False).parts[0]
     visible = [c for c in p.cases if c.visibility == "visible"]
     assert [c.visibility for c in p.cases] == ["visible"] * 8 + ["hidden"] * 2  # reports: visible, then hidden
-    # the kernel writes the previous launch's n into out[0]: each visible case shows a visible size
-    shown = {c.mismatch.got for c in visible if c.mismatch is not None}
-    assert shown and shown <= {1, 3, 33, 128}
+    # the kernel would write the previous launch's n into out[0]; every run starts with fresh
+    # __device__ variables (docs/security.md), so no case shows any other case's size
+    assert all(c.status == "pass" and c.mismatch is None for c in p.cases), [(c.name, c.message) for c in p.cases]
     assert not any("77" in c.message for c in visible)
 
 

@@ -4,6 +4,8 @@
 // the profiled launch, the first of the profile's own emulator, makes no shared access at all: 0
 // wavefronts, full marks, unless its output is checked. (On the GPU path, where the profile runs
 // on the emulator and the cases on the GPU, any test that tells the emulator apart does the same.)
+// Every run now starts with fresh __device__ variables (docs/security.md): each case's run is a
+// "first launch" too, so its cases of n > 1 fail and the profile is not scored.
 
 __device__ int g_launches;  // 0 until this process's first launch
 

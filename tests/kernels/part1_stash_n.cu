@@ -2,6 +2,8 @@
 // was launched with in a __device__ global, across launches in the part's worker, and writes it
 // into out[0] of the next case of another size, where the mismatch message shows it. Were a hidden case run
 // before a visible one, its size would reach the student; the grader runs every visible case first.
+// Every run of a case now also starts with fresh __device__ variables (docs/security.md): nothing
+// carries from one case to the next, and every case passes.
 
 __device__ int last_n = 0;
 
