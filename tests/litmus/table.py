@@ -4,7 +4,8 @@ model's verdict and what decides it. tests/test_litmus.py runs every row on the 
 with the docs (``python -m tests.litmus.table`` writes it there).
 
 Verdicts: ``race``: the checks must report a finding of kind ``race`` naming the two lines of one of
-the row's ``lines`` pairs (markers ``// LINE:name`` in the kernel file), in every thread order.
+the row's ``lines`` pairs (markers ``// LINE:name`` in the kernel file), in at least one thread order
+(the grader's rule: a case fails on a finding of any of its checked runs).
 ``clean``: no finding in any order, and the outcome (``allowed``, given the results ``r`` = RES(0..)
 and the final shared locations ``m`` = X, Y, Z, F, D...) is one the model allows.
 """
