@@ -67,9 +67,9 @@ def launch(be: EmulatorBackend, module: EmulatorModule, row: Litmus, order: tupl
     return run
 
 
-def names_lines(row: Litmus, f: Finding) -> bool:
-    """Whether ``f`` is a race naming the two lines of one of the row's pairs (in either order)."""
-    if f.kind != "race" or Path(f.file or "").name != row.file:
+def names_lines(row: Litmus, f: Finding, kind: str = "race") -> bool:
+    """Whether ``f`` is a finding of ``kind`` naming the two lines of one of the row's pairs (in either order)."""
+    if f.kind != kind or Path(f.file or "").name != row.file:
         return False
     return any({f.line, f.other_line} == {line_of(row.file, a), line_of(row.file, b)} for a, b in row.lines)
 
@@ -82,6 +82,10 @@ def said(row: Litmus, runs: list[Run]) -> str:
     kinds = sorted({f.kind for r in runs for f in r.findings} | {r.kind for r in runs if r.kind})
     if named:
         return "race"
+    stale = [r for r in runs if any(names_lines(row, f, "stale-read") for f in r.findings)]
+    if stale and kinds == ["stale-read"]:
+        shown = row.older is None or any(row.older(r.results, r.memory) for r in stale)
+        return "stale" if shown else "stale, older value not given"
     if "race" in kinds:
         lines = sorted({f"{f.line}/{f.other_line}" for r in runs for f in r.findings if f.kind == "race"})
         return ("race" if row.verdict == "clean" else "race (other lines)") + f" at {row.file}:{', '.join(lines)}"
@@ -120,7 +124,8 @@ def test_the_suite_covers_at_least_30_tests_and_each_kernel_states_its_verdict()
         at = text.index(f'extern "C" __global__ void {row.name}(int* out, int n)')
         comment = " ".join(text[text.rindex(f"// {row.name}.", 0, at):at].replace("//", " ").split())
         assert f"Verdict: {row.verdict}" in comment and "Source:" in comment, row.name
-        assert (row.verdict == "race") == bool(row.lines) and (row.verdict == "clean") == (row.allowed is not None)
+        assert (row.verdict in ("race", "stale")) == bool(row.lines)
+        assert (row.verdict == "clean") == (row.allowed is not None) and (row.verdict == "stale") == (row.older is not None)
         for pair in row.lines:
             for marker in pair:
                 line_of(row.file, marker)

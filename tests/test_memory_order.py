@@ -144,3 +144,25 @@ def test_an_unfenced_look_back_fails_and_the_reference_passes(tmp_path, backend)
     assert "race (memory order) between blocks" in case.message and "missing __threadfence() between" in case.message
     (good,) = grade(SOLUTIONS / "part5_single_pass.cu", cfg=cfg, selection=backend, parts=["part5_single_pass"]).parts
     assert good.status == "pass", [c.message for c in good.cases]
+
+
+def test_a_stale_read_fails_only_where_the_older_value_changes_the_output(tmp_path, backend):
+    """Write-to-read causality (issue 50): tile t reads tile t - 2's status word after reading tile
+    t - 1's, which tile t - 1 stored once it had read tile t - 2's, with no fence. The PTX memory
+    model lets a GPU give that read the older value, and the emulator gives it: the look-back that
+    polls each word waits and passes; the one that reads each word once sums a zero and fails as
+    ``stale-read``, naming the read and the store. The same verdicts through the GPU path, where
+    the emulator's checks decide the case."""
+    path = tmp_path / "config.yaml"
+    path.write_text("block_size: 64\nseed: 7\nparts:\n  part5_single_pass:\n    block_size: 64\n"
+                    "    items_per_thread: 4\n    points_per_case: 1\n    dtypes: [int32]\n    sizes: [1000]\n")
+    cfg = load_config(path)
+    (good,) = grade(BROKEN / "part5_chain_polled.cu", cfg=cfg, selection=backend, parts=["part5_single_pass"]).parts
+    assert good.status == "pass", [c.message for c in good.cases]
+    (bad,) = grade(BROKEN / "part5_chain_read_once.cu", cfg=cfg, selection=backend, parts=["part5_single_pass"]).parts
+    case = next(c for c in bad.cases if c.n == 1000)
+    assert case.status == "fail" and case.kind == "stale-read", case.message
+    text = (BROKEN / "part5_chain_read_once.cu").read_text().splitlines()
+    read_at = next(i for i, line in enumerate(text, start=1) if "LINE:chain_read" in line)
+    assert {f.line for f in case.findings if f.kind == "stale-read"} == {read_at} and "the emulator gave it the older value" \
+        in case.message and "with that value the output is wrong" in case.message, case.message

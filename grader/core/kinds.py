@@ -99,6 +99,9 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
        cause="out-of-bounds"),
     _k("race", "fail", "two threads accessed the same memory, one writing, with no barrier between them",
        check=True, cause="race"),
+    _k("stale-read", "fail", "a GPU may give a load its word's older value (the PTX memory model allows it there), "
+       "and with it the output is wrong (a warning where it is still right)", check=True, warning=True,
+       cause="race"),
     _k("barrier-divergence", "fail", "threads of a block waited at different barriers, or a warp mask is wrong",
        check=True, cause="divergence"),
     _k("deadlock", "fail", "every thread spin-waits and nothing changes", check=True, cause="divergence"),

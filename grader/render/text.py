@@ -6,6 +6,8 @@ Rendering is kept apart from the data: the same result is written as JSON by
 
 from __future__ import annotations
 
+import re
+
 import textwrap
 
 from grader.render._common import (SHOWN_FINDINGS, analysis_lines, block_size_text, folded_sizes, group_findings, is_hidden,
@@ -145,14 +147,21 @@ def _other_findings(group: list[CaseResult]) -> list[str]:
     return lines
 
 
+#: A block's or a thread's ids in a warning's text, ``(3, 0, 0)``: left out where warnings are compared.
+_IDS = re.compile(r"\(\d+, \d+, \d+\)")
+
+
 def _warning_lines(p: PartResult) -> list[str]:
-    """Each distinct warning of the part's visible cases once, with the cases it came from."""
-    seen: dict[str, list[CaseResult]] = {}
+    """Each distinct warning of the part's visible cases once, with the cases it came from: warnings
+    that differ only in the block and thread ids they name are one (the first is shown)."""
+    seen: dict[str, tuple[str, list[CaseResult]]] = {}
     for c in p.cases:
         if c.visibility != "hidden":
             for w in c.warnings:
-                seen.setdefault(w, []).append(c)
-    return [f"    WARNING {w} (n = {folded_sizes(cases)})" for w, cases in seen.items()]
+                first, cases = seen.setdefault(_IDS.sub("", w), (w, []))
+                if c not in cases:
+                    cases.append(c)
+    return [f"    WARNING {w} (n = {folded_sizes(cases)})" for w, cases in seen.values()]
 
 
 def _profile_lines(p: PartResult) -> list[str]:

@@ -97,7 +97,7 @@ __device__ void wrc(int* out) {
 // order, so RES(0) = 0 is forbidden; every access is strong (no data race).
 extern "C" __global__ void wrc_fenced(int* out, int n) { wrc<true>(out); }
 
-// wrc_middle_unfenced. Source: as wrc_fenced, block 1 without its fence. Verdict: race: no data race
-// (all strong), but nothing orders X's store before block 2's load: RES(0) = 0 is allowed after Y
-// was seen, a stale read that changes the output.
+// wrc_middle_unfenced. Source: as wrc_fenced, block 1 without its fence. Verdict: stale: no data
+// race (all strong), but nothing orders X's store before block 2's load: RES(0) = 0 is allowed after
+// Y was seen, and the emulator gives it (a stale-read; it changes this kernel's output).
 extern "C" __global__ void wrc_middle_unfenced(int* out, int n) { wrc<false>(out); }

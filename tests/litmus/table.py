@@ -8,6 +8,10 @@ the row's ``lines`` pairs (markers ``// LINE:name`` in the kernel file), in at l
 (the grader's rule: a case fails on a finding of any of its checked runs).
 ``clean``: no finding in any order, and the outcome (``allowed``, given the results ``r`` = RES(0..)
 and the final shared locations ``m`` = X, Y, Z, F, D...) is one the model allows.
+``stale``: no data race, but the model lets the read get an older value: the checks must report a
+``stale-read`` naming one of the row's ``lines`` pairs and give the read that value (the outcome
+``older`` shows it) in at least one order; a grader fails a case on it only where the output is
+then wrong (grader/grading/case/run.py).
 """
 
 from __future__ import annotations
@@ -41,10 +45,11 @@ class Litmus:
     grid: int
     block: int
     source: str
-    verdict: str  # "race" or "clean"
+    verdict: str  # "race", "stale" or "clean"
     why: str
-    lines: tuple[tuple[str, str], ...] = ()  # race: acceptable pairs of line markers, either order
+    lines: tuple[tuple[str, str], ...] = ()  # race, stale: acceptable pairs of line markers, either order
     allowed: Allowed | None = None  # clean: the outcomes the model allows (r: results, m: locations)
+    older: Allowed | None = None  # stale: the outcome of the read given the older value
 
 
 def _any(r: np.ndarray, m: np.ndarray) -> bool:
@@ -123,8 +128,9 @@ ROWS: tuple[Litmus, ...] = (
            "chain broken: " + DATA_RACE, (("isa2_data_load", "isa2_data_store"),)),
     Litmus("wrc_fenced", "chains.cu", 3, 1, PTXMM.format("§3.4.4") + "; " + PTX.format("§8.9.6"), "clean",
            "observation then base causality", allowed=_got_one),
-    Litmus("wrc_middle_unfenced", "chains.cu", 3, 1, PTXMM.format("§3.4.4") + ", middle fence removed", "race",
-           "stale X allowed after Y was seen (all strong)", (("wrc_x_load", "wrc_x_store"),)),
+    Litmus("wrc_middle_unfenced", "chains.cu", 3, 1, PTXMM.format("§3.4.4") + ", middle fence removed", "stale",
+           "stale X allowed after Y was seen (all strong: no data race); the older value is given",
+           (("wrc_x_load", "wrc_x_store"),), older=lambda r, m: r[0] == 0),
     Litmus("rmw_poll", "rmw.cu", 2, 1, PTX.format("§8.9.3") + "; " + PTXMM.format("§3.5.3"), "clean",
            "atomics only; atomicAdd(&X,0) publishes nothing",
            allowed=lambda r, m: r[0] in (0, 2) and m[X] == 2),

@@ -61,6 +61,16 @@ def _warning_lines(findings) -> tuple[str, ...]:
     return tuple(out)
 
 
+#: How a ``stale-read`` finding of the emulator ends where it gave the load the older value
+#: (runtime/rt_checks.inc, report_chain); one that could not give it explains no output.
+STALE_GIVEN = ": the emulator gave it the older value"
+
+
+def _stale_given(findings) -> list:
+    """The ``stale-read`` findings among ``findings`` whose older value the emulator gave the load."""
+    return [f for f in findings if f.kind == "stale-read" and f.message.rstrip(". ").endswith(STALE_GIVEN)]
+
+
 def _fill_changed(first: np.ndarray, second: np.ndarray, dtype: np.dtype, *, tol: np.ndarray | None) -> np.ndarray:
     """Indices where two runs of a case, with unwritten shared memory filled with the two
     :data:`SHARED_FILLS`, give outputs that differ beyond rounding (``first``, ``second``: the
@@ -266,6 +276,7 @@ def _run_case(backend, module, *, cfg, part, case, schedules, checked, result, w
                       findings=tuple(t.finding for t in told))
     x, expected = case_input(cfg, part, case.n, case.seed, dtype, ahead, fractional=case.fractional)
     take_warnings = getattr(backend, "take_warnings", None)
+    given: list = []  # the stale-read warnings whose older value the emulator gave a load (_stale_given)
 
     def launch(fill: int, where: str) -> _Launched | CaseResult:
         _set_shared_fill(backend, fill)
@@ -282,8 +293,9 @@ def _run_case(backend, module, *, cfg, part, case, schedules, checked, result, w
                 try:
                     step()
                 except KernelError as exc:
-                    warnings.extend(_warning_lines(f for f in getattr(exc, "findings", None) or ()
-                                                   if f.kind in WARNING_KINDS))
+                    kept = [f for f in getattr(exc, "findings", None) or () if f.kind in WARNING_KINDS]
+                    warnings.extend(_warning_lines(kept))
+                    given.extend(_stale_given(kept))
                     if verdict_of(exc.kind) != CaseStatus.FAIL:  # a crash, an error: nothing to check
                         return result(verdict_of(exc.kind), f"the kernel failed ({exc.kind}){where}: {exc}",
                                       kind=exc.kind)
@@ -294,7 +306,9 @@ def _run_case(backend, module, *, cfg, part, case, schedules, checked, result, w
             return result(CaseStatus.ERROR, f"launch refused: {exc}", kind=FailureKind.LAUNCH_REFUSED)
         finally:
             if take_warnings is not None:
-                warnings.extend(_warning_lines(take_warnings()))
+                kept = take_warnings()
+                warnings.extend(_warning_lines(kept))
+                given.extend(_stale_given(kept))
         return _Launched(run, plan, d_in, errors)
 
     def orders(schedules: tuple[str, ...], *, output: bool, note: str = "") -> _Found | CaseResult:
@@ -309,7 +323,7 @@ def _run_case(backend, module, *, cfg, part, case, schedules, checked, result, w
             where = f" ({'; '.join(filter(None, (note, order)))})" if note or order else ""
             if set_schedule:
                 set_schedule(schedule, seed=case.seed)
-            before = len(warnings)
+            before, given_before = len(warnings), len(given)
             launched = launch(SHARED_FILLS[0], where)
             if isinstance(launched, CaseResult):
                 return launched
@@ -325,7 +339,16 @@ def _run_case(backend, module, *, cfg, part, case, schedules, checked, result, w
                                 completed=launched.completed, output=output)
             told = kernel + [_WordedFinding(f, f.message) for f in own]
             unwritten = [w for w in warnings[before:] if w.startswith("uninitialized-read")]
-            if (mm is not None and not kernel) or (unwritten and not told):
+            stale = given[given_before:]
+            if mm is not None and stale and not kernel:
+                # The emulator gave a load an older value the PTX memory model allows (a stale-read
+                # warning), and the output is wrong: that read is the likeliest cause.
+                f = stale[0]
+                text = f"{f.message}; with that value the output is wrong{where}"
+                if f.block is not None and f.thread is not None:
+                    text += f" (block {_ids(f.block)}, thread {_ids(f.thread)})"
+                told.append(_WordedFinding(CaseFinding(f.kind, f.message, f.file, f.line, f.block, f.thread), text))
+            elif (mm is not None and not kernel) or (unwritten and not told):
                 first = _output_bits(launched.run, launched.plan, case.n)
                 del launched
                 again = launch(SHARED_FILLS[1], where)

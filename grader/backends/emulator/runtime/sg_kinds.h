@@ -19,6 +19,7 @@
     SG_KIND(out_of_bounds, "out-of-bounds")             \
     SG_KIND(misaligned, "misaligned")                   \
     SG_KIND(uninitialized_read, "uninitialized-read")   \
+    SG_KIND(stale_read, "stale-read")                   \
     /* barriers, warps and progress */                  \
     SG_KIND(barrier_divergence, "barrier-divergence")   \
     SG_KIND(deadlock, "deadlock")                       \
