@@ -41,7 +41,8 @@ def test_a_block_size_that_is_not_a_power_of_two_is_refused(tmp_path):
 
 
 def test_a_size_beyond_the_parts_limit_names_the_limit(tmp_path):
-    err = _bad(tmp_path, "block_size: 64\nseed: 1\nparts:\n  part1_naive:\n    points_per_case: 1\n    sizes: [1, 65]\n")
+    err = _bad(tmp_path, "block_size: 64\nseed: 1\nparts:\n  part1_naive:\n    points_per_case: 1\n"
+                         "    sizes: [1, 65]\n")
     assert err.key == "parts.part1_naive.sizes"
     assert "sizes[1] = 65 exceeds this part's limit of 64" in str(err)
 
@@ -50,7 +51,8 @@ def test_a_size_beyond_the_parts_limit_names_the_limit(tmp_path):
     ("parts:\n  part1_naive:\n    points_per_case: 1\n    sizes: [1]\n", "seed", "is required"),
     (BASE + "backend: cuda\n", "backend", "one of auto, pycuda, emulator"),
     ("seed: 1\nparts:\n  part9:\n    points_per_case: 1\n    sizes: [1]\n", "parts.part9", "known parts: part1_naive"),
-    ("seed: 1\nparts:\n  part1_naive:\n    points_per_case: 1\n    sizes: [0]\n", "parts.part1_naive.sizes", "not a positive integer"),
+    ("seed: 1\nparts:\n  part1_naive:\n    points_per_case: 1\n    sizes: [0]\n", "parts.part1_naive.sizes",
+     "not a positive integer"),
     ("seed: true\n" + BASE[8:], "seed", "non-negative integer"),
     (BASE + "inputs:\n  low: 5\n  high: 1\n", "inputs.high", "low (5) and high (1)"),
 ])
