@@ -200,7 +200,7 @@ def test_a_folder_the_user_cannot_read_in_process(tmp_path, monkeypatch, capsys)
 
 
 _UNREADABLE = ("part1_naive.cu could not be read (Permission denied); it was not graded: make it readable "
-               "(chmod a+r) and submit it again")
+               "(chmod a+r) and grade it again")
 
 
 @pytest.mark.parametrize("how", ["in place", "intake"])
@@ -298,3 +298,16 @@ def test_a_submission_with_no_part_file_is_still_a_graded_zero_saying_so_at_the_
     one = _folder(tmp_path / "one", part1_naive=PART1)  # one part there: no such line
     assert not any("NOTHING GRADED" in line for line in
                    render_text(grade(one, cfg=cfg, selection=EMULATOR, checks=False)).splitlines())
+
+
+@pytest.mark.parametrize("what", ["folder", "zip"])
+def test_a_class_entry_the_grader_cannot_read_is_refused_saying_what_to_do(tmp_path, monkeypatch, what):
+    entry = _folder(tmp_path, part1_naive=PART1)
+    if what == "zip":
+        entry = tmp_path / "sub.zip"
+        with zipfile.ZipFile(entry, "w") as z:
+            z.writestr("part1_naive.cu", PART1)
+    _deny(monkeypatch, entry)
+    refused = intake.snapshot(entry, tmp_path / "copy").refused
+    start = "the submission cannot be listed" if what == "folder" else "sub.zip could not be opened"
+    assert refused.startswith(f"{start} (Permission denied); ") and "make it readable" in refused, refused

@@ -211,8 +211,8 @@ def _not_text(shown: str, data: bytes) -> Absent | None:
 
 def _unreadable(shown: str, exc: OSError) -> Absent:
     """An :class:`Absent` for a part file that could not be read (permissions, an I/O error)."""
-    todo = ("make it readable (chmod a+r) and submit it again" if isinstance(exc, PermissionError)
-            else "submit it again")
+    todo = ("make it readable (chmod a+r) and grade it again" if isinstance(exc, PermissionError)
+            else "grade it again, or submit it again")
     return Absent(f"{shown} could not be read ({exc.strerror or exc}); it was not graded: {todo}", "error")
 
 
@@ -494,7 +494,8 @@ def snapshot_zip(archive: Path, dest: Path) -> Intake:
     try:
         fd = os.open(archive, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # a FIFO must not block intake
     except OSError as exc:
-        return Intake(dest, refused=f"{show(archive.name)} could not be opened ({exc.strerror}); it was not read")
+        return Intake(dest, refused=f"{show(archive.name)} could not be opened ({exc.strerror}); it was not read: "
+                                    "make it readable (chmod a+r) and grade it again")
     with os.fdopen(fd, "rb") as file:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
