@@ -415,6 +415,9 @@ def _grade(args: argparse.Namespace) -> int:
         grading = grading.quick()
     cfg = grading.cfg
     path = Path(args.path if args.command == "grade" else args.dir)
+    if not getattr(args, "intake", False):
+        from grader.grading.intake import require_part_file
+        require_part_file(path)  # the wrong folder: one line, before anything is graded
     if args.command == "check" and not path.is_dir():
         raise UsageError(f"{path}/ not found: run `scangrade check` from the folder that holds your "
                          "assignment/ folder, or pass --dir")

@@ -56,7 +56,7 @@ def test_hidden_sizes_catch_a_kernel_that_passes_only_the_configured_sizes(tmp_p
 
 def test_a_private_config_may_only_add_a_seed_and_hidden_sizes(tmp_path, small_config):
     private = tmp_path / "private.yaml"
-    private.write_text("parts:\n  part2_blelloch:\n    sizes: [5]\n")
+    private.write_text("seed: 99\nparts:\n  part2_blelloch:\n    sizes: [5]\n")
     with pytest.raises(ConfigError) as info:
         load_private(small_config, private)
     assert info.value.path == str(private) and info.value.key == "parts.part2_blelloch.sizes"

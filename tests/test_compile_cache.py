@@ -89,7 +89,7 @@ def test_one_gradings_files_together_stay_within_its_quota(tmp_path, monkeypatch
 def test_the_bounds_are_config_keys_with_defaults_and_checks(tmp_path):
     from grader.assignment.config import load_config
     from grader.core.errors import ConfigError
-    base = "seed: 1\nparts:\n  part1_naive:\n    sizes: [1]\n"
+    base = "seed: 1\nparts:\n  part1_naive:\n    points_per_case: 1\n    sizes: [1]\n"
     (tmp_path / "c.yaml").write_text(base)
     cc = load_config(tmp_path / "c.yaml").compile_cache
     assert (cc.max_mib, cc.max_age_days, cc.submission_mib) == (1024, 30, 32)

@@ -25,12 +25,12 @@ def _bad(tmp_path, text):
     return info.value
 
 
-BASE = "seed: 1\nparts:\n  part1_naive:\n    sizes: [1, 2]\n"
+BASE = "seed: 1\nparts:\n  part1_naive:\n    points_per_case: 1\n    sizes: [1, 2]\n"
 
 
 def test_an_unknown_key_is_named_with_its_line_and_the_allowed_keys(tmp_path):
     err = _bad(tmp_path, BASE + "timeouts:\n  part_seconds: 3\n")
-    assert err.key == "timeouts.part_seconds" and err.line == 6
+    assert err.key == "timeouts.part_seconds" and err.line == 7
     assert "allowed here: case_s, part_s" in str(err)
 
 
@@ -41,16 +41,18 @@ def test_a_block_size_that_is_not_a_power_of_two_is_refused(tmp_path):
 
 
 def test_a_size_beyond_the_parts_limit_names_the_limit(tmp_path):
-    err = _bad(tmp_path, "block_size: 64\nseed: 1\nparts:\n  part1_naive:\n    sizes: [1, 65]\n")
+    err = _bad(tmp_path, "block_size: 64\nseed: 1\nparts:\n  part1_naive:\n    points_per_case: 1\n"
+                         "    sizes: [1, 65]\n")
     assert err.key == "parts.part1_naive.sizes"
     assert "sizes[1] = 65 exceeds this part's limit of 64" in str(err)
 
 
 @pytest.mark.parametrize("text, key, words", [
-    ("parts:\n  part1_naive:\n    sizes: [1]\n", "seed", "is required"),
+    ("parts:\n  part1_naive:\n    points_per_case: 1\n    sizes: [1]\n", "seed", "is required"),
     (BASE + "backend: cuda\n", "backend", "one of auto, pycuda, emulator"),
-    ("seed: 1\nparts:\n  part9:\n    sizes: [1]\n", "parts.part9", "known parts: part1_naive"),
-    ("seed: 1\nparts:\n  part1_naive:\n    sizes: [0]\n", "parts.part1_naive.sizes", "not a positive integer"),
+    ("seed: 1\nparts:\n  part9:\n    points_per_case: 1\n    sizes: [1]\n", "parts.part9", "known parts: part1_naive"),
+    ("seed: 1\nparts:\n  part1_naive:\n    points_per_case: 1\n    sizes: [0]\n", "parts.part1_naive.sizes",
+     "not a positive integer"),
     ("seed: true\n" + BASE[8:], "seed", "non-negative integer"),
     (BASE + "inputs:\n  low: 5\n  high: 1\n", "inputs.high", "low (5) and high (1)"),
 ])

@@ -131,7 +131,8 @@ def test_the_reference_solutions_pass_exact_and_fractional_float32(tmp_path):
                                    ("part3_conflict_free", "[777, 1024]", "[1000]"),
                                    ("part4_any_size", "[513, 2048, 262145]", "[65537]"),
                                    ("part5_single_pass", "[5633, 65537]", "[11265]")):
-        body += f"  {key}:\n    dtypes: [float32]\n    sizes: {sizes}\n    fractional_sizes: {fractional}\n"
+        body += (f"  {key}:\n    points_per_case: 1\n    dtypes: [float32]\n    sizes: {sizes}\n"
+                 f"    fractional_sizes: {fractional}\n")
         if key == "part5_single_pass":
             body += "    block_size: 128\n    items_per_thread: 44\n"
     result = grade(SOLUTIONS, cfg=_config(tmp_path, body), selection=EMULATOR)

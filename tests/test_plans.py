@@ -70,7 +70,7 @@ def plan_of(key: str, n: int, *, block: int = 32, dtype=np.int32, items: int | N
     backend = Recorder()
     run = Run(backend, NoModule(), np.dtype(dtype))
     d_in = run.buffer("in", n, np.arange(n, dtype=dtype), output=False)
-    pc = PartConfig(sizes=(n,), block_size=block, items_per_thread=items)
+    pc = PartConfig(sizes=(n,), points_per_case=1, block_size=block, items_per_thread=items)
     return backend, run, prepare(run, PARTS[key], pc, d_in, n)
 
 
@@ -152,7 +152,7 @@ def test_part5_checks_one_ticket_per_block_after_its_launch():
 
 
 def plan_pc(n: int, *, block: int = 32, items: int | None = None) -> PartConfig:
-    return PartConfig(sizes=(n,), block_size=block, items_per_thread=items)
+    return PartConfig(sizes=(n,), points_per_case=1, block_size=block, items_per_thread=items)
 
 
 def test_buffers_are_poisoned_around_and_inside_and_the_input_copied():
@@ -170,4 +170,4 @@ def test_a_part_without_a_plan_is_refused():
     backend = Recorder()
     run = Run(backend, NoModule(), np.dtype(np.int32))
     with pytest.raises(LaunchError, match="no launch plan for part part9_unknown"):
-        prepare(run, part, PartConfig(sizes=(1,)), run.buffer("in", 1), 1)
+        prepare(run, part, PartConfig(sizes=(1,), points_per_case=1), run.buffer("in", 1), 1)

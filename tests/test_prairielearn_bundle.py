@@ -311,7 +311,8 @@ def test_prairielearn_bundle_refuses_a_timeout_it_cannot_take_and_says_which_it_
 ])
 def test_the_timeouts_are_fitted_whatever_the_layout_of_the_config(tmp_path, timeouts, kept):
     config = tmp_path / "config.yaml"
-    config.write_text("# the course's config\nseed: 7\n" + timeouts + "parts:\n  part1_naive:\n    sizes: [1]\n")
+    config.write_text("# the course's config\nseed: 7\n" + timeouts
+                      + "parts:\n  part1_naive:\n    points_per_case: 1\n    sizes: [1]\n")
     made = build_prairielearn_bundle(tmp_path / "b", config=config, timeout_s=40)
     shipped = load_config(made.folder / "config.yaml")
     assert (shipped.timeouts.submission_s, shipped.timeouts.part_s, shipped.timeouts.case_s) == \

@@ -9,8 +9,9 @@ import pytest
 
 from grader.cli import main
 from grader.assignment.config import load_config, load_private
-from grader.assignment.private_template import SEED_RANGE
-from tests.conftest import ROOT, write_config
+from grader.assignment.parts import PARTS
+from grader.assignment.private_template import SEED_RANGE, private_template
+from tests.conftest import ROOT, SOLUTIONS, write_config
 
 
 def _template(capsys, config: Path, tmp_path: Path) -> Path:
@@ -30,18 +31,42 @@ def test_the_template_validates_as_a_private_config_of_its_public_one(which, tmp
     assert list(private.parts) == list(public.parts)
     for key, pc in private.parts.items():
         assert len(pc.hidden_sizes) == 2 and not set(pc.hidden_sizes) & set(public.parts[key].sizes), key
-    if which == "small":  # the examples moved off the public sizes (95, 94 and 125; 5 and 100 tiles of 256, less 1)
-        assert private.parts["part1_naive"].hidden_sizes == (93, 124)
-        assert private.parts["part4_any_size"].hidden_sizes == (1282, 25598)
+    for key, pc in public.parts.items():  # a power of two plus or minus one, and an odd size, within the part's bound
+        spec = PARTS[key]
+        limit, tile = spec.limit(pc.block_size), spec.tile_of(pc)
+        power, odd = private.parts[key].hidden_sizes[-2:]
+        assert min(abs(power - (1 << power.bit_length())), abs(power - (1 << (power.bit_length() - 1)))) == 1, key
+        assert odd % 2 == 1 and not (tile and odd % tile == 0), key
+        assert 2 <= min(power, odd) and max(power, odd) <= (limit if limit is not None else max(pc.sizes)), key
 
 
-def test_the_template_is_commented_and_its_seed_is_drawn_each_time(tmp_path, capsys):
-    text = _template(capsys, ROOT / "config.yaml", tmp_path).read_text()
+def test_the_template_is_commented_and_its_seed_and_sizes_are_drawn_each_time(tmp_path, capsys):
+    """A course that keeps the template's sizes must not have published them: every template draws its own."""
+    first, second = _template(capsys, ROOT / "config.yaml", tmp_path), _template(capsys, ROOT / "config.yaml",
+                                                                                 tmp_path / "..")
+    text = first.read_text()
     assert all(line.lstrip().startswith("#") or ":" in line for line in text.splitlines() if line.strip())
     assert "--private-config" in text and "Keep it from students" in text and "choose your own" in text
-    again = _template(capsys, ROOT / "config.yaml", tmp_path / "..").read_text()
-    seed = [line for line in text.splitlines() if line.startswith("seed:")]
-    assert seed and seed != [line for line in again.splitlines() if line.startswith("seed:")]
+    public = load_config(ROOT / "config.yaml")
+    a, b = load_private(public, first), load_private(public, second)
+    assert a.private_seed != b.private_seed
+    assert [pc.hidden_sizes for pc in a.parts.values()] != [pc.hidden_sizes for pc in b.parts.values()]
+
+
+def test_the_example_sizes_are_drawn_from_the_generator_given(small_config):
+    import random
+    draws = [private_template(small_config, seed=5, rng=random.Random(1)) for _ in range(2)]
+    assert draws[0] == draws[1] and draws[0] != private_template(small_config, seed=5, rng=random.Random(2))
+
+
+def test_a_template_grades_its_hidden_cases(tmp_path, capsys):
+    from grader.backends import Selection
+    from grader.grading.runner import grade
+    config = write_config(tmp_path, sizes={"part1_naive": [1, 33]})
+    cfg = load_private(load_config(config), _template(capsys, config, tmp_path))
+    (part,) = grade(SOLUTIONS, cfg=cfg, selection=Selection("emulator", "test"), parts=["part1_naive"]).parts
+    hidden = [c for c in part.cases if c.visibility == "hidden"]
+    assert len(hidden) == 2 * len(cfg.parts["part1_naive"].dtypes) and all(c.status == "pass" for c in hidden)
 
 
 def test_private_template_of_a_bad_config_is_one_line(tmp_path, capsys):

@@ -315,7 +315,8 @@ def _shipped_part3_config(tmp: Path) -> Path:
     shipped = yaml.safe_load((Path(__file__).resolve().parent.parent / "config.yaml").read_text())
     part3 = shipped["parts"]["part3_conflict_free"]
     doc = {"block_size": shipped["block_size"], "seed": 7,
-           "parts": {"part3_conflict_free": {"sizes": [1, part3["profile"]["size"]], "dtypes": ["int32"],
+           "parts": {"part3_conflict_free": {"points_per_case": 1, "sizes": [1, part3["profile"]["size"]],
+                                             "dtypes": ["int32"],
                                              "profile": part3["profile"]}}}
     path = tmp / "config.yaml"
     path.write_text(yaml.safe_dump(doc))

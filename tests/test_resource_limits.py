@@ -139,7 +139,7 @@ def test_a_limit_too_small_for_hidden_cases_gives_no_number_that_depends_on_them
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump(data))
     private = tmp_path / "private.yaml"
-    private.write_text("parts:\n  part4_any_size:\n    hidden_sizes: [536870912]\n")
+    private.write_text("seed: 99\nparts:\n  part4_any_size:\n    hidden_sizes: [536870912]\n")
     texts = _grade(tmp_path, 4 * GiB, config=config, private=private)
     (p4,) = _result(texts)["parts"]
     assert p4["status"] == "error", texts["text"]

@@ -77,7 +77,7 @@ def test_the_config_fingerprint_follows_the_rules_not_the_file(tmp_path):
     other_seed = load_config(write_config(tmp_path / "c", seed=8, sizes={"part1_naive": [5]}))
     assert config_fingerprint(other_seed) != config_fingerprint(a)
     private = tmp_path / "private.yaml"
-    private.write_text("parts:\n  part1_naive:\n    hidden_sizes: [77]\n")
+    private.write_text("seed: 99\nparts:\n  part1_naive:\n    hidden_sizes: [77]\n")
     assert config_fingerprint(load_private(a, private)) != config_fingerprint(a)
 
 

@@ -57,7 +57,8 @@ def test_status_words_are_coloured_on_every_line(report):
 
 
 def test_the_report_says_when_the_emulator_ran_without_its_sandbox(tmp_path):
-    (tmp_path / "config.yaml").write_text("block_size: 128\nseed: 7\nparts:\n  part1_naive: {sizes: [5]}\n")
+    (tmp_path / "config.yaml").write_text("block_size: 128\nseed: 7\nparts:\n"
+                                          "  part1_naive: {points_per_case: 1, sizes: [5]}\n")
     cfg = load_config(tmp_path / "config.yaml").override(emulator={"sandbox": "off"})
     text = render_text(grade(SOLUTIONS / "part1_naive.cu", cfg=cfg, selection=Selection("emulator", "test"),
                              checks=False))
@@ -69,9 +70,9 @@ def test_the_header_names_each_part_launched_with_its_own_block_size(tmp_path):
     from grader.render.markdown import markdown
     from grader.core.results import result_from_dict
     (tmp_path / "config.yaml").write_text(
-        "block_size: 128\nseed: 7\nparts:\n  part1_naive: {sizes: [5]}\n"
-        "  part4_any_size: {block_size: 64, sizes: [5]}\n"
-        "  part5_single_pass: {block_size: 64, items_per_thread: 4, sizes: [5]}\n")
+        "block_size: 128\nseed: 7\nparts:\n  part1_naive: {points_per_case: 1, sizes: [5]}\n"
+        "  part4_any_size: {block_size: 64, points_per_case: 1, sizes: [5]}\n"
+        "  part5_single_pass: {block_size: 64, items_per_thread: 4, points_per_case: 1, sizes: [5]}\n")
     sub = tmp_path / "sub"
     sub.mkdir()
     for name in ("part1_naive.cu", "part4_any_size.cu", "part5_single_pass.cu"):

@@ -45,12 +45,40 @@ class _LinedDict(dict):
 _Lines.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
-def _read_yaml(p: str):
+def _unreadable(exc: OSError) -> str:
+    """Why a config file could not be read, and what to do, by the error's kind."""
+    if isinstance(exc, FileNotFoundError):
+        return "no such file; pass an existing YAML file"
+    if isinstance(exc, IsADirectoryError):
+        return "is a folder, not a file; pass the YAML file itself"
+    if isinstance(exc, PermissionError):
+        return ("cannot be read (permission denied); make it readable to this user (chmod u+r) or pass a "
+                "copy that is")
+    return f"cannot be read ({exc.strerror or exc}); pass a readable YAML file"
+
+
+def read_text(p: str) -> str:
+    """The text of the config file ``p``, which must be UTF-8 (a byte-order mark is dropped).
+
+    Raises:
+        ConfigError: the file is missing, a folder or unreadable, or is not UTF-8 text (the message
+            names the line and column of the first byte that is not, and says to save it as UTF-8).
+    """
     try:
-        text = Path(p).read_text(encoding="utf-8")
+        data = Path(p).read_bytes()
     except OSError as exc:
-        raise ConfigError(f"cannot read the file ({exc.strerror}); pass an existing file with --config",
-                          path=p) from None
+        raise ConfigError(_unreadable(exc), path=p) from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        head = data[:exc.start]
+        line, column = head.count(b"\n") + 1, exc.start - (head.rfind(b"\n") + 1) + 1
+        raise ConfigError(f"not UTF-8 text (byte 0x{data[exc.start]:02x} at column {column}); save the file "
+                          "as UTF-8 (a YAML config is text)", path=p, line=line) from None
+
+
+def _read_yaml(p: str):
+    text = read_text(p)
     try:
         return yaml.load(text, Loader=_Lines)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
@@ -64,7 +92,9 @@ class _Private(_Schema):
     """A TA's private config: the hidden cases' seed and, per part, hidden sizes (:class:`_PrivatePart`)."""
 
     seed: Annotated[Int, _check(_not_negative)] = Field(
-        None, description="a non-negative integer (the hidden cases' seed)")
+        description="a non-negative integer of its own, not the public seed (the hidden cases' inputs are drawn "
+                    "from it: with the public seed, anyone could compute them); `scangrade private-template` "
+                    "draws one")
     parts: dict = Field(default_factory=dict)
 
 
@@ -190,16 +220,23 @@ def load_config(path: str | os.PathLike) -> Config:
 def load_private(cfg: Config, path: str | os.PathLike) -> Config:
     """Layer a TA's private configuration over a public one.
 
-    The private file may hold ``seed`` (the seed of the hidden cases; visible cases keep the
-    public seed) and, per part, ``hidden_sizes``: cases that students see by name and status only.
-    Nothing else, so a private file cannot silently change what the public config promises.
+    The private file must hold ``seed``, the seed of the hidden cases (visible cases keep the
+    public seed), and may hold, per part, ``hidden_sizes``: cases that students see by name and
+    status only. Nothing else, so a private file cannot silently change what the public config
+    promises. The seed is required, and must differ from the public one: hidden inputs drawn from the
+    public seed could be computed by anyone who reads the public config and the grader.
 
     Raises:
-        ConfigError: as :func:`load_config`, naming the private file.
+        ConfigError: as :func:`load_config`, naming the private file; also a private file without
+            ``seed``, or whose seed is the public config's.
     """
     p = str(path)
     root = _read_yaml(p) or {}
     private = _validate(_Private, root, path=p, root=root)
+    if private.seed == cfg.seed:
+        raise ConfigError("is the public config's seed, so anyone could compute the hidden inputs; use a seed of "
+                          "its own (`scangrade private-template` draws one)", path=p, key="seed",
+                          line=_key_lines(root)("seed"))
     parts = {}
     lines = _key_lines(root.get("parts"))
     for key in private.parts:
@@ -239,7 +276,7 @@ def config_text_with(path: str | os.PathLike, values: dict[tuple[str, str], floa
     """
     p = str(path)
     root = _read_yaml(p) or {}
-    text = Path(p).read_text(encoding="utf-8")
+    text = read_text(p)
     lines = text.splitlines(keepends=True)
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"

@@ -354,7 +354,8 @@ class ProfileConfig(_Scored):
 
 
 class PartConfig(_Schema):
-    """One part under ``parts:``: its cases (every size runs for each dtype), points, BLOCK_SIZE
+    """One part under ``parts:``: its cases (every size runs for each dtype), points (required: a
+    default would grade a course on points it never chose), BLOCK_SIZE
     (the top-level ``block_size`` unless set), ITEMS_PER_THREAD (Part 5's only), the hidden sizes of a
     private config (students see those cases by name and status only), and its timing and profile
     (None: not timed, not profiled). Its limits are checked by :class:`ConfigFile`, which knows the
@@ -366,7 +367,8 @@ class PartConfig(_Schema):
     hidden_sizes: Seq = Field((), description="a list of sizes n")
     fractional_sizes: Seq = Field((), description="a list of sizes n (float32 cases with fractional inputs)")
     points_per_case: Annotated[float, _check(_not_negative)] = Field(
-        1.0, description="a non-negative number of points")
+        description="a non-negative number of points, what each case of the part is worth (the shipped "
+                    "config.yaml gives 1)")
     dtypes: Annotated[Seq, _check(_dtypes_problem)] = Field(
         ("int32",), description="a non-empty list of " + " and ".join(DTYPES))
     items_per_thread: Annotated[Int, _check(lambda v: None if 1 <= v <= 64 else "must be from 1 to 64")] | None = \

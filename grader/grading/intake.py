@@ -19,6 +19,10 @@ This module sits below the runner and imports nothing above it (``tests/test_imp
   of the grader's own: an :class:`Intake`, which :func:`grader.grading.runner.grade` grades as it is (its
   notes and where each file was included).
 - :func:`read_source` (the worker) decodes a part file for the compiler.
+
+Every part file is read once at intake, so that one the grader cannot read, or whose bytes are not
+text (:func:`text_problem`: a binary file under a part's name), becomes an :class:`Absent` naming it
+and saying what to do, instead of a worker's failure or pages of compiler errors.
 """
 
 from __future__ import annotations
@@ -126,8 +130,8 @@ def read_source(path: Path, *, limit: int = MAX_SOURCE_BYTES) -> str:
     backend compiles the same text (non-ASCII bytes can only matter in comments and strings).
 
     Raises:
-        SubmissionError: the file is larger than ``limit`` bytes, or not a regular file (a FIFO,
-            a device: opened without blocking, never read).
+        SubmissionError: the file is larger than ``limit`` bytes, not a regular file (a FIFO,
+            a device: opened without blocking, never read), or not text (:func:`text_problem`).
         OSError: the file cannot be read.
     """
     with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:
@@ -137,6 +141,9 @@ def read_source(path: Path, *, limit: int = MAX_SOURCE_BYTES) -> str:
         data = f.read(limit + 1)
     if len(data) > limit:
         raise SubmissionError(f"{path.name}: larger than {limit} bytes; not read")
+    refused = _not_text(path.name, data)
+    if refused is not None:
+        raise SubmissionError(refused.message)
     if data.startswith(b"\xef\xbb\xbf"):
         return data[3:].decode("utf-8", "replace")
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
@@ -158,6 +165,67 @@ def _missing(key: str, found: str | None) -> Absent:
 def _too_big(shown: str, size: int | None = None) -> Absent:
     what = f" is {size} bytes," if size is not None else " is"
     return Absent(f"{shown}{what} over the {_size(MAX_SOURCE_BYTES)} limit of a part file; it was not read", "error")
+
+
+#: Characters that are no part of a source file's text: the C0 control codes but tab, line feed,
+#: vertical tab, form feed, carriage return and escape, and DEL.
+_ODD = bytes(sorted(set(range(0x20)) - set(b"\t\n\v\f\r\x1b") | {0x7f}))
+
+
+def text_problem(data: bytes) -> str | None:
+    """Why ``data`` is not the text of a source file, or None when it is.
+
+    Perl's rule for ``-T`` / ``-B`` (perlfunc, "-X"), on the whole file: a NUL byte makes it binary,
+    and so do odd characters making up more than a third of it (control codes other than white
+    space; bytes above 0x7F too, unless the file is valid UTF-8). Text in UTF-16 with a byte-order
+    mark is judged once decoded. A stray control code in a text file is left to the compiler, which
+    names its line.
+
+    Returns:
+        The reason, for a message (``a NUL byte on line 3``), or None.
+    """
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        data = data.decode("utf-16", "replace").encode("utf-8")
+    nul = data.find(b"\0")
+    if nul >= 0:
+        line = data.count(b"\n", 0, nul) + 1
+        return f"a NUL byte on line {line}"
+    odd = len(data) - len(data.translate(None, _ODD))
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        odd += sum(b >= 0x80 for b in data)
+    if 3 * odd > len(data):
+        return f"{100 * odd // len(data)} % of its bytes are control codes or not text"
+    return None
+
+
+def _not_text(shown: str, data: bytes) -> Absent | None:
+    """An :class:`Absent` for a part file whose bytes are not text (:func:`text_problem`), else None."""
+    why = text_problem(data)
+    if why is None:
+        return None
+    return Absent(f"{shown} is not a text file ({why}); it was not compiled: submit the CUDA source itself, "
+                  "saved as text (UTF-8)", "error")
+
+
+def _unreadable(shown: str, exc: OSError) -> Absent:
+    """An :class:`Absent` for a part file that could not be read (permissions, an I/O error)."""
+    todo = ("make it readable (chmod a+r) and grade it again" if isinstance(exc, PermissionError)
+            else "grade it again, or submit it again")
+    return Absent(f"{shown} could not be read ({exc.strerror or exc}); it was not graded: {todo}", "error")
+
+
+def _read_part(path: Path, shown: str, *, follow: bool) -> Absent | None:
+    """Why the regular file at ``path`` cannot be graded once read (unreadable, not text), or None.
+    ``follow``: open it through a symbolic link (a file named on the command line)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow else os.O_NOFOLLOW)
+    try:
+        with open(os.open(path, flags), "rb") as f:
+            data = f.read(MAX_SOURCE_BYTES + 1)
+    except OSError as exc:
+        return _unreadable(shown, exc)
+    return _not_text(shown, data)
 
 
 def _check_file(path: Path, shown: str, st: os.stat_result | None, *, named: bool = False) -> Absent | None:
@@ -216,39 +284,87 @@ def resolve_parts(path: Path, keys: list[str]) -> dict[str, Path | Absent]:
         keys: the part keys to grade.
 
     Returns:
-        part key -> the file, or an :class:`Absent` (missing, misnamed, a link, too large).
+        part key -> the file, or an :class:`Absent` (missing, misnamed, a link, too large,
+        unreadable, not text).
 
     Raises:
-        UsageError: the path does not exist, or a single file's name is not a part's file name
-            (with the likely part's name, when there is one).
+        UsageError: the path does not exist or cannot be read, or a single file's name is not a part's
+            file name (with the likely part's name, when there is one). A folder with no part file
+            at all is graded, every part missing (a batch records it; the report says so at its top);
+            ``scangrade grade`` and ``check`` refuse it first (:func:`require_part_file`).
     """
+    try:
+        return _resolve_parts(path, keys)
+    except OSError as exc:  # the folder itself (or the path to it) cannot be read
+        raise UsageError(_unlistable(path, exc)) from None
+
+
+def _unlistable(path: Path, exc: OSError) -> str:
+    """Why the folder ``path`` cannot be looked into, and what to do."""
+    todo = (f"make it readable to this user (chmod u+rx {path}) or give a copy that is"
+            if isinstance(exc, PermissionError) else "give another folder")
+    return f"{path}: cannot be read ({exc.strerror or exc}); {todo}"
+
+
+def _resolve_parts(path: Path, keys: list[str]) -> dict[str, Path | Absent]:
     if not path.exists():
         raise UsageError(f"{path}: no such file or folder; give a submission folder or one part's .cu file")
     if path.is_file():
-        too_big = _check_file(path, show(path.name), os.stat(path), named=True)  # a link here was named on purpose
+        refused = _check_file(path, show(path.name), os.stat(path), named=True)  # a link here was named on purpose
+        if refused is None:  # an Absent is false: never `or`
+            refused = _read_part(path, show(path.name), follow=True)
         if len(keys) == 1:
-            return {keys[0]: path if too_big is None else too_big}
+            return {keys[0]: path if refused is None else refused}
         if path.name not in _PART_FILES:
             guess = suggestions(list(PARTS), [(path.name, path.name)])
             hint = "".join(f"; did you mean {PARTS[k].filename}? Rename it" for k in guess)
             raise UsageError(f"{path}: not a part's file{hint}; the files are named " + ", ".join(_PART_FILES)
                              + " (or name the part with --part KEY)")
-        return {_PART_FILES[path.name]: path if too_big is None else too_big}
+        return {_PART_FILES[path.name]: path if refused is None else refused}
     out: dict[str, Path | Absent] = {}
     for k in keys:
         f = path / PARTS[k].filename
         st = _lstat(f)
         refused = _check_file(f, PARTS[k].filename, st)
+        if refused is None and st is not None:
+            refused = _read_part(f, PARTS[k].filename, follow=False)
         out[k] = Absent("") if st is None else f if refused is None else refused
     missing = [k for k, v in out.items() if isinstance(v, Absent) and not v.message]
     if missing:
-        try:
-            names = sorted(e.name for e in os.scandir(path) if not e.is_dir(follow_symlinks=False))
-        except OSError:
-            names = []
-        guess = suggestions(missing, [(n, show(n)) for n in names])
+        guess = suggestions(missing, _names(path))
         out.update({k: _missing(k, guess.get(k)) for k in missing})
     return out
+
+
+def _names(folder: Path) -> list[tuple[str, str]]:
+    """``(name, name shown)`` of the entries directly in ``folder`` that are not folders ([] where it
+    cannot be listed), for :func:`grader.grading.intake_names.suggestions`."""
+    try:
+        names = sorted(e.name for e in os.scandir(folder) if not e.is_dir(follow_symlinks=False))
+    except OSError:
+        names = []
+    return [(n, show(n)) for n in names]
+
+
+def require_part_file(folder: Path) -> None:
+    """Check that ``folder``, where it is a folder, holds at least one part's file (of any part,
+    whatever is graded): a student who points ``scangrade grade`` or ``check`` at the wrong folder is
+    told so in one line, before anything is graded, rather than shown every part missing. A path that
+    is not a folder is left to :func:`resolve_submission`.
+
+    Raises:
+        UsageError: none of the part files is in ``folder`` (the message names them, and the files
+            it holds that look like them); or the folder cannot be read.
+    """
+    try:
+        if not folder.is_dir() or any(_lstat(folder / name) is not None for name in _PART_FILES):
+            return
+        guess = suggestions(list(PARTS), _names(folder))
+    except OSError as exc:
+        raise UsageError(_unlistable(folder, exc)) from None
+    found = "".join(f"; found {guess[k]}: did you mean {PARTS[k].filename}?" for k in PARTS if k in guess)
+    raise UsageError(f"{folder}: no part file in this folder (none of {', '.join(_PART_FILES)}){found}; give the "
+                     "folder that holds them (named exactly so)")
 
 
 def _walk(folder: Path) -> tuple[list[tuple[Path, str, os.stat_result, int]], str]:
@@ -261,7 +377,8 @@ def _walk(folder: Path) -> tuple[list[tuple[Path, str, os.stat_result, int]], st
             with os.scandir(here) as it:
                 listing = sorted(it, key=lambda e: e.name)
         except OSError as exc:
-            return entries, f"{show(rel) or 'the submission'} cannot be listed ({exc.strerror})"
+            return entries, (f"{show(rel) or 'the submission'} cannot be listed ({exc.strerror}); make it readable "
+                             "(chmod -R u+rX) and grade it again")
         for e in listing:
             if e.name.startswith(".") or e.name == "__MACOSX":
                 continue
@@ -294,7 +411,7 @@ def _copy_capped(src: Path, dest: Path, shown: str) -> Absent | None:
     try:
         fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
-        return Absent(f"{shown} could not be read ({exc.strerror}); it was not graded", "error")
+        return _unreadable(shown, exc)
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -304,8 +421,10 @@ def _copy_capped(src: Path, dest: Path, shown: str) -> Absent | None:
         data = f.read(MAX_SOURCE_BYTES + 1)
     if len(data) > MAX_SOURCE_BYTES:
         return _too_big(shown)
-    dest.write_bytes(data)
-    return None
+    refused = _not_text(shown, data)
+    if refused is None:
+        dest.write_bytes(data)
+    return refused
 
 
 def snapshot_folder(folder: Path, dest: Path) -> Intake:
@@ -375,7 +494,8 @@ def snapshot_zip(archive: Path, dest: Path) -> Intake:
     try:
         fd = os.open(archive, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # a FIFO must not block intake
     except OSError as exc:
-        return Intake(dest, refused=f"{show(archive.name)} could not be opened ({exc.strerror}); it was not read")
+        return Intake(dest, refused=f"{show(archive.name)} could not be opened ({exc.strerror}); it was not read: "
+                                    "make it readable (chmod a+r) and grade it again")
     with os.fdopen(fd, "rb") as file:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -489,8 +609,9 @@ def _snapshot_zip(file, archive: Path, dest: Path) -> Intake:
                 notes[key] = Absent(f"{shown} could not be extracted from the zip ({exc}); it was not graded",
                                     "error")
                 continue
-            if len(data) > MAX_SOURCE_BYTES:
-                notes[key] = _too_big(shown)
+            refused = _too_big(shown) if len(data) > MAX_SOURCE_BYTES else _not_text(shown, data)
+            if refused is not None:
+                notes[key] = refused
                 continue
             (dest / PARTS[key].filename).write_bytes(data)
     missing = [k for k in PARTS if k not in chosen]
@@ -552,7 +673,7 @@ def snapshot(entry: Path, dest: Path) -> Intake:
 
 def resolve_submission(path: Path, parts: list[str] | None = None) -> dict[str, Path | Absent]:
     """Map each part to be graded to its file in the submission, or why there is none (an
-    :class:`Absent`: missing, misnamed, a link, too large; it is false like None).
+    :class:`Absent`: missing, misnamed, a link, too large, unreadable, not text; it is false like None).
 
     Args:
         path: a folder holding the parts' ``.cu`` files, or one part's ``.cu`` file (named as the
@@ -560,7 +681,7 @@ def resolve_submission(path: Path, parts: list[str] | None = None) -> dict[str, 
         parts: part keys to grade (default: every part).
 
     Raises:
-        UsageError: the path does not exist, or a single file's name is not a part's file name
-            (with the part's name it most likely meant).
+        UsageError: the path does not exist or cannot be read, or a single file's name is not a
+            part's file name (with the part's name it most likely meant).
     """
     return resolve_parts(path, parts or list(PARTS))

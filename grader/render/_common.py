@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import re
+from pathlib import Path
 
 from grader.core.performance import Performance, Profile, Timing
 from grader.core.results import CaseResult, CaseStatus, PartResult, PartStatus, SubmissionResult
@@ -130,6 +131,15 @@ def public_part_message(part: PartResult) -> str:
     if len(lines) <= 1:
         return part.message
     return lines[0] + "\n(further output is not shown: hidden cases ran in the same process)"
+
+
+def no_part_file(result: SubmissionResult) -> str:
+    """The sentence saying that the submission held no part file at all (every part graded is
+    missing), for the top of a report; "" when any part file was there."""
+    if not result.parts or any(p.status != PartStatus.MISSING for p in result.parts):
+        return ""
+    names = ", ".join(Path(p.file).name for p in result.parts)
+    return f"No part file was found in the submission; expected {names}."
 
 
 def public_seed(result: SubmissionResult) -> int | None:

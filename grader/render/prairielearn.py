@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.assignment.config import COMPILE_ERROR_CHOICES
-from grader.render._common import (PART_STATUS_WORDS, analysis_report, device_text,
+from grader.render._common import (PART_STATUS_WORDS, analysis_report, device_text, no_part_file,
                                    is_timed_case, part_label, pending_performance, points, printable,
                                    public_part_message, public_seed, student_view,
                                    whole_part_failure)
@@ -174,9 +174,9 @@ def _message(result: SubmissionResult, earned: float, counted: float, pending: f
 def _not_gradable(result: SubmissionResult, compile_error: str) -> dict[str, Any] | None:
     """The document of a submission PrairieLearn should not grade (no score, no attempt used), or
     None: no part file at all, or (``compile_error="not-gradable"``) a part that does not compile."""
-    if result.parts and all(p.status == "missing" for p in result.parts):
-        names = ", ".join(Path(p.file).name for p in result.parts)
-        return {"gradable": False, "format_errors": [f"No part file was found in the submission; expected {names}."]}
+    nothing = no_part_file(result)
+    if nothing:
+        return {"gradable": False, "format_errors": [nothing]}
     broken = [p for p in result.parts if p.status == "compile-error"] if compile_error == "not-gradable" else []
     if not broken:
         return None

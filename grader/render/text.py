@@ -11,6 +11,7 @@ import re
 import textwrap
 
 from grader.render._common import (SHOWN_FINDINGS, analysis_lines, block_size_text, folded_sizes, group_findings, is_hidden,
+                                   no_part_file,
                                    is_timed_case, other_findings, pending_text, performance_shown, printable,
                                    public_elapsed_s, public_seed, quick_check_text, roofline_lines, student_view)
 from grader.render._patterns import size_pattern
@@ -202,6 +203,9 @@ def render_text(result: SubmissionResult, *, show_hidden: bool = False) -> str:
     for warning in result.device.get("warnings", "").split("\n"):
         if warning:
             lines.insert(3, f"WARNING: {warning}")
+    nothing = no_part_file(result)
+    if nothing:
+        lines.insert(3, f"NOTHING GRADED: {nothing}")
     for p in result.parts:
         lines += _part_block(p, result.performance_pending(p), show_hidden=show_hidden) + [""]
     width = max([len(p.key) for p in result.parts] + [5])
