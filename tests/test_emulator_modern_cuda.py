@@ -186,3 +186,29 @@ def test_a_part_with_inline_ptx_the_emulator_cannot_run_is_pending_not_a_compile
     assert part.message.startswith("pending: not supported by the emulator: inline PTX `prmt.b32"), part.message
     assert "a run on a GPU grades this part" in part.message and "part1_naive.cu:4" in part.message
     assert part.cases and all(c.status == "not-run" and "pending" in c.message for c in part.cases)
+
+
+def test_inline_ptx_in_a_macro_is_rewritten_and_keeps_its_lines():
+    """An ``asm`` in a ``#define`` body runs as it does in a function (issue 50: never a compile error
+    charged to the student): one that leaves its ``;`` to the call becomes ``do { ... } while (0)``, so
+    ``if (c) LANE(x); else ...`` is still one statement; a body over continued lines keeps its lines."""
+    from grader.backends.emulator.rewrite import rewrite_source
+
+    src = ('#define LANE(x) asm volatile("mov.u32 %0, %%laneid;" \\\n      : "=r"(x))\n'
+           '#define LD(v, p) do { asm("ld.acquire.gpu.u32 %0, [%1];" : "=r"(v) : "l"(p)); } while (0)\n'
+           "__global__ void k(unsigned* o) { unsigned l; if (o) LANE(l); else LD(l, o); o[0] = l; }\n")
+    text = rewrite_source(src, filename="m.cu").text
+    assert "asm" not in text and len(text.splitlines()) == len(src.splitlines())
+    lane = text.splitlines()[0]
+    assert lane.startswith("#define LANE(x) do { __sg_ptx_out((x),") and "__sg_ptx_laneid()" in lane
+    assert lane.rstrip().endswith("while (0) \\")
+    assert "__sg_ptx_ld<unsigned int, __ATOMIC_ACQUIRE, __SG_SCOPE_DEVICE>" in text.splitlines()[2]
+
+
+def test_inline_ptx_it_cannot_run_in_a_macro_is_not_supported_naming_its_line():
+    from grader.backends.emulator.rewrite import rewrite_source
+
+    with pytest.raises(CompileError) as info:
+        rewrite_source('#define SYNC() \\\n    asm("bar.sync 0;")\n__global__ void k() { SYNC(); }\n', filename="m.cu")
+    message = str(info.value)
+    assert message.startswith("not supported by the emulator: inline PTX `bar.sync 0;`") and "(m.cu:2)" in message

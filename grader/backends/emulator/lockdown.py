@@ -193,8 +193,8 @@ def explain_refusal(log: str) -> str | None:
     if name in ASM_KEYWORDS:
         return (f"not allowed: `{name}`: inline assembly under the emulator (it can bind a name of the emulator's "
                 f"runtime and switch its memory checks off); the emulator runs the inline PTX of asm statements in a "
-                f"function body (docs/emulator.md, \"Inline PTX\"), written as nvcc's docs write them, not in a "
-                f"macro, not an asm label {where}")
+                f"function body or a macro (docs/emulator.md, \"Inline PTX\"), written as nvcc's docs write "
+                f"them, not an asm label {where}")
     return (f"not allowed: `{name}`: this name is reserved for the emulator's runtime (its memory-check hooks and "
             f"entry points), also where a macro pastes it together or universal character names spell it; "
             f"rename it {where}")

@@ -1,12 +1,15 @@
 """Inline PTX: an ``asm`` statement whose instructions the emulator runs is replaced by C++ doing
-the same (:func:`grader.backends.emulator.ptx.ptx_statement`); an ``asm`` statement of other
-instructions is "not supported by the emulator" (it cannot be emulated: a GPU grades the part); any
-other ``asm`` (a label, at file scope, a template that is no string literal) is left as written, for
-the lockdown header to refuse.
+the same (:func:`grader.backends.emulator.ptx.ptx_statement`), in a function body or in a
+``#define`` body (a macro's ``asm(...)`` without its ``;`` becomes ``do { ... } while (0)``, a
+statement wherever the macro's call is one); an ``asm`` statement of other instructions is "not
+supported by the emulator" (it cannot be emulated: a GPU grades the part); any other ``asm`` (a
+label, at file scope, where it is host assembly, or a template that is no string literal) is left
+as written, for the lockdown header to refuse.
 """
 
 from __future__ import annotations
 
+from grader.backends.emulator.lockdown import ASM_KEYWORDS
 from grader.backends.emulator.ptx import ptx_statement
 from grader.backends.emulator.rewrite.edits import _SourceEdits
 from grader.backends.emulator.rewrite.tokens import _c_literal, _match_backward, _match_forward, _Unsupported
@@ -46,11 +49,12 @@ class _AsmStatements(_SourceEdits):
         opened = _match_backward(self.toks, prev, 0)
         return opened > 0 and self.toks[opened - 1].text in ("if", "for", "while", "switch")
 
-    def _asm(self, i: int) -> int | None:
+    def _asm(self, i: int, *, macro: bool = False) -> int | None:
         """An ``asm`` statement at ``toks[i]`` whose inline PTX the emulator runs
         (:func:`.ptx.ptx_statement`), replaced on its first line by what does the same; the index
         after its ``;``. None where it is no ``asm`` statement of a string literal (left as written, for
-        the lockdown to refuse).
+        the lockdown to refuse). ``macro``: the tokens are a ``#define`` body, where the statement
+        may end the body without its ``;`` (then ``do { ... } while (0)``, the index after it).
 
         Raises:
             _Unsupported: an ``asm`` statement whose inline PTX the emulator does not run ("cannot
@@ -62,7 +66,8 @@ class _AsmStatements(_SourceEdits):
         if self.p(j) != "(":
             return None
         close = _match_forward(toks, j, len(toks))
-        if close < 0 or self.p(close + 1) != ";":
+        bare = macro and close == len(toks) - 1  # a macro's asm(...) whose call supplies the `;`
+        if close < 0 or (self.p(close + 1) != ";" and not bare):
             return None
         sections: list[list[int]] = [[]]
         depth = 0
@@ -93,8 +98,43 @@ class _AsmStatements(_SourceEdits):
         statement = ptx_statement("".join(template), operands[0], operands[1], names, extended=len(sections) > 1)
         if statement is None:
             raise _Unsupported(_unemulated("".join(template)), toks[i].start)
+        if bare:
+            self.edits.append((toks[i].start, toks[close].end, f"do {statement} while (0)"))
+            return close + 1
         self.edits.append((toks[i].start, toks[close + 1].end, statement))
         return close + 2
+
+    def _asm_in_define(self, text: str, head_end: int, base: int) -> str:
+        """The ``#define`` directive ``text`` (its body from ``head_end``; ``base``: the body's offset
+        in the source, for messages) with the ``asm`` statements of its body that the emulator runs
+        rewritten as :meth:`_asm` does in a function; each keeps its lines (a statement over several
+        continued lines ends with as many empty continued lines).
+
+        Raises:
+            _Unsupported: an ``asm`` statement whose inline PTX the emulator does not run, at its line.
+        """
+        body = text[head_end:]
+        if not any(word in body for word in ASM_KEYWORDS):
+            return text
+        src = ";" + body  # `;`: a statement starts the body
+        sub = _AsmStatements(src, self.filename)
+        i = 1
+        while i < len(sub.toks):
+            tok = sub.toks[i]
+            if tok.kind == "id" and tok.text in ASM_KEYWORDS and sub._statement_starts(i):
+                try:
+                    after = sub._asm(i, macro=True)
+                except _Unsupported as exc:
+                    raise _Unsupported(exc.what, base + exc.offset - 1, exc.lead) from None
+                if after is not None:
+                    i = after
+                    continue
+            i += 1
+        out, pos = [], 0
+        for start, end, new in sorted(sub.edits):
+            out += [src[pos:start], new, " \\\n" * src.count("\n", start, end)]
+            pos = end
+        return text[:head_end] + ("".join(out) + src[pos:])[1:]
 
     def _asm_operands(self, section: list[int], names: dict[str, int], *, base: int) -> list[tuple[str, str]] | None:
         """``(constraint, expression)`` of each operand of an ``asm`` section (token indices), an

@@ -304,6 +304,8 @@ class _Rewriter(_SharedDeclarations, _AsmStatements):
         t = self.toks[i]
         text = self._shift_define(t)
         head = _define_head(t)
+        if head is not None:
+            text = self._asm_in_define(text, head[2], t.start + head[2])
         if head is None or not self.file_names:
             if text != t.text:
                 self.edits.append((t.start, t.end, text))
