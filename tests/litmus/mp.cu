@@ -1,6 +1,7 @@
 // Litmus family MP: message passing. Tests: mp_{plain,volatile,atomic}_{fence_both,fence_writer,
 // fence_reader,no_fence}, mp_fence_block_both, mp_fence_block_writer, mp_fence_gpu_sys,
-// mp_warps_fence_block, mp_release_acquire, mp_relaxed_builtin, mp_release_relaxed.
+// mp_warps_fence_block, mp_release_acquire, mp_relaxed_builtin, mp_release_relaxed,
+// mp_shared_{fence_both,fence_writer,no_fence} (D and F in shared memory, two warps of one block).
 // Shape: a writer stores the data D = 1, [fences,] then the flag F = 1; a reader waits for F == 1,
 // [fences,] then loads D into RES(0). Writer and reader are thread 0 of blocks 0 and 1 (grid 2,
 // block 1), or, in mp_warps_fence_block, threads 0 and 32 of one block (two warps; grid 1, block 64).
@@ -131,3 +132,36 @@ extern "C" __global__ void mp_relaxed_builtin(int* out, int n) { mp<PLAIN, RELAX
 // mp_release_relaxed. Source: Lustig et al. 2019, Figure 5 with the reader's load relaxed.
 // Verdict: race: a release with no acquire on the reader's side; a data race on D.
 extern "C" __global__ void mp_release_relaxed(int* out, int n) { mp<PLAIN, RELEASE_RELAXED, NONE, NONE>(out); }
+
+// Message passing through shared memory between two warps of one block (threads 0 and 32; grid 1,
+// block 64): D and F are __shared__ (F volatile), set to 0 before a barrier.
+template <int WRITER_FENCE, int READER_FENCE>
+__device__ void mp_shared(int* out) {
+    __shared__ int d;
+    __shared__ volatile int f;
+    if (threadIdx.x == 0) d = 0, f = 0;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        d = 1;  // LINE:mps_data_store
+        fence<WRITER_FENCE>();
+        f = 1;
+    } else if (threadIdx.x == 32) {
+        while (f == 0) {}
+        fence<READER_FENCE>();
+        RES(0) = d;  // LINE:mps_data_load
+    }
+}
+
+// mp_shared_fence_both. Source: herdtools7 catalogue/ptx/tests/mp+membar.ctas.litmus, its locations
+// in shared memory, both threads in one CTA. Verdict: clean: fence.cta then a strong (volatile) flag
+// store is a release pattern, the flag's load then fence.cta an acquire pattern, both of the CTA's
+// scope, which holds both threads: D's plain store precedes its plain load; RES(0) = 0 forbidden.
+extern "C" __global__ void mp_shared_fence_both(int* out, int n) { mp_shared<CTA, CTA>(out); }
+
+// mp_shared_fence_writer. Source: as mp_shared_fence_both, the reader's fence removed. Verdict: race:
+// no acquire pattern: D's plain store and load conflict unordered (a data race); RES(0) = 0 allowed.
+extern "C" __global__ void mp_shared_fence_writer(int* out, int n) { mp_shared<CTA, NONE>(out); }
+
+// mp_shared_no_fence. Source: herdtools7 catalogue/ptx/tests/mp.litmus in shared memory, one CTA.
+// Verdict: race: neither pattern; a data race on D.
+extern "C" __global__ void mp_shared_no_fence(int* out, int n) { mp_shared<NONE, NONE>(out); }
