@@ -64,7 +64,8 @@ def test_parts_graded_in_turn_share_one_worker_and_grade_as_workers_of_their_own
     pids = _worker_pids(traces)
     assert set(pids) == {p.key for p in in_turn.parts}
     assert len(set().union(*pids.values())) == 1  # one worker graded every part
-    assert all(p.phases_s["startup"] < 0.25 for p in in_turn.parts[1:])  # no interpreter to start
+    first = in_turn.parts[0].phases_s["startup"]  # an interpreter started: the measure, on this machine now
+    assert all(p.phases_s["startup"] < first / 2 for p in in_turn.parts[1:]), in_turn.parts  # no interpreter to start
 
     shutil.rmtree(traces)
     apart = grade(SOLUTIONS, cfg=small_config, selection=backend, part_jobs=len(small_config.parts))
