@@ -6,17 +6,20 @@ what it is on an idle two-core machine and passed through :func:`seconds`, which
 deadlines (:mod:`grader.grading.deadlines`: the reference solution's time measured on a machine,
 scaled by :func:`~grader.grading.deadlines.load_factor` while it runs):
 
-- once per session, the wall time of grading the reference Part 1 with a fresh compile (its source
-  gets a line of its own, so the compile cache misses; the attack suite's tiny config; the nvcc check
-  off), the fastest of :data:`RUNS` (the first may build the emulator's runtime), over
-  :data:`IDLE_REFERENCE_S`, what that takes on an idle two-core machine;
-- times how much busier the machine is now than at the measurement (the grader's load factor now
-  over then), as a course's CI runner or a ``make test`` beside other work can become.
+- how much slower this machine's cores are: once per session, the wall time of grading the reference
+  Part 1 with a fresh compile (its source gets a line of its own, so the compile cache misses; the
+  attack suite's tiny config; the nvcc check off), the fastest of :data:`RUNS` (the first may build
+  the emulator's runtime), over :data:`IDLE_REFERENCE_S` (what that takes on the development
+  machine) times the load factor during the measurement (what the load alone explains);
+- times how busy the machine is now: the grader's own load factor (the 1-minute load average over
+  the cores), read at each limit, as a course's CI runner or a ``make test`` beside other work
+  becomes busy and quiet again.
 
 Neither factor is below 1: a fast, idle machine keeps every limit as written, so a test stays as
 quick, and as able to fail, as before; a busy one (issue 51: ``make test`` at a load of 5 to 16 on
 two cores) gets limits in proportion, so the grader's behaviour, not the machine's speed, decides
-the test. Public API: :func:`reference_grading_s`, :func:`slowdown`, :func:`seconds`, :func:`without_nvcc`.
+the test. (One grading is a noisy measure of the load: beside CPU hogs it took 1.1 s once and 2.2 s
+once at the same load average, so the load is read from the load average, not from it.) Public API: :func:`reference_grading_s`, :func:`slowdown`, :func:`seconds`, :func:`without_nvcc`.
 """
 
 from __future__ import annotations
@@ -76,9 +79,10 @@ def reference_grading_s() -> tuple[float, float]:
 
 def slowdown() -> float:
     """How many times slower than an idle two-core machine this one grades now (at least 1): the
-    measured grading over :data:`IDLE_REFERENCE_S`, times the load factor now over the factor then."""
+    measured grading over :data:`IDLE_REFERENCE_S` and the load factor then (the cores' speed, at
+    least 1), times the load factor now."""
     measured_s, factor_then = reference_grading_s()
-    return max(1.0, measured_s / IDLE_REFERENCE_S) * max(1.0, load_factor() / factor_then)
+    return max(1.0, measured_s / (IDLE_REFERENCE_S * factor_then)) * load_factor()
 
 
 def seconds(idle_s: float) -> float:
