@@ -57,7 +57,9 @@ def without_nvcc() -> dict[str, str]:
 def reference_grading_s() -> tuple[float, float]:
     """``(seconds, load factor)``: the fastest of :data:`RUNS` fresh gradings of the reference Part 1
     (n = 1, 5, 17, 32, BLOCK_SIZE 32, int32, the emulator with one worker, no checks, no nvcc), and
-    the grader's load factor right after them. Measured once per session."""
+    the grader's load factor right after them. Measured once per session. Where the reference does
+    not pass (no emulator here: the tests that need it fail on their own), ``(0.0, load factor)``:
+    the cores count as fast as the development machine's."""
     fastest = float("inf")
     with tempfile.TemporaryDirectory(prefix="scangrade-pace-") as tmp:
         folder = Path(tmp)
@@ -72,8 +74,9 @@ def reference_grading_s() -> tuple[float, float]:
             t0 = time.monotonic()
             result = grade(submission, cfg=cfg, selection=Selection("emulator", "tests.pace"),
                            parts=["part1_naive"], checks=False, env=without_nvcc())
+            if result.parts[0].status != "pass":
+                return 0.0, load_factor()
             fastest = min(fastest, time.monotonic() - t0)
-            assert result.parts[0].status == "pass", result.parts[0].message  # a measurement of a grading
     return fastest, load_factor()
 
 
