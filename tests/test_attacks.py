@@ -21,9 +21,10 @@ a minute) included. GPU variants carry the
 ``gpu`` marker and are skipped without a GPU.
 
 Every time limit here (the config's timeouts, a bound on a grading's wall time) is its value on an
-idle two-core machine times :func:`tests.pace.slowdown`, measured on this machine in this session:
-on a busy one (a CI runner, ``make test`` beside other work) the compile of an attack takes longer,
-and the grader's behaviour, not the machine's speed, must decide the test.
+idle two-core machine times :func:`tests.pace.slowdown` (a reference grading measured once in the
+session, and the load average when the limit is set): on a busy machine (a CI runner, ``make test``
+beside other work) the compile of an attack takes longer, and the grader's behaviour, not the
+machine's speed, must decide the test.
 """
 
 from __future__ import annotations
