@@ -2,10 +2,13 @@
 busy machine (a compile attack graded within ``part_s``, a thread bomb stopped at once beside an
 honest classmate in a batch) run in a pytest child beside a CPU hog on every core and as many again.
 
-Every time limit in the suite is its value on an idle machine scaled by the pace measured on this
-one (:mod:`tests.pace`); here the child measures that pace with the hogs already running, as a busy
-CI runner would. The hogs are this test's own processes, ended by pid when it ends (and each ends by
-itself once its parent is gone, or after :data:`HOG_MAX_S`).
+Every time limit in the suite is its value on an idle machine scaled by this machine's pace
+(:mod:`tests.pace`: a reference grading measured once, and the load average); here the child starts
+a second after the hogs, so its grading is measured beside them while the 1-minute load average is
+still rising: the hardest case for a limit read from it. About 30 s on two cores (4 hogs); on the
+tree before the limits were scaled, it failed (a thread bomb's part took 5.19 s against a fixed 4 s).
+The hogs are this test's own processes, ended by pid when it ends (and each ends by itself once its
+parent is gone, or after :data:`HOG_MAX_S`).
 """
 
 from __future__ import annotations
