@@ -19,7 +19,9 @@ Neither factor is below 1: a fast, idle machine keeps every limit as written, so
 quick, and as able to fail, as before; a busy one (issue 51: ``make test`` at a load of 5 to 16 on
 two cores) gets limits in proportion, so the grader's behaviour, not the machine's speed, decides
 the test. (One grading is a noisy measure of the load: beside CPU hogs it took 1.1 s once and 2.2 s
-once at the same load average, so the load is read from the load average, not from it.) Public API: :func:`reference_grading_s`, :func:`slowdown`, :func:`seconds`, :func:`without_nvcc`.
+once at the same load average, so the load is read from the load average, not from it.)
+
+Public API: :func:`reference_grading_s`, :func:`slowdown`, :func:`seconds`, :func:`without_nvcc`.
 """
 
 from __future__ import annotations

@@ -228,7 +228,7 @@ __global__ void k(int* out, int n) { void* p = malloc((size_t)n << 30); out[0] =
 
 
 def test_a_static_constructor_that_never_returns_is_stopped_at_the_compile_timeout(tmp_path, pace) -> None:
-    limit = round(pace.seconds(5))  # the compile must end within it, the load cannot
+    limit = round(pace.seconds(5))  # the compile must finish within it; the module's load never does
     backend = EmulatorBackend(workers=1, nvcc_check=False, compile_timeout_s=limit)
     body = """
 static int never = [] { for (volatile int i = 0;; ++i) {} return 0; }();
