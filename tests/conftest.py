@@ -91,6 +91,15 @@ def write_config(tmp_path: Path, *, block_size: int = 128, part_s: float = 120, 
     return path
 
 
+@pytest.fixture(scope="session")
+def pace():
+    """:mod:`tests.pace`, its measurement of this machine made (once per session; before a test moves
+    TMPDIR, so none of its processes are taken for a test's). Time limits go through ``pace.seconds``."""
+    from tests import pace as module
+    module.reference_grading_s()
+    return module
+
+
 @pytest.fixture
 def small_config(tmp_path):
     """A loaded small configuration (BLOCK_SIZE 128, a few sizes per part)."""

@@ -19,6 +19,12 @@ Configs are tiny (Part 1, and Part 2 where a second part is needed; BLOCK_SIZE 3
 sizes; short timeouts), so the suite runs in about two minutes on two cores, the batch test (about
 a minute) included. GPU variants carry the
 ``gpu`` marker and are skipped without a GPU.
+
+Every time limit here (the config's timeouts, a bound on a grading's wall time) is its value on an
+idle two-core machine times :func:`tests.pace.slowdown` (a reference grading measured once in the
+session, and the load average when the limit is set): on a busy machine (a CI runner, ``make test``
+beside other work) the compile of an attack takes longer, and the grader's behaviour, not the
+machine's speed, must decide the test.
 """
 
 from __future__ import annotations
@@ -54,6 +60,7 @@ from grader.render.formats import FORMATS, student_reports
 from grader.render.text import render_text
 from grader.core.results import SubmissionResult
 from grader.grading.runner import grade
+from tests.pace import seconds, without_nvcc
 from tests.conftest import (
     BROKEN,
     ROOT,
@@ -79,8 +86,8 @@ SANDBOXED = needs_os_sandbox()
 
 PART1_SIZES = [5, 17]          # with BLOCK_SIZE 32 the cases are n = 1, 5, 17, 32
 HIDDEN_SIZES = [7, 29]         # the private config's (Part 1)
-PART_S, CASE_S = 8.0, 4.0      # timeouts of the test config (seconds)
-#: Slack over a timeout for starting the worker and stopping it (seconds).
+PART_S, CASE_S = 8.0, 4.0      # timeouts of the test config on an idle machine (seconds; config() scales them)
+#: Slack over a timeout for starting the worker and stopping it (seconds on an idle machine: scale it).
 SLACK_S = 6.0
 #: Case statuses that mean the attack was stopped rather than graded.
 STOPPED = {"error", "crash", "timeout", "not-run"}
@@ -136,8 +143,8 @@ class Scene:
 
     def leftovers(self, wait_s: float = 3.0) -> list[str]:
         """Processes still alive (not zombies) whose name or command line holds the token or this test's
-        folder, after waiting up to ``wait_s`` for them to go."""
-        deadline = time.monotonic() + wait_s
+        folder, after waiting up to ``wait_s`` (on an idle machine; scaled) for them to go."""
+        deadline = time.monotonic() + seconds(wait_s)
         while True:
             found = _processes([self.token, str(self.tmp)])
             if not found or time.monotonic() > deadline:
@@ -164,9 +171,10 @@ def _processes(needles: list[str]) -> list[tuple[int, str]]:
 
 
 @pytest.fixture
-def scene(tmp_path, monkeypatch):
+def scene(pace, tmp_path, monkeypatch):
     """A Scene; the grader's temporary folders (the runner's and the worker's, through TMPDIR) are put
-    under ``tmp_path``, and whatever an attack left running is killed (by pid) at the end."""
+    under ``tmp_path``, and whatever an attack left running is killed (by pid) at the end. The
+    machine's pace is measured first (:mod:`tests.pace`), outside the scene."""
     grader_tmp = tmp_path / "grader-tmp"
     grader_tmp.mkdir()
     monkeypatch.setenv("TMPDIR", str(grader_tmp))
@@ -197,11 +205,13 @@ def scene(tmp_path, monkeypatch):
 
 def config(scene: Scene, *, part_s: float = PART_S, case_s: float = CASE_S, private: bool = False,
            sizes: dict[str, list[int]] | None = None) -> Config:
-    """The tiny test config: Part 1 at n = 1, 5, 17, 32 (int32, BLOCK_SIZE 32), short timeouts."""
+    """The tiny test config: Part 1 at n = 1, 5, 17, 32 (int32, BLOCK_SIZE 32), short timeouts
+    (``part_s`` and ``case_s`` on an idle machine, scaled to this one's pace: :mod:`tests.pace`)."""
     folder = scene.tmp / f"config-{secrets.token_hex(3)}"
     folder.mkdir()
-    cfg = load_config(write_config(folder, block_size=32, part_s=part_s, sizes=sizes or {"part1_naive": PART1_SIZES},
-                                   extra=f"  case_s: {case_s}\nemulator:\n  workers: 1\n"))
+    cfg = load_config(write_config(folder, block_size=32, part_s=round(seconds(part_s), 1),
+                                   sizes=sizes or {"part1_naive": PART1_SIZES},
+                                   extra=f"  case_s: {round(seconds(case_s), 1)}\nemulator:\n  workers: 1\n"))
     return load_private(cfg, scene.private) if private else cfg
 
 
@@ -224,11 +234,6 @@ def submission(scene: Scene, name: str, *, part: str = "part1_naive", honest: tu
     for key in honest:
         shutil.copy(SOLUTIONS / f"{key}.cu", folder / f"{key}.cu")
     return folder
-
-
-def _without_nvcc() -> dict[str, str]:
-    path = os.pathsep.join(d for d in os.environ.get("PATH", "").split(os.pathsep) if d and not (Path(d) / "nvcc").exists())
-    return {"PATH": path}
 
 
 @dataclasses.dataclass
@@ -257,7 +262,7 @@ def run(scene: Scene, folder: Path, cfg: Config, *, parts: list[str] | None = No
     """Grade ``folder`` with the runner (each part in its own worker, as always)."""
     t0 = time.monotonic()
     result = grade(folder, cfg=cfg, selection=selection, parts=parts or ["part1_naive"], checks=checks,
-                   env=None if nvcc else _without_nvcc())
+                   env=None if nvcc else without_nvcc())
     wall = time.monotonic() - t0
     if selection.name == "emulator":
         assert result.device.get("nvcc check") == ("on" if nvcc and HAVE_NVCC else "off"), result.device
@@ -356,7 +361,7 @@ def test_the_cli_end_to_end_leaks_no_incbin_bytes_to_stdout_stderr_or_any_report
            "--private-config", str(scene.private), "--backend", "emulator"]
     for flag, path in outputs.items():
         cmd += [flag, str(path)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=scene.tmp, check=False)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds(120), cwd=scene.tmp, check=False)
     assert proc.returncode == 1, proc.stderr
     assert "compile-error" in proc.stdout and proc.stderr == "", (proc.stdout, proc.stderr)
     saved = json.loads(outputs["--json"].read_text())
@@ -473,7 +478,7 @@ def test_the_cli_end_to_end_leaks_no_private_config_found_through_the_processes(
     out = scene.tmp / "cli.json"
     proc = subprocess.run([sys.executable, "-m", "grader", "grade", str(folder), "--config", cfg.path,
                            "--private-config", str(scene.private), "--backend", "emulator", "--json", str(out)],
-                          capture_output=True, text=True, timeout=120, cwd=scene.tmp, check=False)
+                          capture_output=True, text=True, timeout=seconds(120), cwd=scene.tmp, check=False)
     assert proc.returncode == 0, (proc.stdout, proc.stderr)
     assert json.loads(out.read_text())["passed"] is True
     assert_no_leak(scene, proc.stdout, proc.stderr, out.read_text())
@@ -520,21 +525,23 @@ def test_a_static_constructor_cannot_connect_to_an_outside_address(scene):
 
 def test_a_static_constructor_that_never_returns_is_a_timeout_within_the_part_timeout(scene):
     before = scene.snapshot()
-    g = run(scene, submission(scene, "hang_host"), config(scene, part_s=5, case_s=3))
+    cfg = config(scene, part_s=5, case_s=3)
+    g = run(scene, submission(scene, "hang_host"), cfg)
     p = g.part()
     assert p.status == "timeout" and "timeouts." in p.message, g.why()
-    assert g.wall_s < 5 + SLACK_S, g.wall_s
+    assert g.wall_s < cfg.timeouts.part_s + seconds(SLACK_S), g.wall_s
     assert_untouched(scene, before)
 
 
 def test_a_kernel_that_never_returns_is_a_timeout_within_the_case_timeout(scene):
     before = scene.snapshot()
-    g = run(scene, submission(scene, "hang_kernel"), config(scene, part_s=7, case_s=3))
+    cfg = config(scene, part_s=7, case_s=3)
+    g = run(scene, submission(scene, "hang_kernel"), cfg)
     p = g.part()
     assert p.status == "timeout" and "timeouts.case_s" in p.message, g.why()
     # each hung case costs itself only: the next one runs in a new worker, until part_s runs out
     assert g.statuses()[:2] == ["timeout", "timeout"] and set(g.statuses()) <= {"timeout", "not-run"}, g.why()
-    assert g.wall_s < 7 + SLACK_S, g.wall_s
+    assert g.wall_s < cfg.timeouts.part_s + seconds(SLACK_S), g.wall_s
     assert_untouched(scene, before)
 
 
@@ -551,7 +558,7 @@ def test_allocating_100_gib_is_an_error_and_the_grader_goes_on(scene, name):
     # a kernel's null pointer (its malloc refused) is a fault of the kernel: its case fails (grader/core/kinds.py)
     assert set(g.statuses()) <= STOPPED | {"fail"}, g.why()
     assert g.part("part2_blelloch").status == "pass", g.why("part2_blelloch")
-    assert g.wall_s < 2 * PART_S, g.wall_s
+    assert g.wall_s < 2 * cfg.timeouts.part_s, g.wall_s
     assert_untouched(scene, before)
 
 
@@ -588,17 +595,18 @@ def test_a_device_printf_flood_is_capped_and_the_report_stays_small(scene):
     g = run(scene, submission(scene, "printf_flood_kernel"), config(scene))
     assert g.part().status == "pass", g.why()
     assert len(g.json) < 64 * 1024 and len(g.report) < 8 * 1024, (len(g.json), len(g.report))
-    assert g.wall_s < 30, g.wall_s
+    assert g.wall_s < seconds(30), g.wall_s
 
 
 def test_a_host_output_flood_is_stopped_by_the_file_size_limit_and_the_report_stays_small(scene):
+    cfg = config(scene)
     with _OutputWatch(scene) as watch:
-        g = run(scene, submission(scene, "output_flood_host"), config(scene))
+        g = run(scene, submission(scene, "output_flood_host"), cfg)
     assert watch.largest <= 65 * 2**20, f"{watch.largest / 2**20:.0f} MiB written to {watch.where}"
     p = g.part()  # stopped at the file-size limit, or its output thrown away and the part passed
     assert p.status == "pass" or "limit" in p.message, g.why()
     assert len(g.json) < 64 * 1024 and len(g.report) < 16 * 1024, (len(g.json), len(g.report))
-    assert g.wall_s < PART_S + SLACK_S, g.wall_s
+    assert g.wall_s < cfg.timeouts.part_s + seconds(SLACK_S), g.wall_s
     assert not scene.leftovers()
 
 
@@ -606,23 +614,25 @@ def test_a_host_output_flood_is_stopped_by_the_file_size_limit_and_the_report_st
 
 @pytest.mark.parametrize("name", ["template_bomb", "macro_bomb"])
 def test_a_compile_bomb_is_a_compile_error_or_a_timeout_within_the_part_timeout(scene, name):
-    g = run(scene, submission(scene, name), config(scene, part_s=4))
+    cfg = config(scene, part_s=4)
+    g = run(scene, submission(scene, name), cfg)
     p = g.part()
     assert p.status in ("compile-error", "timeout"), g.why()
     if p.status == "timeout":
         assert "during compiling" in p.message, g.why()
-    assert g.wall_s < 4 + SLACK_S, g.wall_s
+    assert g.wall_s < cfg.timeouts.part_s + seconds(SLACK_S), g.wall_s
     assert len(g.json) < 64 * 1024, len(g.json)
     assert not scene.leftovers(), "compiler processes left behind"
 
 
 def test_a_flood_of_compile_errors_is_capped_in_the_result_and_the_report(scene):
-    g = run(scene, submission(scene, "compile_error_flood"), config(scene))
+    cfg = config(scene)
+    g = run(scene, submission(scene, "compile_error_flood"), cfg)
     p = g.part()
     assert p.status == "compile-error" and "part1_naive.cu:" in p.message, g.why()
     assert "sg_undeclared_function" in p.message  # the first error is still there
     assert len(p.message) < 64 * 1024 and len(g.report) < 64 * 1024, (len(p.message), len(g.report))
-    assert g.wall_s < PART_S + SLACK_S, g.wall_s
+    assert g.wall_s < cfg.timeouts.part_s + seconds(SLACK_S), g.wall_s
 
 
 
@@ -709,7 +719,7 @@ def _class(scene: Scene, root: Path, *, attackers: bool, port: int) -> None:
 
 @SANDBOXED
 def test_a_class_with_ten_attackers_grades_the_forty_honest_submissions_as_without_them(scene, monkeypatch):
-    monkeypatch.setenv("PATH", _without_nvcc()["PATH"])  # the nvcc cross-check off: half the compile time
+    monkeypatch.setenv("PATH", without_nvcc()["PATH"])  # the nvcc cross-check off: half the compile time
     with socket.create_server(("127.0.0.1", 0)) as server:
         port = server.getsockname()[1]
         root_all, root_honest = scene.tmp / "class", scene.tmp / "class-honest"
@@ -773,7 +783,7 @@ def test_gpu_a_kernel_that_never_returns_is_killed_at_the_case_timeout_and_the_n
     p = g.part()
     assert p.status == "timeout" and "timeouts.case_s" in p.message, g.why()
     assert g.part("part2_blelloch").status == "pass", g.why("part2_blelloch")
-    assert g.part().phases_s["total"] < 12 + 2 * SLACK_S  # every case hangs: part_s ends it
+    assert g.part().phases_s["total"] < cfg.timeouts.part_s + 2 * seconds(SLACK_S)  # every case hangs: part_s ends it
     assert not scene.leftovers()
 
 

@@ -62,7 +62,7 @@ def test_a_private_config_may_only_add_a_seed_and_hidden_sizes(tmp_path, small_c
     assert info.value.path == str(private) and info.value.key == "parts.part2_blelloch.sizes"
 
 
-def test_a_case_that_hangs_is_stopped_by_the_case_timeout(tmp_path):
+def test_a_case_that_hangs_is_stopped_by_the_case_timeout(tmp_path, pace):
     cfg = load_config(write_config(tmp_path, part_s=300, extra="", sizes={"part1_naive": [5]}))
     cfg = cfg.override(timeouts={"case_s": 2.0})  # n = 1, 5, 128: each hangs, each stopped
     folder = submission(tmp_path, part1_naive=BROKEN / "part1_hang.cu")
@@ -70,7 +70,7 @@ def test_a_case_that_hangs_is_stopped_by_the_case_timeout(tmp_path):
     p = result.parts[0]
     assert p.status == "timeout" and "timeouts.case_s" in p.message
     assert p.cases[0].status == "timeout" and p.cases[0].name == "n=1 int32"
-    assert result.elapsed_s < 60
+    assert result.elapsed_s < pace.seconds(60)
 
 
 def test_a_nan_output_still_gives_strict_json(tmp_path):

@@ -28,6 +28,7 @@ from grader.render.formats import FORMATS, STUDENT_FOLDER, student_reports
 from grader.core.performance import Performance, Timing
 from grader.core.results import CaseResult, PartResult, SubmissionResult
 from tests.conftest import BROKEN, SOLUTIONS, write_config
+from tests.pace import seconds
 
 GPU = "NVIDIA H100 80GB HBM3"
 FINGERPRINT = "3f5a" * 16
@@ -289,7 +290,7 @@ def _chromium(tmp_path: Path, page: Path, *args: str) -> str:
     cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
            "--disable-background-networking", "--disable-component-update", "--disable-sync",
            f"--user-data-dir={profile}", *args, page.resolve().as_uri()]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=90)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds(90))  # 90 s on an idle machine
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
 

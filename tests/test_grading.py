@@ -126,8 +126,8 @@ def test_an_out_of_bounds_write_fails_with_the_index(tmp_path, backend, small_co
     assert by_n[128].status == "pass"  # n == BLOCK_SIZE: the broken write is never reached
 
 
-def test_a_hanging_kernel_is_killed_at_the_timeout_and_the_run_goes_on(tmp_path, backend):
-    cfg = load_config(write_config(tmp_path, part_s=12 if backend.name == "emulator" else 20))
+def test_a_hanging_kernel_is_killed_at_the_timeout_and_the_run_goes_on(tmp_path, backend, pace):
+    cfg = load_config(write_config(tmp_path, part_s=pace.seconds(12 if backend.name == "emulator" else 20)))
     folder = submission(tmp_path, part1_naive=BROKEN / "part1_hang.cu")
     parts = parts_of(grade(folder, cfg=cfg, selection=backend, checks=False))  # checks would call it a deadlock
     p1 = parts["part1_naive"]

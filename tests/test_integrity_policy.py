@@ -353,8 +353,8 @@ def _hang_config(tmp_path, *, part_s, case_s):
     return load_config(path)
 
 
-def test_the_cases_after_a_hung_case_are_graded_in_a_new_worker(tmp_path):
-    cfg = _hang_config(tmp_path, part_s=60, case_s=2)
+def test_the_cases_after_a_hung_case_are_graded_in_a_new_worker(tmp_path, pace):
+    cfg = _hang_config(tmp_path, part_s=pace.seconds(60), case_s=pace.seconds(2))
     folder = tmp_path / "hang"
     folder.mkdir()
     shutil.copy(BROKEN / "part1_hang_some_n.cu", folder / "part1_naive.cu")
@@ -366,14 +366,14 @@ def test_the_cases_after_a_hung_case_are_graded_in_a_new_worker(tmp_path):
     assert "n=33 int32" in p.message and "timeouts.case_s" in p.message
 
 
-def test_a_kernel_that_hangs_at_every_n_still_ends_within_the_part_timeout(tmp_path):
-    cfg = _hang_config(tmp_path, part_s=8, case_s=1)
+def test_a_kernel_that_hangs_at_every_n_still_ends_within_the_part_timeout(tmp_path, pace):
+    cfg = _hang_config(tmp_path, part_s=pace.seconds(8), case_s=pace.seconds(1))
     folder = tmp_path / "hang"
     folder.mkdir()
     shutil.copy(BROKEN / "part1_hang.cu", folder / "part1_naive.cu")
     t0 = time.monotonic()
     p = grade(folder, cfg=cfg, selection=EMULATOR, parts=["part1_naive"], checks=False).parts[0]
-    assert time.monotonic() - t0 < 8 + 4  # part_s, and the time to stop the last worker
+    assert time.monotonic() - t0 < cfg.timeouts.part_s + pace.seconds(4)  # part_s, and the time to stop the last worker
     statuses = [c.status for c in p.cases]
     assert p.status == "timeout" and p.points == 0
     assert statuses.count("timeout") >= 2 and set(statuses) <= {"timeout", "not-run"}, statuses

@@ -493,9 +493,9 @@ def test_the_pytest_plugin_fails_the_bank_conflicts_item_naming_the_line(pyteste
                                  "*line *: 32-way bank conflict*"])
 
 
-def test_a_part_that_hangs_in_its_profile_run_is_stopped_and_says_so(tmp_path):
+def test_a_part_that_hangs_in_its_profile_run_is_stopped_and_says_so(tmp_path, pace):
     # Correct at the case sizes, spinning forever at the profiled size only.
-    path = write_config(tmp_path, part_s=10, sizes={"part3_conflict_free": [1, 33]})
+    path = write_config(tmp_path, part_s=pace.seconds(10), sizes={"part3_conflict_free": [1, 33]})
     path.write_text(path.read_text() + P3_PROFILE.replace("size: 256", "size: 64"))
     cfg = load_config(path)
     source = (SOLUTIONS / "part3_conflict_free.cu").read_text()

@@ -48,7 +48,7 @@ def _wait_for(predicate, timeout: float) -> bool:
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc (Linux) to look for processes left behind")
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "killed"])
-def test_a_grader_stopped_while_a_kernel_hangs_leaves_no_worker_or_executor(tmp_path, how):
+def test_a_grader_stopped_while_a_kernel_hangs_leaves_no_worker_or_executor(tmp_path, how, pace):
     config = write_config(tmp_path, part_s=120, sizes={"part1_naive": [33]})
     sub = tmp_path / "sub"
     sub.mkdir()
@@ -72,11 +72,11 @@ def test_a_grader_stopped_while_a_kernel_hangs_leaves_no_worker_or_executor(tmp_
         time.sleep(0.5)
         assert _processes_mentioning(scratch), "no worker to stop"
         os.killpg(grader.pid, how) if how == signal.SIGINT else grader.kill()
-        status = grader.wait(timeout=30)
+        status = grader.wait(timeout=pace.seconds(30))
         if how == signal.SIGINT:  # one line, no traceback
             assert status == 130 and "Traceback" not in err.read_text(), err.read_text()
             assert err.read_text().strip().splitlines()[-1].startswith("scangrade: interrupted: grade was stopped")
-        assert _wait_for(lambda: not _processes_mentioning(scratch), 10), \
+        assert _wait_for(lambda: not _processes_mentioning(scratch), pace.seconds(10)), \
             [Path(f"/proc/{p}/cmdline").read_bytes() for p in _processes_mentioning(scratch)]
     finally:
         for pid in _processes_mentioning(scratch):

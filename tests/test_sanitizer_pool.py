@@ -144,11 +144,11 @@ def test_a_child_that_printed_its_budget_of_reports_leaves_the_cases_after_to_a_
     assert _served(seen)[-1][0] == served[1][0]
 
 
-def test_a_silent_child_is_stopped_replaced_and_the_case_left_to_its_plain_run(fake, tmp_path, monkeypatch):
+def test_a_silent_child_is_stopped_replaced_and_the_case_left_to_its_plain_run(fake, tmp_path, monkeypatch, pace):
     exe, seen, plan = fake
     plan.write_text("1=hang")
-    with SanitizerPool(str(exe), tmp_path / "pool", tools=("synccheck",)) as pool:
-        result = _check(exe, pool.folder, tmp_path, [0, 1, 2], tools=("synccheck",), timeout=1.0,
+    with SanitizerPool(str(exe), tmp_path / "pool", tools=("synccheck",)) as pool:  # silent 1 s: on an idle machine
+        result = _check(exe, pool.folder, tmp_path, [0, 1, 2], tools=("synccheck",), timeout=pace.seconds(1.0),
                         stop_at_silence=True)
         assert sorted(result) == [0, 1] and result[0].complete and not result[1].complete
         hung = _served(seen)[0][0]

@@ -530,9 +530,9 @@ def cluster():
         c.stop()
 
 
-def test_a_class_graded_on_slurm_equals_a_local_batch(cluster, tmp_path, monkeypatch, capsys):
+def test_a_class_graded_on_slurm_equals_a_local_batch(cluster, tmp_path, monkeypatch, capsys, pace):
     root = _class(tmp_path / "class")
-    cfg = write_config(tmp_path, part_s=60, sizes={"part1_naive": [5, 100], "part2_blelloch": [7]})
+    cfg = write_config(tmp_path, part_s=pace.seconds(60), sizes={"part1_naive": [5, 100], "part2_blelloch": [7]})
     out = tmp_path / "on slurm"
     monkeypatch.setenv("SLURM_CONF", str(cluster.conf))
     assert main(["batch", str(root), "--out", str(out), "--config", str(cfg), "--backend", "emulator",
@@ -545,7 +545,7 @@ def test_a_class_graded_on_slurm_equals_a_local_batch(cluster, tmp_path, monkeyp
     # the same class graded here, meanwhile
     assert main(["batch", str(root), "--out", str(tmp_path / "local"), "--config", str(cfg),
                  "--backend", "emulator", "--jobs", "1"]) == 1
-    state = cluster.wait_for(merge_job, timeout_s=75)
+    state = cluster.wait_for(merge_job, timeout_s=pace.seconds(75))
     logs = "\n".join(f"--- {p.name}\n{p.read_text()}" for p in sorted((out / "slurm").glob("*.out")))
     assert state == "COMPLETED", f"merge job {state}\n{logs}\n{cluster.logs()}"  # students failing is no failure
     for task in range(3):
@@ -569,7 +569,7 @@ def test_a_class_graded_on_slurm_equals_a_local_batch(cluster, tmp_path, monkeyp
     assert f"sbatch --array=1 {out / 'slurm/grade.sbatch'} --resume" in capsys.readouterr().err
     again = subprocess.run([_which("sbatch"), "--parsable", "--array=1", str(out / "slurm/grade.sbatch"), "--resume"],
                            env=cluster.env, capture_output=True, text=True, check=True).stdout.strip().split(";")[0]
-    assert cluster.wait_for(f"{again}_1", timeout_s=40) == "COMPLETED"
+    assert cluster.wait_for(f"{again}_1", timeout_s=pace.seconds(40)) == "COMPLETED"
     log = (out / "slurm" / f"grade-{again}_1.out").read_text()
     assert f"{kept}: " in log and f"{lost}: " in log
     assert [line.endswith("(resumed)") for line in log.splitlines() if line.startswith("[")] in ([True, False],

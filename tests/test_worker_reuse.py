@@ -64,7 +64,8 @@ def test_parts_graded_in_turn_share_one_worker_and_grade_as_workers_of_their_own
     pids = _worker_pids(traces)
     assert set(pids) == {p.key for p in in_turn.parts}
     assert len(set().union(*pids.values())) == 1  # one worker graded every part
-    assert all(p.phases_s["startup"] < 0.25 for p in in_turn.parts[1:])  # no interpreter to start
+    first = in_turn.parts[0].phases_s["startup"]  # an interpreter started: the measure, on this machine now
+    assert all(p.phases_s["startup"] < first / 2 for p in in_turn.parts[1:]), in_turn.parts  # no interpreter to start
 
     shutil.rmtree(traces)
     apart = grade(SOLUTIONS, cfg=small_config, selection=backend, part_jobs=len(small_config.parts))
@@ -75,7 +76,7 @@ def test_parts_graded_in_turn_share_one_worker_and_grade_as_workers_of_their_own
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc (Linux) to look for the workers")
-def test_a_worker_that_hung_is_not_kept_and_the_next_part_gets_a_new_one(tmp_path, monkeypatch):
+def test_a_worker_that_hung_is_not_kept_and_the_next_part_gets_a_new_one(tmp_path, monkeypatch, pace):
     """Part 2 passes, Part 4 does not compile, Part 1 hangs at its only size (its worker is killed at
     the deadline); Part 3, graded after them in the same thread, runs in a new worker and passes."""
     cfg = load_config(write_config(tmp_path, sizes={"part2_blelloch": [1, 33, 200], "part4_any_size": [257],
@@ -90,7 +91,7 @@ def test_a_worker_that_hung_is_not_kept_and_the_next_part_gets_a_new_one(tmp_pat
     traces = tmp_path / "traces"
     monkeypatch.setenv("SCANGRADE_CASE_TIMES", str(traces))
     order = ["part2_blelloch", "part4_any_size", "part1_naive", "part3_conflict_free"]
-    res = grade(sub, cfg=cfg.override(timeouts={"case_s": 3.0}), selection=EMULATOR, parts=order, part_jobs=1,
+    res = grade(sub, cfg=cfg.override(timeouts={"case_s": pace.seconds(3.0)}), selection=EMULATOR, parts=order, part_jobs=1,
                 checks=False)  # without the checks the spin is a hang, not a deadlock found at once
     by_key = {p.key: p for p in res.parts}
     assert by_key["part4_any_size"].status == "compile-error"
@@ -123,7 +124,7 @@ def _pids_in_order(folder: Path) -> list[tuple[str, int]]:
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc (Linux) to look for the workers")
-def test_a_batch_job_keeps_its_worker_from_one_submission_to_the_next(tmp_path, monkeypatch):
+def test_a_batch_job_keeps_its_worker_from_one_submission_to_the_next(tmp_path, monkeypatch, pace):
     """One job, three submissions: alice's parts and dave's first run in one worker; dave's Part 1
     hangs (its worker is killed at the deadline), so his Part 2 and erin's parts run in a new one.
     Each submission gets the grade it gets graded alone."""
@@ -132,7 +133,7 @@ def test_a_batch_job_keeps_its_worker_from_one_submission_to_the_next(tmp_path, 
         shutil.copytree(SOLUTIONS, root / who)
     shutil.copy(BROKEN / "part1_hang.cu", root / "dave" / "part1_naive.cu")
     cfg = load_config(write_config(tmp_path, sizes={"part1_naive": [5, 128], "part2_blelloch": [7]}))
-    cfg = cfg.override(timeouts={"case_s": 3.0})
+    cfg = cfg.override(timeouts={"case_s": pace.seconds(3.0)})
     traces = tmp_path / "traces"
     monkeypatch.setenv("SCANGRADE_CASE_TIMES", str(traces))
     rows = dict(batch(root, out=tmp_path / "out", cfg=cfg, selection=EMULATOR, reports=batch_reports, jobs=1,
