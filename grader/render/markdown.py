@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from grader.render._common import (CASE_STATUS_WORDS, PART_STATUS_WORDS, analysis_notes, analysis_table,
+from grader.render._common import (CASE_STATUS_WORDS, part_status_words, analysis_notes, analysis_table,
                                    block_size_text, device_text, folded_sizes, group_findings, is_hidden,
                                    is_timed_case, pending_text, performance_shown, points, printable,
                                    public_case_name, public_elapsed_s, public_part_message, public_seed,
@@ -126,7 +126,7 @@ def _case_table(part: PartResult, cases: list[CaseResult], base_seed: int, *, ti
 
 def _part_section(part: PartResult, base_seed: int, *, pending: bool = False) -> list[str]:
     lines = [f"### Part {part.number}: {_md(part.title)} — {points(part.points)}/{points(part.max_points)} points",
-             "", f"File {_md(part.file)} · {PART_STATUS_WORDS[part.status]}", ""]
+             "", f"File {_md(part.file)} · {part_status_words(part)}", ""]
     checks = [c for c in part.cases if not is_timed_case(c)]
     timed = [c for c in part.cases if is_timed_case(c)]
     if whole_part_failure(part):
@@ -236,7 +236,7 @@ def markdown(result: SubmissionResult) -> str:
     rows = []
     for p in result.parts:
         checks = [c for c in p.cases if not is_timed_case(c)]
-        rows.append([f"{p.number}. {_md(p.title)}", PART_STATUS_WORDS[p.status],
+        rows.append([f"{p.number}. {_md(p.title)}", part_status_words(p),
                      f"{sum(c.status == 'pass' for c in checks)}/{len(checks)}",
                      f"{points(p.points)}/{points(p.max_points)}"])
     all_checks = [c for p in result.parts for c in p.cases if not is_timed_case(c)]

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.assignment.config import COMPILE_ERROR_CHOICES
-from grader.render._common import (PART_STATUS_WORDS, analysis_report, device_text,
+from grader.render._common import (part_status_words, analysis_report, device_text,
                                    is_timed_case, part_label, pending_performance, points, printable,
                                    public_part_message, public_seed, student_view,
                                    whole_part_failure)
@@ -93,8 +93,8 @@ def _part_tests(result: SubmissionResult, part: PartResult) -> list[dict[str, An
     or one for a part that failed before any case ran; then performance and bank conflicts."""
     checks = [c for c in part.cases if not is_timed_case(c)]
     if whole_part_failure(part):
-        message = public_part_message(part) or PART_STATUS_WORDS[part.status]
-        tests = [_test(part, PART_STATUS_WORDS[part.status], sum(c.points for c in checks),
+        message = public_part_message(part) or part_status_words(part)
+        tests = [_test(part, part_status_words(part), sum(c.points for c in checks),
                        sum(c.max_points for c in checks), description=f"{part.title}: {Path(part.file).name}",
                        message=message.splitlines()[0], output=message)]
     else:

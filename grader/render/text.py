@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import textwrap
 
-from grader.render._common import (SHOWN_FINDINGS, analysis_lines, block_size_text, folded_sizes, group_findings, is_hidden,
+from grader.render._common import (REGRADE_WORDS, SHOWN_FINDINGS, analysis_lines, block_size_text, folded_sizes, group_findings, is_hidden,
                                    is_timed_case, other_findings, pending_text, performance_shown, printable,
                                    public_elapsed_s, public_seed, quick_check_text, roofline_lines, student_view)
 from grader.render._patterns import size_pattern
@@ -54,6 +54,8 @@ def _part_block(p: PartResult, pending: bool = False, *, show_hidden: bool = Tru
     head = f"Part {p.number}: {p.title}  [{p.file}]  {_points(p.points)}/{_points(p.max_points)} points"
     if pending:
         head += f" ({_points(p.performance.max_points)} pending a GPU run)"
+    if p.to_regrade:
+        head += f" ({REGRADE_WORDS})"
     lines = [head]
     if p.status in ("compile-error", "missing", "error") or (p.message and p.status in ("timeout", "crash")):
         lines += ["    " + m for m in p.message.splitlines()]

@@ -1,0 +1,383 @@
+"""A grader's fault is never the student's: a grading worker killed from outside is graded again
+(twice: ``error``, "to regrade", exit status 3), a batch killed outright leaves no process behind
+and ``--resume`` finishes it, a full disk stops the batch with one line and no half result, and a
+damaged ``result.json`` is graded again.
+
+Each test runs ``scangrade batch`` on a small class (one part, two sizes) as a child process and
+marks its processes with an environment variable (:data:`MARK`) and a scratch TMPDIR, so that
+every process it started can be found in /proc. Nothing waits a fixed time: a kill waits for a
+worker to be inside a part (it has started a child), and what ends is polled for with generous
+bounds.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import BROKEN, ROOT, SOLUTIONS
+
+pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc (Linux) to find the grader's processes")
+
+#: The environment variable that marks a test's grader and the workers it starts (they inherit it).
+MARK = "SCANGRADE_FAULTS_TEST"
+#: How long anything here may take at most; the tests wait for events, not for time.
+BOUND_S = 600
+
+
+# --- the processes of one batch ----------------------------------------------------------------
+
+def _stat(pid: int) -> tuple[str, int, int] | None:
+    """``(state, parent pid, start time)`` of a process, or None when it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text[text.rfind(")") + 2:].split()
+    return fields[0], int(fields[1]), int(fields[19])
+
+
+def _alive(procs: dict[int, int]) -> list[int]:
+    """Those of ``procs`` (pid -> start time) still running (not zombies, the same start time)."""
+    left = []
+    for pid, start in procs.items():
+        st = _stat(pid)
+        if st is not None and st[0] not in ("Z", "X") and st[2] == start:
+            left.append(pid)
+    return left
+
+
+def _all_processes() -> dict[int, tuple[str, int, int]]:
+    found = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            st = _stat(int(entry.name))
+            if st is not None:
+                found[int(entry.name)] = st
+    return found
+
+
+def _descendants(root: int) -> dict[int, int]:
+    """Every live process below ``root`` (pid -> start time), from /proc's parent links."""
+    table = _all_processes()
+    children: dict[int, list[int]] = {}
+    for pid, (_, ppid, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    found, todo = {}, [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if table[child][0] not in ("Z", "X"):
+                found[child] = table[child][2]
+                todo.append(child)
+    return found
+
+
+def _marked(mark: str, scratch: Path) -> dict[int, int]:
+    """Live processes of this test's batch: their environment holds ``mark``, or their command line
+    names ``scratch`` (sandboxed children get a clean environment)."""
+    found = {}
+    for pid, (state, _, start) in _all_processes().items():
+        if state in ("Z", "X"):
+            continue
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if f"{MARK}={mark}".encode() in environ or str(scratch).encode() in cmd:
+            found[pid] = start
+    return found
+
+
+def _workers_in_a_part(mark: str) -> list[int]:
+    """The grading workers of the batch marked ``mark`` that are inside a part: they have started a
+    child (the emulator's executor or a compiler)."""
+    table = _all_processes()
+    parents = {ppid for _, (state, ppid, _) in table.items() if state not in ("Z", "X")}
+    found = []
+    for pid in table:
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+        except OSError:
+            continue
+        if b"grader.grading.worker" in cmd and f"{MARK}={mark}".encode() in environ and pid in parents:
+            found.append(pid)
+    return found
+
+
+def _wait_for(predicate, timeout: float = BOUND_S, step: float = 0.02):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        got = predicate()
+        if got:
+            return got
+        time.sleep(step)
+    return predicate()
+
+
+# --- a small class and its batch ----------------------------------------------------------------
+
+#: The class's submissions, in gradebook order; :data:`BROKEN_ONE` writes past its output, the others are right.
+CLASS = ("ann", "ben", "cat", "dan", "eve", "fay")
+BROKEN_ONE = "dan"
+
+
+def _make_class(root: Path) -> Path:
+    """Six submissions of Part 1."""
+    for sid in CLASS:
+        (root / sid).mkdir(parents=True)
+        shutil.copy(SOLUTIONS / "part1_naive.cu", root / sid)
+        shutil.copy(SOLUTIONS / "part1_naive.cu", root / sid)
+    shutil.copy(BROKEN / "part1_oob_write.cu", root / BROKEN_ONE / "part1_naive.cu")
+    return root
+
+
+def _config(folder: Path) -> Path:
+    path = folder / "config.yaml"
+    path.write_text("block_size: 128\nseed: 7\ntimeouts:\n  part_s: 600\n  case_s: 600\n"
+                    "parts:\n  part1_naive:\n    points_per_case: 1\n    sizes: [5, 33]\n")
+    return path
+
+
+class Batch:
+    """``scangrade batch`` of one class, run as a marked child process (:meth:`start`)."""
+
+    def __init__(self, folder: Path, *, classroom: Path, config: Path) -> None:
+        self.folder, self.classroom, self.config = folder, classroom, config
+        self.mark = uuid.uuid4().hex
+        self.scratch = folder / "scratch"  # every temporary folder of the batch
+        self.scratch.mkdir(parents=True, exist_ok=True)
+
+    def argv(self, out: Path, *more: str) -> list[str]:
+        return [sys.executable, "-m", "grader", "batch", str(self.classroom), "--out", str(out), "--config",
+                str(self.config), "--backend", "emulator", "--no-checks", "--jobs", "2", "--allow-unsandboxed", *more]
+
+    def env(self) -> dict[str, str]:
+        return {**os.environ, MARK: self.mark, "TMPDIR": str(self.scratch),
+                "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+
+    def start(self, out: Path, *more: str, wrap: list[str] | None = None) -> subprocess.Popen:
+        self.err = self.folder / f"stderr-{uuid.uuid4().hex[:6]}.txt"
+        with self.err.open("wb") as err:
+            return subprocess.Popen([*(wrap or []), *self.argv(out, *more)], env=self.env(),
+                                    stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+
+    def run(self, out: Path, *more: str) -> int:
+        proc = self.start(out, *more)
+        try:
+            return proc.wait(timeout=BOUND_S)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+
+    def left(self) -> list[int]:
+        return list(_marked(self.mark, self.scratch))
+
+
+def _book(out: Path) -> list[dict[str, str]]:
+    return list(csv.DictReader((out / "gradebook.csv").open()))
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory):
+    """The class, its config, a clean run's gradebook rows, and for how long its workers ran (seconds
+    from the first child process of the batch to the last)."""
+    folder = tmp_path_factory.mktemp("faults")
+    classroom, config = _make_class(folder / "class"), _config(folder)
+    batch = Batch(folder / "clean", classroom=classroom, config=config)
+    proc, seen = batch.start(folder / "clean-out"), []
+    while proc.poll() is None:  # when the batch has children: from its first worker to its last
+        if _descendants(proc.pid):
+            seen.append(time.monotonic())
+        time.sleep(0.005)
+    rc = proc.wait()
+    assert rc == 1 and seen, batch.err.read_text()  # one fails
+    book = _book(folder / "clean-out")
+    assert [(r["student"], r["status"]) for r in book] == [(s, "fail" if s == BROKEN_ONE else "pass") for s in CLASS]
+    return classroom, config, book, seen[-1] - seen[0]
+
+
+def _killer(mark: str, *, times: int | None) -> tuple[list[int], callable]:
+    """A loop that SIGKILLs each worker of batch ``mark`` once it is inside a part (``times``: at most
+    that many, None: every one), returning the pids it killed."""
+    killed: list[int] = []
+
+    def loop(done) -> None:
+        while not done() and (times is None or len(killed) < times):
+            for pid in _workers_in_a_part(mark):
+                if pid not in killed and (times is None or len(killed) < times):
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
+            time.sleep(0.01)
+    return killed, loop
+
+
+# --- the tests ----------------------------------------------------------------------------------
+
+def test_a_worker_killed_mid_part_costs_the_submission_nothing(tmp_path, clean):
+    classroom, config, book, _ = clean
+    batch = Batch(tmp_path, classroom=classroom, config=config)
+    out = tmp_path / "out"
+    proc = batch.start(out)
+    killed, loop = _killer(batch.mark, times=1)
+    try:
+        loop(lambda: proc.poll() is not None)
+        assert proc.wait(timeout=BOUND_S) == 1, batch.err.read_text()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert killed, "no worker was seen inside a part"
+    assert _book(out) == book  # the part was graded again: every grade is the clean run's
+    assert "to regrade" not in (out / "summary.txt").read_text()
+
+
+def test_a_worker_killed_twice_is_the_graders_error_to_regrade(tmp_path, clean):
+    from grader.cli import EXIT_REGRADE
+    classroom, config, book, _ = clean
+    one = tmp_path / "class"
+    shutil.copytree(classroom / "ann", one / "ann")
+    batch = Batch(tmp_path, classroom=one, config=config)
+    out = tmp_path / "out"
+    proc = batch.start(out)
+    killed, loop = _killer(batch.mark, times=None)
+    try:
+        loop(lambda: proc.poll() is not None)
+        rc = proc.wait(timeout=BOUND_S)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    printed = batch.err.read_text()
+    assert rc == EXIT_REGRADE == 3, printed
+    assert len(killed) == 2, killed  # the part's worker, and the fresh one that graded it again
+    [row] = _book(out)
+    assert row["status"] == "to regrade" and row["part1_naive"] == "0", row
+    result = json.loads((out / "ann" / "result.json").read_text())
+    part = result["parts"][0]
+    assert part["status"] == "error" and part["to_regrade"] and result["to_regrade"], part
+    assert {c["status"] for c in part["cases"]} <= {"error", "not-run"}, part["cases"]  # never crash
+    assert "killed (SIGKILL" in part["message"] and "running this part crashed" not in part["message"], part["message"]
+    assert "to regrade" in (out / "summary.txt").read_text()
+    assert "to regrade" in (out / "ann" / "report.txt").read_text()
+    assert "to regrade" in (out / "ann" / "student" / "report.txt").read_text()
+    assert "To regrade." in (out / "class_report.html").read_text()
+    assert "Traceback" not in printed
+    # --resume grades it again, in workers nobody kills now
+    assert batch.run(out, "--resume") == 0, batch.err.read_text()
+    assert _book(out) == book[:1]
+    assert "graded again on --resume: ann" in (out / "summary.txt").read_text()
+
+
+def _kill_while_grading(batch: Batch, out: Path, window: float, rng: random.Random) -> dict[int, int]:
+    """Start ``batch`` into ``out`` and SIGKILL its process group at a random moment of its workers'
+    ``window`` (seconds from its first child process); returns the processes it had started then (an
+    empty dict where the moment fell after its last worker ended: the batch then finished)."""
+    proc = batch.start(out)
+    try:
+        assert _wait_for(lambda: _descendants(proc.pid) or proc.poll() is not None, step=0.005), batch.err.read_text()
+        time.sleep(rng.uniform(0, window))
+        started = _descendants(proc.pid)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=BOUND_S)
+        return started
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_a_batch_killed_outright_leaves_no_process_and_resume_finishes_it(tmp_path, clean):
+    classroom, config, book, window = clean
+    batch = Batch(tmp_path, classroom=classroom, config=config)
+    seed = random.randrange(2**32)
+    rng = random.Random(seed)
+    for attempt in range(5):  # a moment past the last worker (a busier machine than the clean run's) is drawn again
+        out = tmp_path / f"out-{attempt}"
+        started = _kill_while_grading(batch, out, window, rng)
+        if started:
+            break
+    try:
+        assert started, f"no kill fell while the batch had children (seed {seed})"
+        gone = _wait_for(lambda: not _alive(started) and not batch.left(), timeout=30, step=0.05)
+        assert gone, (seed, [Path(f"/proc/{p}/cmdline").read_bytes() for p in _alive(started) + batch.left()])
+    finally:
+        for pid in batch.left():
+            os.kill(pid, signal.SIGKILL)
+    for result in out.glob("*/result.json"):  # every result written is whole
+        assert json.loads(result.read_text())["schema"] == "scangrade.result"
+    assert batch.run(out, "--resume") == 1, batch.err.read_text()
+    assert _book(out) == book, seed
+    assert not list(out.rglob("*.tmp"))
+
+
+def test_damaged_results_are_graded_again_on_resume(tmp_path, clean):
+    classroom, config, book, _ = clean
+    batch = Batch(tmp_path, classroom=classroom, config=config)
+    out = tmp_path / "out"
+    assert batch.run(out) == 1
+    whole = (out / "ben" / "result.json").read_text()
+    (out / "ben" / "result.json").write_text(whole[:len(whole) // 2])  # cut short
+    (out / "cat" / "result.json").write_text('{"schema": "scangrade.result", "schema_version": 2}')  # no parts
+    assert batch.run(out, "--resume") == 1, batch.err.read_text()
+    assert _book(out) == book
+    summary = (out / "summary.txt").read_text()
+    assert "graded again on --resume: ben: its saved result.json is cut short" in summary, summary
+    assert "graded again on --resume: cat: its saved result.json is not a scangrade result" in summary, summary
+    assert "ann" not in summary.split("graded again", 1)[1]  # an intact result is kept
+
+
+def _tmpfs_works(folder: Path) -> bool:
+    probe = folder / "probe"
+    probe.mkdir()
+    try:
+        done = subprocess.run(["unshare", "-rm", "sh", "-c", f"mount -t tmpfs -o size=64k none '{probe}'"],
+                              capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
+def _pages(folder: Path) -> int:
+    return sum(-(-f.stat().st_size // 4096) * 4096 + 4096 for f in folder.rglob("*") if f.is_file())
+
+
+def test_a_full_disk_stops_the_batch_with_one_line_and_resume_finishes_it(tmp_path, clean):
+    """``--out`` on a small tmpfs (a mount namespace of this user's own: ``unshare -rm``) that holds
+    the class's intake copies and about one and a half submissions' files."""
+    if shutil.which("unshare") is None or not _tmpfs_works(tmp_path):
+        pytest.skip("no unprivileged mount namespace here to mount a small tmpfs in (unshare -rm)")
+    classroom, config, book, _ = clean
+    batch = Batch(tmp_path, classroom=classroom, config=config)
+    sized = tmp_path / "sized"
+    assert batch.run(sized) == 1
+    per_student = max(_pages(sized / sid) for sid in CLASS)
+    size = 4 * 4096 * 4 + per_student * 3 // 2  # the intake copies (a file and folders each) and 1.5 submissions
+    out, saved = tmp_path / "out", tmp_path / "saved"
+    out.mkdir()
+    saved.mkdir()
+    script = (f"mount -t tmpfs -o size={size} none '{out}' || exit 99; \"$@\"; rc=$?; "
+              f"cp -a '{out}/.' '{saved}/'; exit $rc")
+    proc = batch.start(out, wrap=["unshare", "-rm", "sh", "-c", script, "sh"])
+    rc = proc.wait(timeout=BOUND_S)
+    printed = batch.err.read_text()
+    assert rc == 2, printed
+    errors = [line for line in printed.splitlines() if line.startswith("scangrade: error")]
+    assert len(errors) == 1 and "Traceback" not in printed, printed
+    assert "free at least" in errors[0] and "--resume" in errors[0] and str(out) in errors[0], errors
+    assert printed.strip().splitlines()[-1] == errors[0]
+    written = list(saved.glob("*/result.json"))
+    for result in written:  # whole or absent
+        assert json.loads(result.read_text())["schema"] == "scangrade.result"
+    assert len(written) < len(CLASS) and not list(saved.rglob("*.tmp")), written
+    assert batch.run(saved, "--resume") == 1, batch.err.read_text()
+    assert _book(saved) == book
