@@ -381,3 +381,12 @@ def test_a_full_disk_stops_the_batch_with_one_line_and_resume_finishes_it(tmp_pa
     assert len(written) < len(CLASS) and not list(saved.rglob("*.tmp")), written
     assert batch.run(saved, "--resume") == 1, batch.err.read_text()
     assert _book(saved) == book
+
+
+def test_the_readme_gives_every_exit_status():
+    """README.md's "Exit status:" sentence names each code of grader.cli.EXIT_STATUSES, and no other."""
+    import re
+    from grader.cli import EXIT_STATUSES
+    text = " ".join((ROOT / "README.md").read_text().split())
+    sentence = text.split("Exit status: ", 1)[1].split(". ", 1)[0]
+    assert {int(code) for code in re.findall(r"(?:^|, )(\d+) (?:when|for)", sentence)} == set(EXIT_STATUSES), sentence
