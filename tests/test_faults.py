@@ -38,7 +38,7 @@ BOUND_S = 600
 
 # --- the processes of one batch ----------------------------------------------------------------
 
-def _stat(pid: int) -> tuple[str, int, int] | None:
+def stat_of(pid: int) -> tuple[str, int, int] | None:
     """``(state, parent pid, start time)`` of a process, or None when it is gone."""
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
@@ -48,29 +48,29 @@ def _stat(pid: int) -> tuple[str, int, int] | None:
     return fields[0], int(fields[1]), int(fields[19])
 
 
-def _alive(procs: dict[int, int]) -> list[int]:
+def alive(procs: dict[int, int]) -> list[int]:
     """Those of ``procs`` (pid -> start time) still running (not zombies, the same start time)."""
     left = []
     for pid, start in procs.items():
-        st = _stat(pid)
+        st = stat_of(pid)
         if st is not None and st[0] not in ("Z", "X") and st[2] == start:
             left.append(pid)
     return left
 
 
-def _all_processes() -> dict[int, tuple[str, int, int]]:
+def all_processes() -> dict[int, tuple[str, int, int]]:
     found = {}
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
-            st = _stat(int(entry.name))
+            st = stat_of(int(entry.name))
             if st is not None:
                 found[int(entry.name)] = st
     return found
 
 
-def _descendants(root: int) -> dict[int, int]:
+def descendants(root: int) -> dict[int, int]:
     """Every live process below ``root`` (pid -> start time), from /proc's parent links."""
-    table = _all_processes()
+    table = all_processes()
     children: dict[int, list[int]] = {}
     for pid, (_, ppid, _) in table.items():
         children.setdefault(ppid, []).append(pid)
@@ -83,11 +83,11 @@ def _descendants(root: int) -> dict[int, int]:
     return found
 
 
-def _marked(mark: str, scratch: Path) -> dict[int, int]:
+def marked(mark: str, scratch: Path) -> dict[int, int]:
     """Live processes of this test's batch: their environment holds ``mark``, or their command line
     names ``scratch`` (sandboxed children get a clean environment)."""
     found = {}
-    for pid, (state, _, start) in _all_processes().items():
+    for pid, (state, _, start) in all_processes().items():
         if state in ("Z", "X"):
             continue
         try:
@@ -100,10 +100,10 @@ def _marked(mark: str, scratch: Path) -> dict[int, int]:
     return found
 
 
-def _workers_in_a_part(mark: str) -> list[int]:
+def workers_in_a_part(mark: str) -> list[int]:
     """The grading workers of the batch marked ``mark`` that are inside a part: they have started a
     child (the emulator's executor or a compiler)."""
-    table = _all_processes()
+    table = all_processes()
     parents = {ppid for _, (state, ppid, _) in table.items() if state not in ("Z", "X")}
     found = []
     for pid in table:
@@ -117,7 +117,7 @@ def _workers_in_a_part(mark: str) -> list[int]:
     return found
 
 
-def _wait_for(predicate, timeout: float = BOUND_S, step: float = 0.02):
+def wait_for(predicate, timeout: float = BOUND_S, step: float = 0.02):
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         got = predicate()
@@ -151,18 +151,23 @@ def _config(folder: Path) -> Path:
     return path
 
 
-class Batch:
-    """``scangrade batch`` of one class, run as a marked child process (:meth:`start`)."""
+#: The options of the tests' batches: the emulator, no checks (quicker; the faults are the same), two jobs.
+OPTIONS = ("--backend", "emulator", "--no-checks", "--jobs", "2", "--allow-unsandboxed")
 
-    def __init__(self, folder: Path, *, classroom: Path, config: Path) -> None:
-        self.folder, self.classroom, self.config = folder, classroom, config
+
+class Batch:
+    """``scangrade batch`` of one class with ``options``, run as a marked child process (:meth:`start`;
+    ``bench/chaos.py`` uses it too)."""
+
+    def __init__(self, folder: Path, *, classroom: Path, config: Path, options: tuple[str, ...] = OPTIONS) -> None:
+        self.folder, self.classroom, self.config, self.options = folder, classroom, config, options
         self.mark = uuid.uuid4().hex
         self.scratch = folder / "scratch"  # every temporary folder of the batch
         self.scratch.mkdir(parents=True, exist_ok=True)
 
     def argv(self, out: Path, *more: str) -> list[str]:
         return [sys.executable, "-m", "grader", "batch", str(self.classroom), "--out", str(out), "--config",
-                str(self.config), "--backend", "emulator", "--no-checks", "--jobs", "2", "--allow-unsandboxed", *more]
+                str(self.config), *self.options, *more]
 
     def env(self) -> dict[str, str]:
         return {**os.environ, MARK: self.mark, "TMPDIR": str(self.scratch),
@@ -183,7 +188,22 @@ class Batch:
                 os.killpg(proc.pid, signal.SIGKILL)
 
     def left(self) -> list[int]:
-        return list(_marked(self.mark, self.scratch))
+        return list(marked(self.mark, self.scratch))
+
+
+def run_watched(batch: Batch, out: Path, *more: str) -> tuple[int, float | None]:
+    """Run ``batch`` into ``out`` to its end: ``(exit status, seconds from its first child process to
+    its last seen, or None where it had none)``: the window in which killing it kills workers."""
+    proc, seen = batch.start(out, *more), []
+    try:
+        while proc.poll() is None:
+            if descendants(proc.pid):
+                seen.append(time.monotonic())
+            time.sleep(0.005)
+        return proc.wait(), (seen[-1] - seen[0] if seen else None)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
 
 
 def _book(out: Path) -> list[dict[str, str]]:
@@ -197,26 +217,21 @@ def clean(tmp_path_factory):
     folder = tmp_path_factory.mktemp("faults")
     classroom, config = _make_class(folder / "class"), _config(folder)
     batch = Batch(folder / "clean", classroom=classroom, config=config)
-    proc, seen = batch.start(folder / "clean-out"), []
-    while proc.poll() is None:  # when the batch has children: from its first worker to its last
-        if _descendants(proc.pid):
-            seen.append(time.monotonic())
-        time.sleep(0.005)
-    rc = proc.wait()
-    assert rc == 1 and seen, batch.err.read_text()  # one fails
+    rc, window = run_watched(batch, folder / "clean-out")
+    assert rc == 1 and window is not None, batch.err.read_text()  # one fails
     book = _book(folder / "clean-out")
     assert [(r["student"], r["status"]) for r in book] == [(s, "fail" if s == BROKEN_ONE else "pass") for s in CLASS]
-    return classroom, config, book, seen[-1] - seen[0]
+    return classroom, config, book, window
 
 
-def _killer(mark: str, *, times: int | None) -> tuple[list[int], callable]:
+def killer(mark: str, *, times: int | None) -> tuple[list[int], callable]:
     """A loop that SIGKILLs each worker of batch ``mark`` once it is inside a part (``times``: at most
     that many, None: every one), returning the pids it killed."""
     killed: list[int] = []
 
     def loop(done) -> None:
         while not done() and (times is None or len(killed) < times):
-            for pid in _workers_in_a_part(mark):
+            for pid in workers_in_a_part(mark):
                 if pid not in killed and (times is None or len(killed) < times):
                     os.kill(pid, signal.SIGKILL)
                     killed.append(pid)
@@ -231,7 +246,7 @@ def test_a_worker_killed_mid_part_costs_the_submission_nothing(tmp_path, clean):
     batch = Batch(tmp_path, classroom=classroom, config=config)
     out = tmp_path / "out"
     proc = batch.start(out)
-    killed, loop = _killer(batch.mark, times=1)
+    killed, loop = killer(batch.mark, times=1)
     try:
         loop(lambda: proc.poll() is not None)
         assert proc.wait(timeout=BOUND_S) == 1, batch.err.read_text()
@@ -251,7 +266,7 @@ def test_a_worker_killed_twice_is_the_graders_error_to_regrade(tmp_path, clean):
     batch = Batch(tmp_path, classroom=one, config=config)
     out = tmp_path / "out"
     proc = batch.start(out)
-    killed, loop = _killer(batch.mark, times=None)
+    killed, loop = killer(batch.mark, times=None)
     try:
         loop(lambda: proc.poll() is not None)
         rc = proc.wait(timeout=BOUND_S)
@@ -279,18 +294,28 @@ def test_a_worker_killed_twice_is_the_graders_error_to_regrade(tmp_path, clean):
     assert "graded again on --resume: ann" in (out / "summary.txt").read_text()
 
 
-def _kill_while_grading(batch: Batch, out: Path, window: float, rng: random.Random) -> dict[int, int]:
-    """Start ``batch`` into ``out`` and SIGKILL its process group at a random moment of its workers'
-    ``window`` (seconds from its first child process); returns the processes it had started then (an
-    empty dict where the moment fell after its last worker ended: the batch then finished)."""
-    proc = batch.start(out)
+def kill_while_grading(batch: Batch, out: Path, window: float, rng: random.Random,
+                       *more: str) -> tuple[dict[int, int], float]:
+    """Start ``batch`` into ``out`` (with the options ``more``: ``--resume``) and SIGKILL its process
+    group at a random moment of its workers' ``window`` (seconds from its first child process).
+
+    Returns:
+        ``(the processes it had started then: pid -> start time, seconds from its start to the
+        kill)``; no processes where the moment fell after its last worker ended (it then finished).
+    """
+    t0 = time.monotonic()
+    proc = batch.start(out, *more)
     try:
-        assert _wait_for(lambda: _descendants(proc.pid) or proc.poll() is not None, step=0.005), batch.err.read_text()
+        assert wait_for(lambda: descendants(proc.pid) or proc.poll() is not None, step=0.005), batch.err.read_text()
         time.sleep(rng.uniform(0, window))
-        started = _descendants(proc.pid)
-        os.killpg(proc.pid, signal.SIGKILL)
+        started = descendants(proc.pid)
+        moment = time.monotonic() - t0
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:  # it had just finished
+            started = {}
         proc.wait(timeout=BOUND_S)
-        return started
+        return started, moment
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -303,13 +328,13 @@ def test_a_batch_killed_outright_leaves_no_process_and_resume_finishes_it(tmp_pa
     rng = random.Random(seed)
     for attempt in range(5):  # a moment past the last worker (a busier machine than the clean run's) is drawn again
         out = tmp_path / f"out-{attempt}"
-        started = _kill_while_grading(batch, out, window, rng)
+        started, _ = kill_while_grading(batch, out, window, rng)
         if started:
             break
     try:
         assert started, f"no kill fell while the batch had children (seed {seed})"
-        gone = _wait_for(lambda: not _alive(started) and not batch.left(), timeout=30, step=0.05)
-        assert gone, (seed, [Path(f"/proc/{p}/cmdline").read_bytes() for p in _alive(started) + batch.left()])
+        gone = wait_for(lambda: not alive(started) and not batch.left(), timeout=30, step=0.05)
+        assert gone, (seed, [Path(f"/proc/{p}/cmdline").read_bytes() for p in alive(started) + batch.left()])
     finally:
         for pid in batch.left():
             os.kill(pid, signal.SIGKILL)
