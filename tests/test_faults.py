@@ -406,6 +406,13 @@ def test_a_full_disk_stops_the_batch_with_one_line_and_resume_finishes_it(tmp_pa
     assert len(written) < len(CLASS) and not list(saved.rglob("*.tmp")), written
     assert batch.run(saved, "--resume") == 1, batch.err.read_text()
     assert _book(saved) == book
+    # a disk too full for the intake's copies of the class: the same one line, before any grading
+    tiny = tmp_path / "tiny"
+    tiny.mkdir()
+    script = f"mount -t tmpfs -o size=8k none '{tiny}' || exit 99; \"$@\""
+    assert batch.start(tiny, wrap=["unshare", "-rm", "sh", "-c", script, "sh"]).wait(timeout=BOUND_S) == 2
+    printed = batch.err.read_text()
+    assert printed.startswith("scangrade: error: cannot write") and len(printed.splitlines()) == 1, printed
 
 
 def test_the_readme_gives_every_exit_status():

@@ -33,8 +33,9 @@ from pathlib import Path
 from grader import __version__
 from grader.backends import Selection
 from grader.classwork.gradebook import Person, class_summary, gradebook_csv
-from grader.classwork.store import (MANIFEST, RESULT, check_out_folder, grading_record, load_trusted, shard_positions,
-                                    student_folders, unwritable, write_atomic, write_manifest, write_reports)
+from grader.classwork.store import (FULL_DISK, MANIFEST, RESULT, check_out_folder, grading_record, load_trusted,
+                                    shard_positions, student_folders, unwritable, write_atomic, write_manifest,
+                                    write_reports)
 from grader.classwork.submissions import Submission, find_submissions, require_submissions, submission_sha256
 from grader.assignment.config import Config
 from grader.host.resources import usable_cpus
@@ -247,7 +248,13 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
     require_submissions(folder)
     out.mkdir(parents=True, exist_ok=True)
     work = out / ".work"
-    subs = find_submissions(folder, work=work)
+    try:
+        subs = find_submissions(folder, work=work)
+    except OSError as exc:  # the intake copies did not fit under --out
+        if exc.errno not in FULL_DISK:
+            raise
+        sizes = [f.stat().st_size for f in folder.rglob("*") if f.is_file() and not f.is_symlink()]
+        raise unwritable(exc, out, left=len(list(folder.iterdir())), each=sum(sizes) // max(1, len(sizes))) from None
     (out / MANIFEST).unlink(missing_ok=True)  # a run cut short must not look finished to scangrade merge
     everyone, positions = [s.id for s in subs], shard_positions(len(subs), shard)
     names = {s.id: s.name for s in subs}

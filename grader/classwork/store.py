@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import errno
 import hashlib
 import json
 import os
@@ -95,6 +96,10 @@ def write_atomic(path: Path, text: str | bytes) -> None:
         raise
 
 
+#: The errors of a write that found no room: a full disk, a quota, a file size limit (``ulimit -f``).
+FULL_DISK = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
 def unwritable(exc: OSError, out: Path, *, left: int, each: int) -> UsageError:
     """The one line that stops a batch whose output folder ``out`` cannot take a file (a full disk,
     a quota, a file size limit; ``exc``): what failed, the space free on ``out``'s disk, and what
@@ -106,7 +111,7 @@ def unwritable(exc: OSError, out: Path, *, left: int, each: int) -> UsageError:
     except OSError:
         free = "its free space unknown"
     where = exc.filename or out
-    per = f" (about {size_text(each)} per submission, {left} left)" if left else ""
+    per = f" (about {size_text(each)} per submission, {left} left)" if left and each >= 2**20 else ""
     return UsageError(f"cannot write {where} ({exc.strerror or exc}; {free}): free at least "
                       f"{size_text(max(1, left) * each * 2)} on the disk of {out}{per}, then run the same command "
                       "with --resume")
