@@ -422,3 +422,20 @@ def test_the_readme_gives_every_exit_status():
     text = " ".join((ROOT / "README.md").read_text().split())
     sentence = text.split("Exit status: ", 1)[1].split(". ", 1)[0]
     assert {int(code) for code in re.findall(r"(?:^|, )(\d+) (?:when|for)", sentence)} == set(EXIT_STATUSES), sentence
+
+
+def test_a_result_to_regrade_uses_no_prairielearn_attempt(small_config):
+    """PrairieLearn counts no attempt for a submission the grader failed on: not gradable, saying so."""
+    from grader.core.results import SubmissionResult
+    from grader.grading.part_runner import ungraded_part
+    from grader.render.prairielearn import prairielearn
+
+    def result(to_regrade: bool) -> SubmissionResult:
+        part = ungraded_part(small_config, "part1_naive", status="error", message="the grader's worker was killed",
+                             to_regrade=to_regrade)
+        return SubmissionResult(submission="s", backend="emulator", backend_reason="test", device={}, config="c",
+                                seed=7, block_size=128, parts=(part,), scangrade_version="0", started_at="",
+                                elapsed_s=0.0)
+    doc = prairielearn(result(True))
+    assert doc["gradable"] is False and "not because of your code" in doc["format_errors"][0], doc
+    assert prairielearn(result(False))["gradable"] is True

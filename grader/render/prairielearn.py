@@ -173,7 +173,13 @@ def _message(result: SubmissionResult, earned: float, counted: float, pending: f
 
 def _not_gradable(result: SubmissionResult, compile_error: str) -> dict[str, Any] | None:
     """The document of a submission PrairieLearn should not grade (no score, no attempt used), or
-    None: no part file at all, or (``compile_error="not-gradable"``) a part that does not compile."""
+    None: no part file at all, the grader failed on a part (:attr:`~grader.core.results.PartResult.to_regrade`:
+    not the student's doing), or (``compile_error="not-gradable"``) a part that does not compile."""
+    failed = [p for p in result.parts if p.to_regrade]
+    if failed:
+        return {"gradable": False, "format_errors": [
+            f"The autograder failed on Part {p.number} ({Path(p.file).name}), not because of your code; this "
+            "submission was not graded and used no attempt: submit it again." for p in failed]}
     if result.parts and all(p.status == "missing" for p in result.parts):
         names = ", ".join(Path(p.file).name for p in result.parts)
         return {"gradable": False, "format_errors": [f"No part file was found in the submission; expected {names}."]}
@@ -193,7 +199,8 @@ def prairielearn(result: SubmissionResult, *, compile_error: str = "not-gradable
     """PrairieLearn's ``results.json`` for one submission, as a JSON-ready dict (no I/O).
 
     Not gradable (``{"gradable": false, "format_errors": [...], "output": ...}``, no score: PrairieLearn
-    marks the submission invalid and counts no attempt) when no part file was submitted, or when
+    marks the submission invalid and counts no attempt) when no part file was submitted, when the
+    grader failed on a part (to regrade: docs/results.md, "The grader's failures"), or when
     ``compile_error`` is ``"not-gradable"`` and a part does not compile (its compiler output in
     ``output``). Otherwise gradable, with:
 
