@@ -8,7 +8,9 @@ process:
 1. once, cleanly: the grades to compare with, and the window in which the batch has children (from
    its first worker to its last);
 2. ``--trials`` times: the batch started, its whole process group SIGKILLed at a random moment of
-   that window, ``--kills`` times (the first run fresh, the next ones with ``--resume``), then
+   the first :data:`KILL_SHARE` of what is left of that window (the share of the class not graded
+   yet), ``--kills`` times (the first run fresh, the next ones with ``--resume``; a kill that falls
+   after the batch ended is shown as missed), then
    ``--resume`` to the end. After each kill, every process the batch had started (workers,
    executors, compilers, compute-sanitizer and its children; /proc's parent links at the kill,
    and every process carrying the run's mark) must be gone within :data:`GONE_S` seconds; every
@@ -55,6 +57,9 @@ from tests.test_faults import (Batch, alive, descendants, kill_while_grading, ki
 
 #: Seconds after a kill by which every process the batch started must be gone.
 GONE_S = 2.0
+#: A kill falls at a random moment of this share of the time the batch's workers have left to run
+#: (from the clean run's window, times the share of the class not graded yet).
+KILL_SHARE = 0.6
 #: A broken kernel per part (tests/kernels): each fails its part's cases quickly, on every backend.
 BROKEN = {"part1_naive": "part1_oob_write.cu", "part2_blelloch": "part2_off_by_one.cu",
           "part3_conflict_free": "part3_gems_16_banks.cu", "part4_any_size": "part4_offsets_off_by_one.cu",
@@ -156,13 +161,19 @@ def trial(n: int, batch: Batch, out: Path, *, kills: int, window: float, total: 
     for k in range(kills):
         done = len(list(out.glob("*/result.json"))) if out.exists() else 0
         more = ("--resume",) if k else ()
-        started, moment = kill_while_grading(batch, out, window * max(0.1, (total - done) / total), rng, *more)
+        # within the first part of what is left to grade, so that the next kill has something left too
+        started, moment = kill_while_grading(batch, out, window * KILL_SHARE * max(0.1, (total - done) / total),
+                                             rng, *more)
         left, gone_s = _gone(batch, started)
-        rows.append({"kill": k + 1, "moment_s": round(moment, 2), "processes": len(started), "left_after_2s": left,
-                     "all_gone_s": gone_s, "results_whole": whole_results(out), "done_before": done})
+        rows.append({"kill": k + 1, "moment_s": round(moment, 2), "processes": len(started), "landed": bool(started),
+                     "left_after_2s": left, "all_gone_s": gone_s, "results_whole": whole_results(out),
+                     "done_before": done})
         print(f"trial {n} kill {k + 1}: at {moment:.1f} s, {len(started)} processes, gone in {gone_s} s"
               f"{', LEFT: ' + '; '.join(left) if left else ''}", file=sys.stderr, flush=True)
     rc, _ = run_watched(batch, out, "--resume")
+    # what the killed runs left in their temporary folder (on a GPU, the class's shared inputs: GiBs)
+    shutil.rmtree(batch.scratch, ignore_errors=True)
+    batch.scratch.mkdir()
     row = {"trial": n, "kills": rows, "final_exit": rc, **_compare(out, clean_grades, clean_book, exact)}
     row["ok"] = row["ok"] and all(not r["left_after_2s"] and r["results_whole"] for r in rows)
     return row
@@ -204,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-checks", action="store_true", help="grade without the checks (quicker; a smoke test)")
     ap.add_argument("--allow-unsandboxed", action="store_true",
                     help="passed on to scangrade batch (a machine without bubblewrap)")
+    ap.add_argument("--sanitizer-audit", action="store_true",
+                    help="passed on to scangrade batch: compute-sanitizer's children are among the processes killed")
     ap.add_argument("--seed", type=int, help="the kills' moments (default: drawn, and printed)")
     ap.add_argument("--json", help="also write the measurements to this file")
     args = ap.parse_args(argv)
@@ -221,12 +234,12 @@ def main(argv: list[str] | None = None) -> int:
         made = make_class(tmp / "class", args.submissions, parts)
         options = ("--backend", args.backend, *(("--jobs", str(args.jobs)) if args.jobs else ()),
                    *(("--no-checks",) if args.no_checks else ()),
-                   *(("--allow-unsandboxed",) if args.allow_unsandboxed else ()))
+                   *(("--allow-unsandboxed",) if args.allow_unsandboxed else ()),
+                   *(("--sanitizer-audit",) if args.sanitizer_audit else ()))
         os.environ.setdefault("XDG_CACHE_HOME", str(tmp / "cache"))  # the clean run warms it for the trials
-        # warm: the emulator's runtime built, the reference solutions compiled, so that the clean run's
-        # window is a warm batch's, as every later run's
-        shutil.copytree(tmp / "class" / "s000", tmp / "warm" / "s000")
-        run_watched(Batch(tmp / "warm-run", classroom=tmp / "warm", config=config, options=options), tmp / "warm-out")
+        # warm: the emulator's runtime built, every submission compiled, so that the clean run's window
+        # is a warm batch's, as every later run's
+        run_watched(Batch(tmp / "warm-run", classroom=tmp / "class", config=config, options=options), tmp / "warm-out")
         clean = Batch(tmp / "clean", classroom=tmp / "class", config=config, options=options)
         t0 = time.monotonic()
         rc, window = run_watched(clean, tmp / "clean-out")
@@ -262,16 +275,20 @@ def _print_table(report: dict) -> None:
     print(f"backend {report['backend']}, {report['submissions']} submissions, parts {' '.join(report['parts'])}, "
           f"checks {'on' if report['checks'] else 'off'}; clean run {report['clean_s']} s (exit "
           f"{report['clean_exit']}), its workers for {report['workers_window_s']} s; seed {report['seed']}")
-    print(f"{'trial':<12}{'kill':>5}{'at s':>8}{'procs':>7}{'gone s':>8}  {'left 2 s later':<16}{'whole':<7}")
+    print(f"{'trial':<12}{'kill':>5}{'done':>6}{'at s':>8}{'procs':>7}{'gone s':>8}  {'left 2 s later':<16}"
+          f"{'whole':<7}")
     for row in report["trials"]:
         for k in row.get("kills", []):
-            print(f"{row['trial']!s:<12}{k['kill']:>5}{k['moment_s']:>8}{k['processes']:>7}{k['all_gone_s']!s:>8}  "
-                  f"{len(k['left_after_2s']):<16}{'yes' if k['results_whole'] else 'NO':<7}")
+            print(f"{row['trial']!s:<12}{k['kill']:>5}{k['done_before']:>6}{k['moment_s']:>8}{k['processes']:>7}"
+                  f"{k['all_gone_s']!s:>8}  {len(k['left_after_2s']):<16}{'yes' if k['results_whole'] else 'NO':<7}"
+                  f"{'' if k['landed'] else 'missed: the batch had ended'}")
         how = f"{row['killed']} worker killed mid-batch" if "killed" in row else "then --resume"
         print(f"{row['trial']!s:<12} {how}: exit {row['final_exit']}, grades "
               f"{'equal' if row['grades_equal'] else 'DIFFER: ' + ', '.join(row['differ'])}, gradebook "
               f"{'equal' if row['gradebook_equal'] else 'differs'} -> {'ok' if row['ok'] else 'FAILED'}")
-    print("all ok" if report["ok"] else "FAILED")
+    kills = [k for row in report["trials"] for k in row.get("kills", [])]
+    print(f"{sum(k['landed'] for k in kills)} of {len(kills)} kills landed while the batch had children; "
+          + ("all ok" if report["ok"] else "FAILED"))
 
 
 if __name__ == "__main__":
