@@ -371,7 +371,7 @@ def _report(args: argparse.Namespace) -> int:
 @_exit_status
 def _merge(args: argparse.Namespace) -> int:
     """``scangrade merge``: 0 when every student passed, 1 when any failed or shards are missing
-    (``IncompleteMerge``), 2 on shards that do not fit together."""
+    (``IncompleteMerge``), 3 where a row is to regrade, 2 on shards that do not fit together."""
     from grader.classwork.merge import merge
     from grader.classwork.store import write_class_report
     from grader.render.class_report import class_report_page
@@ -427,7 +427,8 @@ def _bench(args: argparse.Namespace) -> int:
 def _grade(args: argparse.Namespace) -> int:
     """``scangrade grade`` and ``scangrade check`` (without ``--full``, the quick check:
     :meth:`grader.api.Grading.quick`): the report on stdout; 0 when every case graded passed, 1
-    when any failed, 2 on usage or configuration errors (a report file that cannot be written included)."""
+    when any failed, 3 where the grader failed on a part (to regrade), 2 on usage or configuration
+    errors (a report file that cannot be written included)."""
     grading = api.prepare(config=args.config, private_config=args.private_config, backend=args.backend,
                           checks=args.checks, official=args.command == "grade" and args.require_sandbox,
                           sanitizer_audit=args.sanitizer_audit)
