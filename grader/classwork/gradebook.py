@@ -44,14 +44,6 @@ class Person:
     folder: str = ""
 
 
-def row_status(result: SubmissionResult) -> str:
-    """A gradebook row's status: :data:`~grader.core.results.TO_REGRADE` where the grader failed on a
-    part (the row is no grade yet), else ``pass`` (every case of every part) or ``fail``."""
-    if result.to_regrade:
-        return TO_REGRADE
-    return "pass" if result.passed else "fail"
-
-
 def gradebook_csv(rows: list[tuple[str, SubmissionResult]], part_keys: list[str],
                   notes: Mapping[str, str] | None = None, people: Mapping[str, Person] | None = None) -> str:
     """The gradebook: id, name, email, folder, points per part, total, max, pending, status,
@@ -61,7 +53,7 @@ def gradebook_csv(rows: list[tuple[str, SubmissionResult]], part_keys: list[str]
     folder), empty where not known. ``pending`` is the performance points that wait for a run on
     a GPU (an emulator run of parts that passed;
     :attr:`~grader.core.results.SubmissionResult.pending_points`): in ``max``, never in ``total``, so
-    ``max - pending`` is what the row could earn here. ``status``: :func:`row_status`. ``note``: ``notes[id]``, e.g. an id collision
+    ``max - pending`` is what the row could earn here. ``status``: the result's :attr:`~grader.core.results.SubmissionResult.verdict`. ``note``: ``notes[id]``, e.g. an id collision
     (:attr:`grader.classwork.submissions.Submission.collision`), else empty."""
     notes, people = notes or {}, people or {}
     out = io.StringIO()
@@ -73,7 +65,7 @@ def gradebook_csv(rows: list[tuple[str, SubmissionResult]], part_keys: list[str]
         who = people.get(sid, Person())
         w.writerow([spreadsheet_cell(str(cell)) for cell in (
             sid, who.name, who.email, who.folder, *(f"{by_key[k].points:g}" if k in by_key else "" for k in part_keys),
-            f"{r.points:g}", f"{r.max_points:g}", f"{r.pending_points:g}", row_status(r),
+            f"{r.points:g}", f"{r.max_points:g}", f"{r.pending_points:g}", r.verdict,
             r.backend, r.device.get("device", ""), notes.get(sid, ""))])
     return out.getvalue()
 
@@ -85,7 +77,8 @@ SUMMARY_NOTES = 20
 def class_summary(rows: list[tuple[str, SubmissionResult]], part_keys: list[str],
                   notes: Mapping[str, str] | None = None) -> str:
     """Per part: mean, median and how many submissions passed every case; failures by kind; the
-    submissions :data:`~grader.core.results.TO_REGRADE`, by id; the rows with a note (``notes[id]``: an id collision), by id."""
+    submissions :data:`~grader.core.results.TO_REGRADE`, by id; the rows with a note (``notes[id]``: an
+    id collision), by id."""
     lines = [f"{len(rows)} submissions"]
     for k in part_keys:
         pts = [p.points for _, r in rows for p in r.parts if p.key == k]

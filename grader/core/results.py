@@ -401,6 +401,15 @@ class SubmissionResult:
         the submission's grade yet, and the submission is to be graded again."""
         return any(p.to_regrade for p in self.parts)
 
+    @property
+    def verdict(self) -> str:
+        """The whole result in a word, as the gradebook's ``status`` and the reports' total say it:
+        :data:`TO_REGRADE` where the grader failed on a part, else ``pass`` (every case of every
+        part) or ``fail``."""
+        if self.to_regrade:
+            return TO_REGRADE
+        return "pass" if self.passed else "fail"
+
     def performance_pending(self, part: PartResult) -> bool:
         """Whether ``part``'s performance points wait for a run on a GPU rather than being lost: a
         run on the emulator (which cannot time kernels) of a part whose cases all passed, with

@@ -15,7 +15,7 @@ from grader.render._common import (CASE_STATUS_WORDS, part_status_words, analysi
                                    quick_check_text, roofline_lines, stopped_case, student_view, whole_part_failure)
 from grader.render._patterns import size_pattern
 from grader.core.performance import Timing
-from grader.core.results import CaseResult, PartResult, SubmissionResult
+from grader.core.results import TO_REGRADE, CaseResult, PartResult, SubmissionResult
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 _DASH = "—"
@@ -240,7 +240,8 @@ def markdown(result: SubmissionResult) -> str:
                      f"{sum(c.status == 'pass' for c in checks)}/{len(checks)}",
                      f"{points(p.points)}/{points(p.max_points)}"])
     all_checks = [c for p in result.parts for c in p.cases if not is_timed_case(c)]
-    rows.append(["**Total**", "**passed**" if result.passed else "**failed**",
+    total = TO_REGRADE if result.to_regrade else "passed" if result.passed else "failed"
+    rows.append(["**Total**", f"**{total}**",
                  f"{sum(c.status == 'pass' for c in all_checks)}/{len(all_checks)}",
                  f"**{points(result.points)}/{points(result.max_points)}**"])
     lines += _table(["Part", "Status", "Cases passed", "Points"], rows) + [""]

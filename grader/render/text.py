@@ -204,7 +204,7 @@ def render_text(result: SubmissionResult, *, show_hidden: bool = False) -> str:
         ok = sum(c.status == "pass" for c in graded)
         lines.append(f"{p.key:<{width}}  {p.status:<13}  {f'{ok}/{len(graded)}':>7}  "
                      f"{f'{_points(p.points)}/{_points(p.max_points)}':>11}")
-    lines.append(f"{'total':<{width}}  {'pass' if result.passed else 'fail':<13}  {'':>7}  "
+    lines.append(f"{'total':<{width}}  {result.verdict:<13}  {'':>7}  "
                  f"{f'{_points(result.points)}/{_points(result.max_points)}':>11}")
     if result.pending_points:
         lines.append(f"PENDING {pending_text(result.pending_points)}.")
