@@ -384,7 +384,7 @@ def test_a_full_disk_stops_the_batch_with_one_line_and_resume_finishes_it(tmp_pa
     classroom, config, book, _, clean_out = clean
     batch = Batch(tmp_path, classroom=classroom, config=config)
     per_student = max(_pages(clean_out / sid) for sid in CLASS)
-    size = 4 * 4096 * 4 + per_student * 3 // 2  # the intake copies (a file and folders each) and 1.5 submissions
+    size = len(CLASS) * 3 * 4096 + per_student * 3 // 2  # the intake copies (a file and folders each), 1.5 results
     out, saved = tmp_path / "out", tmp_path / "saved"
     out.mkdir()
     saved.mkdir()
