@@ -487,7 +487,8 @@ def _write_plots(result, folder: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the exit status (:data:`EXIT_STATUSES`: 0 all pass,
-    1 any fail, 2 usage or configuration error, 3 to regrade, 130 stopped by Ctrl-C; see :func:`_exit_status`). Ctrl-C ends every command
+    1 any fail, 2 usage or configuration error, 3 to regrade, 130 stopped by Ctrl-C; see
+    :func:`_exit_status`). Ctrl-C ends every command
     with one line, never a traceback; the workers of a grading are ended by the runner. So does a
     ``MemoryError`` of the grader's own process (an address-space limit, ``ulimit -v``): the line
     says what to raise it to."""

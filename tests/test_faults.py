@@ -28,7 +28,8 @@ import pytest
 
 from tests.conftest import BROKEN, ROOT, SOLUTIONS
 
-pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc (Linux) to find the grader's processes")
+pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(),
+                                reason="needs /proc (Linux) to find the grader's processes")
 
 #: The environment variable that marks a test's grader and the workers it starts (they inherit it).
 MARK = "SCANGRADE_FAULTS_TEST"

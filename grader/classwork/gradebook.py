@@ -53,7 +53,8 @@ def gradebook_csv(rows: list[tuple[str, SubmissionResult]], part_keys: list[str]
     folder), empty where not known. ``pending`` is the performance points that wait for a run on
     a GPU (an emulator run of parts that passed;
     :attr:`~grader.core.results.SubmissionResult.pending_points`): in ``max``, never in ``total``, so
-    ``max - pending`` is what the row could earn here. ``status``: the result's :attr:`~grader.core.results.SubmissionResult.verdict`. ``note``: ``notes[id]``, e.g. an id collision
+    ``max - pending`` is what the row could earn here. ``status``: the result's
+    :attr:`~grader.core.results.SubmissionResult.verdict`. ``note``: ``notes[id]``, e.g. an id collision
     (:attr:`grader.classwork.submissions.Submission.collision`), else empty."""
     notes, people = notes or {}, people or {}
     out = io.StringIO()

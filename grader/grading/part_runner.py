@@ -17,8 +17,8 @@ from typing import Callable
 from grader.assignment.config import Config
 from grader.assignment.parts import PARTS, PartSpec
 from grader.backends import backend_kind
-from grader.core.results import (PART_CASES_BYTES, TO_REGRADE, CaseResult, CaseStatus, FailureKind, PartResult, PartStatus,
-                                 Performance, Profile, Roofline, clean_case, clean_part_message)
+from grader.core.results import (PART_CASES_BYTES, TO_REGRADE, CaseResult, CaseStatus, FailureKind, PartResult,
+                                 PartStatus, Performance, Profile, Roofline, clean_case, clean_part_message)
 from grader.grading import protocol
 from grader.grading.deadlines import case_budget_s, timed_case_n
 from grader.grading.case.cases import case_list, not_run
@@ -348,7 +348,8 @@ def grade_part(part: PartSpec, source: Path | Absent | None, *, cfg: Config, bac
     pending = reported.performance
 
     def part_result(status: str, message: str, cases: tuple[CaseResult, ...],
-                    performance: Performance | None = None, to_regrade: bool = False) -> tuple[PartResult, dict[str, str]]:
+                    performance: Performance | None = None,
+                    to_regrade: bool = False) -> tuple[PartResult, dict[str, str]]:
         budget = [PART_CASES_BYTES]  # all the part's case messages together
         return PartResult(key=part.key, number=part.number, title=part.title,
                           file=str(source) if source else part.filename, status=status,
@@ -416,7 +417,8 @@ def grade_part(part: PartSpec, source: Path | Absent | None, *, cfg: Config, bac
                 regraded = True
                 reported = _Reported(performance=pending, profile=_pending_profile(
                     cfg, part.key, "not profiled: the part did not finish"))
-                workers, items, started = _Workers(names, deadline=time.monotonic() + cfg.timeouts.part_s), [], time.time()
+                workers = _Workers(names, deadline=time.monotonic() + cfg.timeouts.part_s)
+                items, started = [], time.time()
                 continue
             to_regrade = status == PartStatus.ERROR
             if to_regrade:

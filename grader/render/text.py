@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import textwrap
 
-from grader.render._common import (REGRADE_WORDS, SHOWN_FINDINGS, analysis_lines, block_size_text, folded_sizes, group_findings, is_hidden,
-                                   is_timed_case, other_findings, pending_text, performance_shown, printable,
-                                   public_elapsed_s, public_seed, quick_check_text, roofline_lines, student_view)
+from grader.render._common import (REGRADE_WORDS, SHOWN_FINDINGS, analysis_lines, block_size_text, folded_sizes,
+                                   group_findings, is_hidden, is_timed_case, other_findings, pending_text,
+                                   performance_shown, printable, public_elapsed_s, public_seed, quick_check_text,
+                                   roofline_lines, student_view)
 from grader.render._patterns import size_pattern
 from grader.core.results import CaseResult, PartResult, SubmissionResult
 
