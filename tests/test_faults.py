@@ -102,18 +102,21 @@ def marked(mark: str, scratch: Path) -> dict[int, int]:
 
 
 def workers_in_a_part(mark: str) -> list[int]:
-    """The grading workers of the batch marked ``mark`` that are inside a part: they have started a
-    child (the emulator's executor or a compiler)."""
+    """The grading workers of the batch marked ``mark`` that are at work: they have started a child
+    (the emulator's executor, a compiler, compute-sanitizer) or are running (a worker waiting for its
+    next part sleeps in a read; on a GPU with its compiles cached, a part may start no child)."""
     table = all_processes()
     parents = {ppid for _, (state, ppid, _) in table.items() if state not in ("Z", "X")}
     found = []
-    for pid in table:
+    for pid, (state, _, _) in table.items():
+        if pid not in parents and state != "R":
+            continue
         try:
             cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
             environ = Path(f"/proc/{pid}/environ").read_bytes()
         except OSError:
             continue
-        if b"grader.grading.worker" in cmd and f"{MARK}={mark}".encode() in environ and pid in parents:
+        if b"grader.grading.worker" in cmd and f"{MARK}={mark}".encode() in environ:
             found.append(pid)
     return found
 
