@@ -16,8 +16,8 @@ process:
    and every process carrying the run's mark) must be gone within :data:`GONE_S` seconds; every
    ``result.json`` there must be whole. At the end, every submission's grade must equal the clean
    run's;
-3. once: a single grading worker SIGKILLed inside a part, mid-batch; the batch goes on (the part is
-   graded again) and every grade must equal the clean run's.
+3. once, before the trials: a single grading worker SIGKILLed at work, mid-batch; the batch goes on
+   (the part is graded again) and every grade must equal the clean run's.
 
 A grade is what is decided by the cases: per part its status, whether it is to regrade, each
 case's status and points, the profile's points; on a backend that times kernels the performance
@@ -29,6 +29,10 @@ Usage, from the repository root::
     python bench/chaos.py --backend pycuda --submissions 24 --trials 5 --json chaos-h200.json
     python bench/chaos.py --backend emulator --submissions 6 --trials 1 --kills 2 \\
         --parts part1_naive part2_blelloch --no-checks --allow-unsandboxed --json /tmp/chaos.json  # a smoke test
+
+Within the device tool's 10-minute calls, ``--budget-s 540`` starts no trial that would likely end
+past 9 minutes (each call warms and grades the class cleanly first); run it in as many calls as the
+trials need, each with its own ``--seed`` and ``--json``.
 
 It prints a table and, with ``--json``, writes every measurement. Exit status 0 when every check
 held, 1 otherwise.
@@ -218,10 +222,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sanitizer-audit", action="store_true",
                     help="passed on to scangrade batch: compute-sanitizer's children are among the processes killed")
     ap.add_argument("--seed", type=int, help="the kills' moments (default: drawn, and printed)")
+    ap.add_argument("--budget-s", type=float, default=0,
+                    help="start no trial that would likely end after this many seconds from the start (the "
+                         "device tool's 10-minute calls: 540); the table says how many ran. Default: no limit")
     ap.add_argument("--json", help="also write the measurements to this file")
     args = ap.parse_args(argv)
     if args.submissions < 5 or args.trials < 1 or args.kills < 1:
         ap.error("needs --submissions 5 or more, --trials and --kills 1 or more")
+    began = time.monotonic()
     seed = args.seed if args.seed is not None else random.randrange(2**32)
     rng = random.Random(seed)
     print(f"chaos: seed {seed} (--seed {seed} replays the kills' moments)", file=sys.stderr)
@@ -239,7 +247,8 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.setdefault("XDG_CACHE_HOME", str(tmp / "cache"))  # the clean run warms it for the trials
         # warm: the emulator's runtime built, every submission compiled, so that the clean run's window
         # is a warm batch's, as every later run's
-        run_watched(Batch(tmp / "warm-run", classroom=tmp / "class", config=config, options=options), tmp / "warm-out")
+        run_watched(Batch(tmp / "warm-run", classroom=tmp / "class", config=config, options=options),
+                    tmp / "warm-out")
         clean = Batch(tmp / "clean", classroom=tmp / "class", config=config, options=options)
         t0 = time.monotonic()
         rc, window = run_watched(clean, tmp / "clean-out")
@@ -251,20 +260,25 @@ def main(argv: list[str] | None = None) -> int:
         backend = json.loads(next((tmp / "clean-out").glob("*/result.json")).read_text())["backend"]
         exact = not BACKENDS[backend].times_kernels
         print(f"chaos: clean run {clean_s:.1f} s (exit {rc}), workers for {window:.1f} s", file=sys.stderr)
-        rows = []
+        batch = Batch(tmp / "worker", classroom=tmp / "class", config=config, options=options)
+        rows = [worker_trial(batch, tmp / "out-worker", window=window, rng=rng, clean_grades=clean_grades,
+                             clean_book=clean_book, exact=exact)]
+        longest = 0.0
         for n in range(1, args.trials + 1):
+            if args.budget_s and time.monotonic() - began + max(longest, clean_s * (args.kills + 1)) > args.budget_s:
+                print(f"chaos: no time for trial {n} within --budget-s {args.budget_s:g}", file=sys.stderr)
+                break
+            t0 = time.monotonic()
             batch = Batch(tmp / f"trial-{n}", classroom=tmp / "class", config=config, options=options)
             rows.append(trial(n, batch, tmp / f"out-{n}", kills=args.kills, window=window, total=args.submissions,
                               rng=rng, clean_grades=clean_grades, clean_book=clean_book, exact=exact))
-        batch = Batch(tmp / "worker", classroom=tmp / "class", config=config, options=options)
-        rows.append(worker_trial(batch, tmp / "out-worker", window=window, rng=rng, clean_grades=clean_grades,
-                                 clean_book=clean_book, exact=exact))
+            longest = max(longest, time.monotonic() - t0)
         shutil.rmtree(tmp / "class", ignore_errors=True)
 
     report = {"backend": backend, "seed": seed, "submissions": args.submissions, "broken": made,
               "parts": parts, "checks": not args.no_checks, "clean_s": round(clean_s, 1),
               "workers_window_s": round(window, 2), "clean_exit": rc, "gone_s_limit": GONE_S, "trials": rows,
-              "ok": all(r["ok"] for r in rows)}
+              "trials_asked": args.trials, "trials_run": len(rows) - 1, "ok": all(r["ok"] for r in rows)}
     _print_table(report)
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
@@ -287,7 +301,8 @@ def _print_table(report: dict) -> None:
               f"{'equal' if row['grades_equal'] else 'DIFFER: ' + ', '.join(row['differ'])}, gradebook "
               f"{'equal' if row['gradebook_equal'] else 'differs'} -> {'ok' if row['ok'] else 'FAILED'}")
     kills = [k for row in report["trials"] for k in row.get("kills", [])]
-    print(f"{sum(k['landed'] for k in kills)} of {len(kills)} kills landed while the batch had children; "
+    print(f"{report['trials_run']} of {report['trials_asked']} trials run; "
+          f"{sum(k['landed'] for k in kills)} of {len(kills)} kills landed while the batch had children; "
           + ("all ok" if report["ok"] else "FAILED"))
 
 
