@@ -441,3 +441,20 @@ def test_a_result_to_regrade_uses_no_prairielearn_attempt(small_config):
     doc = prairielearn(result(True))
     assert doc["gradable"] is False and "not because of your code" in doc["format_errors"][0], doc
     assert prairielearn(result(False))["gradable"] is True
+
+
+def test_a_batch_removes_the_shared_inputs_of_batches_killed_outright(tmp_path, monkeypatch):
+    """On a GPU a batch draws the class's inputs (GiBs) into a temporary folder named after its pid and
+    removes it at its end; a batch killed outright cannot, so the next batch removes those of dead pids."""
+    from grader.classwork.batch import INPUTS_PREFIX, _inputs_folder
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    dead = tmp_path / f"{INPUTS_PREFIX}{gone.pid}-abc"
+    live = tmp_path / f"{INPUTS_PREFIX}{os.getppid()}-abc"
+    for folder in (dead, live):
+        folder.mkdir()
+        (folder / "input.npy").write_bytes(b"x")
+    mine = _inputs_folder()
+    assert mine.is_dir() and mine.name.startswith(f"{INPUTS_PREFIX}{os.getpid()}-")
+    assert not dead.exists() and live.exists()

@@ -81,6 +81,33 @@ def _interrupted(out: Path, work: Path, rows: list[tuple[str, SubmissionResult]]
                        f"{out}; run the same command with --resume to grade the other {total - len(rows)}")
 
 
+#: The start of the name of a batch's folder of shared inputs in the temporary folder; the batch's pid follows.
+INPUTS_PREFIX = "scangrade-inputs-"
+
+
+def _inputs_folder() -> Path:
+    """A new folder for the class's shared inputs (on a GPU: GiBs), named after this process, after
+    removing those of batches that died without removing theirs (killed outright: their process is
+    gone), so that batches killed again and again do not fill the temporary folder's disk."""
+    tmp = Path(tempfile.gettempdir())
+    for old in tmp.glob(f"{INPUTS_PREFIX}*"):
+        pid = old.name[len(INPUTS_PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(old, ignore_errors=True)
+    return Path(tempfile.mkdtemp(prefix=f"{INPUTS_PREFIX}{os.getpid()}-"))
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (another user's included)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 #: The most submissions a batch grades at once per GPU by default (one per core up to this): each
 #: holds a CUDA context, and beyond this the queue for the timed windows (one at a time on a GPU)
 #: grows without more throughput (measured: docs/throughput.md, "Figures behind the code's constants").
@@ -266,7 +293,7 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
         cfg = cfg.override(emulator={"workers": max(1, usable_cpus() // jobs)})
     # On a GPU, the large inputs every submission is graded on, drawn once for the class (no student
     # code runs on the host there: grader.grading.case.inputs.shared_input); removed when the batch ends.
-    inputs = Path(tempfile.mkdtemp(prefix="scangrade-inputs-")) if selection.kind.uses_gpus else None
+    inputs = _inputs_folder() if selection.kind.uses_gpus else None
     run = _Grading(out=out, cfg=cfg, selection=selection, checks=checks, resume=resume, reports=reports,
                    on_done=on_done, on_note=on_note, gpus=gpus, inputs=inputs, jobs=jobs, total=len(subs))
     results, regraded = run.results, run.regraded
