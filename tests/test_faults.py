@@ -444,17 +444,32 @@ def test_a_result_to_regrade_uses_no_prairielearn_attempt(small_config):
 
 
 def test_a_batch_removes_the_shared_inputs_of_batches_killed_outright(tmp_path, monkeypatch):
-    """On a GPU a batch draws the class's inputs (GiBs) into a temporary folder named after its pid and
-    removes it at its end; a batch killed outright cannot, so the next batch removes those of dead pids."""
-    from grader.classwork.batch import INPUTS_PREFIX, _inputs_folder
+    """On a GPU a batch draws the class's inputs (GiBs) into a temporary folder it holds locked and
+    removes at its end; a batch killed outright cannot, so the next batch removes those whose lock
+    is free."""
+    import fcntl
+    from grader.classwork.batch import INPUTS_LOCK, INPUTS_PREFIX, _inputs_folder
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
-    gone = subprocess.Popen(["true"])
-    gone.wait()
-    dead = tmp_path / f"{INPUTS_PREFIX}{gone.pid}-abc"
-    live = tmp_path / f"{INPUTS_PREFIX}{os.getppid()}-abc"
-    for folder in (dead, live):
+    dead, live, other = (tmp_path / f"{INPUTS_PREFIX}{name}" for name in ("dead", "live", "other"))
+    for folder in (dead, live, other):
         folder.mkdir()
         (folder / "input.npy").write_bytes(b"x")
-    mine = _inputs_folder()
-    assert mine.is_dir() and mine.name.startswith(f"{INPUTS_PREFIX}{os.getpid()}-")
-    assert not dead.exists() and live.exists()
+    (dead / INPUTS_LOCK).touch()  # its batch died: nobody holds the lock
+    (live / INPUTS_LOCK).touch()
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, sys, time; f = open(sys.argv[1]); "
+                               "fcntl.flock(f, fcntl.LOCK_EX); print('held', flush=True); time.sleep(600)",
+                               str(live / INPUTS_LOCK)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        mine, fd = _inputs_folder()
+        try:
+            assert not dead.exists() and live.exists() and other.exists()  # no lock file: not a batch's
+            probe = os.open(mine / INPUTS_LOCK, os.O_RDONLY)
+            with pytest.raises(BlockingIOError):  # this batch holds its own
+                fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.close(probe)
+        finally:
+            os.close(fd)
+    finally:
+        holder.kill()
+        holder.wait()

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import fcntl
 import os
 import shutil
 import tempfile
@@ -81,31 +82,34 @@ def _interrupted(out: Path, work: Path, rows: list[tuple[str, SubmissionResult]]
                        f"{out}; run the same command with --resume to grade the other {total - len(rows)}")
 
 
-#: The start of the name of a batch's folder of shared inputs in the temporary folder; the batch's pid follows.
+#: The start of the name of a batch's folder of shared inputs in the temporary folder.
 INPUTS_PREFIX = "scangrade-inputs-"
+#: The file in that folder its batch holds locked (``flock``) while it lives.
+INPUTS_LOCK = ".alive"
 
 
-def _inputs_folder() -> Path:
-    """A new folder for the class's shared inputs (on a GPU: GiBs), named after this process, after
-    removing those of batches that died without removing theirs (killed outright: their process is
-    gone), so that batches killed again and again do not fill the temporary folder's disk."""
-    tmp = Path(tempfile.gettempdir())
-    for old in tmp.glob(f"{INPUTS_PREFIX}*"):
-        pid = old.name[len(INPUTS_PREFIX):].split("-", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
-            shutil.rmtree(old, ignore_errors=True)
-    return Path(tempfile.mkdtemp(prefix=f"{INPUTS_PREFIX}{os.getpid()}-"))
-
-
-def _alive(pid: int) -> bool:
-    """Whether process ``pid`` exists (another user's included)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+def _inputs_folder() -> tuple[Path, int]:
+    """A new folder for the class's shared inputs (on a GPU: GiBs) and the descriptor of its lock
+    (:data:`INPUTS_LOCK`, held until the batch closes it), after removing the folders of batches
+    that died without removing theirs (killed outright: their lock is free), so that batches killed
+    again and again do not fill the temporary folder's disk. A lock, not a pid: it holds across
+    containers that share the folder, and a reused pid cannot keep a dead batch's folder."""
+    for old in Path(tempfile.gettempdir()).glob(f"{INPUTS_PREFIX}*"):
+        try:
+            fd = os.open(old / INPUTS_LOCK, os.O_RDONLY)
+        except OSError:
+            continue  # not a batch's, or another user's
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            continue  # its batch lives
+        finally:
+            os.close(fd)
+        shutil.rmtree(old, ignore_errors=True)
+    folder = Path(tempfile.mkdtemp(prefix=INPUTS_PREFIX))
+    fd = os.open(folder / INPUTS_LOCK, os.O_RDONLY | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return folder, fd
 
 
 #: The most submissions a batch grades at once per GPU by default (one per core up to this): each
@@ -293,7 +297,7 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
         cfg = cfg.override(emulator={"workers": max(1, usable_cpus() // jobs)})
     # On a GPU, the large inputs every submission is graded on, drawn once for the class (no student
     # code runs on the host there: grader.grading.case.inputs.shared_input); removed when the batch ends.
-    inputs = _inputs_folder() if selection.kind.uses_gpus else None
+    inputs, inputs_lock = _inputs_folder() if selection.kind.uses_gpus else (None, None)
     run = _Grading(out=out, cfg=cfg, selection=selection, checks=checks, resume=resume, reports=reports,
                    on_done=on_done, on_note=on_note, gpus=gpus, inputs=inputs, jobs=jobs, total=len(subs))
     results, regraded = run.results, run.regraded
@@ -318,6 +322,7 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
             worker.close()
         if inputs is not None:
             shutil.rmtree(inputs, ignore_errors=True)
+            os.close(inputs_lock)
     rows = [(s.id, results[s.id]) for s in subs]
     keys = [k for k in PARTS if k in cfg.parts]
     book = gradebook_csv(rows, keys, notes, people)
