@@ -1,6 +1,7 @@
 """The ``scangrade`` command line: thin commands over :func:`grader.grading.runner.grade`.
 
-Exit status: 0 when every case passes, 1 when any fails, 2 for a usage or configuration error.
+Exit status (:data:`EXIT_STATUSES`): 0 when every case passes, 1 when any fails, 2 for a usage or
+configuration error, 3 when the grader failed on a part (to regrade), 130 when stopped by Ctrl-C.
 """
 
 from __future__ import annotations
@@ -19,7 +20,25 @@ from grader.grading.case.cases import case_list
 from grader.render.formats import FORMATS
 from grader.render.text import render_text
 
-EXIT_PASS, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_PASS, EXIT_FAIL, EXIT_USAGE, EXIT_REGRADE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+#: Every exit status, and what it means (README.md's table lists the same; tests/test_faults.py compares).
+EXIT_STATUSES = {
+    EXIT_PASS: "every case of every part passed",
+    EXIT_FAIL: "some case failed (or, for merge, a shard is missing)",
+    EXIT_USAGE: "a usage or configuration error, or the machine stopped the command (one line on stderr)",
+    EXIT_REGRADE: "the grader failed on some part, not the submission: those rows say \"to regrade\" "
+                  "(batch --resume grades them again); takes precedence over 1",
+    EXIT_INTERRUPTED: "stopped by Ctrl-C",
+}
+
+
+def _results_status(results) -> int:
+    """The exit status of a command that graded ``results``: :data:`EXIT_REGRADE` where the grader
+    failed on any of them, else :data:`EXIT_PASS` when every one passed, else :data:`EXIT_FAIL`."""
+    results = list(results)
+    if any(r.to_regrade for r in results):
+        return EXIT_REGRADE
+    return EXIT_PASS if all(r.passed for r in results) else EXIT_FAIL
 
 
 _BACKEND_HELP = ("where kernels run (default: SCANGRADE_BACKEND, then the config, then auto: a CUDA GPU through "
@@ -278,8 +297,8 @@ def _print_report(text: str) -> None:
 
 @_exit_status
 def _batch(args: argparse.Namespace) -> int:
-    """``scangrade batch``: exit 0 when every submission passed, 1 otherwise, 2 on usage errors (no
-    submission found included)."""
+    """``scangrade batch``: exit 0 when every submission passed, 1 otherwise, 3 where the grader failed
+    on some (to regrade), 2 on usage errors (no submission found included) and a full disk."""
     from grader.classwork.store import parse_shard, shard_positions, write_class_report
     from grader.classwork.submissions import require_submissions
     from grader.render.class_report import class_report_page
@@ -315,7 +334,7 @@ def _batch(args: argparse.Namespace) -> int:
     print((Path(args.out) / "summary.txt").read_text(), end="")
     print(f"gradebook: {Path(args.out) / 'gradebook.csv'}")
     print(f"class report: {page}")
-    return EXIT_PASS if all(r.passed for _, r in rows) else EXIT_FAIL
+    return _results_status(r for _, r in rows)
 
 
 def _batch_slurm(args: argparse.Namespace) -> int:
@@ -352,7 +371,7 @@ def _report(args: argparse.Namespace) -> int:
 @_exit_status
 def _merge(args: argparse.Namespace) -> int:
     """``scangrade merge``: 0 when every student passed, 1 when any failed or shards are missing
-    (``IncompleteMerge``), 2 on shards that do not fit together."""
+    (``IncompleteMerge``), 3 where a row is to regrade, 2 on shards that do not fit together."""
     from grader.classwork.merge import merge
     from grader.classwork.store import write_class_report
     from grader.render.class_report import class_report_page
@@ -363,7 +382,8 @@ def _merge(args: argparse.Namespace) -> int:
     print((merged.out / "summary.txt").read_text(), end="")
     print(f"gradebook: {merged.out / 'gradebook.csv'}")
     print(f"class report: {page}")
-    return EXIT_PASS if not merged.missing and all(r.passed for _, r in merged.rows) else EXIT_FAIL
+    status = _results_status(r for _, r in merged.rows)
+    return EXIT_FAIL if merged.missing and status == EXIT_PASS else status
 
 
 @_exit_status
@@ -407,7 +427,8 @@ def _bench(args: argparse.Namespace) -> int:
 def _grade(args: argparse.Namespace) -> int:
     """``scangrade grade`` and ``scangrade check`` (without ``--full``, the quick check:
     :meth:`grader.api.Grading.quick`): the report on stdout; 0 when every case graded passed, 1
-    when any failed, 2 on usage or configuration errors (a report file that cannot be written included)."""
+    when any failed, 3 where the grader failed on a part (to regrade), 2 on usage or configuration
+    errors (a report file that cannot be written included)."""
     grading = api.prepare(config=args.config, private_config=args.private_config, backend=args.backend,
                           checks=args.checks, official=args.command == "grade" and args.require_sandbox,
                           sanitizer_audit=args.sanitizer_audit)
@@ -439,7 +460,7 @@ def _grade(args: argparse.Namespace) -> int:
             raise UsageError(f"cannot write {path}: {exc.strerror}") from None
         written.append(Path(path))
     _write_plots(result, written[0].parent if written else _plots_folder())
-    return EXIT_PASS if result.passed else EXIT_FAIL
+    return _results_status([result])
 
 
 def _plots_folder() -> Path:
@@ -468,8 +489,9 @@ def _write_plots(result, folder: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the console script; returns the exit status (0 all pass, 1 any fail, 2 usage or
-    configuration error, 130 stopped by Ctrl-C; see :func:`_exit_status`). Ctrl-C ends every command
+    """Entry point of the console script; returns the exit status (:data:`EXIT_STATUSES`: 0 all pass,
+    1 any fail, 2 usage or configuration error, 3 to regrade, 130 stopped by Ctrl-C; see
+    :func:`_exit_status`). Ctrl-C ends every command
     with one line, never a traceback; the workers of a grading are ended by the runner. So does a
     ``MemoryError`` of the grader's own process (an address-space limit, ``ulimit -v``): the line
     says what to raise it to."""

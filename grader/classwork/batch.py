@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import fcntl
 import os
 import shutil
 import tempfile
@@ -33,8 +34,9 @@ from pathlib import Path
 from grader import __version__
 from grader.backends import Selection
 from grader.classwork.gradebook import Person, class_summary, gradebook_csv
-from grader.classwork.store import (MANIFEST, RESULT, check_out_folder, grading_record, load_trusted, shard_positions,
-                                    student_folders, write_atomic, write_manifest, write_reports)
+from grader.classwork.store import (FULL_DISK, MANIFEST, RESULT, check_out_folder, grading_record, load_trusted,
+                                    shard_positions, student_folders, unwritable, write_atomic, write_manifest,
+                                    write_reports)
 from grader.classwork.submissions import Submission, find_submissions, require_submissions, submission_sha256
 from grader.assignment.config import Config
 from grader.host.resources import usable_cpus
@@ -51,10 +53,13 @@ from grader.grading.worker_process import WorkerSlot
 StudentReports = Callable[[SubmissionResult], Mapping[str, str | bytes]]
 
 
-def _not_graded(sub: Submission, *, cfg: Config, selection: Selection, why: str) -> SubmissionResult:
+def _not_graded(sub: Submission, *, cfg: Config, selection: Selection, why: str,
+                to_regrade: bool = False) -> SubmissionResult:
     """The result of a submission that was not graded: every part an error saying why, worth the
-    same points possible as a graded part (:func:`grader.grading.part_runner.ungraded_part`)."""
-    parts = [ungraded_part(cfg, key, status=PartStatus.ERROR, message=why) for key in PARTS if key in cfg.parts]
+    same points possible as a graded part (:func:`grader.grading.part_runner.ungraded_part`);
+    ``to_regrade``: the grader failed on it, not the submission."""
+    parts = [ungraded_part(cfg, key, status=PartStatus.ERROR, message=why, to_regrade=to_regrade)
+             for key in PARTS if key in cfg.parts]
     return SubmissionResult(submission=sub.id, backend=selection.name, backend_reason=selection.reason, device={},
                             config=cfg.path, seed=cfg.seed, block_size=cfg.block_size, parts=tuple(parts),
                             scangrade_version=__version__,
@@ -75,6 +80,36 @@ def _interrupted(out: Path, work: Path, rows: list[tuple[str, SubmissionResult]]
     write_atomic(out / "summary.txt", class_summary(rows, keys, notes))
     return Interrupted(f"{len(rows)} of {total} submissions graded: their reports and a gradebook of them are in "
                        f"{out}; run the same command with --resume to grade the other {total - len(rows)}")
+
+
+#: The start of the name of a batch's folder of shared inputs in the temporary folder.
+INPUTS_PREFIX = "scangrade-inputs-"
+#: The file in that folder its batch holds locked (``flock``) while it lives.
+INPUTS_LOCK = ".alive"
+
+
+def _inputs_folder() -> tuple[Path, int]:
+    """A new folder for the class's shared inputs (on a GPU: GiBs) and the descriptor of its lock
+    (:data:`INPUTS_LOCK`, held until the batch closes it), after removing the folders of batches
+    that died without removing theirs (killed outright: their lock is free), so that batches killed
+    again and again do not fill the temporary folder's disk. A lock, not a pid: it holds across
+    containers that share the folder, and a reused pid cannot keep a dead batch's folder."""
+    for old in Path(tempfile.gettempdir()).glob(f"{INPUTS_PREFIX}*"):
+        try:
+            fd = os.open(old / INPUTS_LOCK, os.O_RDONLY)
+        except OSError:
+            continue  # not a batch's, or another user's
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            continue  # its batch lives
+        finally:
+            os.close(fd)
+        shutil.rmtree(old, ignore_errors=True)
+    folder = Path(tempfile.mkdtemp(prefix=INPUTS_PREFIX))
+    fd = os.open(folder / INPUTS_LOCK, os.O_RDONLY | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return folder, fd
 
 
 #: The most submissions a batch grades at once per GPU by default (one per core up to this): each
@@ -113,9 +148,11 @@ class _Grading:
 
     def __init__(self, *, out: Path, cfg: Config, selection: Selection, checks: bool, resume: bool,
                  reports: StudentReports, on_done: Callable[[str, SubmissionResult, bool], None] | None,
-                 on_note: Callable[[str, str], None] | None, gpus: list[str], inputs: Path | None, jobs: int) -> None:
+                 on_note: Callable[[str, str], None] | None, gpus: list[str], inputs: Path | None, jobs: int,
+                 total: int) -> None:
         self.out, self.cfg, self.selection, self.checks, self.resume = out, cfg, selection, checks, resume
         self.reports, self.on_done, self.on_note, self.gpus, self.inputs = reports, on_done, on_note, gpus, inputs
+        self.total = total
         self.slots = list(range(jobs))
         self.workers = {slot: WorkerSlot() for slot in self.slots}  # the worker each job keeps waiting
         self.slot_lock = threading.Lock()
@@ -147,7 +184,7 @@ class _Grading:
         except GradingStopped:
             raise
         except Exception as exc:  # noqa: BLE001 - one submission must never stop the batch
-            return _not_graded(sub, cfg=cfg, selection=selection,
+            return _not_graded(sub, cfg=cfg, selection=selection, to_regrade=True,
                                why=f"the grader failed on this submission ({type(exc).__name__}: {exc})")
 
     def _group_graded(self, sub: Submission) -> SubmissionResult:
@@ -177,7 +214,12 @@ class _Grading:
                 self.on_note(sub.id, f"graded again: {why}")
         result = self._group_graded(sub) if sub.group else self.graded(sub)
         result = dataclasses.replace(result, submission=sub.id)
-        write_reports(result, target, self.reports(result), record)
+        files = self.reports(result)
+        try:
+            write_reports(result, target, files, record)
+        except OSError as exc:  # a full disk: the batch stops, saying what to free (--resume goes on)
+            each = sum(len(t.encode() if isinstance(t, str) else t) for t in files.values()) + len(result.to_json())
+            raise unwritable(exc, self.out, left=self.total - len(self.results), each=each) from None
         self.results[sub.id] = result
         if self.on_done:
             self.on_done(sub.id, result, False)
@@ -223,7 +265,10 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
 
     Raises:
         UsageError: ``folder`` is unusable or holds no submission, ``out`` is inside it, ``jobs`` is
-            below 1 (nothing is written then), or the shard is not 0 <= I < K.
+            below 1 (nothing is written then), or the shard is not 0 <= I < K; or ``out`` cannot take
+            a file (a full disk: :func:`grader.classwork.store.unwritable`, one line saying what to
+            free): no submission is started after it, every result written is whole, and ``resume``
+            goes on.
         Interrupted: Ctrl-C (``KeyboardInterrupt``) while grading: no submission is started after it,
             the running ones' workers are ended (their process sessions), and the gradebook and
             summary of the submissions finished so far are written, without the manifest (the run
@@ -234,7 +279,13 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
     require_submissions(folder)
     out.mkdir(parents=True, exist_ok=True)
     work = out / ".work"
-    subs = find_submissions(folder, work=work)
+    try:
+        subs = find_submissions(folder, work=work)
+    except OSError as exc:  # the intake copies did not fit under --out
+        if exc.errno not in FULL_DISK:
+            raise
+        sizes = [f.stat().st_size for f in folder.rglob("*") if f.is_file() and not f.is_symlink()]
+        raise unwritable(exc, out, left=len(list(folder.iterdir())), each=sum(sizes) // max(1, len(sizes))) from None
     (out / MANIFEST).unlink(missing_ok=True)  # a run cut short must not look finished to scangrade merge
     everyone, positions = [s.id for s in subs], shard_positions(len(subs), shard)
     names = {s.id: s.name for s in subs}
@@ -246,9 +297,9 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
         cfg = cfg.override(emulator={"workers": max(1, usable_cpus() // jobs)})
     # On a GPU, the large inputs every submission is graded on, drawn once for the class (no student
     # code runs on the host there: grader.grading.case.inputs.shared_input); removed when the batch ends.
-    inputs = Path(tempfile.mkdtemp(prefix="scangrade-inputs-")) if selection.kind.uses_gpus else None
+    inputs, inputs_lock = _inputs_folder() if selection.kind.uses_gpus else (None, None)
     run = _Grading(out=out, cfg=cfg, selection=selection, checks=checks, resume=resume, reports=reports,
-                   on_done=on_done, on_note=on_note, gpus=gpus, inputs=inputs, jobs=jobs)
+                   on_done=on_done, on_note=on_note, gpus=gpus, inputs=inputs, jobs=jobs, total=len(subs))
     results, regraded = run.results, run.regraded
     pool = ThreadPoolExecutor(max_workers=jobs)
     futures = [pool.submit(run.one, s) for s in subs]
@@ -271,16 +322,21 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
             worker.close()
         if inputs is not None:
             shutil.rmtree(inputs, ignore_errors=True)
+            os.close(inputs_lock)
     rows = [(s.id, results[s.id]) for s in subs]
     keys = [k for k in PARTS if k in cfg.parts]
-    write_atomic(out / "gradebook.csv", gradebook_csv(rows, keys, notes, people))
-    stale = [f.name for f in student_folders(out) if f.name not in names]
-    write_atomic(out / "summary.txt", class_summary(rows, keys, notes) + "".join(
-        f"graded again on --resume: {sid}: {why}\n" for sid, why in regraded.items()) + (
-        f"folders of an earlier run, not in this gradebook (kept; not a submission of this run, or one whose id "
-        f"changed): {', '.join(stale)}\n" if stale else ""))
-    write_manifest(out, cfg=cfg, backend=selection.name, checks=checks, shard=shard, part_keys=keys,
-                   everyone=everyone, positions=positions, submissions=folder, names=names, notes=notes,
-                   people=people)
+    book = gradebook_csv(rows, keys, notes, people)
+    try:
+        write_atomic(out / "gradebook.csv", book)
+        stale = [f.name for f in student_folders(out) if f.name not in names]
+        write_atomic(out / "summary.txt", class_summary(rows, keys, notes) + "".join(
+            f"graded again on --resume: {sid}: {why}\n" for sid, why in regraded.items()) + (
+            f"folders of an earlier run, not in this gradebook (kept; not a submission of this run, or one whose id "
+            f"changed): {', '.join(stale)}\n" if stale else ""))
+        write_manifest(out, cfg=cfg, backend=selection.name, checks=checks, shard=shard, part_keys=keys,
+                       everyone=everyone, positions=positions, submissions=folder, names=names, notes=notes,
+                       people=people)
+    except OSError as exc:
+        raise unwritable(exc, out, left=0, each=len(book.encode())) from None
     shutil.rmtree(work, ignore_errors=True)
     return rows

@@ -13,7 +13,7 @@ import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from grader.core.results import SubmissionResult
+from grader.core.results import TO_REGRADE, SubmissionResult
 
 
 #: What a spreadsheet takes for the start of a formula in a cell (OWASP, "CSV Injection").
@@ -53,7 +53,8 @@ def gradebook_csv(rows: list[tuple[str, SubmissionResult]], part_keys: list[str]
     folder), empty where not known. ``pending`` is the performance points that wait for a run on
     a GPU (an emulator run of parts that passed;
     :attr:`~grader.core.results.SubmissionResult.pending_points`): in ``max``, never in ``total``, so
-    ``max - pending`` is what the row could earn here. ``note``: ``notes[id]``, e.g. an id collision
+    ``max - pending`` is what the row could earn here. ``status``: the result's
+    :attr:`~grader.core.results.SubmissionResult.verdict`. ``note``: ``notes[id]``, e.g. an id collision
     (:attr:`grader.classwork.submissions.Submission.collision`), else empty."""
     notes, people = notes or {}, people or {}
     out = io.StringIO()
@@ -65,7 +66,7 @@ def gradebook_csv(rows: list[tuple[str, SubmissionResult]], part_keys: list[str]
         who = people.get(sid, Person())
         w.writerow([spreadsheet_cell(str(cell)) for cell in (
             sid, who.name, who.email, who.folder, *(f"{by_key[k].points:g}" if k in by_key else "" for k in part_keys),
-            f"{r.points:g}", f"{r.max_points:g}", f"{r.pending_points:g}", "pass" if r.passed else "fail",
+            f"{r.points:g}", f"{r.max_points:g}", f"{r.pending_points:g}", r.verdict,
             r.backend, r.device.get("device", ""), notes.get(sid, ""))])
     return out.getvalue()
 
@@ -77,7 +78,8 @@ SUMMARY_NOTES = 20
 def class_summary(rows: list[tuple[str, SubmissionResult]], part_keys: list[str],
                   notes: Mapping[str, str] | None = None) -> str:
     """Per part: mean, median and how many submissions passed every case; failures by kind; the
-    rows with a note (``notes[id]``: an id collision), by id."""
+    submissions :data:`~grader.core.results.TO_REGRADE`, by id; the rows with a note (``notes[id]``: an
+    id collision), by id."""
     lines = [f"{len(rows)} submissions"]
     for k in part_keys:
         pts = [p.points for _, r in rows for p in r.parts if p.key == k]
@@ -98,6 +100,12 @@ def class_summary(rows: list[tuple[str, SubmissionResult]], part_keys: list[str]
                      "(in max, not in total; gradebook.csv's pending column)")
     if kinds:
         lines.append("parts not passing, by status: " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))
+    regrade = [sid for sid, r in rows if r.to_regrade]
+    if regrade:
+        lines.append(f"{TO_REGRADE}: {len(regrade)} submission(s) the grader failed on, not by their doing (a "
+                     f"grading worker died twice, or the grader raised); --resume grades them again: "
+                     + ", ".join(regrade[:SUMMARY_NOTES]) + (f" and {len(regrade) - SUMMARY_NOTES} more"
+                                                              if len(regrade) > SUMMARY_NOTES else ""))
     noted = [(sid, notes[sid]) for sid, _ in rows if notes and notes.get(sid)]
     if noted:
         lines.append(f"{len(noted)} row(s) with a note (gradebook.csv's note column):")

@@ -133,7 +133,8 @@ def sbatch_scripts(submissions: Path, *, out: Path, shards: int, config: Path, p
 
     A job fails (in ``sacct``) only when its work was not done: exit status 1 of ``scangrade
     batch``/``merge`` — some student failed a case — counts as success once the shard or the whole
-    gradebook is written; a merge with missing shards, or any other status, fails the job.
+    gradebook is written; a merge with missing shards, or any other status, fails the job (3: a
+    result the grader failed on, to regrade, whose task ``--resume`` grades it again).
 
     Args:
         options: extra sbatch options, one ``#SBATCH`` line each (``--partition=gpu``); those that

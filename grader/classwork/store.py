@@ -32,10 +32,12 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import errno
 import hashlib
 import json
 import os
 import re
+import shutil
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -46,6 +48,7 @@ from grader import __version__
 from grader.classwork.gradebook import Person
 from grader.assignment.config import Config
 from grader.core.errors import UsageError
+from grader.host.resources import size_text
 from grader.core.results import SubmissionResult, result_from_dict
 
 #: The manifest's name in every batch output folder, and its schema.
@@ -78,14 +81,41 @@ def write_atomic(path: Path, text: str | bytes) -> None:
     several threads.
 
     Raises:
-        OSError: the folder is missing or not writable.
+        OSError: the folder is missing or not writable, or the disk is full (the temporary file is
+            removed then: a full disk leaves no half file behind).
     """
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    if isinstance(text, bytes):
-        tmp.write_bytes(text)
-    else:
-        tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        if isinstance(text, bytes):
+            tmp.write_bytes(text)
+        else:
+            tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+#: The errors of a write that found no room: a full disk, a quota, a file size limit (``ulimit -f``).
+FULL_DISK = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+def unwritable(exc: OSError, out: Path, *, left: int, each: int) -> UsageError:
+    """The one line that stops a batch whose output folder ``out`` cannot take a file (a full disk,
+    a quota, a file size limit; ``exc``): what failed, the space free on ``out``'s disk, and what
+    to free: about ``each`` bytes for each of the ``left`` submissions not written yet; then
+    ``--resume`` goes on (every result is whole or absent: :func:`write_atomic`)."""
+    try:
+        free = shutil.disk_usage(out).free
+        free = f"{size_text(free) if free >= 2**20 else 'under 1 MiB'} free there"
+    except OSError:
+        free = "its free space unknown"
+    where = exc.filename or out
+    per = f" (about {size_text(each)} per submission, {left} left)" if left and each >= 2**20 else ""
+    return UsageError(f"cannot write {where} ({exc.strerror or exc}; {free}): free at least "
+                      f"{size_text(max(1, left) * each * 2)} on the disk of {out}{per}, then run the same command "
+                      "with --resume")
+
 
 
 def check_out_folder(submissions: Path, out: Path) -> None:
@@ -142,8 +172,9 @@ def load_trusted(path: Path, record: Mapping[str, object]) -> tuple[SubmissionRe
     """A saved result that ``batch --resume`` may keep: ``(result, "")`` when ``path`` is intact and
     its :data:`GRADED` record equals ``record`` (:func:`grading_record`: the same submission, part
     files, config, private config, backend and checks); ``(None, why)`` when it is there but not to
-    be trusted (cut short, of another grading, or saved without a record), ``why`` one line; and
-    ``(None, "")`` when there is none."""
+    be trusted (cut short, of another grading, saved without a record, or one the grader failed on:
+    :attr:`~grader.core.results.SubmissionResult.to_regrade`), ``why`` one line; and ``(None, "")``
+    when there is none."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -160,6 +191,8 @@ def load_trusted(path: Path, record: Mapping[str, object]) -> tuple[SubmissionRe
     for key, why in _UNTRUSTED.items():
         if saved.get(key) != record.get(key):
             return None, why.format(saved=saved.get(key), now=record.get(key))
+    if result.to_regrade:
+        return None, "the grader failed on a part of it last time (to regrade)"
     return result, ""
 
 

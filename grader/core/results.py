@@ -126,6 +126,10 @@ def _member(enum: type[StrEnum], value: str, what: str):
         raise ValueError(f"{what} status {value!r} is not one of: {', '.join(enum)}") from None
 
 
+#: What the gradebook, the summary and the reports say of a result the grader failed on
+#: (:attr:`SubmissionResult.to_regrade`), and ``batch --resume`` grades again.
+TO_REGRADE = "to regrade"
+
 #: Case statuses, as strings, in their documented order.
 CASE_STATUSES = tuple(CaseStatus)
 #: Part statuses, as strings, in their documented order.
@@ -303,6 +307,10 @@ class PartResult:
         block_size: the threads a block the part is launched with (its BLOCK_SIZE: the config's
             ``block_size``, or the part's own); items_per_thread: Part 5's ITEMS_PER_THREAD, else
             None. None in a result saved before they were recorded.
+        to_regrade: the grader failed on this part, not the submission (its worker died of
+            something the submission did not do, in a fresh worker again; or the grader raised on
+            the submission): its status is ``error`` and it is to be graded again (``batch --resume``
+            does). False in a result saved before it was recorded.
     """
 
     key: str
@@ -319,6 +327,7 @@ class PartResult:
     items_per_thread: int | None = None
     analysis: Analysis | None = None
     roofline: Roofline | None = None
+    to_regrade: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "status", _member(PartStatus, self.status, "part"))
@@ -386,6 +395,21 @@ class SubmissionResult:
         """True when every part passed every case."""
         return bool(self.parts) and all(p.status == "pass" for p in self.parts)
 
+    @property
+    def to_regrade(self) -> bool:
+        """True when the grader failed on some part (:attr:`PartResult.to_regrade`): the result is not
+        the submission's grade yet, and the submission is to be graded again."""
+        return any(p.to_regrade for p in self.parts)
+
+    @property
+    def verdict(self) -> str:
+        """The whole result in a word, as the gradebook's ``status`` and the reports' total say it:
+        :data:`TO_REGRADE` where the grader failed on a part, else ``pass`` (every case of every
+        part) or ``fail``."""
+        if self.to_regrade:
+            return TO_REGRADE
+        return "pass" if self.passed else "fail"
+
     def performance_pending(self, part: PartResult) -> bool:
         """Whether ``part``'s performance points wait for a run on a GPU rather than being lost: a
         run on the emulator (which cannot time kernels) of a part whose cases all passed, with
@@ -422,7 +446,8 @@ class SubmissionResult:
         for part, src in zip(body["parts"], self.parts):
             part["points"], part["max_points"] = src.points, src.max_points
         return {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, **body,
-                "points": self.points, "max_points": self.max_points, "passed": self.passed}
+                "points": self.points, "max_points": self.max_points, "passed": self.passed,
+                "to_regrade": self.to_regrade}
 
     def to_json(self) -> str:
         """:meth:`to_dict` as indented, strict JSON text."""
@@ -476,6 +501,7 @@ def result_from_dict(d: dict[str, Any]) -> SubmissionResult:
                                 profile=Profile(**p["profile"]) if p.get("profile") else None,
                                 block_size=p.get("block_size"), items_per_thread=p.get("items_per_thread"),
                                 analysis=Analysis(**p["analysis"]) if p.get("analysis") else None,
-                                roofline=Roofline(**p["roofline"]) if p.get("roofline") else None))
+                                roofline=Roofline(**p["roofline"]) if p.get("roofline") else None,
+                                to_regrade=p.get("to_regrade") is True))
     body = {k: v for k, v in d.items() if k in fields and k != "parts"}
     return SubmissionResult(**body, parts=tuple(parts))

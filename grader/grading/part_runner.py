@@ -1,12 +1,13 @@
 """One part graded in its workers (:func:`grade_part`): a worker per run of the part's cases, its
 events folded into what the part reported (:class:`_Reported`), a new worker after a case that hung
 (:class:`_Workers`), and a worker that ended without its last word told in words
-(:func:`_how_it_stopped`); a part that never ran (:func:`ungraded_part`)."""
+(:func:`_how_it_stopped`), the part graded anew where it died of something not the submission's;
+a part that never ran (:func:`ungraded_part`)."""
 
 from __future__ import annotations
 
 import dataclasses
-import signal
+import itertools
 import tempfile
 import threading
 import time
@@ -16,8 +17,8 @@ from typing import Callable
 from grader.assignment.config import Config
 from grader.assignment.parts import PARTS, PartSpec
 from grader.backends import backend_kind
-from grader.core.results import (PART_CASES_BYTES, CaseResult, CaseStatus, FailureKind, PartResult, PartStatus,
-                                 Performance, Profile, Roofline, clean_case, clean_part_message)
+from grader.core.results import (PART_CASES_BYTES, TO_REGRADE, CaseResult, CaseStatus, FailureKind, PartResult,
+                                 PartStatus, Performance, Profile, Roofline, clean_case, clean_part_message)
 from grader.grading import protocol
 from grader.grading.deadlines import case_budget_s, timed_case_n
 from grader.grading.case.cases import case_list, not_run
@@ -113,7 +114,8 @@ def _pending_performance(cfg: Config, key: str, message: str) -> Performance | N
     return Performance(0.0, timing.points, None, message) if timing else None
 
 
-def ungraded_part(cfg: Config, key: str, *, status: str, message: str, file: str | None = None) -> PartResult:
+def ungraded_part(cfg: Config, key: str, *, status: str, message: str, file: str | None = None,
+                  to_regrade: bool = False) -> PartResult:
     """The result of part ``key`` when it never ran (the submission was refused, ran out of time, or
     the grader failed on it): every case not run with ``message``, and its performance and profile
     at 0 of their points, so its points possible are those of a graded part (every row of a
@@ -125,12 +127,14 @@ def ungraded_part(cfg: Config, key: str, *, status: str, message: str, file: str
             the cases' failure kind.
         message: why it never ran, for the student (``"not graded: ..."``).
         file: where the part's file was (default: the part's file name).
+        to_regrade: the grader failed on it (:attr:`~grader.core.results.PartResult.to_regrade`).
     """
     spec = PARTS[key]
     return PartResult(key=key, number=spec.number, title=spec.title, file=file or spec.filename, status=status,
                       message=clean_part_message(message), cases=not_run(cfg, key, "not run: " + message, kind=status),
                       performance=_pending_performance(cfg, key, "not timed: " + message),
-                      profile=_pending_profile(cfg, key, "not profiled: " + message), **_launch(cfg, key))
+                      profile=_pending_profile(cfg, key, "not profiled: " + message), to_regrade=to_regrade,
+                      **_launch(cfg, key))
 
 
 def _launch(cfg: Config, key: str) -> dict[str, int | None]:
@@ -252,27 +256,33 @@ class _Workers:
 def _how_it_stopped(stopped: str | None, returncode: int | None, reported: _Reported,
                     tmpdir: Path) -> tuple[PartStatus, str]:
     """The part's status and message when its worker ended without its last word: stopped at a
-    deadline (``stopped`` says which), killed by a signal (a crash), or exited on its own (the
-    grader's error, with its stderr); the kernel's last output (stdout) after a timeout or a crash."""
-    stage = reported.stage()
-    if stopped:
-        why = f"{stopped} during {stage}"
-        if reported.current:
-            why += (": the kernel may never finish — check loop conditions, and that every thread reaches "
-                    "every __syncthreads()")
-        status = PartStatus.TIMEOUT
-    elif returncode is not None and returncode < 0:
-        why = f"the process running this part crashed ({signal_name(returncode)}) during {stage}"
-        if returncode == -signal.SIGSEGV:
-            why += " — often a read or write outside an array"
-        status = PartStatus.CRASH
-    else:
-        why = _worker_failure(returncode, stage, tail(tmpdir / "stderr.txt"))
-        status = PartStatus.ERROR
+    deadline (``stopped`` says which; the kernel's last output, its stdout, follows), else the
+    worker died (:func:`_worker_died`): the grader's ``error``."""
+    if not stopped:
+        return PartStatus.ERROR, _worker_died(returncode, reported.stage(), tail(tmpdir / "stderr.txt"))
+    why = f"{stopped} during {reported.stage()}"
+    if reported.current:
+        why += (": the kernel may never finish — check loop conditions, and that every thread reaches "
+                "every __syncthreads()")
     out_tail = tail(tmpdir / "stdout.txt")
-    if out_tail and status != PartStatus.ERROR:
+    if out_tail:
         why += f"\nlast output of the kernel:\n{out_tail}"
-    return status, why
+    return PartStatus.TIMEOUT, why
+
+
+#: What a part's message adds where its worker died in a fresh worker too.
+REGRADE_NOTE = ("the grader failed here, not the submission (a worker dies of something the submission did not "
+                "do: killed from outside, out of memory, a crashed driver; the submission's code runs in a process "
+                f"of its own, whose crash is the case's); it died in a fresh worker too: {TO_REGRADE}")
+
+
+def _worker_died(returncode: int | None, stage: str, stderr: str) -> str:
+    """Why a worker ended without its last word though the grader did not stop it: killed by a
+    signal (from outside: the submission's code runs in the emulator's executor, and a GPU kernel
+    cannot signal its process), or exited on its own (:func:`_worker_failure`)."""
+    if returncode is not None and returncode < 0:
+        return f"the grader's worker was killed ({signal_name(returncode)}) during {stage}"
+    return _worker_failure(returncode, stage, stderr)
 
 
 def _worker_failure(returncode: int | None, stage: str, stderr: str) -> str:
@@ -318,7 +328,12 @@ def grade_part(part: PartSpec, source: Path | Absent | None, *, cfg: Config, bac
 
     A worker's events are folded into what the part reported (:class:`_Reported`); a worker that
     ends without its last word is told in words (:func:`_how_it_stopped`); a case that hung or a
-    GPU fault that lost the context starts a new worker after it (:class:`_Workers`).
+    GPU fault that lost the context starts a new worker after it (:class:`_Workers`). A worker that
+    dies though the grader did not stop it (killed from outside, out of memory: never the
+    submission's doing, whose code runs in the emulator's executor or as a GPU kernel, whose
+    crash is a case's result) costs the submission nothing: the whole part is graded again in a
+    fresh worker with the part's whole time, once; where that one dies too, the part is ``error``
+    and :attr:`~grader.core.results.PartResult.to_regrade`.
 
     Returns:
         ``(part result, device facts reported by the child)``. Never raises for problems of the
@@ -333,14 +348,15 @@ def grade_part(part: PartSpec, source: Path | Absent | None, *, cfg: Config, bac
     pending = reported.performance
 
     def part_result(status: str, message: str, cases: tuple[CaseResult, ...],
-                    performance: Performance | None = None) -> tuple[PartResult, dict[str, str]]:
+                    performance: Performance | None = None,
+                    to_regrade: bool = False) -> tuple[PartResult, dict[str, str]]:
         budget = [PART_CASES_BYTES]  # all the part's case messages together
         return PartResult(key=part.key, number=part.number, title=part.title,
                           file=str(source) if source else part.filename, status=status,
                           message=clean_part_message(message),
                           cases=tuple(clean_case(c, budget) for c in _report_order(cases)),
                           performance=performance, phases_s=phases, profile=reported.profile,
-                          roofline=reported.roofline,
+                          roofline=reported.roofline, to_regrade=to_regrade,
                           **_launch(cfg, part.key)), reported.device
 
     if not isinstance(source, Path):  # None, or an Absent saying why (misnamed, a link, too large)
@@ -362,9 +378,10 @@ def grade_part(part: PartSpec, source: Path | Absent | None, *, cfg: Config, bac
         workers = _Workers(names, deadline=time.monotonic() + cfg.timeouts.part_s)
         items: list[protocol.Event] = []
         budget = _case_budgets(cfg, part.key, specs, backend=backend, checks=checks)
-        while True:
-            events = protocol.EventReader(tmpdir / f"events-{workers.attempt}.jsonl")
-            job_path = tmpdir / f"job-{workers.attempt}.json"
+        regraded = False  # a worker died of something the submission did not do: the part graded anew, once
+        for run in itertools.count():
+            events = protocol.EventReader(tmpdir / f"events-{run}.jsonl")
+            job_path = tmpdir / f"job-{run}.json"
             job_path.write_text(protocol.Job.for_part(cfg, part=part.key, source=source, backend=backend,
                                                       events=events.path, checks=checks, start=workers.start,
                                                       earlier_failed=workers.attempt > 0,
@@ -396,6 +413,16 @@ def grade_part(part: PartSpec, source: Path | Absent | None, *, cfg: Config, bac
                                        reported.performance)
                 return part_result(reported.passed(), "", tuple(cases), reported.performance)
             status, why = _how_it_stopped(stopped, returncode, reported, tmpdir)
+            if status == PartStatus.ERROR and not regraded:  # the grader's failure: the whole part anew
+                regraded = True
+                reported = _Reported(performance=pending, profile=_pending_profile(
+                    cfg, part.key, "not profiled: the part did not finish"))
+                workers = _Workers(names, deadline=time.monotonic() + cfg.timeouts.part_s)
+                items, started = [], time.time()
+                continue
+            to_regrade = status == PartStatus.ERROR
+            if to_regrade:
+                why = f"{why}\n{REGRADE_NOTE}"
             if reported.current is not None:
                 cases.append(_stopped_case(reported.current, specs, cfg=cfg, key=part.key, status=status, why=why))
             rest = f"not run: an earlier step ended in {status}"
@@ -409,4 +436,4 @@ def grade_part(part: PartSpec, source: Path | Absent | None, *, cfg: Config, bac
             if workers.hung:
                 why = _hung_message(workers.hung) + "\n" + why
             return part_result(status, why, not_run(cfg, part.key, rest, kind=status, done=tuple(cases)),
-                               reported.performance)
+                               reported.performance, to_regrade=to_regrade)

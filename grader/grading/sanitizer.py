@@ -40,6 +40,7 @@ from typing import Callable
 
 from grader.backends.base import Finding
 from grader.grading.sanitizer_report import _MARK, CaseChecks, findings_by_case
+from grader.host.parent_death import tied_to_this_process
 
 #: The tools run on every checked case, and the kind each one's findings have by default.
 TOOLS = ("memcheck", "racecheck", "synccheck")
@@ -169,7 +170,7 @@ class _Spawned:
         self._out = open(log, "wb")
         self.reader = open(log, "rb")
         self.proc = subprocess.Popen(argv, stdout=self._out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     cwd=workdir, process_group=0)
+                                     cwd=workdir, process_group=0, preexec_fn=tied_to_this_process())
         self.killed = False
 
     def see(self, line: bytes) -> None:

@@ -118,7 +118,15 @@ class _Replay:
 
 def _child(argv: list[str]) -> int:
     """``python -m grader.grading.sanitizer_child JOB TOKEN DTYPE=CUBIN,... INDEX:DTYPE,...``: replay the cases on
-    exact-size buffers, writing markers; exits at the first CUDA error (its context is lost)."""
+    exact-size buffers, writing markers; exits at the first CUDA error (its context is lost). Dies
+    with compute-sanitizer, its parent (which dies with the worker's thread that started it), and
+    exits at once where the grader that started the worker is already gone."""
+    from grader.host.parent_death import die_with_parent
+
+    die_with_parent()
+    runner = os.environ.get("SCANGRADE_RUNNER_PID", "")
+    if runner.isdigit() and not _alive(int(runner)):
+        os._exit(0)
     job_path, token, cubin_arg, case_arg = argv
     begun = time.time()
     replay = _Replay()

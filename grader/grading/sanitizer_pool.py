@@ -29,7 +29,7 @@ import sys
 import threading
 from pathlib import Path
 
-from grader.host.parent_death import die_with_parent
+from grader.host.parent_death import tied_to_this_process
 from grader.grading.sanitizer import TOOLS, tool_argv
 
 #: A tool whose children end before they are ready this many times in a row starts no more.
@@ -89,7 +89,7 @@ class SanitizerPool:
             argv = [sys.executable, "-m", "grader.grading.sanitizer_child", "--serve", str(slot)]
             proc = subprocess.Popen(tool_argv(self.sanitizer, tool) + argv,
                                     stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=slot,
-                                    env=self._env, start_new_session=True, preexec_fn=die_with_parent)
+                                    env=self._env, start_new_session=True, preexec_fn=tied_to_this_process())
         (slot / "pid").write_text(str(proc.pid))
         self._children[tool, k] = (proc, slot)
 

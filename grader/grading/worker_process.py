@@ -18,6 +18,7 @@ from grader.assignment.config import Config
 from grader.core.errors import GradingStopped
 from grader.grading import protocol
 from grader.grading.deadlines import describe_budget, load_factor
+from grader.host.parent_death import tied_to_this_process
 
 #: Bytes of a worker's own stdout/stderr kept for messages.
 TAIL_BYTES = 4000
@@ -183,7 +184,7 @@ def _start(env: dict[str, str], job_path: Path, tmpdir: Path, out_f, err_f,
     if slot is None:
         return subprocess.Popen([sys.executable, "-m", "grader.grading.worker", str(job_path)], cwd=tmpdir,
                                 stdout=out_f, stderr=err_f, stdin=subprocess.DEVNULL, env=env,
-                                start_new_session=True), None
+                                start_new_session=True, preexec_fn=tied_to_this_process()), None
     taken = slot.take(env, job_path, tmpdir)
     if taken is not None:
         return taken
@@ -191,7 +192,8 @@ def _start(env: dict[str, str], job_path: Path, tmpdir: Path, out_f, err_f,
     try:
         proc = subprocess.Popen([sys.executable, "-m", "grader.grading.worker", protocol.SERVE_ARG, str(ready_w),
                                  str(job_path)], cwd=tmpdir, stdout=out_f, stderr=err_f, stdin=subprocess.PIPE,
-                                env=env, start_new_session=True, pass_fds=(ready_w,))
+                                env=env, start_new_session=True, pass_fds=(ready_w,),
+                                preexec_fn=tied_to_this_process())
     except BaseException:
         os.close(ready_r)
         raise

@@ -23,7 +23,7 @@ import re
 from pathlib import Path
 
 from grader.core.performance import Performance, Profile, Timing
-from grader.core.results import CaseResult, CaseStatus, PartResult, PartStatus, SubmissionResult
+from grader.core.results import TO_REGRADE, CaseResult, CaseStatus, PartResult, PartStatus, SubmissionResult
 from grader.core.safe_text import printable  # noqa: F401  (the renderers' cleaner, re-exported)
 
 #: Part statuses for which a part is shown as one failing entry when none of its cases ran.
@@ -36,6 +36,18 @@ PART_STATUS_WORDS = {
     "pass": "passed", "fail": "failed", "compile-error": "does not compile", "missing": "file missing",
     "timeout": "timed out", "crash": "crashed", "error": "could not be graded",
 }
+#: What a part the grader failed on says beside its status words
+#: (:attr:`grader.core.results.PartResult.to_regrade`): never the student's doing.
+REGRADE_WORDS = f"the grader failed, not the submission: {TO_REGRADE}"
+
+
+def part_status_words(part: PartResult) -> str:
+    """The part's status in plain words (:data:`PART_STATUS_WORDS`), with :data:`REGRADE_WORDS` where
+    the grader failed on it."""
+    words = PART_STATUS_WORDS[part.status]
+    return f"{words} ({REGRADE_WORDS})" if part.to_regrade else words
+
+
 #: Plain words for each case status.
 CASE_STATUS_WORDS = {
     "pass": "passed", "fail": "failed", "error": "error", "timeout": "timed out", "crash": "crashed",
@@ -125,7 +137,7 @@ def public_part_message(part: PartResult) -> str:
         return part.message
     culprit = stopped_case(part)
     if culprit is not None and is_hidden(culprit):
-        return (f"{PART_STATUS_WORDS[part.status]} during {public_case_name(part, culprit)}; "
+        return (f"{part_status_words(part)} during {public_case_name(part, culprit)}; "
                 "details are not shown for hidden cases")
     lines = part.message.splitlines()
     if len(lines) <= 1:

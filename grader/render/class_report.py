@@ -49,7 +49,8 @@ import jinja2
 from markupsafe import Markup
 
 from grader import __version__
-from grader.render._common import PART_STATUS_WORDS, is_timed_case, points, printable, stopped_case
+from grader.render._common import (PART_STATUS_WORDS, is_timed_case, part_status_words, points, printable,
+                                   stopped_case)
 from grader.core.kinds import GROUPS, group_of
 from grader.assignment.parts import CHALLENGE_PART
 from grader.render.formats import FORMATS, STUDENT_FOLDER
@@ -136,7 +137,7 @@ def part_failures(student: str, part: PartResult) -> list[Failure]:
     if part.status == "pass":
         return []
     if part.status in ("compile-error", "missing", "timeout", "crash", "error"):
-        message = _first_line(part.message) or PART_STATUS_WORDS.get(part.status, part.status)
+        message = _first_line(part.message) or part_status_words(part)
         if part.status == "compile-error":
             detail = next((ln.strip() for ln in part.message.splitlines()[1:] if _COMPILER_ERROR.search(ln)), "")
             if detail:
@@ -415,7 +416,7 @@ def _timed_entries(rows, key: str) -> tuple[list[_Timed], list[tuple[str, str, b
         if runs:
             entries.append(_Timed(sid, r.device.get("device", ""), runs, part))
         else:
-            why = part.performance.message if part.performance else PART_STATUS_WORDS.get(part.status, part.status)
+            why = part.performance.message if part.performance else part_status_words(part)
             untimed.append((sid, why, r.backend_times_kernels))
     return entries, untimed
 
@@ -546,7 +547,8 @@ def class_report(rows: Sequence[tuple[str, SubmissionResult]], *, title: str | N
         generated_at=generated_at or _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         damaged=list(damaged), header=_header(rows, manifest=manifest), scores=_scores(rows, parts, plots),
         plots_hint=PLOTS_HINT, timing=_timing(rows, parts, plots), failures=_failures(rows),
-        parts=parts, students=_students(rows, parts), version=__version__, css=css, script=script, csp=csp,
+        parts=parts, students=_students(rows, parts), regrade=[sid for sid, r in rows if r.to_regrade],
+        version=__version__, css=css, script=script, csp=csp,
         report_files=LINKED_REPORTS, student_folder=STUDENT_FOLDER)
 
 

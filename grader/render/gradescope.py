@@ -12,7 +12,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from grader.render._common import (PART_STATUS_WORDS, analysis_report, device_text,
+from grader.render._common import (part_status_words, analysis_report, device_text,
                                    is_timed_case, largest_timed_case, part_label, pending_text,
                                    performance_shown, points, printable, public_elapsed_s,
                                    public_part_message, public_seed, student_view,
@@ -56,9 +56,9 @@ def _group_output(part: PartResult, group: CaseGroup) -> str:
 def _part_tests(part: PartResult, hidden_case_visibility: str | None, *, pending: bool) -> list[dict[str, Any]]:
     tests: list[dict[str, Any]] = []
     if whole_part_failure(part):
-        tests.append(_test(part, 1, PART_STATUS_WORDS[part.status], sum(c.points for c in part.cases),
+        tests.append(_test(part, 1, part_status_words(part), sum(c.points for c in part.cases),
                            sum(c.max_points for c in part.cases), False,
-                           public_part_message(part) or PART_STATUS_WORDS[part.status]))
+                           public_part_message(part) or part_status_words(part)))
     else:
         for i, group in enumerate(case_groups(part), 1):
             tests.append(_test(part, i, group.label, group.points, group.max_points, group.passed,
@@ -111,8 +111,8 @@ def _summary(result: SubmissionResult) -> str:
     for p in result.parts:
         checks = [c for c in p.cases if not is_timed_case(c)]
         ok = sum(c.status == "pass" for c in checks)
-        state = (PART_STATUS_WORDS[p.status] if whole_part_failure(p)
-                 else f"{ok} of {len(checks)} cases passed" + (f", {PART_STATUS_WORDS[p.status]}"
+        state = (part_status_words(p) if whole_part_failure(p)
+                 else f"{ok} of {len(checks)} cases passed" + (f", {part_status_words(p)}"
                                                                 if p.status not in ("pass", "fail") else ""))
         lines.append(f"Part {p.number} ({p.title}): {points(p.points)}/{points(p.max_points)} points, {state}.")
     seed = public_seed(result)

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import re
 
-from grader.render._common import (CASE_STATUS_WORDS, PART_STATUS_WORDS, analysis_notes, analysis_table,
+from grader.render._common import (CASE_STATUS_WORDS, part_status_words, analysis_notes, analysis_table,
                                    block_size_text, device_text, folded_sizes, group_findings, is_hidden,
                                    is_timed_case, pending_text, performance_shown, points, printable,
                                    public_case_name, public_elapsed_s, public_part_message, public_seed,
                                    quick_check_text, roofline_lines, stopped_case, student_view, whole_part_failure)
 from grader.render._patterns import size_pattern
 from grader.core.performance import Timing
-from grader.core.results import CaseResult, PartResult, SubmissionResult
+from grader.core.results import TO_REGRADE, CaseResult, PartResult, SubmissionResult
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 _DASH = "—"
@@ -126,7 +126,7 @@ def _case_table(part: PartResult, cases: list[CaseResult], base_seed: int, *, ti
 
 def _part_section(part: PartResult, base_seed: int, *, pending: bool = False) -> list[str]:
     lines = [f"### Part {part.number}: {_md(part.title)} — {points(part.points)}/{points(part.max_points)} points",
-             "", f"File {_md(part.file)} · {PART_STATUS_WORDS[part.status]}", ""]
+             "", f"File {_md(part.file)} · {part_status_words(part)}", ""]
     checks = [c for c in part.cases if not is_timed_case(c)]
     timed = [c for c in part.cases if is_timed_case(c)]
     if whole_part_failure(part):
@@ -236,11 +236,12 @@ def markdown(result: SubmissionResult) -> str:
     rows = []
     for p in result.parts:
         checks = [c for c in p.cases if not is_timed_case(c)]
-        rows.append([f"{p.number}. {_md(p.title)}", PART_STATUS_WORDS[p.status],
+        rows.append([f"{p.number}. {_md(p.title)}", part_status_words(p),
                      f"{sum(c.status == 'pass' for c in checks)}/{len(checks)}",
                      f"{points(p.points)}/{points(p.max_points)}"])
     all_checks = [c for p in result.parts for c in p.cases if not is_timed_case(c)]
-    rows.append(["**Total**", "**passed**" if result.passed else "**failed**",
+    total = TO_REGRADE if result.to_regrade else "passed" if result.passed else "failed"
+    rows.append(["**Total**", f"**{total}**",
                  f"{sum(c.status == 'pass' for c in all_checks)}/{len(all_checks)}",
                  f"**{points(result.points)}/{points(result.max_points)}**"])
     lines += _table(["Part", "Status", "Cases passed", "Points"], rows) + [""]

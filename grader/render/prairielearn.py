@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.assignment.config import COMPILE_ERROR_CHOICES
-from grader.render._common import (PART_STATUS_WORDS, analysis_report, device_text, no_part_file,
+from grader.render._common import (part_status_words, analysis_report, device_text, no_part_file,
                                    is_timed_case, part_label, pending_performance, points, printable,
                                    public_part_message, public_seed, student_view,
                                    whole_part_failure)
@@ -93,8 +93,8 @@ def _part_tests(result: SubmissionResult, part: PartResult) -> list[dict[str, An
     or one for a part that failed before any case ran; then performance and bank conflicts."""
     checks = [c for c in part.cases if not is_timed_case(c)]
     if whole_part_failure(part):
-        message = public_part_message(part) or PART_STATUS_WORDS[part.status]
-        tests = [_test(part, PART_STATUS_WORDS[part.status], sum(c.points for c in checks),
+        message = public_part_message(part) or part_status_words(part)
+        tests = [_test(part, part_status_words(part), sum(c.points for c in checks),
                        sum(c.max_points for c in checks), description=f"{part.title}: {Path(part.file).name}",
                        message=message.splitlines()[0], output=message)]
     else:
@@ -173,7 +173,13 @@ def _message(result: SubmissionResult, earned: float, counted: float, pending: f
 
 def _not_gradable(result: SubmissionResult, compile_error: str) -> dict[str, Any] | None:
     """The document of a submission PrairieLearn should not grade (no score, no attempt used), or
-    None: no part file at all, or (``compile_error="not-gradable"``) a part that does not compile."""
+    None: no part file at all, the grader failed on a part (:attr:`~grader.core.results.PartResult.to_regrade`:
+    not the student's doing), or (``compile_error="not-gradable"``) a part that does not compile."""
+    failed = [p for p in result.parts if p.to_regrade]
+    if failed:
+        return {"gradable": False, "format_errors": [
+            f"The autograder failed on Part {p.number} ({Path(p.file).name}), not because of your code; this "
+            "submission was not graded and used no attempt: submit it again." for p in failed]}
     nothing = no_part_file(result)
     if nothing:
         return {"gradable": False, "format_errors": [nothing]}
@@ -193,7 +199,8 @@ def prairielearn(result: SubmissionResult, *, compile_error: str = "not-gradable
     """PrairieLearn's ``results.json`` for one submission, as a JSON-ready dict (no I/O).
 
     Not gradable (``{"gradable": false, "format_errors": [...], "output": ...}``, no score: PrairieLearn
-    marks the submission invalid and counts no attempt) when no part file was submitted, or when
+    marks the submission invalid and counts no attempt) when no part file was submitted, when the
+    grader failed on a part (to regrade: docs/results.md, "The grader's failures"), or when
     ``compile_error`` is ``"not-gradable"`` and a part does not compile (its compiler output in
     ``output``). Otherwise gradable, with:
 

@@ -10,10 +10,10 @@ import re
 
 import textwrap
 
-from grader.render._common import (SHOWN_FINDINGS, analysis_lines, block_size_text, folded_sizes, group_findings, is_hidden,
-                                   no_part_file,
-                                   is_timed_case, other_findings, pending_text, performance_shown, printable,
-                                   public_elapsed_s, public_seed, quick_check_text, roofline_lines, student_view)
+from grader.render._common import (REGRADE_WORDS, SHOWN_FINDINGS, analysis_lines, block_size_text, folded_sizes,
+                                   group_findings, is_hidden, is_timed_case, no_part_file, other_findings, pending_text,
+                                   performance_shown, printable, public_elapsed_s, public_seed, quick_check_text,
+                                   roofline_lines, student_view)
 from grader.render._patterns import size_pattern
 from grader.core.results import CaseResult, PartResult, SubmissionResult
 
@@ -57,6 +57,8 @@ def _part_block(p: PartResult, pending: bool = False, *, show_hidden: bool = Tru
     head = f"Part {p.number}: {p.title}  [{p.file}]  {_points(p.points)}/{_points(p.max_points)} points"
     if pending:
         head += f" ({_points(p.performance.max_points)} pending a GPU run)"
+    if p.to_regrade:
+        head += f" ({REGRADE_WORDS})"
     lines = [head]
     if p.status in ("compile-error", "missing", "error") or (p.message and p.status in ("timeout", "crash")):
         lines += ["    " + m for m in p.message.splitlines()]
@@ -215,7 +217,7 @@ def render_text(result: SubmissionResult, *, show_hidden: bool = False) -> str:
         ok = sum(c.status == "pass" for c in graded)
         lines.append(f"{p.key:<{width}}  {p.status:<13}  {f'{ok}/{len(graded)}':>7}  "
                      f"{f'{_points(p.points)}/{_points(p.max_points)}':>11}")
-    lines.append(f"{'total':<{width}}  {'pass' if result.passed else 'fail':<13}  {'':>7}  "
+    lines.append(f"{'total':<{width}}  {result.verdict:<13}  {'':>7}  "
                  f"{f'{_points(result.points)}/{_points(result.max_points)}':>11}")
     if result.pending_points:
         lines.append(f"PENDING {pending_text(result.pending_points)}.")

@@ -41,6 +41,7 @@ from grader.backends.emulator.lockdown import audit_object, explain_refusal, loc
 from grader.backends.emulator.macros import DEFAULT_TARGET_ARCH, TARGET_ARCHS, host_macro_flags, nvcc_defines
 from grader.backends.emulator.cache import CompileCache
 from grader.host.folders import default_cache_dir
+from grader.host.parent_death import tied_to_this_process
 from grader.backends.emulator.compiler_process import run_compile
 from grader.backends.emulator.sandbox import COMPILE_TMP, Command, Sandbox, compile_limits
 from grader.core.errors import BackendUnavailable, CompileError
@@ -345,8 +346,10 @@ class Toolchain:
         try:
             for step in command(tmp):
                 with ThreadPoolExecutor(len(step)) as pool:
+                    # each compiler dies with its pool thread (which waits for it), so with the grader
                     procs = list(pool.map(lambda argv: subprocess.run(argv, capture_output=True, text=True,
-                                                                      timeout=max(self.timeout_s, 120.0)), step))
+                                                                      timeout=max(self.timeout_s, 120.0),
+                                                                      preexec_fn=tied_to_this_process()), step))
                 for proc in procs:
                     if proc.returncode != 0:
                         raise BackendUnavailable(f"{what} does not compile with `{self.cxx}` ({self.version_line}):"

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from grader.backends.emulator.sandbox import COMPILE_MEMORY, FILE_SIZE, Command
 from grader.core.errors import CompileError
+from grader.host.parent_death import tied_to_this_process
 
 __all__ = ["OUTPUT_BYTES", "start_compiler", "read_output", "cut_note", "run_compile", "strip_workdir", "limit_note",
            "kill_group"]
@@ -27,13 +28,15 @@ OUTPUT_BYTES = 256 * 1024
 
 def start_compiler(cmd: Command) -> subprocess.Popen:
     """Start a compiler command made by :meth:`.build.Toolchain.sandboxed` in its own process group, its
-    stderr and stdout on one pipe (bytes), no stdin; read it with :func:`read_output`.
+    stderr and stdout on one pipe (bytes), no stdin; read it with :func:`read_output`. It dies with
+    the thread that starts it (:func:`grader.host.parent_death.tied_to_this_process`, as bubblewrap's
+    ``--die-with-parent`` does in the sandbox): read it from that thread.
 
     Raises:
         OSError: the command could not start.
     """
     return subprocess.Popen(cmd.argv, env=cmd.env, cwd=cmd.cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, process_group=0)
+                            stderr=subprocess.STDOUT, process_group=0, preexec_fn=tied_to_this_process())
 
 
 def read_output(proc: subprocess.Popen, *, timeout_s: float, cap: int = OUTPUT_BYTES) -> tuple[str, bool]:

@@ -20,6 +20,7 @@ from grader.backends.emulator.build import RUNTIME_DIR, globals_path, read_globa
 from grader.backends.emulator.executor import Arena, Executor, ExecutorDied
 from grader.backends.emulator.sandbox import Sandbox
 from grader.core.kernels import KernelSpec
+from grader.host.parent_death import tied_to_this_process
 
 #: The runtime ABI this grader speaks (the executor's hello must name it; sg_host.h).
 _ABI_VERSION = 5
@@ -221,7 +222,7 @@ def _addr2line(path: Path, offsets: Sequence[int], sandbox: Sandbox, *,
     cmd = sandbox.command([tool, "-e", str(path), "-i", "-a", *(hex(o) for o in offsets)], read_only=[path])
     try:
         proc = subprocess.run(cmd.argv, env=cmd.env, cwd=cmd.cwd, capture_output=True, text=True, errors="replace",
-                              timeout=30, stdin=subprocess.DEVNULL)
+                              timeout=30, stdin=subprocess.DEVNULL, preexec_fn=tied_to_this_process())
     except (OSError, subprocess.TimeoutExpired):
         return out
     current: int | None = None

@@ -28,7 +28,9 @@ def _die_with_runner() -> None:
     (Ctrl-C, a kill, a crash), so no student code runs on after the grader: the executors go with
     the worker (bubblewrap's ``--die-with-parent``, or their own ``PR_SET_PDEATHSIG``). Where the
     runner is already gone (its pid, from ``SCANGRADE_RUNNER_PID``, is no longer the parent), exit
-    at once. Linux only; elsewhere nothing happens."""
+    at once. The runner ties the worker before exec already
+    (:func:`grader.host.parent_death.tied_to_this_process`); this covers a worker started otherwise
+    (by hand, by a test). Linux only; elsewhere nothing happens."""
     from grader.host.parent_death import die_with_parent
 
     if not die_with_parent():
