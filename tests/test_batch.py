@@ -42,13 +42,16 @@ def _class(tmp_path: Path) -> Path:
     return root
 
 
-def _config(tmp_path: Path):
-    return load_config(write_config(tmp_path, part_s=8, sizes={"part1_naive": [5, 128], "part2_blelloch": [7]}))
+def _config(tmp_path: Path, pace):
+    """A small class's config; the hang's part_s is 8 s on an idle machine, scaled to this one now
+    (tests/pace.py: a busy machine's compile must not run it out)."""
+    return load_config(write_config(tmp_path, part_s=pace.seconds(8),
+                                    sizes={"part1_naive": [5, 128], "part2_blelloch": [7]}))
 
 
-def test_a_class_is_graded_into_a_gradebook_and_reports_even_with_a_hanging_submission(tmp_path):
+def test_a_class_is_graded_into_a_gradebook_and_reports_even_with_a_hanging_submission(pace, tmp_path):
     root, out = _class(tmp_path), tmp_path / "out"
-    rows = batch(root, out=out, cfg=_config(tmp_path), selection=EMULATOR,
+    rows = batch(root, out=out, cfg=_config(tmp_path, pace), selection=EMULATOR,
                  reports=batch_reports, jobs=2, checks=False)  # a hang, not a deadlock finding
     assert [sid for sid, _ in rows] == ["alice", "bob", "carol", "dave"]
     book = list(csv.DictReader((out / "gradebook.csv").open()))
@@ -74,10 +77,10 @@ def test_a_class_is_graded_into_a_gradebook_and_reports_even_with_a_hanging_subm
     assert not (tmp_path / "escaped.cu").exists() and not list(tmp_path.rglob("escaped.cu"))
 
 
-def test_resume_skips_intact_results_and_regrades_broken_ones(tmp_path):
+def test_resume_skips_intact_results_and_regrades_broken_ones(pace, tmp_path):
     root, out = _class(tmp_path), tmp_path / "out"
     shutil.rmtree(root / "dave")
-    cfg = _config(tmp_path)
+    cfg = _config(tmp_path, pace)
     batch(root, out=out, cfg=cfg, selection=EMULATOR, reports=batch_reports, jobs=1)
     (out / "bob" / "result.json").write_text('{"schema": "scangrade.result", "schema_ver')  # cut short
     before = (out / "alice" / "result.json").read_text()
