@@ -575,3 +575,16 @@ def test_part_stopped_after_hidden_cases_ran_keeps_first_line_only(view):
                              case("n=65537 int32", 65537, "timeout", message=TIMEOUT_FIRST)))
     text = _student_views(submission(part))[view]
     assert "during case n=65537: the kernel may never finish" in text and "SECRETOUT" not in text
+
+
+def test_junit_gives_a_file_below_the_working_directory_relative_to_it_as_pytest_does(tmp_path, monkeypatch):
+    """A runner's absolute path matches no file of the repository that annotates it (issue 52)."""
+    from grader.core.results import CaseFinding
+    monkeypatch.chdir(tmp_path)
+    failing = (case("n=3 int32", 3, "fail", message="oob", kind="out-of-bounds",
+                    findings=(CaseFinding("out-of-bounds", "here", file="part1_naive.cu", line=42),)),)
+    inside = dataclasses.replace(PART1, file=str(tmp_path / "sub" / "part1_naive.cu"), cases=failing)
+    outside = dataclasses.replace(PART1, file="/elsewhere/part1_naive.cu", cases=failing)
+    for part, want in ((inside, "sub/part1_naive.cu"), (outside, "/elsewhere/part1_naive.cu")):
+        root = ET.fromstring(junit_xml(submission(part)))
+        assert {tc.get("file") for tc in root.iter("testcase") if tc.get("file")} == {want}

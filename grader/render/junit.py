@@ -8,6 +8,8 @@ JUnit output is for TAs: hidden cases are shown in full.
 
 from __future__ import annotations
 
+import os
+
 import re
 import xml.etree.ElementTree as ET
 from pathlib import PurePath
@@ -75,8 +77,20 @@ def compile_place(part: PartResult) -> tuple[str, int] | None:
 
 def _place(place: tuple[str, int] | None) -> dict[str, str]:
     """The ``file`` and ``line`` attributes of a testcase (pytest's, which course CI reads to annotate
-    the line), or none."""
-    return {"file": place[0], "line": str(place[1])} if place else {}
+    the line), or none. ``file`` is relative to the working directory where it lies below it, as
+    pytest writes it (relative to its root): a CI runner's absolute path matches no file of the
+    repository that annotates it."""
+    if not place:
+        return {}
+    file = place[0]
+    if os.path.isabs(file):
+        try:
+            rel = os.path.relpath(file)
+        except ValueError:  # another drive
+            rel = file
+        if not rel.startswith(os.pardir):
+            file = rel
+    return {"file": file, "line": str(place[1])}
 
 
 def _case(suite: ET.Element, part: PartResult, case: CaseResult) -> None:
