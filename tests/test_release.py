@@ -295,7 +295,8 @@ def test_the_release_gitignore_keeps_the_venv_and_caches_out_of_a_students_repos
     repo = tmp_path / "student"
     shutil.copytree(made.folder, repo)
     litter = [".venv/bin/python", "scangrade.egg-info/PKG-INFO", "grader/__pycache__/cli.cpython-311.pyc",
-              ".pytest_cache/README.md", "results/check.json"]
+              ".pytest_cache/README.md", "results/check.json",
+              "build/lib/grader/cli.py", "build/bdist.linux-x86_64/x"]  # what `pip install .` leaves (issue 52)
     for rel in litter:
         (repo / rel).parent.mkdir(parents=True, exist_ok=True)
         (repo / rel).write_text("x")

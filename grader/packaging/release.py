@@ -11,7 +11,7 @@ What students get (a folder ``OUT``, and with ``zip_archive`` also ``OUT.zip`` h
                          the checkout's, without pytest's ``testpaths`` (the release has no tests/)
     OUT/Makefile         ``make check``: a venv with the grader and pytest installed, then the self-check
                          (grader/release_files/Makefile, with the set-up it shares with the checkout's)
-    OUT/.gitignore       the venv, the install's and Python's caches, results
+    OUT/.gitignore       the venv, the install's and Python's caches and build folder, results
 
 and nothing else: no reference solutions, no tests, no benchmarks, no docs, no ``.git``. Without
 the reference solutions the grader still grades everything; on a GPU a timed part has no reference
