@@ -277,3 +277,24 @@ def test_a_batch_writes_the_plot_into_the_student_folder(cfg, tmp_path):
     write_reports(result, tmp_path / "alice", reports)
     assert (tmp_path / "alice" / name).read_bytes() == reports[name]
     assert (tmp_path / "alice" / "report.txt").read_text().startswith(reports["report.txt"][:40])
+
+
+def test_the_emulators_plot_keeps_its_long_y_label_and_title_inside_the_picture():
+    """The emulator's y label ("ESTIMATED lower bound on a NVIDIA H100 80GB HBM3 (ms)") was taller
+    than the plot and cut off at both ends (issue 52): long labels are wrapped to fit."""
+    pytest.importorskip("matplotlib")
+    from grader.render.plot import _figure
+
+    series = (("your kernel (estimated bound)", ((1 << 20, 0.004), (1 << 28, 0.6))),)
+    fig = _figure("Part 5: single-pass exclusive scan with decoupled look-back (challenge)",
+                  "ESTIMATED lower bound on a NVIDIA H100 80GB HBM3 (ms)", series)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    ax = fig.axes[0]
+    for text in (ax.yaxis.label, ax.title):
+        box = text.get_window_extent(renderer)
+        assert box.y0 >= 0 and box.y1 <= fig.bbox.height and box.x0 >= 0 and box.x1 <= fig.bbox.width, \
+            (text.get_text(), box, fig.bbox)

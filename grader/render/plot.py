@@ -187,7 +187,22 @@ def _draw_png(title: str, ylabel: str, series: tuple, dpi: int) -> bytes:
         return _draw_png_now(title, ylabel, series, dpi)
 
 
+#: The most characters a line of the plot's y-axis label and title holds: longer ones are wrapped, so
+#: that the emulator's label ("ESTIMATED lower bound on a NVIDIA H100 80GB HBM3 (ms)") is not cut off.
+_YLABEL_CHARS, _TITLE_CHARS = 36, 72
+
+
 def _draw_png_now(title: str, ylabel: str, series: tuple, dpi: int) -> bytes:
+    fig = _figure(title, ylabel, series)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
+    return buf.getvalue()
+
+
+def _figure(title: str, ylabel: str, series: tuple):
+    """The plot of ``series`` as a matplotlib ``Figure`` (6.4 x 4 inches), its long labels wrapped."""
+    import textwrap
+
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(6.4, 4.0), layout="constrained")
@@ -200,13 +215,11 @@ def _draw_png_now(title: str, ylabel: str, series: tuple, dpi: int) -> bytes:
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("n (elements)")
-    ax.set_ylabel(ylabel)
-    ax.set_title(title, fontsize=10)
+    ax.set_ylabel("\n".join(textwrap.wrap(ylabel, _YLABEL_CHARS)))
+    ax.set_title("\n".join(textwrap.wrap(title, _TITLE_CHARS)), fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
-    return buf.getvalue()
+    return fig
 
 
 def write_plots(result: SubmissionResult, folder: Path) -> list[Path]:
