@@ -588,3 +588,17 @@ def test_junit_gives_a_file_below_the_working_directory_relative_to_it_as_pytest
     for part, want in ((inside, "sub/part1_naive.cu"), (outside, "/elsewhere/part1_naive.cu")):
         root = ET.fromstring(junit_xml(submission(part)))
         assert {tc.get("file") for tc in root.iter("testcase") if tc.get("file")} == {want}
+
+
+def test_a_warning_repeated_for_each_block_is_one_line_with_the_blocks_counted():
+    """Part 4 printed five near-identical uninitialized-read lines, one per block (issue 52)."""
+    from grader.render.text import render_text
+
+    def warned(name, n, blocks):
+        return case(name, n, "pass", warnings=tuple(
+            f"uninitialized-read: thread (3, 0, 0) of block ({b}, 0, 0) reads temp[300] at part4_any_size.cu:44, "
+            "which no thread of its block wrote" for b in blocks))
+    part = dataclasses.replace(PART1, status="pass", cases=(warned("n=5 int32", 5, [0, 1, 2]),
+                                                           warned("n=7 int32", 7, [3, 4])))
+    lines = [line for line in render_text(submission(part)).splitlines() if "WARNING uninitialized-read" in line]
+    assert len(lines) == 1 and "(the same in 5 blocks)" in lines[0] and "n = int32: 5, 7" in lines[0], lines

@@ -152,19 +152,24 @@ def _other_findings(group: list[CaseResult]) -> list[str]:
 
 #: A block's or a thread's ids in a warning's text, ``(3, 0, 0)``: left out where warnings are compared.
 _IDS = re.compile(r"\(\d+, \d+, \d+\)")
+#: The blocks a warning names (``block (3, 0, 0)``).
+_BLOCKS = re.compile(r"\bblock (\(\d+, \d+, \d+\))")
 
 
 def _warning_lines(p: PartResult) -> list[str]:
     """Each distinct warning of the part's visible cases once, with the cases it came from: warnings
-    that differ only in the block and thread ids they name are one (the first is shown)."""
-    seen: dict[str, tuple[str, list[CaseResult]]] = {}
+    that differ only in the block and thread ids they name are one (the first is shown, with how
+    many blocks the others name)."""
+    seen: dict[str, tuple[str, list[CaseResult], set[str]]] = {}
     for c in p.cases:
         if c.visibility != "hidden":
             for w in c.warnings:
-                first, cases = seen.setdefault(_IDS.sub("", w), (w, []))
+                first, cases, blocks = seen.setdefault(_IDS.sub("", w), (w, [], set()))
+                blocks.update(_BLOCKS.findall(w))
                 if c not in cases:
                     cases.append(c)
-    return [f"    WARNING {w} (n = {folded_sizes(cases)})" for w, cases in seen.values()]
+    return [f"    WARNING {w}{f' (the same in {len(blocks)} blocks)' if len(blocks) > 1 else ''} "
+            f"(n = {folded_sizes(cases)})" for w, cases, blocks in seen.values()]
 
 
 def _profile_lines(p: PartResult) -> list[str]:
