@@ -71,6 +71,10 @@ def test_an_id_is_made_of_its_own_name_never_of_its_position_among_others():
     # a name that is a safe id already keeps it; one that is not never becomes another's plain name
     ids = submission_ids({"alice": "alice", "-alice": "-alice", "@SUM(A1)": "@SUM(A1)"})
     assert ids["alice"][0] == "alice" and ids["-alice"][0].startswith("alice_") and ids["@SUM(A1)"][0].startswith("SUM_A1_")
+    # a name made safe says so, with its id (issue 52: zoë-müller's row had no note)
+    (zoe, note), = submission_ids({"zoë-müller": "zoë-müller"}).values()
+    assert zoe.startswith("zo_-m_ller_") and note == (f"'zoë-müller' is not a plain file name: its id is {zoe!r} "
+                                                      "(its safe form and a hash of the name)")
     # names that read alike without regard to case (a file system may not tell them apart): none keeps it
     ids = submission_ids({"bob": "bob", "Bob.zip": "Bob"})
     assert ids["bob"][0] != "bob" and ids["Bob.zip"][0] != "Bob" and ids["bob"][0].lower() != ids["Bob.zip"][0].lower()
@@ -193,7 +197,8 @@ def test_find_submissions_records_each_name(tmp_path):
     _submit(root, "Zoé", CORRECT)
     subs = {s.name: s for s in find_submissions(root, work=tmp_path / "work")}
     assert subs["alice"].id == "alice" and subs["alice"].collision == ""
-    assert subs["Zoé"].id.startswith("Zo_") and subs["Zoé"].collision == ""  # renamed, but no other reads as it
+    # renamed, and no other reads as it: a note gives its id (issue 52)
+    assert subs["Zoé"].id.startswith("Zo_") and subs["Zoé"].collision.startswith("'Zoé' is not a plain file name")
 
 
 def test_a_late_name_that_reads_like_one_graded_moves_both_and_the_old_folder_is_named_not_read(tmp_path):

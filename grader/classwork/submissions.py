@@ -43,7 +43,8 @@ class Submission(Intake):
         name: the submission as the class folder names it, fit for a report (``alice.zip``, ``-alice``,
             ``submission_101: s1815`` for a member of Gradescope's export).
         collision: one line for the gradebook and the summary where its name reads as the same id as
-            another's, or as one of the batch's own output names; "" otherwise.
+            another's, or as one of the batch's own output names, or is not a safe id (the note then
+            gives the id it has); "" otherwise.
         person: who it is, for the gradebook: the submitter's name and email where Gradescope's
             export gives them, and the entry of the class folder it was graded from (``alice.zip``,
             ``submission_101``) (:class:`grader.classwork.gradebook.Person`).
@@ -99,7 +100,9 @@ def submission_ids(names: dict[str, str]) -> dict[str, tuple[str, str]]:
         the submission's own name and never on its position among others: a folder ``-alice``
         beside ``alice`` is ``alice_<hash>`` and alice keeps ``alice``; ``Zoé`` is ``Zo_<hash of
         Zoé>`` whoever else submits. Names that read alike all get a hash (none of them is more
-        ``alice`` than the others) and a note naming the others; the note is "" for every other.
+        ``alice`` than the others) and a note naming the others; a name that is not a safe id a note
+        giving its id (``zoë-müller`` is ``zo_-m_ller_<hash>``, which says nothing of whose it is);
+        the note is "" for every other.
     """
     plain = {key: _plain_id(name) for key, name in names.items()}
     level = {key: 0 if plain[key] == name and plain[key].lower() not in RESERVED else 1
@@ -131,6 +134,9 @@ def submission_ids(names: dict[str, str]) -> dict[str, tuple[str, str]]:
         elif ids[key] != first[key]:
             notes[key] = (f"id collision: {show(key)!r} reads as {first[key]!r}, as another submission's id does; "
                           "each has an id of its own")
+        elif plain[key] != names[key]:
+            notes[key] = (f"{show(key)!r} is not a plain file name: its id is {ids[key]!r} (its safe form and a "
+                          "hash of the name)")
         else:
             notes[key] = ""
     return {key: (ids[key], notes[key]) for key in names}
