@@ -52,6 +52,16 @@ def test_not_powers_of_two():
     assert size_pattern(_part([n for n in failing if n != 513])) is None  # a size that is not one passes
 
 
+def test_no_rule_is_said_that_a_dtype_s_passing_size_breaks():
+    """int32 fails at every n that is not a power of two, float32 passes at n = 33: 'the passing sizes are
+    exactly the powers of two' would contradict the part's PASS line for float32 n = 33 (issue 52)."""
+    failing = [n for n in PART4_SIZES if n & (n - 1)]
+    assert size_pattern(_part(failing)) is not None
+    f32 = tuple(_case(n, dtype="float32") if n == 513 else _case(n, "fail", "mismatch", dtype="float32")
+                for n in failing)
+    assert size_pattern(_part(failing, extra=f32)) is None
+
+
 def test_multiples_of_the_tile():
     failing = [512, 1024, 2048, 65536, 262144, 1048576, 16000000]
     assert size_pattern(_part(failing)).startswith("every failing n is a multiple of the 512-element tile, and no "

@@ -4,7 +4,8 @@ One case's message says where its first wrong element sits (:func:`grader.gradin
 part's cases together say which sizes fail. :func:`size_pattern` reads the sizes whose cases all
 passed and the sizes with a wrong-values case (kind ``mismatch``), and names the first rule of
 :data:`RULES` that tells the two apart exactly, each way: a rule fires only where every failing size
-follows it and no passing size does. Sizes that failed otherwise (a race, a crash, a timeout) are
+follows it and no passing size does, nor any size whose cases of one dtype all passed (a rule must
+hold for every case it summarises). Sizes that failed otherwise (a race, a crash, a timeout) are
 neither: their values say nothing sure. It needs two sizes of each, else it says nothing.
 
 Only the cases it is given count: the renderers give it :func:`grader.render._common.student_view`
@@ -84,6 +85,11 @@ RULES = (
 )
 
 
+def _graded_cases(part: PartResult):
+    """The part's correctness cases of known size that ran (no timed run, no student's view of a hidden case)."""
+    return [c for c in part.cases if not is_timed_case(c) and ran(c) and c.n > 0]
+
+
 def split_sizes(part: PartResult) -> tuple[list[int], list[int]]:
     """The part's sizes that gave wrong values and those that passed: ``(failing, passing)``, each
     sorted, each n once. A size fails where any of its correctness cases (any dtype) failed with
@@ -92,15 +98,23 @@ def split_sizes(part: PartResult) -> tuple[list[int], list[int]]:
     wrong: set[int] = set()
     other: set[int] = set()
     sizes: set[int] = set()
-    for c in part.cases:
-        if is_timed_case(c) or not ran(c) or c.n <= 0:
-            continue
+    for c in _graded_cases(part):
         sizes.add(c.n)
         if c.status == "fail" and c.kind == FailureKind.MISMATCH:
             wrong.add(c.n)
         elif c.status != "pass":
             other.add(c.n)
     return sorted(wrong), sorted(sizes - wrong - other)
+
+
+def _passing_somewhere(part: PartResult) -> set[int]:
+    """The sizes whose cases of some dtype all passed (``float32 n = 33`` passes while ``int32 n = 33``
+    gives wrong values): a rule that says such an n gives wrong values contradicts the part's own
+    PASS line, so it is not said."""
+    by: dict[tuple[int, str], bool] = {}
+    for c in _graded_cases(part):
+        by[c.n, c.dtype] = by.get((c.n, c.dtype), True) and c.status == "pass"
+    return {n for (n, _), passed in by.items() if passed}
 
 
 def size_pattern(part: PartResult) -> str | None:
@@ -115,9 +129,11 @@ def size_pattern(part: PartResult) -> str | None:
     spec = PARTS.get(part.key)
     recorded = part.block_size and (part.items_per_thread or not spec or not spec.items_per_thread)
     tile = spec.tile(part.block_size, part.items_per_thread) if spec and spec.tile and recorded else None
+    somewhere = _passing_somewhere(part)
     for rule in RULES:
         if (rule.tiled and tile is None) or (rule.hierarchical and not spec.hierarchical):
             continue
-        if all(rule.fails(n, tile) for n in failing) and not any(rule.fails(n, tile) for n in passing):
+        if all(rule.fails(n, tile) for n in failing) and not any(rule.fails(n, tile) for n in passing) \
+                and not any(rule.fails(n, tile) for n in somewhere):
             return rule.says(failing, passing, tile)
     return None
