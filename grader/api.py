@@ -137,14 +137,17 @@ class Grading:
                     shard: tuple[int, int] | None = None,
                     on_done: Callable[[str, SubmissionResult, bool], None] | None = None,
                     on_note: Callable[[str, str], None] | None = None,
-                    reports: StudentReports | None = None) -> list[tuple[str, SubmissionResult]]:
+                    reports: StudentReports | None = None,
+                    on_event: Callable[[str, str, protocol.Event], None] | None = None
+                    ) -> list[tuple[str, SubmissionResult]]:
         """Grade every submission of a class folder into ``out`` (both relative to :attr:`start`):
         :func:`grader.classwork.batch.batch`.
 
         Args:
             jobs: submissions graded at once; None: one per GPU, or one per core on the emulator.
-            on_done, on_note: as :func:`grader.classwork.batch.batch`'s (each graded submission; a
-                saved result ``resume`` did not trust).
+            on_done, on_note, on_event: as :func:`grader.classwork.batch.batch`'s (each graded
+                submission; a saved result ``resume`` did not trust; each event of a grading, with
+                the submission's id).
             reports: ``result -> {path: text}`` besides ``result.json``, paths relative to the
                 student's folder (default: every format's staff copy and the student-safe set in
                 ``student/``, :func:`grader.render.formats.batch_reports`).
@@ -163,7 +166,7 @@ class Grading:
         with drawn_apart(reports, jobs=jobs) as drawing:  # the plots in other processes, at many jobs
             return batch(absolute(folder, self.start), out=absolute(out, self.start), cfg=self.cfg,
                          selection=self.selection, resume=resume, jobs=jobs, checks=self.checks, on_done=on_done,
-                         on_note=on_note, shard=shard, reports=drawing)
+                         on_note=on_note, shard=shard, reports=drawing, on_event=on_event)
 
 
 def prepare(*, config: PathLike | None = None, private_config: PathLike | None = None, backend: str | None = None,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import functools
 import sys
+import threading
 from pathlib import Path
 from typing import Callable
 
@@ -326,9 +327,24 @@ def _batch(args: argparse.Namespace) -> int:
                   f"{' (resumed)' if resumed else ''}", file=sys.stderr)
     def on_note(sid: str, note: str) -> None:
         print(f"scangrade: note: {sid}: {note}", file=sys.stderr)  # rich's bar, where there is one, prints it above
+    started: set[str] = set()
+    lock = threading.Lock()
+
+    def on_event(sid: str, kind: str, ev) -> None:
+        """The bar moves with each case (its line names the submission and the case); without a
+        terminal, a line as each submission starts, so a batch says what it does before one ends."""
+        if bar.bar:
+            if kind == "case-start":
+                bar.bar.update(bar.task, description=f"{sid}: case {ev.case}")
+            return
+        with lock:
+            first = sid not in started
+            started.add(sid)
+        if first:
+            print(f"[{len(done)}/{total} done] {sid}: grading", file=sys.stderr)
     with bar:
         rows = grading.grade_class(args.submissions, out=args.out, resume=args.resume, jobs=args.jobs,
-                                   shard=shard, on_done=on_done, on_note=on_note)
+                                   shard=shard, on_done=on_done, on_note=on_note, on_event=on_event)
     # OUT/class_report.html, after batch.json: it shows the config fingerprint
     page = write_class_report(Path(args.out), class_report_page, rows=rows)
     print((Path(args.out) / "summary.txt").read_text(), end="")

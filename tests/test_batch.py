@@ -114,6 +114,13 @@ def test_the_batch_command_prints_the_summary_and_exits_1_when_someone_fails(tmp
     printed = capsys.readouterr()
     assert printed.out.startswith("3 submissions") and "gradebook:" in printed.out
     assert "[3/3]" in printed.err
+    # without a terminal, each submission says it started before its result (issue 52: nothing was
+    # printed until a submission ended)
+    lines = printed.err.splitlines()
+    for sid in ("alice", "bob", "carol"):
+        began = next(i for i, line in enumerate(lines) if line.endswith(f"] {sid}: grading"))
+        ended = next(i for i, line in enumerate(lines) if f"] {sid}: " in line and "grading" not in line)
+        assert began < ended, lines
     assert main(["batch", str(tmp_path / "none"), "--out", str(tmp_path / "o2"), "--config", str(cfg)]) == 2
 
 

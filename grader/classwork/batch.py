@@ -149,9 +149,10 @@ class _Grading:
     def __init__(self, *, out: Path, cfg: Config, selection: Selection, checks: bool, resume: bool,
                  reports: StudentReports, on_done: Callable[[str, SubmissionResult, bool], None] | None,
                  on_note: Callable[[str, str], None] | None, gpus: list[str], inputs: Path | None, jobs: int,
-                 total: int) -> None:
+                 total: int, on_event: Callable[[str, str, object], None] | None = None) -> None:
         self.out, self.cfg, self.selection, self.checks, self.resume = out, cfg, selection, checks, resume
         self.reports, self.on_done, self.on_note, self.gpus, self.inputs = reports, on_done, on_note, gpus, inputs
+        self.on_event = on_event
         self.total = total
         self.slots = list(range(jobs))
         self.workers = {slot: WorkerSlot() for slot in self.slots}  # the worker each job keeps waiting
@@ -179,8 +180,10 @@ class _Grading:
         if sub.refused:
             return _not_graded(sub, cfg=cfg, selection=selection, why=f"not graded: {sub.refused}")
         try:
+            told = self.on_event
             return grade(sub, cfg=cfg, selection=selection, checks=self.checks, env=env, stop=self.stop, part_jobs=1,
-                         worker=self.workers[slot])
+                         worker=self.workers[slot],
+                         on_event=(lambda kind, ev: told(sub.id, kind, ev)) if told else None)
         except GradingStopped:
             raise
         except Exception as exc:  # noqa: BLE001 - one submission must never stop the batch
@@ -228,7 +231,8 @@ class _Grading:
 def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume: bool = False, jobs: int | None = None,
           checks: bool = True, on_done: Callable[[str, SubmissionResult, bool], None] | None = None,
           on_note: Callable[[str, str], None] | None = None, shard: tuple[int, int] | None = None,
-          reports: StudentReports) -> list[tuple[str, SubmissionResult]]:
+          reports: StudentReports,
+          on_event: Callable[[str, str, object], None] | None = None) -> list[tuple[str, SubmissionResult]]:
     """Grade every submission of ``folder`` into ``out``.
 
     Args:
@@ -256,6 +260,9 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
         on_done: called as ``(id, result, was_resumed)`` after each submission.
         on_note: called as ``(id, one line)`` for what the TA should know of a submission before it
             is graded (``graded again: its part files changed since its saved result was graded``).
+        on_event: called as ``(id, name, event)`` for each event of a submission's grading (the
+            worker's, :mod:`grader.grading.protocol`: ``case-start``, ``case``...), from the job's
+            thread, so that a progress display moves while a submission is graded.
         shard: ``(I, K)``: grade only shard I of K (0-based), the submissions at positions I, I+K,
             I+2K, ... of the sorted list (see :mod:`grader.classwork.slurm`; ``scangrade merge`` joins shards).
 
@@ -299,7 +306,8 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
     # code runs on the host there: grader.grading.case.inputs.shared_input); removed when the batch ends.
     inputs, inputs_lock = _inputs_folder() if selection.kind.uses_gpus else (None, None)
     run = _Grading(out=out, cfg=cfg, selection=selection, checks=checks, resume=resume, reports=reports,
-                   on_done=on_done, on_note=on_note, gpus=gpus, inputs=inputs, jobs=jobs, total=len(subs))
+                   on_done=on_done, on_note=on_note, gpus=gpus, inputs=inputs, jobs=jobs, total=len(subs),
+                   on_event=on_event)
     results, regraded = run.results, run.regraded
     pool = ThreadPoolExecutor(max_workers=jobs)
     futures = [pool.submit(run.one, s) for s in subs]
