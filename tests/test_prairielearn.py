@@ -79,8 +79,9 @@ def test_every_document_keeps_to_the_contract(result, compile_error):
 def test_a_compile_error_is_not_gradable_with_the_compilers_message_by_default():
     doc = prairielearn(RESULT)
     assert doc["gradable"] is False and "score" not in doc and "tests" not in doc
-    (error,) = doc["format_errors"]
+    error, missing = doc["format_errors"]  # every problem found, not the compile error alone (issue 52)
     assert error.startswith("Part 2 (part2_blelloch.cu) does not compile") and "no attempt" in error
+    assert missing == "Part 9: part9_bonus.cu is missing from the submission"
     assert "leave the file out" in error  # other parts were submitted
     assert 'part2_blelloch.cu(12): error: expected a ";"' in doc["output"]
     assert "\x1b" not in doc["output"] and "int x = <y> & z;" in doc["output"]  # colours dropped, text as is

@@ -174,7 +174,8 @@ def _message(result: SubmissionResult, earned: float, counted: float, pending: f
 def _not_gradable(result: SubmissionResult, compile_error: str) -> dict[str, Any] | None:
     """The document of a submission PrairieLearn should not grade (no score, no attempt used), or
     None: no part file at all, the grader failed on a part (:attr:`~grader.core.results.PartResult.to_regrade`:
-    not the student's doing), or (``compile_error="not-gradable"``) a part that does not compile."""
+    not the student's doing), or (``compile_error="not-gradable"``) a part that does not compile, with
+    every other problem found (a part missing or misnamed), so that one submission fixes them all."""
     failed = [p for p in result.parts if p.to_regrade]
     if failed:
         return {"gradable": False, "format_errors": [
@@ -190,6 +191,8 @@ def _not_gradable(result: SubmissionResult, compile_error: str) -> dict[str, Any
     errors = [f"Part {p.number} ({Path(p.file).name}) does not compile; the compiler's output is below. Fix it and "
               "submit again" + (", or leave the file out to have the other parts graded without it" if others else "")
               + ". This submission was not graded and used no attempt." for p in broken]
+    # every other problem the student would meet on submitting again: a part missing or misnamed
+    errors += [f"Part {p.number}: {printable(p.message)}" for p in result.parts if p.status == "missing" and p.message]
     output = "\n\n".join(f"--- Part {p.number}: {Path(p.file).name} ---\n{public_part_message(p)}" for p in broken)
     return {"gradable": False, "format_errors": errors, "output": printable(output)}
 
