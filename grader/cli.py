@@ -341,7 +341,7 @@ def _batch(args: argparse.Namespace) -> int:
             first = sid not in started
             started.add(sid)
         if first:
-            print(f"[{len(done)}/{total} done] {sid}: grading", file=sys.stderr)
+            print(f"grading {sid} ({len(done)} of {total} done)", file=sys.stderr)  # not `[i/n]`: a result's line
     with bar:
         rows = grading.grade_class(args.submissions, out=args.out, resume=args.resume, jobs=args.jobs,
                                    shard=shard, on_done=on_done, on_note=on_note, on_event=on_event)

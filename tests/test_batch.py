@@ -118,8 +118,8 @@ def test_the_batch_command_prints_the_summary_and_exits_1_when_someone_fails(tmp
     # printed until a submission ended)
     lines = printed.err.splitlines()
     for sid in ("alice", "bob", "carol"):
-        began = next(i for i, line in enumerate(lines) if line.endswith(f"] {sid}: grading"))
-        ended = next(i for i, line in enumerate(lines) if f"] {sid}: " in line and "grading" not in line)
+        began = next(i for i, line in enumerate(lines) if line.startswith(f"grading {sid} ("))
+        ended = next(i for i, line in enumerate(lines) if line.startswith("[") and f"] {sid}: " in line)
         assert began < ended, lines
     assert main(["batch", str(tmp_path / "none"), "--out", str(tmp_path / "o2"), "--config", str(cfg)]) == 2
 
