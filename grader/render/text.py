@@ -166,7 +166,7 @@ def _warning_lines(p: PartResult) -> list[str]:
             for w in c.warnings:
                 first, cases, blocks = seen.setdefault(_IDS.sub("", w), (w, [], set()))
                 blocks.update(_BLOCKS.findall(w))
-                if c not in cases:
+                if not cases or cases[-1] is not c:  # a case's warnings come together: once each
                     cases.append(c)
     return [f"    WARNING {w}{f' (the same in {len(blocks)} blocks)' if len(blocks) > 1 else ''} "
             f"(n = {folded_sizes(cases)})" for w, cases, blocks in seen.values()]
