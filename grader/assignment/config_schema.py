@@ -97,6 +97,14 @@ def _not_negative(v: float) -> str | None:
     return None if v >= 0 else "must not be negative"
 
 
+def _measured_gpu(v: str | None) -> str | None:
+    from grader.grading.prediction import GPU_MODELS
+    if v is None or v in GPU_MODELS:
+        return None
+    return (f"has no measured model: one of {', '.join(sorted(GPU_MODELS))} (or null); measure another GPU with "
+            "bench/gpu_constants.py (docs/prediction.md)")
+
+
 def _not_empty(v: list) -> str | None:
     return None if v else "must not be empty"
 
@@ -214,7 +222,9 @@ class RooflineConfig(_Schema):
     stays a bound). ``launch_us``: the least time a launch adds between dependent kernels.
     ``max_n``: the largest size counted on the emulator (the bound at larger timed sizes scales
     its bytes by n and its span by n to the power it grew from max_n / 4 to max_n:
-    :func:`grader.grading.analysis.span_exponent`).
+    :func:`grader.grading.analysis.span_exponent`). ``predict_on``: the GPU whose measured model
+    (:data:`grader.grading.prediction.GPU_MODELS`) predicts each timed part's time and points from
+    the same counts (never counted; docs/prediction.md), or null for no prediction.
     """
 
     target: StrictStr = Field("NVIDIA H100 80GB HBM3", description="the GPU's name (for the reports)")
@@ -226,6 +236,8 @@ class RooflineConfig(_Schema):
         1.0, description="a non-negative number of µs (the least time a launch adds)")
     max_n: Annotated[Int, _check(_positive)] = Field(
         65536, description="a positive size n (the largest counted on the emulator)")
+    predict_on: Annotated[StrictStr, _check(_measured_gpu)] | None = Field(
+        "NVIDIA H200", description="a GPU of grader/grading/gpu_models.json, or null (no predicted time)")
 
 
 class CompileCacheConfig(_Schema):

@@ -27,7 +27,7 @@ The plans (dynamic shared memory in bytes, ``S = sizeof(scan_t)``, ``B = BLOCK_S
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import secrets
 
@@ -288,11 +288,26 @@ class _Measured:
         return _Measured(count, self.dtype)
 
 
+class LaunchConfig(NamedTuple):
+    """One kernel launch of a plan: the kernel's name, its grid and block (threads), and its dynamic
+    shared memory in bytes."""
+
+    kernel: str
+    grid: int
+    block: int
+    shared_bytes: int
+
+
 class _Measuring:
-    """A stand-in backend that records the size of every allocation and does nothing else."""
+    """A stand-in backend that records the size of every allocation and every launch, and does
+    nothing else."""
 
     def __init__(self) -> None:
         self.allocations: list[int] = []
+        self.launches: list[LaunchConfig] = []
+
+    def launch(self, module, kernel: str, *, grid: int, block: int, shared_bytes: int, args) -> None:
+        self.launches.append(LaunchConfig(kernel, int(grid), int(block), int(shared_bytes)))
 
     def alloc(self, count: int, dtype: np.dtype) -> _Measured:
         buffer = _Measured(int(count), np.dtype(dtype))
@@ -318,7 +333,26 @@ def plan_allocations(part: PartSpec, pc: PartConfig, n: int, dtype: np.dtype) ->
     Raises:
         LaunchError: ``part`` has no plan in :data:`PLANS`.
     """
+    return _measured(part, pc, n, dtype).allocations
+
+
+def plan_launches(part: PartSpec, pc: PartConfig, n: int, dtype: np.dtype) -> list[LaunchConfig]:
+    """The launches one run of ``part``'s plan makes for an input of ``n`` elements of ``dtype``, in
+    order, as :class:`LaunchConfig`: found as :func:`plan_allocations` finds the sizes (Part 4 has
+    more levels at 2^28 than at 2^16), without a device.
+
+    Raises:
+        LaunchError: ``part`` has no plan in :data:`PLANS`.
+    """
+    measuring = _measured(part, pc, n, dtype)
+    return measuring.launches
+
+
+def _measured(part: PartSpec, pc: PartConfig, n: int, dtype: np.dtype) -> _Measuring:
+    """``part``'s plan at ``n`` built and launched against :class:`_Measuring`."""
     measuring = _Measuring()
     run = Run(measuring, None, np.dtype(dtype))  # type: ignore[arg-type]  # the plan only allocates
-    prepare(run, part, pc, run.buffer("in", n, output=False), n)
-    return measuring.allocations
+    plan = prepare(run, part, pc, run.buffer("in", n, output=False), n)
+    for launch in plan.launches:
+        launch()
+    return measuring

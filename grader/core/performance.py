@@ -8,6 +8,7 @@ submission records that carry these.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 
@@ -19,6 +20,13 @@ def linear_fraction(ratio: float, *, full_at: float, zero_at: float) -> float:
     if ratio >= zero_at:
         return 0.0
     return (zero_at - ratio) / (zero_at - full_at)
+
+
+def weighted_ratio(ns, ratios) -> float:
+    """The geometric mean of ``ratios`` weighted by log2 of their sizes ``ns`` (at least 1 each): how
+    a timed part's sizes combine into the one ratio its points come from."""
+    weights = [math.log2(max(n, 2)) for n in ns]
+    return math.exp(sum(w * math.log(r) for w, r in zip(weights, ratios)) / sum(weights))
 
 
 @dataclass(frozen=True)
@@ -142,6 +150,50 @@ class RooflineRow:
 
 
 @dataclass(frozen=True)
+class PredictionRow:
+    """The predicted time of a timed part at one size on the prediction's GPU.
+
+    Attributes:
+        n: the size; predicted_ms: the submission's predicted time (ms); reference_ms: the reference
+            solution's, predicted alike (None: not counted); ratio: predicted_ms / reference_ms.
+    """
+
+    n: int
+    predicted_ms: float
+    reference_ms: float | None = None
+    ratio: float | None = None
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """A timed part's predicted time on a measured GPU, from the CPU emulator's counts
+    (:mod:`grader.grading.prediction`): what a GPU would likely measure, and the points that would
+    likely earn. A prediction, never counted: no grade, gradebook or export adds :attr:`points`.
+
+    Attributes:
+        gpu: the GPU predicted for (the config's ``roofline.predict_on``).
+        message: the prediction in words, with the model's measured accuracy.
+        rows: one :class:`PredictionRow` per timed size (analysis sizes included).
+        ratio: the predicted ratios of the scored sizes, combined as the points combine them
+            (:func:`weighted_ratio`); None without the reference's prediction.
+        points, max_points: the performance points that ratio would earn (None: no ratio).
+        accuracy: the model's measured accuracy on that GPU, in words ("" where not measured).
+    """
+
+    gpu: str
+    message: str
+    rows: tuple[PredictionRow, ...] = ()
+    ratio: float | None = None
+    points: float | None = None
+    max_points: float = 0.0
+    accuracy: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rows", tuple(r if isinstance(r, PredictionRow) else PredictionRow(**r)
+                                               for r in self.rows))
+
+
+@dataclass(frozen=True)
 class Roofline:
     """A timed part's roofline on the CPU emulator, instead of a time: an estimate, worth no points.
 
@@ -166,6 +218,7 @@ class Roofline:
             input (None: not counted).
         rows: the bound at each timed size.
         message: what the bound says, or why there is none.
+        prediction: the predicted time from the same counts (:class:`Prediction`), or None.
     """
 
     target: str
@@ -186,10 +239,13 @@ class Roofline:
     rows: tuple[RooflineRow, ...] = ()
     span_exponent: float | None = None
     reference_span_exponent: float | None = None
+    prediction: Prediction | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "rows", tuple(r if isinstance(r, RooflineRow) else RooflineRow(**r)
                                                for r in self.rows))
+        if isinstance(self.prediction, dict):
+            object.__setattr__(self, "prediction", Prediction(**self.prediction))
 
 
 @dataclass(frozen=True)

@@ -185,6 +185,9 @@ class RooflineCounts(NamedTuple):
         barriers: the barriers on that path (:attr:`MemoryProfile.barriers`); None likewise.
         span_exponent: how the span grows with n (:func:`span_exponent`), in [0, 1]: 0 keeps it
             at every larger size, 1 scales it with n.
+        kernels, small_kernels: ``(kernel, KernelCounts)`` pairs of this count and of the one at
+            n / 4 (:func:`grader.grading.prediction.kernel_counts`), for the predicted time; () where
+            not counted.
     """
 
     bytes: int
@@ -192,6 +195,8 @@ class RooflineCounts(NamedTuple):
     span_steps: int | None = None
     barriers: int | None = None
     span_exponent: float = 0.0
+    kernels: tuple = ()
+    small_kernels: tuple = ()
 
 
 def span_exponent(span_small: int | None, span: int | None) -> float:

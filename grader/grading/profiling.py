@@ -24,11 +24,13 @@ __all__ = ["ProfiledRun", "profile_after_hidden", "profile_phase", "profile_run"
 class ProfiledRun(NamedTuple):
     """What :func:`profile_run` measured: the ``profile`` of the launches, ``wrong``: why their
     result is not what a case would pass ("" when it is), from :func:`grader.grading.case.checks.check_run`,
-    and ``launches``: how many kernel launches the plan made."""
+    ``launches``: how many kernel launches the plan made, and ``configs``: those launches'
+    :class:`~grader.assignment.plans.LaunchConfig`, in order."""
 
     profile: MemoryProfile
     wrong: str
     launches: int = 0
+    configs: tuple = ()
 
 
 def profile_run(backend, module, *, cfg, part, n: int, dtype_name: str, blocks: int = 1, pc=None) -> ProfiledRun:
@@ -59,7 +61,8 @@ def profile_run(backend, module, *, cfg, part, n: int, dtype_name: str, blocks: 
 
     pc = pc or cfg.parts[part.key]
     dtype = DTYPES[dtype_name]
-    run = Run(backend, module, dtype)
+    recorder = _LaunchRecorder(backend)
+    run = Run(recorder, module, dtype)
     x = make_input(cfg, part, n, cfg.seed, dtype)
     d_in = run.buffer("in", n, x, output=False)
     plan = prepare(run, part, pc, d_in, n)
@@ -69,7 +72,25 @@ def profile_run(backend, module, *, cfg, part, n: int, dtype_name: str, blocks: 
     finally:
         profile = backend.take_profile(module, blocks=blocks)
     verdict = check_run(run, plan, d_in, x, reference_output(part, x), part=part, pc=pc, cfg=cfg)
-    return ProfiledRun(profile, "" if verdict.status == "pass" else verdict.message, len(plan.launches))
+    return ProfiledRun(profile, "" if verdict.status == "pass" else verdict.message, len(plan.launches),
+                       tuple(recorder.launches))
+
+
+class _LaunchRecorder:
+    """``backend`` as a plan sees it, recording each launch's
+    :class:`~grader.assignment.plans.LaunchConfig` before making it; everything else is the backend's."""
+
+    def __init__(self, backend) -> None:
+        self._backend = backend
+        self.launches: list = []
+
+    def launch(self, module, kernel: str, *, grid: int, block: int, shared_bytes: int, args) -> None:
+        from grader.assignment.plans import LaunchConfig
+        self.launches.append(LaunchConfig(kernel, int(grid), int(block), int(shared_bytes)))
+        self._backend.launch(module, kernel, grid=grid, block=block, shared_bytes=shared_bytes, args=args)
+
+    def __getattr__(self, name: str):
+        return getattr(self._backend, name)
 
 
 def profile_runs(cfg, part) -> list:
@@ -153,7 +174,7 @@ def profile_phase(*, cfg, part, source: str, results: list, workdir, solutions, 
         except CompileError as exc:
             return Profile(0.0, pconf.points, f"not profiled: the CPU emulator cannot compile the part: {exc}")
         try:
-            sub, wrong, _ = profile_run(emu, module, cfg=cfg, part=part, n=pconf.size, dtype_name=dtype,
+            sub, wrong, *_ = profile_run(emu, module, cfg=cfg, part=part, n=pconf.size, dtype_name=dtype,
                                      blocks=pconf.blocks)
         except ResourceLimit:
             raise
@@ -168,7 +189,7 @@ def profile_phase(*, cfg, part, source: str, results: list, workdir, solutions, 
         if pconf.points and ref_file.is_file():
             try:
                 ref_module = compile_for(ref_spec, ref_file.read_text(), "reference")
-                ref, ref_wrong, _ = profile_run(emu, ref_module, cfg=cfg, part=ref_spec, n=pconf.size,
+                ref, ref_wrong, *_ = profile_run(emu, ref_module, cfg=cfg, part=ref_spec, n=pconf.size,
                                              dtype_name=dtype, blocks=pconf.blocks)
             except ResourceLimit:
                 raise
@@ -217,12 +238,14 @@ def roofline_counts(backend, module, *, cfg, part, n: int, dtype_name: str, pc=N
         KernelError, LaunchError: the kernel failed.
     """
     from grader.grading.analysis import RooflineCounts
+    from grader.grading.prediction import kernel_counts
     run = profile_run(backend, module, cfg=cfg, part=part, n=n, dtype_name=dtype_name, blocks=0, pc=pc)
     prof = run.profile
     counted = bool(prof.launches)
+    kernels = tuple(sorted(kernel_counts(prof, run.configs).items())) if counted else ()
     return RooflineCounts(bytes=prof.moved_bytes, launches=run.launches,
                           span_steps=prof.span_steps if counted else None,
-                          barriers=prof.barriers if counted else None), run.wrong
+                          barriers=prof.barriers if counted else None, kernels=kernels), run.wrong
 
 
 def _grown_counts(backend, module, *, cfg, part, n: int, dtype_name: str, pc=None):
@@ -237,7 +260,8 @@ def _grown_counts(backend, module, *, cfg, part, n: int, dtype_name: str, pc=Non
     small, small_wrong = roofline_counts(backend, module, cfg=cfg, part=part, n=n // 4, dtype_name=dtype_name, pc=pc)
     if small_wrong:
         return counts, wrong
-    return counts._replace(span_exponent=span_exponent(small.span_steps, counts.span_steps)), wrong
+    return counts._replace(span_exponent=span_exponent(small.span_steps, counts.span_steps),
+                           small_kernels=small.kernels), wrong
 
 
 def roofline_phase(backend, *, cfg, part, module, reference=None):
@@ -283,5 +307,13 @@ def roofline_phase(backend, *, cfg, part, module, reference=None):
         if ref_wrong:
             ref_counts = None
         against = f"the {ref_spec.label} reference"
-    return roofline(rc, n=n, dtype=dtype, sizes=pc.timing.all_sizes, counts=counts, reference=ref_counts,
+    roof = roofline(rc, n=n, dtype=dtype, sizes=pc.timing.all_sizes, counts=counts, reference=ref_counts,
                     against=against)
+    if rc.predict_on is None or not counts.kernels:
+        return roof
+    from dataclasses import replace
+    from grader.grading.prediction import GPU_MODELS, prediction
+    return replace(roof, prediction=prediction(GPU_MODELS[rc.predict_on], part=part, pc=pc, dtype=dtype, counts=counts,
+                                               reference=ref_counts,
+                                               reference_part=reference[0] if reference is not None else None,
+                                               against=against))

@@ -281,6 +281,19 @@ def roofline_lines(roofline) -> list[str]:
         against = ("" if r.reference_bound_ms is None else
                    f" (the reference's {r.reference_bound_ms:.4g} ms; {r.ratio:.2f}×)")
         lines.append(f"n = {r.n:,}: at least {r.bound_ms:.4g} ms (estimate){against}")
+    return lines + prediction_lines(roofline.prediction)
+
+
+def prediction_lines(pred) -> list[str]:
+    """A part's predicted time (:class:`grader.core.performance.Prediction`) as plain text (no
+    indent): the message, then the predicted time at each timed size beside the reference's; [] for
+    None. Predicted points are said as such: they are never counted."""
+    if pred is None:
+        return []
+    lines = [f"PREDICTED (not counted): {pred.message}"]
+    for r in pred.rows:
+        against = ("" if r.reference_ms is None else f" (the reference's {r.reference_ms:.4g} ms; ratio {r.ratio:.2f})")
+        lines.append(f"n = {r.n:,}: predicted {r.predicted_ms:.4g} ms on an {pred.gpu}{against}")
     return lines
 
 

@@ -6,7 +6,6 @@ device-to-device copy and the sequential CPU scan; and the performance points of
 
 from __future__ import annotations
 
-import math
 import secrets
 import time
 from typing import Callable
@@ -18,7 +17,7 @@ from grader.assignment.config import Config, PartConfig, TimingConfig
 from grader.core.errors import KernelError, LaunchError
 from grader.assignment.parts import DTYPES, PartSpec
 from grader.assignment.plans import POISON_BITS, Guarded, Plan, Run, prepare
-from grader.core.performance import Performance, Timing, linear_fraction
+from grader.core.performance import Performance, Timing, linear_fraction, weighted_ratio
 from grader.core.results import CaseResult, CaseStatus, FailureKind, Mismatch
 from grader.grading.case.checks import check_run, device_checkable
 from grader.grading.case.inputs import DrawAhead, case_input
@@ -275,8 +274,7 @@ def score_performance(tc: TimingConfig, timed: list[CaseResult], *, gpu: str = "
         else:
             return Performance(0.0, tc.points, None, "not scored: no reference solution on this machine to compare "
                                                      f"with, and no timing.absolute_ms for {gpu or 'this GPU'}")
-    weights = [math.log2(max(c.n, 2)) for c in timed]
-    geo = math.exp(sum(w * math.log(r) for w, r in zip(weights, ratios)) / sum(weights))
+    geo = weighted_ratio([c.n for c in timed], ratios)
     frac = linear_fraction(geo, full_at=tc.full_at, zero_at=tc.zero_at)
     sizes = ", ".join(str(c.n) for c in timed)
     return Performance(round(tc.points * frac, 2), tc.points, geo,
