@@ -17,8 +17,10 @@ measured against the graded kernels (bench/prediction.py), is not fitted to them
 - ``dram_step_ns``: one dependent global load from DRAM (a chase over 1 GiB);
 - ``thread_step_ns``: half of one element of a one-thread loop ``out[i] = s; s += in[i]`` (2^20
   elements, a load and a store): how fast one thread walks memory alone;
-- ``lookback_tile_ns``: one tile of a chain of 2^16 tiles (blocks of 128 threads, 22 KiB of shared
-  memory, as Part 5's) whose one lane looks back one status word at a time.
+- ``lookback_tile_ns``: one tile of a chain of 2^15 tiles (blocks of 128 threads, 22 KiB of shared
+  memory, as Part 5's), each loading and storing Part 5's tile of 5,632 words, whose one lane looks
+  back one status word at a time (the same chain with no data, ``raw.empty_lookback_tile_ns``,
+  runs at block dispatch's pace: its predecessors are done before it looks).
 
 It prints the GPU's entry of ``grader/grading/gpu_models.json`` (the model's keys, and the raw
 figures under ``raw``).
@@ -89,6 +91,37 @@ __global__ void lookback_chain(unsigned long long *status, unsigned int *counter
         if ((w >> 32) == 2) break;
     }
     st[t] = (2ull << 32) | (sum + 1u);
+}
+
+// The same chain over tiles that carry Part 5's traffic: 128 threads a tile each load and store
+// 44 words (5,632 a tile), then the one-lane look-back; the aggregate is the tile's count.
+__global__ void lookback_tiles(const int *in, int *out, unsigned long long *status, unsigned int *counter) {
+    __shared__ unsigned int ticket;
+    if (threadIdx.x == 0) ticket = atomicAdd(counter, 1u);
+    __syncthreads();
+    unsigned int t = ticket;
+    size_t base = size_t(t) * 5632;
+    int v[44];
+    for (int i = 0; i < 44; ++i) v[i] = in[base + i * 128 + threadIdx.x];
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        volatile unsigned long long *st = status;
+        if (t == 0) {
+            st[0] = (2ull << 32) | 1u;
+        } else {
+            st[t] = (1ull << 32) | 1u;
+            unsigned int sum = 0;
+            for (int p = int(t) - 1;; --p) {
+                unsigned long long w;
+                do { w = st[p]; } while ((w >> 32) == 0);
+                sum += (unsigned int)w;
+                if ((w >> 32) == 2) break;
+            }
+            st[t] = (2ull << 32) | (sum + 1u);
+        }
+    }
+    __syncthreads();
+    for (int i = 0; i < 44; ++i) out[base + i * 128 + threadIdx.x] = v[i] + 1;
 }
 
 __global__ void one_thread_scan(const int *in, int *out, int n) {
@@ -190,7 +223,20 @@ def measure() -> dict:
         drv.memset_d32(counter, 0, 1)
     look_ms = _median_ms(drv, lambda: look(status, counter, block=(128, 1, 1), grid=(tiles, 1), shared=22528),
                          runs=10, before=zero)
-    lookback_tile_ns = look_ms * 1e6 / tiles
+    empty_tile_ns = look_ms * 1e6 / tiles
+
+    tiles = 1 << 15
+    d_in, d_out = drv.mem_alloc(4 * 5632 * tiles), drv.mem_alloc(4 * 5632 * tiles)
+    status2 = drv.mem_alloc(8 * tiles)
+    loaded = mod.get_function("lookback_tiles")
+
+    def zero2() -> None:
+        flush_l2()
+        drv.memset_d32(status2, 0, 2 * tiles)
+        drv.memset_d32(counter, 0, 1)
+    loaded_ms = _median_ms(drv, lambda: loaded(d_in, d_out, status2, counter, block=(128, 1, 1), grid=(tiles, 1),
+                                                shared=22528), runs=10, before=zero2)
+    lookback_tile_ns = loaded_ms * 1e6 / tiles
 
     smi = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
                          capture_output=True, text=True).stdout.strip()
@@ -211,7 +257,8 @@ def measure() -> dict:
         "lookback_tile_ns": round(lookback_tile_ns, 2),
         "accuracy": "",
         "raw": {"launch_us": launch_ms * 1e3, "block_ns": block_ns, "global_step_ns": global_step_ns,
-                "dram_step_ns": dram_step_ns, "thread_element_ns": thread_element_ns},
+                "dram_step_ns": dram_step_ns, "thread_element_ns": thread_element_ns,
+                "empty_lookback_tile_ns": empty_tile_ns},
     }
 
 
