@@ -13,8 +13,12 @@ measured against the graded kernels (bench/prediction.py), is not fitted to them
 - ``barrier_ns``: one round of a block of 512 threads of a shared-memory step (each thread reads
   its neighbour's word and writes its own) and ``__syncthreads()``;
 - ``shared_step_ns``: one dependent shared-memory load of one thread (a pointer chase);
-- ``global_step_ns``: one dependent global load that hits the L2 (a pointer chase in 8 MiB);
+- ``l2_step_ns``: one dependent global load that hits the L2 (a pointer chase in 8 MiB, one
+  sector a step): a look-back's read of a status word;
 - ``dram_step_ns``: one dependent global load from DRAM (a chase over 1 GiB);
+- ``sector_gbps``: the 32-byte sectors a second (GB/s of sectors) of a copy whose lanes are 176
+  bytes apart (every request 32 sectors): the rate at which requests that touch more sectors than
+  their bytes fill are served;
 - ``thread_step_ns``: half of one element of a one-thread loop ``out[i] = s; s += in[i]`` (2^20
   elements, a load and a store): how fast one thread walks memory alone;
 - ``lookback_tile_ns``: one tile of a chain of 2^15 tiles (blocks of 128 threads, 22 KiB of shared
@@ -122,6 +126,13 @@ __global__ void lookback_tiles(const int *in, int *out, unsigned long long *stat
     }
     __syncthreads();
     for (int i = 0; i < 44; ++i) out[base + i * 128 + threadIdx.x] = v[i] + 1;
+}
+
+// A copy whose lanes are 176 bytes apart (each thread its own 44 consecutive words, as a tile
+// loaded "by thread"): every warp request touches 32 sectors, 8 times a coalesced copy's.
+__global__ void strided_copy(const int *in, int *out) {
+    size_t base = (size_t(blockIdx.x) * blockDim.x + threadIdx.x) * 44;
+    for (int i = 0; i < 44; ++i) out[base + i] = in[base + i] + 1;
 }
 
 __global__ void one_thread_scan(const int *in, int *out, int n) {
@@ -238,6 +249,13 @@ def measure() -> dict:
                                                 shared=22528), runs=10, before=zero2)
     lookback_tile_ns = loaded_ms * 1e6 / tiles
 
+    strided = mod.get_function("strided_copy")
+    words = 5632 * tiles  # d_in and d_out hold this many words
+    s_ms = _median_ms(drv, lambda: strided(d_in, d_out, block=(128, 1, 1), grid=(words // (128 * 44), 1)), runs=10,
+                      before=flush_l2)
+    sector_bytes = 2 * (words // 32) * 32 * 32  # loads and stores: words / 32 requests each, 32 sectors of 32 bytes
+    sector_gbps = sector_bytes / (s_ms * 1e-3) / 1e9
+
     smi = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
                          capture_output=True, text=True).stdout.strip()
     return {
@@ -255,6 +273,8 @@ def measure() -> dict:
         "thread_step_ns": round(thread_element_ns / 2, 2),
         "barrier_ns": round(barrier_ns, 2),
         "lookback_tile_ns": round(lookback_tile_ns, 2),
+        "l2_step_ns": round(global_step_ns, 2),
+        "sector_gbps": round(sector_gbps, 1),
         "accuracy": "",
         "raw": {"launch_us": launch_ms * 1e3, "block_ns": block_ns, "global_step_ns": global_step_ns,
                 "dram_step_ns": dram_step_ns, "thread_element_ns": thread_element_ns,

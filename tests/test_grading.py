@@ -190,3 +190,20 @@ def test_the_configured_sizes_all_pass_with_the_shipped_config(backend):
     result = grade(SOLUTIONS, cfg=cfg, selection=backend)
     assert result.passed, [(p.key, p.message, [c.message for c in p.cases if c.status != "pass"])
                            for p in result.parts if p.status != "pass"]
+    if backend.name == "emulator":  # issue 52: the predicted time of Parts 3-5, never counted
+        from grader.render.formats import FORMATS
+        for part in result.parts:
+            if not cfg.parts[part.key].timing:
+                assert part.roofline is None
+                continue
+            pred = part.roofline.prediction
+            assert pred is not None and pred.gpu == cfg.roofline.predict_on, part.key
+            assert [r.n for r in pred.rows] == sorted(set(cfg.parts[part.key].timing.all_sizes))
+            assert all(r.predicted_ms > 0 and r.ratio == pytest.approx(1.0, rel=0.05) for r in pred.rows), pred
+            assert pred.points == pred.max_points == cfg.parts[part.key].timing.points  # the reference earns all
+            assert part.performance.points == 0  # pending a GPU: the prediction is not points
+        assert result.points == sum(p.points for p in result.parts)
+        text = FORMATS["text"].render(result, cfg)
+        assert text.count("PREDICTED (not counted)") == 3 and "about 10/10 points if a GPU confirms it" in text
+        scored = json.loads(FORMATS["gradescope"].render(result, cfg))
+        assert scored["score"] == pytest.approx(result.points)
