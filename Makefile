@@ -23,7 +23,7 @@ test: cxx $(INSTALLED)
 	$(VENV)/bin/python -m pytest $(ARGS)
 
 check: cxx $(INSTALLED)
-	$(VENV)/bin/scangrade check $(ARGS)
+	@$(SELF_CHECK)
 
 ifneq ($(filter release,$(MAKECMDGOALS)),)
 ifeq ($(OUT),)

@@ -105,9 +105,11 @@ class Grading:
 
     def grade(self, path: PathLike, *, seed: int | None = None, parts: list[str] | None = None,
               intake: bool = False, on_event: Callable[[str, protocol.Event], None] | None = None,
-              env: dict[str, str] | None = None, stop: threading.Event | None = None) -> SubmissionResult:
+              env: dict[str, str] | None = None, stop: threading.Event | None = None,
+              compile_first: bool = False) -> SubmissionResult:
         """Grade one submission folder or part file (relative to :attr:`start`); see
-        :func:`grader.grading.runner.grade` for the arguments and what is raised.
+        :func:`grader.grading.runner.grade` for the arguments (``compile_first``: run no case where a
+        part does not compile) and what is raised.
 
         ``intake``: take the part files as ``batch`` does (:func:`grader.grading.intake.snapshot`): from
         anywhere below ``path`` (a folder or a ``.zip``), copied into a folder of the grader's own,
@@ -116,7 +118,7 @@ class Grading:
         where = absolute(path, self.start)
         if not intake:
             result = grade(where, cfg=self.cfg, selection=self.selection, seed=seed, parts=parts,
-                           checks=self.checks, on_event=on_event, env=env, stop=stop)
+                           checks=self.checks, on_event=on_event, env=env, stop=stop, compile_first=compile_first)
         else:
             from grader.core.errors import UsageError
             from grader.grading.intake import snapshot
@@ -125,7 +127,8 @@ class Grading:
             with tempfile.TemporaryDirectory(prefix="scangrade-intake-") as tmp:
                 taken = snapshot(where, Path(tmp) / "submission")
                 result = grade(taken, cfg=self.cfg, selection=self.selection, seed=seed, parts=parts,
-                               checks=self.checks, on_event=on_event, env=env, stop=stop)
+                               checks=self.checks, on_event=on_event, env=env, stop=stop,
+                               compile_first=compile_first)
             result = dataclasses.replace(result, submission=str(where))
         if self.quick_max_n is not None:
             left = [self.skipped.get(p.key, (0, 0.0)) for p in result.parts]

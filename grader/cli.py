@@ -463,7 +463,7 @@ def _grade(args: argparse.Namespace) -> int:
     warm_up()  # the time plots' matplotlib, while the parts grade
     with _Progress(total) as progress:
         result = grading.grade(path, seed=args.seed, parts=args.parts, intake=getattr(args, "intake", False),
-                               on_event=progress)
+                               on_event=progress, compile_first=_compiles_first(args, cfg))
     _print_report(render_text(result, show_hidden=args.show_hidden))
     written = []
     for f in FORMATS.values():
@@ -477,6 +477,14 @@ def _grade(args: argparse.Namespace) -> int:
         written.append(Path(path))
     _write_plots(result, written[0].parent if written else _plots_folder())
     return _results_status([result])
+
+
+def _compiles_first(args: argparse.Namespace, cfg) -> bool:
+    """Whether this grade compiles every part before any case and stops at a compile error: where it
+    writes PrairieLearn's results.json (``--prairielearn``, the bundle's entrypoint) and the config's
+    ``prairielearn.compile_error`` is ``not-gradable``, as such a submission is not graded, and its
+    results.json then comes in seconds, naming every problem found (docs/prairielearn.md)."""
+    return bool(getattr(args, "prairielearn", None)) and cfg.prairielearn.compile_error == "not-gradable"
 
 
 def _plots_folder() -> Path:

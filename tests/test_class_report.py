@@ -399,3 +399,44 @@ def test_a_student_links_to_files_of_the_format_table_and_the_note_names_the_stu
     page = class_report([("bob", _result("bob", [_passing("part1_naive")]))], plots=False)
     assert f'<a href="bob/{LINKED_REPORTS[0]}">bob</a>' in page
     assert f"<code>{STUDENT_FOLDER}/</code> folder is the version for them" in page
+
+
+# --- names as written ----------------------------------------------------------------------------------
+
+ZOE_ID = "zo_-m_ller_fd719cda4d"  # the batch's id of the folder zoë-müller (grader.classwork.submissions)
+
+
+def test_a_student_is_shown_by_the_name_as_written_with_the_id_where_it_differs():
+    rows = [(sid, _result(sid, [_passing("part1_naive")])) for sid in (ZOE_ID, "alice", "s1815", "bob")]
+    manifest = {"students": [{"id": ZOE_ID, "submission": "zoë-müller", "name": "", "folder": "zoë-müller"},
+                             {"id": "alice", "submission": "alice.zip", "name": "", "folder": "alice.zip"},
+                             {"id": "s1815", "submission": "submission_7: s1815", "name": "<b>Ann</b> Lee",
+                              "folder": "submission_7"}]}  # bob: a row the manifest does not name
+    page = class_report(rows, manifest=manifest, plots=False)
+    assert f'<a href="{ZOE_ID}/{LINKED_REPORTS[0]}">zoë-müller <span class="id">{ZOE_ID}</span></a>' in page
+    assert f'<a href="alice/{LINKED_REPORTS[0]}">alice</a>' in page  # alice.zip's id is its name
+    assert f'&lt;b&gt;Ann&lt;/b&gt; Lee <span class="id">s1815</span></a>' in page and "<b>Ann" not in page
+    assert f'<a href="bob/{LINKED_REPORTS[0]}">bob</a>' in page
+    assert "zoë-müller" not in class_report(rows, plots=False)  # without a manifest: ids only, as before
+
+
+def test_scangrade_batch_and_report_show_a_folder_name_that_is_not_a_safe_id(tmp_path, capsys):
+    """The name reaches the page through the batch's manifest: in the page the batch writes, and in
+    the one ``scangrade report`` rebuilds; the gradebook's folder column has it too."""
+    from grader.cli import main
+    root = tmp_path / "class"
+    for name in ("zoë-müller", "alice"):
+        (root / name).mkdir(parents=True)
+        (root / name / "notes.txt").write_text("no part file: nothing to compile")
+    out = tmp_path / "out"
+    assert main(["batch", str(root), "--out", str(out), "--config", str(write_config(tmp_path)), "--backend",
+                 "emulator"]) == 1
+    assert (out / ZOE_ID / "result.json").is_file()
+    book = (out / "gradebook.csv").read_text(encoding="utf-8")
+    assert any(line.startswith(f"{ZOE_ID},") and ",zoë-müller," in line for line in book.splitlines())
+    rebuilt = tmp_path / "elsewhere" / "page.html"
+    assert main(["report", str(out), "--out", str(rebuilt)]) == 0
+    for page in (out / REPORT_NAME, rebuilt):
+        text = page.read_text(encoding="utf-8")
+        assert f'zoë-müller <span class="id">{ZOE_ID}</span></a>' in text
+        assert f'/{LINKED_REPORTS[0]}">alice</a>' in text

@@ -38,7 +38,7 @@ def sm90(monkeypatch, tmp_path):
 def _job(tmp_path: Path, part: str, text: str, **extra) -> SimpleNamespace:
     path = tmp_path / PARTS[part].filename
     path.write_text(text)
-    return SimpleNamespace(source=str(path), earlier_failed=False, **extra)
+    return SimpleNamespace(**{"source": str(path), "earlier_failed": False, "compile_only": False, **extra})
 
 
 def test_the_cubins_compiled_ahead_are_the_compiles_own_and_a_broken_file_raises_its_compile_error(sm90, tmp_path):
@@ -87,14 +87,15 @@ def test_a_timed_gpu_part_compiles_its_files_and_the_reference_it_is_timed_again
         source = text if tag == "submission" else (SOLUTIONS / spec.filename).read_text()
         assert whole == part_source(spec, source, pc=cfg.parts.get(key, pc), dtype=dtype)
         assert future.result(timeout=300)[:4] == b"\x7fELF"
-    # not timed after an earlier case failed: no reference; nothing ahead on the emulator, or for a
-    # file whose #include is refused (the worker's own compile says why)
-    failed = _job(tmp_path, part.key, text)
-    failed.earlier_failed = True
-    untimed = cubins_ahead(backend_kind("pycuda"), failed, cfg, part)
-    assert set(untimed) == {("submission", part.key, d) for d in pc.dtypes}
-    for _, future in untimed.values():
-        future.result(timeout=300)
+    # not timed after an earlier case failed, nor in a job that only compiles (grade's compile_first):
+    # no reference; nothing ahead on the emulator, or for a file whose #include is refused (the
+    # worker's own compile says why)
+    for untimed_job in (_job(tmp_path, part.key, text, earlier_failed=True),
+                        _job(tmp_path, part.key, text, compile_only=True)):
+        untimed = cubins_ahead(backend_kind("pycuda"), untimed_job, cfg, part)
+        assert set(untimed) == {("submission", part.key, d) for d in pc.dtypes}
+        for _, future in untimed.values():
+            future.result(timeout=300)
     assert cubins_ahead(backend_kind("emulator"), _job(tmp_path, part.key, text), cfg, part) == {}
     refused = _job(tmp_path, part.key, '#include "/etc/passwd"\n' + text)
     assert cubins_ahead(backend_kind("pycuda"), refused, cfg, part) == {}

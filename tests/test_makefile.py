@@ -162,3 +162,28 @@ def test_make_release_without_out_says_how_in_one_line_and_installs_nothing(chec
     run = run_make(checkout, "release", env=env_with(CXX="true"))
     assert run.returncode != 0 and len(run.stderr.splitlines()) == 1, run.stderr
     assert "make release OUT=" in run.stderr and not (checkout / ".venv").exists()
+
+
+@pytest.mark.parametrize("makefile", ["Makefile", "grader/release_files/Makefile"])  # the checkout's, the release's
+@pytest.mark.parametrize("status", [0, 1, 2, 3])
+def test_make_check_ends_with_how_the_check_ended_and_fails_only_where_scangrade_could_not_grade(checkout, makefile,
+                                                                                                 status):
+    """A check that graded (scangrade's exit status 0 or 1) ends with a line of its own and make's
+    success, not make's ``*** [Makefile:N: check] Error 1``, which reads as the tool failing; a usage
+    error (2) or a grader failure (3) is make's failure, with its error line."""
+    shutil.copy2(ROOT / makefile, checkout / "Makefile")
+    log = fake_venv(checkout)
+    scangrade = checkout / ".venv" / "bin" / "scangrade"
+    scangrade.write_text(RECORDER + f'echo "total  fail  3/5"\nexit {status}\n')
+    (checkout / ".venv" / ".scangrade-installed").touch()
+    os.utime(checkout / "pyproject.toml", (time.time() - 60,) * 2)
+    run = run_make(checkout, "check", "ARGS=--part part1_naive", env=env_with(CXX="true"))
+    assert calls(log) == ["scangrade check --part part1_naive"]
+    if status in (0, 1):
+        assert run.returncode == 0 and run.stderr == "", run.stderr
+        *_, report, last = run.stdout.splitlines()  # the report's last line, then make check's
+        assert report == "total  fail  3/5" and last.startswith("make check: done, ")
+        assert f"scangrade check's exit status {status}" in last
+    else:
+        assert run.returncode != 0 and f"check] Error {status}" in run.stderr
+        assert "make check:" not in run.stdout

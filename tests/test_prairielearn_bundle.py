@@ -28,8 +28,10 @@ HANG = ROOT / "tests" / "attacks" / "hang_kernel.cu"
 
 
 def _config(tmp: Path, *, compile_error: str = "not-gradable", timeouts: str = "part_s: 120\n  case_s: 5\n"
-                                                                               "  submission_s: 100") -> Path:
-    """Parts 1 and 2, few sizes; a hanging case is stopped after case_s = 5 s."""
+                                                                               "  submission_s: 100",
+            more_parts: str = "") -> Path:
+    """Parts 1 and 2 (and ``more_parts``, YAML under ``parts:``), few sizes; a hanging case is stopped
+    after case_s = 5 s."""
     path = tmp / "config.yaml"
     path.write_text(f"""block_size: 128
 seed: 7
@@ -44,7 +46,7 @@ parts:
   part2_blelloch:
     points_per_case: 2
     sizes: [7, 40]
-""")
+{more_parts}""")
     return path
 
 
@@ -159,6 +161,37 @@ def test_a_compile_error_under_zero_is_a_graded_zero_for_that_part(tmp_path):
     assert doc["gradable"] is True and doc["score"] == pytest.approx(2 / (2 + 8))  # part 1's two cases
     test = _test(doc, "Part 2 · blelloch_scan · does not compile")
     assert test["points"] == 0 and test["max_points"] == 8 and "error: expected" in test["output"]
+
+
+@pytest.mark.parametrize("policy", ["not-gradable", "zero"])
+def test_under_not_gradable_a_compile_error_stops_before_any_case_naming_every_problem(tmp_path, policy):
+    """The entrypoint's command (grade --intake --prairielearn): under not-gradable, every part is
+    compiled first, and a part that does not compile ends the grading there: no case of any part
+    runs (Part 2 compiles and is not graded), and the document names the compile error and the
+    misnamed Part 1 both. Under zero, grading goes on: Part 2's cases run and pass."""
+    config = _config(tmp_path, compile_error=policy,
+                     more_parts="  part4_any_size:\n    points_per_case: 1\n    sizes: [1, 600]\n")
+    sub = tmp_path / "student"
+    (sub / "scan").mkdir(parents=True)
+    shutil.copy(SOLUTIONS / "part1_naive.cu", sub / "Part1_Naive.cu")  # misnamed
+    shutil.copy(SOLUTIONS / "part2_blelloch.cu", sub / "part2_blelloch.cu")
+    shutil.copy(BROKEN / "part4_compile_error.cu", sub / "scan" / "part4_any_size.cu")
+    pl, full = tmp_path / "results.json", tmp_path / "result.json"
+    assert main(["grade", str(sub), "--intake", "--config", str(config), "--backend", "emulator",
+                 "--prairielearn", str(pl), "--json", str(full)]) == 1
+    doc = check_contract(json.loads(pl.read_text(encoding="utf-8")))
+    ran = {p["key"]: {c["status"] for c in p["cases"]} for p in json.loads(full.read_text())["parts"]}
+    status = {p["key"]: p["status"] for p in json.loads(full.read_text())["parts"]}
+    assert status["part4_any_size"] == "compile-error" and status["part1_naive"] == "missing"
+    if policy == "zero":
+        assert doc["gradable"] is True and ran["part2_blelloch"] == {"pass"}
+        return
+    assert doc["gradable"] is False and "score" not in doc
+    assert ran == {key: {"not-run"} for key in ("part1_naive", "part2_blelloch", "part4_any_size")}
+    part4, part1 = doc["format_errors"]
+    assert part4.startswith("Part 4 (part4_any_size.cu) does not compile") and "no attempt" in part4
+    assert part1.startswith("Part 1: part1_naive.cu is missing") and "Part1_Naive.cu" in part1
+    assert "part4_any_size.cu:61" in doc["output"]  # the compiler's message, at the broken line
 
 
 def test_a_missing_file_is_a_graded_zero_and_no_file_at_all_is_not_gradable(bundle, tmp_path):

@@ -318,13 +318,15 @@ def grade_part(part: PartSpec, source: Path | Absent | None, *, cfg: Config, bac
                env: dict[str, str] | None = None,
                stop: threading.Event | None = None,
                sanitizer_pool: Path | None = None,
-               slot: WorkerSlot | None = None) -> tuple[PartResult, dict[str, str]]:
+               slot: WorkerSlot | None = None, compile_only: bool = False) -> tuple[PartResult, dict[str, str]]:
     """Grade one part in a child process (``checks``: the emulator's checking mode and thread orders,
     on cases up to ``emulator.checks_max_n`` and on sampled blocks above it; the default, as every
     official grade uses them;
     ``sanitizer_pool``: the folder of the submission's :class:`grader.grading.sanitizer_pool.SanitizerPool`;
     ``slot``: the worker the part graded before in this thread left waiting, which grades this one
-    and waits after it, :class:`grader.grading.worker_process.WorkerSlot`).
+    and waits after it, :class:`grader.grading.worker_process.WorkerSlot`; ``compile_only``: only
+    compile the part's file, as its grading does (:attr:`grader.grading.protocol.Job.compile_only`):
+    a part that compiles is then ``pass`` with no case, one that does not is its ``compile-error``).
 
     A worker's events are folded into what the part reported (:class:`_Reported`); a worker that
     ends without its last word is told in words (:func:`_how_it_stopped`); a case that hung or a
@@ -387,7 +389,7 @@ def grade_part(part: PartSpec, source: Path | Absent | None, *, cfg: Config, bac
                                                       earlier_failed=workers.attempt > 0,
                                                       earlier_hung=bool(workers.hung),
                                                       sanitizer_pool=sanitizer_pool,
-                                                      grading=grading).to_json())
+                                                      grading=grading, compile_only=compile_only).to_json())
             returncode, stopped, case_hung = run_worker(job_path, events, cfg=cfg, tmpdir=tmpdir,
                                                          on_event=on_event, extra_env=env, deadline=workers.deadline,
                                                          backend=backend, budget=budget, stop=stop, slot=slot)

@@ -80,6 +80,9 @@ class Job(BaseModel):
             worker sets from here, not from the environment it was started with), or "". A
             worker that serves a batch's submissions one after another (:func:`grader.grading.worker.main.serve`)
             clears what the last submission left on its GPU before the first job of another grading.
+        compile_only: compile the part's file and stop (``compiled`` or ``compile-failed``, then
+            ``done``): no case, no timing, no profile; the compile every part has first where a
+            grading stops at a compile error (:func:`grader.grading.runner.grade`'s ``compile_first``).
     """
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
@@ -95,16 +98,18 @@ class Job(BaseModel):
     earlier_hung: bool = False
     sanitizer_pool: str = ""
     grading: str = ""
+    compile_only: bool = False
 
     @classmethod
     def for_part(cls, cfg: Config, *, part: str, source: Path, backend: str, events: Path, checks: bool,
                  start: int = 0, earlier_failed: bool = False, earlier_hung: bool = False,
-                 sanitizer_pool: Path | None = None, grading: str = "") -> "Job":
+                 sanitizer_pool: Path | None = None, grading: str = "", compile_only: bool = False) -> "Job":
         """The job grading ``part`` of ``source`` under the validated ``cfg`` (paths made absolute:
         the worker runs in a folder of its own)."""
         return cls(config=cfg, part=part, source=str(Path(source).resolve()), backend=backend, events=str(events),
                    checks=checks, start=start, earlier_failed=earlier_failed, earlier_hung=earlier_hung,
-                   sanitizer_pool=str(sanitizer_pool) if sanitizer_pool else "", grading=grading)
+                   sanitizer_pool=str(sanitizer_pool) if sanitizer_pool else "", grading=grading,
+                   compile_only=compile_only)
 
     def to_json(self) -> str:
         """The job as one JSON object (the keys are the attribute names)."""

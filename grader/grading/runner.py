@@ -163,7 +163,8 @@ def grade(submission: Path | Intake, *, cfg: Config, selection: Selection, seed:
           parts: list[str] | None = None, checks: bool = True,
           on_event: Callable[[str, protocol.Event], None] | None = None,
           env: dict[str, str] | None = None, stop: threading.Event | None = None,
-          part_jobs: int | None = None, worker: WorkerSlot | None = None) -> SubmissionResult:
+          part_jobs: int | None = None, worker: WorkerSlot | None = None,
+          compile_first: bool = False) -> SubmissionResult:
     """Grade a submission folder (or one part's file) against the configured cases.
 
     Args:
@@ -196,6 +197,13 @@ def grade(submission: Path | Intake, *, cfg: Config, selection: Selection, seed:
             them (a batch's job: the worker its last submission left waiting grades this one's, and
             waits for its next; :class:`~grader.grading.worker_process.WorkerSlot`); None: a worker
             of this submission's own, ended after its last part.
+        compile_first: compile every part first, each in its worker as its grading compiles it
+            (:attr:`grader.grading.protocol.Job.compile_only`), and where one does not compile, run
+            no case: the result is then each part that does not compile (``compile-error``), each
+            missing or misnamed one (``missing``), and each other part not graded (``error``,
+            saying which parts do not compile). Where every part compiles, the parts are graded as
+            usual (their compiles come from the compile cache). PrairieLearn's
+            ``prairielearn.compile_error: not-gradable`` (docs/prairielearn.md).
 
     Raises:
         UsageError: the submission path is unusable, or a requested part is not configured.
@@ -221,8 +229,13 @@ def grade(submission: Path | Intake, *, cfg: Config, selection: Selection, seed:
     with contextlib.ExitStack() as stack:
         grading.pool = _sanitizer_pool(stack, selection, cfg=cfg, checks=checks, env=env,
                                        graded=intake is None or not intake.refused, sources=[files[k] for k in keys])
-        graded = grading.all(keys, part_jobs if part_jobs is not None else default_part_jobs(selection.name,
-                                                                                             len(keys)))
+        jobs = part_jobs if part_jobs is not None else default_part_jobs(selection.name, len(keys))
+        if jobs <= 1 and grading.worker is None:  # in turn: one worker of its own grades them all (the emulator)
+            grading.worker = WorkerSlot()
+            stack.callback(grading.worker.close)
+        graded = grading.stopped_at_compile(keys, jobs) if compile_first else None
+        if graded is None:
+            graded = grading.all(keys, jobs)
     results = [res for res, _ in graded]
     device: dict[str, str] = {}
     for _, dev in graded:
@@ -258,28 +271,40 @@ class _SubmissionParts:
         with self._lock:  # parts graded at once report from several threads
             self.on_event(name, ev)
 
-    def all(self, keys: list[str], part_jobs: int) -> list[tuple[PartResult, dict[str, str]]]:
-        """``(part result, device facts)`` of each part in ``keys``, ``part_jobs`` of them at once."""
-        if part_jobs <= 1 and self.worker is not None:  # in turn, in the worker a batch's job keeps
-            return [self.one(key, self.worker) for key in keys]
-        if part_jobs <= 1:  # in turn: one worker grades them all (the emulator)
-            slot = WorkerSlot()
-            try:
-                return [self.one(key, slot) for key in keys]
-            finally:
-                slot.close()
+    def all(self, keys: list[str], part_jobs: int, *,
+            compile_only: bool = False) -> list[tuple[PartResult, dict[str, str]]]:
+        """``(part result, device facts)`` of each part in ``keys``, ``part_jobs`` of them at once (one
+        at a time in ``worker``, which :func:`grade` sets for that); ``compile_only``: see :meth:`one`."""
+        if part_jobs <= 1:  # in turn, in one worker (the emulator; a batch's job keeps its own)
+            return [self.one(key, self.worker, compile_only=compile_only) for key in keys]
         with ThreadPoolExecutor(max_workers=part_jobs) as threads:
-            futures = [threads.submit(self.one, key) for key in keys]
+            futures = [threads.submit(self.one, key, compile_only=compile_only) for key in keys]
             try:
                 return [f.result() for f in futures]
             except BaseException:
                 self.halt.set()  # the other threads stop their workers within a poll
                 raise
 
-    def one(self, key: str, slot: WorkerSlot | None = None) -> tuple[PartResult, dict[str, str]]:
+    def stopped_at_compile(self, keys: list[str], part_jobs: int) -> list[tuple[PartResult, dict[str, str]]] | None:
+        """Every part in ``keys`` compiled, no case run (:meth:`all` with ``compile_only``): where a
+        part does not compile, what :func:`grade` reports with ``compile_first`` (each part as its
+        compile left it, each that compiled not graded, saying which do not); else None (grade them)."""
+        compiled = self.all(keys, part_jobs, compile_only=True)
+        broken = [res for res, _ in compiled if res.status == PartStatus.COMPILE_ERROR]
+        if not broken:
+            return None
+        names = ", ".join(f"Part {res.number} ({Path(res.file).name})" for res in broken)
+        why = (f"not graded: {names} {'does' if len(broken) == 1 else 'do'} not compile, and this grading runs "
+               "no case until every part compiles")
+        return [(ungraded_part(self.cfg, res.key, status=PartStatus.ERROR, message=why, file=res.file), dev)
+                if res.status == PartStatus.PASS else (res, dev) for res, dev in compiled]
+
+    def one(self, key: str, slot: WorkerSlot | None = None, *,
+            compile_only: bool = False) -> tuple[PartResult, dict[str, str]]:
         """Part ``key`` graded (in ``slot``'s worker, :class:`grader.grading.worker_process.WorkerSlot`,
         where there is one), or not graded where the submission was refused at intake or used up its
-        time.
+        time; ``compile_only``: its file only compiled (``pass`` with no case where it compiles:
+        :func:`grader.grading.part_runner.grade_part`).
 
         Raises:
             GradingStopped: ``stop`` or ``halt`` was set.
@@ -299,7 +324,8 @@ class _SubmissionParts:
         res, dev = grade_part(PARTS[key], source, cfg=part_cfg, backend=self.selection.name, checks=self.checks,
                               on_event=self._events if self.on_event else None, env=self.env,
                               stop=_AnyOf(self.stop, self.halt),
-                              sanitizer_pool=self.pool.folder if self.pool else None, slot=slot)
+                              sanitizer_pool=self.pool.folder if self.pool else None, slot=slot,
+                              compile_only=compile_only)
         return (dataclasses.replace(res, file=self.where[key]) if key in self.where else res), dev
 
 

@@ -274,7 +274,9 @@ make pytest ARGS="-k {example}"{pad_k}# every size of a part, as pytest items (-
 ```
 
 The first run creates `.venv` and installs the grader into it, with pytest; later runs install
-nothing and start at once. Where a prerequisite is missing, `make` stops with one line naming the
+nothing and start at once. `make check` ends with one line saying whether every case it graded
+passed, and with exit status 0 whenever the check ran, cases failing or not (a script that needs a
+failing status runs `scangrade check`, below, which exits 1 when a case fails). Where a prerequisite is missing, `make` stops with one line naming the
 package to install. On a machine with an NVIDIA GPU and the CUDA toolkit, run `make gpu` once
 first: it adds PyCUDA, and `make check` then runs on the GPU.
 

@@ -6,6 +6,7 @@
 # A target that grades depends on `cxx` (a C++ compiler for the CPU emulator) and on $(INSTALLED)
 # (the venv with scangrade and its test extra); `make gpu` builds $(INSTALLED_GPU) (the gpu extra
 # too). Where a prerequisite is missing, make stops with one line naming the package to install.
+# `make check` runs $(SELF_CHECK).
 # Variables: PYTHON (the Python that creates the venv; default python3), VENV (default .venv),
 # CXX (the emulator's C++ compiler; default c++, as the emulator's); on the command line only, ARGS
 # (passed on to the command a target runs) and OUT (make release's folder).
@@ -31,6 +32,19 @@ export PATH := $(VIRTUAL_ENV)/bin:$(PATH)
 # Touched after each install; newer than pyproject.toml while that install is current.
 INSTALLED := $(VENV)/.scangrade-installed
 INSTALLED_GPU := $(VENV)/.scangrade-installed-gpu
+
+# The recipe of `make check` in both Makefiles: `scangrade check $(ARGS)`, then one line saying how it
+# ended. A check that graded is make's success whether every case passed or not (scangrade's exit
+# status 0 or 1, which the line gives, after the report and its `total` line): make's own
+# `make: *** [Makefile:N: check] Error 1` would read as the tool failing, and make cannot pass
+# scangrade's status on anyway (it exits 2 for any failed recipe). Where scangrade could not grade
+# (2: a usage or configuration error, said in one line above it; 3: the grader failed on a part;
+# 130: Ctrl-C) make fails with it. A script or CI job that needs a failing status when a case fails
+# runs `scangrade check` itself (docs/ci/README.md).
+SELF_CHECK = $(VENV)/bin/scangrade check $(ARGS); status=$$?; case $$status in \
+  0) echo "make check: done, every case it graded passed (scangrade check's exit status 0)";; \
+  1) echo "make check: done, some cases did not pass (scangrade check's exit status 1; make check's is 0: scripts and CI run scangrade check)";; \
+  *) exit $$status;; esac
 
 # $(call need,SHELL TEST,MESSAGE): stop with the one line MESSAGE unless the test succeeds. Expanded
 # only when the recipe holding it runs (and by make -n).

@@ -18,6 +18,10 @@ says how to get the plots. Sections:
 - every student: points per part, total, status (a small inline script sorts the columns; the
   page's Content-Security-Policy admits that script by its hash and no other).
 
+A student is shown by name as written (the class folder's entry, or the submitter's name in
+Gradescope's export, from ``batch.json``: :func:`written_names`), with the id beside it where the
+id differs (a name that is not a safe id gets a hashed one); links go by id.
+
 The markup is a Jinja2 template, ``templates/class_report.html.j2``, with its style sheet and
 script beside it (package data); autoescaping is on, so every string that comes from a submission
 or a result file (ids, messages, file names, device names) is shown as text and never parsed as
@@ -479,6 +483,26 @@ def _students(rows, parts: Mapping[str, tuple[int, str]]) -> list[tuple[str, Sub
     return out
 
 
+def written_names(manifest: Mapping | None) -> dict[str, str]:
+    """Each student's name as written, where it is not the id: ``{id: name}`` from a batch's manifest
+    (``batch.json``'s ``students``, :func:`grader.classwork.store.write_manifest`): the submitter's name
+    where Gradescope's export gives one, else the entry of the class folder the submission was graded
+    from (``zoë-müller``, whose id is ``zo_-m_ller_fd719cda4d``: :func:`grader.classwork.submissions.submission_ids`).
+    A student whose entry is its id (``alice``, or ``alice.zip``: a ``.zip`` is named without it) is
+    left out, and so is every student of a folder without a manifest, or of one written before it
+    recorded names and folders (the page then shows ids only). Never raises for a manifest's odd values."""
+    students = (manifest or {}).get("students")
+    out: dict[str, str] = {}
+    for entry in students if isinstance(students, list) else []:
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("id"), str):
+            continue
+        sid, name, folder = entry["id"], entry.get("name"), entry.get("folder")
+        shown = name if isinstance(name, str) and name else folder if isinstance(folder, str) else ""
+        if shown and sid not in (shown, re.sub(r"(?i)\.zip$", "", shown)):
+            out[sid] = shown
+    return out
+
+
 def _finalize(value: object) -> object:
     """Every ``{{ value }}`` of the template: text shown with its control characters as ``\\xNN``
     (markup from the renderer itself, :class:`markupsafe.Markup`, as it is); escaping follows."""
@@ -521,8 +545,9 @@ def class_report(rows: Sequence[tuple[str, SubmissionResult]], *, title: str | N
     Args:
         rows: ``(id, result)`` per submission, in the order the students' table lists them.
         title: the page's heading (default: ``"scangrade class report"``).
-        manifest: the batch folder's ``batch.json`` as a dict, for the config fingerprint and the
-            shard (None: not shown).
+        manifest: the batch folder's ``batch.json`` as a dict, for the config fingerprint, the
+            shard and each student's name as written (:func:`written_names`: shown, escaped, with
+            the id beside it where they differ; links still go by id); None: not shown, ids only.
         damaged: ids whose result could not be read, listed in a warning.
         link_base: the relative URL from the page to the batch folder, ending in ``/`` (``""``
             when the page lies in it); student links go to ``<link_base><id>/FILE``, FILE each of
@@ -548,6 +573,7 @@ def class_report(rows: Sequence[tuple[str, SubmissionResult]], *, title: str | N
         damaged=list(damaged), header=_header(rows, manifest=manifest), scores=_scores(rows, parts, plots),
         plots_hint=PLOTS_HINT, timing=_timing(rows, parts, plots), failures=_failures(rows),
         parts=parts, students=_students(rows, parts), regrade=[sid for sid, r in rows if r.to_regrade],
+        written=written_names(manifest),
         version=__version__, css=css, script=script, csp=csp,
         report_files=LINKED_REPORTS, student_folder=STUDENT_FOLDER)
 

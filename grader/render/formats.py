@@ -87,7 +87,9 @@ FORMATS: dict[str, ReportFormat] = {f.name: f for f in (
     ReportFormat("gradescope", lambda r, cfg: json.dumps(gradescope(r), indent=2) + "\n",
                  "also write Gradescope's results.json to FILE", True, "results.json"),
     ReportFormat("prairielearn", _prairielearn,
-                 "also write PrairieLearn's results.json to FILE (docs/prairielearn.md)", True, None),
+                 "also write PrairieLearn's results.json to FILE (docs/prairielearn.md); under the config's "
+                 "prairielearn.compile_error: not-gradable, every part is compiled first, and one that does not "
+                 "compile stops the grading before any case", True, None),
     ReportFormat("junit", lambda r, cfg: junit_xml(r), "also write JUnit XML (one testcase per case, hidden "
                  "cases in full: for course staff) to FILE", False, "junit.xml"),
     ReportFormat("markdown", lambda r, cfg: markdown(r),

@@ -11,11 +11,12 @@ from grader.assignment.parts import SOLUTIONS
 
 def cubins_ahead(kind, job, cfg, part) -> dict:
     """Where the backend compiles ahead (the GPU's ``compile_ahead``: nvcc needs no CUDA context):
-    the part's file for each dtype, then, for a timed part, the reference solution it is timed
-    against, compiled from now on in the background: ``{(tag, part key, dtype): (translation unit,
-    Future of the cubin)}`` (tag ``submission`` or ``reference``, as the worker's ``build`` names
-    them). Empty on other backends, and where the file cannot be read or its ``#include`` lines are
-    refused: the worker's own compile then reports it."""
+    the part's file for each dtype, then, for a timed part (in a job that grades it, not one that
+    only compiles), the reference solution it is timed against, compiled from now on in the
+    background: ``{(tag, part key, dtype): (translation unit, Future of the cubin)}`` (tag
+    ``submission`` or ``reference``, as the worker's ``build`` names them). Empty on other
+    backends, and where the file cannot be read or its ``#include`` lines are refused: the worker's
+    own compile then reports it."""
     import importlib
 
     from grader.source.directives import check_includes
@@ -34,7 +35,7 @@ def cubins_ahead(kind, job, cfg, part) -> dict:
         return {}
     builds = [(("submission", part.key, d), part_source(part, source, pc=pc, dtype=d), part.filename)
               for d in pc.dtypes]
-    if pc.timing is not None and kind.times_kernels and not job.earlier_failed:
+    if pc.timing is not None and kind.times_kernels and not (job.earlier_failed or job.compile_only):
         ref = PARTS[pc.timing.reference]
         ref_file = SOLUTIONS / ref.filename
         if ref_file.is_file():

@@ -1,6 +1,7 @@
-"""The worker's flow (:func:`main`): the job read, the part compiled, its visible cases, then the
-phases between them and the hidden cases (timing, roofline, profile), then the hidden cases, each
-step reported as an event; and its command line (:func:`cli`, ``python -m grader.grading.worker``)."""
+"""The worker's flow (:func:`main`): the job read, the part compiled (a job that only compiles ends
+there), its visible cases, then the phases between them and the hidden cases (timing, roofline,
+profile), then the hidden cases, each step reported as an event; and its command line (:func:`cli`,
+``python -m grader.grading.worker``)."""
 
 from __future__ import annotations
 
@@ -88,8 +89,8 @@ def main(argv: list[str]) -> int:
     # on a GPU, nvcc from now on, beside the CUDA context's start
     cubins = cubins_ahead(kind, job, cfg, part)
     # on a GPU, the emulator's checks, the checker of every machine, from now on: beside the CUDA
-    # context's start and the compile
-    background = start_background_checks(kind, job, cfg, part)
+    # context's start and the compile (not for a job that only compiles)
+    background = None if job.compile_only else start_background_checks(kind, job, cfg, part)
     grader = None
     with EventWriter(job.events) as events:
         try:
@@ -108,7 +109,9 @@ def main(argv: list[str]) -> int:
                 grader = _PartGrader(job, argv[0], backend, events, cubins, background, Path(work))
                 if not grader.compile():
                     return 0
-                grader.grade()
+                if not job.compile_only:
+                    grader.prepare()
+                    grader.grade()
         except Exception as exc:  # the machine ran short (ulimit -v): the part's error, in one line
             line = resource_failure(exc, sizes=f"the sizes of {part.key} in the config", hidden=bool(pc.hidden_sizes))
             if line is None:
@@ -134,7 +137,7 @@ def main(argv: list[str]) -> int:
 
 
 class _PartGrader:
-    """One worker's part, graded in order (:meth:`compile`, then :meth:`grade`): its file compiled
+    """One worker's part, graded in order (:meth:`compile`, :meth:`prepare`, then :meth:`grade`): its file compiled
     for each dtype, then every visible case, the timing, the profile, and the hidden cases, each
     case run on the GPU path (:class:`~grader.grading.worker.gpu_path.GpuPath`, a GPU with the
     checks on) or as the backend runs it (the emulator checking as it runs, or a GPU without checks).
@@ -178,14 +181,12 @@ class _PartGrader:
                             workdir=self.work / f"{tag}-{spec.key}-{dtype}")
 
     def compile(self) -> bool:
-        """The part's file compiled for each dtype (``compiled``), then what runs before the cases: the
-        inputs drawn ahead, the checker named, compute-sanitizer's audit. False where it does not
-        compile (``compile-failed`` reported)."""
+        """The part's file compiled for each dtype (``compiled`` reported); False where it does not
+        compile (``compile-failed`` reported, or a pending gap of the emulator)."""
         from grader.core.errors import CompileError, is_emulator_gap
-        from grader.grading.case.cases import case_list
         from grader.source.directives import check_includes
 
-        job, cfg, part = self.job, self.cfg, self.part
+        part = self.part
         try:
             check_includes(self.source, filename=part.filename)
             for dtype in self.pc.dtypes:
@@ -197,6 +198,14 @@ class _PartGrader:
                 self.events.emit(CompileFailed(str(exc)))
             return False
         self.events.emit(Compiled())
+        return True
+
+    def prepare(self) -> None:
+        """What runs between the compile and the cases: the inputs drawn ahead, the checker named,
+        compute-sanitizer's audit."""
+        from grader.grading.case.cases import case_list
+
+        job, cfg, part = self.job, self.cfg, self.part
         all_cases = case_list(cfg, part.key)
         self.ahead = draw_ahead(self.kind, job, cfg, part, all_cases)
         if self.background is not None:
@@ -210,7 +219,6 @@ class _PartGrader:
             self.gpu.prime()  # an audit: every checked case under compute-sanitizer now, before any deadline runs
         elif job.checks:  # the backend checks as it runs each case
             self.events.emit(DeviceUpdate({"checker": emulator_checker_line(cfg)}))
-        return True
 
     def grade(self) -> None:
         """Every visible case, and the timing, before any hidden case: a kernel can keep state across
