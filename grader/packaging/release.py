@@ -12,6 +12,9 @@ What students get (a folder ``OUT``, and with ``zip_archive`` also ``OUT.zip`` h
     OUT/Makefile         ``make check``: a venv with the grader and pytest installed, then the self-check
                          (grader/release_files/Makefile, with the set-up it shares with the checkout's)
     OUT/.gitignore       the venv, the install's and Python's caches and build folder, results
+    OUT/scan.ipynb       the notebook for Jupyter and Colab: set-up, a cell per part's template, the check
+                         with its report shown inline (built from the parts and the templates:
+                         :mod:`grader.packaging.student_notebook`)
 
 and nothing else: no reference solutions, no tests, no benchmarks, no docs, no ``.git``. Without
 the reference solutions the grader still grades everything; on a GPU a timed part has no reference
@@ -40,6 +43,7 @@ from pathlib import Path
 from grader.assignment.config import Config, load_config, load_private
 from grader.core.errors import UsageError
 from grader.assignment.parts import PARTS
+from grader.packaging.student_notebook import NOTEBOOK, notebook_text
 
 #: The checkout this grader was loaded from (the source of a release).
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -347,6 +351,8 @@ def build_release(out: Path, *, config: Path, private_config: Path | None = None
             shutil.copy2(source_root / "grader" / "release_files" / source, staging / name)
         shutil.copyfile(config, staging / "config.yaml")
         (staging / "README.md").write_text(student_readme(public), encoding="utf-8")
+        (staging / NOTEBOOK).write_text(notebook_text(public, staging / "assignment", zip_name=f"{out.name}.zip"),
+                                        encoding="utf-8")
         leaks = find_leaks(staging, solutions=source_root / "reference" / "solutions", public=public,
                            private=private)
         if leaks:
