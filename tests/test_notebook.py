@@ -61,7 +61,7 @@ def test_the_notebook_runs_to_the_end_in_the_release_and_shows_the_students_repo
                       kernels={"part1_naive": (SOLUTIONS / "part1_naive.cu").read_text()},
                       timeout=pace.seconds(300))
     setup = "".join(out.get("text", "") for out in nb.cells[1].outputs)
-    assert f"assignment folder: {made.folder.resolve()}" in setup and "the grader is installed" in setup
+    assert f"assignment folder: {made.folder.resolve()}" in setup and "the grader is ready" in setup
     reports = [text for text in displayed_html(nb) if PARTS["part1_naive"].title in text]
     assert len(reports) == 1, displayed_html(nb)
     report = html.unescape(reports[0])

@@ -85,7 +85,8 @@ class Release:
             lines.append(f"zip: {self.archive}")
         lines.append("checked for leaks: no reference solution, no hidden sizes"
                      + (", nothing of the private config" if self.private_checked else "")
-                     + "; students run `make check` in it (or `pip install -e \".[test]\"`, then `scangrade check`)")
+                     + "; students run `make check` in it (or `pip install -e \".[test]\"`, then `scangrade check`), "
+                     f"or open {NOTEBOOK} in Jupyter or Colab")
         return "\n".join(lines) + "\n"
 
 
@@ -302,6 +303,24 @@ status is 0 when every case passes. By default `check` is quick: it grades the s
 the CPU emulator it checks correctness only, and with data-race, out-of-bounds and barrier checks
 (`--no-checks` turns them off). The handout's section "Checking your work" says more. The
 templates compile as handed out and fail every case until you write the kernels.
+
+## In a notebook: Colab or Jupyter
+
+`{NOTEBOOK}` is the same assignment as a notebook, for a machine without a terminal or a GPU: a
+cell per part holding its template (running the cell writes the part's file in `assignment/`), and
+a cell that runs the quick check above and shows the report in the notebook, on the GPU where the
+runtime has one (a Colab GPU runtime), else on the CPU emulator. Its first cell finds this folder,
+goes there and installs the grader with pip (`pip install -e .`, with PyCUDA where there is a GPU)
+where its dependencies are missing (Colab has them):
+
+- **Jupyter:** open `{NOTEBOOK}` from this folder and run all cells.
+- **Colab:** open `{NOTEBOOK}` (*File* ▸ *Upload notebook*, or from your repository on GitHub),
+  then put this folder into `/content`: upload its zip, which the first cell unpacks, or clone your
+  repository in a cell (`!git clone URL`). Keep your kernels in the notebook's cells: Colab keeps
+  the notebook, not the session's files.
+
+The notebook's parameters cell checks fewer parts (`PARTS = ["{example}"]`) or every size
+(`FULL = True`).
 """
 
 

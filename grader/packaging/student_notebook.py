@@ -6,8 +6,8 @@ either. Its cells, top to bottom:
 
 1. how to open it (Jupyter in the release folder; Colab with the release's zip or a clone);
 2. the set-up: find the release folder (the current one, one below it, or the release's zip
-   there, unpacked), go there, and install the grader with pip unless it is installed (the gpu
-   extra too where the runtime has an NVIDIA GPU); running it again installs nothing;
+   there, unpacked), go there, and install the grader with pip where its imports fail (the gpu
+   extra too where the runtime has an NVIDIA GPU and no PyCUDA); running it again installs nothing;
 3. the check's parameters, a cell tagged ``parameters`` (papermill's convention): ``PARTS``,
    ``FULL``, ``BACKEND``; CI sets them (:func:`run_notebook`), students leave them;
 4. per part, a heading and a ``%%writefile assignment/<file>`` cell holding its template, tagged
@@ -63,8 +63,8 @@ notebook is what is kept (in Drive); the files of the session are not.
 - **Jupyter on your machine:** open this notebook from the assignment's folder (the one holding
   `assignment/`, `grader/` and `config.yaml`: the unpacked `{zip}` or your repository), e.g.
   `jupyter lab scan.ipynb` there. The first cell installs the grader into the notebook's Python
-  with pip; the emulator needs a C++17 compiler (`g++`). With a terminal, `make check` does the
-  same check (`README.md`).
+  with pip where its dependencies are missing; the emulator needs a C++17 compiler (`g++`). With a
+  terminal, `make check` does the same check (`README.md`).
 - **Colab:** open this notebook, then put the assignment's folder into `/content`: upload `{zip}`
   (the Files pane's upload button; the first cell unpacks it), or clone your repository in a new
   cell (`!git clone URL`). The first cell finds the folder there. The notebook asks Colab for a GPU
@@ -75,8 +75,8 @@ notebook is what is kept (in Drive); the files of the session are not.
 """
 
 _SETUP = '''\
-# Set-up: find the assignment's folder, go there, and install the grader (only when missing).
-import importlib.metadata, os, pathlib, shutil, subprocess, sys, zipfile
+# Set-up: find the assignment's folder, go there, and install the grader where its imports fail.
+import importlib, importlib.util, os, pathlib, shutil, subprocess, sys, zipfile
 
 def is_kit(folder):
     return all((folder / name).exists() for name in ("pyproject.toml", "config.yaml", "assignment", "grader"))
@@ -97,10 +97,14 @@ def find_kit(start):
                      "in it, and no zip of one: upload the release's zip or clone your repository there "
                      "(see above), then run this cell again")
 
-def installed(name):
+def imports(module):
+    """Whether module imports here; the grader's imports need its dependencies (numpy, pydantic...)."""
+    importlib.invalidate_caches()  # see what pip has just installed
     try:
-        return bool(importlib.metadata.version(name))
-    except importlib.metadata.PackageNotFoundError:
+        importlib.import_module(module)
+        return True
+    except ImportError as exc:
+        print(f"{module}: {exc}")
         return False
 
 def pip_install(target):
@@ -118,13 +122,12 @@ if str(kit) not in sys.path[:1]:
 print(f"assignment folder: {kit}")
 gpu = shutil.which("nvidia-smi") is not None and \\
     subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout.startswith("GPU")
-if gpu and not installed("pycuda"):
-    if not pip_install(".[gpu]"):
-        print("PyCUDA did not install (above): the check will run on the CPU emulator")
-if not installed("scangrade") and not pip_install("."):
+if gpu and importlib.util.find_spec("pycuda") is None and not pip_install(".[gpu]"):
+    print("PyCUDA did not install (above): the check will run on the CPU emulator")
+if not imports("grader.notebook") and not (pip_install(".") and imports("grader.notebook")):
     raise SystemExit("pip could not install the grader (above); on your machine, run make check in a terminal")
-print("the grader is installed" + (": the check runs on this runtime's GPU" if gpu and installed("pycuda") else
-                                   ": the check runs on the CPU emulator (no GPU with PyCUDA here)"))
+print("the grader is ready: the check runs " + ("on this runtime's GPU" if gpu and importlib.util.find_spec("pycuda")
+                                                else "on the CPU emulator (no GPU with PyCUDA here)"))
 '''
 
 _PARAMETERS_INTRO = """\
