@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import html
 import re
-from pathlib import Path
 
 import nbformat
 import pytest
@@ -21,7 +20,7 @@ from grader.notebook import HTML_FORMAT, check, report_html
 from grader.packaging.student_notebook import (NOTEBOOK, PARAMETERS_TAG, PART_KEY, displayed_html, notebook_text,
                                                run_notebook)
 from grader.render.formats import FORMATS, ReportFormat
-from tests.conftest import SOLUTIONS, TEMPLATES
+from tests.conftest import ROOT, SOLUTIONS, TEMPLATES
 from tests.test_release import release  # noqa: F401  (the release fixture, built once for this module)
 from tests.test_render import HIDDEN_SECRETS, MISMATCH_MSG, RESULT
 
@@ -96,9 +95,18 @@ def test_the_report_is_the_html_formats_where_the_table_has_one(monkeypatch):
     assert report_html(RESULT) == "<p>report of sub</p>"
 
 
-def test_check_says_in_one_line_what_is_wrong_and_shows_nothing(tmp_path, monkeypatch, capsys):
-    (tmp_path / "config.yaml").write_text((Path(__file__).parent.parent / "config.yaml").read_text())
+@pytest.mark.parametrize("folder, parts, message", [
+    ("assignment", None, "scangrade: assignment/ not found"),  # the set-up cell did not run
+    ("here", ["part9_bonus"], "scangrade: "),
+])
+def test_check_says_in_one_line_what_is_wrong_and_shows_nothing(tmp_path, monkeypatch, capsys, folder, parts,
+                                                                 message):
+    (tmp_path / "config.yaml").write_text((ROOT / "config.yaml").read_text())
+    (tmp_path / "here").mkdir()
+    (tmp_path / "here" / "part1_naive.cu").write_text((TEMPLATES / "part1_naive.cu").read_text())
     monkeypatch.chdir(tmp_path)
-    assert check(backend="emulator") is None  # no assignment/ here
+    assert check(backend="emulator", folder=folder, parts=parts) is None
     err = capsys.readouterr().err
-    assert err.startswith("scangrade: assignment/ not found") and len(err.splitlines()) == 1, err
+    assert err.startswith(message) and len(err.splitlines()) == 1, err
+    if parts:
+        assert "part9_bonus" in err
