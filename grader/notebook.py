@@ -10,7 +10,8 @@ The notebook's last cell is::
 and, unless ``full``, :meth:`grader.api.Grading.quick`), on the GPU where this runtime has one that
 PyCUDA can use, else on the CPU emulator, and displays the student's report with
 ``IPython.display``: the row ``html`` of :data:`grader.render.formats.FORMATS` where the table has
-one, else the text report in a ``<pre>`` (:func:`report_html`). A usage or configuration error is
+one (a whole document, shown in a sandboxed ``<iframe srcdoc>`` so that its style sheet stays in
+it: :func:`framed`), else the text report in a ``<pre>`` (:func:`report_html`). A usage or configuration error is
 one line in the notebook, not a traceback. The notebook itself is built at release time from the
 parts table and the templates (:mod:`grader.packaging.student_notebook`).
 """
@@ -27,7 +28,7 @@ from grader.core.errors import ScangradeError, UsageError
 from grader.core.results import SubmissionResult
 from grader.render.formats import FORMATS
 
-__all__ = ["HTML_FORMAT", "check", "report_html"]
+__all__ = ["HTML_FORMAT", "check", "framed", "report_html"]
 
 #: The row of :data:`~grader.render.formats.FORMATS` shown as it is where the table has it (the
 #: student's HTML report, ``report.html``); otherwise the text report is shown in a ``<pre>``.
@@ -52,6 +53,24 @@ def report_html(result: SubmissionResult, cfg: Config | None = None) -> str:
         return fmt.render(result, cfg)
     text = FORMATS["text"].render(result, cfg)
     return f'<pre style="white-space: pre; line-height: 1.3">{html.escape(text.rstrip())}</pre>'
+
+
+def framed(doc: str, *, lines: int = 40) -> str:
+    """``doc`` ready for a notebook's output: a whole HTML document (``<!DOCTYPE html>`` or
+    ``<html>``) in an ``<iframe srcdoc>``, sandboxed (no script, no request), so that its style
+    sheet applies to it alone and not to the notebook's page (Jupyter puts an output's HTML into the
+    page itself); anything else (a fragment such as a ``<pre>``) as it is.
+
+    Args:
+        doc: HTML text.
+        lines: about how many lines of text it holds: the frame is 22 px a line plus 200 px high,
+            from 300 to 1000 px (it scrolls beyond that, and its lower edge can be dragged).
+    """
+    if not doc.lstrip()[:15].lower().startswith(("<!doctype html", "<html")):
+        return doc
+    height = min(1000, max(300, 22 * lines + 200))
+    return (f'<iframe sandbox="" srcdoc="{html.escape(doc, quote=True)}" title="scangrade report" '
+            f'style="width: 100%; height: {height}px; border: 1px solid #ccc; resize: vertical"></iframe>')
 
 
 class _Progress:
@@ -114,5 +133,6 @@ def check(*, parts: list[str] | None = None, full: bool = False, backend: str | 
         return None
     if show:
         from IPython.display import HTML, display
-        display(HTML(report_html(result, cfg)))
+        lines = FORMATS["text"].render(result, cfg).count("\n")
+        display(HTML(framed(report_html(result, cfg), lines=lines)))
     return result

@@ -16,7 +16,7 @@ import pytest
 from grader.assignment.config import load_config
 from grader.assignment.parts import PARTS
 from grader.core.errors import UsageError
-from grader.notebook import HTML_FORMAT, check, report_html
+from grader.notebook import HTML_FORMAT, check, framed, report_html
 from grader.packaging.student_notebook import (NOTEBOOK, PARAMETERS_TAG, PART_KEY, displayed_html, notebook_text,
                                                run_notebook)
 from grader.render.formats import FORMATS, ReportFormat
@@ -66,7 +66,9 @@ def test_the_notebook_runs_to_the_end_in_the_release_and_shows_the_students_repo
     report = html.unescape(reports[0])
     assert f"{made.folder.resolve()}/config.yaml" in report  # graded in the release, by its config
     assert re.search(r"\bPASS\b", report, re.IGNORECASE) and "part4_any_size" not in report, report
-    if HTML_FORMAT not in FORMATS:
+    if HTML_FORMAT in FORMATS:
+        assert reports[0].startswith("<iframe sandbox")  # a whole document, framed
+    else:
         assert reports[0].startswith("<pre") and re.search(r"(?m)^total +pass ", report), report
     written = (made.folder / "assignment" / "part1_naive.cu").read_text()
     assert written.rstrip() == (SOLUTIONS / "part1_naive.cu").read_text().rstrip()  # the cell wrote the file
@@ -93,6 +95,15 @@ def test_the_report_is_the_html_formats_where_the_table_has_one(monkeypatch):
     row = ReportFormat(HTML_FORMAT, lambda r, cfg: f"<p>report of {r.submission}</p>", None, True, "report.html")
     monkeypatch.setitem(FORMATS, HTML_FORMAT, row)
     assert report_html(RESULT) == "<p>report of sub</p>"
+
+
+def test_a_whole_html_document_is_framed_so_its_style_sheet_stays_in_it_and_a_fragment_is_not():
+    doc = "<!DOCTYPE html>\n<html><head><style>body { margin: 0 }</style></head><body>a &amp; \"b\"</body></html>"
+    shown = framed(doc, lines=10)
+    assert shown.startswith('<iframe sandbox="" srcdoc="') and "<style>" not in shown
+    assert html.unescape(re.search(r'srcdoc="([^"]*)"', shown).group(1)) == doc
+    assert "height: 420px" in shown and "height: 1000px" in framed(doc, lines=5000)
+    assert framed("<pre>x</pre>") == "<pre>x</pre>"
 
 
 @pytest.mark.parametrize("folder, parts, message", [
