@@ -33,6 +33,9 @@ __all__ = ["HTML_FORMAT", "check", "framed", "report_html"]
 #: The row of :data:`~grader.render.formats.FORMATS` shown as it is where the table has it (the
 #: student's HTML report, ``report.html``); otherwise the text report is shown in a ``<pre>``.
 HTML_FORMAT = "html"
+#: A framed report's height (:func:`framed`): pixels per line of its text report, plus a margin,
+#: within these bounds (it scrolls beyond the upper one).
+FRAME_LINE_PX, FRAME_MARGIN_PX, FRAME_PX = 22, 200, (300, 1000)
 
 
 def report_html(result: SubmissionResult, cfg: Config | None = None) -> str:
@@ -57,18 +60,20 @@ def report_html(result: SubmissionResult, cfg: Config | None = None) -> str:
 
 def framed(doc: str, *, lines: int = 40) -> str:
     """``doc`` ready for a notebook's output: a whole HTML document (``<!DOCTYPE html>`` or
-    ``<html>``) in an ``<iframe srcdoc>``, sandboxed (no script, no request), so that its style
-    sheet applies to it alone and not to the notebook's page (Jupyter puts an output's HTML into the
-    page itself); anything else (a fragment such as a ``<pre>``) as it is.
+    ``<html>``) in an ``<iframe srcdoc>``, sandboxed (no script, no form, an origin of its own), so
+    that its style sheet applies to it alone and not to the notebook's page (Jupyter puts an
+    output's HTML into the page itself); anything else (a fragment such as a ``<pre>``) as it is.
 
     Args:
         doc: HTML text.
-        lines: about how many lines of text it holds: the frame is 22 px a line plus 200 px high,
-            from 300 to 1000 px (it scrolls beyond that, and its lower edge can be dragged).
+        lines: about how many lines of text it holds: the frame is :data:`FRAME_LINE_PX` a line
+            plus :data:`FRAME_MARGIN_PX` high, within :data:`FRAME_PX` (it scrolls beyond that, and
+            its lower edge can be dragged).
     """
     if not doc.lstrip()[:15].lower().startswith(("<!doctype html", "<html")):
         return doc
-    height = min(1000, max(300, 22 * lines + 200))
+    low, high = FRAME_PX
+    height = min(high, max(low, FRAME_LINE_PX * lines + FRAME_MARGIN_PX))
     return (f'<iframe sandbox="" srcdoc="{html.escape(doc, quote=True)}" title="scangrade report" '
             f'style="width: 100%; height: {height}px; border: 1px solid #ccc; resize: vertical"></iframe>')
 
