@@ -87,7 +87,7 @@ LAYERS = (
     ("grader.render",),                                # reports from results, and a class's page
     ("grader.packaging",),                             # the student release and the autograder bundles
     ("grader.api",),                                   # the grading API
-    ("grader.cli", "grader.pytest_plugin", "grader.__main__"),  # the entry points
+    ("grader.cli", "grader.pytest_plugin", "grader.notebook", "grader.__main__"),  # the entry points
 )
 
 
@@ -117,7 +117,7 @@ def test_no_import_points_up_the_layers():
 def test_the_top_of_the_package_holds_the_entry_points_only():
     """The tree is the architecture's map: every module but the entry points lives in a package."""
     top = sorted(f.name for f in (ROOT / "grader").glob("*.py"))
-    assert top == ["__init__.py", "__main__.py", "api.py", "cli.py", "pytest_plugin.py"], top
+    assert top == ["__init__.py", "__main__.py", "api.py", "cli.py", "notebook.py", "pytest_plugin.py"], top
 
 
 def test_the_architecture_doc_lists_the_layers_in_their_order():

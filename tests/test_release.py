@@ -25,7 +25,8 @@ from tests.test_makefile import bare_path, env_with, needs_make, run_make
 
 PRIVATE_SEED = 918273645
 HIDDEN = {"part1_naive": [77], "part4_any_size": [43211, 98765]}
-TOP_LEVEL = {"README.md", "assignment", "grader", "reference", "config.yaml", "pyproject.toml", "Makefile", ".gitignore"}
+TOP_LEVEL = {"README.md", "assignment", "grader", "reference", "config.yaml", "pyproject.toml", "Makefile", ".gitignore",
+             "scan.ipynb"}
 
 
 def _public(tmp_path: Path) -> Path:

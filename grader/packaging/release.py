@@ -12,6 +12,9 @@ What students get (a folder ``OUT``, and with ``zip_archive`` also ``OUT.zip`` h
     OUT/Makefile         ``make check``: a venv with the grader and pytest installed, then the self-check
                          (grader/release_files/Makefile, with the set-up it shares with the checkout's)
     OUT/.gitignore       the venv, the install's and Python's caches and build folder, results
+    OUT/scan.ipynb       the notebook for Jupyter and Colab: set-up, a cell per part's template, the check
+                         with its report shown inline (built from the parts and the templates:
+                         :mod:`grader.packaging.student_notebook`)
 
 and nothing else: no reference solutions, no tests, no benchmarks, no docs, no ``.git``. Without
 the reference solutions the grader still grades everything; on a GPU a timed part has no reference
@@ -40,6 +43,7 @@ from pathlib import Path
 from grader.assignment.config import Config, load_config, load_private
 from grader.core.errors import UsageError
 from grader.assignment.parts import PARTS
+from grader.packaging.student_notebook import NOTEBOOK, notebook_text
 
 #: The checkout this grader was loaded from (the source of a release).
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -81,7 +85,8 @@ class Release:
             lines.append(f"zip: {self.archive}")
         lines.append("checked for leaks: no reference solution, no hidden sizes"
                      + (", nothing of the private config" if self.private_checked else "")
-                     + "; students run `make check` in it (or `pip install -e \".[test]\"`, then `scangrade check`)")
+                     + "; students run `make check` in it (or `pip install -e \".[test]\"`, then `scangrade check`), "
+                     f"or open {NOTEBOOK} in Jupyter or Colab")
         return "\n".join(lines) + "\n"
 
 
@@ -300,6 +305,24 @@ status is 0 when every case passes. By default `check` is quick: it grades the s
 the CPU emulator it checks correctness only, and with data-race, out-of-bounds and barrier checks
 (`--no-checks` turns them off). The handout's section "Checking your work" says more. The
 templates compile as handed out and fail every case until you write the kernels.
+
+## In a notebook: Colab or Jupyter
+
+`{NOTEBOOK}` is the same assignment as a notebook, for a machine without a terminal or a GPU: a
+cell per part holding its template (running the cell writes the part's file in `assignment/`), and
+a cell that runs the quick check above and shows the report in the notebook, on the GPU where the
+runtime has one (a Colab GPU runtime), else on the CPU emulator. Its first cell finds this folder,
+goes there and installs the grader with pip (`pip install -e .`, with PyCUDA where there is a GPU)
+where its dependencies are missing (Colab has them):
+
+- **Jupyter:** open `{NOTEBOOK}` from this folder and run all cells.
+- **Colab:** open `{NOTEBOOK}` (*File* ▸ *Upload notebook*, or from your repository on GitHub),
+  then put this folder into `/content`: upload its zip, which the first cell unpacks, or clone your
+  repository in a cell (`!git clone URL`). Keep your kernels in the notebook's cells: Colab keeps
+  the notebook, not the session's files.
+
+The notebook's parameters cell checks fewer parts (`PARTS = ["{example}"]`) or every size
+(`FULL = True`).
 """
 
 
@@ -349,6 +372,8 @@ def build_release(out: Path, *, config: Path, private_config: Path | None = None
             shutil.copy2(source_root / "grader" / "release_files" / source, staging / name)
         shutil.copyfile(config, staging / "config.yaml")
         (staging / "README.md").write_text(student_readme(public), encoding="utf-8")
+        (staging / NOTEBOOK).write_text(notebook_text(public, staging / "assignment", zip_name=f"{out.name}.zip"),
+                                        encoding="utf-8")
         leaks = find_leaks(staging, solutions=source_root / "reference" / "solutions", public=public,
                            private=private)
         if leaks:
