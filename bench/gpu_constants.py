@@ -26,7 +26,7 @@ measured against the graded kernels (bench/prediction.py), is not fitted to them
   back one status word at a time (the same chain with no data, ``raw.empty_lookback_tile_ns``,
   runs at block dispatch's pace: its predecessors are done before it looks).
 
-It prints the GPU's entry of ``grader/grading/gpu_models.json`` (the model's keys, and the raw
+It prints the GPU's entry of ``grader/core/gpu_models.json`` (the model's keys, and the raw
 figures under ``raw``).
 
 Usage on the GPU machine (PyCUDA installed): ``python3 bench/gpu_constants.py OUT.json``.

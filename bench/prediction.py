@@ -75,7 +75,7 @@ def _measured(out: Path) -> dict[tuple[str, str], dict[int, tuple[float, float]]
 
 def _model(out: Path, override: Path | None):
     from dataclasses import fields
-    from grader.grading.prediction import GPU_MODELS, GpuModel
+    from grader.core.gpu_models import GPU_MODELS, GpuModel
     path = override or out / "constants.json"
     if path.is_file():
         raw = json.loads(path.read_text())

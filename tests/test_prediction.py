@@ -13,7 +13,8 @@ from grader.assignment.config import load_config
 from grader.assignment.parts import PARTS
 from grader.assignment.plans import LaunchConfig, plan_launches
 from grader.core.errors import ConfigError
-from grader.grading.prediction import GPU_MODELS, KernelCounts, predict_ms
+from grader.core.gpu_models import GPU_MODELS
+from grader.grading.prediction import KernelCounts, predict_ms
 from tests.conftest import ROOT
 
 MODEL = next(iter(GPU_MODELS.values()))
@@ -58,12 +59,25 @@ def test_a_span_that_grows_with_the_grid_is_one_thread_walking_the_input():
     assert flat < ms / 10
 
 
-def test_a_one_lane_look_back_is_a_chain_32_times_a_warps():
-    launch = LaunchConfig("k", 1 << 16, 128, 22528)
-    one = predict_ms(MODEL, [launch], {"k": _tiled(12, lookback_width=1, bytes_per_block=0.0)})
-    warp = predict_ms(MODEL, [launch], {"k": _tiled(12, lookback_width=32, bytes_per_block=0.0)})
-    assert one == pytest.approx((1 << 16) * MODEL.lookback_tile_ns * 1e-6 + MODEL.copy_ms(0), rel=0.01)
-    assert warp < one / 8
+def test_a_look_back_over_every_predecessor_grows_as_the_square_of_the_tiles():
+    """12 tiles that read 66 status words (0 + 1 + ... + 11: every predecessor's): the walk grows
+    with the tile's index, so twice the tiles take about four times as long, and far longer than a
+    decoupled look-back of the same tiles (a few reads each, stopped by an inclusive prefix)."""
+    every = _tiled(12, lookback_width=1, lookback_reads=66, bytes_per_block=0.0, sector_bytes_per_block=0.0)
+    decoupled = replace(every, lookback_reads=14)
+    one, two = ([LaunchConfig("k", g, 128, 22528)] for g in (1 << 15, 1 << 16))
+    t1, t2 = (predict_ms(MODEL, launch, {"k": every}) for launch in (one, two))
+    assert t2 == pytest.approx(4 * t1, rel=0.1)
+    fast = predict_ms(MODEL, two, {"k": decoupled})
+    assert fast < t2 / 100
+
+
+def test_a_warp_wide_look_back_is_never_slower_than_one_lane():
+    launch = [LaunchConfig("k", 1 << 14, 128, 22528)]
+    counts = _tiled(12, lookback_width=1, lookback_reads=14, span_steps=200, barriers=17)
+    one = predict_ms(MODEL, launch, {"k": counts})
+    warp = predict_ms(MODEL, launch, {"k": replace(counts, lookback_width=32)})
+    assert warp <= one
 
 
 def test_a_launched_kernel_that_was_not_counted_has_no_prediction():

@@ -98,7 +98,7 @@ def _not_negative(v: float) -> str | None:
 
 
 def _measured_gpu(v: str | None) -> str | None:
-    from grader.grading.prediction import GPU_MODELS
+    from grader.core.gpu_models import GPU_MODELS
     if v is None or v in GPU_MODELS:
         return None
     return (f"has no measured model: one of {', '.join(sorted(GPU_MODELS))} (or null); measure another GPU with "
@@ -237,7 +237,7 @@ class RooflineConfig(_Schema):
     max_n: Annotated[Int, _check(_positive)] = Field(
         65536, description="a positive size n (the largest counted on the emulator)")
     predict_on: Annotated[StrictStr, _check(_measured_gpu)] | None = Field(
-        "NVIDIA H200", description="a GPU of grader/grading/gpu_models.json, or null (no predicted time)")
+        "NVIDIA H200", description="a GPU of grader/core/gpu_models.json, or null (no predicted time)")
 
 
 class CompileCacheConfig(_Schema):

@@ -6,8 +6,10 @@ launch of the part's plan at the predicted size N (:func:`grader.assignment.plan
 
 - ``memory``: the time a device-to-device copy of the launch's global bytes takes on the GPU,
   interpolated in the GPU's measured copy times (its launch and bandwidth ramp included): the
-  roofline of the launch's traffic (Williams, Waterman and Patterson, "Roofline", CACM 2009);
-- ``latency``: the largest of
+  roofline of the launch's traffic (Williams, Waterman and Patterson, "Roofline", CACM 2009); or,
+  where the launch's requests touch more sectors than their bytes fill (lanes far apart), its
+  sectors at the GPU's measured rate for such requests, whichever is longer;
+- ``latency``: the larger of
   - the critical path: the most memory steps one thread makes (the emulator's span), each at the
     GPU's measured step of a thread that walks memory alone where the span grows with the grid (a
     loop of one thread over the input), else at a shared-memory step; plus its barriers;
@@ -15,111 +17,49 @@ launch of the part's plan at the predicted size N (:func:`grader.assignment.plan
     per block), each wave the time of an average block's steps and barriers: latency that the
     concurrency cannot hide (Little's law; Volkov, "Understanding Latency Hiding on GPUs", PhD
     thesis, UC Berkeley, 2016, ch. 4);
-  - the look-back chain of a single-pass scan: the tiles one after another, each the GPU's measured
-    time of one tile's look-back, over the look-back's width (32 where a warp reads its
-    predecessors' status words together, one where one lane reads them one by one; Merrill and
-    Garland, "Single-pass Parallel Prefix Scan with Decoupled Look-back", NVIDIA NVR-2016-002, §4);
 - the launch's time is ``memory + latency``; a plan's, the sum over its launches.
+- A kernel that reads 8-byte global words (a single-pass scan's tile status words, by Part 5's
+  contract) looks back: its launch is a simulation of the tiles on the GPU's schedule instead
+  (:func:`_lookback_ms`): each tile lives the launch's time over the tiles each slot runs, and
+  between publishing its aggregate and its inclusive prefix reads its predecessors' words, 32 a
+  read where a warp reads them together, one where one lane does, a dependent L2 load each
+  (Merrill and Garland, "Single-pass Parallel Prefix Scan with Decoupled Look-back", NVIDIA
+  NVR-2016-002, 2016, §4). A look-back stops at the first inclusive prefix; one that reads
+  every predecessor's word (the emulator counts about tiles·(tiles - 1)/2 reads) walks them all.
 
 The counts come from two emulated runs with every block profiled, at n and n / 4 (the roofline's,
 :func:`grader.grading.profiling.roofline_phase`): per kernel its bytes per block, its span, work
 and barriers, and how they grow with the grid (a power of the grid's ratio, as
 :func:`grader.grading.analysis.span_exponent` takes it). The GPU's constants are measured once per
 GPU by ``bench/gpu_constants.py`` and kept, with the GPU's name, the date and the command, in
-:data:`GPU_MODELS` (``gpu_models.json`` beside this module).
+:data:`grader.core.gpu_models.GPU_MODELS`.
 
-Public API: :class:`GpuModel`, :data:`GPU_MODELS`, :class:`KernelCounts`, :func:`kernel_counts`,
+Public API (:class:`~grader.core.gpu_models.GpuModel` and its table are :mod:`grader.core.gpu_models`'s):
+:class:`KernelCounts`, :func:`kernel_counts`,
 :func:`predict_ms`, :func:`prediction`.
 """
 
 from __future__ import annotations
 
-import json
 import math
-from dataclasses import dataclass, fields
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from grader.assignment.plans import LaunchConfig
+from grader.core.gpu_models import GPU_MODELS, GpuModel
 
-__all__ = ["GPU_MODELS", "GpuModel", "KernelCounts", "kernel_counts", "predict_ms", "prediction"]
+__all__ = ["KernelCounts", "kernel_counts", "predict_ms", "prediction"]
 
 #: Status words of a single-pass scan are 8 bytes (``unsigned long long`` by Part 5's contract):
 #: the global loads of this size are the look-back's.
 LOOKBACK_LOAD_BYTES = 8
+#: A kernel whose 8-byte loads number at least this share of tiles·(tiles - 1)/2 read every
+#: predecessor's status word (a walk that no inclusive prefix ends); a decoupled look-back, whose
+#: walks the emulator's schedule cuts short, reads far fewer.
+EVERY_PREDECESSOR = 0.9
 #: A span that grows at least this fast with the grid (exponent of the grid's ratio) is a thread
 #: walking the input alone.
 WALKING = 0.5
-
-
-@dataclass(frozen=True)
-class GpuModel:
-    """A GPU's constants for :func:`predict_ms`, measured by ``bench/gpu_constants.py``.
-
-    Attributes:
-        gpu: the GPU's name as the driver reports it; measured, driver, cuda, command: when, on
-            which driver and CUDA, and how the constants were measured.
-        sm_count, max_threads_per_sm, max_blocks_per_sm, shared_bytes_per_sm: its attributes.
-        copy: ``(bytes, ms)`` pairs, by bytes: a device-to-device copy of that many bytes (read
-            plus written), L2 emptied before it.
-        shared_step_ns: one dependent shared-memory load of one thread.
-        thread_step_ns: one memory step of a thread looping over an array alone (half of one
-            element of ``s += in[i]; out[i] = s``).
-        barrier_ns: one ``__syncthreads()`` round of a block of 512 threads with a shared step.
-        lookback_tile_ns: one tile of a chain of tiles whose one lane looks back one status word
-            at a time (the least a serial look-back adds per tile).
-        accuracy: what bench/prediction.py measured of the model on this GPU, in words (empty:
-            not measured).
-    """
-
-    gpu: str
-    measured: str
-    driver: str
-    cuda: str
-    command: str
-    sm_count: int
-    max_threads_per_sm: int
-    max_blocks_per_sm: int
-    shared_bytes_per_sm: int
-    copy: tuple[tuple[int, float], ...]
-    shared_step_ns: float
-    thread_step_ns: float
-    barrier_ns: float
-    lookback_tile_ns: float
-    accuracy: str = ""
-
-    def copy_ms(self, nbytes: float) -> float:
-        """A copy of ``nbytes`` (read plus written), in ms: log-log interpolation of :attr:`copy`,
-        its smallest time below it, linear in the bytes above its largest."""
-        pts = self.copy
-        if nbytes <= pts[0][0]:
-            return pts[0][1]
-        for (b0, t0), (b1, t1) in zip(pts, pts[1:]):
-            if nbytes <= b1:
-                f = math.log(nbytes / b0) / math.log(b1 / b0)
-                return math.exp(math.log(t0) + f * (math.log(t1) - math.log(t0)))
-        b, t = pts[-1]
-        return t * nbytes / b
-
-    def resident_blocks(self, block: int, shared_bytes: int) -> int:
-        """Blocks of ``block`` threads and ``shared_bytes`` of dynamic shared memory (plus 1 KiB the
-        system reserves a block) resident on one SM at once; registers are not known here."""
-        fit = min(self.max_threads_per_sm // max(block, 1), self.max_blocks_per_sm)
-        if shared_bytes:
-            fit = min(fit, self.shared_bytes_per_sm // (shared_bytes + 1024))
-        return max(1, fit)
-
-
-def _load_models() -> dict[str, GpuModel]:
-    raw = json.loads((Path(__file__).with_name("gpu_models.json")).read_text())
-    keys = {f.name for f in fields(GpuModel)}
-    return {m["gpu"]: GpuModel(**{k: v for k, v in m.items() if k in keys - {"copy"}},
-                               copy=tuple((int(b), float(t)) for b, t in m["copy"]))
-            for m in raw["models"]}
-
-
-#: The measured GPUs, by name (``gpu_models.json``): the one table of them.
-GPU_MODELS: Mapping[str, GpuModel] = _load_models()
 
 
 @dataclass(frozen=True)
@@ -130,9 +70,11 @@ class KernelCounts:
         grid, block: that launch's blocks and threads per block.
         span_steps, work_steps, barriers: its span, work and barriers (:class:`~grader.core.access_profile.LaunchSteps`).
         bytes_per_block: the kernel's global bytes (:attr:`~grader.core.access_profile.MemoryProfile.moved_bytes`
-            of its sites) over the blocks of all its launches.
+            of its sites) over the blocks of all its launches; sector_bytes_per_block: 32 bytes
+            times the sectors its requests touched, over the same blocks.
         lookback_width: 32 where its 8-byte global loads read several words in one request, 1
-            where each reads one, 0 where it has none.
+            where each reads one, 0 where it has none; lookback_reads: those loads' requests
+            (a poll's repeats not counted: docs/emulator.md, "What the profile counts").
     """
 
     grid: int
@@ -142,6 +84,8 @@ class KernelCounts:
     barriers: int
     bytes_per_block: float
     lookback_width: int
+    sector_bytes_per_block: float = 0.0
+    lookback_reads: int = 0
 
 
 def kernel_counts(profile, launches: Sequence[LaunchConfig]) -> dict[str, KernelCounts]:
@@ -158,13 +102,16 @@ def kernel_counts(profile, launches: Sequence[LaunchConfig]) -> dict[str, Kernel
         sites = [s for s in profile.sites if s.kernel == kernel and s.space == "global"]
         moved = sum(min(32 * s.sectors, 32 * s.ideal_sectors, s.bytes or 32 * s.ideal_sectors) for s in sites)
         look = [s for s in sites if not s.store and s.size == LOOKBACK_LOAD_BYTES and s.requests]
-        width = 0
+        width = reads = 0
         if look:
-            lanes = sum(s.bytes for s in look) / (LOOKBACK_LOAD_BYTES * sum(s.requests for s in look))
-            width = 32 if lanes > 1.0 else 1
+            reads = sum(s.requests for s in look)
+            width = 32 if sum(s.bytes for s in look) / (LOOKBACK_LOAD_BYTES * reads) > 1.0 else 1
+        sectors = 32 * sum(s.sectors for s in sites)
         out[kernel] = KernelCounts(grid=cfg.grid, block=cfg.block, span_steps=steps.span_steps,
                                    work_steps=steps.work_steps, barriers=steps.barriers,
-                                   bytes_per_block=moved / blocks if blocks else 0.0, lookback_width=width)
+                                   bytes_per_block=moved / blocks if blocks else 0.0, lookback_width=width,
+                                   sector_bytes_per_block=sectors / blocks if blocks else 0.0,
+                                   lookback_reads=reads)
     return out
 
 
@@ -177,21 +124,76 @@ def _growth(small: float, big: float, g_small: int, g_big: int) -> float:
 
 
 def _launch_ms(model: GpuModel, cfg: LaunchConfig, big: KernelCounts, small: KernelCounts | None) -> float:
-    """One launch's predicted ms (the module's docstring): ``memory + latency``."""
+    """One launch's predicted ms (the module's docstring): ``memory + latency``, or the look-back's
+    simulation where the kernel looks back (:func:`_lookback_ms`)."""
     g = cfg.grid
     span_e = _growth(small.span_steps, big.span_steps, small.grid, big.grid) if small else 0.0
     work_e = _growth(small.work_steps, big.work_steps, small.grid, big.grid) if small else 1.0
     scale = g / big.grid if big.grid else 1.0
     span = big.span_steps * scale ** span_e
     work = big.work_steps * scale ** work_e
-    memory = model.copy_ms(big.bytes_per_block * g)
+    fixed = model.copy_ms(0)
+    memory = max(model.copy_ms(big.bytes_per_block * g),
+                 fixed + big.sector_bytes_per_block * g / (model.sector_gbps * 1e9) * 1e3)
     step = model.thread_step_ns if span_e >= WALKING else model.shared_step_ns
     critical = span * step + big.barriers * model.barrier_ns
-    waves = math.ceil(g / (model.sm_count * model.resident_blocks(cfg.block, cfg.shared_bytes)))
+    resident = model.sm_count * model.resident_blocks(cfg.block, cfg.shared_bytes)
+    waves = math.ceil(g / resident)
     average = work / (g * cfg.block) if g and cfg.block else 0.0
     per_wave = average * model.shared_step_ns + big.barriers * model.barrier_ns
-    chain = g * model.lookback_tile_ns / big.lookback_width if big.lookback_width and g > 1 else 0.0
-    return memory + max(critical, waves * per_wave, chain) * 1e-6
+    base = memory + max(critical, waves * per_wave) * 1e-6
+    if not big.lookback_width or g < 2:
+        return base
+    # a tile's life without its look-back: the launch's time over the tiles each slot runs (all of it
+    # where every tile is resident at once)
+    tile_ns = max((base - fixed) * 1e6 * min(resident, g) / g, per_wave)
+    walk = None
+    if big.lookback_reads >= EVERY_PREDECESSOR * big.grid * (big.grid - 1) / 2 > 0:
+        # each tile read about every predecessor's word: a walk whatever the words hold, which the
+        # emulator's schedule does not shorten, as long on a GPU
+        per_index = 2.0 * big.lookback_reads / (big.grid * (big.grid - 1))
+        walk = lambda t: per_index * t  # noqa: E731
+    return fixed + _lookback_ms(g, resident, tile_ns, model.l2_step_ns, big.lookback_width, walk)
+
+
+def _lookback_ms(tiles: int, slots: int, tile_ns: float, read_ns: float, width: int, walk=None,
+                 waves: int = 8) -> float:
+    """A single-pass scan's look-back, simulated on the GPU's schedule, in ms (without the launch's
+    fixed cost): ``slots`` tiles resident at once, each started when a slot frees in ticket
+    order, publishing its aggregate half-way through its ``tile_ns``, then looking back in rounds
+    of ``width`` predecessors, a round ``read_ns``, waiting for a predecessor that has not
+    published its aggregate, until a round finds an inclusive prefix (a decoupled look-back:
+    Merrill and Garland, NVR-2016-002, §4.4); or, with ``walk``, reading ``walk(t)`` words whatever
+    they hold (then not simulated: the slots' work, or the last tile's walk, whichever is longer).
+    Its inclusive prefix published, the tile spends the other half of ``tile_ns``. The first
+    ``waves`` waves are simulated; the rest, at their pace.
+    """
+    import heapq
+    if walk is not None:  # a walk that grows with the index: the slots' work, or the last tile's walk
+        walked = sum(math.ceil(walk(t) / width) for t in range(1, tiles)) * read_ns
+        last = tile_ns + math.ceil(walk(tiles - 1) / width) * read_ns
+        return max((tiles * tile_ns + walked) / min(slots, tiles), last) * 1e-6
+    count = min(tiles, waves * slots)
+    free = [0.0] * min(slots, count)
+    aggregate = [0.0] * count
+    inclusive = [0.0] * count
+    end = 0.0
+    half = tile_ns / 2
+    for t in range(count):
+        start = heapq.heappop(free)
+        x = aggregate[t] = start + half
+        if t:
+            p = t - 1
+            while True:
+                lo = max(-1, p - width)
+                x = max(x + read_ns, max(aggregate[q] for q in range(p, lo, -1)) + read_ns)
+                if lo < 0 or any(inclusive[q] <= x for q in range(p, lo, -1)):
+                    break
+                p = lo
+        inclusive[t] = x
+        heapq.heappush(free, x + half)
+        end = max(end, x + half)
+    return end * tiles / count * 1e-6
 
 
 def predict_ms(model: GpuModel, launches: Sequence[LaunchConfig], big: Mapping[str, KernelCounts],

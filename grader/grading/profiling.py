@@ -312,7 +312,8 @@ def roofline_phase(backend, *, cfg, part, module, reference=None):
     if rc.predict_on is None or not counts.kernels:
         return roof
     from dataclasses import replace
-    from grader.grading.prediction import GPU_MODELS, prediction
+    from grader.core.gpu_models import GPU_MODELS
+    from grader.grading.prediction import prediction
     return replace(roof, prediction=prediction(GPU_MODELS[rc.predict_on], part=part, pc=pc, dtype=dtype, counts=counts,
                                                reference=ref_counts,
                                                reference_part=reference[0] if reference is not None else None,
