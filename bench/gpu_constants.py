@@ -16,9 +16,9 @@ measured against the graded kernels (bench/prediction.py), is not fitted to them
 - ``l2_step_ns``: one dependent global load that hits the L2 (a pointer chase in 8 MiB, one
   sector a step): a look-back's read of a status word;
 - ``dram_step_ns``: one dependent global load from DRAM (a chase over 1 GiB);
-- ``sector_gbps``: the 32-byte sectors a second (GB/s of sectors) of a copy whose lanes are 176
-  bytes apart (every request 32 sectors): the rate at which requests that touch more sectors than
-  their bytes fill are served;
+- ``sector_gbps``: the stored 32-byte sectors a second (GB/s of sectors) of a copy whose lanes are
+  176 bytes apart (every request 32 sectors; the loads' lines are reused from L1, the stores are
+  not): the rate at which stores that touch more sectors than their bytes fill are served;
 - ``thread_step_ns``: half of one element of a one-thread loop ``out[i] = s; s += in[i]`` (2^20
   elements, a load and a store): how fast one thread walks memory alone;
 - ``lookback_tile_ns``: one tile of a chain of 2^15 tiles (blocks of 128 threads, 22 KiB of shared
@@ -128,11 +128,14 @@ __global__ void lookback_tiles(const int *in, int *out, unsigned long long *stat
     for (int i = 0; i < 44; ++i) out[base + i * 128 + threadIdx.x] = v[i] + 1;
 }
 
-// A copy whose lanes are 176 bytes apart (each thread its own 44 consecutive words, as a tile
-// loaded "by thread"): every warp request touches 32 sectors, 8 times a coalesced copy's.
-__global__ void strided_copy(const int *in, int *out) {
+// A copy whose lanes are 176 bytes apart (each thread its own 44 consecutive words, loaded into
+// registers, then stored, as a tile loaded "by thread"): every warp request touches 32 sectors. The
+// loads' lines come back to L1 for the next 43 requests; the stores go to L2 sector by sector.
+__global__ void strided_copy(const int *__restrict__ in, int *__restrict__ out) {
     size_t base = (size_t(blockIdx.x) * blockDim.x + threadIdx.x) * 44;
-    for (int i = 0; i < 44; ++i) out[base + i] = in[base + i] + 1;
+    int v[44];
+    for (int i = 0; i < 44; ++i) v[i] = in[base + i];
+    for (int i = 0; i < 44; ++i) out[base + i] = v[i] + 1;
 }
 
 __global__ void one_thread_scan(const int *in, int *out, int n) {
@@ -253,7 +256,7 @@ def measure() -> dict:
     words = 5632 * tiles  # d_in and d_out hold this many words
     s_ms = _median_ms(drv, lambda: strided(d_in, d_out, block=(128, 1, 1), grid=(words // (128 * 44), 1)), runs=10,
                       before=flush_l2)
-    sector_bytes = 2 * (words // 32) * 32 * 32  # loads and stores: words / 32 requests each, 32 sectors of 32 bytes
+    sector_bytes = (words // 32) * 32 * 32  # the stores: words / 32 requests, 32 sectors of 32 bytes each
     sector_gbps = sector_bytes / (s_ms * 1e-3) / 1e9
 
     smi = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],

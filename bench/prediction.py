@@ -25,14 +25,15 @@ ROOT = Path(__file__).resolve().parent.parent
 TIMED_PREFIXES = ("part3_", "part4_", "part5_")
 
 
-def _class(folder: Path) -> list[str]:
+def _class(folder: Path, only: list[str] | None = None) -> list[str]:
     """A class in ``folder``: ``reference`` (every reference solution) and one submission per
-    timed-part kernel of tests/kernels, its file named as its part's."""
+    timed-part kernel of tests/kernels (those named in ``only``, where given), its file named as
+    its part's."""
     from grader.assignment.parts import PARTS
     shutil.copytree(ROOT / "reference" / "solutions", folder / "reference")
     names = ["reference"]
     for cu in sorted((ROOT / "tests" / "kernels").glob("part*.cu")):
-        if not cu.name.startswith(TIMED_PREFIXES):
+        if not cu.name.startswith(TIMED_PREFIXES) or (only and cu.stem not in only):
             continue
         key = next(k for k in PARTS if k.startswith(cu.name.split("_")[0] + "_"))
         (folder / cu.stem).mkdir()
@@ -41,13 +42,15 @@ def _class(folder: Path) -> list[str]:
     return names
 
 
-def measure(out: Path, jobs: int) -> int:
-    """The GPU side: constants, then the class's batch; returns the batch's exit status."""
+def measure(out: Path, jobs: int, only: list[str] | None = None, constants: bool = True) -> int:
+    """The GPU side: constants (unless ``constants`` is False), then the class's batch (the kernels
+    of ``only``, where given); returns the batch's exit status."""
     out.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, str(ROOT / "bench" / "gpu_constants.py"), str(out / "constants.json")],
-                   check=False)
+    if constants:
+        subprocess.run([sys.executable, str(ROOT / "bench" / "gpu_constants.py"), str(out / "constants.json")],
+                       check=False)
     with tempfile.TemporaryDirectory() as tmp:
-        names = _class(Path(tmp) / "class")
+        names = _class(Path(tmp) / "class", only)
         batch = Path(tmp) / "batch"
         proc = subprocess.run([sys.executable, "-m", "grader", "batch", str(Path(tmp) / "class"), "--backend",
                                "pycuda", "--out", str(batch), "--jobs", str(jobs)], cwd=ROOT)
@@ -145,13 +148,15 @@ def main(argv: list[str]) -> int:
     m = sub.add_parser("measure")
     m.add_argument("out", type=Path)
     m.add_argument("--jobs", type=int, default=8)
+    m.add_argument("--only", nargs="*", help="only these kernels of tests/kernels (stems), with the reference")
+    m.add_argument("--no-constants", action="store_true", help="grade only")
     t = sub.add_parser("table")
     t.add_argument("out", type=Path)
     t.add_argument("--model", type=Path, help="constants JSON to use (default: OUT/constants.json, else the "
                    "shipped gpu_models.json entry of the measured GPU)")
     args = ap.parse_args(argv[1:])
     if args.what == "measure":
-        return measure(args.out, args.jobs)
+        return measure(args.out, args.jobs, args.only, not args.no_constants)
     return table(args.out, args.model)
 
 

@@ -7,8 +7,9 @@ launch of the part's plan at the predicted size N (:func:`grader.assignment.plan
 - ``memory``: the time a device-to-device copy of the launch's global bytes takes on the GPU,
   interpolated in the GPU's measured copy times (its launch and bandwidth ramp included): the
   roofline of the launch's traffic (Williams, Waterman and Patterson, "Roofline", CACM 2009); or,
-  where the launch's requests touch more sectors than their bytes fill (lanes far apart), its
-  sectors at the GPU's measured rate for such requests, whichever is longer;
+  where the launch's stores touch more sectors than their bytes fill (lanes far apart, each
+  writing part of a sector), those sectors at the GPU's measured rate for such stores, whichever
+  is longer (a load's partly used lines come back from L1 for the warp's next requests);
 - ``latency``: the larger of
   - the critical path: the most memory steps one thread makes (the emulator's span), each at the
     GPU's measured step of a thread that walks memory alone where the span grows with the grid (a
@@ -53,6 +54,9 @@ __all__ = ["KernelCounts", "kernel_counts", "predict_ms", "prediction"]
 #: Status words of a single-pass scan are 8 bytes (``unsigned long long`` by Part 5's contract):
 #: the global loads of this size are the look-back's.
 LOOKBACK_LOAD_BYTES = 8
+#: A store request that touches more sectors than this is scattered (lanes more than 16 bytes apart
+#: on average; the GPU's ``sector_gbps`` was measured with 32 a request).
+SCATTERED = 16
 #: A kernel whose 8-byte loads number at least this share of tiles·(tiles - 1)/2 read every
 #: predecessor's status word (a walk that no inclusive prefix ends); a decoupled look-back, whose
 #: walks the emulator's schedule cuts short, reads far fewer.
@@ -71,7 +75,8 @@ class KernelCounts:
         span_steps, work_steps, barriers: its span, work and barriers (:class:`~grader.core.access_profile.LaunchSteps`).
         bytes_per_block: the kernel's global bytes (:attr:`~grader.core.access_profile.MemoryProfile.moved_bytes`
             of its sites) over the blocks of all its launches; sector_bytes_per_block: 32 bytes
-            times the sectors its requests touched, over the same blocks.
+            times the sectors of its store sites whose requests touch more than :data:`SCATTERED`
+            sectors each (lanes far apart), over the same blocks.
         lookback_width: 32 where its 8-byte global loads read several words in one request, 1
             where each reads one, 0 where it has none; lookback_reads: those loads' requests
             (a poll's repeats not counted: docs/emulator.md, "What the profile counts").
@@ -106,7 +111,9 @@ def kernel_counts(profile, launches: Sequence[LaunchConfig]) -> dict[str, Kernel
         if look:
             reads = sum(s.requests for s in look)
             width = 32 if sum(s.bytes for s in look) / (LOOKBACK_LOAD_BYTES * reads) > 1.0 else 1
-        sectors = 32 * sum(s.sectors for s in sites)
+        # stores whose requests each write a part of many sectors (lanes far apart, as the measured
+        # rate's, 32 a request): L2 serves them sector by sector
+        sectors = 32 * sum(s.sectors for s in sites if s.store and s.sectors > SCATTERED * s.requests)
         out[kernel] = KernelCounts(grid=cfg.grid, block=cfg.block, span_steps=steps.span_steps,
                                    work_steps=steps.work_steps, barriers=steps.barriers,
                                    bytes_per_block=moved / blocks if blocks else 0.0, lookback_width=width,
