@@ -101,3 +101,21 @@ def test_the_config_names_a_gpu_with_a_measured_model(tmp_path):
     assert "predict_on" in str(err.value) and "NVIDIA H200" in str(err.value) and "gpu_constants.py" in str(err.value)
     path.write_text(text.replace("predict_on: NVIDIA B300", "predict_on: null"))
     assert load_config(path).roofline.predict_on is None
+
+
+def test_the_emulators_time_plot_draws_the_predicted_times_beside_the_bounds():
+    from grader.core.performance import Prediction, PredictionRow, Roofline, RooflineRow
+    from grader.core.results import PartResult
+    from grader.render.plot import _series
+
+    roof = Roofline(target="NVIDIA H100 80GB HBM3", peak_dram_gbps=3350, step_ns=10, launch_us=1, message="m",
+                    rows=(RooflineRow(1 << 20, 0.004, 0.004, 1.0), RooflineRow(1 << 24, 0.05, 0.05, 1.0)),
+                    prediction=Prediction(gpu="NVIDIA H200", message="p",
+                                          rows=(PredictionRow(1 << 20, 0.01, 0.009, 1.1),
+                                                PredictionRow(1 << 24, 0.06, 0.05, 1.2))))
+    part = PartResult(key="part5_single_pass", number=5, title="t", file="f", status="pass", message="",
+                      cases=(), roofline=roof)
+    lines, ylabel = _series(part)
+    assert lines["your kernel (PREDICTED on an NVIDIA H200)"] == [(1 << 20, 0.01), (1 << 24, 0.06)]
+    assert lines["reference solution (PREDICTED on an NVIDIA H200)"] == [(1 << 20, 0.009), (1 << 24, 0.05)]
+    assert "PREDICTED time on an NVIDIA H200" in ylabel and "your kernel (estimated bound)" in lines

@@ -1,6 +1,7 @@
 """The time plot of a timed part: time against n, log-log, for the submission's kernel, the
 reference solution, the device-to-device copy and CUB where they were timed (a GPU run), or the
-estimated lower bounds of the submission and the reference (the emulator's roofline).
+estimated lower bounds of the submission and the reference (the emulator's roofline) with their
+predicted times (:mod:`grader.grading.prediction`), where predicted.
 
 :func:`time_plot_png` is pure (the PNG's bytes, for PrairieLearn's ``images`` and Gradescope's
 HTML output); :func:`write_plots` is the one function here that writes files: one PNG per part
@@ -52,10 +53,17 @@ def _series(part: PartResult) -> tuple[dict[str, list[tuple[int, float]]], str]:
                  "CUB DeviceScan": [(r.n, r.cub_ms) for r in rows if r.cub_ms]}, "median time on the GPU (ms)")
     roof = part.roofline
     if roof is not None and roof.rows:
-        return ({"your kernel (estimated bound)": [(r.n, r.bound_ms) for r in roof.rows],
+        lines = {"your kernel (estimated bound)": [(r.n, r.bound_ms) for r in roof.rows],
                  "reference solution (estimated bound)": [(r.n, r.reference_bound_ms) for r in roof.rows
-                                                          if r.reference_bound_ms]},
-                f"ESTIMATED lower bound on a {roof.target} (ms)")
+                                                          if r.reference_bound_ms]}
+        ylabel = f"ESTIMATED lower bound on a {roof.target} (ms)"
+        pred = roof.prediction
+        if pred is not None and pred.rows:
+            lines[f"your kernel (PREDICTED on an {pred.gpu})"] = [(r.n, r.predicted_ms) for r in pred.rows]
+            lines[f"reference solution (PREDICTED on an {pred.gpu})"] = [(r.n, r.reference_ms) for r in pred.rows
+                                                                        if r.reference_ms]
+            ylabel = f"ESTIMATED bound on a {roof.target}, PREDICTED time on an {pred.gpu} (ms)"
+        return lines, ylabel
     return {}, ""
 
 
