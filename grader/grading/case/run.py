@@ -222,7 +222,7 @@ def _checker_findings(found: list) -> list[_WordedFinding]:
         text = f"the kernel failed ({f.kind}): {f.message}"
         if f.block is not None and f.thread is not None:
             text += f" (block {_ids(f.block)}, thread {_ids(f.thread)})"
-        told.append(_WordedFinding(CaseFinding(f.kind, f.message, f.file, f.line, f.block, f.thread), text))
+        told.append(_WordedFinding(CaseFinding.of(f), text))
     return told
 
 
@@ -241,7 +241,7 @@ def _kernel_findings(exc: KernelError, where: str) -> list[_WordedFinding]:
             text += f" (block {_ids(f.block)}, thread {_ids(f.thread)})"
         if f.kind == exc.kind and not any(t.finding.kind == exc.kind for t in told):
             text = head + str(exc)
-        told.append(_WordedFinding(CaseFinding(f.kind, f.message, f.file, f.line, f.block, f.thread), text))
+        told.append(_WordedFinding(CaseFinding.of(f), text))
     return told
 
 
@@ -347,7 +347,7 @@ def _run_case(backend, module, *, cfg, part, case, schedules, checked, result, w
                 text = f"{f.message}; with that value the output is wrong{where}"
                 if f.block is not None and f.thread is not None:
                     text += f" (block {_ids(f.block)}, thread {_ids(f.thread)})"
-                told.append(_WordedFinding(CaseFinding(f.kind, f.message, f.file, f.line, f.block, f.thread), text))
+                told.append(_WordedFinding(CaseFinding.of(f), text))
             elif (mm is not None and not kernel) or (unwritten and not told):
                 first = _output_bits(launched.run, launched.plan, case.n)
                 del launched
