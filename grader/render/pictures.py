@@ -278,10 +278,10 @@ def mismatch_strip(case: CaseResult, part: PartResult, *, key: str) -> Markup:
         if tile and 1 < tiles <= 64 else []
     body = ['<rect x="0" y="0" width="720" height="170" fill="#FFFFFF"/>']
     body += _strip(mm.bins, mm.bin_width, n, y=30, ticks=edges, label=f"{mm.buffer}[0 … {n - 1}]")
-    body.append(_text(10, 72, f"a box: {mm.bin_width:,} element{'s' if mm.bin_width != 1 else ''}"
-                      + (" (a tile)" if edges and mm.bin_width == tile else ""), size=10))
+    body.append(_text(10, 72, f"a box: {mm.bin_width:,} element{'s' if mm.bin_width != 1 else ''}", size=10))
     if edges:
-        body.append(_text(10, 86, "green lines: tile starts", size=10, fill=COLOURS["tile"]))
+        body.append(_text(10, 84, "(a tile)" if mm.bin_width == tile else "", size=10))
+        body.append(_text(10, 96, "green: tile starts", size=10, fill=COLOURS["tile"]))
     height = 90
     if mm.offsets and mm.offset_width and tile:
         body += _strip(mm.offsets, mm.offset_width, tile, y=110, ticks=[], label="within a tile")
