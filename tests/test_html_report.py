@@ -14,6 +14,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from grader.backends import Selection
@@ -210,3 +211,34 @@ def test_a_race_finding_without_its_other_access_draws_nothing():
         access="write-after-write", address="s[1] (inside shared array s, 64 elements)"),)),))
     fragment = str(part_pictures(drawn))
     assert "Race (write-after-write) on s[1]" in fragment and fragment.count("<rect x=") >= 2
+
+
+@pytest.mark.parametrize("wrong, says", [
+    (slice(511, None, 512), ["every 512th element from 511 on (511, 1,023, ...) is wrong, and no other",
+                             "the wrong elements are in tiles 1, 3, 5, 7, 9 (5 of 10); a tile is 256 elements",
+                             "within their tiles they lie at elements 248 to 255 of the 256 (the end of the tile)"]),
+    (slice(512, None), ["every element from 512 to 2,559 is wrong, and no other",  # a wrong offset from the second level on
+                        "the wrong elements are in every tile from tile 2 on (8 of 10); a tile is 256 elements",
+                        "within their tiles they lie everywhere, from the first element to the last"]),
+    (slice(2304, None), ["the wrong elements are in only the last tile (tile 9 of 10: elements 2,304 to 2,559); "
+                         "a tile is 256 elements"]),
+])
+def test_the_mismatch_says_where_its_wrong_elements_lie(wrong, says):
+    from grader.grading.case.checks import diagnose
+    from grader.render._patterns import wrong_places
+
+    x = np.ones(2560, dtype=np.int32)
+    expected = np.concatenate([[0], np.cumsum(x)[:-1]]).astype(np.int32)
+    got = expected.copy()
+    got[wrong] += 7
+    mm = diagnose(got, expected, source=x, inclusive=False, tile=256)
+    assert mm.bin_width == 256 and len(mm.bins) == 10 and sum(mm.bins) == sum(mm.offsets) == mm.wrong
+    lines = wrong_places(mm, 2560, 256)
+    assert all(s in lines for s in says), lines
+    case = CaseResult(name="n=2560 int32", n=2560, dtype="int32", seed=1, status="fail", points=0, max_points=1,
+                      message="wrong", kind="mismatch", mismatch=mm)
+    part = PartResult(key="part4_any_size", number=4, title="t", file="k.cu", status="fail", cases=(case,),
+                      block_size=128)
+    fragment = str(part_pictures(part))
+    assert fragment.count('class="bin wrong"') == sum(1 for c in mm.bins if c) + sum(1 for c in mm.offsets if c)
+    assert fragment.count('class="tile-edge"') == 10 and all(html.escape(s, quote=True) in fragment for s in says)

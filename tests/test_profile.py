@@ -499,3 +499,17 @@ def test_student_code_cannot_call_the_profile_switch(emu, tmp_path):
         emu.compile(source=part_header(part, block_size=32, dtype=INT) + body, filename="cheat.cu", kernels=kernels,
                     workdir=tmp_path)
     assert "sg_profile_set" in str(err.value) + str(getattr(err.value, "log", ""))
+
+
+def test_the_profile_text_keeps_the_worst_requests_lanes_and_reads_a_line_without_them():
+    from grader.core.access_profile import parse_profile
+
+    words = ",".join(["-"] * 2 + [str(32 * k + 5) for k in range(30)])
+    line = "k\t@10\ts\t0\t4\t3\t40\t3\t30\t128\t0\t0\t0"
+    resolve = lambda pcs: {pc: ("k.cu", 7) for pc in pcs}  # noqa: E731
+    (site,) = parse_profile(f"{line}\t{words}\n", resolve).sites
+    assert site.worst_words == (-1, -1, *(32 * k + 5 for k in range(30))) and site.worst_degree == 30
+    assert parse_profile(line + "\n", resolve).sites[0].worst_words == ()  # a runtime before them
+    assert parse_profile(f"{line}\t1,2,3\n", resolve).sites == ()  # not 32 lanes: skipped as malformed
+    profile = parse_profile(f"{line}\t{words}\n", resolve)
+    assert profile.worst_request == site
