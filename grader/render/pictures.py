@@ -79,6 +79,8 @@ def _text(x: float, y: float, text: str, *, anchor: str = "start", weight: str =
 #: A race's kind (:attr:`grader.core.results.CaseFinding.access`) -> what the first and the second access did.
 _RACE_ACCESSES = {"read-after-write": ("write", "read"), "write-after-read": ("read", "write"),
                   "write-after-write": ("write", "write")}
+#: What an access does, as a verb.
+_VERBS = {"write": "writes", "read": "reads", "access": "accesses"}
 
 
 def _marker(x: float, y: float, what: str) -> str:
@@ -125,7 +127,8 @@ def race_timeline(f: CaseFinding, *, key: str) -> Markup:
         body.append(_text(10, y + 12, f"block {_ids(block)}"))
         x = 320 if k == 0 else 600
         body.append(_marker(x, y, what))
-        body.append(_text(x, y - 20, f"{order}: {what}s, line {line if line is not None else '?'}", anchor="middle"))
+        body.append(_text(x, y - 20, f"{order}: {_VERBS[what]}, line {line if line is not None else '?'}",
+                          anchor="middle"))
     body.append(f'<path d="M332 66 L588 124" stroke="#000" stroke-width="1.5" fill="none"/>'
                 f'<path d="M588 124 l-10 -8 l-2 10 z" fill="#000"/>')
     body.append(_text(400, 112, where, anchor="middle", weight="bold"))
@@ -134,8 +137,9 @@ def race_timeline(f: CaseFinding, *, key: str) -> Markup:
     body.append(_text(470, 36, "no barrier here", fill=COLOURS["conflict"], weight="bold"))
     body.append(f'<path d="M250 190 H700" stroke="#000"/><path d="M700 190 l-8 -4 v8 z" fill="#000"/>')
     body.append(_text(250, 205, "the emulator's order (a GPU may run them either way) →"))
-    words = (f"Thread {_ids(f.other_thread)} of block {_ids(f.other_block)} {first}s {where} at line {f.other_line} "
-             f"first; then thread {_ids(f.thread)} of block {_ids(f.block)} {second}s it at line {f.line}, with "
+    words = (f"Thread {_ids(f.other_thread)} of block {_ids(f.other_block)} {_VERBS[first]} {where} at line "
+             f"{f.other_line} first; then thread {_ids(f.thread)} of block {_ids(f.block)} {_VERBS[second]} it at "
+             f"line {f.line}, with "
              f"nothing between them that orders the two: {_separator(f)}.")
     title = f"Race ({f.access or 'unknown order'}) on {where}"
     table = _table(f"The two accesses to {f.address or where}", ["order", "thread", "block", "access", "line"],
