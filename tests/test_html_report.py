@@ -73,6 +73,8 @@ def test_a_race_is_drawn_as_two_threads_in_order_with_their_lines_and_the_elemen
     # the finding, end to end: the first access (the other thread's) wrote buf, the second reads it
     assert "buf[" in _source_line("part1_missing_sync.cu", f.other_line).split("=")[0]
     assert "buf[" in _source_line("part1_missing_sync.cu", f.line).split("=", 1)[1]
+    assert (f.code, f.other_code) == (_source_line("part1_missing_sync.cu", f.line).strip(),
+                                      _source_line("part1_missing_sync.cu", f.other_line).strip())
     assert f.block == f.other_block == (0, 0, 0) and f.thread != f.other_thread
     dom = _dom(tmp_path, race)
     (svg,) = dom.within("svg", "race")
@@ -82,8 +84,10 @@ def test_a_race_is_drawn_as_two_threads_in_order_with_their_lines_and_the_elemen
     cells = [c.strip() for c in dom.text if c.strip()]
     # the table beside the picture: the first access, then the second, with thread ids and lines
     first = cells.index("1st", cells.index("order"))
-    assert cells[first:first + 5] == ["1st", "(0, 0, 0)", "(0, 0, 0)", "write", str(f.other_line)]
-    assert cells[first + 5:first + 10] == ["2nd", "({}, {}, {})".format(*f.thread), "(0, 0, 0)", "read", str(f.line)]
+    assert cells[first:first + 6] == ["1st", "(0, 0, 0)", "(0, 0, 0)", "write", str(f.other_line), f.other_code]
+    assert cells[first + 6:first + 12] == ["2nd", "({}, {}, {})".format(*f.thread), "(0, 0, 0)", "read", str(f.line),
+                                           f.code]
+    assert f"{f.line}: {f.code}" in text and f"{f.other_line}: {f.other_code}" in text  # the lines, in the picture
     assert f"a __syncthreads() between line {f.other_line} and line {f.line}" in text
     assert len(dom.within("rect", "race")) >= 2 and len(dom.within("circle", "race")) == 1  # the W square, the R circle
 
@@ -187,7 +191,8 @@ def test_a_result_saved_before_the_pictures_reads_back_and_renders_without_them(
         for p in doc["parts"]:
             for c in p["cases"]:
                 for f in c["findings"]:
-                    for key in ("other_file", "other_line", "other_block", "other_thread", "access", "address"):
+                    for key in ("other_file", "other_line", "other_block", "other_thread", "access", "address",
+                                "code", "other_code"):
                         del f[key]
                 if c["mismatch"]:
                     for key in ("last", "bins", "bin_width", "offsets", "offset_width", "stride"):

@@ -77,7 +77,9 @@ def clean_case(case: "CaseResult", budget: list[int] | None = None) -> "CaseResu
                                          file=clean_text(f.file, max_bytes=200, max_lines=1),
                                          other_file=clean_text(f.other_file, max_bytes=200, max_lines=1),
                                          access=clean_text(f.access, max_bytes=50, max_lines=1),
-                                         address=clean_text(f.address, max_bytes=200, max_lines=1))
+                                         address=clean_text(f.address, max_bytes=200, max_lines=1),
+                                         code=clean_text(f.code, max_bytes=480, max_lines=1),
+                                         other_code=clean_text(f.other_code, max_bytes=480, max_lines=1))
                      for f in case.findings[:MAX_FINDINGS])
     return dataclasses.replace(case, message=message, mismatch=mm, warnings=warnings, findings=findings,
                                name=clean_text(case.name, max_bytes=200, max_lines=1),
@@ -247,6 +249,8 @@ class CaseFinding:
             second reads; ``write-after-read``; ``write-after-write``); address: the element both
             accessed, in words (``temp[37] (inside shared array temp, 256 elements)``); None for
             other kinds, on a GPU (compute-sanitizer), and in a result saved before they were kept.
+        code, other_code: the text of ``line`` and ``other_line`` in the student's part file,
+            stripped (at most 160 characters), where the finding names a line of it; else None.
     """
 
     kind: str
@@ -261,6 +265,8 @@ class CaseFinding:
     other_thread: tuple[int, int, int] | None = None
     access: str | None = None
     address: str | None = None
+    code: str | None = None
+    other_code: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("block", "thread", "other_block", "other_thread"):  # JSON gives lists

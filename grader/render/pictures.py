@@ -36,6 +36,8 @@ COLOURS = {"write": "#0072B2", "read": "#E69F00", "conflict": "#D55E00", "lane":
 MAX_PICTURES = 3
 #: The bank grid's cell (px).
 _CELL = 11
+#: Characters of a source line a race's picture shows (its table shows the finding's whole quote).
+_CODE_SHOWN = 64
 
 
 def _e(value: object) -> Markup:
@@ -118,10 +120,11 @@ def race_timeline(f: CaseFinding, *, key: str) -> Markup:
         return Markup("")
     first, second = _RACE_ACCESSES.get(f.access or "", ("access", "access"))
     where = (f.address or "the same element").split(" (", 1)[0]
-    rows = [("1st", f.other_thread, f.other_block, first, f.other_line), ("2nd", f.thread, f.block, second, f.line)]
-    body = [f'<rect x="0" y="0" width="720" height="210" fill="#FFFFFF"/>']
-    for k, (order, thread, block, what, line) in enumerate(rows):
-        y = 60 + 70 * k
+    rows = [("1st", f.other_thread, f.other_block, first, f.other_line, f.other_code),
+            ("2nd", f.thread, f.block, second, f.line, f.code)]
+    body = ['<rect x="0" y="0" width="720" height="230" fill="#FFFFFF"/>']
+    for k, (order, thread, block, what, line, code) in enumerate(rows):
+        y = 60 + 80 * k
         body.append(f'<line x1="250" y1="{y}" x2="700" y2="{y}" stroke="{COLOURS["grid"]}" stroke-width="2"/>')
         body.append(_text(10, y - 4, f"thread {_ids(thread)}", weight="bold"))
         body.append(_text(10, y + 12, f"block {_ids(block)}"))
@@ -129,23 +132,27 @@ def race_timeline(f: CaseFinding, *, key: str) -> Markup:
         body.append(_marker(x, y, what))
         body.append(_text(x, y - 20, f"{order}: {_VERBS[what]}, line {line if line is not None else '?'}",
                           anchor="middle"))
-    body.append(f'<path d="M332 66 L588 124" stroke="#000" stroke-width="1.5" fill="none"/>'
-                f'<path d="M588 124 l-10 -8 l-2 10 z" fill="#000"/>')
-    body.append(_text(400, 112, where, anchor="middle", weight="bold"))
-    body.append(f'<line x1="460" y1="25" x2="460" y2="160" stroke="{COLOURS["conflict"]}" stroke-width="2" '
+        if code:
+            shown = code if len(code) <= _CODE_SHOWN else code[:_CODE_SHOWN - 1] + "…"
+            body.append(f'<text class="code" x="250" y="{y + 30}" font-family="monospace" font-size="11" '
+                        f'fill="#333333">{_e(f"{line}: {shown}")}</text>')
+    body.append('<path d="M332 66 L588 134" stroke="#000" stroke-width="1.5" fill="none"/>'
+                '<path d="M588 134 l-10 -8 l-2 10 z" fill="#000"/>')
+    body.append(_text(400, 118, where, anchor="middle", weight="bold"))
+    body.append(f'<line x1="460" y1="25" x2="460" y2="170" stroke="{COLOURS["conflict"]}" stroke-width="2" '
                 f'stroke-dasharray="6 4"/>')
     body.append(_text(470, 36, "no barrier here", fill=COLOURS["conflict"], weight="bold"))
-    body.append(f'<path d="M250 190 H700" stroke="#000"/><path d="M700 190 l-8 -4 v8 z" fill="#000"/>')
-    body.append(_text(250, 205, "the emulator's order (a GPU may run them either way) →"))
+    body.append('<path d="M250 205 H700" stroke="#000"/><path d="M700 205 l-8 -4 v8 z" fill="#000"/>')
+    body.append(_text(250, 222, "the emulator's order (a GPU may run them either way) →"))
     words = (f"Thread {_ids(f.other_thread)} of block {_ids(f.other_block)} {_VERBS[first]} {where} at line "
              f"{f.other_line} first; then thread {_ids(f.thread)} of block {_ids(f.block)} {_VERBS[second]} it at "
-             f"line {f.line}, with "
-             f"nothing between them that orders the two: {_separator(f)}.")
+             f"line {f.line}, with nothing between them that orders the two: {_separator(f)}.")
     title = f"Race ({f.access or 'unknown order'}) on {where}"
-    table = _table(f"The two accesses to {f.address or where}", ["order", "thread", "block", "access", "line"],
-                   [[o, _ids(t), _ids(b), w, ln if ln is not None else "?"] for o, t, b, w, ln in rows], "race-table")
+    table = _table(f"The two accesses to {f.address or where}", ["order", "thread", "block", "access", "line", "code"],
+                   [[o, _ids(t), _ids(b), w, ln if ln is not None else "?", code or ""]
+                    for o, t, b, w, ln, code in rows], "race-table")
     note = Markup(f'<p class="separator">What would separate them: {_e(_separator(f))}.</p>')
-    return _figure(_svg(key, 720, 210, title, words, body), title, table + note, "race")
+    return _figure(_svg(key, 720, 230, title, words, body), title, table + note, "race")
 
 
 # ---- Part 3's bank conflicts ----------------------------------------------------------------------

@@ -195,6 +195,27 @@ def with_compiler_notes(result: CaseResult, notes: list[str], earlier: list[Case
     return dataclasses.replace(result, message=message, findings=findings)
 
 
+#: Characters of a source line a finding keeps (:func:`with_source_lines`).
+CODE_CHARS = 160
+
+
+def with_source_lines(result: CaseResult, source: str, filename: str) -> CaseResult:
+    """``result`` with each finding's line of the student's file quoted: ``code`` for its ``line``
+    and ``other_code`` for its ``other_line``, where ``file`` (``other_file``) is ``filename`` (the
+    part's file, whose text is ``source``), stripped and cut to :data:`CODE_CHARS` characters;
+    ``result`` as it is where no finding has such a line."""
+    lines = source.splitlines()
+
+    def quoted(file: str | None, line: int | None) -> str | None:
+        if file != filename or line is None or not 1 <= line <= len(lines):
+            return None
+        text = lines[line - 1].strip()
+        return text if len(text) <= CODE_CHARS else text[:CODE_CHARS - 1] + "…"
+    findings = tuple(dataclasses.replace(f, code=quoted(f.file, f.line), other_code=quoted(f.other_file, f.other_line))
+                     for f in result.findings)
+    return result if findings == result.findings else dataclasses.replace(result, findings=findings)
+
+
 class _WordedFinding(NamedTuple):
     """A finding and its wording: the text a case's message gives it when it comes first."""
 
