@@ -247,3 +247,17 @@ def test_the_mismatch_says_where_its_wrong_elements_lie(wrong, says):
     fragment = str(part_pictures(part))
     assert fragment.count('class="bin wrong"') == sum(1 for c in mm.bins if c) + sum(1 for c in mm.offsets if c)
     assert fragment.count('class="tile-edge"') == 10 and all(html.escape(s, quote=True) in fragment for s in says)
+
+
+def test_a_timed_parts_plot_is_an_inline_png_with_its_points_in_a_table():
+    pytest.importorskip("matplotlib")
+    from grader.core.performance import Roofline, RooflineRow
+
+    roof = Roofline("NVIDIA H100 80GB HBM3", 3350.0, 10.0, 1.0, "an estimate", n=65536, dtype="int32",
+                    bytes_per_element=16.5, launches=3,
+                    rows=(RooflineRow(1 << 20, 0.008, 0.004, 2.0), RooflineRow(1 << 24, 0.1, 0.05, 2.0)))
+    part = PartResult(key="part4_any_size", number=4, title="t", file="k.cu", status="pass", roofline=roof)
+    fragment = str(part_pictures(part))
+    assert fragment.count('src="data:image/png;base64,') == 1 and 'class="plot-table"' in fragment
+    assert "16,777,216" in fragment and "0.05" in fragment  # the points, in text
+    assert "data:image/png" not in str(part_pictures(part, plot=False))
