@@ -29,9 +29,10 @@ from grader.core.results import CaseFinding, CaseResult, PartResult
 
 __all__ = ["COLOURS", "MAX_PICTURES", "bank_grid", "mismatch_strip", "part_pictures", "race_timeline", "time_plot"]
 
-#: The Okabe–Ito palette (Okabe and Ito, "Color Universal Design", 2008), by the role each colour plays.
-COLOURS = {"write": "#0072B2", "read": "#E69F00", "conflict": "#D55E00", "lane": "#56B4E9", "wrong": "#D55E00",
-           "ink": "#000000", "grid": "#BBBBBB", "tile": "#009E73"}
+#: Colours by the role each plays: the Okabe–Ito palette (Okabe and Ito, "Color Universal Design", 2008),
+#: and a neutral grey for the grid lines.
+COLOURS = {"write": "#0072B2", "read": "#E69F00", "conflict": "#D55E00", "wrong": "#D55E00", "grid": "#BBBBBB",
+           "tile": "#009E73"}
 #: Pictures of one kind drawn for a part at most (races, wrong outputs): the first distinct ones.
 MAX_PICTURES = 3
 #: The bank grid's cell (px).
