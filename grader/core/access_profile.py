@@ -344,7 +344,8 @@ def score_profile(pconf, sub: MemoryProfile, reference_wavefronts: int | None, *
                  ideal_sectors_per_request=sub.ideal_sectors_per_request, global_sectors=sub.global_sectors,
                  shared_requests=sub.shared_requests, span_steps=sub.span_steps, work_steps=sub.work_steps,
                  barriers=sub.barriers, reference_span_steps=reference_span_steps,
-                 reference_barriers=reference_barriers, **_drawn_facts(drawn, ""), **_drawn_facts(ref_drawn, "reference_"))
+                 reference_barriers=reference_barriers, **_drawn_facts(drawn, ""),
+                 **_drawn_facts(ref_drawn, "reference_"))
     counted = (f"{sub.conflict_wavefronts} bank-conflict wavefronts of {sub.wavefronts} "
                f"(ideal {sub.ideal_wavefronts})")
     if not pconf.points:

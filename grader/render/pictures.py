@@ -67,7 +67,8 @@ def _figure(svg: Markup, caption: str, equivalent: Markup, kind: str) -> Markup:
 def _table(caption: str, head: list[str], rows: list[list[object]], kind: str) -> Markup:
     cells = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>" for row in rows)
     return Markup(f'<table class="{kind}"><caption>{_e(caption)}</caption><thead><tr>'
-                  + "".join(f'<th scope="col">{_e(h)}</th>' for h in head) + f"</tr></thead><tbody>{cells}</tbody></table>")
+                  + "".join(f'<th scope="col">{_e(h)}</th>' for h in head)
+                  + f"</tr></thead><tbody>{cells}</tbody></table>")
 
 
 def _text(x: float, y: float, text: str, *, anchor: str = "start", weight: str = "normal", fill: str = "#000000",
@@ -95,7 +96,8 @@ def _marker(x: float, y: float, what: str) -> str:
     else:
         shape = f'<path d="M{x:g} {y - 13:g}l13 13l-13 13l-13-13z" fill="{COLOURS["grid"]}" stroke="#000"/>'
     letter = {"write": "W", "read": "R"}.get(what, "?")
-    return shape + _text(x, y + 4, letter, anchor="middle", weight="bold", fill="#FFFFFF" if what == "write" else "#000000")
+    ink = "#FFFFFF" if what == "write" else "#000000"
+    return shape + _text(x, y + 4, letter, anchor="middle", weight="bold", fill=ink)
 
 
 def _separator(f: CaseFinding) -> str:
