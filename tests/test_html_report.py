@@ -205,12 +205,16 @@ def test_a_result_saved_before_the_pictures_reads_back_and_renders_without_them(
         assert result_from_dict(json.loads(result.to_json())) == result  # and the new fields read back
 
 
-def test_a_race_finding_without_its_other_access_draws_nothing():
+def test_a_race_finding_without_its_other_access_or_its_kind_draws_nothing():
     race = CaseFinding("race", "race (read-after-write) ...", "k.cu", 3, (0, 0, 0), (1, 0, 0))
     case = CaseResult(name="n=33 int32", n=33, dtype="int32", seed=1, status="fail", points=0, max_points=1,
                       message="race", kind="race", findings=(race,))
     part = PartResult(key="part1_naive", number=1, title="t", file="k.cu", status="fail", cases=(case,))
     assert str(part_pictures(part)) == ""
+    memory_order = dataclasses.replace(race, other_line=4, other_file="k.cu", other_block=(1, 0, 0),
+                                       other_thread=(0, 0, 0))  # a memory-order race: no access, no element
+    unordered = dataclasses.replace(case, findings=(memory_order,))
+    assert str(part_pictures(dataclasses.replace(part, cases=(unordered,)))) == ""
     drawn = dataclasses.replace(part, cases=(dataclasses.replace(case, findings=(dataclasses.replace(
         race, other_line=4, other_file="k.cu", other_block=(0, 0, 0), other_thread=(0, 0, 0),
         access="write-after-write", address="s[1] (inside shared array s, 64 elements)"),)),))

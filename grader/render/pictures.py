@@ -84,18 +84,16 @@ def _text(x: float, y: float, text: str, *, anchor: str = "start", weight: str =
 _RACE_ACCESSES = {"read-after-write": ("write", "read"), "write-after-read": ("read", "write"),
                   "write-after-write": ("write", "write")}
 #: What an access does, as a verb.
-_VERBS = {"write": "writes", "read": "reads", "access": "accesses"}
+_VERBS = {"write": "writes", "read": "reads"}
 
 
 def _marker(x: float, y: float, what: str) -> str:
-    """A write as a blue square marked W, a read as an orange circle marked R, else a grey diamond."""
+    """A write as a blue square marked W, a read as an orange circle marked R."""
     if what == "write":
         shape = f'<rect x="{x - 11:g}" y="{y - 11:g}" width="22" height="22" fill="{COLOURS["write"]}" stroke="#000"/>'
-    elif what == "read":
-        shape = f'<circle cx="{x:g}" cy="{y:g}" r="12" fill="{COLOURS["read"]}" stroke="#000"/>'
     else:
-        shape = f'<path d="M{x:g} {y - 13:g}l13 13l-13 13l-13-13z" fill="{COLOURS["grid"]}" stroke="#000"/>'
-    letter = {"write": "W", "read": "R"}.get(what, "?")
+        shape = f'<circle cx="{x:g}" cy="{y:g}" r="12" fill="{COLOURS["read"]}" stroke="#000"/>'
+    letter = "W" if what == "write" else "R"
     ink = "#FFFFFF" if what == "write" else "#000000"
     return shape + _text(x, y + 4, letter, anchor="middle", weight="bold", fill=ink)
 
@@ -114,14 +112,15 @@ def race_timeline(f: CaseFinding, *, key: str) -> Markup:
     first access in the emulator's order on the first row, the second on the second, an arrow
     between them over the element both touched, and a dashed line where the missing barrier goes;
     then a table of the two accesses and a sentence on what would separate them. ``""`` for a
-    finding without the other access (compute-sanitizer's, or one saved before it was kept).
+    finding without the other access or the race's kind (compute-sanitizer's, one saved before they
+    were kept, and a memory-order race between blocks, whose message tells its fences).
 
     Args:
         f: the finding; key: an id unique in the page (for the SVG's labels).
     """
-    if f.other_thread is None or f.thread is None:
+    if f.other_thread is None or f.thread is None or f.access not in _RACE_ACCESSES:
         return Markup("")
-    first, second = _RACE_ACCESSES.get(f.access or "", ("access", "access"))
+    first, second = _RACE_ACCESSES[f.access]
     where = (f.address or "the same element").split(" (", 1)[0]
     rows = [("1st", f.other_thread, f.other_block, first, f.other_line, f.other_code),
             ("2nd", f.thread, f.block, second, f.line, f.code)]
@@ -150,7 +149,7 @@ def race_timeline(f: CaseFinding, *, key: str) -> Markup:
     words = (f"Thread {_ids(f.other_thread)} of block {_ids(f.other_block)} {_VERBS[first]} {where} at line "
              f"{f.other_line} first; then thread {_ids(f.thread)} of block {_ids(f.block)} {_VERBS[second]} it at "
              f"line {f.line}, with nothing between them that orders the two: {_separator(f)}.")
-    title = f"Race ({f.access or 'unknown order'}) on {where}"
+    title = f"Race ({f.access}) on {where}"
     table = _table(f"The two accesses to {f.address or where}", ["order", "thread", "block", "access", "line", "code"],
                    [[o, _ids(t), _ids(b), w, ln if ln is not None else "?", code or ""]
                     for o, t, b, w, ln, code in rows], "race-table")
