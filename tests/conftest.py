@@ -104,3 +104,34 @@ def pace():
 def small_config(tmp_path):
     """A loaded small configuration (BLOCK_SIZE 128, a few sizes per part)."""
     return load_config(write_config(tmp_path))
+
+
+def shipped_part3_config(tmp: Path) -> Path:
+    """The project's config.yaml for Part 3 (its BLOCK_SIZE and its profile block as shipped), with
+    two int32 cases only, so a test grades what students are graded on, quickly; its path (in ``tmp``)."""
+    import yaml
+
+    shipped = yaml.safe_load((ROOT / "config.yaml").read_text())
+    part3 = shipped["parts"]["part3_conflict_free"]
+    doc = {"block_size": shipped["block_size"], "seed": 7,
+           "parts": {"part3_conflict_free": {"points_per_case": 1, "sizes": [1, part3["profile"]["size"]],
+                                             "dtypes": ["int32"],
+                                             "profile": part3["profile"]}}}
+    path = tmp / "config.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+@pytest.fixture(scope="session")
+def part2_as_part3(tmp_path_factory: pytest.TempPathFactory):
+    """Part 2's reference (its kernel renamed) graded as Part 3 on the emulator with the shipped
+    profile settings: correct, with the bank conflicts Part 3 is about (a 32-way worst request).
+    Graded once a session: ``tests/test_profile.py`` and ``tests/test_html_report.py`` read it."""
+    from grader.grading.runner import grade
+
+    tmp = tmp_path_factory.mktemp("part2_as_part3")
+    p2 = tmp / "p2" / "part3_conflict_free.cu"
+    p2.parent.mkdir()
+    p2.write_text((SOLUTIONS / "part2_blelloch.cu").read_text().replace("blelloch_scan(", "blelloch_scan_cf("))
+    return grade(p2.parent, cfg=load_config(shipped_part3_config(tmp)), selection=Selection("emulator", "test"),
+                 parts=["part3_conflict_free"])

@@ -14,9 +14,7 @@ import hashlib
 import json
 import re
 import shutil
-import subprocess
 import sys
-from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -28,7 +26,7 @@ from grader.render.formats import FORMATS, STUDENT_FOLDER, student_reports
 from grader.core.performance import Performance, Timing
 from grader.core.results import CaseResult, PartResult, SubmissionResult
 from tests.conftest import BROKEN, SOLUTIONS, write_config
-from tests.pace import seconds
+from tests.browser import CHROMIUM, Dom, chromium, needs_chromium
 
 GPU = "NVIDIA H100 80GB HBM3"
 FINGERPRINT = "3f5a" * 16
@@ -38,9 +36,6 @@ EVIL_ID = "<b onmouseover=alert(1)>eve"  # a possible folder name: no slash
 EVIL_MESSAGE = "out[0] = 1, expected 0 <script>document.title='pwned'</script> <img src=x onerror=alert(2)>"
 TITLES = {"part1_naive": (1, "naive"), "part2_blelloch": (2, "Blelloch"), "part4_any_size": (4, "any size"),
           "part5_single_pass": (5, "single pass")}
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium (Debian package chromium) is not "
-                                                             "installed: the page is not rendered")
 
 
 def _case(n: int, status: str = "pass", message: str = "", **kw) -> CaseResult:
@@ -117,43 +112,6 @@ def _write_batch(tmp_path: Path, rows: list[tuple[str, SubmissionResult]], manif
         (out / "batch.json").write_text(json.dumps({"schema": "scangrade.batch", "schema_version": 1,
                                                     "config_sha256": FINGERPRINT, "shard": None}))
     return out
-
-
-class _Dom(HTMLParser):
-    """Elements (tag, attributes, parent tags) and the visible text of a page."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__(convert_charrefs=True)
-        self.elements: list[tuple[str, dict[str, str], tuple[str, ...]]] = []
-        self.stack: list[str] = []
-        self.text: list[str] = []
-        self.title = ""
-        self.feed(text)
-
-    def handle_starttag(self, tag, attrs):
-        self.elements.append((tag, {k: v or "" for k, v in attrs}, tuple(self.stack)))
-        if tag not in ("meta", "br", "img", "input", "link", "path", "rect", "use", "line", "circle"):
-            self.stack.append(tag)
-
-    def handle_startendtag(self, tag, attrs):
-        self.elements.append((tag, {k: v or "" for k, v in attrs}, tuple(self.stack)))
-
-    def handle_endtag(self, tag):
-        if tag in self.stack:
-            while self.stack.pop() != tag:
-                pass
-
-    def handle_data(self, data):
-        if self.stack and self.stack[-1] == "title":
-            self.title += data
-        if not self.stack or self.stack[-1] not in ("script", "style"):
-            self.text.append(data)
-
-    def tags(self, tag: str) -> list[dict[str, str]]:
-        return [a for t, a, _ in self.elements if t == tag]
-
-    def inside(self, tag: str, ancestor: str) -> int:
-        return sum(t == tag and ancestor in parents for t, _, parents in self.elements)
 
 
 def _section(page: str, sid: str) -> str:
@@ -242,7 +200,7 @@ def test_without_matplotlib_the_page_keeps_its_tables_and_says_how_to_get_plots(
 
 def test_strings_from_submissions_are_escaped():
     page = class_report(gpu_class())
-    dom = _Dom(page)
+    dom = Dom(page)
     text = "".join(dom.text)
     assert EVIL_ID in text and "<script>document.title='pwned'</script>" in text  # shown as text
     assert len(dom.tags("script")) == 1 and not dom.tags("img")
@@ -266,7 +224,7 @@ def test_scangrade_report_rebuilds_the_page_elsewhere_with_links_that_resolve(tm
     page = target.read_text(encoding="utf-8")
     assert "<h1>CS 4 &lt;scan&gt; lab</h1>" in page and "could not be read" in page and "<code>dave</code>" in page
     assert "Config fingerprint" not in page  # no batch.json
-    hrefs = [a["href"] for a in _Dom(page).tags("a") if a["href"].endswith(LINKED_REPORTS)]
+    hrefs = [a["href"] for a in Dom(page).tags("a") if a["href"].endswith(LINKED_REPORTS)]
     assert hrefs and all((target.parent / h).resolve().is_file() for h in hrefs)
     assert f"../out/bob/{LINKED_REPORTS[0]}" in hrefs
     loaded = load_batch(out)
@@ -284,16 +242,6 @@ def test_scangrade_report_on_a_folder_without_results_is_a_usage_error(tmp_path,
 
 
 # --- in a browser -------------------------------------------------------------------------------------
-
-def _chromium(tmp_path: Path, page: Path, *args: str) -> str:
-    profile = tmp_path / "chromium-profile"
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-           f"--user-data-dir={profile}", *args, page.resolve().as_uri()]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds(90))  # 90 s on an idle machine
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout
-
 
 def _plots_in_dom(dom: _Dom) -> list[dict[str, str]]:
     plots = [a for a in dom.tags("svg") if "plot" in a.get("class", "").split()]
@@ -314,7 +262,7 @@ def _blue_pixels(png: Path) -> int:
 def test_the_page_renders_in_chromium_with_plots_and_injected_markup_as_text(tmp_path):
     pytest.importorskip("matplotlib", reason="the plots need matplotlib (pip install scangrade[report])")
     page = write_class_report(_write_batch(tmp_path, gpu_class()), class_report_page)
-    dom = _Dom(_chromium(tmp_path, page, "--dump-dom"))
+    dom = Dom(chromium(tmp_path, page, "--dump-dom"))
     assert len(_plots_in_dom(dom)) == 6 and dom.inside("path", "svg") > 50
     text = "".join(dom.text)
     for sid in ("alice", "bob", "carol", "dave", EVIL_ID, "zoe"):
@@ -326,7 +274,7 @@ def test_the_page_renders_in_chromium_with_plots_and_injected_markup_as_text(tmp
     groups = [a["id"] for a in dom.tags("details") if a.get("id", "").startswith("kind-")]
     assert groups[0] == "kind-wrong-result" and "kind-race" in groups and "kind-trap" in groups
     shot = tmp_path / "page.png"
-    _chromium(tmp_path, page, f"--screenshot={shot}", "--window-size=1200,2000")
+    chromium(tmp_path, page, f"--screenshot={shot}", "--window-size=1200,2000")
     assert _blue_pixels(shot) > 5000  # the histograms' bars, drawn
 
 
@@ -348,7 +296,7 @@ def test_scangrade_batch_writes_the_class_report_of_a_small_class(tmp_path):
     assert "3 (1 passed every case)" in written and "Config fingerprint" in written  # batch.json was there
     if CHROMIUM is None:
         pytest.skip("headless Chromium (Debian package chromium) is not installed: the page is not rendered")
-    dom = _Dom(_chromium(tmp_path, page, "--dump-dom"))
+    dom = Dom(chromium(tmp_path, page, "--dump-dom"))
     text = "".join(dom.text)
     assert all(sid in text for sid in ("alice", "bob", "carol")) and "emulator" in text
     groups = {a["id"] for a in dom.tags("details") if a.get("id", "").startswith("kind-")}

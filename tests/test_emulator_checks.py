@@ -6,6 +6,7 @@ correct variants that must raise nothing. Kernels live in tests/emulator_kernels
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -217,6 +218,11 @@ def test_races_name_both_lines(checked, broken, kernel, block, kind, line, other
     else:
         assert {first.line, first.other_line} == {line_of("broken.cu", line), line_of("broken.cu", other)}
     assert first.thread != first.other_thread and first.block == (0, 0, 0)
+    assert f"race ({first.access})" in first.message and first.access in ("read-after-write", "write-after-read",
+                                                                          "write-after-write")
+    if kernel == "race_waw":  # the others' order depends on which thread the emulator ran first
+        assert first.access == "write-after-write"
+    assert re.fullmatch(r"\w+\[\d+\] \(inside shared array \w+, \d+ elements?\)", first.address), first.address
     assert f"broken.cu:{first.line}" in str(err) and "race (" in str(err)
     assert len({(f.kind, f.line, f.other_line) for f in err.findings}) == len(err.findings)  # deduplicated
 
@@ -226,7 +232,7 @@ def test_races_between_blocks_in_global_memory(checked, broken) -> None:
     first = err.findings[0]
     assert first.kind == "race" and "global memory" in first.message
     assert {first.line, first.other_line} == {line_of("broken.cu", "g_read"), line_of("broken.cu", "g_write")}
-    assert first.block != first.other_block
+    assert first.block != first.other_block and first.access and first.address  # the element, named
     # no flag at all: the advice is the fence and the flag
     assert "(a __threadfence() and a flag, or separate kernels)" in first.message
 

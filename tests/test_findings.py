@@ -69,7 +69,9 @@ def test_the_report_gradescope_and_the_json_show_every_finding(no_ticket_sign_ex
     assert doc["schema_version"] == 2
     (case,) = [c for c in doc["parts"][0]["cases"] if c["name"] == "n=5000 int32"]
     assert [f["kind"] for f in case["findings"]] == ["ticket", "stale-read", "mismatch"]
-    assert set(case["findings"][0]) == {"kind", "message", "file", "line", "block", "thread"}
+    assert set(case["findings"][0]) == {"kind", "message", "file", "line", "block", "thread", "other_file",
+                                        "other_line", "other_block", "other_thread", "access", "address", "code",
+                                        "other_code"}
     again = result_from_dict(doc)  # a saved result reads back with its findings
     assert _case(again, "n=5000 int32").findings == _case(no_ticket_sign_extend, "n=5000 int32").findings
 

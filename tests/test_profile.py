@@ -25,7 +25,7 @@ from grader.assignment.parts import PartSpec, part_header
 from grader.core.access_profile import AccessSite, LaunchSteps, MemoryProfile, report_lines, score_profile
 from grader.core.results import result_from_dict
 from grader.grading.runner import grade
-from tests.conftest import SOLUTIONS, write_config
+from tests.conftest import SOLUTIONS, shipped_part3_config, write_config
 
 pytest_plugins = ["pytester"]
 
@@ -307,35 +307,13 @@ def test_profile_points_need_a_parallel_scan_in_shared_memory():
     assert unchecked.points == 4.0 and "span and barriers not checked" in unchecked.message
 
 
-def _shipped_part3_config(tmp: Path) -> Path:
-    """The project's config.yaml for Part 3 (its BLOCK_SIZE and its profile block as shipped), with
-    two int32 cases only, so the test grades what students are graded on, quickly."""
-    import yaml
-
-    shipped = yaml.safe_load((Path(__file__).resolve().parent.parent / "config.yaml").read_text())
-    part3 = shipped["parts"]["part3_conflict_free"]
-    doc = {"block_size": shipped["block_size"], "seed": 7,
-           "parts": {"part3_conflict_free": {"points_per_case": 1, "sizes": [1, part3["profile"]["size"]],
-                                             "dtypes": ["int32"],
-                                             "profile": part3["profile"]}}}
-    path = tmp / "config.yaml"
-    path.write_text(yaml.safe_dump(doc))
-    return path
-
-
 @pytest.fixture(scope="module")
-def graded_part3(tmp_path_factory: pytest.TempPathFactory):
+def graded_part3(tmp_path_factory: pytest.TempPathFactory, part2_as_part3):
     """Part 3 graded on the emulator twice, with the shipped profile settings: Part 2's reference
-    (renamed) and Part 3's reference."""
-    tmp = tmp_path_factory.mktemp("graded")
-    cfg = load_config(_shipped_part3_config(tmp))
-    p2 = tmp / "p2" / "part3_conflict_free.cu"
-    p2.parent.mkdir()
-    p2.write_text((SOLUTIONS / "part2_blelloch.cu").read_text().replace("blelloch_scan(", "blelloch_scan_cf("))
-    emulator = Selection("emulator", "test")
-    as_part2 = grade(p2.parent, cfg=cfg, selection=emulator, parts=["part3_conflict_free"])
-    reference = grade(SOLUTIONS, cfg=cfg, selection=emulator, parts=["part3_conflict_free"])
-    return as_part2, reference
+    (renamed: the session's ``part2_as_part3``) and Part 3's reference."""
+    cfg = load_config(shipped_part3_config(tmp_path_factory.mktemp("graded")))
+    reference = grade(SOLUTIONS, cfg=cfg, selection=Selection("emulator", "test"), parts=["part3_conflict_free"])
+    return part2_as_part3, reference
 
 
 def test_part2_submitted_as_part3_loses_the_profile_points_naming_the_conflicted_line(graded_part3):
@@ -397,7 +375,7 @@ def test_the_profile_is_taken_by_an_emulator_of_its_own_and_only_when_every_case
     from grader.grading.profiling import profile_after_hidden, profile_phase
     from grader.core.results import CaseResult
 
-    cfg = load_config(_shipped_part3_config(tmp_path))
+    cfg = load_config(shipped_part3_config(tmp_path))
     part = PARTS["part3_conflict_free"]
     made: list[EmulatorBackend] = []
 
@@ -439,7 +417,7 @@ def test_on_a_gpu_the_profile_counts_on_the_checks_runtime_and_counts_the_same(t
 
     assert emulator_runtime_flags(counts_profile=False) == QUICK_RUNTIME_FLAGS
     assert emulator_runtime_flags(counts_profile=True) == ()
-    cfg = load_config(_shipped_part3_config(tmp_path))
+    cfg = load_config(shipped_part3_config(tmp_path))
     passed = [CaseResult(name="n=1", n=1, dtype="int32", seed=1, status="pass", points=1, max_points=1)]
     source = (SOLUTIONS / "part2_blelloch.cu").read_text().replace("blelloch_scan(", "blelloch_scan_cf(")
     profiles = [profile_phase(cfg=cfg, part=PARTS["part3_conflict_free"], source=source, results=passed,
@@ -481,7 +459,7 @@ def test_the_pytest_plugin_fails_the_bank_conflicts_item_naming_the_line(pyteste
                                                                          tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache"))
     monkeypatch.delenv("SCANGRADE_BACKEND", raising=False)
-    shutil.copy(_shipped_part3_config(tmp_path), pytester.path / "config.yaml")
+    shutil.copy(shipped_part3_config(tmp_path), pytester.path / "config.yaml")
     sub = pytester.path / "sub"
     sub.mkdir()
     (sub / "part3_conflict_free.cu").write_text(
@@ -521,3 +499,17 @@ def test_student_code_cannot_call_the_profile_switch(emu, tmp_path):
         emu.compile(source=part_header(part, block_size=32, dtype=INT) + body, filename="cheat.cu", kernels=kernels,
                     workdir=tmp_path)
     assert "sg_profile_set" in str(err.value) + str(getattr(err.value, "log", ""))
+
+
+def test_the_profile_text_keeps_the_worst_requests_lanes_and_reads_a_line_without_them():
+    from grader.core.access_profile import parse_profile
+
+    words = ",".join(["-"] * 2 + [str(32 * k + 5) for k in range(30)])
+    line = "k\t@10\ts\t0\t4\t3\t40\t3\t30\t128\t0\t0\t0"
+    resolve = lambda pcs: {pc: ("k.cu", 7) for pc in pcs}  # noqa: E731
+    (site,) = parse_profile(f"{line}\t{words}\n", resolve).sites
+    assert site.worst_words == (-1, -1, *(32 * k + 5 for k in range(30))) and site.worst_degree == 30
+    assert parse_profile(line + "\n", resolve).sites[0].worst_words == ()  # a runtime before them
+    assert parse_profile(f"{line}\t1,2,3\n", resolve).sites == ()  # not 32 lanes: skipped as malformed
+    profile = parse_profile(f"{line}\t{words}\n", resolve)
+    assert profile.worst_request == site

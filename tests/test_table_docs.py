@@ -16,7 +16,7 @@ from grader.render.class_report import LINKED_REPORTS
 from grader.render.formats import FORMATS, STUDENT_FOLDER, report_files
 
 ROOT = Path(__file__).resolve().parent.parent
-_FILE_NAME = re.compile(r"[\w-]+\.(?:txt|md|json|xml)\b")
+_FILE_NAME = re.compile(r"[\w-]+\.(?:txt|md|json|xml|html)\b")
 
 
 def _line_after(text: str, start: str) -> str:

@@ -129,7 +129,12 @@ class Finding:
         file, line: where it happened (the access, the barrier, the polling loop); ``None`` if unknown.
         other_file, other_line: for a race, the other access; for a divergence, the other barrier.
         block, thread: ids ``(x, y, z)`` of the thread that made the access.
-        other_block, other_thread: ids of the other thread, where relevant.
+        other_block, other_thread: ids of the other thread, where relevant. For a race, the other
+            access is the one the checker saw first (the emulator's order; one a GPU may run either way).
+        access: for a race, its kind in the emulator's order: ``read-after-write`` (the first access
+            wrote, this one reads), ``write-after-read`` or ``write-after-write``; else None.
+        address: for a race, the element both threads accessed, in words (``temp[37] (inside shared
+            array temp, 256 elements)``, ``out[1025] (inside out, 5000 elements)``); else None.
     """
 
     kind: str
@@ -142,6 +147,8 @@ class Finding:
     thread: tuple[int, int, int] | None = None
     other_block: tuple[int, int, int] | None = None
     other_thread: tuple[int, int, int] | None = None
+    access: str | None = None
+    address: str | None = None
 
 
 

@@ -9,13 +9,13 @@ Layout of a ``scangrade batch --out OUT`` folder (a merged folder has the same):
                                       the run finished
     OUT/class_report.html             the class report page (written by the CLI, after batch.json)
     OUT/<id>/result.json              the result (scangrade.result), written atomically, last
-    OUT/<id>/report.txt, results.json (Gradescope), junit.xml, report.md
+    OUT/<id>/report.txt, results.json (Gradescope), junit.xml, report.md, report.html
                                       the course staff's copy of each format with a file
                                       (grader.render.formats.FORMATS): every hidden case in
                                       full (report.txt, junit.xml, result.json); never hand
                                       this folder to a student
     OUT/<id>/student/                 the student-safe set, to hand to the student: report.txt,
-                                      results.json, report.md (the student-facing formats' files)
+                                      results.json, report.md, report.html (the student-facing formats' files)
                                       and each timed part's time plot, showing each hidden case by name
                                       and passed or failed only (grader.render.formats.student_reports)
     OUT/.work/<id>/                   the grader's copy of the part files, graded; removed at the end

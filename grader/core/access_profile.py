@@ -53,6 +53,10 @@ class AccessSite:
         sectors: global: the distinct 32-byte sectors the requests touched, summed over requests.
         ideal_sectors: global: ``ceil(active lanes * size / 32)`` summed over requests.
         bytes: global: ``active lanes * size`` summed over requests.
+        worst_words: shared: the request of ``worst_degree``, lane by lane (32 entries): the 4-byte
+            word the lane accessed (its first word, for an access of 8 or 16 bytes), numbered so that
+            its bank is the number mod 32 and lanes of one number share a word (a broadcast); -1
+            for a lane that took no part. Empty where not recorded (global memory).
     """
 
     kernel: str
@@ -69,6 +73,7 @@ class AccessSite:
     sectors: int = 0
     ideal_sectors: int = 0
     bytes: int = 0
+    worst_words: tuple[int, ...] = ()
 
     @property
     def conflict_wavefronts(self) -> int:
@@ -209,6 +214,17 @@ class MemoryProfile:
             return None
         return max(conflicted, key=lambda s: (s.conflict_wavefronts, s.worst_degree, -(s.line or 0)))
 
+    @property
+    def worst_request(self) -> AccessSite | None:
+        """The shared-memory site whose recorded request (:attr:`AccessSite.worst_words`) a report
+        draws: :attr:`worst`, or, where no access conflicts, the site with the most requests (its
+        first request, conflict-free); None without a recorded shared request."""
+        worst = self.worst
+        if worst is not None and worst.worst_words:
+            return worst
+        recorded = [s for s in self._shared() if s.worst_words]
+        return max(recorded, key=lambda s: (s.worst_degree, s.requests, -(s.line or 0))) if recorded else None
+
     def summary(self) -> str:
         """The report's lines: the conflict wavefronts, the worst line, sectors per request."""
         spr = self.sectors_per_request
@@ -230,8 +246,9 @@ def parse_profile(text: str, resolve: Callable[[Sequence[int]], dict[int, tuple[
         text: tab-separated lines: one per launch, ``=``, kernel, span, work, barriers, profiled
             blocks (:class:`LaunchSteps`); one per (kernel, program point): kernel,
             ``@<hex pc offset>``, ``s``/``g``, store (0/1), size, requests, wavefronts, ideal
-            wavefronts, worst degree, worst stride, sectors, ideal sectors. Malformed lines are
-            skipped.
+            wavefronts, worst degree, worst stride, sectors, ideal sectors, bytes and (a runtime
+            of this version) the worst request's words (:attr:`AccessSite.worst_words`: 32
+            comma-separated numbers, ``-`` for an inactive lane). Malformed lines are skipped.
         resolve: maps code offsets to (file, line) (:meth:`EmulatorModule.resolve`).
         blocks: recorded on the result.
     """
@@ -245,28 +262,29 @@ def parse_profile(text: str, resolve: Callable[[Sequence[int]], dict[int, tuple[
             except ValueError:
                 pass
             continue
-        if len(cols) != 13 or not cols[1].startswith("@"):
+        if len(cols) not in (13, 14) or not cols[1].startswith("@"):
             continue
         try:
-            nums = [int(c) for c in cols[3:]]
+            nums = [int(c) for c in cols[3:13]]
             pc = int(cols[1][1:], 16)
+            words = _words(cols[13]) if len(cols) == 14 else ()
         except ValueError:
             continue
-        rows.append((cols[0], pc, "shared" if cols[2] == "s" else "global", nums))
+        rows.append((cols[0], pc, "shared" if cols[2] == "s" else "global", nums, words))
     where = resolve(sorted({r[1] for r in rows})) if rows else {}
     merged: dict[tuple, AccessSite] = {}
-    for kernel, pc, space, (store, size, req, wf, ideal, deg, stride, sec, isec, nbytes) in rows:
+    for kernel, pc, space, (store, size, req, wf, ideal, deg, stride, sec, isec, nbytes), words in rows:
         file, line = where.get(pc) or (None, None)
         key = (kernel, file, line, space, bool(store))
         site = AccessSite(kernel=kernel, file=file, line=line, space=space, store=bool(store), size=size,
                           requests=req, wavefronts=wf, ideal_wavefronts=ideal, worst_degree=deg,
-                          worst_stride=stride, sectors=sec, ideal_sectors=isec, bytes=nbytes)
+                          worst_stride=stride, sectors=sec, ideal_sectors=isec, bytes=nbytes, worst_words=words)
         old = merged.get(key)
         if old is not None:  # several program points of one line (unrolled loops, inlined helpers)
             worst = site if site.worst_degree > old.worst_degree else old
             site = replace(old, requests=old.requests + req, wavefronts=old.wavefronts + wf,
                            ideal_wavefronts=old.ideal_wavefronts + ideal, worst_degree=worst.worst_degree,
-                           worst_stride=worst.worst_stride, sectors=old.sectors + sec,
+                           worst_stride=worst.worst_stride, worst_words=worst.worst_words, sectors=old.sectors + sec,
                            ideal_sectors=old.ideal_sectors + isec, bytes=old.bytes + nbytes,
                            size=max(old.size, size))
         merged[key] = site
@@ -274,10 +292,26 @@ def parse_profile(text: str, resolve: Callable[[Sequence[int]], dict[int, tuple[
     return MemoryProfile(sites=tuple(order), blocks=blocks, launches=tuple(launches))
 
 
+def _words(text: str) -> tuple[int, ...]:
+    """The runtime's worst request (``3,35,-,...``: 32 word numbers, ``-`` for an inactive lane) as
+    :attr:`AccessSite.worst_words`; () for an empty column.
+
+    Raises:
+        ValueError: not 32 entries, or an entry neither a number nor ``-``.
+    """
+    if not text:
+        return ()
+    words = tuple(-1 if w == "-" else int(w) for w in text.split(","))
+    if len(words) != 32:
+        raise ValueError(f"a request has 32 lanes, not {len(words)}")
+    return words
+
+
 # ---- the profile phase of a part (the worker) -------------------------------------------------------
 
 def score_profile(pconf, sub: MemoryProfile, reference_wavefronts: int | None, *, n: int, against: str = "",
-                  reference_span_steps: int | None = None, reference_barriers: int | None = None):
+                  reference_span_steps: int | None = None, reference_barriers: int | None = None,
+                  reference: MemoryProfile | None = None):
     """The part's :class:`~grader.core.performance.Profile`: points from the ratio of its shared-memory
     wavefronts (conflicts included) to the reference's, all at or below ``pconf.full_at``, none at
     or above ``pconf.zero_at``, linear in between; but none, whatever the wavefronts, for a scan
@@ -295,10 +329,14 @@ def score_profile(pconf, sub: MemoryProfile, reference_wavefronts: int | None, *
         reference_span_steps, reference_barriers: the reference's :attr:`MemoryProfile.span_steps`
             and :attr:`MemoryProfile.barriers` on the same input; None: that bound is not checked
             (the message says so).
+        reference: the reference's profile, where it was profiled: its drawn request
+            (:attr:`MemoryProfile.worst_request`) is kept beside the submission's.
     """
     from grader.core.performance import Profile, linear_fraction
 
     worst = sub.worst
+    drawn = sub.worst_request
+    ref_drawn = reference.worst_request if reference is not None else None
     facts = dict(n=n, blocks=pconf.blocks, wavefronts=sub.wavefronts, ideal_wavefronts=sub.ideal_wavefronts,
                  conflict_wavefronts=sub.conflict_wavefronts, worst=worst.describe() if worst else "",
                  worst_file=worst.file if worst else None, worst_line=worst.line if worst else None,
@@ -306,7 +344,8 @@ def score_profile(pconf, sub: MemoryProfile, reference_wavefronts: int | None, *
                  ideal_sectors_per_request=sub.ideal_sectors_per_request, global_sectors=sub.global_sectors,
                  shared_requests=sub.shared_requests, span_steps=sub.span_steps, work_steps=sub.work_steps,
                  barriers=sub.barriers, reference_span_steps=reference_span_steps,
-                 reference_barriers=reference_barriers)
+                 reference_barriers=reference_barriers, **_drawn_facts(drawn, ""),
+                 **_drawn_facts(ref_drawn, "reference_"))
     counted = (f"{sub.conflict_wavefronts} bank-conflict wavefronts of {sub.wavefronts} "
                f"(ideal {sub.ideal_wavefronts})")
     if not pconf.points:
@@ -331,6 +370,17 @@ def score_profile(pconf, sub: MemoryProfile, reference_wavefronts: int | None, *
         message += "; the scan's span and barriers not checked (no reference figures for them)"
     return Profile(round(pconf.points * frac, 2), pconf.points, message, reference_wavefronts=reference_wavefronts,
                    ratio=ratio, **facts)
+
+
+def _drawn_facts(site: AccessSite | None, prefix: str) -> dict:
+    """The :class:`~grader.core.performance.Profile` fields of a drawn request (``request_words``,
+    ``request_degree``, ``request_store``, and without ``prefix`` ``request_line``), each name after
+    ``prefix`` (``reference_``: the reference's, whose source line is not the student's to see); {} for None."""
+    if site is None:
+        return {}
+    facts = {f"{prefix}request_words": site.worst_words, f"{prefix}request_degree": site.worst_degree,
+             f"{prefix}request_store": site.store}
+    return facts if prefix else facts | {"request_line": site.line}
 
 
 def not_parallel(pconf, sub: MemoryProfile, reference_span_steps: int | None, reference_barriers: int | None, *,

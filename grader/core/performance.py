@@ -292,6 +292,13 @@ class Profile:
         barriers: the most ``__syncthreads()`` one block passed, summed over the launches.
         reference_span_steps, reference_barriers: the reference solution's on the same input (or
             the config's ``reference_span_steps``, ``reference_barriers``).
+        request_words: the shared-memory request a report draws
+            (:attr:`grader.core.access_profile.MemoryProfile.worst_request`: the worst conflict's,
+            or a conflict-free one), lane by lane: 32 word numbers whose bank is the number mod 32
+            (:attr:`grader.core.access_profile.AccessSite.worst_words`), -1 for an inactive lane;
+            request_degree: its n-way conflict; request_line: its source line; request_store:
+            whether it is a store. The ``reference_`` ones: the same of the reference solution,
+            where it was profiled (not its line: the reference's source is the course's). Empty or None where not recorded (a result saved before them).
     """
 
     points: float
@@ -317,3 +324,14 @@ class Profile:
     barriers: int | None = None
     reference_span_steps: int | None = None
     reference_barriers: int | None = None
+    request_words: tuple[int, ...] = ()
+    request_degree: int | None = None
+    request_line: int | None = None
+    request_store: bool | None = None
+    reference_request_words: tuple[int, ...] = ()
+    reference_request_degree: int | None = None
+    reference_request_store: bool | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("request_words", "reference_request_words"):  # JSON gives lists
+            object.__setattr__(self, name, tuple(int(v) for v in getattr(self, name) or ()))

@@ -74,7 +74,12 @@ def clean_case(case: "CaseResult", budget: list[int] | None = None) -> "CaseResu
     warnings = tuple(clean_text(w, max_bytes=1024, max_lines=4) for w in case.warnings[:20])
     findings = tuple(dataclasses.replace(f, kind=clean_text(f.kind, max_bytes=50, max_lines=1),
                                          message=clean_text(f.message, max_bytes=1024, max_lines=4),
-                                         file=clean_text(f.file, max_bytes=200, max_lines=1))
+                                         file=clean_text(f.file, max_bytes=200, max_lines=1),
+                                         other_file=clean_text(f.other_file, max_bytes=200, max_lines=1),
+                                         access=clean_text(f.access, max_bytes=50, max_lines=1),
+                                         address=clean_text(f.address, max_bytes=200, max_lines=1),
+                                         code=clean_text(f.code, max_bytes=480, max_lines=1),
+                                         other_code=clean_text(f.other_code, max_bytes=480, max_lines=1))
                      for f in case.findings[:MAX_FINDINGS])
     return dataclasses.replace(case, message=message, mismatch=mm, warnings=warnings, findings=findings,
                                name=clean_text(case.name, max_bytes=200, max_lines=1),
@@ -173,6 +178,11 @@ class FailureKind(StrEnum):
 from grader.core.kinds import CHECK_KINDS, CRASH_KINDS, WARNING_KINDS  # noqa: E402  (re-exported)
 
 
+#: Bins of a :class:`Mismatch`'s counts across the array, and within a tile, at most.
+MISMATCH_BINS = 64
+OFFSET_BINS = 32
+
+
 @dataclass(frozen=True)
 class Mismatch:
     """Where an output first differs from the reference.
@@ -187,6 +197,17 @@ class Mismatch:
         hint: a likely cause, when one is recognisable (inclusive vs exclusive, never written...).
         allowed: for a float32 output compared within an error bound (a fractional input), the
             absolute error allowed at ``index``; None where compared exactly (int32, exact float32).
+        last: the last wrong element's index.
+        bins, bin_width: where the wrong elements lie across the array: ``bins[k]`` counts those
+            of indices ``[k * bin_width, (k + 1) * bin_width)`` (the last bin may be shorter); the
+            width is the tile where the array has at most :data:`MISMATCH_BINS` tiles, else the
+            fewest elements that make at most that many bins.
+        offsets, offset_width: where the wrong elements lie within their tiles: ``offsets[k]`` counts
+            those whose index modulo the tile is in ``[k * offset_width, (k + 1) * offset_width)``
+            (at most :data:`OFFSET_BINS` bins); empty and None for a one-block part.
+        stride: where there are three or more wrong elements a fixed distance apart and no others
+            (every 512th element), that distance; else None.
+        The last five are None or empty in a result saved before they were kept.
     """
 
     buffer: str
@@ -197,6 +218,16 @@ class Mismatch:
     first_wrong_tile: int | None = None
     hint: str | None = None
     allowed: float | None = None
+    last: int | None = None
+    bins: tuple[int, ...] = ()
+    bin_width: int | None = None
+    offsets: tuple[int, ...] = ()
+    offset_width: int | None = None
+    stride: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("bins", "offsets"):  # JSON gives lists
+            object.__setattr__(self, name, tuple(int(v) for v in getattr(self, name) or ()))
 
 
 @dataclass(frozen=True)
@@ -210,6 +241,16 @@ class CaseFinding:
         message: one line (at most four) for the student: what, and where.
         file, line: where in the student's file, when known (for a race, the access that completed it).
         block, thread: the ids ``(x, y, z)`` of the thread that did it, when known.
+        other_file, other_line, other_block, other_thread: the other access (a race's, which the
+            checker saw first: the emulator's order, one a GPU may run either way) or the other
+            barrier (a divergence), where the checker names one; None otherwise, and in a result
+            saved before they were kept.
+        access: a race's kind in that order (``read-after-write``: the first access wrote, the
+            second reads; ``write-after-read``; ``write-after-write``); address: the element both
+            accessed, in words (``temp[37] (inside shared array temp, 256 elements)``); None for
+            other kinds, on a GPU (compute-sanitizer), and in a result saved before they were kept.
+        code, other_code: the text of ``line`` and ``other_line`` in the student's part file,
+            stripped (at most 160 characters), where the finding names a line of it; else None.
     """
 
     kind: str
@@ -218,12 +259,27 @@ class CaseFinding:
     line: int | None = None
     block: tuple[int, int, int] | None = None
     thread: tuple[int, int, int] | None = None
+    other_file: str | None = None
+    other_line: int | None = None
+    other_block: tuple[int, int, int] | None = None
+    other_thread: tuple[int, int, int] | None = None
+    access: str | None = None
+    address: str | None = None
+    code: str | None = None
+    other_code: str | None = None
 
     def __post_init__(self) -> None:
-        for name in ("block", "thread"):  # JSON gives lists
+        for name in ("block", "thread", "other_block", "other_thread"):  # JSON gives lists
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, tuple(int(v) for v in value))
+
+    @classmethod
+    def of(cls, finding: Any) -> "CaseFinding":
+        """A checker's finding (:class:`grader.backends.base.Finding`: the emulator's or
+        compute-sanitizer's) as a case keeps it: every field of the same name (``getattr``, so a
+        finding without the newer ones gives None)."""
+        return cls(**{f.name: getattr(finding, f.name, None) for f in dataclasses.fields(cls)})
 
 
 @dataclass(frozen=True)

@@ -183,7 +183,7 @@ def profile_phase(*, cfg, part, source: str, results: list, workdir, solutions, 
         if wrong:  # counts of a launch that did not compute the scan say nothing of its bank conflicts
             return Profile(0.0, pconf.points, f"not scored: the profiled launch (n = {pconf.size}, {dtype}) did not "
                                               f"compute the scan, so its counts are not the kernel's: {wrong}")
-        ref_wf, against, ref_span, ref_barriers = None, "", None, None
+        ref_wf, against, ref_span, ref_barriers, ref_profile = None, "", None, None, None
         ref_spec = PARTS[pconf.reference]
         ref_file = solutions / ref_spec.filename
         if pconf.points and ref_file.is_file():
@@ -198,14 +198,14 @@ def profile_phase(*, cfg, part, source: str, results: list, workdir, solutions, 
             if ref_wrong:
                 return Profile(0.0, pconf.points, f"not scored: the reference solution fails under the emulator: "
                                                   f"{ref_wrong}")
-            ref_wf, against = ref.wavefronts, f"the {ref_spec.label} reference"
+            ref_wf, against, ref_profile = ref.wavefronts, f"the {ref_spec.label} reference", ref
             if ref.launches:  # else the runtime sent no step counts: those bounds are not checked
                 ref_span, ref_barriers = ref.span_steps, ref.barriers
         elif pconf.points and pconf.reference_wavefronts is not None:
             ref_wf, against = pconf.reference_wavefronts, "the configured reference"
             ref_span, ref_barriers = pconf.reference_span_steps, pconf.reference_barriers
         return score_profile(pconf, sub, ref_wf, n=pconf.size, against=against, reference_span_steps=ref_span,
-                             reference_barriers=ref_barriers)
+                             reference_barriers=ref_barriers, reference=ref_profile)
     finally:
         emu.close()
 

@@ -9,6 +9,9 @@ Pure functions of the result: nothing here reads or writes files.
 - :func:`junit_xml` — JUnit XML text for course CI (TA-facing: hidden cases in full);
 - :func:`markdown` — a Markdown summary for a CI job summary or a pull-request comment
   (student-facing);
+- :func:`student_html` — the student's HTML report: the terminal report's blocks with pictures of
+  races, bank conflicts and wrong elements (:mod:`grader.render.pictures`), one self-contained page
+  (student-facing; docs/html-report.md);
 - :func:`class_report` — a class's results as one self-contained HTML page (TA-facing);
   :func:`class_report_page` renders it from a folder loaded by :mod:`grader.classwork.store`;
 - :data:`grader.render.formats.FORMATS` — the one table of report formats: per format its
@@ -29,6 +32,8 @@ from grader.render.gradescope import gradescope
 from grader.render.junit import junit_xml
 from grader.render.markdown import markdown
 from grader.render.prairielearn import prairielearn
+from grader.render.student_html import student_html
 from grader.render.text import render_text
 
-__all__ = ["class_report", "class_report_page", "gradescope", "junit_xml", "markdown", "prairielearn", "render_text"]
+__all__ = ["class_report", "class_report_page", "gradescope", "junit_xml", "markdown", "prairielearn", "render_text",
+           "student_html"]

@@ -1,4 +1,5 @@
-"""Which sizes of a part give wrong values: the part's pattern against powers of two and its tile.
+"""Which sizes of a part give wrong values: the part's pattern against powers of two and its tile;
+and, in one case, where across the array and its tiles the wrong values lie (:func:`wrong_places`).
 
 One case's message says where its first wrong element sits (:func:`grader.grading.case.checks.diagnose`); a
 part's cases together say which sizes fail. :func:`size_pattern` reads the sizes whose cases all
@@ -19,7 +20,7 @@ from typing import Callable, NamedTuple
 
 from grader.assignment.parts import PARTS, tile_levels
 from grader.render._common import is_timed_case, ran
-from grader.core.results import FailureKind, PartResult
+from grader.core.results import FailureKind, Mismatch, PartResult
 
 #: Sizes of each kind (passing, failing with wrong values) a pattern needs: fewer tell no rule.
 MIN_SIZES = 2
@@ -117,6 +118,81 @@ def _passing_somewhere(part: PartResult) -> set[int]:
     return {n for (n, _), passed in by.items() if passed}
 
 
+def part_tile(part: PartResult) -> int | None:
+    """The part's tile in elements (Part 4's 2 * BLOCK_SIZE, Part 5's BLOCK_SIZE * ITEMS_PER_THREAD),
+    or None: a one-block part, a part this grader does not define, or a result that does not record
+    the part's block size (and Part 5's items a thread)."""
+    spec = PARTS.get(part.key)
+    recorded = part.block_size and (part.items_per_thread or not spec or not spec.items_per_thread)
+    return spec.tile(part.block_size, part.items_per_thread) if spec and spec.tile and recorded else None
+
+
+def _ordinal(k: int) -> str:
+    """``1st``, ``2nd``, ``3rd``, ``4th``, ``11th``, ``512th``."""
+    suffix = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
+    return f"{k}{suffix}"
+
+
+def _runs(ks: list[int]) -> str:
+    """Ascending numbers as runs: ``1, 3 to 7, 9``."""
+    runs: list[list[int]] = []
+    for k in ks:
+        if runs and k == runs[-1][1] + 1:
+            runs[-1][1] = k
+        else:
+            runs.append([k, k])
+    return ", ".join(str(a) if a == b else f"{a} to {b}" for a, b in runs)
+
+
+def wrong_places(mm: Mismatch, n: int, tile: int | None) -> list[str]:
+    """Where a case's wrong elements lie, in sentences from its :class:`~grader.core.results.Mismatch`
+    (its ``bins``, ``offsets`` and ``stride``): how many of n, their spacing, which tiles hold
+    them (where the bins are the tiles) and where in their tiles. [] for a mismatch recorded before
+    these were (no bins).
+
+    Args:
+        mm: the case's mismatch; n: its size; tile: the part's tile (:func:`part_tile`), or None.
+    """
+    if not mm.bins or not mm.bin_width:
+        return []
+    last = mm.index if mm.last is None else mm.last
+    lines = [f"{mm.wrong:,} of {n:,} elements wrong ({100 * mm.wrong / max(n, 1):.3g} %), "
+             + (f"at index {mm.index:,}" if mm.wrong == 1 else f"from index {mm.index:,} to {last:,}")]
+    if mm.stride == 1:
+        lines.append(f"every element from {mm.index:,} to {last:,} is wrong, and no other")
+    elif mm.stride:
+        lines.append(f"every {_ordinal(mm.stride)} element from {mm.index:,} on ({mm.index:,}, "
+                     f"{mm.index + mm.stride:,}, ...) is wrong, and no other")
+    count = -(-n // tile) if tile else 0
+    if count > 1:
+        wrong_tiles = ([k for k, c in enumerate(mm.bins) if c] if mm.bin_width == tile
+                       else list(range(mm.index // tile, last // tile + 1)))  # the first and last wrong, between
+        if mm.bin_width != tile and len(wrong_tiles) > 1:
+            which = f"tiles {wrong_tiles[0]} to {wrong_tiles[-1]} (of {count}; not every one need be wrong)"
+        elif wrong_tiles == [count - 1]:
+            which = f"only the last tile (tile {count - 1} of {count}: elements {(count - 1) * tile:,} to {n - 1:,})"
+        elif wrong_tiles == [0]:
+            which = f"only the first tile (tile 0 of {count})"
+        elif len(wrong_tiles) == count:
+            which = f"every tile ({count} of {count})"
+        elif wrong_tiles == list(range(wrong_tiles[0], count)):
+            which = f"every tile from tile {wrong_tiles[0]} on ({len(wrong_tiles)} of {count})"
+        else:
+            which = f"tiles {_runs(wrong_tiles)} ({len(wrong_tiles)} of {count})"
+        lines.append(f"the wrong elements are in {which}; a tile is {tile:,} elements")
+    if mm.offsets and mm.offset_width and tile:
+        held = [k for k, c in enumerate(mm.offsets) if c]
+        w = mm.offset_width
+        if len(held) == len(mm.offsets):
+            lines.append("within their tiles they lie everywhere, from the first element to the last")
+        elif held:
+            lo, hi = held[0] * w, min((held[-1] + 1) * w, tile) - 1
+            lines.append(f"within their tiles they lie at elements {lo:,} to {hi:,} of the {tile:,}"
+                         + (" (the start of the tile)" if hi < tile // 2 and lo == 0 else
+                            " (the end of the tile)" if hi == tile - 1 and lo >= tile // 2 else ""))
+    return lines
+
+
 def size_pattern(part: PartResult) -> str | None:
     """The sentence naming the first rule of :data:`RULES` that splits the part's failing sizes from
     its passing ones exactly (:func:`split_sizes`), or None: fewer than :data:`MIN_SIZES` of
@@ -127,8 +203,7 @@ def size_pattern(part: PartResult) -> str | None:
     if len(failing) < MIN_SIZES or len(passing) < MIN_SIZES:
         return None
     spec = PARTS.get(part.key)
-    recorded = part.block_size and (part.items_per_thread or not spec or not spec.items_per_thread)
-    tile = spec.tile(part.block_size, part.items_per_thread) if spec and spec.tile and recorded else None
+    tile = part_tile(part)
     somewhere = _passing_somewhere(part)
     for rule in RULES:
         if (rule.tiled and tile is None) or (rule.hierarchical and not spec.hierarchical):

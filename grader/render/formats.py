@@ -22,6 +22,7 @@ from grader.render.junit import junit_xml
 from grader.render.markdown import markdown
 from grader.render.prairielearn import dumps as prairielearn_dumps
 from grader.render.prairielearn import prairielearn
+from grader.render.student_html import student_html
 from grader.render.text import render_text
 from grader.core.results import SubmissionResult
 
@@ -94,20 +95,22 @@ FORMATS: dict[str, ReportFormat] = {f.name: f for f in (
                  "cases in full: for course staff) to FILE", False, "junit.xml"),
     ReportFormat("markdown", lambda r, cfg: markdown(r),
                  "also write a Markdown summary to FILE (e.g. $GITHUB_STEP_SUMMARY)", True, "report.md"),
+    ReportFormat("html", lambda r, cfg: student_html(r), "also write the student's HTML report, with pictures of "
+                 "races, bank conflicts and wrong elements (self-contained), to FILE", True, "report.html"),
 )}
 
 
 def report_files(*, student: bool = False) -> list[str]:
     """The report files of :data:`FORMATS`, in table order: each format's :attr:`ReportFormat.file`
     (what a batch writes into ``OUT/<id>/`` besides ``result.json``: ``report.txt``, ``results.json``,
-    ``junit.xml``, ``report.md``), or with ``student`` those of the student-facing formats (what
+    ``junit.xml``, ``report.md``, ``report.html``), or with ``student`` those of the student-facing formats (what
     :data:`STUDENT_FOLDER` holds besides the time plots). Read from the table at each call."""
     return [f.file for f in FORMATS.values() if f.file and (f.student_facing or not student)]
 
 
 def student_reports(result: SubmissionResult) -> dict[str, str]:
     """File name -> text of the student's copy of each student-facing format with a file
-    (``report.txt``, ``results.json`` (Gradescope's), ``report.md``): what ``OUT/<id>/student/``
+    (``report.txt``, ``results.json`` (Gradescope's), ``report.md``, ``report.html``): what ``OUT/<id>/student/``
     holds. A pure function: no I/O."""
     return {f.file: f.render(result, None) for f in FORMATS.values() if f.file and f.student_facing}
 
@@ -115,7 +118,8 @@ def student_reports(result: SubmissionResult) -> dict[str, str]:
 def batch_reports(result: SubmissionResult) -> dict[str, str | bytes]:
     """Path (relative to ``OUT/<id>/``) -> text of every report a batch writes into a student's
     folder besides ``result.json``: the course staff's copy of each format with a file
-    (``report.txt`` with the hidden cases in full, ``results.json``, ``junit.xml``, ``report.md``),
+    (``report.txt`` with the hidden cases in full, ``results.json``, ``junit.xml``, ``report.md``,
+    ``report.html``),
     and :func:`student_reports` under :data:`STUDENT_FOLDER`, with each timed part's time plot
     there as PNG bytes (:func:`grader.render.plot.plot_name`; none without matplotlib). A pure
     function: no I/O."""

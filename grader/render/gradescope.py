@@ -20,6 +20,7 @@ from grader.render._common import (part_status_words, analysis_report, device_te
 from grader.render._groups import (CaseGroup, case_groups, group_counts, group_description, group_output,
                                    timed_run_lines)
 from grader.assignment.parts import CHALLENGE_PART
+from grader.render.pictures import part_pictures
 from grader.core.results import PartResult, SubmissionResult
 
 #: The visibility values Gradescope documents, for the top level, ``stdout_visibility`` and each test.
@@ -76,6 +77,12 @@ def _part_tests(part: PartResult, hidden_case_visibility: str | None, *, pending
         from grader.core.access_profile import report_lines
         tests.append(_test(part, len(tests) + 1, "bank conflicts", prof.points, prof.max_points,
                            prof.points >= prof.max_points, "\n".join(report_lines(prof))))
+    pictures = part_pictures(part, plot=False)  # the HTML report's (the plot is the analysis test's)
+    if pictures:  # information, 0 of 0: a race's threads, the bank grids, where the wrong elements lie
+        test = _test(part, len(tests) + 1, "pictures", 0.0, 0.0, None, "")
+        test["output"] = str(pictures)
+        test["output_format"] = "html"
+        tests.append(test)
     analysis = analysis_report(part)
     if analysis:  # information, 0 of 0: the table (or the roofline) and the time plot, as HTML
         test = _test(part, len(tests) + 1, "analysis", 0.0, 0.0, None, "")
@@ -148,7 +155,11 @@ def gradescope(result: SubmissionResult, *, leaderboard_part: str | None = CHALL
     run passing; each timed run's timing in its output), or, where the points wait for a run on a
     GPU (an emulator run of a part that passed), ``"... · performance (pending)"``, 0 of 0 with no
     status and the pending points in its output; a part timed for no points and not timed has
-    none. Then ``"... · bank conflicts"`` for a part whose profile earns points. A timed part with an
+    none. Then ``"... · bank conflicts"`` for a part whose profile earns points. A part with pictures
+    in the HTML report (:func:`grader.render.pictures.part_pictures`: a race of a visible case, Part
+    3's bank grids, where a visible case's wrong elements lie) then has ``"... · pictures"``, 0 of 0
+    with no status, its ``output_format`` ``html``: the same fragment (inline SVG, each picture with its
+    text equivalent), without the time plot. A timed part with an
     analysis table (a GPU run) or a roofline (the emulator) then has ``"... · analysis"``, 0 of 0
     with no status, its ``output_format`` ``html``: the table as preformatted text and the time plot
     as an image. The test scores add up to ``result.points`` and the max_scores to

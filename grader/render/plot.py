@@ -22,8 +22,8 @@ from pathlib import Path
 
 from grader.core.results import PartResult, SubmissionResult
 
-__all__ = ["PNG_SIGNATURE", "draw_plots_in", "drawn_apart", "plot_name", "plot_unavailable", "plotted_parts",
-           "time_plot_png", "warm_up", "write_plots"]
+__all__ = ["PNG_SIGNATURE", "draw_plots_in", "drawn_apart", "plot_name", "plot_series", "plot_unavailable",
+           "plotted_parts", "time_plot_png", "warm_up", "write_plots"]
 
 #: The first bytes of every PNG file.
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -43,8 +43,9 @@ def plot_name(part: PartResult) -> str:
     return f"{part.key}-time.png"
 
 
-def _series(part: PartResult) -> tuple[dict[str, list[tuple[int, float]]], str]:
-    """The lines of the part's plot (label -> (n, ms) points) and the y label."""
+def plot_series(part: PartResult) -> tuple[dict[str, list[tuple[int, float]]], str]:
+    """The lines of the part's plot (label -> (n, ms) points) and the y label; ``({}, "")`` for a
+    part with nothing to plot (no analysis table, no roofline)."""
     if part.analysis is not None and part.analysis.rows:
         rows = part.analysis.rows
         return ({"your kernel": [(r.n, r.gpu_ms) for r in rows],
@@ -69,12 +70,12 @@ def _series(part: PartResult) -> tuple[dict[str, list[tuple[int, float]]], str]:
 
 def plotted_parts(result: SubmissionResult) -> list[PartResult]:
     """The parts of ``result`` that have a plot: a timed part with an analysis table or a roofline."""
-    return [p for p in result.parts if _series(p)[0]]
+    return [p for p in result.parts if plot_series(p)[0]]
 
 
 def _plot_key(part: PartResult, dpi: int) -> tuple | None:
     """What a part's plot is drawn from, ``(title, ylabel, series, dpi)``; None: nothing to plot."""
-    lines, ylabel = _series(part)
+    lines, ylabel = plot_series(part)
     if not lines:
         return None
     series = tuple((label, tuple(sorted(pts))) for label, pts in lines.items())

@@ -191,6 +191,23 @@ def render_text(result: SubmissionResult, *, show_hidden: bool = False) -> str:
     if not show_hidden:
         seed, elapsed = public_seed(result), public_elapsed_s(result)
         result = student_view(result)
+    lines = header_lines(result, seed)
+    for p in result.parts:
+        lines += part_lines(result, p, show_hidden=show_hidden) + [""]
+    lines += summary_lines(result, elapsed)
+    return printable("\n".join(lines))  # results are clean already; a result read back from a file may not be
+
+
+def part_lines(result: SubmissionResult, part: PartResult, *, show_hidden: bool = False) -> list[str]:
+    """The text report's block of one part of ``result`` (unindented heading, indented lines):
+    its cases, findings, pattern, warnings, timing and profile. Without ``show_hidden``, ``result``
+    is :func:`grader.render._common.student_view`'s (as :func:`render_text` gives it)."""
+    return _part_block(part, result.performance_pending(part), show_hidden=show_hidden)
+
+
+def header_lines(result: SubmissionResult, seed: int | None) -> list[str]:
+    """The text report's header: the grader, the submission, the backend, the config and ``seed``
+    (None: not shown), BLOCK_SIZE, and any notes and warnings of the run; ends in an empty line."""
     dev = result.device.get("device")
     lines = [f"scangrade {result.scangrade_version} — grading {result.submission}",
              f"backend: {result.backend}{f' on {dev}' if dev else ''} ({result.backend_reason})",
@@ -213,10 +230,15 @@ def render_text(result: SubmissionResult, *, show_hidden: bool = False) -> str:
     nothing = no_part_file(result)
     if nothing:
         lines.insert(3, f"NOTHING GRADED: {nothing}")
-    for p in result.parts:
-        lines += _part_block(p, result.performance_pending(p), show_hidden=show_hidden) + [""]
+    return lines
+
+
+def summary_lines(result: SubmissionResult, elapsed: float | None) -> list[str]:
+    """The text report's closing table (each part's status, cases passed and points, then the
+    total), the pending and quick-check notes, the timing note and ``elapsed`` seconds (None: not shown)."""
+    quick = quick_check_text(result)
     width = max([len(p.key) for p in result.parts] + [5])
-    lines.append(f"{'part':<{width}}  {'status':<13}  {'cases':>7}  {'points':>11}")
+    lines = [f"{'part':<{width}}  {'status':<13}  {'cases':>7}  {'points':>11}"]
     for p in result.parts:
         graded = [c for c in p.cases if not is_timed_case(c)]
         ok = sum(c.status == "pass" for c in graded)
@@ -229,4 +251,4 @@ def render_text(result: SubmissionResult, *, show_hidden: bool = False) -> str:
     if quick:
         lines.append(f"QUICK CHECK: {quick[len('Quick check: '):]}.")
     lines.append(f"{result.timing_note}." + (f" Graded in {elapsed:.1f} s." if elapsed is not None else ""))
-    return printable("\n".join(lines))  # results are clean already; a result read back from a file may not be
+    return lines

@@ -212,9 +212,9 @@ def _parse_findings(module: EmulatorModule, text: str) -> list[Finding]:
     """The findings of the runtime's report ``text`` (one tab-separated row each), their code
     addresses resolved to source lines of ``module``, one per kind and pair of locations, with
     operator-precedence advice on an undefined shift whose amount has a ``+`` or ``-``."""
-    rows = [line.split("\t", 9) for line in text.splitlines() if line.count("\t") >= 9]
+    rows = [line.split("\t", 11) for line in text.splitlines() if line.count("\t") >= 11]
     offsets = sorted({int(loc[1:], 16) for r in rows for loc in (r[1], r[2]) if loc.startswith("@")}
-                     | {int(h, 16) for r in rows for h in _CODE_AT.findall(r[9])})
+                     | {int(h, 16) for r in rows for h in _CODE_AT.findall(r[11])})
     resolved = module.resolve(offsets)
 
     def code_at(m: re.Match[str]) -> str:
@@ -222,7 +222,7 @@ def _parse_findings(module: EmulatorModule, text: str) -> list[Finding]:
         return f"{file}:{line}" if file else "an unknown line"
     findings: list[Finding] = []
     seen: set[tuple] = set()
-    for kind, loc, other, block, thread, oblock, othread, has_other, _linear, message in rows:
+    for kind, loc, other, block, thread, oblock, othread, has_other, _linear, access, element, message in rows:
         file, line = _split_loc(loc, resolved)
         ofile, oline = _split_loc(other, resolved)
         where = f"{file}:{line}" if file else "an unknown line"
@@ -242,7 +242,8 @@ def _parse_findings(module: EmulatorModule, text: str) -> list[Finding]:
                                 other_line=oline if relevant else None, other_file=ofile if relevant else None,
                                 block=_triple(block), thread=_triple(thread),
                                 other_block=_triple(oblock) if relevant else None,
-                                other_thread=_triple(othread) if relevant else None))
+                                other_thread=_triple(othread) if relevant else None,
+                                access=access or None, address=element or None))
     return findings
 
 

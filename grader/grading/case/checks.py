@@ -15,7 +15,7 @@ from grader.assignment.parts import PartSpec
 from grader.assignment.plans import (DEVICE_CHECK_MIN, DIGEST_SALT, GUARD, POISON_BITS, Guarded, Plan, Run,
                                      checks_on_device, tiles)
 from grader.core.kinds import in_cause_order
-from grader.core.results import CaseFinding, CaseStatus, FailureKind, Mismatch
+from grader.core.results import MISMATCH_BINS, OFFSET_BINS, CaseFinding, CaseStatus, FailureKind, Mismatch
 from grader.grading.case.inputs import FLOAT_STEP, UNIT_ROUNDOFF, reference_output, sums_are_exact
 from reference.scan import exclusive_scan, inclusive_scan
 
@@ -143,7 +143,29 @@ def diagnose(got: np.ndarray, expected: np.ndarray, *, source: np.ndarray, inclu
                           prefix_sum=prefix_sum)
     return Mismatch(buffer=buffer, index=i, got=got[i].item(), expected=expected[i].item(), wrong=int(wrong.size),
                     first_wrong_tile=(i // tile) * tile if tile else None, hint=hint,
-                    allowed=None if tol is None else float(tol[i]))
+                    allowed=None if tol is None else float(tol[i]), **wrong_places(wrong, n, tile))
+
+
+def wrong_places(wrong: np.ndarray, n: int, tile: int | None) -> dict:
+    """Where the wrong elements lie, bounded in size: the :class:`~grader.core.results.Mismatch`
+    fields ``last``, ``bins``, ``bin_width``, ``offsets``, ``offset_width`` and ``stride`` (see there).
+
+    Args:
+        wrong: the wrong elements' indices, ascending (at least one).
+        n: the array's length; tile: the part's tile (elements), None for a one-block part.
+    """
+    tiles = -(-n // tile) if tile else 0
+    width = tile if tile and tiles <= MISMATCH_BINS else max(1, -(-n // MISMATCH_BINS))
+    places: dict = {"last": int(wrong[-1]), "bin_width": width,
+                    "bins": tuple(int(c) for c in np.bincount(wrong // width, minlength=-(-n // width)))}
+    if tile and n > tile:
+        step = max(1, -(-tile // OFFSET_BINS))
+        places |= {"offset_width": step,
+                   "offsets": tuple(int(c) for c in np.bincount((wrong % tile) // step, minlength=-(-tile // step)))}
+    gaps = np.diff(wrong)
+    if wrong.size >= 3 and (gaps == gaps[0]).all():
+        places["stride"] = int(gaps[0])
+    return places
 
 
 #: How the hint of a wrong last, partial tile starts (:func:`_tile_hint`).

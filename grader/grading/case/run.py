@@ -195,6 +195,27 @@ def with_compiler_notes(result: CaseResult, notes: list[str], earlier: list[Case
     return dataclasses.replace(result, message=message, findings=findings)
 
 
+#: Characters of a source line a finding keeps (:func:`with_source_lines`).
+CODE_CHARS = 160
+
+
+def with_source_lines(result: CaseResult, source: str, filename: str) -> CaseResult:
+    """``result`` with each finding's line of the student's file quoted: ``code`` for its ``line``
+    and ``other_code`` for its ``other_line``, where ``file`` (``other_file``) is ``filename`` (the
+    part's file, whose text is ``source``), stripped and cut to :data:`CODE_CHARS` characters;
+    ``result`` as it is where no finding has such a line."""
+    lines = source.splitlines()
+
+    def quoted(file: str | None, line: int | None) -> str | None:
+        if file != filename or line is None or not 1 <= line <= len(lines):
+            return None
+        text = lines[line - 1].strip()
+        return text if len(text) <= CODE_CHARS else text[:CODE_CHARS - 1] + "…"
+    findings = tuple(dataclasses.replace(f, code=quoted(f.file, f.line), other_code=quoted(f.other_file, f.other_line))
+                     for f in result.findings)
+    return result if findings == result.findings else dataclasses.replace(result, findings=findings)
+
+
 class _WordedFinding(NamedTuple):
     """A finding and its wording: the text a case's message gives it when it comes first."""
 
@@ -222,7 +243,7 @@ def _checker_findings(found: list) -> list[_WordedFinding]:
         text = f"the kernel failed ({f.kind}): {f.message}"
         if f.block is not None and f.thread is not None:
             text += f" (block {_ids(f.block)}, thread {_ids(f.thread)})"
-        told.append(_WordedFinding(CaseFinding(f.kind, f.message, f.file, f.line, f.block, f.thread), text))
+        told.append(_WordedFinding(CaseFinding.of(f), text))
     return told
 
 
@@ -241,7 +262,7 @@ def _kernel_findings(exc: KernelError, where: str) -> list[_WordedFinding]:
             text += f" (block {_ids(f.block)}, thread {_ids(f.thread)})"
         if f.kind == exc.kind and not any(t.finding.kind == exc.kind for t in told):
             text = head + str(exc)
-        told.append(_WordedFinding(CaseFinding(f.kind, f.message, f.file, f.line, f.block, f.thread), text))
+        told.append(_WordedFinding(CaseFinding.of(f), text))
     return told
 
 
@@ -347,7 +368,7 @@ def _run_case(backend, module, *, cfg, part, case, schedules, checked, result, w
                 text = f"{f.message}; with that value the output is wrong{where}"
                 if f.block is not None and f.thread is not None:
                     text += f" (block {_ids(f.block)}, thread {_ids(f.thread)})"
-                told.append(_WordedFinding(CaseFinding(f.kind, f.message, f.file, f.line, f.block, f.thread), text))
+                told.append(_WordedFinding(CaseFinding.of(f), text))
             elif (mm is not None and not kernel) or (unwritten and not told):
                 first = _output_bits(launched.run, launched.plan, case.n)
                 del launched

@@ -252,8 +252,9 @@ class _PartGrader:
             events.emit(Profiled(profile_after_hidden(profile, hidden_results)))
 
     def run(self, case) -> None:
-        """Grade ``case`` (``case-start`` ... ``case-done``), the compiler's notes added to a wrong output."""
-        from grader.grading.case.run import with_compiler_notes
+        """Grade ``case`` (``case-start`` ... ``case-done``), the compiler's notes added to a wrong output,
+        its findings' lines of the part's file quoted (:func:`grader.grading.case.run.with_source_lines`)."""
+        from grader.grading.case.run import with_compiler_notes, with_source_lines
 
         checked = self.job.checks and case.n <= self.cfg.emulator.checks_max_n
         known = tuple(f for r in self.results for f in r.findings)
@@ -265,6 +266,7 @@ class _PartGrader:
             if case.dtype not in self.notes:
                 self.events.emit(CompilerNotes(case.name))  # the compiler's time is not the case's
             result = with_compiler_notes(result, self.compiler_notes(case.dtype), self.results)
+        result = with_source_lines(result, self.source, self.part.filename)
         self.results.append(result)
         self.events.emit(CaseDone(result))
 
