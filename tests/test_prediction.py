@@ -93,7 +93,8 @@ def test_the_plan_at_the_predicted_size_has_its_levels_there():
 
 
 def test_the_config_names_a_gpu_with_a_measured_model(tmp_path):
-    text = (ROOT / "config.yaml").read_text().replace("  max_n: 65536\n", "  max_n: 65536\n  predict_on: NVIDIA B300\n")
+    text = (ROOT / "config.yaml").read_text().replace("predict_on: NVIDIA H200", "predict_on: NVIDIA B300")
+    assert "predict_on: NVIDIA B300" in text
     path = tmp_path / "config.yaml"
     path.write_text(text)
     with pytest.raises(ConfigError) as err:
@@ -106,7 +107,7 @@ def test_the_config_names_a_gpu_with_a_measured_model(tmp_path):
 def test_the_emulators_time_plot_draws_the_predicted_times_beside_the_bounds():
     from grader.core.performance import Prediction, PredictionRow, Roofline, RooflineRow
     from grader.core.results import PartResult
-    from grader.render.plot import _series
+    from grader.render.plot import plot_series
 
     roof = Roofline(target="NVIDIA H100 80GB HBM3", peak_dram_gbps=3350, step_ns=10, launch_us=1, message="m",
                     rows=(RooflineRow(1 << 20, 0.004, 0.004, 1.0), RooflineRow(1 << 24, 0.05, 0.05, 1.0)),
@@ -115,7 +116,7 @@ def test_the_emulators_time_plot_draws_the_predicted_times_beside_the_bounds():
                                                 PredictionRow(1 << 24, 0.06, 0.05, 1.2))))
     part = PartResult(key="part5_single_pass", number=5, title="t", file="f", status="pass", message="",
                       cases=(), roofline=roof)
-    lines, ylabel = _series(part)
+    lines, ylabel = plot_series(part)
     assert lines["your kernel (PREDICTED on an NVIDIA H200)"] == [(1 << 20, 0.01), (1 << 24, 0.06)]
     assert lines["reference solution (PREDICTED on an NVIDIA H200)"] == [(1 << 20, 0.009), (1 << 24, 0.05)]
     assert "PREDICTED time on an NVIDIA H200" in ylabel and "your kernel (estimated bound)" in lines
