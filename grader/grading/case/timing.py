@@ -1,8 +1,8 @@
 """Timing one size on a GPU (:func:`time_case`): the submission and the reference solution
 interleaved on one input, after warm-up, with run counts and spot-checked runs drawn at random, a
 slow kernel timed from a few runs, the output re-verified, and the time compared with a
-device-to-device copy and the sequential CPU scan; and the performance points of the timed sizes
-(:func:`score_performance`)."""
+device-to-device copy and the sequential CPU scan; CUB's time beside it where its library is built
+(:func:`time_cub_ms`); and the performance points of the timed sizes (:func:`score_performance`)."""
 
 from __future__ import annotations
 
