@@ -206,7 +206,7 @@ class CaseItem(_PartItem):
         self.case_name, self.occurrence = case_name, occurrence
 
     def runtest(self) -> None:
-        from grader.render._common import visible_case_details
+        from grader.render import visible_case_details
         part = self._part()
         matches = [c for c in part.cases if c.name == self.case_name]
         if len(matches) <= self.occurrence:

@@ -14,6 +14,7 @@ from grader.assignment.parts import (PARTS, blelloch_adds, hierarchical_adds, hi
 from grader.render.formats import FORMATS
 from grader.render.plot import PNG_SIGNATURE, plot_name, time_plot_png, write_plots
 from grader.core.performance import Timing
+from grader.backends import BACKENDS
 from grader.core.results import CaseResult, PartResult, SubmissionResult, result_from_dict
 
 H100 = {"device": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0", "sm_count": "132", "clock_mhz": "1980",
@@ -159,7 +160,8 @@ def _result(cfg, backend: str = "pycuda") -> SubmissionResult:
                                                                           barriers=20)))
     return SubmissionResult(submission="s", backend=backend, backend_reason="chosen", device=H100, config="c", seed=1,
                             block_size=512, parts=(part,), scangrade_version="0", started_at="2026-01-01T00:00:00",
-                            elapsed_s=1.0)
+                            elapsed_s=1.0, backend_times_kernels=BACKENDS[backend].times_kernels,
+                            backend_uses_gpus=BACKENDS[backend].uses_gpus)
 
 
 @pytest.mark.parametrize("name", list(FORMATS))

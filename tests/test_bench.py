@@ -8,7 +8,8 @@ import json
 import pytest
 
 from grader import cli
-from grader.tools import bench, bench_cub, bench_table
+from grader.backends import cub
+from grader.tools import bench, bench_table
 from grader.tools.bench_table import COPY, CUB, BenchResult, BenchRow
 from grader.assignment.config import load_config
 from grader.core.errors import UsageError
@@ -117,7 +118,7 @@ def test_plot_is_written_or_skipped_with_a_reason(tmp_path):
 
 
 def test_cub_source_has_the_c_entry_point():
-    text = bench_cub.CUB_SOURCE.read_text()
+    text = cub.CUB_SOURCE.read_text()
     assert 'extern "C"' in text and "scangrade_cub_exclusive_sum" in text and "cub::DeviceScan::ExclusiveSum" in text
 
 

@@ -79,6 +79,7 @@ def test_a_nan_output_still_gives_strict_json(tmp_path):
                       mismatch=Mismatch(buffer="out", index=7, got=float("nan"), expected=1.5, wrong=1))
     part = PartResult(key="part1_naive", number=1, title="t", file="f.cu", status="fail", cases=(case,))
     result = SubmissionResult(submission="s", backend="emulator", backend_reason="r", device={}, config="c",
+                              backend_times_kernels=False, backend_uses_gpus=False,  # the emulator's traits
                               seed=1, block_size=32, parts=(part,), scangrade_version="0", started_at="t",
                               elapsed_s=0.0)
     import json

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from grader.backends import BACKENDS
 from grader.classwork.store import CLASS_REPORT as REPORT_NAME
 from grader.classwork.store import load_batch, write_class_report, write_reports
 from grader.render.class_report import LINKED_REPORTS, class_report, class_report_page, failure_groups, part_failures
@@ -74,7 +75,9 @@ def _result(sid: str, parts: list[PartResult], *, backend: str = "pycuda") -> Su
     device = {"backend": backend, "device": GPU} if backend == "pycuda" else {"backend": backend}
     return SubmissionResult(submission=sid, backend=backend, backend_reason="test", device=device,
                             config="config.yaml", seed=7, block_size=128, parts=tuple(parts), scangrade_version="0.1.0",
-                            started_at="2026-11-20T10:00:00+00:00", elapsed_s=3.0, timed=backend == "pycuda")
+                            started_at="2026-11-20T10:00:00+00:00", elapsed_s=3.0, timed=backend == "pycuda",
+                            backend_times_kernels=BACKENDS[backend].times_kernels,
+                            backend_uses_gpus=BACKENDS[backend].uses_gpus)
 
 
 def gpu_class() -> list[tuple[str, SubmissionResult]]:

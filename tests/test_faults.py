@@ -436,6 +436,7 @@ def test_a_result_to_regrade_uses_no_prairielearn_attempt(small_config):
         part = ungraded_part(small_config, "part1_naive", status="error", message="the grader's worker was killed",
                              to_regrade=to_regrade)
         return SubmissionResult(submission="s", backend="emulator", backend_reason="test", device={}, config="c",
+                                backend_times_kernels=False, backend_uses_gpus=False,  # the emulator's traits
                                 seed=7, block_size=128, parts=(part,), scangrade_version="0", started_at="",
                                 elapsed_s=0.0)
     doc = prairielearn(result(True))

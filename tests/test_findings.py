@@ -99,6 +99,7 @@ def test_cause_order_puts_contracts_first_and_values_last_each_kind_once():
 def _result(*cases: CaseResult) -> SubmissionResult:
     part = PartResult(key="part1_naive", number=1, title="t", file="part1_naive.cu", status="fail", cases=cases)
     return SubmissionResult(submission="s", backend="emulator", backend_reason="r", device={}, config="c", seed=1,
+                            backend_times_kernels=False, backend_uses_gpus=False,  # the emulator's traits
                             block_size=64, parts=(part,), scangrade_version="0", started_at="", elapsed_s=1.0)
 
 

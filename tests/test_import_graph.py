@@ -75,14 +75,13 @@ def test_no_cycle_even_through_imports_for_type_checkers():
 #: or, ending in ``=``, one module alone. Every module of the package is in one of them
 #: (:func:`test_every_module_is_in_a_layer`), so a new package has to take its place here.
 LAYERS = (
-    # the data every layer shares; the package's version; the table of backends, which imports no backend
-    # and the interface every backend implements, which other layers name
-    ("grader=", "grader.core", "grader.backends=", "grader.backends.base="),
+    ("grader=", "grader.core"),                        # the data every layer shares; the package's version
     ("grader.host",),                                  # processes, resource limits, the GPU lock
     ("grader.source",),                                # the C token reader, the directive checks
-    ("grader.backends",),                              # the emulator and PyCUDA
+    ("grader.backends",),                              # their table, their interface, the emulator, PyCUDA, CUB
     ("grader.assignment",),                            # parts, plans, the config
-    ("grader.grading", "grader.tools"),                # one submission, part by part; the CUB bench
+    ("grader.grading",),                               # one submission, part by part
+    ("grader.tools",),                                 # the bench, which times what grading times
     ("grader.classwork",),                             # a class: discovery, batch, store, Slurm
     ("grader.render",),                                # reports from results, and a class's page
     ("grader.packaging",),                             # the student release and the autograder bundles

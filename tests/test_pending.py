@@ -82,3 +82,29 @@ def test_the_student_reports_say_pending(results):
     assert "performance: 0/" not in text  # neither Part 4's 0/6 nor Part 3's 0/0
     assert "**pending**" in markdown(good) and "0/6 points" not in markdown(good).split("### Part 4")[1]
     assert "PENDING" not in render_text(bad) and "performance: 0/6 points" in render_text(bad)
+
+
+def test_a_result_records_its_backends_traits_and_keeps_them_when_saved(results):
+    """The result says what its backend could do (the runner records the row's traits), so that
+    grader.core reads no backend table, and a saved result reads back the same."""
+    from grader.backends import BACKENDS
+    from grader.classwork.store import read_result
+
+    good, _ = results
+    emulator = BACKENDS["emulator"]
+    assert (good.backend_times_kernels, good.backend_uses_gpus) == (emulator.times_kernels, emulator.uses_gpus)
+    doc = good.to_dict()
+    assert (doc["backend_times_kernels"], doc["backend_uses_gpus"]) == (False, False)
+    assert read_result(doc) == good
+
+
+def test_a_result_saved_before_it_recorded_the_traits_reads_them_from_its_backends_row(results):
+    from grader.classwork.store import read_result
+    from grader.core.results import result_from_dict
+
+    good, _ = results
+    doc = {k: v for k, v in good.to_dict().items() if k not in ("backend_times_kernels", "backend_uses_gpus")}
+    assert result_from_dict(doc).pending_points == 0  # core alone: not recorded reads as a GPU's (True)
+    again = read_result(doc)
+    assert (again.backend_times_kernels, again.backend_uses_gpus) == (False, False)
+    assert again.pending_points == 6

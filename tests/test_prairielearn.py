@@ -56,7 +56,8 @@ def _test(doc: dict, name: str) -> dict:
 def emulator(*parts: PartResult) -> SubmissionResult:
     return dataclasses.replace(submission(*parts), backend="emulator", backend_reason="--backend emulator",
                                device={"backend": "emulator"}, timed=False,
-                               timing_note="not timed: the emulator runs kernels on the CPU")
+                               timing_note="not timed: the emulator runs kernels on the CPU",
+                               backend_times_kernels=False, backend_uses_gpus=False)
 
 
 NOT_TIMED = Performance(0.0, 6.0, None, "not timed: the emulator backend cannot time kernels; performance points "

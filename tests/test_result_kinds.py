@@ -98,6 +98,7 @@ case = CaseResult(name="n=5 int32", n=5, dtype="int32", seed=7, status="fail", p
                   message="the kernel failed (race): x", kind="race")
 part = PartResult(key="part1_naive", number=1, title="naive", file="part1_naive.cu", status="fail", cases=(case,))
 result = SubmissionResult(submission="s", backend="emulator", backend_reason="t", device={}, config="c.yaml",
+                          backend_times_kernels=False, backend_uses_gpus=False,  # the emulator's traits
                           seed=7, block_size=128, parts=(part,), scangrade_version="0", started_at="", elapsed_s=0.0)
 for render in (gradescope, junit_xml, markdown, render_text):
     render(result)

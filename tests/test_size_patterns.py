@@ -124,6 +124,7 @@ def test_a_size_fails_where_any_dtype_gives_wrong_values():
 
 def _submission(part: PartResult) -> SubmissionResult:
     return SubmissionResult(submission="sub", backend="emulator", backend_reason="test", device={}, config="c.yaml",
+                            backend_times_kernels=False, backend_uses_gpus=False,  # the emulator's traits
                             seed=1, block_size=512, parts=(part,), scangrade_version="0", started_at="",
                             elapsed_s=1.0)
 

@@ -1,6 +1,9 @@
 """The docs and docstrings that list report formats, report files or parts agree with the tables
 they come from: :data:`grader.render.formats.FORMATS` (through :func:`report_files`) and
-:data:`grader.assignment.parts.PARTS`. A row added to a table fails here until the lists that restate it say so."""
+:data:`grader.assignment.parts.PARTS`; so do the result's schema version the docs name
+(:data:`grader.core.results.SCHEMA_VERSION`), the commands they list (the CLI's parser) and the
+emulator's ``device`` keys (:data:`grader.backends.emulator.backend.DEVICE_KEYS`). A row added to a
+table fails here until the lists that restate it say so."""
 
 from __future__ import annotations
 
@@ -111,3 +114,73 @@ def test_the_shipped_config_names_every_key_of_the_schema():
                       if not re.search(rf"(?<![\w-]){re.escape(k)}(?![\w-])", shipped)
                       and not re.search(rf"(?<![\w-]){re.escape(k)}:", private)})
     assert not unnamed, f"keys of the config schema that config.yaml never names: {unnamed}"
+
+
+def _versions_named(text: str) -> list[str]:
+    """Every version of ``scangrade.result`` a doc states: ``scangrade.result vN``, the heading's
+    ``(schema `scangrade.result`, version N)``, a ``"schema_version": N`` and the field table's row."""
+    return re.findall(r"scangrade\.result v(\d+)|schema `scangrade\.result`, version (\d+)"
+                      r"|\"schema_version\": (\d+)|\| `schema_version` \| integer \| `(\d+)` \|", text)
+
+
+@pytest.mark.parametrize("doc", ["docs/architecture.md", "docs/results.md"])
+def test_the_docs_name_the_result_schema_version_the_code_writes(doc):
+    from grader.core.results import SCHEMA_VERSION
+
+    named = ["".join(groups) for groups in _versions_named((ROOT / doc).read_text(encoding="utf-8"))]
+    assert named, f"{doc} names no version of scangrade.result"
+    wrong = sorted({v for v in named if v != str(SCHEMA_VERSION)})
+    assert not wrong, f"{doc} names scangrade.result version {wrong}; grader.core.results writes {SCHEMA_VERSION}"
+
+
+def _commands() -> list[str]:
+    """The ``scangrade`` commands, from the CLI's parser (its subcommands)."""
+    import argparse
+
+    from grader.cli import build_parser
+
+    (sub,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    return list(sub.choices)
+
+
+def _differences(listed, actual, *, what: str, where: str) -> str:
+    missing, extra = sorted(set(actual) - set(listed)), sorted(set(listed) - set(actual))
+    return f"{where}: {what} missing {missing}, not in the code {extra}"
+
+
+def test_the_architecture_doc_names_every_command_of_the_cli():
+    line = _line_after((ROOT / "docs" / "architecture.md").read_text(encoding="utf-8"), "| `grader/cli.py` |")
+    listed = [c.strip() for c in re.search(r"the `scangrade` commands \(([^)]*)\)", line).group(1).split(",")]
+    assert sorted(listed) == sorted(_commands()), _differences(listed, _commands(), what="commands",
+                                                               where="docs/architecture.md, grader/cli.py's row")
+
+
+def test_the_readme_has_a_row_for_every_command_of_the_cli():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    listed = re.findall(r"^\| `scangrade ([\w-]+)", readme, flags=re.M)
+    assert set(listed) == set(_commands()), _differences(listed, _commands(), what="commands",
+                                                         where="README.md's table of commands")
+
+
+def _outside_parentheses(text: str) -> str:
+    """``text`` without what its parentheses hold (nested ones too)."""
+    out, depth = [], 0
+    for ch in text:
+        depth += ch == "("
+        if depth == 0:
+            out.append(ch)
+        depth -= ch == ")" and depth > 0
+    return "".join(out)
+
+
+def test_the_results_doc_names_every_device_key_of_the_emulator():
+    """docs/results.md, the ``device`` field: the keys listed "With `emulator`" are the emulator's
+    :data:`~grader.backends.emulator.backend.DEVICE_KEYS`, which its ``describe()`` returns."""
+    from grader.backends.emulator.backend import DEVICE_KEYS
+
+    row = _line_after((ROOT / "docs" / "results.md").read_text(encoding="utf-8"), "| `device` |")
+    sentence = row.split("With `emulator`", 1)[1].split("Both:", 1)[0]
+    listed = re.findall(r"`([^`]+)`", _outside_parentheses(sentence))
+    keys = [key for key, _ in DEVICE_KEYS]
+    assert listed == keys, _differences(listed, keys, what="the emulator's device keys",
+                                        where="docs/results.md, the device field")

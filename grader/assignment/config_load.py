@@ -13,15 +13,15 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Annotated, Any, Callable, get_args, get_origin
+from typing import Any, Callable, get_args, get_origin
 
 import yaml
-from pydantic import BaseModel, Field, ValidationError, ValidationInfo, model_validator
+from pydantic import BaseModel, ValidationError
 
 from grader.core.errors import ConfigError
 from grader.assignment.parts import PARTS
-from grader.assignment.config_schema import (_CHECK, _PLAIN, Config, ConfigFile, Int, PartConfig, Seq, _check, _fault,
-                                             _not_negative, _Schema, _sizes_problem)
+from grader.assignment.config_schema import (CHECK_ERROR, PLAIN_ERROR, Config, ConfigFile, PartConfig, PrivateFile,
+                                             PrivatePart)
 
 
 class _Lines(yaml.SafeLoader):
@@ -88,35 +88,12 @@ def _read_yaml(p: str):
                           line=mark.line + 1 if mark else None) from None
 
 
-class _Private(_Schema):
-    """A TA's private config: the hidden cases' seed and, per part, hidden sizes (:class:`_PrivatePart`)."""
-
-    seed: Annotated[Int, _check(_not_negative)] = Field(
-        description="a non-negative integer of its own, not the public seed (the hidden cases' inputs are drawn "
-                    "from it: with the public seed, anyone could compute them); `scangrade private-template` "
-                    "draws one")
-    parts: dict = Field(default_factory=dict)
-
-
-class _PrivatePart(_Schema):
-    """One part of a private config; validated with the context ``limit`` and ``block_size``."""
-
-    hidden_sizes: Seq = Field((), description="a list of sizes n")
-
-    @model_validator(mode="after")
-    def _within_limits(self, info: ValidationInfo) -> "_PrivatePart":
-        problem = _sizes_problem("hidden_sizes", self.hidden_sizes, info.context["limit"], info.context["block_size"])
-        if problem:
-            raise _fault(problem, field=("hidden_sizes",), plain=True)
-        return self
-
-
 def _key_lines(mapping: Any) -> Callable[[Any], int | None]:
     """key -> the line of ``key`` in a mapping read by :class:`_Lines` (else the mapping's line)."""
     return lambda key: getattr(mapping, "lines", {}).get(key, getattr(mapping, "line", None))
 
 
-def _validate(model: type[_Schema], data: Any, *, path: str, root: Any, prefix: tuple = (),
+def _validate(model: type[BaseModel], data: Any, *, path: str, root: Any, prefix: tuple = (),
               context: dict | None = None) -> Any:
     """``model`` validated from ``data`` (found at key path ``prefix`` of the file's ``root``)."""
     try:
@@ -137,7 +114,7 @@ def _held(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
     return None, False
 
 
-def _config_error(error: dict, *, model: type[_Schema], path: str, root: Any, prefix: tuple) -> ConfigError:
+def _config_error(error: dict, *, model: type[BaseModel], path: str, root: Any, prefix: tuple) -> ConfigError:
     """One pydantic error as scangrade's :class:`ConfigError`: the dotted key (the fields along the
     error's location, and the keys of ``parts``; not list indexes or mapping entries below them), the
     line of that key in the file (else of the mapping that lacks it) and a message using the
@@ -157,7 +134,7 @@ def _config_error(error: dict, *, model: type[_Schema], path: str, root: Any, pr
             break
         fields = holder.model_fields if holder else None
         if not fields or step not in fields:
-            if kind == _PLAIN and i == len(loc) - 1:
+            if kind == PLAIN_ERROR and i == len(loc) - 1:
                 keys.append(str(step))  # a key no model holds any more (float_rtol), named by its fault
             break
         keys.append(step)
@@ -181,9 +158,9 @@ def _config_error(error: dict, *, model: type[_Schema], path: str, root: Any, pr
         message = f"unknown key; allowed here: {', '.join(sorted(allowed))}"
     elif kind == "missing":
         message = f"is required: {what}" if what else "is required"
-    elif kind == _PLAIN:
+    elif kind == PLAIN_ERROR:
         message = ctx["problem"]
-    elif kind == _CHECK:
+    elif kind == CHECK_ERROR:
         message = f"{ctx['problem']} (got {_shown(value)}); expected {what}"
     elif kind in ("model_type", "model_attributes_type") or (kind == "dict_type" and not what):
         message = f"must be a mapping of keys to values (got {type(value).__name__})"
@@ -232,7 +209,7 @@ def load_private(cfg: Config, path: str | os.PathLike) -> Config:
     """
     p = str(path)
     root = _read_yaml(p) or {}
-    private = _validate(_Private, root, path=p, root=root)
+    private = _validate(PrivateFile, root, path=p, root=root)
     if private.seed == cfg.seed:
         raise ConfigError("is the public config's seed, so anyone could compute the hidden inputs; use a seed of "
                           "its own (`scangrade private-template` draws one)", path=p, key="seed",
@@ -244,7 +221,7 @@ def load_private(cfg: Config, path: str | os.PathLike) -> Config:
             raise ConfigError("not a part of the public config; its parts: " + ", ".join(cfg.parts), path=p,
                               key=f"parts.{key}", line=lines(key))
         pc = cfg.parts[key]
-        extra = _validate(_PrivatePart, private.parts[key], path=p, root=root, prefix=("parts", key),
+        extra = _validate(PrivatePart, private.parts[key], path=p, root=root, prefix=("parts", key),
                           context={"limit": PARTS[key].limit(pc.block_size), "block_size": pc.block_size})
         parts[key] = {"hidden_sizes": pc.hidden_sizes + extra.hidden_sizes}
     return cfg.override(parts=parts, private_path=p, private_seed=private.seed)

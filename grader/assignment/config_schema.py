@@ -1,5 +1,6 @@
 """The schema of ``config.yaml``: one frozen pydantic model per YAML mapping (:class:`ConfigFile` and the
-models of its keys), and :class:`Config`, the validated configuration the whole grader runs with.
+models of its keys), and :class:`Config`, the validated configuration the whole grader runs with; and
+the private config's (:class:`PrivateFile`, :class:`PrivatePart`).
 
 Every key has a type, a default (or is required), a description and a check, declared once here. These
 models *are* the runtime configuration: the grader reads ``cfg.timeouts.part_s`` or
@@ -14,7 +15,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Callable
 
 from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict, StrictBool, StrictInt, StrictStr,
-                      model_validator)
+                      ValidationInfo, model_validator)
 from pydantic_core import PydanticCustomError
 
 from grader.backends import CHOICES as BACKEND_CHOICES
@@ -35,10 +36,12 @@ DEFAULT_BLOCK_SIZE = 512
 # Each field's ``description`` says what the key holds, in the words of the error messages
 # ("must be <description> (got ...)", "is required: <description>"). Checks that need more than the
 # value (a part's size limit, full_at < zero_at) are model validators naming the field they fault.
-# Validation errors become :class:`ConfigError` in :func:`grader.assignment.config_load._config_error`,
+# Validation errors become :class:`ConfigError` in :mod:`grader.assignment.config_load`,
 # with the file, the line of the key (from :class:`grader.assignment.config_load._Lines`) and the dotted key.
 
-_CHECK, _PLAIN = "scangrade_check", "scangrade_plain"
+#: The error types of a failed check (:func:`_fault`), which
+#: :func:`grader.assignment.config_load` words: a value refused by a check, and a problem said as it is.
+CHECK_ERROR, PLAIN_ERROR = "scangrade_check", "scangrade_plain"
 
 
 def _fault(problem: str, *, field: tuple = (), value: Any = ..., plain: bool = False) -> PydanticCustomError:
@@ -48,7 +51,7 @@ def _fault(problem: str, *, field: tuple = (), value: Any = ..., plain: bool = F
     ctx = {"problem": problem, "field": field}
     if value is not ...:
         ctx["value"] = value
-    return PydanticCustomError(_PLAIN if plain else _CHECK, "{problem}", ctx)
+    return PydanticCustomError(PLAIN_ERROR if plain else CHECK_ERROR, "{problem}", ctx)
 
 
 def _check(test: Callable[[Any], str | None]):
@@ -532,3 +535,27 @@ def _merged(base: dict, changes: dict) -> dict:
             value = _merged(out[key], value)
         out[key] = value
     return out
+
+
+class PrivateFile(_Schema):
+    """A TA's private config: the hidden cases' seed and, per part, hidden sizes (:class:`PrivatePart`),
+    laid over a :class:`Config` by :func:`grader.assignment.config_load.load_private`."""
+
+    seed: Annotated[Int, _check(_not_negative)] = Field(
+        description="a non-negative integer of its own, not the public seed (the hidden cases' inputs are drawn "
+                    "from it: with the public seed, anyone could compute them); `scangrade private-template` "
+                    "draws one")
+    parts: dict = Field(default_factory=dict)
+
+
+class PrivatePart(_Schema):
+    """One part of a private config; validated with the context ``limit`` and ``block_size``."""
+
+    hidden_sizes: Seq = Field((), description="a list of sizes n")
+
+    @model_validator(mode="after")
+    def _within_limits(self, info: ValidationInfo) -> "PrivatePart":
+        problem = _sizes_problem("hidden_sizes", self.hidden_sizes, info.context["limit"], info.context["block_size"])
+        if problem:
+            raise _fault(problem, field=("hidden_sizes",), plain=True)
+        return self

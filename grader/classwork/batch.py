@@ -64,7 +64,9 @@ def _not_graded(sub: Submission, *, cfg: Config, selection: Selection, why: str,
                             config=cfg.path, seed=cfg.seed, block_size=cfg.block_size, parts=tuple(parts),
                             scangrade_version=__version__,
                             started_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-                            elapsed_s=0.0, timing_note="not timed: the submission was not graded")
+                            elapsed_s=0.0, timing_note="not timed: the submission was not graded",
+                            backend_times_kernels=selection.kind.times_kernels,
+                            backend_uses_gpus=selection.kind.uses_gpus)
 
 
 def _interrupted(out: Path, work: Path, rows: list[tuple[str, SubmissionResult]], *, total: int,

@@ -47,6 +47,7 @@ from urllib.parse import quote
 from grader import __version__
 from grader.classwork.gradebook import Person
 from grader.assignment.config import Config
+from grader.backends import BACKENDS
 from grader.core.errors import UsageError
 from grader.host.resources import size_text
 from grader.core.results import SubmissionResult, result_from_dict
@@ -131,10 +132,26 @@ def check_out_folder(submissions: Path, out: Path) -> None:
                          "submission; choose an output folder outside it")
 
 
+def read_result(data: dict) -> SubmissionResult:
+    """A saved result's JSON (:meth:`~grader.core.results.SubmissionResult.to_dict`) as a result
+    (:func:`~grader.core.results.result_from_dict`); one saved before it recorded its backend's traits
+    (``backend_times_kernels``, ``backend_uses_gpus``) gets them from its backend's row of
+    :data:`grader.backends.BACKENDS` (a backend this grader does not know keeps True).
+
+    Raises:
+        ValueError, KeyError, TypeError: as :func:`~grader.core.results.result_from_dict`.
+    """
+    result = result_from_dict(data)
+    kind = BACKENDS.get(result.backend)
+    missing = {f"backend_{trait}": getattr(kind, trait) for trait in ("times_kernels", "uses_gpus")
+               if kind is not None and f"backend_{trait}" not in data}
+    return dataclasses.replace(result, **missing) if missing else result
+
+
 def load_intact(path: Path) -> SubmissionResult | None:
-    """A saved result, or None when it is missing, cut short or not a scangrade result."""
+    """A saved result (:func:`read_result`), or None when it is missing, cut short or not a scangrade result."""
     try:
-        return result_from_dict(json.loads(path.read_text(encoding="utf-8")))
+        return read_result(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -182,7 +199,7 @@ def load_trusted(path: Path, record: Mapping[str, object]) -> tuple[SubmissionRe
     except (OSError, ValueError):
         return None, "its saved result.json is cut short or unreadable"
     try:
-        result = result_from_dict(data)
+        result = read_result(data)
     except (ValueError, KeyError, TypeError):
         return None, "its saved result.json is not a scangrade result"
     saved = data.get(GRADED)

@@ -48,7 +48,7 @@ class Timing:
         cpu_ms: that CPU time (ms); copy_ms: the device-to-device copy's median time on the same
             bytes (ms); launches: the kernel launches of the part's plan at n; cub_ms: CUB's
             ``DeviceScan::ExclusiveSum`` on the same input (ms), where its library is built
-            (:func:`grader.tools.bench_cub.cached_cub`); None in a result saved before they were recorded.
+            (:func:`grader.backends.cub.cached_cub`); None in a result saved before they were recorded.
     """
 
     median_ms: float

@@ -417,6 +417,11 @@ class SubmissionResult:
         quick_max_n: for ``scangrade check``'s quick check, the largest n graded (``check.quick_max_n``),
             else None; skipped_cases and skipped_points: the cases of the graded parts it left out
             (larger n) and the points they are worth, neither in :attr:`points` nor :attr:`max_points`.
+        backend_times_kernels, backend_uses_gpus: the backend's traits ``times_kernels`` and
+            ``uses_gpus`` (its row of :data:`grader.backends.BACKENDS`), recorded by whoever graded it
+            (:func:`grader.grading.runner.grade`), so that this layer reads no table above it and a saved
+            result keeps them; True where not recorded (a result saved before they were: its reader
+            fills them in, :func:`grader.classwork.store.load_intact`).
     """
 
     submission: str
@@ -435,6 +440,8 @@ class SubmissionResult:
     quick_max_n: int | None = None
     skipped_cases: int = 0
     skipped_points: float = 0.0
+    backend_times_kernels: bool = True
+    backend_uses_gpus: bool = True
 
     @property
     def points(self) -> float:
@@ -473,23 +480,6 @@ class SubmissionResult:
         perf = part.performance
         return (perf is not None and perf.max_points > 0 and perf.ratio is None and not self.backend_times_kernels
                 and part.status == "pass")
-
-    @property
-    def backend_times_kernels(self) -> bool:
-        """Whether the backend this result was graded on times kernels (its ``times_kernels`` in
-        :data:`grader.backends.BACKENDS`; True for a name this grader does not know)."""
-        return self._backend_trait("times_kernels")
-
-    @property
-    def backend_uses_gpus(self) -> bool:
-        """Whether the backend this result was graded on ran the kernels on a GPU, not in the
-        emulator's sandbox on the host (its ``uses_gpus``; True for a name this grader does not know)."""
-        return self._backend_trait("uses_gpus")
-
-    def _backend_trait(self, trait: str) -> bool:
-        from grader.backends import BACKENDS
-        kind = BACKENDS.get(self.backend)
-        return kind is None or getattr(kind, trait)
 
     @property
     def pending_points(self) -> float:

@@ -246,7 +246,9 @@ def grade(submission: Path | Intake, *, cfg: Config, selection: Selection, seed:
                             block_size=cfg.block_size, parts=with_analysis(results, device, cfg),
                             scangrade_version=__version__, started_at=started,
                             elapsed_s=round(time.perf_counter() - grading.t0, 3), timed=timed,
-                            timing_note=_timing_note(cfg, selection, timed=timed))
+                            timing_note=_timing_note(cfg, selection, timed=timed),
+                            backend_times_kernels=selection.kind.times_kernels,
+                            backend_uses_gpus=selection.kind.uses_gpus)
 
 
 class _SubmissionParts:

@@ -23,10 +23,13 @@ Pure functions of the result: nothing here reads or writes files.
 
 Student-facing renderers render :func:`grader.render._common.student_view` of a result: a hidden
 case by name and passed or failed only. ``docs/results.md`` maps each status to each format.
+:func:`visible_case_details`, a visible case's failure as every report words it, is public for the
+pytest plugin's failures (:mod:`grader.render._common` is this package's own).
 """
 
 from __future__ import annotations
 
+from grader.render._common import visible_case_details
 from grader.render.class_report import class_report, class_report_page
 from grader.render.gradescope import gradescope
 from grader.render.junit import junit_xml
@@ -36,4 +39,4 @@ from grader.render.student_html import student_html
 from grader.render.text import render_text
 
 __all__ = ["class_report", "class_report_page", "gradescope", "junit_xml", "markdown", "prairielearn", "render_text",
-           "student_html"]
+           "student_html", "visible_case_details"]

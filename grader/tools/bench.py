@@ -7,9 +7,9 @@ event, the median of N runs):
 - a device-to-device copy of the same bytes (the roofline), through the backend's ``time_copy_ms``;
 - the reference solution of every part that handles n (Parts 4 and 5; one-block parts are
   skipped), compiled with the part header and launched with the grader's own plans
-  (:func:`grader.grading.case.timing._timed_plan`), so the numbers are the ones grading sees;
-- CUB's ``cub::DeviceScan::ExclusiveSum`` (:mod:`grader.tools.bench_cub`), built by nvcc from
-  ``grader/tools/bench_cub.cu`` into a shared library (cached under ``~/.cache/scangrade/``), loaded
+  (:func:`grader.grading.case.timing.timed_plan`), so the numbers are the ones grading sees;
+- CUB's ``cub::DeviceScan::ExclusiveSum`` (:mod:`grader.backends.cub`), built by nvcc from
+  ``grader/backends/cub_scan.cu`` into a shared library (cached under ``~/.cache/scangrade/``), loaded
   with ctypes and run on PyCUDA buffers of
   the same context, on the default stream, in the backend's own timing loop;
 - ``torch.cumsum`` and ``cupy.cumsum`` when importable (their own streams, the same method);
@@ -37,7 +37,7 @@ import numpy as np
 
 from grader.core.errors import CompileError, KernelError, LaunchError, UsageError
 from grader.assignment.parts import PARTS
-from grader.tools.bench_cub import CubScan, build_cub, cache_dir
+from grader.backends.cub import CubScan, build_cub, cache_dir
 from grader.tools.bench_table import (COPY, CUB, CUPY, PYCUDA_SCAN, TORCH, BenchResult, BenchRow, fill_rates,
                                      format_table, size_label, to_json, write_plot)
 
@@ -235,7 +235,7 @@ class _Bench:
 
     def part(self, case: _Case, key: str) -> BenchRow:
         from grader.grading.case.checks import check_run
-        from grader.grading.case.timing import _timed_plan
+        from grader.grading.case.timing import timed_plan
         from grader.assignment.parts import DTYPES
         spec, pc = PARTS[key], self.cfg.parts[key]
         name = f"{spec.label} reference"
@@ -244,8 +244,8 @@ class _Bench:
         else:
             name += f" (B={pc.block_size})"
         try:
-            run, plan, d_in, before = _timed_plan(self.backend, self.modules[key, case.dtype], part=spec, pc=pc,
-                                                  x=case.x, dtype=DTYPES[case.dtype])
+            run, plan, d_in, before = timed_plan(self.backend, self.modules[key, case.dtype], part=spec, pc=pc,
+                                                 x=case.x, dtype=DTYPES[case.dtype])
             times = self.backend.time_ms(plan.launch, before=before, **self.timing)
             expected = case.inclusive if spec.inclusive else case.exclusive
             verdict = check_run(run, plan, d_in, case.x, expected, part=spec, pc=pc, cfg=self.cfg)
@@ -257,14 +257,8 @@ class _Bench:
     def cub_row(self, case: _Case) -> BenchRow:
         from grader.assignment.plans import POISON_BITS
         b, cub, dtype = self.backend, self.cub, np.dtype(case.x.dtype)
-        d_in = b.alloc(case.n, dtype)
-        d_out = b.alloc(case.n, dtype)
-        b.to_device(case.x, d_in)
-        temp_bytes = cub.temp_bytes(case.n, dtype)
-        temp = b.alloc(max(temp_bytes, 1), np.dtype(np.uint8))  # once, outside the timed region
         try:
-            times = b.time_ms(lambda: cub(d_in.address, d_out.address, case.n, temp.address, temp_bytes, dtype),
-                              before=lambda: b.memset32(d_out, POISON_BITS), **self.timing)
+            times, d_out = cub.time_ms(b, case.x, dtype, poison_bits=POISON_BITS, **self.timing)
         except KernelError as exc:
             return BenchRow(case.n, case.dtype, CUB, None, note=f"failed: {exc}")
         got = b.to_host(d_out)

@@ -63,7 +63,7 @@ from grader.core.kinds import WARNING_KINDS  # findings that do not fail a launc
 if TYPE_CHECKING:
     from grader.core.access_profile import MemoryProfile
 
-__all__ = ["EmulatorBackend", "OUTPUT_CAP", "DEFAULT_SHARED_FILL"]
+__all__ = ["EmulatorBackend", "OUTPUT_CAP", "DEFAULT_SHARED_FILL", "DEVICE_KEYS"]
 
 #: Device printf output kept between two :meth:`EmulatorBackend.take_output` calls, in bytes.
 OUTPUT_CAP = 64 * 1024
@@ -71,6 +71,19 @@ OUTPUT_CAP = 64 * 1024
 #: (-1515870811 as an int32, about -2.9e-16 as a float): not 0 (the identity of a sum) and not a
 #: value a scan plausibly produces.
 DEFAULT_SHARED_FILL = 0xA5A5A5A5
+#: What :meth:`EmulatorBackend.describe` says, the result's ``device`` on the emulator: its keys in
+#: order, each with what its value says (docs/results.md, "Top level", ``device``, lists these keys:
+#: ``tests/test_table_docs.py``).
+DEVICE_KEYS = (
+    ("backend", "the backend's name, ``emulator``"),
+    ("compiler", "the host C++ compiler's version line"),
+    ("target", "the GPU it compiles for, the config's ``target_arch``: ``sm_90 (__CUDA_ARCH__ 900)``"),
+    ("workers", "the OS threads a launch spreads its blocks over"),
+    ("schedule", "the order of a block's threads in each round, a random one with its seed"),
+    ("checks", "the memory and barrier checks: ``off``, ``on``, or ``on (sampled blocks: N)``"),
+    ("nvcc check", "whether each part is also compiled by ``nvcc -ptx``: ``on`` or ``off``"),
+    ("sandbox", "what contains the executor: ``bubblewrap + seccomp``, or what is missing and why"),
+)
 
 
 class EmulatorBackend(_CompileCrossChecks, Backend):
@@ -542,14 +555,15 @@ class EmulatorBackend(_CompileCrossChecks, Backend):
         return struct.pack("<QQQQI32s", base, nbytes, lo, count, elem, name.encode()[:31])
 
     def describe(self) -> dict[str, str]:
-        """Facts for the report: backend, compiler, target GPU, workers, schedule, checks, sandbox."""
+        """Facts for the report, the keys of :data:`DEVICE_KEYS` in its order."""
         schedule = self.schedule + (f" (seed {self.schedule_seed})" if self.schedule == "random" else "")
         checks = "off" if not self.checks else "on" if not self.sample else f"on (sampled blocks: {self.sample})"
-        return {"backend": self.name, "compiler": self.toolchain.version_line,
-                "target": f"sm_{self.target_arch} (__CUDA_ARCH__ {self.target_arch * 10})", "workers": str(self.workers),
-                "schedule": schedule, "checks": checks,
-                "nvcc check": "on" if self.nvcc_check else "off",
-                "sandbox": self.sandbox.describe(seccomp_problem=self._seccomp_problem)}
+        facts = {"backend": self.name, "compiler": self.toolchain.version_line,
+                 "target": f"sm_{self.target_arch} (__CUDA_ARCH__ {self.target_arch * 10})", "workers": str(self.workers),
+                 "schedule": schedule, "checks": checks,
+                 "nvcc check": "on" if self.nvcc_check else "off",
+                 "sandbox": self.sandbox.describe(seccomp_problem=self._seccomp_problem)}
+        return {key: facts[key] for key, _ in DEVICE_KEYS}
 
     def close(self) -> None:
         """Stop every module's executor (freeing its fiber stacks and arenas). Idempotent; a module

@@ -1,8 +1,8 @@
 """Timing one size on a GPU (:func:`time_case`): the submission and the reference solution
 interleaved on one input, after warm-up, with run counts and spot-checked runs drawn at random, a
 slow kernel timed from a few runs, the output re-verified, and the time compared with a
-device-to-device copy and the sequential CPU scan; and the performance points of the timed sizes
-(:func:`score_performance`)."""
+device-to-device copy and the sequential CPU scan; CUB's time beside it where its library is built
+(:func:`time_cub_ms`); and the performance points of the timed sizes (:func:`score_performance`)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Callable
 import numpy as np
 
 from grader.backends.base import Backend, Module
+from grader.backends.cub import CubScan, cached_cub
 from grader.assignment.config import Config, PartConfig, TimingConfig
 from grader.core.errors import KernelError, LaunchError
 from grader.assignment.parts import DTYPES, PartSpec
@@ -138,11 +139,18 @@ def _spot_check_on_device(backend: Backend, out: Guarded, d_in: Guarded, x: np.n
             + (" (the poison the grader wrote before the run: the launch wrote nothing there)" if poisoned else ""))
 
 
-def _timed_plan(backend: Backend, module: Module, *, part: PartSpec, pc: PartConfig, x: np.ndarray,
-                dtype: np.dtype, d_in: Guarded | None = None) -> tuple[Run, Plan, Guarded, Callable[[], None]]:
+def timed_plan(backend: Backend, module: Module, *, part: PartSpec, pc: PartConfig, x: np.ndarray,
+               dtype: np.dtype, d_in: Guarded | None = None) -> tuple[Run, Plan, Guarded, Callable[[], None]]:
     """``module``'s launches on ``x`` (uploaded, or already on the device as ``d_in``), ready to time:
     ``(run, plan, d_in, before)``, where ``before()`` poisons the outputs and does the plan's resets
-    (Part 5's status words), outside the timed window; the window holds :meth:`Plan.launch` only."""
+    (Part 5's status words), outside the timed window; the window holds :meth:`Plan.launch` only. The
+    one way a plan is timed: :func:`time_case` and the bench (:mod:`grader.tools.bench`).
+
+    Device memory: the input (unless ``d_in``) and the plan's buffers (:func:`grader.assignment.plans.prepare`).
+
+    Raises:
+        LaunchError: the plan cannot be prepared for ``x.size`` elements.
+    """
     run = Run(backend, module, dtype)
     if d_in is None:
         d_in = run.buffer("in", x.size, x, output=False)
@@ -156,6 +164,23 @@ def _timed_plan(backend: Backend, module: Module, *, part: PartSpec, pc: PartCon
             backend.memset32(g.inner, POISON_BITS)
         plan.reset()
     return run, plan, d_in, before
+
+
+def time_cub_ms(backend: Backend, cfg: Config, x: np.ndarray, dtype: np.dtype) -> float | None:
+    """CUB's ``DeviceScan::ExclusiveSum`` on ``x`` in ms, timed as the kernels are (the config's
+    ``timing`` warm-up, runs and L2 flush; :meth:`grader.backends.cub.CubScan.time_ms`), where its
+    library is built already for this GPU (:func:`grader.backends.cub.cached_cub`: ``scangrade bench``
+    builds it; a grading never runs nvcc for it); None where it is not, or where it fails (it is only
+    a line of the plot)."""
+    try:
+        library = cached_cub(backend.describe().get("compute_capability", ""))
+        if library is None:
+            return None
+        times, _ = CubScan(library).time_ms(backend, x, dtype, poison_bits=POISON_BITS, warmup=cfg.timing.warmup,
+                                            runs=cfg.timing.runs, flush_bytes=cfg.timing.flush_bytes)
+        return float(np.median(times))
+    except (KernelError, OSError, AttributeError, KeyError):
+        return None
 
 
 def time_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, n: int, dtype_name: str,
@@ -184,12 +209,12 @@ def time_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, 
 
     x, expected = case_input(cfg, part, n, cfg.seed, dtype, ahead)
     try:
-        run, plan, d_in, before = _timed_plan(backend, module, part=part, pc=pc, x=x, dtype=dtype)
+        run, plan, d_in, before = timed_plan(backend, module, part=part, pc=pc, x=x, dtype=dtype)
         jobs = [("the submission's kernel", plan.launch, before)]
         if reference is not None:  # the same input on the device; the reference never writes it
             ref_part, ref_module = reference
-            _, ref_plan, _, ref_before = _timed_plan(backend, ref_module, part=ref_part,
-                                                     pc=cfg.parts.get(ref_part.key, pc), x=x, dtype=dtype, d_in=d_in)
+            _, ref_plan, _, ref_before = timed_plan(backend, ref_module, part=ref_part,
+                                                    pc=cfg.parts.get(ref_part.key, pc), x=x, dtype=dtype, d_in=d_in)
             jobs.append(("the reference solution's kernel", ref_plan.launch, ref_before))
         slow = _probe_s(backend, before, plan.launch)  # far too slow for points: a few runs tell its time
         warmup, runs, checked, spots = _timed_schedule(cfg, part, n, slow=slow >= SLOW_RUN_S)

@@ -70,7 +70,7 @@ def _time_sizes(events, backend, cfg, part, pc, modules, reference, *, ahead) ->
     in turn, CUB beside it where its library is built, each reported as a ``timed`` event:
     ``(timed cases, sizes not timed, the last timed case at zero_at times the reference's or beyond)``.
     A size projected to take :data:`TOO_SLOW_MS` or more from that case is not timed (``not-run``)."""
-    from grader.tools.bench_cub import cached_cub
+    from grader.backends.cub import cached_cub
 
     tc = pc.timing
     dtype = pc.dtypes[0]
@@ -110,8 +110,7 @@ def _time_size(backend, cfg, part, modules, n: int, dtype: str, reference, *, cu
     plot where ``cub`` (its library is built)."""
     from grader.assignment.parts import DTYPES
     from grader.grading.case.inputs import case_input
-    from grader.grading.case.timing import time_case
-    from grader.tools.bench_cub import time_cub_ms
+    from grader.grading.case.timing import time_case, time_cub_ms
 
     result = time_case(backend, modules[dtype], cfg=cfg, part=part, n=n, dtype_name=dtype, reference=reference,
                        ahead=ahead)

@@ -1,7 +1,10 @@
-"""CUB's ``cub::DeviceScan::ExclusiveSum`` for the bench and the grader's throughput plot: built by nvcc
-from ``grader/tools/bench_cub.cu`` into a shared library cached under ``~/.cache/scangrade/`` (keyed by
-the source, the architecture and nvcc's version), called through ctypes on device addresses, and timed
-as the kernels are (:func:`time_cub_ms`).
+"""CUB's ``cub::DeviceScan::ExclusiveSum``, the library scan the bench and the grader's throughput plot
+time beside the kernels: built by nvcc from ``grader/backends/cub_scan.cu`` into a shared library cached
+under ``~/.cache/scangrade/`` (keyed by the source, the architecture and nvcc's version;
+:func:`build_cub`, which ``scangrade bench`` runs), found where it is built (:func:`cached_cub`, which a
+grading reads and which builds nothing), and called through ctypes on a backend's device addresses
+(:class:`CubScan`). Timing it is the caller's: :func:`grader.grading.case.timing.time_cub_ms` for a
+grading, :mod:`grader.tools.bench` for the bench.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import numpy as np
 from grader.core.errors import CompileError, KernelError
 
 #: The CUDA source of the CUB entry point, beside this module.
-CUB_SOURCE = Path(__file__).resolve().parent / "bench_cub.cu"
+CUB_SOURCE = Path(__file__).resolve().parent / "cub_scan.cu"
 
 
 def cache_dir() -> Path:
@@ -106,30 +109,30 @@ class CubScan:
         size = ctypes.c_size_t(temp_bytes)
         self._check(self._scan(src, dst, n, temp, ctypes.byref(size), self._code(dtype)))
 
+    def time_ms(self, backend: object, x: np.ndarray, dtype: np.dtype, *, poison_bits: int, warmup: int, runs: int,
+                flush_bytes: int) -> tuple[list[float], object]:
+        """The exclusive sum of ``x`` timed on ``backend`` as the kernels are (its ``time_ms``: CUDA
+        events, the output poisoned with ``poison_bits`` and the L2 emptied of ``flush_bytes`` before
+        each of ``runs`` runs, after ``warmup``): ``(times in ms, the output's device array)``.
+
+        Device memory: the input, the output and CUB's temporary storage, allocated once, outside the
+        timed window.
+
+        Raises:
+            KernelError: CUB failed (``cuda-error``).
+        """
+        d_in, d_out = backend.alloc(x.size, dtype), backend.alloc(x.size, dtype)
+        backend.to_device(x, d_in)
+        temp_bytes = self.temp_bytes(x.size, dtype)
+        temp = backend.alloc(max(temp_bytes, 1), np.dtype(np.uint8))
+        times = backend.time_ms(lambda: self(d_in.address, d_out.address, x.size, temp.address, temp_bytes, dtype),
+                                before=lambda: backend.memset32(d_out, poison_bits), warmup=warmup, runs=runs,
+                                flush_bytes=flush_bytes)
+        return times, d_out
+
     def _check(self, code: int) -> None:
         if code != 0:
             raise KernelError(f"cub::DeviceScan::ExclusiveSum returned {code} "
                               f"({self._error(code).decode() if code > 0 else 'unknown dtype'})",
                               kind="cuda-error")
 
-
-def time_cub_ms(backend: object, cfg, x: np.ndarray, dtype: np.dtype) -> float | None:
-    """CUB's ``DeviceScan::ExclusiveSum`` on ``x``, timed as the kernels are, where its library is
-    built already for this GPU (:func:`cached_cub`: ``scangrade bench`` builds it; a grading never
-    runs nvcc for it); None where it is not, or where it fails (it is only a line of
-    the plot)."""
-    from grader.assignment.plans import POISON_BITS
-    try:
-        library = cached_cub(backend.describe().get("compute_capability", ""))
-        if library is None:
-            return None
-        cub = CubScan(library)
-        d_in, d_out = backend.alloc(x.size, dtype), backend.alloc(x.size, dtype)
-        backend.to_device(x, d_in)
-        temp_bytes = cub.temp_bytes(x.size, dtype)
-        temp = backend.alloc(max(temp_bytes, 1), np.dtype(np.uint8))
-        times = backend.time_ms(lambda: cub(d_in.address, d_out.address, x.size, temp.address, temp_bytes, dtype),
-                                before=lambda: backend.memset32(d_out, POISON_BITS), warmup=cfg.timing.warmup, runs=cfg.timing.runs, flush_bytes=cfg.timing.flush_bytes)
-        return float(np.median(times))
-    except (KernelError, OSError, AttributeError, KeyError):
-        return None
