@@ -96,7 +96,7 @@ def table(out: Path, override: Path | None) -> int:
     from grader.backends.emulator import EmulatorBackend
     from grader.grading.compile import compile_part
     from grader.grading.prediction import prediction
-    from grader.grading.profiling import _grown_counts
+    from grader.grading.profiling import grown_counts
 
     cfg = load_config(ROOT / "config.yaml")
     model = _model(out, override)
@@ -106,7 +106,7 @@ def table(out: Path, override: Path | None) -> int:
         def counts(spec, source: Path, pc, n: int, dtype: str):
             module = compile_part(emu, spec, source.read_text(), pc=pc, dtype=dtype,
                                   workdir=Path(tmp) / f"{source.stem}-{spec.key}-{len(rows)}")
-            found, wrong = _grown_counts(emu, module, cfg=cfg, part=spec, n=n, dtype_name=dtype, pc=pc)
+            found, wrong = grown_counts(emu, module, cfg=cfg, part=spec, n=n, dtype_name=dtype, pc=pc)
             if wrong:
                 raise SystemExit(f"{source}: the counted run is wrong: {wrong}")
             return found

@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 from grader.core.access_profile import MemoryProfile, score_profile
 
-__all__ = ["ProfiledRun", "profile_after_hidden", "profile_phase", "profile_run", "profile_runs", "roofline_counts",
+__all__ = ["ProfiledRun", "grown_counts", "profile_after_hidden", "profile_phase", "profile_run", "profile_runs", "roofline_counts",
            "roofline_phase"]
 
 
@@ -248,7 +248,7 @@ def roofline_counts(backend, module, *, cfg, part, n: int, dtype_name: str, pc=N
                           barriers=prof.barriers if counted else None, kernels=kernels), run.wrong
 
 
-def _grown_counts(backend, module, *, cfg, part, n: int, dtype_name: str, pc=None):
+def grown_counts(backend, module, *, cfg, part, n: int, dtype_name: str, pc=None):
     """:func:`roofline_counts` at n with its ``span_exponent`` (:func:`grader.grading.analysis.span_exponent`)
     from a second count at n / 4 (none below n = 64, or without a span: 0). A loop of one thread
     over the elements has a span that grows as n, a tree scan's barely: kept as counted, the span
@@ -287,7 +287,7 @@ def roofline_phase(backend, *, cfg, part, module, reference=None):
         return Roofline(target=rc.target, peak_dram_gbps=rc.dram_gbps, step_ns=rc.step_ns, launch_us=rc.launch_us,
                         message=message, n=n, dtype=dtype)
     try:
-        counts, wrong = _grown_counts(backend, module, cfg=cfg, part=part, n=n, dtype_name=dtype)
+        counts, wrong = grown_counts(backend, module, cfg=cfg, part=part, n=n, dtype_name=dtype)
     except ResourceLimit:
         raise
     except ScangradeError as exc:
@@ -298,7 +298,7 @@ def roofline_phase(backend, *, cfg, part, module, reference=None):
     if reference is not None:
         ref_spec, ref_module = reference
         try:
-            ref_counts, ref_wrong = _grown_counts(backend, ref_module, cfg=cfg, part=ref_spec, n=n, dtype_name=dtype,
+            ref_counts, ref_wrong = grown_counts(backend, ref_module, cfg=cfg, part=ref_spec, n=n, dtype_name=dtype,
                                                   pc=cfg.parts.get(ref_spec.key, pc))
         except ResourceLimit:
             raise
