@@ -24,7 +24,8 @@ from grader.grading.runner import grade
 from grader.render._common import student_view
 from grader.render.formats import FORMATS
 from grader.render.gradescope import gradescope
-from grader.render.pictures import part_pictures
+from grader.render.pictures import part_pictures, picture_images
+from grader.render.prairielearn import prairielearn
 from grader.render.student_html import CONTENT_SECURITY_POLICY, student_html
 from grader.render.text import part_lines
 from tests.browser import Dom, chromium, needs_chromium
@@ -166,6 +167,19 @@ def test_gradescope_embeds_the_same_fragment_as_html(part2_as_part3, race):
         assert fragment and fragment in student_html(result)
         (test,) = [t for t in gradescope(result)["tests"] if t["name"].endswith(" · pictures")]
         assert test["output"] == fragment and test["output_format"] == "html" and test["max_score"] == 0
+
+
+def test_prairielearn_shows_the_same_pictures_as_svg_images(part2_as_part3, race):
+    """PrairieLearn's results take no HTML: each SVG of the fragment is an image of a 0-of-0 test."""
+    import base64
+    for result in (part2_as_part3, race):
+        part = result.parts[0]
+        svgs = re.findall(r"<svg\b.*?</svg>", str(part_pictures(part, plot=False)), flags=re.S)
+        (test,) = [t for t in prairielearn(result)["tests"] if t["name"].endswith(" · pictures")]
+        assert test["max_points"] == 0 and len(test["images"]) == len(svgs) > 0
+        decoded = [base64.b64decode(i["url"].split(",", 1)[1]).decode() for i in test["images"]]
+        assert decoded == svgs and all(i["url"].startswith("data:image/svg+xml;base64,") for i in test["images"])
+        assert all(i["label"] and i["label"] in test["output"] for i in picture_images(part))
 
 
 def _hidden(case: CaseResult) -> CaseResult:

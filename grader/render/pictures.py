@@ -27,7 +27,8 @@ from grader.render._common import group_findings, is_hidden, is_timed_case, prin
 from grader.render._patterns import part_tile, wrong_places
 from grader.core.results import CaseFinding, CaseResult, PartResult
 
-__all__ = ["COLOURS", "MAX_PICTURES", "bank_grid", "mismatch_strip", "part_pictures", "race_timeline", "time_plot"]
+__all__ = ["COLOURS", "MAX_PICTURES", "bank_grid", "mismatch_strip", "part_pictures", "picture_images", "race_timeline",
+           "time_plot"]
 
 #: Colours by the role each plays: the Okabe–Ito palette (Okabe and Ito, "Color Universal Design", 2008),
 #: and a neutral grey for the grid lines.
@@ -355,3 +356,19 @@ def part_pictures(part: PartResult, *, plot: bool = True) -> Markup:
     if plot:
         out.append(time_plot(part))
     return Markup("").join(x for x in out if x)
+
+
+def picture_images(part: PartResult) -> list[dict[str, str]]:
+    """The SVG pictures of :func:`part_pictures` (the time plot left out), each a standalone image
+    for a format that shows images but no HTML (PrairieLearn's ``images``): ``{"label": its
+    title, "url": "data:image/svg+xml;base64,..."}``, in order; [] for none. Their text equivalents
+    are the report's words."""
+    import base64
+    import html
+    import re
+    images = []
+    for svg in re.findall(r"<svg\b.*?</svg>", str(part_pictures(part, plot=False)), flags=re.S):
+        title = re.search(r"<title[^>]*>(.*?)</title>", svg, flags=re.S)
+        images.append({"label": html.unescape(title.group(1)) if title else f"Part {part.number}",
+                       "url": "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode()})
+    return images

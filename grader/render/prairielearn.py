@@ -27,6 +27,7 @@ from grader.render._groups import (CaseGroup, case_groups, group_counts, group_d
                                    timed_run_lines)
 from grader.core.results import PartResult, SubmissionResult, clean_text
 from grader.render.plot import time_plot_png
+from grader.render.pictures import picture_images
 
 #: PrairieLearn's limit on ``results.json`` (bytes); :func:`prairielearn` keeps the document under
 #: :data:`TARGET_FRACTION` of it.
@@ -107,6 +108,12 @@ def _part_tests(result: SubmissionResult, part: PartResult) -> list[dict[str, An
         from grader.core.access_profile import report_lines
         tests.append(_test(part, "bank conflicts", prof.points, prof.max_points, message=prof.message.splitlines()[0],
                            output="\n".join(report_lines(prof))))
+    pictures = picture_images(part)
+    if pictures:  # information, 0 of 0: the HTML report's pictures, as images (PrairieLearn shows no HTML)
+        test = _test(part, "pictures", 0.0, 0.0, message=f"{len(pictures)} picture(s): {pictures[0]['label']}",
+                     output="\n".join(p["label"] for p in pictures))
+        test["images"] = pictures
+        tests.append(test)
     analysis = analysis_report(part)
     if analysis:  # information, 0 of 0: the table (or the roofline) and the time plot
         test = _test(part, "analysis", 0.0, 0.0, message=analysis.splitlines()[0], output=analysis)
@@ -218,7 +225,9 @@ def prairielearn(result: SubmissionResult, *, compile_error: str = "not-gradable
       part has performance points or timed runs (each run's timing in its output), and
       ``"... · bank conflicts"`` for a profiled part, and ``"... · analysis"`` (0 of 0: information)
       for a timed part with an analysis table (a GPU run) or a roofline (the emulator), its time
-      plot in the test's ``images``. Performance that waits for a GPU (an emulator
+      plot in the test's ``images``; before it, ``"... · pictures"`` (0 of 0) where the HTML report
+      draws a race, bank grids or wrong elements, each picture an SVG image of the test
+      (:func:`grader.render.pictures.picture_images`: PrairieLearn shows no HTML). Performance that waits for a GPU (an emulator
       run of a part whose cases all passed) is ``"... · performance (pending)"``, worth 0 of 0, which
       PrairieLearn shows as information, not as a failure.
     - ``score``: the points earned over the points possible less the pending ones, in [0, 1]; the
