@@ -3,7 +3,7 @@ of two snapshots case by case (for a refactoring that must not change a grade).
 
 Usage, from the repository root::
 
-    python bench/grades_snapshot.py snapshot OUT [--backend emulator|pycuda] [--checks-max-n N] [FILE ...]
+    python bench/grades_snapshot.py snapshot OUT [--backend emulator|pycuda] [--checks-max-n N] [--no-checks] [FILE ...]
     python bench/grades_snapshot.py compare A B
 
 ``snapshot`` grades every entry of ``tests/verdicts/expected.yaml`` (or the named ones) with
@@ -11,7 +11,8 @@ Usage, from the repository root::
 :func:`~tests.test_verdicts.grade_entry` do (through the runner, checks on), and writes each
 part's result as JSON (its ``SubmissionResult.to_dict()`` entry) to ``OUT/<backend>/<name>.json``. ``--checks-max-n`` grades with the config's
 ``emulator.checks_max_n`` lowered, so that the larger cases run sampled rather than checked (the
-corpus config checks every case).
+corpus config checks every case); ``--no-checks`` grades with the checks off, as ``--no-checks``
+does (every case plain).
 
 ``compare`` reads two snapshot folders (``OUT`` or ``OUT/<backend>``) and prints every difference,
 entry by entry and case by case: the part's status, each case's name, status, failure kind(s) (and findings),
@@ -39,7 +40,7 @@ from tests.test_verdicts import corpus_config, load_table  # noqa: E402
 CASE_FIELDS = ("status", "kind", "findings", "points", "max_points", "checker", "warnings", "mismatch")
 
 
-def snapshot(out: Path, *, backend: str = "emulator", checks_max_n: int | None = None,
+def snapshot(out: Path, *, backend: str = "emulator", checks_max_n: int | None = None, checks: bool = True,
              files: list[str] | None = None) -> int:
     """Grade the corpus on ``backend`` and write each result to ``out/<backend>/<name>.json``.
 
@@ -60,7 +61,8 @@ def snapshot(out: Path, *, backend: str = "emulator", checks_max_n: int | None =
     t0 = time.perf_counter()
     for entry in table:
         print(f"grading {entry.name} on {backend} ...", file=sys.stderr, flush=True)
-        result = grade(entry.path, cfg=cfg, selection=Selection(backend, "grades snapshot"), parts=[entry.part])
+        result = grade(entry.path, cfg=cfg, selection=Selection(backend, "grades snapshot"), parts=[entry.part],
+                       checks=checks)
         (part,) = result.to_dict()["parts"]
         (folder / f"{entry.name}.json").write_text(json.dumps(part, indent=1, sort_keys=True))
     print(f"{len(table)} entries on {backend} in {time.perf_counter() - t0:.1f} s: {folder}", file=sys.stderr)
@@ -123,13 +125,15 @@ def main(argv: list[str] | None = None) -> int:
     snap.add_argument("--backend", default="emulator", choices=("emulator", "pycuda"))
     snap.add_argument("--checks-max-n", type=int, default=None,
                       help="the config's emulator.checks_max_n (default: the corpus config's)")
+    snap.add_argument("--no-checks", dest="checks", action="store_false", help="grade with the checks off")
     snap.add_argument("files", nargs="*", help="only these entries (file names as in expected.yaml, or stems)")
     cmp = sub.add_parser("compare", help="print every difference between two snapshots")
     cmp.add_argument("a", type=Path)
     cmp.add_argument("b", type=Path)
     args = ap.parse_args(argv)
     if args.command == "snapshot":
-        return snapshot(args.out, backend=args.backend, checks_max_n=args.checks_max_n, files=args.files)
+        return snapshot(args.out, backend=args.backend, checks_max_n=args.checks_max_n,
+                        checks=args.checks, files=args.files)
     return compare(args.a, args.b)
 
 

@@ -15,7 +15,7 @@ from grader.grading import protocol
 from grader.backends.emulator import EmulatorBackend
 from grader.assignment.config import load_config
 from grader.grading.case.cases import case_list
-from grader.grading.case.run import SAMPLED_CHECKER
+from grader.grading.case.cases import SAMPLED_CHECKER
 from grader.assignment.parts import PARTS, SOLUTIONS
 from grader.grading.compile import compile_part
 from grader.grading.worker.beside import BackgroundEmulatorChecks

@@ -21,7 +21,7 @@ from grader.core.results import (PART_CASES_BYTES, TO_REGRADE, CaseResult, CaseS
                                  PartStatus, Performance, Profile, Roofline, clean_case, clean_part_message)
 from grader.grading import protocol
 from grader.grading.deadlines import case_budget_s, timed_case_n
-from grader.grading.case.cases import case_list, not_run
+from grader.grading.case.cases import CheckMode, case_list, not_run
 from grader.grading.intake import Absent
 from grader.grading.worker_process import WorkerSlot, run_worker, signal_name, tail
 
@@ -64,16 +64,14 @@ def _case_budgets(cfg: Config, key: str, specs: list, *, backend: str, checks: b
 
     def budget(name: str) -> float:
         spec = by_name.get(name)
-        timed = spec is None
         if spec is not None:
-            n, dtype = spec.n, spec.dtype
-        elif timed_case_n(name) is not None:
-            n, dtype = timed_case_n(name)
-        else:
+            return case_budget_s(backend=backend, part=key, dtype=spec.dtype, n=spec.n, check=spec.check,
+                                 case_s=cfg.timeouts.case_s, gpu_emulator_checks=emulator_checks)
+        if timed_case_n(name) is None:
             return cfg.timeouts.case_s
-        return case_budget_s(backend=backend, part=key, dtype=dtype, n=n, timed=timed,
-                             checked=checks and n <= cfg.emulator.checks_max_n, case_s=cfg.timeouts.case_s,
-                             gpu_emulator_checks=emulator_checks, sampled=checks and n > cfg.emulator.checks_max_n)
+        n, dtype = timed_case_n(name)
+        return case_budget_s(backend=backend, part=key, dtype=dtype, n=n, check=CheckMode.PLAIN, timed=True,
+                             case_s=cfg.timeouts.case_s)
     return budget
 
 
@@ -320,8 +318,8 @@ def grade_part(part: PartSpec, source: Path | Absent | None, *, cfg: Config, bac
                sanitizer_pool: Path | None = None,
                slot: WorkerSlot | None = None, compile_only: bool = False) -> tuple[PartResult, dict[str, str]]:
     """Grade one part in a child process (``checks``: the emulator's checking mode and thread orders,
-    on cases up to ``emulator.checks_max_n`` and on sampled blocks above it; the default, as every
-    official grade uses them;
+    on each case as its :class:`~grader.grading.case.cases.CheckMode` says, whole or on sampled
+    blocks; the default, as every official grade uses them;
     ``sanitizer_pool``: the folder of the submission's :class:`grader.grading.sanitizer_pool.SanitizerPool`;
     ``slot``: the worker the part graded before in this thread left waiting, which grades this one
     and waits after it, :class:`grader.grading.worker_process.WorkerSlot`; ``compile_only``: only
@@ -374,7 +372,7 @@ def grade_part(part: PartSpec, source: Path | Absent | None, *, cfg: Config, bac
     env = {k: v for k, v in (env or {}).items() if k != CACHE_OWNER_ENV}
     with tempfile.TemporaryDirectory(prefix="scangrade-part-") as tmp:
         tmpdir = Path(tmp)
-        specs = case_list(cfg, part.key)
+        specs = case_list(cfg, part.key, checks=checks)
         names = [c.name for c in specs]
         started = time.time()
         workers = _Workers(names, deadline=time.monotonic() + cfg.timeouts.part_s)

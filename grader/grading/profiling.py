@@ -57,12 +57,11 @@ def profile_run(backend, module, *, cfg, part, n: int, dtype_name: str, blocks: 
     from grader.grading.case.checks import check_run
     from grader.grading.case.inputs import make_input, reference_output
     from grader.assignment.parts import DTYPES
-    from grader.assignment.plans import Run, prepare
+    from grader.assignment.plans import Run, plan_launches, prepare
 
     pc = pc or cfg.parts[part.key]
     dtype = DTYPES[dtype_name]
-    recorder = _LaunchRecorder(backend)
-    run = Run(recorder, module, dtype)
+    run = Run(backend, module, dtype)
     x = make_input(cfg, part, n, cfg.seed, dtype)
     d_in = run.buffer("in", n, x, output=False)
     plan = prepare(run, part, pc, d_in, n)
@@ -73,24 +72,7 @@ def profile_run(backend, module, *, cfg, part, n: int, dtype_name: str, blocks: 
         profile = backend.take_profile(module, blocks=blocks)
     verdict = check_run(run, plan, d_in, x, reference_output(part, x), part=part, pc=pc, cfg=cfg)
     return ProfiledRun(profile, "" if verdict.status == "pass" else verdict.message, len(plan.launches),
-                       tuple(recorder.launches))
-
-
-class _LaunchRecorder:
-    """``backend`` as a plan sees it, recording each launch's
-    :class:`~grader.assignment.plans.LaunchConfig` before making it; everything else is the backend's."""
-
-    def __init__(self, backend) -> None:
-        self._backend = backend
-        self.launches: list = []
-
-    def launch(self, module, kernel: str, *, grid: int, block: int, shared_bytes: int, args) -> None:
-        from grader.assignment.plans import LaunchConfig
-        self.launches.append(LaunchConfig(kernel, int(grid), int(block), int(shared_bytes)))
-        self._backend.launch(module, kernel, grid=grid, block=block, shared_bytes=shared_bytes, args=args)
-
-    def __getattr__(self, name: str):
-        return getattr(self._backend, name)
+                       tuple(plan_launches(part, pc, n, dtype)))
 
 
 def profile_runs(cfg, part) -> list:

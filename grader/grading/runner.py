@@ -177,8 +177,8 @@ def grade(submission: Path | Intake, *, cfg: Config, selection: Selection, seed:
         seed: overrides the config's seed.
         parts: part keys to grade (default: every part in the config).
         checks: check for races, out-of-bounds accesses and barrier divergence with the emulator's
-            checks, on every machine, and run every case up to ``emulator.checks_max_n`` under
-            ascending, descending and random thread orders (larger cases: the checks on the first,
+            checks, on every machine, and run every checked case (:class:`~grader.grading.case.cases.CheckMode`)
+            under ascending, descending and random thread orders (sampled cases: the checks on the first,
             the last and a few seeded blocks of each launch, in the same orders, then, where the
             part's blocks are independent, a plain run of every block for the output). On by default,
             so every path that grades (check, grade, batch, Gradescope, the pytest plugin) gives the
