@@ -3,21 +3,23 @@ of two snapshots case by case (for a refactoring that must not change a grade).
 
 Usage, from the repository root::
 
-    python bench/grades_snapshot.py snapshot OUT [--backend emulator|pycuda] [--checks-max-n N] [--no-checks] [FILE ...]
+    python bench/grades_snapshot.py snapshot OUT [FILE ...] [--backend emulator|pycuda] [--checks-max-n N] [--no-checks]
     python bench/grades_snapshot.py compare A B
 
 ``snapshot`` grades every entry of ``tests/verdicts/expected.yaml`` (or the named ones) with
 ``tests/verdicts/config.yaml``, as ``bench/verdicts.py`` and ``tests/test_verdicts.py``'s
 :func:`~tests.test_verdicts.grade_entry` do (through the runner, checks on), and writes each
-part's result as JSON (its ``SubmissionResult.to_dict()`` entry) to ``OUT/<backend>/<name>.json``. ``--checks-max-n`` grades with the config's
+part's result as JSON (its ``SubmissionResult.to_dict()`` entry) to ``OUT/<backend>/<name>.json``
+(the entries named before the options). ``--checks-max-n`` grades with the config's
 ``emulator.checks_max_n`` lowered, so that the larger cases run sampled rather than checked (the
-corpus config checks every case); ``--no-checks`` grades with the checks off, as ``--no-checks``
-does (every case plain).
+corpus config checks every case); ``--no-checks`` grades with the checks off, as the commands'
+``--no-checks`` does (every case plain).
 
 ``compare`` reads two snapshot folders (``OUT`` or ``OUT/<backend>``) and prints every difference,
-entry by entry and case by case: the part's status, each case's name, status, failure kind(s) (and findings),
-points, its checker, warnings and first mismatch), and entries present in one snapshot only. Exit status 1 when anything differs, 0 when
-nothing does, 2 on a usage error.
+entry by entry and case by case: the part's status, each case's name, status, failure kind (and
+its findings' kinds), points, checker and warnings' kinds (:data:`CASE_FIELDS`), and entries
+present in one snapshot only. Exit status 1 when anything differs, 0 when nothing does, 2 on a
+usage error.
 """
 
 from __future__ import annotations
@@ -36,8 +38,17 @@ from grader.backends import Selection  # noqa: E402
 from grader.grading.runner import grade  # noqa: E402
 from tests.test_verdicts import corpus_config, load_table  # noqa: E402
 
-#: What ``compare`` reads of each case of a result (a field of the case's JSON).
-CASE_FIELDS = ("status", "kind", "findings", "points", "max_points", "checker", "warnings", "mismatch")
+#: What ``compare`` reads of each case of a result: a field of the case's JSON, or what it keeps of
+#: one (the kinds of its findings and warnings: which block or thread reports a race between blocks
+#: first varies from run to run on several worker threads, and so does a device address).
+CASE_FIELDS = {
+    "status": lambda c: c.get("status"),
+    "kind": lambda c: c.get("kind"),
+    "finding kinds": lambda c: [f.get("kind") for f in c.get("findings") or ()],
+    "points": lambda c: (c.get("points"), c.get("max_points")),
+    "checker": lambda c: c.get("checker"),
+    "warning kinds": lambda c: [w.split(":", 1)[0] for w in c.get("warnings") or ()],
+}
 
 
 def snapshot(out: Path, *, backend: str = "emulator", checks_max_n: int | None = None, checks: bool = True,
@@ -85,9 +96,10 @@ def differences(a: dict, b: dict) -> list[str]:
         if name not in first or name not in second:
             lines.append(f"{name}: only in {'the first' if name in first else 'the second'}")
             continue
-        for field in CASE_FIELDS:
-            if first[name].get(field) != second[name].get(field):
-                lines.append(f"{name}: {field} {first[name].get(field)!r} against {second[name].get(field)!r}")
+        for field, read in CASE_FIELDS.items():
+            was, now = read(first[name]), read(second[name])
+            if was != now:
+                lines.append(f"{name}: {field} {was!r} against {now!r}")
     return lines
 
 

@@ -123,7 +123,6 @@ def profile_phase(*, cfg, part, source: str, results: list, workdir, solutions, 
             the submission's problem: the part is an error, its message saying what to do).
     """
     from grader.core.errors import CompileError, ResourceLimit, ScangradeError
-    from grader.assignment.parts import PARTS
     from grader.grading.compile import compile_part
     from grader.core.performance import Profile
 
@@ -132,14 +131,7 @@ def profile_phase(*, cfg, part, source: str, results: list, workdir, solutions, 
         return Profile(0.0, pconf.points, NOT_EVERY_CASE)
     dtype = cfg.parts[part.key].dtypes[0]
     try:
-        if emulator_factory is None:
-            from grader.backends.emulator import EmulatorBackend
-            from grader.grading.case.cases import device_memory_bytes
-            emu = EmulatorBackend(workers=cfg.emulator.workers, sandbox=cfg.emulator.sandbox, nvcc_check=False,
-                                  device_memory=device_memory_bytes(profile_runs(cfg, part)),
-                                  target_arch=cfg.target_arch, runtime_flags=runtime_flags)
-        else:
-            emu = emulator_factory()
+        emu = emulator_factory() if emulator_factory is not None else _phase_emulator(cfg, part, runtime_flags)
     except ResourceLimit:
         raise
     except ScangradeError as exc:
@@ -165,31 +157,65 @@ def profile_phase(*, cfg, part, source: str, results: list, workdir, solutions, 
         if wrong:  # counts of a launch that did not compute the scan say nothing of its bank conflicts
             return Profile(0.0, pconf.points, f"not scored: the profiled launch (n = {pconf.size}, {dtype}) did not "
                                               f"compute the scan, so its counts are not the kernel's: {wrong}")
-        ref_wf, against, ref_span, ref_barriers = None, "", None, None
-        ref_spec = PARTS[pconf.reference]
-        ref_file = solutions / ref_spec.filename
-        if pconf.points and ref_file.is_file():
-            try:
-                ref_module = compile_for(ref_spec, ref_file.read_text(), "reference")
-                ref, ref_wrong, *_ = profile_run(emu, ref_module, cfg=cfg, part=ref_spec, n=pconf.size,
-                                             dtype_name=dtype, blocks=pconf.blocks)
-            except ResourceLimit:
-                raise
-            except ScangradeError as exc:  # the course's own reference must work; say so plainly
-                ref_wrong = str(exc)
-            if ref_wrong:
-                return Profile(0.0, pconf.points, f"not scored: the reference solution fails under the emulator: "
-                                                  f"{ref_wrong}")
-            ref_wf, against = ref.wavefronts, f"the {ref_spec.label} reference"
-            if ref.launches:  # else the runtime sent no step counts: those bounds are not checked
-                ref_span, ref_barriers = ref.span_steps, ref.barriers
-        elif pconf.points and pconf.reference_wavefronts is not None:
-            ref_wf, against = pconf.reference_wavefronts, "the configured reference"
-            ref_span, ref_barriers = pconf.reference_span_steps, pconf.reference_barriers
+        bars = _reference_bars(emu, compile_for, cfg=cfg, pconf=pconf, dtype=dtype, solutions=solutions)
+        if isinstance(bars, Profile):
+            return bars
+        ref_wf, against, ref_span, ref_barriers = bars
         return score_profile(pconf, sub, ref_wf, n=pconf.size, against=against, reference_span_steps=ref_span,
                              reference_barriers=ref_barriers)
     finally:
         emu.close()
+
+
+def _phase_emulator(cfg, part, runtime_flags: tuple[str, ...]):
+    """The profile phase's default emulator (see :func:`profile_phase`'s ``emulator_factory``).
+
+    Raises:
+        ScangradeError: it cannot start here (ResourceLimit: the address-space limit).
+    """
+    from grader.backends.emulator import EmulatorBackend
+    from grader.grading.case.cases import device_memory_bytes
+
+    return EmulatorBackend(workers=cfg.emulator.workers, sandbox=cfg.emulator.sandbox, nvcc_check=False,
+                           device_memory=device_memory_bytes(profile_runs(cfg, part)),
+                           target_arch=cfg.target_arch, runtime_flags=runtime_flags)
+
+
+def _reference_bars(emu, compile_for, *, cfg, pconf, dtype: str, solutions):
+    """The bars a profile is scored against: ``(wavefronts, what they are, span steps, barriers)``
+    of the reference solution profiled on ``emu`` as the submission was (``compile_for(spec, text,
+    tag)`` compiles it), or the config's where the solution is not here (a student release); all
+    None where the profile earns no points. A :class:`~grader.core.performance.Profile` that says so
+    where the reference fails under the emulator.
+
+    Raises:
+        ResourceLimit: the machine's address-space limit leaves too little for the emulator.
+    """
+    from grader.assignment.parts import PARTS
+    from grader.core.errors import ResourceLimit, ScangradeError
+    from grader.core.performance import Profile
+
+    ref_spec = PARTS[pconf.reference]
+    ref_file = solutions / ref_spec.filename
+    if pconf.points and ref_file.is_file():
+        try:
+            ref_module = compile_for(ref_spec, ref_file.read_text(), "reference")
+            ref, ref_wrong, *_ = profile_run(emu, ref_module, cfg=cfg, part=ref_spec, n=pconf.size,
+                                             dtype_name=dtype, blocks=pconf.blocks)
+        except ResourceLimit:
+            raise
+        except ScangradeError as exc:  # the course's own reference must work; say so plainly
+            ref_wrong = str(exc)
+        if ref_wrong:
+            return Profile(0.0, pconf.points, f"not scored: the reference solution fails under the emulator: "
+                                              f"{ref_wrong}")
+        if ref.launches:  # else the runtime sent no step counts: those bounds are not checked
+            return ref.wavefronts, f"the {ref_spec.label} reference", ref.span_steps, ref.barriers
+        return ref.wavefronts, f"the {ref_spec.label} reference", None, None
+    if pconf.points and pconf.reference_wavefronts is not None:
+        return (pconf.reference_wavefronts, "the configured reference", pconf.reference_span_steps,
+                pconf.reference_barriers)
+    return None, "", None, None
 
 
 #: The message of a part profiled with a case that did not pass.

@@ -134,7 +134,8 @@ class CaseRun:
         cfg, part, case: the config, the part and the case (its input drawn from its seed).
         mode: how this run checks the case: the case's own :attr:`CaseSpec.check` (None), or
             ``plain`` where the checks ran elsewhere (a GPU's run of a case the emulator's checks
-            passed; the emulator standing in for a GPU).
+            passed; the emulator standing in for a GPU). A backend without checks of its own
+            (:attr:`grader.backends.base.Backend.checks_accesses`) runs every case plainly.
         schedules: the thread orders of a checked or sampled case (the random one seeded by the
             case's seed), on a backend that has them (:attr:`Backend.schedules`); the first order
             that fails is reported. None: :data:`CHECK_SCHEDULES`. A plain case runs in the
@@ -171,7 +172,8 @@ class CaseRun:
                  known: tuple[CaseFinding, ...] = (), ahead: DrawAhead | None = None, plain_run: bool = True,
                  find_deadlocks: bool = True) -> None:
         self.backend, self.module, self.cfg, self.part, self.case = backend, module, cfg, part, case
-        self.mode = case.check if mode is None else mode
+        # a backend without checks of its own (Backend.checks_accesses) runs every case plainly
+        self.mode = (case.check if mode is None else mode) if backend.checks_accesses else CheckMode.PLAIN
         self.schedules = CHECK_SCHEDULES if schedules is None else schedules
         self.checker = checker or self.mode.checker
         self.known = known if self.checker is None else ()
