@@ -432,11 +432,11 @@ class _PartGrading:
         env = {k: v for k, v in (self.env or {}).items() if k != CACHE_OWNER_ENV}
         events = protocol.EventReader(self.tmpdir / f"events-{run}.jsonl")
         job_path = self.tmpdir / f"job-{run}.json"
-        job_path.write_text(protocol.Job.for_part(self.cfg, part=self.part.key, source=self.source, backend=self.backend,
-                                                  events=events.path, checks=self.checks, start=workers.start,
-                                                  earlier_failed=workers.attempt > 0, earlier_hung=bool(workers.hung),
-                                                  sanitizer_pool=self.sanitizer_pool, grading=grading,
-                                                  compile_only=self.compile_only).to_json())
+        job = protocol.Job.for_part(self.cfg, part=self.part.key, source=self.source, backend=self.backend,
+                                    events=events.path, checks=self.checks, start=workers.start,
+                                    earlier_failed=workers.attempt > 0, earlier_hung=bool(workers.hung),
+                                    sanitizer_pool=self.sanitizer_pool, grading=grading, compile_only=self.compile_only)
+        job_path.write_text(job.to_json())
         ended = run_worker(job_path, events, cfg=self.cfg, tmpdir=self.tmpdir, on_event=self.on_event, extra_env=env,
                            deadline=workers.deadline, backend=self.backend, budget=budget, stop=self.stop,
                            slot=self.slot)

@@ -196,9 +196,12 @@ class CaseRun:
                 return self._sanitizer_failed(list(sanitizer.findings))
             self.x, self.expected = case_input(self.cfg, self.part, self.case.n, self.case.seed, self.dtype,
                                                self.ahead, fractional=self.case.fractional)
-            found = self.sampled() if self.mode is CheckMode.SAMPLED else self.orders(
-                self.schedules if self.mode is CheckMode.CHECKED else (), self._mode(checks=self.mode is CheckMode.CHECKED),
-                output=True)
+            if self.mode is CheckMode.SAMPLED:
+                found = self.sampled()
+            elif self.mode is CheckMode.CHECKED:
+                found = self.orders(self.schedules, self._mode(checks=True), output=True)
+            else:
+                found = self.orders((), self._mode(checks=False), output=True)
             if isinstance(found, CaseResult):
                 return found
             if found.told:
@@ -282,7 +285,8 @@ class CaseRun:
             self._keep_warnings(backend.take_warnings())
         return _Launched(run, plan, d_in, errors)
 
-    def orders(self, schedules: tuple[str, ...], run_mode: RunMode, *, output: bool, note: str = "") -> _Found | CaseResult:
+    def orders(self, schedules: tuple[str, ...], run_mode: RunMode, *, output: bool,
+               note: str = "") -> _Found | CaseResult:
         """The runs of the case in ``run_mode``, in each of ``schedules`` in turn (the backend's
         current order where empty, or where the backend has no orders), up to the first that finds
         something; ``output``: whether a run's output and the part's own checks are judged (not in a
@@ -305,7 +309,8 @@ class CaseRun:
                 return _Found(told, mm, suffix)
         return _Found([], None, "")
 
-    def judged_run(self, where: str, *, output: bool) -> tuple[list[_WordedFinding], Mismatch | None, bool] | CaseResult:
+    def judged_run(self, where: str, *,
+                   output: bool) -> tuple[list[_WordedFinding], Mismatch | None, bool] | CaseResult:
         """One run of the case (:meth:`launch`) and what it found: the kernel's findings, then its
         buffers' (:func:`grader.grading.case.checks.check_run`), then a stale read or unwritten shared
         memory that explains a wrong output (:meth:`unwritten_shared`); the first mismatch; and whether
@@ -344,7 +349,8 @@ class CaseRun:
             told += found
         return told, mm, bool(kernel)
 
-    def unwritten_shared(self, first: np.ndarray, unwritten: list[str], where: str) -> list[_WordedFinding] | CaseResult:
+    def unwritten_shared(self, first: np.ndarray, unwritten: list[str],
+                         where: str) -> list[_WordedFinding] | CaseResult:
         """Whether the output depends on shared memory no thread wrote: the case run again with the
         second of :data:`SHARED_FILLS` (``first``: the first run's output bits; ``unwritten``: the
         ``uninitialized-read`` warnings of that run). An output that changes fails the case as
@@ -372,7 +378,8 @@ class CaseRun:
         if not (differ.size and (unwritten or not self.sees_reads)):
             return []
         i = int(differ[0])
-        note = unwritten[0].split(": ", 1)[1] if unwritten else "the kernel reads shared memory that no thread of its block wrote"
+        note = (unwritten[0].split(": ", 1)[1] if unwritten
+                else "the kernel reads shared memory that no thread of its block wrote")
         text = (f"the output depends on shared memory no thread wrote: with unwritten shared memory "
                 f"filled with two different patterns, out[{i}] differs ({differ.size} of {case.n} "
                 f"elements); {note}. Pad the unused slots with the scan's identity (0) before using them")

@@ -10,7 +10,8 @@ from grader.assignment.parts import SOLUTIONS
 
 
 def cubins_ahead(kind, job, cfg, part) -> dict:
-    """Where the backend compiles ahead (the GPU's ``compile_ahead``: nvcc needs no CUDA context):
+    """Where the backend compiles ahead (its row's ``compiles_ahead``: the GPU's ``compile_ahead``, nvcc
+    needs no CUDA context):
     the part's file for each dtype, then, for a timed part (in a job that grades it, not one that
     only compiles), the reference solution it is timed against, compiled from now on in the
     background: ``{(tag, part key, dtype): (translation unit, Future of the cubin)}`` (tag
@@ -24,9 +25,9 @@ def cubins_ahead(kind, job, cfg, part) -> dict:
     from grader.grading.intake import read_source
     from grader.assignment.parts import PARTS, part_source
 
-    ahead = getattr(importlib.import_module(kind.module), "compile_ahead", None)
-    if ahead is None:
+    if not kind.compiles_ahead:
         return {}
+    ahead = importlib.import_module(kind.module).compile_ahead
     pc = cfg.parts[part.key]
     try:
         source = read_source(Path(job.source))
