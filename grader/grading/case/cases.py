@@ -45,12 +45,16 @@ class CheckMode(StrEnum):
         return {CheckMode.CHECKED: "emulator checks", CheckMode.SAMPLED: SAMPLED_CHECKER}.get(self)
 
 
+#: The reason of a case's :attr:`CheckMode.PLAIN` where the grading's checks are off.
+CHECKS_OFF = "the checks are off"
+
+
 def check_mode(cfg: Config, n: int, *, checks: bool) -> tuple[CheckMode, str]:
     """How a case of size ``n`` is checked under ``cfg`` (``checks``: the grading's checks are on),
     and why, in words a message can end with (``n is above emulator.checks_max_n = 70000``)."""
     limit = cfg.emulator.checks_max_n
     if not checks:
-        return CheckMode.PLAIN, "the checks are off"
+        return CheckMode.PLAIN, CHECKS_OFF
     if n <= limit:
         return CheckMode.CHECKED, f"n is at most emulator.checks_max_n = {limit}"
     return CheckMode.SAMPLED, f"n is above emulator.checks_max_n = {limit}"
@@ -76,7 +80,7 @@ class CaseSpec:
     visibility: str = "visible"
     fractional: bool = False
     check: CheckMode = CheckMode.PLAIN
-    check_reason: str = "the checks are off"
+    check_reason: str = CHECKS_OFF
 
 
 #: What the name of a visible float32 case adds after the dtype: its input is drawn exact (multiples
