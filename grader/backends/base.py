@@ -487,7 +487,7 @@ class Backend(abc.ABC):
 
     def fresh_globals(self, module: Module) -> None:
         """Make ``module``'s next launch find its ``__device__`` variables as they were when it was
-        loaded: before each run a correctness case grades (:func:`grader.grading.case.run.run_case`),
+        loaded: before each run a correctness case grades (:meth:`grader.grading.case.run.CaseRun.launch`),
         so that the run whose output is judged sees the same launch count as the case's checked run
         (docs/security.md, "The checked run and the graded run"). A backend whose modules keep state
         between launches overrides this; the default has none to reset.

@@ -136,7 +136,7 @@ def sizes_up_to(cfg: Config, max_n: int) -> Config:
     return cfg.override(parts=parts)
 
 
-#: The runs of a case whose buffers can be live at once: :func:`grader.grading.case.run.run_case`
+#: The runs of a case whose buffers can be live at once: :class:`grader.grading.case.run.CaseRun`
 #: keeps one run's buffers while the next (the second shared-memory fill, the next thread order)
 #: allocates its own.
 RUNS_LIVE = 2
