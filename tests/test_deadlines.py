@@ -15,7 +15,7 @@ import pytest
 from grader.backends import Selection
 from grader.assignment.config import load_config
 from grader.grading.deadlines import FACTOR, case_budget_s, floor_s, reference_case_s, timed_case_n
-from grader.grading.case.cases import case_list
+from grader.grading.case.cases import CheckMode, case_list
 from grader.grading.part_runner import MAX_HANGS_IN_A_ROW
 from grader.grading.runner import grade
 from tests.conftest import BROKEN, ROOT, write_config
@@ -75,12 +75,12 @@ def test_the_reference_time_is_interpolated_in_n_and_grows_in_proportion_past_th
     assert t(20, "checked") == 8.0
     assert t(10, "plain") == 1.0  # plain below the table's plain sizes: the smallest plain time
     assert reference_case_s("emulator", "part4_any_size", "plain", "float32", 5, table=table) is None
-    budget = case_budget_s(backend="emulator", part="part4_any_size", dtype="int32", n=2000, checked=False,
+    budget = case_budget_s(backend="emulator", part="part4_any_size", dtype="int32", n=2000, check=CheckMode.PLAIN,
                            case_s=120, table=table)
     assert budget == floor_s("emulator") + FACTOR * 1.5
-    assert case_budget_s(backend="emulator", part="part4_any_size", dtype="int32", n=10**9, checked=False,
+    assert case_budget_s(backend="emulator", part="part4_any_size", dtype="int32", n=10**9, check=CheckMode.PLAIN,
                          case_s=120, table=table) == 120  # never past timeouts.case_s
-    assert case_budget_s(backend="pycuda", part="part4_any_size", dtype="int32", n=5, checked=False,
+    assert case_budget_s(backend="pycuda", part="part4_any_size", dtype="int32", n=5, check=CheckMode.PLAIN,
                          case_s=120, table=table) == 120  # not measured on this backend: case_s
 
 
@@ -91,18 +91,18 @@ def test_a_case_above_checks_max_n_has_time_for_the_checks_of_its_sampled_blocks
              "pycuda": {"parts": {"part5_single_pass": {"plain int32": [[10**6, 0.01]]}}}}
 
     def budget(backend, sampled):
-        return case_budget_s(backend=backend, part="part5_single_pass", dtype="int32", n=10**6, checked=False,
-                             sampled=sampled, case_s=1000, table=table)
+        return case_budget_s(backend=backend, part="part5_single_pass", dtype="int32", n=10**6,
+                             check=CheckMode.SAMPLED if sampled else CheckMode.PLAIN, case_s=1000, table=table)
     assert budget("emulator", True) - budget("emulator", False) == pytest.approx(FACTOR * 3 * 0.5)
     assert budget("pycuda", True) - budget("pycuda", False) == pytest.approx(FACTOR * 3 * 0.5)
-    assert case_budget_s(backend="emulator", part="part4_any_size", dtype="int32", n=10**6, checked=False,
-                         sampled=True, case_s=120, table=table) == 120  # the emulator's time unknown: case_s
+    assert case_budget_s(backend="emulator", part="part4_any_size", dtype="int32", n=10**6,
+                         check=CheckMode.SAMPLED, case_s=120, table=table) == 120  # the emulator's time unknown: case_s
 
 
 def test_every_case_of_the_shipped_config_has_a_measured_reference_time_on_the_emulator():
     cfg = load_config(ROOT / "config.yaml")
     for key in cfg.parts:
         for case in case_list(cfg, key):
-            mode = "checked" if case.n <= cfg.emulator.checks_max_n else "plain"
+            mode = "checked" if case.check is CheckMode.CHECKED else "plain"
             assert reference_case_s("emulator", key, mode, case.dtype, case.n) is not None, (key, case.name)
     assert timed_case_n("timed n=1048576 float32") == (1048576, "float32") and timed_case_n("n=3 int32") is None

@@ -15,7 +15,7 @@ from grader.grading import protocol
 from grader.backends.emulator import EmulatorBackend
 from grader.assignment.config import load_config
 from grader.grading.case.cases import case_list
-from grader.grading.case.run import SAMPLED_CHECKER
+from grader.grading.case.cases import SAMPLED_CHECKER
 from grader.assignment.parts import PARTS, SOLUTIONS
 from grader.grading.compile import compile_part
 from grader.grading.worker.beside import BackgroundEmulatorChecks
@@ -63,9 +63,9 @@ def grade_on_gpu_path(cfg, source: Path, key: str, tmp_path: Path):
     ``(results, stand-in GPU, launches made per case)``."""
     part, pc = PARTS[key], cfg.parts[key]
     text = source.read_text()
-    cases = case_list(cfg, key)
     job = protocol.Job.for_part(cfg, part=key, source=source, backend="pycuda", events=tmp_path / "events.jsonl",
                                 checks=True)
+    cases = list(job.cases)
     gpu = StandInGpu()
     modules = {d: compile_part(gpu, part, text, pc=pc, dtype=d, workdir=tmp_path / f"gpu-{d}") for d in pc.dtypes}
     beside = BackgroundEmulatorChecks(job, cfg, part, cases, text)
@@ -73,11 +73,9 @@ def grade_on_gpu_path(cfg, source: Path, key: str, tmp_path: Path):
     results, launched = [], []
     try:
         for case in cases:
-            checked = case.n <= cfg.emulator.checks_max_n
-            path.before(case, checked)
+            path.before(case)
             before = gpu.launches
-            results.append(path.decided(case, checked, known=(), ahead=None)
-                           or path.run(case, checked, known=(), ahead=None))
+            results.append(path.decided(case, known=(), ahead=None) or path.run(case, known=(), ahead=None))
             launched.append(gpu.launches - before)
     finally:
         beside.close()
@@ -160,8 +158,8 @@ def test_where_the_emulator_cannot_check_the_part_the_gpu_runs_it_and_the_report
     events = Events()
     path = GpuPath(gpu, job, cfg, part, modules, cases, tmp_path, str(tmp_path / "job.json"), beside, events)
     try:
-        path.before(cases[0], True)
-        result = path.decided(cases[0], True, known=(), ahead=None) or path.run(cases[0], True, known=(), ahead=None)
+        path.before(cases[0])
+        result = path.decided(cases[0], known=(), ahead=None) or path.run(cases[0], known=(), ahead=None)
     finally:
         beside.close()
         path.close()

@@ -53,6 +53,26 @@ def test_the_job_round_trips_through_its_json(tmp_path):
     assert again.source == str((tmp_path / "part1_naive.cu").resolve())
 
 
+@pytest.mark.parametrize("checks", [True, False], ids=["checks", "no-checks"])
+def test_the_job_carries_each_cases_check_mode_decided_with_the_case_list(tmp_path, checks):
+    """Checked up to emulator.checks_max_n, sampled above it, plain with the checks off: decided
+    once, by case_list, and read back from the job as it was decided (with its reason)."""
+    from grader.grading.case.cases import CheckMode, case_list
+
+    cfg = load_config(write_config(tmp_path, sizes={"part4_any_size": [33, 600]})).override(
+        emulator={"checks_max_n": 100})
+    job = Job.for_part(cfg, part="part4_any_size", source=tmp_path / "part4_any_size.cu", backend="emulator",
+                       events=tmp_path / "e.jsonl", checks=checks)
+    cases = Job.from_json(job.to_json()).cases
+    assert list(cases) == case_list(cfg, "part4_any_size", checks=checks)
+    modes = {(c.n, c.check) for c in cases}
+    if checks:
+        assert modes == {(1, CheckMode.CHECKED), (33, CheckMode.CHECKED), (600, CheckMode.SAMPLED)}
+        assert {c.check_reason for c in cases if c.n == 600} == {"n is above emulator.checks_max_n = 100"}
+    else:
+        assert modes == {(1, CheckMode.PLAIN), (33, CheckMode.PLAIN), (600, CheckMode.PLAIN)}
+
+
 def test_the_worker_grades_with_the_config_the_runner_validated_not_the_file(tmp_path):
     path = write_config(tmp_path, sizes={"part1_naive": [5]})
     private = tmp_path / "private.yaml"

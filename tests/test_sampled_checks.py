@@ -19,7 +19,8 @@ from grader.backends.emulator import EmulatorBackend
 from grader.backends.emulator.launch import SAMPLE_DRAWN, sampled_blocks
 from grader.assignment.config import load_config
 from grader.core.errors import KernelError
-from grader.grading.case.run import SAMPLED_BLOCK_CHECKS, SAMPLED_CHECKER
+from grader.grading.case.cases import SAMPLED_CHECKER
+from grader.grading.case.run import SAMPLED_BLOCK_CHECKS
 from grader.assignment.parts import PARTS
 from grader.grading.runner import grade
 from tests.conftest import BROKEN, ROOT, SOLUTIONS

@@ -19,7 +19,7 @@ from grader.backends.emulator import EmulatorBackend
 from grader.backends.emulator.build import module_globals
 from grader.backends.pycuda_backend import device_globals_bytes
 from grader.assignment.parts import PARTS
-from grader.grading.case.run import SAMPLED_CHECKER
+from grader.grading.case.cases import SAMPLED_CHECKER
 from grader.grading.runner import grade
 from tests.conftest import BROKEN, gpu_available
 from tests.test_emulator_checks import build, out_n

@@ -69,6 +69,9 @@ class BackendKind:
             (:meth:`~grader.backends.base.Backend.scan_check` and
             :meth:`~grader.backends.base.Backend.digest`, a few bytes read back) and read back whole
             only to say what is wrong (:func:`grader.grading.case.checks.check_run`).
+        compiles_ahead: its module has ``compile_ahead(builds, *, sandbox=)``: a part's compiles
+            started in the background before the backend is made (nvcc needs no CUDA context),
+            ``{tag: Future of the compiled module's bytes}`` (:func:`grader.grading.worker.ahead.cubins_ahead`).
         hint: ``() -> bool``, in microseconds and in this process (no child, no CUDA): whether
             :attr:`probe` will likely say yes (its module installed, the device files present);
             :func:`expected_backend` reads it. None where there is no probe.
@@ -83,6 +86,7 @@ class BackendKind:
     uses_gpus: bool
     case_floor_s: float
     checks_on_device: bool = False
+    compiles_ahead: bool = False
     hint: Callable[[], bool] | None = None
 
     def create(self, *, workers: int = 0, checks: bool = False, sandbox: str = "auto",
@@ -110,7 +114,7 @@ class BackendKind:
 BACKENDS: dict[str, BackendKind] = {k.name: k for k in (
     BackendKind("pycuda", "grader.backends.pycuda_backend", lambda: probe_pycuda(), times_kernels=True, has_sanitizer=True,
                 counts_profile=False, uses_gpus=True, case_floor_s=5.0, checks_on_device=True,
-                hint=lambda: hint_pycuda()),
+                compiles_ahead=True, hint=lambda: hint_pycuda()),
     BackendKind("emulator", "grader.backends.emulator", None, times_kernels=False, has_sanitizer=False,
                 counts_profile=True, uses_gpus=False, case_floor_s=5.0),
 )}

@@ -6,6 +6,15 @@ by name with an explicit, validated launch configuration. Device memory is a
 
 Launch validation (:func:`validate_launch`) is shared, so a bad launch fails with the same
 message on both backends.
+
+What a backend can do beyond running kernels is declared on :class:`Backend`, each with a default
+for a backend without it, so the grader asks the protocol and never the object's attributes: a
+checker that checks launches as they run (:attr:`Backend.checks_accesses`, :meth:`Backend.take_warnings`),
+thread orders (:attr:`Backend.schedules`, :meth:`Backend.set_schedule`), how the next launches run
+(:class:`RunMode`, given to :meth:`Backend.set_run_mode` before each run: the checks, sampled
+blocks, deadlock detection, the fill of unwritten shared memory), a lost context
+(:attr:`Backend.broken`), a GPU lock (:meth:`Backend.gpu_lock_seconds`) and a host toolchain
+(:attr:`Backend.toolchain`).
 """
 
 from __future__ import annotations
@@ -152,6 +161,45 @@ class Finding:
 
 
 
+#: The values of :attr:`RunMode.sample`: None, every block run and checked; ``only``, the sampled
+#: blocks alone run; ``all``, every block runs and the sampled ones are checked.
+SAMPLE_CHOICES = (None, "only", "all")
+
+
+@dataclass(frozen=True)
+class RunMode:
+    """How a backend runs the launches after :meth:`Backend.set_run_mode`: a value the grader gives
+    before each run of a case (:class:`grader.grading.case.run.CaseRun`) and before a phase's
+    launches, never fields set by hand. What a backend cannot do it ignores: a GPU runs unchecked
+    (its checker is compute-sanitizer, a run of its own) and finds no deadlock.
+
+    Attributes:
+        checks: the backend's own checks of every access and barrier (races, bounds, barrier
+            divergence, unwritten shared memory) where it has them (:attr:`Backend.checks_accesses`).
+        sample: with ``checks``, which blocks of each launch run and are checked (a value of
+            :data:`SAMPLE_CHOICES`), the blocks drawn from the thread order's seed
+            (:meth:`Backend.set_schedule`).
+        detect_deadlock: a deadlock (every thread polls, nothing changes) ends the launch as a
+            ``deadlock`` KernelError at once; False: it waits, like a hung GPU, for the deadline.
+        shared_fill: the 32-bit word shared memory that no thread wrote holds before each launch
+            (each block's at its start on the emulator; each multiprocessor's, written just before
+            the launch, on a GPU); None: the backend's own (the emulator's fixed pattern; on a GPU,
+            whatever the memory held).
+
+    Raises:
+        ValueError: ``sample`` is not one of :data:`SAMPLE_CHOICES`.
+    """
+
+    checks: bool = False
+    sample: str | None = None
+    detect_deadlock: bool = False
+    shared_fill: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.sample not in SAMPLE_CHOICES:
+            raise ValueError(f"sample must be one of {SAMPLE_CHOICES} (got {self.sample!r})")
+
+
 class DeviceArray(abc.ABC):
     """A typed 1-D buffer in device memory (GPU memory, or host memory under the emulator).
 
@@ -202,6 +250,56 @@ class Backend(abc.ABC):
     #: inputs, so nothing of this backend's may serve another part (on a GPU, its CUDA context is not
     #: kept: :func:`grader.backends.pycuda_backend.keep_context`).
     ran_hidden: bool = False
+
+    #: Whether it checks each launch's accesses as it runs them (the emulator): :attr:`RunMode.checks`
+    #: and :attr:`RunMode.sample` mean something there, and with the checks on it sees every read of
+    #: shared memory that no thread wrote (:meth:`take_warnings`). False: a run's output is all it
+    #: tells (a GPU; compute-sanitizer is a run of its own).
+    checks_accesses: ClassVar[bool] = False
+    #: The thread orders it can run a block's threads in (:meth:`set_schedule`); empty: one order,
+    #: the hardware's.
+    schedules: ClassVar[tuple[str, ...]] = ()
+    #: Blocks a sampling launch (:attr:`RunMode.sample`) checks besides its first and last.
+    sample_drawn: ClassVar[int] = 0
+    #: Whether a fault lost its device context (a GPU's): nothing more may run on it, and it is not
+    #: closed the ordinary way (the worker ends instead).
+    broken: bool = False
+    #: The host C++ toolchain its modules are compiled with (the emulator's
+    #: :class:`grader.backends.emulator.build.Toolchain`), whose compiler also gives the notes on a
+    #: wrong output; None where it has none (a GPU's compiles are nvcc's).
+    toolchain = None
+
+    def set_run_mode(self, mode: RunMode) -> None:
+        """Run the next launches as ``mode`` says, until the next call. The default does nothing: a
+        backend that neither checks nor fills shared memory."""
+
+    def set_schedule(self, name: str, seed: int = 0) -> None:
+        """Run each block's threads in the order ``name`` (one of :attr:`schedules`; a random one
+        seeded by ``seed``) from the next launch.
+
+        Raises:
+            ValueError: ``name`` is not one of :attr:`schedules` (the default has none).
+        """
+        raise ValueError(f"the {self.name} backend has no thread order {name!r}"
+                         + (f": choose one of {', '.join(self.schedules)}" if self.schedules else ""))
+
+    @property
+    def thread_order(self) -> tuple[str, int] | None:
+        """The thread order the next launch runs in and its seed (see :meth:`set_schedule`); None
+        where there is no choice of order."""
+        return None
+
+    def take_warnings(self) -> list[Finding]:
+        """The warning findings (kinds of :data:`grader.core.kinds.WARNING_KINDS`: an
+        ``uninitialized-read``...) of the launches that succeeded since the last call, once each;
+        clears them. None here: a backend without checks of its own (a launch that raises carries
+        its findings on the KernelError instead)."""
+        return []
+
+    def gpu_lock_seconds(self) -> dict[str, float]:
+        """The seconds this process waited for its GPU's lock and held it alone
+        (:attr:`grader.host.gpu_lock.GpuLock.seconds`), for the bench; empty without a lock."""
+        return {}
 
     @abc.abstractmethod
     def compile(self, *, source: str, filename: str, kernels: Sequence[KernelSpec],
@@ -396,7 +494,7 @@ class Backend(abc.ABC):
 
     def fresh_globals(self, module: Module) -> None:
         """Make ``module``'s next launch find its ``__device__`` variables as they were when it was
-        loaded: before each run a correctness case grades (:func:`grader.grading.case.run.run_case`),
+        loaded: before each run a correctness case grades (:meth:`grader.grading.case.run.CaseRun.launch`),
         so that the run whose output is judged sees the same launch count as the case's checked run
         (docs/security.md, "The checked run and the graded run"). A backend whose modules keep state
         between launches overrides this; the default has none to reset.

@@ -25,7 +25,7 @@ from typing import Hashable, Sequence, Union
 
 import numpy as np
 
-from grader.backends.base import Backend, DeviceArray, Dim3, Module
+from grader.backends.base import Backend, DeviceArray, Dim3, Module, RunMode
 from grader.backends.pycuda_ptx import CHECK_PTX, FILL_PTX
 from grader.core.errors import BackendUnavailable, CompileError, KernelError, LaunchError
 from grader.core.kernels import KernelSpec
@@ -328,6 +328,10 @@ class PyCudaBackend(Backend):
     #: The GPU's readers-writer lock (:mod:`grader.host.gpu_lock`): timed windows take it exclusive.
     gpu_lock = None
 
+    def gpu_lock_seconds(self) -> dict[str, float]:
+        """See :meth:`Backend.gpu_lock_seconds` (:attr:`grader.host.gpu_lock.GpuLock.seconds`)."""
+        return self.gpu_lock.seconds if self.gpu_lock is not None else {}
+
     def gpu_shared(self):
         """A context in which untimed GPU work (a case, a sanitizer run) shares the GPU with other
         workers' but never overlaps a timed window (:mod:`grader.host.gpu_lock`)."""
@@ -531,11 +535,16 @@ class PyCudaBackend(Backend):
             self.broken = True  # an error the driver does not explain may have lost the context too
         return KernelError(f"{kernel} stopped on the GPU: {words}", kind=kind)
 
-    #: Set when a kernel fault lost the CUDA context: nothing more can run in this process.
-    broken = False
-    #: When set (a 32-bit pattern), every launch outside timing first fills every multiprocessor's
-    #: shared memory with it (:meth:`poison_shared`), as the emulator fills each block's at its start.
+    #: When set (a 32-bit pattern: :attr:`RunMode.shared_fill`, given by :meth:`set_run_mode`), every
+    #: launch outside timing first fills every multiprocessor's shared memory with it
+    #: (:meth:`poison_shared`), as the emulator fills each block's at its start. A fault that loses
+    #: the context sets :attr:`Backend.broken` (:meth:`_fault`).
     shared_fill: int | None = None
+
+    def set_run_mode(self, mode: RunMode) -> None:
+        """See :meth:`Backend.set_run_mode`: the fill of shared memory alone (a GPU has no checks of
+        its own and finds no deadlock: a deadlocked kernel hangs until the case's deadline)."""
+        self.shared_fill = mode.shared_fill
 
     def free(self, *arrays: DeviceArray) -> None:
         """Free device buffers now (the compute-sanitizer replay's spacers); views of them become invalid."""

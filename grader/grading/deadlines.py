@@ -28,6 +28,7 @@ from bisect import bisect_left
 from pathlib import Path
 
 from grader.backends import BACKENDS
+from grader.grading.case.cases import CheckMode
 
 __all__ = ["floor_s", "FACTOR", "TABLE_PATH", "case_budget_s", "sanitizer_budget_s", "reference_case_s",
            "load_factor", "describe_budget", "timed_case_n"]
@@ -93,25 +94,26 @@ def reference_case_s(backend: str, part: str, mode: str, dtype: str, n: int, *,
     return s0 + (s1 - s0) * (n - n0) / (n1 - n0)
 
 
-def case_budget_s(*, backend: str, part: str, dtype: str, n: int, checked: bool, timed: bool = False,
-                  case_s: float, gpu_emulator_checks: bool = False, sampled: bool = False,
-                  table: dict | None = None) -> float:
+def case_budget_s(*, backend: str, part: str, dtype: str, n: int, check: CheckMode, timed: bool = False,
+                  case_s: float, gpu_emulator_checks: bool = False, table: dict | None = None) -> float:
     """Wall seconds one case may take on an idle machine (:func:`load_factor` scales it): ``floor_s +
     FACTOR * t_ref``, at most ``case_s`` (``timeouts.case_s``); ``case_s`` where the reference's
     time is not known.
 
     Args:
         backend, part, dtype, n: the case.
-        checked: the case runs under the checks (n <= ``emulator.checks_max_n`` with checks on).
+        check: how the case is checked (its :class:`~grader.grading.case.cases.CheckMode`): a
+            checked case runs under the checks; a sampled one's checks run on a sample of each
+            launch's blocks (:meth:`grader.grading.case.run.CaseRun.sampled`), on either backend:
+            one run per thread order of :data:`grader.grading.case.run.CHECK_SCHEDULES`, each at
+            most a plain run of every block on the emulator (a part whose blocks wait on one another
+            runs them all), is added. Not read for a timed case.
         timed: a timed case (GPU timing of a part).
         case_s: the ceiling.
         gpu_emulator_checks: on a GPU, a checked case waits for the emulator's checks of it (the
             checker of every machine, run beside the GPU): their time is added.
-        sampled: a case above ``emulator.checks_max_n`` with checks on, whose checks run on a sample
-            of each launch's blocks (:func:`grader.grading.case.run.run_case`), on either backend: one run per
-            thread order of :data:`grader.grading.case.run.CHECK_SCHEDULES`, each at most a plain run of every
-            block on the emulator (a part whose blocks wait on one another runs them all), is added.
     """
+    checked, sampled = check is CheckMode.CHECKED, check is CheckMode.SAMPLED
     checks_in_run = backend in BACKENDS and not BACKENDS[backend].has_sanitizer  # the checks slow the run itself
     mode = "timed" if timed else ("checked" if checked and checks_in_run else "plain")
     t_ref = reference_case_s(backend, part, mode, dtype, n, table=table)

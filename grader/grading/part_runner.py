@@ -21,7 +21,7 @@ from grader.core.results import (PART_CASES_BYTES, TO_REGRADE, CaseResult, CaseS
                                  PartStatus, Performance, Profile, Roofline, clean_case, clean_part_message)
 from grader.grading import protocol
 from grader.grading.deadlines import case_budget_s, timed_case_n
-from grader.grading.case.cases import case_list, not_run
+from grader.grading.case.cases import CheckMode, case_list, not_run
 from grader.grading.intake import Absent
 from grader.grading.worker_process import WorkerSlot, run_worker, signal_name, tail
 
@@ -64,16 +64,14 @@ def _case_budgets(cfg: Config, key: str, specs: list, *, backend: str, checks: b
 
     def budget(name: str) -> float:
         spec = by_name.get(name)
-        timed = spec is None
         if spec is not None:
-            n, dtype = spec.n, spec.dtype
-        elif timed_case_n(name) is not None:
-            n, dtype = timed_case_n(name)
-        else:
+            return case_budget_s(backend=backend, part=key, dtype=spec.dtype, n=spec.n, check=spec.check,
+                                 case_s=cfg.timeouts.case_s, gpu_emulator_checks=emulator_checks)
+        if timed_case_n(name) is None:
             return cfg.timeouts.case_s
-        return case_budget_s(backend=backend, part=key, dtype=dtype, n=n, timed=timed,
-                             checked=checks and n <= cfg.emulator.checks_max_n, case_s=cfg.timeouts.case_s,
-                             gpu_emulator_checks=emulator_checks, sampled=checks and n > cfg.emulator.checks_max_n)
+        n, dtype = timed_case_n(name)
+        return case_budget_s(backend=backend, part=key, dtype=dtype, n=n, check=CheckMode.PLAIN, timed=True,
+                             case_s=cfg.timeouts.case_s)
     return budget
 
 
@@ -320,8 +318,8 @@ def grade_part(part: PartSpec, source: Path | Absent | None, *, cfg: Config, bac
                sanitizer_pool: Path | None = None,
                slot: WorkerSlot | None = None, compile_only: bool = False) -> tuple[PartResult, dict[str, str]]:
     """Grade one part in a child process (``checks``: the emulator's checking mode and thread orders,
-    on cases up to ``emulator.checks_max_n`` and on sampled blocks above it; the default, as every
-    official grade uses them;
+    on each case as its :class:`~grader.grading.case.cases.CheckMode` says, whole or on sampled
+    blocks; the default, as every official grade uses them;
     ``sanitizer_pool``: the folder of the submission's :class:`grader.grading.sanitizer_pool.SanitizerPool`;
     ``slot``: the worker the part graded before in this thread left waiting, which grades this one
     and waits after it, :class:`grader.grading.worker_process.WorkerSlot`; ``compile_only``: only
@@ -344,98 +342,149 @@ def grade_part(part: PartSpec, source: Path | Absent | None, *, cfg: Config, bac
     Raises:
         GradingStopped: ``stop`` was set while the part ran (its workers are ended).
     """
-    phases: dict[str, float] = {}
-    reported = _Reported(performance=_pending_performance(cfg, part.key, "not timed: the part did not finish"),
-                         profile=_pending_profile(cfg, part.key, "not profiled: the part did not finish"))
-    pending = reported.performance
+    return _PartGrading(part, source, cfg=cfg, backend=backend, checks=checks, on_event=on_event, env=env, stop=stop,
+                        sanitizer_pool=sanitizer_pool, slot=slot, compile_only=compile_only).grade()
 
-    def part_result(status: str, message: str, cases: tuple[CaseResult, ...],
-                    performance: Performance | None = None,
-                    to_regrade: bool = False) -> tuple[PartResult, dict[str, str]]:
+
+class _PartGrading:
+    """One part graded in its workers (:func:`grade_part`, whose arguments these are): the workers
+    started in turn (:meth:`run_worker`), their events folded into what the part reported
+    (:attr:`reported`), and the part's result where a worker ended (:meth:`ended`) or stopped
+    (:meth:`stopped`)."""
+
+    def __init__(self, part: PartSpec, source: Path | Absent | None, *, cfg: Config, backend: str, checks: bool,
+                 on_event, env: dict[str, str] | None, stop: threading.Event | None, sanitizer_pool: Path | None,
+                 slot: WorkerSlot | None, compile_only: bool) -> None:
+        self.part, self.source, self.cfg, self.backend, self.checks = part, source, cfg, backend, checks
+        self.on_event, self.env, self.stop, self.sanitizer_pool = on_event, env, stop, sanitizer_pool
+        self.slot, self.compile_only = slot, compile_only
+        self.phases: dict[str, float] = {}
+        self.pending = _pending_performance(cfg, part.key, "not timed: the part did not finish")
+        self.reported = self._fresh_report()
+
+    def _fresh_report(self) -> _Reported:
+        """What a part reports before any worker said anything."""
+        return _Reported(performance=self.pending,
+                         profile=_pending_profile(self.cfg, self.part.key, "not profiled: the part did not finish"))
+
+    def result(self, status: str, message: str, cases: tuple[CaseResult, ...], performance: Performance | None = None,
+               to_regrade: bool = False) -> tuple[PartResult, dict[str, str]]:
+        """The part's result, and the device facts its workers reported."""
+        part, reported = self.part, self.reported
         budget = [PART_CASES_BYTES]  # all the part's case messages together
         return PartResult(key=part.key, number=part.number, title=part.title,
-                          file=str(source) if source else part.filename, status=status,
+                          file=str(self.source) if self.source else part.filename, status=status,
                           message=clean_part_message(message),
                           cases=tuple(clean_case(c, budget) for c in _report_order(cases)),
-                          performance=performance, phases_s=phases, profile=reported.profile,
+                          performance=performance, phases_s=self.phases, profile=reported.profile,
                           roofline=reported.roofline, to_regrade=to_regrade,
-                          **_launch(cfg, part.key)), reported.device
+                          **_launch(self.cfg, part.key)), reported.device
 
-    if not isinstance(source, Path):  # None, or an Absent saying why (misnamed, a link, too large)
-        msg = getattr(source, "message", "") or f"{part.filename} is missing from the submission"
-        status = PartStatus(getattr(source, "status", PartStatus.MISSING))
-        return part_result(status, msg, not_run(cfg, part.key, "not run: " + msg, kind=status), pending)
-
-    from grader.backends.emulator.cache import CACHE_OWNER_ENV  # the grading's token (runner.grade)
-
-    # The worker takes the token from its job, not its environment: a batch's job keeps its worker
-    # for its next submission (WorkerSlot), whose environment is the same but for it.
-    grading = (env or {}).get(CACHE_OWNER_ENV, "")
-    env = {k: v for k, v in (env or {}).items() if k != CACHE_OWNER_ENV}
-    with tempfile.TemporaryDirectory(prefix="scangrade-part-") as tmp:
-        tmpdir = Path(tmp)
-        specs = case_list(cfg, part.key)
-        names = [c.name for c in specs]
-        started = time.time()
-        workers = _Workers(names, deadline=time.monotonic() + cfg.timeouts.part_s)
-        items: list[protocol.Event] = []
-        budget = _case_budgets(cfg, part.key, specs, backend=backend, checks=checks)
-        regraded = False  # a worker died of something the submission did not do: the part graded anew, once
-        for run in itertools.count():
-            events = protocol.EventReader(tmpdir / f"events-{run}.jsonl")
-            job_path = tmpdir / f"job-{run}.json"
-            job_path.write_text(protocol.Job.for_part(cfg, part=part.key, source=source, backend=backend,
-                                                      events=events.path, checks=checks, start=workers.start,
-                                                      earlier_failed=workers.attempt > 0,
-                                                      earlier_hung=bool(workers.hung),
-                                                      sanitizer_pool=sanitizer_pool,
-                                                      grading=grading, compile_only=compile_only).to_json())
-            returncode, stopped, case_hung = run_worker(job_path, events, cfg=cfg, tmpdir=tmpdir,
-                                                         on_event=on_event, extra_env=env, deadline=workers.deadline,
-                                                         backend=backend, budget=budget, stop=stop, slot=slot)
-            items += events.items
-            phases.clear()
-            phases.update(_phases(items, started, time.time()))
-            reported.next_worker()
-            for ev in events.items:
-                reported.add(ev)
-                if reported.end is not None:
-                    break
-            cases = reported.cases
-            if isinstance(reported.end, (protocol.WorkerError, protocol.CompileFailed)):
-                failed = isinstance(reported.end, protocol.WorkerError)
-                status = PartStatus.ERROR if failed else PartStatus.COMPILE_ERROR
-                rest = ("not run: " + reported.end.message if status == PartStatus.ERROR
-                        else f"not run: {part.filename} does not compile")
-                return part_result(status, reported.end.message,
-                                   not_run(cfg, part.key, rest, kind=status, done=tuple(cases)), pending)
-            if isinstance(reported.end, protocol.Done):
-                if workers.hung:
-                    return part_result(PartStatus.TIMEOUT, _hung_message(workers.hung), tuple(cases),
-                                       reported.performance)
-                return part_result(reported.passed(), "", tuple(cases), reported.performance)
-            status, why = _how_it_stopped(stopped, returncode, reported, tmpdir)
-            if status == PartStatus.ERROR and not regraded:  # the grader's failure: the whole part anew
-                regraded = True
-                reported = _Reported(performance=pending, profile=_pending_profile(
-                    cfg, part.key, "not profiled: the part did not finish"))
-                workers = _Workers(names, deadline=time.monotonic() + cfg.timeouts.part_s)
-                items, started = [], time.time()
-                continue
-            to_regrade = status == PartStatus.ERROR
-            if to_regrade:
-                why = f"{why}\n{REGRADE_NOTE}"
-            if reported.current is not None:
-                cases.append(_stopped_case(reported.current, specs, cfg=cfg, key=part.key, status=status, why=why))
-            rest = f"not run: an earlier step ended in {status}"
-            if case_hung and reported.current in names:
-                after = workers.after_hang(reported.current)
-                if after == "retry":
+    def grade(self) -> tuple[PartResult, dict[str, str]]:
+        """See :func:`grade_part`."""
+        cfg, part, source = self.cfg, self.part, self.source
+        if not isinstance(source, Path):  # None, or an Absent saying why (misnamed, a link, too large)
+            msg = source.message if isinstance(source, Absent) else ""
+            msg = msg or f"{part.filename} is missing from the submission"
+            status = PartStatus(source.status if isinstance(source, Absent) else PartStatus.MISSING)
+            return self.result(status, msg, not_run(cfg, part.key, "not run: " + msg, kind=status), self.pending)
+        with tempfile.TemporaryDirectory(prefix="scangrade-part-") as tmp:
+            self.tmpdir = Path(tmp)
+            self.specs = case_list(cfg, part.key, checks=self.checks)
+            self.names = [c.name for c in self.specs]
+            started = time.time()
+            workers = _Workers(self.names, deadline=time.monotonic() + cfg.timeouts.part_s)
+            items: list[protocol.Event] = []
+            budget = _case_budgets(cfg, part.key, self.specs, backend=self.backend, checks=self.checks)
+            regraded = False  # a worker died of something the submission did not do: the part graded anew, once
+            for run in itertools.count():
+                events, (returncode, stopped, case_hung) = self.run_worker(run, workers, budget)
+                items += events.items
+                self.phases.clear()
+                self.phases.update(_phases(items, started, time.time()))
+                done = self.ended(events, workers)
+                if done is not None:
+                    return done
+                status, why = _how_it_stopped(stopped, returncode, self.reported, self.tmpdir)
+                if status == PartStatus.ERROR and not regraded:  # the grader's failure: the whole part anew
+                    regraded = True
+                    self.reported = self._fresh_report()
+                    workers = _Workers(self.names, deadline=time.monotonic() + cfg.timeouts.part_s)
+                    items, started = [], time.time()
                     continue
-                if after == "in a row":
-                    rest = _in_a_row_rest("hung")
-                    why += "\n" + _in_a_row_message("hung")
+                done = self.stopped(status, why, workers, case_hung=case_hung)
+                if done is not None:
+                    return done
+        raise AssertionError("unreachable: the loop returns")  # pragma: no cover
+
+    def run_worker(self, run: int, workers: _Workers, budget: Callable[[str], float]):
+        """The ``run``-th worker of the part, from the case ``workers`` says: its events, and how
+        it ended (:func:`grader.grading.worker_process.run_worker`'s return).
+
+        Raises:
+            GradingStopped: ``stop`` was set while it ran.
+        """
+        from grader.backends.emulator.cache import CACHE_OWNER_ENV  # the grading's token (runner.grade)
+
+        # The worker takes the token from its job, not its environment: a batch's job keeps its worker
+        # for its next submission (WorkerSlot), whose environment is the same but for it.
+        grading = (self.env or {}).get(CACHE_OWNER_ENV, "")
+        env = {k: v for k, v in (self.env or {}).items() if k != CACHE_OWNER_ENV}
+        events = protocol.EventReader(self.tmpdir / f"events-{run}.jsonl")
+        job_path = self.tmpdir / f"job-{run}.json"
+        job = protocol.Job.for_part(self.cfg, part=self.part.key, source=self.source, backend=self.backend,
+                                    events=events.path, checks=self.checks, start=workers.start,
+                                    earlier_failed=workers.attempt > 0, earlier_hung=bool(workers.hung),
+                                    sanitizer_pool=self.sanitizer_pool, grading=grading, compile_only=self.compile_only)
+        job_path.write_text(job.to_json())
+        ended = run_worker(job_path, events, cfg=self.cfg, tmpdir=self.tmpdir, on_event=self.on_event, extra_env=env,
+                           deadline=workers.deadline, backend=self.backend, budget=budget, stop=self.stop,
+                           slot=self.slot)
+        return events, ended
+
+    def ended(self, events: protocol.EventReader, workers: _Workers):
+        """``events`` folded into what the part reported; the part's result where the worker said its
+        last word (an error, a compile error, done), else None."""
+        reported = self.reported
+        reported.next_worker()
+        for ev in events.items:
+            reported.add(ev)
+            if reported.end is not None:
+                break
+        cases, part = reported.cases, self.part
+        if isinstance(reported.end, (protocol.WorkerError, protocol.CompileFailed)):
+            failed = isinstance(reported.end, protocol.WorkerError)
+            status = PartStatus.ERROR if failed else PartStatus.COMPILE_ERROR
+            rest = ("not run: " + reported.end.message if status == PartStatus.ERROR
+                    else f"not run: {part.filename} does not compile")
+            return self.result(status, reported.end.message,
+                               not_run(self.cfg, part.key, rest, kind=status, done=tuple(cases)), self.pending)
+        if isinstance(reported.end, protocol.Done):
             if workers.hung:
-                why = _hung_message(workers.hung) + "\n" + why
-            return part_result(status, why, not_run(cfg, part.key, rest, kind=status, done=tuple(cases)),
-                               reported.performance, to_regrade=to_regrade)
+                return self.result(PartStatus.TIMEOUT, _hung_message(workers.hung), tuple(cases), reported.performance)
+            return self.result(reported.passed(), "", tuple(cases), reported.performance)
+        return None
+
+    def stopped(self, status: PartStatus, why: str, workers: _Workers, *, case_hung: bool):
+        """The part's result where its worker stopped without its last word (``status``, ``why``:
+        :func:`_how_it_stopped`), the case it was running told so; None where a new worker grades
+        the cases after one that hung (:meth:`_Workers.after_hang`)."""
+        reported, cfg, key = self.reported, self.cfg, self.part.key
+        cases = reported.cases
+        to_regrade = status == PartStatus.ERROR
+        if to_regrade:
+            why = f"{why}\n{REGRADE_NOTE}"
+        if reported.current is not None:
+            cases.append(_stopped_case(reported.current, self.specs, cfg=cfg, key=key, status=status, why=why))
+        rest = f"not run: an earlier step ended in {status}"
+        if case_hung and reported.current in self.names:
+            after = workers.after_hang(reported.current)
+            if after == "retry":
+                return None
+            if after == "in a row":
+                rest = _in_a_row_rest("hung")
+                why += "\n" + _in_a_row_message("hung")
+        if workers.hung:
+            why = _hung_message(workers.hung) + "\n" + why
+        return self.result(status, why, not_run(cfg, key, rest, kind=status, done=tuple(cases)), reported.performance,
+                           to_regrade=to_regrade)

@@ -57,12 +57,11 @@ def profile_run(backend, module, *, cfg, part, n: int, dtype_name: str, blocks: 
     from grader.grading.case.checks import check_run
     from grader.grading.case.inputs import make_input, reference_output
     from grader.assignment.parts import DTYPES
-    from grader.assignment.plans import Run, prepare
+    from grader.assignment.plans import Run, plan_launches, prepare
 
     pc = pc or cfg.parts[part.key]
     dtype = DTYPES[dtype_name]
-    recorder = _LaunchRecorder(backend)
-    run = Run(recorder, module, dtype)
+    run = Run(backend, module, dtype)
     x = make_input(cfg, part, n, cfg.seed, dtype)
     d_in = run.buffer("in", n, x, output=False)
     plan = prepare(run, part, pc, d_in, n)
@@ -73,24 +72,7 @@ def profile_run(backend, module, *, cfg, part, n: int, dtype_name: str, blocks: 
         profile = backend.take_profile(module, blocks=blocks)
     verdict = check_run(run, plan, d_in, x, reference_output(part, x), part=part, pc=pc, cfg=cfg)
     return ProfiledRun(profile, "" if verdict.status == "pass" else verdict.message, len(plan.launches),
-                       tuple(recorder.launches))
-
-
-class _LaunchRecorder:
-    """``backend`` as a plan sees it, recording each launch's
-    :class:`~grader.assignment.plans.LaunchConfig` before making it; everything else is the backend's."""
-
-    def __init__(self, backend) -> None:
-        self._backend = backend
-        self.launches: list = []
-
-    def launch(self, module, kernel: str, *, grid: int, block: int, shared_bytes: int, args) -> None:
-        from grader.assignment.plans import LaunchConfig
-        self.launches.append(LaunchConfig(kernel, int(grid), int(block), int(shared_bytes)))
-        self._backend.launch(module, kernel, grid=grid, block=block, shared_bytes=shared_bytes, args=args)
-
-    def __getattr__(self, name: str):
-        return getattr(self._backend, name)
+                       tuple(plan_launches(part, pc, n, dtype)))
 
 
 def profile_runs(cfg, part) -> list:
@@ -141,7 +123,6 @@ def profile_phase(*, cfg, part, source: str, results: list, workdir, solutions, 
             the submission's problem: the part is an error, its message saying what to do).
     """
     from grader.core.errors import CompileError, ResourceLimit, ScangradeError
-    from grader.assignment.parts import PARTS
     from grader.grading.compile import compile_part
     from grader.core.performance import Profile
 
@@ -150,14 +131,7 @@ def profile_phase(*, cfg, part, source: str, results: list, workdir, solutions, 
         return Profile(0.0, pconf.points, NOT_EVERY_CASE)
     dtype = cfg.parts[part.key].dtypes[0]
     try:
-        if emulator_factory is None:
-            from grader.backends.emulator import EmulatorBackend
-            from grader.grading.case.cases import device_memory_bytes
-            emu = EmulatorBackend(workers=cfg.emulator.workers, sandbox=cfg.emulator.sandbox, nvcc_check=False,
-                                  device_memory=device_memory_bytes(profile_runs(cfg, part)),
-                                  target_arch=cfg.target_arch, runtime_flags=runtime_flags)
-        else:
-            emu = emulator_factory()
+        emu = emulator_factory() if emulator_factory is not None else _phase_emulator(cfg, part, runtime_flags)
     except ResourceLimit:
         raise
     except ScangradeError as exc:
@@ -183,31 +157,66 @@ def profile_phase(*, cfg, part, source: str, results: list, workdir, solutions, 
         if wrong:  # counts of a launch that did not compute the scan say nothing of its bank conflicts
             return Profile(0.0, pconf.points, f"not scored: the profiled launch (n = {pconf.size}, {dtype}) did not "
                                               f"compute the scan, so its counts are not the kernel's: {wrong}")
-        ref_wf, against, ref_span, ref_barriers, ref_profile = None, "", None, None, None
-        ref_spec = PARTS[pconf.reference]
-        ref_file = solutions / ref_spec.filename
-        if pconf.points and ref_file.is_file():
-            try:
-                ref_module = compile_for(ref_spec, ref_file.read_text(), "reference")
-                ref, ref_wrong, *_ = profile_run(emu, ref_module, cfg=cfg, part=ref_spec, n=pconf.size,
-                                             dtype_name=dtype, blocks=pconf.blocks)
-            except ResourceLimit:
-                raise
-            except ScangradeError as exc:  # the course's own reference must work; say so plainly
-                ref_wrong = str(exc)
-            if ref_wrong:
-                return Profile(0.0, pconf.points, f"not scored: the reference solution fails under the emulator: "
-                                                  f"{ref_wrong}")
-            ref_wf, against, ref_profile = ref.wavefronts, f"the {ref_spec.label} reference", ref
-            if ref.launches:  # else the runtime sent no step counts: those bounds are not checked
-                ref_span, ref_barriers = ref.span_steps, ref.barriers
-        elif pconf.points and pconf.reference_wavefronts is not None:
-            ref_wf, against = pconf.reference_wavefronts, "the configured reference"
-            ref_span, ref_barriers = pconf.reference_span_steps, pconf.reference_barriers
+        bars = _reference_bars(emu, compile_for, cfg=cfg, pconf=pconf, dtype=dtype, solutions=solutions)
+        if isinstance(bars, Profile):
+            return bars
+        ref_wf, against, ref_span, ref_barriers, ref_profile = bars
         return score_profile(pconf, sub, ref_wf, n=pconf.size, against=against, reference_span_steps=ref_span,
                              reference_barriers=ref_barriers, reference=ref_profile)
     finally:
         emu.close()
+
+
+def _phase_emulator(cfg, part, runtime_flags: tuple[str, ...]):
+    """The profile phase's default emulator (see :func:`profile_phase`'s ``emulator_factory``).
+
+    Raises:
+        ScangradeError: it cannot start here (ResourceLimit: the address-space limit).
+    """
+    from grader.backends.emulator import EmulatorBackend
+    from grader.grading.case.cases import device_memory_bytes
+
+    return EmulatorBackend(workers=cfg.emulator.workers, sandbox=cfg.emulator.sandbox, nvcc_check=False,
+                           device_memory=device_memory_bytes(profile_runs(cfg, part)),
+                           target_arch=cfg.target_arch, runtime_flags=runtime_flags)
+
+
+def _reference_bars(emu, compile_for, *, cfg, pconf, dtype: str, solutions):
+    """The bars a profile is scored against: ``(wavefronts, what they are, span steps, barriers,
+    profile)`` of the reference solution profiled on ``emu`` as the submission was (``compile_for(spec,
+    text, tag)`` compiles it; its :class:`~grader.core.access_profile.MemoryProfile` last, for its
+    worst request's picture), or the config's where the solution is not here (a student release,
+    no profile); all None where the profile earns no points. A :class:`~grader.core.performance.Profile` that says so
+    where the reference fails under the emulator.
+
+    Raises:
+        ResourceLimit: the machine's address-space limit leaves too little for the emulator.
+    """
+    from grader.assignment.parts import PARTS
+    from grader.core.errors import ResourceLimit, ScangradeError
+    from grader.core.performance import Profile
+
+    ref_spec = PARTS[pconf.reference]
+    ref_file = solutions / ref_spec.filename
+    if pconf.points and ref_file.is_file():
+        try:
+            ref_module = compile_for(ref_spec, ref_file.read_text(), "reference")
+            ref, ref_wrong, *_ = profile_run(emu, ref_module, cfg=cfg, part=ref_spec, n=pconf.size,
+                                             dtype_name=dtype, blocks=pconf.blocks)
+        except ResourceLimit:
+            raise
+        except ScangradeError as exc:  # the course's own reference must work; say so plainly
+            ref_wrong = str(exc)
+        if ref_wrong:
+            return Profile(0.0, pconf.points, f"not scored: the reference solution fails under the emulator: "
+                                              f"{ref_wrong}")
+        if ref.launches:  # else the runtime sent no step counts: those bounds are not checked
+            return ref.wavefronts, f"the {ref_spec.label} reference", ref.span_steps, ref.barriers, ref
+        return ref.wavefronts, f"the {ref_spec.label} reference", None, None, ref
+    if pconf.points and pconf.reference_wavefronts is not None:
+        return (pconf.reference_wavefronts, "the configured reference", pconf.reference_span_steps,
+                pconf.reference_barriers, None)
+    return None, "", None, None, None
 
 
 #: The message of a part profiled with a case that did not pass.

@@ -50,6 +50,7 @@ from grader.assignment.config import Config
 from grader.core.errors import ScangradeError
 from grader.core.performance import Performance, Profile, Roofline
 from grader.core.results import CaseResult, clean_case, clean_part_message
+from grader.grading.case.cases import CaseSpec, case_list
 
 class ProtocolError(ScangradeError):
     """A job file the worker cannot use (unreadable, not JSON, a field missing or of the wrong type)."""
@@ -66,10 +67,13 @@ class Job(BaseModel):
         source: path of the part's ``.cu`` file (absolute).
         backend: the backend's name (``emulator``, ``pycuda``).
         events: path of the event file the worker appends to.
-        checks: run the emulator's checks and thread orders (cases up to ``emulator.checks_max_n``;
-            above it, on sampled blocks).
-        start: how many of the part's cases (:func:`grader.grading.case.cases.case_list`) to skip: a worker
-            started after a case that hung grades the cases after it.
+        checks: the grading's checks are on (the emulator's checks and thread orders; on a GPU, run
+            beside it).
+        cases: the part's cases in the order they run (:func:`grader.grading.case.cases.case_list`),
+            each with its :class:`~grader.grading.case.cases.CheckMode` decided there: what the
+            worker grades and how, read from here.
+        start: how many of ``cases`` to skip: a worker started after a case that hung grades the
+            cases after it.
         earlier_failed: a case before ``start`` did not pass (so the part is not timed).
         earlier_hung: a case before ``start`` ran past its deadline: on a GPU, the cases the GPU
             would run go to the emulator instead (a hang there costs no GPU and no deadline wait).
@@ -93,6 +97,7 @@ class Job(BaseModel):
     backend: str
     events: str
     checks: bool = False
+    cases: tuple[CaseSpec, ...]
     start: int = 0
     earlier_failed: bool = False
     earlier_hung: bool = False
@@ -105,9 +110,11 @@ class Job(BaseModel):
                  start: int = 0, earlier_failed: bool = False, earlier_hung: bool = False,
                  sanitizer_pool: Path | None = None, grading: str = "", compile_only: bool = False) -> "Job":
         """The job grading ``part`` of ``source`` under the validated ``cfg`` (paths made absolute:
-        the worker runs in a folder of its own)."""
+        the worker runs in a folder of its own), its cases those of
+        :func:`~grader.grading.case.cases.case_list` under ``checks``."""
         return cls(config=cfg, part=part, source=str(Path(source).resolve()), backend=backend, events=str(events),
-                   checks=checks, start=start, earlier_failed=earlier_failed, earlier_hung=earlier_hung,
+                   checks=checks, cases=tuple(case_list(cfg, part, checks=checks)), start=start,
+                   earlier_failed=earlier_failed, earlier_hung=earlier_hung,
                    sanitizer_pool=str(sanitizer_pool) if sanitizer_pool else "", grading=grading,
                    compile_only=compile_only)
 

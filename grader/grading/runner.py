@@ -176,14 +176,11 @@ def grade(submission: Path | Intake, *, cfg: Config, selection: Selection, seed:
         selection: the backend chosen (see :func:`grader.backends.select_backend`).
         seed: overrides the config's seed.
         parts: part keys to grade (default: every part in the config).
-        checks: check for races, out-of-bounds accesses and barrier divergence with the emulator's
-            checks, on every machine, and run every case up to ``emulator.checks_max_n`` under
-            ascending, descending and random thread orders (larger cases: the checks on the first,
-            the last and a few seeded blocks of each launch, in the same orders, then, where the
-            part's blocks are independent, a plain run of every block for the output). On by default,
-            so every path that grades (check, grade, batch, Gradescope, the pytest plugin) gives the
-            same grade; False only to go faster (``--no-checks``). On a GPU the checks run beside
-            it (compute-sanitizer, an audit: :mod:`grader.grading.sanitizer`).
+        checks: the emulator's checks (races, out-of-bounds accesses, barrier divergence), on every
+            machine, each case as its :class:`~grader.grading.case.cases.CheckMode` says (whole, in
+            three thread orders; or on sampled blocks). On by default, so every path that grades
+            gives the same grade; False only to go faster (``--no-checks``). On a GPU the checks run
+            beside it (compute-sanitizer, an audit: :mod:`grader.grading.sanitizer`).
         on_event: called with the name and the typed event (:mod:`grader.grading.protocol`) of each event a
             worker reports (for progress display).
         env: extra environment for the part workers (e.g. ``CUDA_VISIBLE_DEVICES``); they also get
@@ -236,16 +233,23 @@ def grade(submission: Path | Intake, *, cfg: Config, selection: Selection, seed:
         graded = grading.stopped_at_compile(keys, jobs) if compile_first else None
         if graded is None:
             graded = grading.all(keys, jobs)
+    return _submission_result(str(intake.path if intake else submission), graded, cfg=cfg, selection=selection,
+                              started=started, t0=grading.t0)
+
+
+def _submission_result(submission: str, graded: list, *, cfg: Config, selection: Selection, started: str,
+                       t0: float) -> SubmissionResult:
+    """The result of a submission whose parts gave ``graded`` (``(part result, device facts)`` each),
+    grading since ``t0`` (``time.perf_counter()``), started at ``started`` (ISO 8601)."""
     results = [res for res, _ in graded]
     device: dict[str, str] = {}
     for _, dev in graded:
         device = {**device, **dev}
     timed = any(c.timing for p in results for c in p.cases)
-    return SubmissionResult(submission=str(intake.path if intake else submission), backend=selection.name,
-                            backend_reason=selection.reason, device=device, config=cfg.path, seed=cfg.seed,
-                            block_size=cfg.block_size, parts=with_analysis(results, device, cfg),
-                            scangrade_version=__version__, started_at=started,
-                            elapsed_s=round(time.perf_counter() - grading.t0, 3), timed=timed,
+    return SubmissionResult(submission=submission, backend=selection.name, backend_reason=selection.reason,
+                            device=device, config=cfg.path, seed=cfg.seed, block_size=cfg.block_size,
+                            parts=with_analysis(results, device, cfg), scangrade_version=__version__,
+                            started_at=started, elapsed_s=round(time.perf_counter() - t0, 3), timed=timed,
                             timing_note=_timing_note(cfg, selection, timed=timed),
                             backend_times_kernels=selection.kind.times_kernels,
                             backend_uses_gpus=selection.kind.uses_gpus)

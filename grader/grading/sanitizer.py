@@ -2,8 +2,9 @@
 
 On a GPU, an output can be right while the kernel races, reads past its input or lets threads of
 a warp wait at different barriers: the hardware happened to order things kindly this time. So the
-correctness cases up to ``checks_max_n`` also run under compute-sanitizer's ``racecheck`` (errors
-and warnings: warp-synchronous code without ``__syncwarp()`` is a hazard since Volta),
+checked correctness cases (:class:`~grader.grading.case.cases.CheckMode`) also run under
+compute-sanitizer's ``racecheck`` (errors and warnings: warp-synchronous code without
+``__syncwarp()`` is a hazard since Volta),
 ``memcheck`` and ``synccheck``, and every finding becomes a :class:`Finding` of the kind the
 emulator gives the same bug (``race``, ``out-of-bounds``, ``misaligned``, ``barrier-divergence``),
 named by the student's file and line (the cubin is built with ``-lineinfo``) and, for an access

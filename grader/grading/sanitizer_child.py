@@ -68,7 +68,6 @@ class _Replay:
         import numpy as np
 
         from grader.core.errors import KernelError, LaunchError
-        from grader.grading.case.cases import case_list
         from grader.grading.case.inputs import make_input
         from grader.assignment.parts import DTYPES, PARTS
         from grader.assignment.plans import Run, prepare
@@ -76,7 +75,7 @@ class _Replay:
 
         if job_path not in self._jobs:
             job = Job.from_json(Path(job_path).read_text(encoding="utf-8"), where=job_path)
-            self._jobs = {job_path: (job.config, PARTS[job.part], case_list(job.config, job.part))}
+            self._jobs = {job_path: (job.config, PARTS[job.part], job.cases)}
         cfg, part, specs = self._jobs[job_path]
         pc = cfg.parts[part.key]
         backend = self.backend

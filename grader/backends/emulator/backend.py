@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, ClassVar, Sequence, Union
 
 import numpy as np
 
-from grader.backends.base import Backend, DeviceArray, Dim3, Finding, Module
+from grader.backends.base import Backend, DeviceArray, Dim3, Finding, Module, RunMode
 from grader.backends.emulator.build import LINK_FLAGS, Toolchain, globals_path, kernel_glue, tool_identity
 from grader.backends.emulator.compiler_process import kill_group
 from grader.backends.emulator.cross_check import _CompileCrossChecks, _missing_message
@@ -146,6 +146,11 @@ class EmulatorBackend(_CompileCrossChecks, Backend):
     name: ClassVar[str] = "emulator"
     #: Blocks a sampling launch draws besides its first and last (:func:`sampled_blocks`).
     sample_drawn: ClassVar[int] = SAMPLE_DRAWN
+    #: See :attr:`Backend.checks_accesses`: its checks see every access, and every read of shared
+    #: memory no thread wrote (an ``uninitialized-read`` warning, :meth:`take_warnings`).
+    checks_accesses: ClassVar[bool] = True
+    #: See :attr:`Backend.schedules`: the runtime's thread orders (:data:`.launch.SCHEDULES`).
+    schedules: ClassVar[tuple[str, ...]] = tuple(SCHEDULES)
 
     def __init__(self, *, workers: int = 0, cxx: str | None = None, cache_dir: Path | None = None,
                  compile_timeout_s: float = 60.0, checks: bool = False, schedule: str = "ascending",
@@ -195,6 +200,17 @@ class EmulatorBackend(_CompileCrossChecks, Backend):
         if name not in SCHEDULES:
             raise ValueError(f"unknown schedule {name!r}: choose one of {', '.join(SCHEDULES)}")
         self.schedule, self.schedule_seed = name, int(seed) & (2**64 - 1)
+
+    @property
+    def thread_order(self) -> tuple[str, int]:
+        """See :attr:`Backend.thread_order`: :attr:`schedule` and :attr:`schedule_seed`."""
+        return self.schedule, self.schedule_seed
+
+    def set_run_mode(self, mode: RunMode) -> None:
+        """See :meth:`Backend.set_run_mode`: :attr:`checks`, :attr:`sample`, :attr:`detect_deadlock`
+        and :attr:`shared_fill` (:data:`DEFAULT_SHARED_FILL` for the mode's None) from ``mode``."""
+        self.checks, self.sample, self.detect_deadlock = mode.checks, mode.sample, mode.detect_deadlock
+        self.shared_fill = DEFAULT_SHARED_FILL if mode.shared_fill is None else mode.shared_fill
 
     def take_output(self) -> str:
         """What device ``printf`` wrote since the last call (at most 64 KiB, then an ``[output cut]`` note)."""

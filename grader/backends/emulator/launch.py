@@ -12,7 +12,7 @@ from typing import Sequence, Union
 
 import numpy as np
 
-from grader.backends.base import DeviceArray, Finding
+from grader.backends.base import SAMPLE_CHOICES, DeviceArray, Finding
 from grader.backends.emulator.module import EmulatorArray, EmulatorModule
 from grader.core.errors import KernelError, LaunchError
 from grader.core.kernels import KernelSpec
@@ -30,8 +30,9 @@ INTERLEAVE = {"random": 8192}
 #: Which blocks a checking launch runs and checks (:attr:`EmulatorBackend.sample`; the numbers are the
 #: runtime's): None, every block, checked; ``only``, only the sampled blocks, checked (the others are
 #: skipped: blocks that do not depend on one another); ``all``, every block, only the sampled ones
-#: checked (blocks that wait on others, as a decoupled look-back does).
-SAMPLE_MODES = {None: 0, "only": 1, "all": 2}
+#: checked (blocks that wait on others, as a decoupled look-back does). The runtime's numbers are the
+#: choices' places in :data:`grader.backends.base.SAMPLE_CHOICES` (None: 0, ``only``: 1, ``all``: 2).
+SAMPLE_MODES = {mode: number for number, mode in enumerate(SAMPLE_CHOICES)}
 #: Blocks a sampling launch draws from its seed besides its first and last (:func:`sampled_blocks`).
 SAMPLE_DRAWN = 2
 #: The most blocks the runtime takes in a sample (sg_host.h, SG_MAX_SAMPLE).

@@ -11,13 +11,14 @@ run, so a kernel that skips work once the answer is in the buffer fails.
 
 One module a job, each importing only those before it:
 
-- :mod:`.cases`: which cases a part has (:func:`~.cases.case_list`), what they need of device memory,
-  and the results of cases that did not run;
+- :mod:`.cases`: which cases a part has (:func:`~.cases.case_list`) and how each is checked
+  (:class:`~.cases.CheckMode`, decided there), what they need of device memory, and the results of
+  cases that did not run;
 - :mod:`.inputs`: each case's seeded input and reference output, shared by a batch's workers or
   drawn ahead, and whether a float32 input's sums are exact;
 - :mod:`.checks`: one run's buffers read back and judged (guard zones, input, output, error
   bounds), and the hints of a wrong output;
-- :mod:`.run`: one correctness case run under the thread orders and shared-memory fills, its
-  findings told in cause order;
+- :mod:`.run`: one correctness case run as its check mode says (:class:`~.run.CaseRun`: the thread
+  orders, the shared-memory fills, the sampled blocks), its findings told in cause order;
 - :mod:`.timing`: one timed size on a GPU, and the performance points from the timed sizes.
 """

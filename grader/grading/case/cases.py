@@ -1,10 +1,11 @@
-"""The cases of a part: which correctness cases it has and in what order (:func:`case_list`), the
-device memory they need at once (:func:`device_memory_bytes`), and the results of cases that did
-not run (:func:`not_run`)."""
+"""The cases of a part: which correctness cases it has and in what order (:func:`case_list`), how
+each is checked (:class:`CheckMode`, decided here once), the device memory they need at once
+(:func:`device_memory_bytes`), and the results of cases that did not run (:func:`not_run`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import NamedTuple
 
 import numpy as np
@@ -14,10 +15,63 @@ from grader.assignment.parts import DTYPES, PARTS, PartSpec
 from grader.core.results import CaseResult, CaseStatus
 
 
+#: The ``checker`` of a sampled case's result (:attr:`CheckMode.SAMPLED`).
+SAMPLED_CHECKER = "emulator checks (sampled blocks)"
+
+
+class CheckMode(StrEnum):
+    """How a correctness case is checked beyond its output, decided once for each case where the
+    case list is made (:func:`check_mode`) and read from the case everywhere else: the worker's run
+    of it (:class:`grader.grading.case.run.CaseRun`), its deadline
+    (:func:`grader.grading.deadlines.case_budget_s`), compute-sanitizer's share on a GPU, and the
+    result's ``checker`` (:attr:`checker`).
+
+    - ``checked``: the checks on, n at most ``emulator.checks_max_n``: the emulator's race, bounds
+      and barrier checks over every block, in each of three thread orders (on a GPU, beside it;
+      compute-sanitizer's audit runs these cases too).
+    - ``sampled``: the checks on, n above it: the same checks on a sample of each launch's blocks
+      (the first, the last and some drawn from the case's seed), then a plain run of every block
+      judges the output.
+    - ``plain``: the checks off (``--no-checks``): the output alone.
+    """
+
+    CHECKED = "checked"
+    SAMPLED = "sampled"
+    PLAIN = "plain"
+
+    @property
+    def checker(self) -> str | None:
+        """What checks a case of this mode beyond its output, as its result names it (None: nothing)."""
+        return {CheckMode.CHECKED: "emulator checks", CheckMode.SAMPLED: SAMPLED_CHECKER}.get(self)
+
+
+#: The reason of a case's :attr:`CheckMode.PLAIN` where the grading's checks are off.
+CHECKS_OFF = "the checks are off"
+
+
+def check_mode(cfg: Config, n: int, *, checks: bool) -> tuple[CheckMode, str]:
+    """How a case of size ``n`` is checked under ``cfg`` (``checks``: the grading's checks are on),
+    and why, in words a message can end with (``n is above emulator.checks_max_n = 70000``)."""
+    limit = cfg.emulator.checks_max_n
+    if not checks:
+        return CheckMode.PLAIN, CHECKS_OFF
+    if n <= limit:
+        return CheckMode.CHECKED, f"n is at most emulator.checks_max_n = {limit}"
+    return CheckMode.SAMPLED, f"n is above emulator.checks_max_n = {limit}"
+
+
+def checked_sizes(cfg: Config) -> str:
+    """The sizes whose cases are checked whole (:attr:`CheckMode.CHECKED`), for a report's
+    ``checker`` line: ``cases up to n = 70000``."""
+    return f"cases up to n = {cfg.emulator.checks_max_n}"
+
+
 @dataclass(frozen=True)
 class CaseSpec:
-    """One case to run: a size, a dtype, a seed, whether students may see its details, and, for
-    float32, how its input is drawn (``fractional``: see :func:`grader.grading.case.inputs.make_input`)."""
+    """One case to run: a size, a dtype, a seed, whether students may see its details, for float32
+    how its input is drawn (``fractional``: see :func:`grader.grading.case.inputs.make_input`), and
+    how it is checked (``check``, a :class:`CheckMode`, and ``check_reason``, why: see
+    :func:`check_mode`). The defaults are a case of a grading without checks."""
 
     name: str
     n: int
@@ -25,6 +79,8 @@ class CaseSpec:
     seed: int
     visibility: str = "visible"
     fractional: bool = False
+    check: CheckMode = CheckMode.PLAIN
+    check_reason: str = CHECKS_OFF
 
 
 #: What the name of a visible float32 case adds after the dtype: its input is drawn exact (multiples
@@ -39,13 +95,14 @@ def case_name(n: int, dtype: str, *, fractional: bool = False) -> str:
     return f"n={n} {dtype}" + (f" {FLOAT_DRAWS[fractional]}" if np.dtype(DTYPES[dtype]).kind == "f" else "")
 
 
-def case_list(cfg: Config, key: str) -> list[CaseSpec]:
+def case_list(cfg: Config, key: str, *, checks: bool = True) -> list[CaseSpec]:
     """Every correctness case of a part, in the order they run: the visible cases of every dtype
     (per dtype, the configured sizes, with n = 1 and, for a one-block part, its largest n always
     included; for float32 these draw exact inputs, then each of the part's ``fractional_sizes``
     draws fractional ones), then the hidden cases of every dtype (exact). A kernel can keep state
     from one launch to the next (a ``__device__`` global), so no visible case may run after a hidden
-    one."""
+    one. Each case's :class:`CheckMode` is decided here (:func:`check_mode`; ``checks``: the
+    grading's checks are on, as every command grades by default)."""
     pc, spec = cfg.parts[key], PARTS[key]
     sizes = list(pc.sizes)
     if 1 not in sizes:
@@ -53,13 +110,17 @@ def case_list(cfg: Config, key: str) -> list[CaseSpec]:
     limit = spec.limit(pc.block_size)
     if limit is not None and limit not in sizes:
         sizes.append(limit)
+
+    def spec(name: str, n: int, dtype: str, seed: int, visibility: str = "visible", fractional: bool = False):
+        return CaseSpec(name, n, dtype, seed, visibility, fractional, *check_mode(cfg, n, checks=checks))
+
     visible = []
     for dtype in pc.dtypes:
-        visible += [CaseSpec(case_name(n, dtype), n, dtype, cfg.seed) for n in sizes]
+        visible += [spec(case_name(n, dtype), n, dtype, cfg.seed) for n in sizes]
         if np.dtype(DTYPES[dtype]).kind == "f":
-            visible += [CaseSpec(case_name(n, dtype, fractional=True), n, dtype, cfg.seed, fractional=True)
+            visible += [spec(case_name(n, dtype, fractional=True), n, dtype, cfg.seed, fractional=True)
                         for n in pc.fractional_sizes]
-    hidden = [CaseSpec(f"hidden #{i + 1} {dtype}", n, dtype, cfg.hidden_seed, "hidden")
+    hidden = [spec(f"hidden #{i + 1} {dtype}", n, dtype, cfg.hidden_seed, "hidden")
               for dtype in pc.dtypes for i, n in enumerate(pc.hidden_sizes)]
     return visible + hidden
 
@@ -75,7 +136,7 @@ def sizes_up_to(cfg: Config, max_n: int) -> Config:
     return cfg.override(parts=parts)
 
 
-#: The runs of a case whose buffers can be live at once: :func:`grader.grading.case.run.run_case`
+#: The runs of a case whose buffers can be live at once: :class:`grader.grading.case.run.CaseRun`
 #: keeps one run's buffers while the next (the second shared-memory fill, the next thread order)
 #: allocates its own.
 RUNS_LIVE = 2
@@ -94,11 +155,11 @@ class SizedRun(NamedTuple):
     dtype: str
 
 
-def case_runs(cfg: Config, key: str, *, max_n: int | None = None) -> list[SizedRun]:
+def case_runs(cfg: Config, key: str) -> list[SizedRun]:
     """A :class:`SizedRun` per case of part ``key`` (:func:`case_list`: visible, hidden, every
-    dtype), only those up to ``max_n`` where given (the cases a GPU's checks run)."""
+    dtype)."""
     pc, spec = cfg.parts[key], PARTS[key]
-    return [SizedRun(spec, pc, c.n, c.dtype) for c in case_list(cfg, key) if max_n is None or c.n <= max_n]
+    return [SizedRun(spec, pc, c.n, c.dtype) for c in case_list(cfg, key)]
 
 
 def device_memory_bytes(runs: list[SizedRun]) -> int:

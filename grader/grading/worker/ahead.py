@@ -10,7 +10,8 @@ from grader.assignment.parts import SOLUTIONS
 
 
 def cubins_ahead(kind, job, cfg, part) -> dict:
-    """Where the backend compiles ahead (the GPU's ``compile_ahead``: nvcc needs no CUDA context):
+    """Where the backend compiles ahead (its row's ``compiles_ahead``: the GPU's ``compile_ahead``, nvcc
+    needs no CUDA context):
     the part's file for each dtype, then, for a timed part (in a job that grades it, not one that
     only compiles), the reference solution it is timed against, compiled from now on in the
     background: ``{(tag, part key, dtype): (translation unit, Future of the cubin)}`` (tag
@@ -24,9 +25,9 @@ def cubins_ahead(kind, job, cfg, part) -> dict:
     from grader.grading.intake import read_source
     from grader.assignment.parts import PARTS, part_source
 
-    ahead = getattr(importlib.import_module(kind.module), "compile_ahead", None)
-    if ahead is None:
+    if not kind.compiles_ahead:
         return {}
+    ahead = importlib.import_module(kind.module).compile_ahead
     pc = cfg.parts[part.key]
     try:
         source = read_source(Path(job.source))
@@ -47,12 +48,13 @@ def cubins_ahead(kind, job, cfg, part) -> dict:
 
 
 def draw_ahead(kind, job, cfg, part, cases):
-    """On a GPU, the inputs of this worker's large visible cases (those compute-sanitizer does not
-    check) and of its timed sizes, drawn in the background from now (:class:`grader.grading.case.inputs.DrawAhead`):
+    """On a GPU, the inputs of this worker's visible cases that compute-sanitizer does not check (all
+    but the checked ones: :class:`~grader.grading.case.cases.CheckMode`) and of its timed sizes, drawn in the background from now (:class:`grader.grading.case.inputs.DrawAhead`):
     the host work is done while compute-sanitizer checks the small cases. A large case's input is
     taken twice where the emulator's checks run beside the GPU (they take it too:
     :class:`grader.grading.worker.beside.BackgroundEmulatorChecks`). None on the emulator (its cases
     are checked as they run: nothing to overlap)."""
+    from grader.grading.case.cases import CheckMode
     from grader.grading.case.inputs import DrawAhead
     from grader.assignment.parts import DTYPES
 
@@ -60,7 +62,7 @@ def draw_ahead(kind, job, cfg, part, cases):
         return None
     pc = cfg.parts[part.key]
     items = [(c.n, c.seed, DTYPES[c.dtype], c.fractional) for c in cases[job.start:]
-             if c.visibility != "hidden" and c.n > cfg.emulator.checks_max_n]
+             if c.visibility != "hidden" and c.check is not CheckMode.CHECKED]
     takers = [2 if job.checks else 1] * len(items)  # the GPU's run, and the emulator's checks beside it
     if pc.timing is not None and not job.earlier_failed:
         timed = [(n, cfg.seed, DTYPES[pc.dtypes[0]], False) for n in pc.timing.all_sizes]

@@ -12,10 +12,11 @@ import threading
 import time
 from pathlib import Path
 
-#: What checks a checked case, for the report's ``checker`` line (``n``: ``emulator.checks_max_n``;
-#: ``drawn``: the blocks a sampling launch draws besides its first and last).
+#: What checks a checked case, for the report's ``checker`` line (``checked``: the checked sizes,
+#: :func:`grader.grading.case.cases.checked_sizes`; ``drawn``: the blocks a sampling launch draws
+#: besides its first and last).
 EMULATOR_CHECKER = ("the emulator's checks (races, bounds, barriers, memory order, unwritten shared memory; three "
-                    "thread orders, the random one switching threads at memory accesses too) on cases up to n = {n}, "
+                    "thread orders, the random one switching threads at memory accesses too) on {checked}, "
                     "and above it on the first, the last and {drawn} seeded blocks of each launch (where the part's "
                     "blocks are independent, the first {accesses:,} accesses of each)")
 
@@ -25,11 +26,11 @@ class BackgroundEmulatorChecks:
     checker that decides them, run in background threads from the worker's start on (one per lane,
     :func:`check_lanes`, each its own emulator taking every lane-th case), beside its CUDA context
     and its compile, keeping each case's checked run (a
-    :class:`~grader.core.results.CaseResult`) for :meth:`result`: whole up to ``emulator.checks_max_n``,
-    of sampled blocks above it (:func:`grader.grading.case.run.run_case`'s ``sampled``, without its plain run:
-    the GPU judges the output). Where the emulator cannot build or run the part (:attr:`unavailable`
-    says why), compute-sanitizer stands in on the cases up to ``emulator.checks_max_n``
-    (:class:`grader.grading.worker.gpu_path.GpuPath`)."""
+    :class:`~grader.core.results.CaseResult`) for :meth:`result`: whole for a checked case, of
+    sampled blocks for a sampled one (the case's :class:`~grader.grading.case.cases.CheckMode`;
+    :class:`grader.grading.case.run.CaseRun` without its plain run: the GPU judges the output). Where
+    the emulator cannot build or run the part (:attr:`unavailable` says why), compute-sanitizer
+    stands in on the checked cases (:class:`grader.grading.worker.gpu_path.GpuPath`)."""
 
     def __init__(self, job, cfg, part, cases, source: str) -> None:
         self.job, self.cfg, self.part, self.cases = job, cfg, part, cases
@@ -53,7 +54,7 @@ class BackgroundEmulatorChecks:
 
     def _run(self, todo: list[int], source: str, lane: int) -> None:
         from grader.core.errors import ScangradeError
-        from grader.grading.case.run import CHECK_SCHEDULES, SAMPLED_CHECKER, run_case
+        from grader.grading.case.run import run_case
         from grader.grading.compile import compile_part
 
         failed = True
@@ -75,11 +76,8 @@ class BackgroundEmulatorChecks:
             compiled = time.time()
             for i in todo:
                 case = self.cases[i]
-                sampled = case.n > self.cfg.emulator.checks_max_n
                 self._results[i] = run_case(emulator, modules[case.dtype], cfg=self.cfg, part=self.part,
-                                            case=case, schedules=CHECK_SCHEDULES, sampled=sampled, plain=False,
-                                            checker=SAMPLED_CHECKER if sampled else "emulator checks",
-                                            ahead=self.ahead)
+                                            case=case, plain_run=False, ahead=self.ahead)
                 self._ready[i].set()
             failed = False
             trace = os.environ.get("SCANGRADE_CASE_TIMES")  # bench: when the compiles and the cases were done
@@ -159,9 +157,10 @@ def lane_workers(cfg, lanes: int) -> int:
 def emulator_checker_line(cfg) -> str:
     """The report's ``checker`` line for the emulator's checks under ``cfg``."""
     from grader.backends.emulator.launch import SAMPLE_DRAWN
+    from grader.grading.case.cases import checked_sizes
     from grader.grading.case.run import SAMPLED_BLOCK_CHECKS
 
-    return EMULATOR_CHECKER.format(n=cfg.emulator.checks_max_n, drawn=SAMPLE_DRAWN, accesses=SAMPLED_BLOCK_CHECKS)
+    return EMULATOR_CHECKER.format(checked=checked_sizes(cfg), drawn=SAMPLE_DRAWN, accesses=SAMPLED_BLOCK_CHECKS)
 
 
 def _call_in_threads(calls: dict) -> dict:
@@ -190,8 +189,8 @@ def checking_emulator(cfg, part, *, workers: int | None = None):
     """An emulator backend with its checks on (``workers`` threads, default the config's; the config's
     sandbox), for the GPU path:
     its runtime built quickly (:data:`grader.backends.emulator.build.QUICK_RUNTIME_FLAGS`), its
-    device memory what every case of ``part`` needs (the checks run each one: whole up to
-    ``emulator.checks_max_n``, on sampled blocks above it, over buffers of the case's full size),
+    device memory what every case of ``part`` needs (the checks run each one, whole or on sampled
+    blocks, over buffers of the case's full size),
     compiling for the config's ``target_arch`` (not the GPU this worker runs on: the checks see what
     the course's GPU compiles)."""
     from grader.backends.emulator import EmulatorBackend
@@ -200,13 +199,12 @@ def checking_emulator(cfg, part, *, workers: int | None = None):
     return EmulatorBackend(workers=cfg.emulator.workers if workers is None else workers, checks=True,
                            sandbox=cfg.emulator.sandbox, nvcc_check=False,
                            runtime_flags=emulator_runtime_flags(counts_profile=False), target_arch=cfg.target_arch,
-                           device_memory=device_memory_bytes(case_runs(cfg, part.key, max_n=None)))
+                           device_memory=device_memory_bytes(case_runs(cfg, part.key)))
 
 
 def start_background_checks(kind, job, cfg, part) -> "BackgroundEmulatorChecks | None":
     """The emulator's checks beside the GPU (:class:`BackgroundEmulatorChecks`), started now, where this worker
     grades on a GPU with the checks on and the source is readable; else None."""
-    from grader.grading.case.cases import case_list
     from grader.grading.intake import read_source
 
     if not (kind.has_sanitizer and job.checks):
@@ -215,6 +213,6 @@ def start_background_checks(kind, job, cfg, part) -> "BackgroundEmulatorChecks |
         source = read_source(Path(job.source))
     except OSError:
         return None  # the worker reports it
-    return BackgroundEmulatorChecks(job, cfg, part, case_list(cfg, part.key), source)
+    return BackgroundEmulatorChecks(job, cfg, part, list(job.cases), source)
 
 

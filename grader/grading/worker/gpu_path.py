@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from grader.grading.case.cases import CheckMode, checked_sizes
 from grader.grading.protocol import DeviceUpdate, LocatingFault
 from grader.grading.worker.beside import BackgroundEmulatorChecks, checking_emulator, emulator_checker_line
 
@@ -25,8 +26,9 @@ class GpuPath:
     audit (``sanitizer_audit``) or the fallback where the emulator cannot build the part.
 
     - Every case waits, within its deadline, for the emulator's checks of it (:class:`BackgroundEmulatorChecks`,
-      run in the background from the worker's start): of the whole case up to
-      ``emulator.checks_max_n``, of a sample of each launch's blocks above it. A case they fail (a
+      run in the background from the worker's start): of the whole case for a checked case, of a
+      sample of each launch's blocks for a sampled one (the case's
+      :class:`~grader.grading.case.cases.CheckMode`). A case they fail (a
       finding of a checker's kind, a deadlock included, or a fault) is graded from them and is not
       run on the GPU: no hang, no fault, no new worker.
     - Once the kernel deadlocked or diverged at a barrier under the checks, faulted on the GPU (the
@@ -62,13 +64,13 @@ class GpuPath:
         if self.sanitizer is not None and self.sanitizer.sanitizer:
             self.sanitizer.prime()
 
-    def before(self, case, checked: bool) -> None:
+    def before(self, case) -> None:
         """What a case needs before its deadline starts: the emulator's compiles of the part (the first
-        case waits for them: a case above ``emulator.checks_max_n`` for its checks on sampled blocks),
-        and compute-sanitizer's findings on it where it runs (the audit, or the fallback where the
-        emulator cannot build the part)."""
+        case waits for them: a sampled case for its checks on sampled blocks), and compute-sanitizer's
+        findings on a checked one where it runs (the audit, or the fallback where the emulator cannot
+        build the part)."""
         self._found = None
-        if not checked:
+        if case.check is not CheckMode.CHECKED:
             if self.beside is not None and not self.fallback:
                 self.beside.compiled(EMULATOR_COMPILES_S)
             return
@@ -91,14 +93,14 @@ class GpuPath:
         if self.sanitizer.sanitizer:
             self.sanitizer.prime()
 
-    def decided(self, case, checked: bool, *, known: tuple, ahead):
+    def decided(self, case, *, known: tuple, ahead):
         """The result of ``case`` where it is decided without the GPU, its deadline running: a failure
         of the emulator's checks (waiting for them), or a run on the emulator (see the class's
         docstring); None where the GPU is to run it (:meth:`run`)."""
         from grader.core.kinds import FAULT_KINDS
 
         index = self.cases.index(case)
-        self._own = own = None  # the emulator's checked run of the case (above checks_max_n: of its sampled blocks)
+        self._own = own = None  # the emulator's checked run of the case (a sampled case's: of its sampled blocks)
         if not self.fallback and self.beside is not None:
             self._own = own = self.beside.result(index)
             if own is not None and _decided_by_checks(own):
@@ -107,12 +109,12 @@ class GpuPath:
                                       "on a GPU it would hang or fault")
                 return self._decided(own)
         if self.elsewhere is not None:
-            if checked and own is not None and own.status != "error":
+            if case.check is CheckMode.CHECKED and own is not None and own.status != "error":
                 return own  # its checked run on the emulator: it passed, or its output is wrong
-            return self._on_emulator(case, known=known, ahead=ahead)  # above checks_max_n: the output
+            return self._on_emulator(case, known=known, ahead=ahead)  # a sampled case: the output
         return None
 
-    def run(self, case, checked: bool, *, known: tuple, ahead):
+    def run(self, case, *, known: tuple, ahead):
         """The result of ``case`` run on the GPU, which :meth:`decided` left to it (its deadline runs);
         ``known``: the part's earlier findings, a hint for an unchecked case's wrong output."""
         from dataclasses import replace
@@ -122,6 +124,7 @@ class GpuPath:
         index = self.cases.index(case)
         own = self._own
         found = self._found
+        checked = case.check is CheckMode.CHECKED
         checker = None  # the output only: an unchecked case, or a fallback with no compute-sanitizer here
         if checked and not self.fallback:
             checker = "emulator checks"
@@ -129,13 +132,13 @@ class GpuPath:
             checker = "compute-sanitizer"
         elif own is not None:
             checker = own.checker  # the checks on its sampled blocks found nothing
-        if found is not None:
-            result = run_case(self.backend, self.modules[case.dtype], cfg=self.cfg, part=self.part, case=case,
-                              checked=found, checker="compute-sanitizer" if found.findings else checker, ahead=ahead)
-        else:
-            result = run_case(self.backend, self.modules[case.dtype], cfg=self.cfg, part=self.part, case=case,
-                              checker=checker, known=() if checked else known, ahead=ahead)
-        if getattr(self.backend, "broken", False):  # a GPU fault lost the context
+        if found is not None and found.findings:
+            checker = "compute-sanitizer"
+        # the GPU judges the output (the checks ran beside it, or compute-sanitizer's)
+        result = run_case(self.backend, self.modules[case.dtype], cfg=self.cfg, part=self.part, case=case,
+                          mode=CheckMode.PLAIN, checker=checker, sanitizer=found, known=() if checked else known,
+                          ahead=ahead)
+        if self.backend.broken:  # a GPU fault lost the context
             self.elsewhere = f"the kernel faulted on the GPU at {case.name}, which lost its context"
             if self.sanitizer is not None and self.sanitizer.sanitizer:
                 self.events.emit(LocatingFault(case.name))  # memcheck's run is not the case's time
@@ -178,10 +181,9 @@ class GpuPath:
             done = not_run(self.cfg, self.part.key, f"not run: {note}, and the emulator cannot run it ({exc})",
                            kind="error")
             return next(c for c in done if c.name == case.name)
-        self._emulator.checks = False  # as the emulator backend runs a case it does not check
-        self._emulator.detect_deadlock = True
+        # as the emulator backend runs a case it does not check, a deadlock found at once
         result = run_case(self._emulator, self._emulator_modules[case.dtype], cfg=self.cfg, part=self.part,
-                          case=case, known=known, ahead=ahead)
+                          case=case, mode=CheckMode.PLAIN, known=known, ahead=ahead)
         return replace(result, message=f"{result.message} ({note})" if result.message else note)
 
     def close(self) -> None:
@@ -199,8 +201,8 @@ def _decided_by_checks(result) -> bool:
 
 
 class SanitizerChecks:
-    """compute-sanitizer (:mod:`grader.grading.sanitizer`) on every case up to ``emulator.checks_max_n`` of
-    this worker, run once for all of them before the first: the audit a TA asks for
+    """compute-sanitizer (:mod:`grader.grading.sanitizer`) on every checked case
+    (:attr:`~grader.grading.case.cases.CheckMode.CHECKED`) of this worker, run once for all of them before the first: the audit a TA asks for
     (``sanitizer_audit``), or the fallback where the emulator cannot build the part. A finding fails
     the case, as the emulator's checks do. Where it is not installed (``sanitizer`` None) it checks
     nothing, and says so."""
@@ -219,7 +221,7 @@ class SanitizerChecks:
 
     def describe(self) -> str:
         """What checks the cases where compute-sanitizer stands in for the emulator's checks."""
-        limit = f"cases up to n = {self.cfg.emulator.checks_max_n}"
+        limit = checked_sizes(self.cfg)
         if self.sanitizer:
             return (f"compute-sanitizer {self.version.removeprefix('Version ')} (memcheck, racecheck, synccheck) on "
                     f"{limit}")
@@ -252,7 +254,7 @@ class SanitizerChecks:
         return self._found.get(index)
 
     def _checked(self, index: int) -> bool:
-        return 0 <= index < len(self.cases) and self.cases[index].n <= self.cfg.emulator.checks_max_n
+        return 0 <= index < len(self.cases) and self.cases[index].check is CheckMode.CHECKED
 
     @property
     def _saved_path(self) -> Path:

@@ -121,7 +121,7 @@ def main(argv: list[str]) -> int:
         finally:
             if background is not None:
                 background.close()
-            lost = getattr(backend, "broken", False)
+            lost = backend.broken
             if grader is not None and grader.gpu is not None:
                 grader.gpu.close()
             if grader is not None and grader.ran_hidden:
@@ -129,8 +129,7 @@ def main(argv: list[str]) -> int:
             if not lost:
                 backend.close()
         events.emit(Done())
-    lock = getattr(backend, "gpu_lock", None)
-    _trace_cpu(job.part, lock.seconds if lock is not None else {}, usage)
+    _trace_cpu(job.part, backend.gpu_lock_seconds(), usage)
     if lost:  # a GPU fault lost the context: not through PyCUDA's clean-up of it (it prints warnings)
         os._exit(0)
     return 0
@@ -203,10 +202,8 @@ class _PartGrader:
     def prepare(self) -> None:
         """What runs between the compile and the cases: the inputs drawn ahead, the checker named,
         compute-sanitizer's audit."""
-        from grader.grading.case.cases import case_list
-
         job, cfg, part = self.job, self.cfg, self.part
-        all_cases = case_list(cfg, part.key)
+        all_cases = list(job.cases)
         self.ahead = draw_ahead(self.kind, job, cfg, part, all_cases)
         if self.background is not None:
             self.background.ahead = self.ahead  # the large inputs, drawn once for the GPU and the checks
@@ -224,10 +221,8 @@ class _PartGrader:
         """Every visible case, and the timing, before any hidden case: a kernel can keep state across
         launches (a __device__ global), so nothing a student sees may run after one. A worker started
         after a case that hung (job ``start``) grades the cases after it."""
-        from grader.grading.case.cases import case_list
-
         cfg, part, pc, events = self.cfg, self.part, self.pc, self.events
-        cases = case_list(cfg, part.key)[self.job.start:]
+        cases = self.job.cases[self.job.start:]
         for case in (c for c in cases if c.visibility != "hidden"):
             self.run(case)
         performance = None
@@ -256,12 +251,11 @@ class _PartGrader:
         its findings' lines of the part's file quoted (:func:`grader.grading.case.run.with_source_lines`)."""
         from grader.grading.case.run import with_compiler_notes, with_source_lines
 
-        checked = self.job.checks and case.n <= self.cfg.emulator.checks_max_n
         known = tuple(f for r in self.results for f in r.findings)
         if self.gpu is not None:
-            result = self._on_gpu_path(case, checked, known)
+            result = self._on_gpu_path(case, known)
         else:
-            result = self._on_backend(case, checked, known)
+            result = self._on_backend(case, known)
         if any(f.kind == "mismatch" for f in result.findings):
             if case.dtype not in self.notes:
                 self.events.emit(CompilerNotes(case.name))  # the compiler's time is not the case's
@@ -270,35 +264,30 @@ class _PartGrader:
         self.results.append(result)
         self.events.emit(CaseDone(result))
 
-    def _on_gpu_path(self, case, checked: bool, known: tuple):
+    def _on_gpu_path(self, case, known: tuple):
         """``case`` decided by the emulator's checks, or, where they passed it, run on the GPU."""
         gpu, events = self.gpu, self.events
-        gpu.before(case, checked)  # what may take long and is not the kernel's: no deadline yet
+        gpu.before(case)  # what may take long and is not the kernel's: no deadline yet
         events.emit(CaseStart(case.name))
-        result = gpu.decided(case, checked, known=known, ahead=self.ahead)  # the emulator's checks
+        result = gpu.decided(case, known=known, ahead=self.ahead)  # the emulator's checks
         if result is None:  # they passed it: the GPU verifies its output
             events.emit(GpuWait(case.name))  # the wait for the GPU is not the case's time
             with self.backend.gpu_shared():  # another part may be timing
                 events.emit(CaseStart(case.name))
-                result = gpu.run(case, checked, known=known, ahead=self.ahead)
+                result = gpu.run(case, known=known, ahead=self.ahead)
         return result
 
-    def _on_backend(self, case, checked: bool, known: tuple):
-        """``case`` run as the backend runs it: on the emulator, checked as it runs (whole up to
-        ``emulator.checks_max_n``, on sampled blocks above it); on a GPU without checks, its output."""
-        from grader.grading.case.run import CHECK_SCHEDULES, SAMPLED_CHECKER, run_case
+    def _on_backend(self, case, known: tuple):
+        """``case`` run as the backend runs it, as its :class:`~grader.grading.case.cases.CheckMode`
+        says: on the emulator, checked as it runs (whole, or on sampled blocks then a plain run, a
+        deadlock found at once); with the checks off, its output alone (on the emulator a deadlock
+        then waits for the deadline, as on a GPU)."""
+        from grader.grading.case.run import run_case
 
-        checks = self.job.checks
-        sampled = checks and not checked  # the checks on sampled blocks (execute.run_case)
         with self.backend.gpu_shared():
             self.events.emit(CaseStart(case.name))
-            if checks:
-                self.backend.checks = checked  # large sizes: plain runs, but a deadlock is found at once
-                self.backend.detect_deadlock = True
             return run_case(self.backend, self.modules[case.dtype], cfg=self.cfg, part=self.part, case=case,
-                            schedules=CHECK_SCHEDULES if checks else (), sampled=sampled,
-                            checker=("emulator checks" if checked else SAMPLED_CHECKER if sampled else None),
-                            known=known, ahead=self.ahead)
+                            known=known, ahead=self.ahead, find_deadlocks=self.job.checks)
 
     def compiler_notes(self, dtype: str) -> list[str]:
         """What the host compiler warns about in the student's lines (conversions, dropped results),
@@ -367,8 +356,8 @@ def _compiler_notes(backend, cfg, source: str, filename: str, workdir: Path) -> 
     from grader.core.errors import ScangradeError
 
     try:
-        toolchain = getattr(backend, "toolchain", None) or Toolchain(sandbox=Sandbox(cfg.emulator.sandbox or "auto"),
-                                                                     target_arch=cfg.target_arch)
+        toolchain = backend.toolchain or Toolchain(sandbox=Sandbox(cfg.emulator.sandbox or "auto"),
+                                                   target_arch=cfg.target_arch)
         return toolchain.compiler_notes(source, filename=filename, workdir=workdir)
     except (ScangradeError, OSError, ValueError):
         return []

@@ -159,6 +159,7 @@ def roofline_part(events, backend, cfg, part, modules, build) -> None:
     ``profile-start``, then ``roofline`` with the estimate, on the cases' emulator with its checks
     off, after the visible cases and before any hidden one. Worth no points; a reference solution
     that does not compile leaves the estimate without its comparison."""
+    from grader.backends.base import RunMode
     from grader.core.errors import CompileError
     from grader.grading.profiling import roofline_phase
 
@@ -169,15 +170,11 @@ def roofline_part(events, backend, cfg, part, modules, build) -> None:
         reference = _reference_module(tc, dtype, build)
     except CompileError:
         reference = None
-    saved = getattr(backend, "checks", None)
-    if saved is not None:
-        backend.checks = False  # counted once, plainly: the cases did the checking
-    try:
-        events.emit(RooflineTaken(roofline_phase(backend, cfg=cfg, part=part, module=modules[dtype],
-                                                 reference=reference)))
-    finally:
-        if saved is not None:
-            backend.checks = saved
+    # counted once, plainly (the cases did the checking), a deadlock found at once; each case after
+    # sets its own mode
+    backend.set_run_mode(RunMode(detect_deadlock=True))
+    events.emit(RooflineTaken(roofline_phase(backend, cfg=cfg, part=part, module=modules[dtype],
+                                             reference=reference)))
 
 
 def performance_after_hidden(performance, hidden: list):
