@@ -71,7 +71,8 @@ def emulator_cache(folder: Path) -> Path:
     core each time). Returns ``folder``."""
     (folder / "emulator").mkdir(parents=True, exist_ok=True)
     for built in _built_emulator():
-        shutil.copy2(built, folder / "emulator" / built.name)
+        if not (folder / "emulator" / built.name).exists():  # never over an executor that may be running
+            shutil.copy2(built, folder / "emulator" / built.name)
     return folder
 
 
