@@ -10,7 +10,7 @@ include grader/release_files/setup.mk
 
 help:
 	@echo "make grade             grade reference/solutions (on the GPU where PyCUDA can use one, else the CPU emulator)"
-	@echo "make test              run the test suite (pytest)"
+	@echo "make test              run the test suite (pytest, in two processes: pytest-xdist)"
 	@echo "make check             a student's self-check: grade ./assignment"
 	@echo "make release OUT=DIR   build the student release in DIR (outside this checkout)"
 	@echo "make gpu               add PyCUDA (the gpu extra; needs the CUDA toolkit)"
@@ -20,7 +20,7 @@ grade: cxx $(INSTALLED)
 	$(VENV)/bin/scangrade grade reference/solutions $(ARGS)
 
 test: cxx $(INSTALLED)
-	$(VENV)/bin/python -m pytest $(ARGS)
+	$(VENV)/bin/python -m pytest -n 2 $(ARGS)
 
 check: cxx $(INSTALLED)
 	@$(SELF_CHECK)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
 import textwrap
 from pathlib import Path
 
@@ -48,6 +49,31 @@ def os_sandbox() -> tuple[bool, str]:
         return True, ""
     return False, (f"the emulator's sandbox here is '{described}', not bubblewrap + seccomp "
                    "(apt install bubblewrap libseccomp-dev; .ci/system-deps.sh does it in CI)")
+
+
+@functools.lru_cache(maxsize=1)
+def _built_emulator() -> tuple[Path, ...]:
+    """The emulator's runtime object and executor with the default flags, from the default cache
+    (built there, once, where missing); none where they do not build here."""
+    from grader.backends.emulator.build import Toolchain
+    from grader.core.errors import ScangradeError
+    try:
+        toolchain = Toolchain()
+        return toolchain.runtime_object(), toolchain.executor_binary()[0]
+    except ScangradeError:
+        return ()  # each backend then builds them, or fails, as it would without this
+
+
+def emulator_cache(folder: Path) -> Path:
+    """``folder`` made a fresh cache for an ``EmulatorBackend(cache_dir=...)``: an empty compile cache,
+    and in ``emulator/`` a copy of the runtime object and executor built once per session, which a
+    backend with the default runtime flags takes instead of compiling them again (seconds of every
+    core each time). Returns ``folder``."""
+    (folder / "emulator").mkdir(parents=True, exist_ok=True)
+    for built in _built_emulator():
+        if not (folder / "emulator" / built.name).exists():  # never over an executor that may be running
+            shutil.copy2(built, folder / "emulator" / built.name)
+    return folder
 
 
 def needs_os_sandbox():

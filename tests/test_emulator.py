@@ -18,6 +18,7 @@ from grader.backends.emulator.rewrite import rewrite_source
 from grader.core.errors import CompileError, KernelError, LaunchError
 from grader.core.kernels import KernelSpec, Param
 from grader.assignment.parts import PARTS, PartSpec, part_header
+from tests.conftest import emulator_cache
 
 KERNEL_DIR = Path(__file__).parent / "emulator_kernels"
 INT = np.dtype(np.int32)
@@ -51,7 +52,7 @@ def marker_line(filename: str, marker: str) -> int:
 
 @pytest.fixture(scope="session")
 def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("emulator-cache")
+    return emulator_cache(tmp_path_factory.mktemp("emulator-cache"))
 
 
 @pytest.fixture(scope="session")
@@ -378,10 +379,12 @@ def test_arrays_are_aligned_and_views_share_memory(emu) -> None:
         a.view(98, 5)
 
 
-def _plain_runtime(folder: Path) -> Path:
+@pytest.fixture(scope="module")
+def plain_runtime(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The runtime (``-O1``) built by one plain compile, once for the tests that compare a build with it."""
     from grader.backends.emulator.build import Toolchain
 
-    plain = Toolchain(cache_dir=folder, runtime_flags=("-O1",))
+    plain = Toolchain(cache_dir=tmp_path_factory.mktemp("plain"), runtime_flags=("-O1",))
     plain._jobs = 1
     assert len(plain.runtime_steps(("-O1",), "x.o")) == 1
     return plain.runtime_object()
@@ -397,7 +400,7 @@ def _linked_names(obj: Path) -> tuple[set[str], set[str]]:
 
 
 @pytest.mark.parametrize("jobs", [2, "all"])
-def test_a_runtime_built_in_pieces_names_what_a_plain_compile_does(tmp_path, jobs) -> None:
+def test_a_runtime_built_in_pieces_names_what_a_plain_compile_does(tmp_path, jobs, plain_runtime) -> None:
     """The runtime's pieces are compiled at once and joined; the names they shared are made local
     again, so a module sees no name it does not see from one plain compile, C++ ones included
     (lockdown.runtime_names leaves those out; a library template the plain compile does not inline
@@ -414,14 +417,14 @@ def test_a_runtime_built_in_pieces_names_what_a_plain_compile_does(tmp_path, job
     masks = [int(arg.split("=")[1]) for argv in compiles for arg in argv if arg.startswith("-DSG_RT_PIECES=")]
     assert len(masks) == split._jobs and sum(masks) == (1 << RUNTIME_PIECES) - 1 and all(masks)
     assert not any(a & b for i, a in enumerate(masks) for b in masks[:i])
-    split_object, plain_object = split.runtime_object(), _plain_runtime(tmp_path / "plain")
+    split_object, plain_object = split.runtime_object(), plain_runtime
     built, plain = _linked_names(split_object), _linked_names(plain_object)
     assert not [name for name in built[0] if "sg_rt_split" in name]
     assert built[0] <= plain[0] and built[1] <= plain[0] | plain[1]
     assert runtime_names(split_object) == runtime_names(plain_object)  # the ABI, whole
 
 
-def test_a_runtime_whose_build_in_pieces_fails_is_built_in_one_plain_compile(tmp_path) -> None:
+def test_a_runtime_whose_build_in_pieces_fails_is_built_in_one_plain_compile(tmp_path, plain_runtime) -> None:
     """Where the pieces' objects cannot be joined (a linker without -r, say), one plain compile
     follows, and nothing is left beside the object."""
     from grader.backends.emulator.build import Toolchain
@@ -441,7 +444,7 @@ def test_a_runtime_whose_build_in_pieces_fails_is_built_in_one_plain_compile(tmp
     broken.runtime_steps = failing_link
     built = broken.runtime_object()
     assert len(failed) == 1, "the build in pieces was tried first, once"
-    assert broken.runtime_jobs() == 1 and runtime_names(built) == runtime_names(_plain_runtime(tmp_path / "plain"))
+    assert broken.runtime_jobs() == 1 and runtime_names(built) == runtime_names(plain_runtime)
     assert sorted(p.name for p in built.parent.iterdir() if not p.name.startswith(".runtime")) == [built.name]
     assert not [p for p in built.parent.iterdir() if p.name.endswith((".tmp", ".o.o"))]  # no leftovers
     assert not [p for p in built.parent.iterdir() if p.name.startswith(".runtime") and not p.name.endswith(".lock")]

@@ -16,6 +16,7 @@ from grader.backends.emulator.executor import GAP_BYTES, Arena
 from grader.core.errors import KernelError
 from grader.assignment.parts import PARTS, part_header
 from grader.assignment.plans import GUARD, Run
+from tests.conftest import emulator_cache
 
 PART = PARTS["part1_naive"]
 FILENAME = "part1_naive.cu"
@@ -37,7 +38,7 @@ def body(statement: str) -> str:
 
 @pytest.fixture(scope="module")
 def checked(tmp_path_factory: pytest.TempPathFactory) -> EmulatorBackend:
-    be = EmulatorBackend(workers=1, cache_dir=tmp_path_factory.mktemp("emulator-cache"), nvcc_check=False,
+    be = EmulatorBackend(workers=1, cache_dir=emulator_cache(tmp_path_factory.mktemp("emulator-cache")), nvcc_check=False,
                          checks=True)
     yield be
     be.close()

@@ -17,6 +17,7 @@ from grader.backends.emulator import EmulatorBackend, EmulatorModule, Finding
 from grader.core.errors import CompileError, KernelError
 from grader.core.kernels import KernelSpec, Param
 from grader.assignment.parts import PartSpec, part_header
+from tests.conftest import emulator_cache
 
 KERNEL_DIR = Path(__file__).parent / "emulator_kernels"
 INT = np.dtype(np.int32)
@@ -54,7 +55,7 @@ def build(be: EmulatorBackend, workdir: Path, filename: str, kernels: tuple[Kern
 
 @pytest.fixture(scope="module")
 def cache_dir(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("emu-cache")
+    return emulator_cache(tmp_path_factory.mktemp("emu-cache"))
 
 
 @pytest.fixture(scope="module")

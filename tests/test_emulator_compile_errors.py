@@ -14,6 +14,7 @@ import pytest
 from grader.backends.emulator import EmulatorBackend
 from grader.core.errors import CompileError
 from grader.assignment.parts import PARTS, part_header
+from tests.conftest import emulator_cache
 
 PART = PARTS["part1_naive"]
 FILENAME = "part1_naive.cu"
@@ -46,7 +47,7 @@ needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is no
 
 @pytest.fixture(scope="module")
 def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("emulator-cache")
+    return emulator_cache(tmp_path_factory.mktemp("emulator-cache"))
 
 
 @pytest.fixture(scope="module", params=["host", pytest.param("nvcc", marks=needs_nvcc)])

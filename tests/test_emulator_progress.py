@@ -16,6 +16,7 @@ from grader.backends.emulator import EmulatorBackend, EmulatorModule
 from grader.core.errors import KernelError
 from grader.core.kernels import KernelSpec, Param
 from grader.assignment.parts import PartSpec, part_header
+from tests.conftest import emulator_cache
 
 KERNEL_DIR = Path(__file__).parent / "emulator_kernels"
 FILE = "progress.cu"
@@ -38,7 +39,7 @@ def line_of(marker: str) -> int:
 
 @pytest.fixture(scope="module")
 def cache_dir(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("emu-cache")
+    return emulator_cache(tmp_path_factory.mktemp("emu-cache"))
 
 
 def backend(cache_dir: Path, *, checks: bool, workers: int = 1) -> EmulatorBackend:

@@ -36,7 +36,7 @@ from grader.assignment.config import load_config
 from grader.core.errors import KernelError
 from grader.core.kernels import KernelSpec, Param
 from grader.grading.runner import grade
-from tests.conftest import BROKEN, write_config
+from tests.conftest import BROKEN, emulator_cache, write_config
 from tests.test_grading import parts_of, submission
 from tests.test_integrity_checks import compile_part, line_of
 
@@ -399,7 +399,7 @@ def expected_shifts(n: int) -> list[list[int]]:
 
 @pytest.fixture(scope="module")
 def cache_dir(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("emu-cache")
+    return emulator_cache(tmp_path_factory.mktemp("emu-cache"))
 
 
 @pytest.fixture(scope="module", params=["plain", "checked"])

@@ -18,6 +18,7 @@ from grader.backends.emulator.backend import DEFAULT_SHARED_FILL
 from grader.core.errors import KernelError
 from grader.core.kernels import KernelSpec, Param
 from grader.assignment.parts import PartSpec, part_header
+from tests.conftest import emulator_cache
 
 KERNEL_DIR = Path(__file__).parent / "emulator_kernels"
 FILE = "uninit_shared.cu"
@@ -41,7 +42,7 @@ def as_int(word: int) -> int:
 
 @pytest.fixture(scope="module")
 def cache_dir(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("emu-cache")
+    return emulator_cache(tmp_path_factory.mktemp("emu-cache"))
 
 
 def _backend(cache_dir: Path, checks: bool):

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from grader.backends.emulator import EmulatorBackend
+from tests.conftest import emulator_cache
 from tests.test_emulator import KERNEL_DIR, header_for, marker_line, spec
 
 KERNELS = tuple(spec(name, ("in", "const int*", "ptr"), ("out", "int*", "ptr"), ("n", "int", "int"))
@@ -82,7 +83,7 @@ H100 = {
 
 @pytest.fixture(scope="module", params=[False, True], ids=["plain", "checks"])
 def warp_backend(request, tmp_path_factory) -> tuple[EmulatorBackend, object]:
-    be = EmulatorBackend(workers=1, cache_dir=tmp_path_factory.getbasetemp() / "emulator-cache",
+    be = EmulatorBackend(workers=1, cache_dir=emulator_cache(tmp_path_factory.getbasetemp() / "emulator-cache"),
                          nvcc_check=False, checks=request.param)
     source = header_for(KERNELS, "warp_semantics.cu", 32) + (KERNEL_DIR / "warp_semantics.cu").read_text()
     module = be.compile(source=source, filename="warp_semantics.cu", kernels=KERNELS,

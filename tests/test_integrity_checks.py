@@ -28,7 +28,7 @@ from grader.core.kernels import KernelSpec, Param
 from grader.assignment.parts import PartSpec, part_header
 from grader.assignment.plans import GUARD, POISON_BITS, Guarded
 from grader.grading.runner import grade
-from tests.conftest import BROKEN, write_config
+from tests.conftest import BROKEN, emulator_cache, write_config
 from tests.test_grading import parts_of, submission
 
 EMULATOR = Selection("emulator", "test")
@@ -55,7 +55,7 @@ def compile_part(be: EmulatorBackend, tmp_path: Path, path: Path, kernels: tuple
 
 @pytest.fixture(scope="module")
 def cache_dir(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("emu-cache")
+    return emulator_cache(tmp_path_factory.mktemp("emu-cache"))
 
 
 @pytest.fixture(scope="module")

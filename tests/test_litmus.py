@@ -24,6 +24,7 @@ from grader.assignment.parts import PartSpec, part_header
 from grader.backends.emulator import EmulatorBackend, EmulatorModule, Finding
 from grader.core.errors import KernelError
 from grader.core.kernels import KernelSpec, Param
+from tests.conftest import emulator_cache
 from tests.litmus.table import (FILES, HERE, RESULTS, ROWS, WORDS, Litmus, docs_table, line_of,
                                 render_markdown)
 
@@ -98,7 +99,7 @@ def said(row: Litmus, runs: list[Run]) -> str:
 
 @pytest.fixture(scope="module")
 def checked(tmp_path_factory):
-    be = EmulatorBackend(workers=2, cache_dir=tmp_path_factory.mktemp("emu-cache"), checks=True, nvcc_check=False)
+    be = EmulatorBackend(workers=2, cache_dir=emulator_cache(tmp_path_factory.mktemp("emu-cache")), checks=True, nvcc_check=False)
     yield be
     be.close()
 

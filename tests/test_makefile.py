@@ -115,7 +115,7 @@ def test_grade_installs_once_then_only_when_pyproject_changes_and_passes_args_on
     os.utime(checkout / "pyproject.toml", (later, later))
     changed = run_make(checkout, "test", "ARGS=-k blelloch -x", env=env)
     assert changed.returncode == 0, changed.stderr
-    assert calls(log) == ["python -m pip install -q -e .[test]", "python -m pytest -k blelloch -x"]
+    assert calls(log) == ["python -m pip install -q -e .[test]", "python -m pytest -n 2 -k blelloch -x"]
 
 
 def test_the_commands_run_with_the_venv_first_on_path(checkout):

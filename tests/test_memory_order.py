@@ -18,7 +18,7 @@ from grader.assignment.config import load_config
 from grader.core.errors import KernelError
 from grader.core.kernels import KernelSpec, Param
 from grader.grading.runner import grade
-from tests.conftest import BROKEN, SOLUTIONS
+from tests.conftest import BROKEN, SOLUTIONS, emulator_cache
 from tests.test_emulator_checks import line_of
 from tests.test_integrity_checks import compile_part
 
@@ -30,7 +30,7 @@ GRID = 4
 
 @pytest.fixture(scope="module")
 def cache_dir(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("emu-cache")
+    return emulator_cache(tmp_path_factory.mktemp("emu-cache"))
 
 
 @pytest.fixture(scope="module")

@@ -215,9 +215,14 @@ def test_one_part_is_graded_with_part(bundle, tmp_path):
     assert doc["score"] == 1.0 and {t["name"].split(" · ")[0] for t in doc["tests"]} == {"Part 2"}
 
 
-def test_a_hanging_kernel_is_a_graded_timeout_within_case_s(bundle, tmp_path):
-    root = _job(bundle, tmp_path / "grade", {"part1_naive.cu": HANG, "part2_blelloch.cu": SOLUTIONS /
-                                             "part2_blelloch.cu"})
+def test_a_hanging_kernel_is_a_graded_timeout_within_case_s(tmp_path, pace):
+    # the bundle's config with a shorter case_s than the module's 5 s (2 s on an idle machine, scaled
+    # by tests/pace.py, never above 5 s): each of the part's two hung cases waits it out
+    timeouts = f"part_s: 120\n  case_s: {min(5.0, pace.seconds(2)):.1f}\n  submission_s: 100"
+    made = build_prairielearn_bundle(tmp_path / "b", config=_config(tmp_path, timeouts=timeouts),
+                                     private_config=_private(tmp_path)).folder
+    root = _job(made, tmp_path / "grade", {"part1_naive.cu": HANG, "part2_blelloch.cu": SOLUTIONS /
+                                           "part2_blelloch.cu"})
     doc = _results(root, _run(root))
     assert doc["gradable"] is True
     part1 = _test(doc, "Part 1 · naive_scan · int32")

@@ -91,7 +91,7 @@ def test_a_worker_that_hung_is_not_kept_and_the_next_part_gets_a_new_one(tmp_pat
     traces = tmp_path / "traces"
     monkeypatch.setenv("SCANGRADE_CASE_TIMES", str(traces))
     order = ["part2_blelloch", "part4_any_size", "part1_naive", "part3_conflict_free"]
-    res = grade(sub, cfg=cfg.override(timeouts={"case_s": pace.seconds(3.0)}), selection=EMULATOR, parts=order, part_jobs=1,
+    res = grade(sub, cfg=cfg.override(timeouts={"case_s": pace.seconds(1.5)}), selection=EMULATOR, parts=order, part_jobs=1,
                 checks=False)  # without the checks the spin is a hang, not a deadlock found at once
     by_key = {p.key: p for p in res.parts}
     assert by_key["part4_any_size"].status == "compile-error"
@@ -133,7 +133,7 @@ def test_a_batch_job_keeps_its_worker_from_one_submission_to_the_next(tmp_path, 
         shutil.copytree(SOLUTIONS, root / who)
     shutil.copy(BROKEN / "part1_hang.cu", root / "dave" / "part1_naive.cu")
     cfg = load_config(write_config(tmp_path, sizes={"part1_naive": [5, 128], "part2_blelloch": [7]}))
-    cfg = cfg.override(timeouts={"case_s": pace.seconds(3.0)})
+    cfg = cfg.override(timeouts={"case_s": pace.seconds(1.5)})
     traces = tmp_path / "traces"
     monkeypatch.setenv("SCANGRADE_CASE_TIMES", str(traces))
     rows = dict(batch(root, out=tmp_path / "out", cfg=cfg, selection=EMULATOR, reports=batch_reports, jobs=1,
