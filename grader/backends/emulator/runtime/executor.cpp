@@ -642,68 +642,57 @@ void handle_globals(const Module &M, const std::string &req) {
     if (!send_frame(REP_GLOBALS, w.buf)) _exit(0);
 }
 
-int serve(int argc, char **argv) {
+// What `executor serve` is told on its command line.
+struct ServeOptions {
     unsigned long long sock = ~0ull, memfd = ~0ull, arena = 0, arena_size = 0, parent = 0, seccomp = 1;
     const char *module = nullptr;
-    Limits L;
+    Limits limits;
+};
+
+// Reads serve's options (argv[2...]) into o; whether they are complete and well formed.
+bool parse_serve_options(int argc, char **argv, ServeOptions &o) {
     bool bad = false;
     for (int i = 2; i < argc && !bad;) {
-        if (limit_option(argv, argc, &i, L, &bad)) continue;
+        if (limit_option(argv, argc, &i, o.limits, &bad)) continue;
         const char *opt = argv[i];
         if (!strcmp(opt, "--arena") && i + 2 < argc) {
-            bad |= !parse_u64(argv[i + 1], &arena) || !parse_u64(argv[i + 2], &arena_size);
+            bad |= !parse_u64(argv[i + 1], &o.arena) || !parse_u64(argv[i + 2], &o.arena_size);
             i += 3;
             continue;
         }
-        if (i + 1 >= argc) {
-            bad = true;
-            break;
-        }
+        if (i + 1 >= argc) return false;
         const char *val = argv[i + 1];
-        if (!strcmp(opt, "--socket")) bad |= !parse_u64(val, &sock);
-        else if (!strcmp(opt, "--memfd")) bad |= !parse_u64(val, &memfd);
-        else if (!strcmp(opt, "--parent")) bad |= !parse_u64(val, &parent);
-        else if (!strcmp(opt, "--seccomp")) bad |= !parse_u64(val, &seccomp);
-        else if (!strcmp(opt, "--module")) module = val;
+        if (!strcmp(opt, "--socket")) bad |= !parse_u64(val, &o.sock);
+        else if (!strcmp(opt, "--memfd")) bad |= !parse_u64(val, &o.memfd);
+        else if (!strcmp(opt, "--parent")) bad |= !parse_u64(val, &o.parent);
+        else if (!strcmp(opt, "--seccomp")) bad |= !parse_u64(val, &o.seccomp);
+        else if (!strcmp(opt, "--module")) o.module = val;
         else bad = true;
         i += 2;
     }
-    if (bad || sock > 1u << 20 || memfd > 1u << 20 || !arena || !arena_size || !module) {
-        fprintf(stderr, "executor: usage: executor serve --socket FD --memfd FD --arena ADDR SIZE --module PATH\n");
-        return 2;
-    }
-    g_sock = int(sock);
-    // Die with the grader, even without bubblewrap's --die-with-parent.
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (parent && getppid() != pid_t(parent)) _exit(1);
-    signal(SIGPIPE, SIG_IGN);
-    fcntl(g_sock, F_SETFD, FD_CLOEXEC);
-    fcntl(int(memfd), F_SETFD, FD_CLOEXEC);
+    return !bad && o.sock <= 1u << 20 && o.memfd <= 1u << 20 && o.arena && o.arena_size && o.module;
+}
 
-    // Device memory at the grader's address: device pointers are the same numbers in both.
-    void *want = reinterpret_cast<void *>(uintptr_t(arena));
-    void *got = mmap(want, size_t(arena_size), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE | MAP_NORESERVE,
-                     int(memfd), 0);
+// Device memory at the grader's address: device pointers are the same numbers in both. The memfd is
+// closed after (the mapping stays; the module cannot resize the memory through the fd).
+void map_device_memory(const ServeOptions &o) {
+    void *want = reinterpret_cast<void *>(uintptr_t(o.arena));
+    void *got = mmap(want, size_t(o.arena_size), PROT_READ | PROT_WRITE,
+                     MAP_SHARED | MAP_FIXED_NOREPLACE | MAP_NORESERVE, int(o.memfd), 0);
     if (got != want) {
         char at[32];
-        snprintf(at, sizeof at, "%#llx", arena);
+        snprintf(at, sizeof at, "%#llx", o.arena);
         std::string why = std::string("cannot map device memory at the grader's address ") + at + ": " +
                           (got == MAP_FAILED ? strerror(errno) : "the kernel chose another address");
-        if (got != MAP_FAILED) munmap(got, size_t(arena_size));
+        if (got != MAP_FAILED) munmap(got, size_t(o.arena_size));
         hello_failed(why);
     }
-    close(int(memfd));  // the mapping stays; the module cannot resize the memory through the fd
-    std::string why;
-    if (!apply_limits(L, why)) hello_failed(why);
-    if (!start_pool(L.threads > 1 ? std::min(L.threads, 64ull) - 1 : 0, why)) hello_failed(why);
-    g_threads_closed.store(true);
-    int seccomp_on = 0;
-    if (seccomp) {
-        if (!install_seccomp(why)) hello_failed(why);
-        seccomp_on = 1;
-    }
+    close(int(o.memfd));
+}
 
-    // Only now does student code run: its static constructors, inside dlopen.
+// Loads the module (only now does student code run: its static constructors, inside dlopen) and
+// binds the runtime's C ABI in it.
+Module load_module(const char *module) {
     void *lib = dlopen(module, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
         const char *e = dlerror();
@@ -720,6 +709,12 @@ int serve(int argc, char **argv) {
     sg_set_thread_pool_fn set_pool = nullptr;
     if (bind(lib, "sg_set_thread_pool", &set_pool)) set_pool(&kPool);
     bind(lib, "sg_profile_set", &M.profile_set), bind(lib, "sg_profile_take", &M.profile_take);
+    return M;
+}
+
+// HELLO: the protocol and ABI versions, whether seccomp is on, sg_result's size, and the module's
+// kernels (one a line: name, defined, arity). Whether it was sent.
+bool send_hello(const Module &M, int seccomp_on) {
     Writer hello;
     hello.put<int32_t>(0), hello.put<int32_t>(int32_t(SG_EXECUTOR_PROTOCOL)), hello.put<int32_t>(M.abi_version());
     hello.put<int32_t>(seccomp_on), hello.put<int32_t>(int32_t(sizeof(sg_result)));
@@ -730,8 +725,11 @@ int serve(int argc, char **argv) {
                            std::to_string(M.kernel_arity(kn)) + "\n";
         hello.bytes(line.data(), line.size());
     }
-    if (!send_frame(REP_HELLO, hello.buf)) return 0;
+    return send_frame(REP_HELLO, hello.buf);
+}
 
+// Answers the grader's requests until it closes the socket (0), or sends one too large or unknown (3).
+int serve_requests(const Module &M) {
     std::string req;
     for (;;) {
         uint32_t head[2];
@@ -753,6 +751,34 @@ int serve(int argc, char **argv) {
             return 3;
         }
     }
+}
+
+int serve(int argc, char **argv) {
+    ServeOptions o;
+    if (!parse_serve_options(argc, argv, o)) {
+        fprintf(stderr, "executor: usage: executor serve --socket FD --memfd FD --arena ADDR SIZE --module PATH\n");
+        return 2;
+    }
+    g_sock = int(o.sock);
+    // Die with the grader, even without bubblewrap's --die-with-parent.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (o.parent && getppid() != pid_t(o.parent)) _exit(1);
+    signal(SIGPIPE, SIG_IGN);
+    fcntl(g_sock, F_SETFD, FD_CLOEXEC);
+    fcntl(int(o.memfd), F_SETFD, FD_CLOEXEC);
+    map_device_memory(o);
+    std::string why;
+    if (!apply_limits(o.limits, why)) hello_failed(why);
+    if (!start_pool(o.limits.threads > 1 ? std::min(o.limits.threads, 64ull) - 1 : 0, why)) hello_failed(why);
+    g_threads_closed.store(true);
+    int seccomp_on = 0;
+    if (o.seccomp) {
+        if (!install_seccomp(why)) hello_failed(why);
+        seccomp_on = 1;
+    }
+    Module M = load_module(o.module);
+    if (!send_hello(M, seccomp_on)) return 0;
+    return serve_requests(M);
 }
 
 // ---- limit, probe -------------------------------------------------------------------------------------
