@@ -134,12 +134,12 @@ def _profile(tmp_path: Path, path: Path, name: str):
     from grader.assignment.parts import PARTS
     from grader.grading.profiling import profile_phase
     from grader.core.results import CaseResult
-    from tests.test_profile import _shipped_part3_config
+    from tests.conftest import shipped_part3_config
 
     passed = [CaseResult(name="n=1", n=1, dtype="int32", seed=1, status="pass", points=1, max_points=1)]
     workdir = tmp_path / name
     workdir.mkdir()
-    return profile_phase(cfg=load_config(_shipped_part3_config(workdir)), part=PARTS[PART3],
+    return profile_phase(cfg=load_config(shipped_part3_config(workdir)), part=PARTS[PART3],
                          source=path.read_text(), results=passed, workdir=workdir, solutions=SOLUTIONS)
 
 

@@ -42,9 +42,12 @@ def check_contract(doc: dict) -> dict:
         for key in ("description", "message", "output"):
             assert isinstance(test.get(key, ""), str)
         images += test.get("images", [])
-    for image in images:
-        assert set(image) == {"label", "url"} and image["url"].startswith("data:image/png;base64,")
-        assert base64.b64decode(image["url"].split(",", 1)[1]).startswith(b"\x89PNG\r\n\x1a\n")
+    for image in images:  # a PNG (a plot) or an SVG (a picture of the HTML report)
+        assert set(image) == {"label", "url"}, image
+        head, data = image["url"].split(",", 1)
+        assert head in ("data:image/png;base64", "data:image/svg+xml;base64"), head
+        raw = base64.b64decode(data)
+        assert raw.startswith(b"\x89PNG\r\n\x1a\n") if head.endswith("png;base64") else raw.startswith(b"<svg ")
     return doc
 
 
