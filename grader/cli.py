@@ -105,11 +105,20 @@ def _report_options(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``scangrade``; each command's function is the namespace's ``run``."""
-    grading = _parent(_backend_option, _config_options, _checks_options)  # grade, check, batch
-    one_grade = _parent(_run_options, _report_options)  # grade, check
     parser = argparse.ArgumentParser(prog="scangrade", description="Grade CUDA prefix-sum (scan) kernels.")
     parser.add_argument("--version", action="version", version=f"scangrade {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
+    _add_grading_commands(sub)
+    _add_gradebook_commands(sub)
+    _add_packaging_commands(sub)
+    _add_bench_command(sub)
+    return parser
+
+
+def _add_grading_commands(sub: argparse._SubParsersAction) -> None:
+    """Add ``grade``, ``check`` and ``batch`` to ``sub``, in that order, with their shared options."""
+    grading = _parent(_backend_option, _config_options, _checks_options)  # grade, check, batch
+    one_grade = _parent(_run_options, _report_options)  # grade, check
     g = sub.add_parser("grade", parents=[grading, one_grade], help="grade a submission folder or one part's .cu file")
     g.add_argument("path", help="a folder holding part1_naive.cu, part2_blelloch.cu, ... or one of those files")
     g.add_argument("--intake", action="store_true",
@@ -153,6 +162,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "repeatable")
     t.add_argument("--no-submit", action="store_true", help="with --slurm: write the job scripts, do not submit them")
     t.set_defaults(run=_batch)
+
+
+def _add_gradebook_commands(sub: argparse._SubParsersAction) -> None:
+    """Add ``merge`` and ``report`` to ``sub``, in that order: the commands on batch's output."""
     m = sub.add_parser("merge", help="join the shards of scangrade batch --shard (or --slurm) into one gradebook")
     m.add_argument("shards", nargs="+", metavar="SHARD_DIR", help="the shards' output folders (e.g. OUT/shards/*)")
     m.add_argument("--out", required=True, metavar="DIR", help="where the gradebook, summary and reports go")
@@ -164,6 +177,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", metavar="FILE.html", help="where the page goes (default: DIR/class_report.html)")
     r.add_argument("--title", help="the page's heading, e.g. the course and term (default: scangrade class report)")
     r.set_defaults(run=_report)
+
+
+def _add_packaging_commands(sub: argparse._SubParsersAction) -> None:
+    """Add ``release``, ``gradescope-bundle``, ``prairielearn-bundle`` and ``private-template`` to ``sub``,
+    in that order: the commands that build what students and the course platforms get."""
     rel = sub.add_parser("release", help="build what students get: assignment/, the grader and the public config, "
                                          "with no reference solution or private setting (see docs/release.md)")
     rel.add_argument("out", metavar="OUT", help="the release folder to create, outside this checkout")
@@ -198,6 +216,10 @@ def build_parser() -> argparse.ArgumentParser:
     pt.add_argument("--config", metavar="FILE", help="the public config it adds hidden cases to (default: "
                                                      "./config.yaml)")
     pt.set_defaults(run=_private_template)
+
+
+def _add_bench_command(sub: argparse._SubParsersAction) -> None:
+    """Add ``bench`` to ``sub``: timing the reference solutions (GPU only)."""
     b = sub.add_parser("bench", help="time the reference solutions against a copy, CUB and library scans "
                                      "(GPU only; a benchmark, not a grade)")
     b.add_argument("--sizes", nargs="+", metavar="N",
@@ -209,7 +231,6 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--plot", metavar="FILE.png", help="also plot GB/s against n to FILE.png (needs matplotlib)")
     b.add_argument("--config", metavar="FILE", help=_CONFIG_HELP)
     b.set_defaults(run=_bench)
-    return parser
 
 
 def _exit_status(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:

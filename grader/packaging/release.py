@@ -244,11 +244,17 @@ def _part_rows(cfg: Config) -> list[str]:
 
 
 def student_readme(cfg: Config) -> str:
-    """The release's README.md: what is in the folder, how to install scangrade and check one's work."""
-    rows = "\n".join(_part_rows(cfg))
+    """The release's README.md: what is in the folder, how to install scangrade and check one's work.
+
+    Its sections in order: the folder and the parts' table, checking one's work, the notebook."""
+    intro = _readme_intro(cfg)
     example = next(key for key in PARTS if key in cfg.parts)
-    pad = " " * max(1, 45 - len(f'make check ARGS="--part {example}"'))
-    pad_k = " " * max(1, 45 - len(f'make pytest ARGS="-k {example}"'))
+    return intro + _readme_check(cfg, example) + _readme_notebook(example)
+
+
+def _readme_intro(cfg: Config) -> str:
+    """The README's heading, what the folder holds and the parts' table (a row per part of ``cfg``)."""
+    rows = "\n".join(_part_rows(cfg))
     return f"""\
 # Parallel prefix sum (scan) in CUDA: the assignment and its grader
 
@@ -265,6 +271,14 @@ is checked at and the points), so you can grade your own work the way it will be
 Bank-conflict points are for a part's shared-memory traffic (wavefronts) close to its reference
 solution's, counted by the grader's CPU emulator on any machine (the handout's Part 3 section).
 
+"""
+
+
+def _readme_check(cfg: Config, example: str) -> str:
+    """The README's "Check your work": make and by hand; ``example`` is the part key the commands name."""
+    pad = " " * max(1, 45 - len(f'make check ARGS="--part {example}"'))
+    pad_k = " " * max(1, 45 - len(f'make pytest ARGS="-k {example}"'))
+    return f"""\
 ## Check your work
 
 You need Python 3.11 or newer with its `venv` module, and a C++17 compiler (`g++` or `clang++`)
@@ -306,6 +320,12 @@ the CPU emulator it checks correctness only, and with data-race, out-of-bounds a
 (`--no-checks` turns them off). The handout's section "Checking your work" says more. The
 templates compile as handed out and fail every case until you write the kernels.
 
+"""
+
+
+def _readme_notebook(example: str) -> str:
+    """The README's notebook section (Colab or Jupyter); ``example`` is the part its parameters cell names."""
+    return f"""\
 ## In a notebook: Colab or Jupyter
 
 `{NOTEBOOK}` is the same assignment as a notebook, for a machine without a terminal or a GPU: a

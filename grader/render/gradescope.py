@@ -136,6 +136,14 @@ def _leaderboard(result: SubmissionResult, key: str | None) -> list[dict[str, An
     return [{"name": f"Part {part.number} time (ms)", "value": round(case.timing.median_ms, 6), "order": "asc"}]
 
 
+def _check_visibilities(**visibilities: str | None) -> None:
+    """Raise ValueError naming the first argument, in the order given, that is not None and not one of
+    :data:`VISIBILITIES`."""
+    for arg, value in visibilities.items():
+        if value is not None and value not in VISIBILITIES:
+            raise ValueError(f"{arg} must be one of {', '.join(VISIBILITIES)}, not {value!r}")
+
+
 def gradescope(result: SubmissionResult, *, leaderboard_part: str | None = CHALLENGE_PART,
                visibility: str = "visible", stdout_visibility: str = "hidden",
                hidden_case_visibility: str | None = None) -> dict[str, Any]:
@@ -196,10 +204,8 @@ def gradescope(result: SubmissionResult, *, leaderboard_part: str | None = CHALL
     Raises:
         ValueError: a visibility argument is not one Gradescope documents.
     """
-    for arg, value in (("visibility", visibility), ("stdout_visibility", stdout_visibility),
-                       ("hidden_case_visibility", hidden_case_visibility)):
-        if value is not None and value not in VISIBILITIES:
-            raise ValueError(f"{arg} must be one of {', '.join(VISIBILITIES)}, not {value!r}")
+    _check_visibilities(visibility=visibility, stdout_visibility=stdout_visibility,
+                        hidden_case_visibility=hidden_case_visibility)
     view = student_view(result)
     tests = [t for p in view.parts
              for t in _part_tests(p, hidden_case_visibility, pending=view.performance_pending(p))]

@@ -183,6 +183,48 @@ def time_cub_ms(backend: Backend, cfg: Config, x: np.ndarray, dtype: np.dtype) -
         return None
 
 
+def _spot_checker(backend: Backend, held: dict[str, Guarded], x: np.ndarray, *, part: PartSpec,
+                  expected: np.ndarray, on_device: bool, checked: frozenset[int], spots: np.random.Generator,
+                  warmup: int, runs: int) -> Callable[[int, int], None]:
+    """The ``after`` hook of :meth:`Backend.time_interleaved_ms` for :func:`time_case`: after each run
+    of the submission (job 0) in ``checked``, a spot check of ``held["out"]`` (on the device from
+    ``held["in"]`` when ``on_device``, else against ``expected``, offsets drawn from ``spots``).
+
+    Raises:
+        _TimedRunWrong: a checked run's output is wrong, naming the run of ``warmup + runs``.
+    """
+    def after(job: int, i: int) -> None:
+        if job == 0 and i in checked:
+            wrong = (_spot_check_on_device(backend, held["out"], held["in"], x, part) if on_device
+                     else _spot_check(backend, held["out"], expected, spots))
+            if wrong is not None:
+                raise _TimedRunWrong(f"run {i + 1} of {warmup + runs} ({warmup} warm-up): {wrong}")
+    return after
+
+
+def _faster_than_copy(median: float, copy_ms: float, noise: float) -> str:
+    """The failure message of a median time (ms) below a device-to-device copy's by more than ``noise``
+    (a fraction)."""
+    return (f"timed at {median:.4f} ms, faster than a device-to-device copy of the same bytes ({copy_ms:.4f} ms) by "
+            f"{100 * (1 - median / copy_ms):.0f} %, beyond the runs' noise ({100 * noise:.0f} %): a scan reads and "
+            "writes every element, as the copy does, so no scan can beat it. These times are not of the whole scan "
+            "(is work skipped on some launches?)")
+
+
+def _timing(part: PartSpec, x: np.ndarray, *, n: int, dtype: np.dtype, times: list[float], median: float,
+            spread: float, ref_ms: float | None, copy_ms: float, launches: int) -> Timing:
+    """The :class:`Timing` of a size that passed: GB/s over the ``2 * n`` elements of ``dtype`` a scan
+    reads and writes, against the copy's (``copy_ms``) and the reference's (``ref_ms``, ms or None)
+    times, and the sequential CPU scan of ``x``, timed here (:func:`cpu_scan_ms`)."""
+    nbytes = 2 * n * dtype.itemsize
+    gbps = nbytes / (median * 1e-3) / 1e9
+    copy_gbps = nbytes / (copy_ms * 1e-3) / 1e9
+    cpu_ms = cpu_scan_ms(part, x)
+    return Timing(median_ms=median, spread=spread, runs=len(times), gbps=gbps, copy_fraction=gbps / copy_gbps,
+                  reference_ms=ref_ms, ratio=median / ref_ms if ref_ms else None,
+                  cpu_speedup=cpu_ms / median, cpu_ms=cpu_ms, copy_ms=copy_ms, launches=launches)
+
+
 def time_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, n: int, dtype_name: str,
               reference: tuple[PartSpec, Module] | None, ahead: DrawAhead | None = None) -> CaseResult:
     """Time one size on a GPU: the submission and the reference solution interleaved on the same
@@ -220,13 +262,8 @@ def time_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, 
         warmup, runs, checked, spots = _timed_schedule(cfg, part, n, slow=slow >= SLOW_RUN_S)
         held = {"out": plan.out, "in": d_in}  # for the spot checks; cleared with the plan, before the CPU scan
         on_device = device_checkable(run, plan, d_in, x, part=part, expected=expected)
-
-        def after(job: int, i: int) -> None:
-            if job == 0 and i in checked:
-                wrong = (_spot_check_on_device(backend, held["out"], held["in"], x, part) if on_device
-                         else _spot_check(backend, held["out"], expected, spots))
-                if wrong is not None:
-                    raise _TimedRunWrong(f"run {i + 1} of {warmup + runs} ({warmup} warm-up): {wrong}")
+        after = _spot_checker(backend, held, x, part=part, expected=expected, on_device=on_device,
+                              checked=checked, spots=spots, warmup=warmup, runs=runs)
         # One window of the GPU alone per size (the copy below too): another worker's window waits
         # for every shared holder to finish first, and all of their next cases for it.
         with backend.gpu_alone():
@@ -259,18 +296,9 @@ def time_case(backend: Backend, module: Module, *, cfg: Config, part: PartSpec, 
     copy_ms, copy_spread = _median_spread(copy_times)
     noise = max(COPY_NOISE_MIN, spread + copy_spread)
     if 2 * n * dtype.itemsize >= COPY_FLOOR_MIN_BYTES and median < copy_ms * (1 - noise):
-        return result(CaseStatus.FAIL, (
-            f"timed at {median:.4f} ms, faster than a device-to-device copy of the same bytes ({copy_ms:.4f} ms) by "
-            f"{100 * (1 - median / copy_ms):.0f} %, beyond the runs' noise ({100 * noise:.0f} %): a scan reads and "
-            "writes every element, as the copy does, so no scan can beat it. These times are not of the whole scan "
-            "(is work skipped on some launches?)"), kind=FailureKind.FASTER_THAN_COPY)
-    nbytes = 2 * n * dtype.itemsize
-    gbps = nbytes / (median * 1e-3) / 1e9
-    copy_gbps = nbytes / (copy_ms * 1e-3) / 1e9
-    cpu_ms = cpu_scan_ms(part, x)
-    timing = Timing(median_ms=median, spread=spread, runs=len(times), gbps=gbps, copy_fraction=gbps / copy_gbps,
-                    reference_ms=ref_ms, ratio=median / ref_ms if ref_ms else None,
-                    cpu_speedup=cpu_ms / median, cpu_ms=cpu_ms, copy_ms=copy_ms, launches=launches)
+        return result(CaseStatus.FAIL, _faster_than_copy(median, copy_ms, noise), kind=FailureKind.FASTER_THAN_COPY)
+    timing = _timing(part, x, n=n, dtype=dtype, times=times, median=median, spread=spread, ref_ms=ref_ms,
+                     copy_ms=copy_ms, launches=launches)
     note = (f"one run took {slow:.2f} s, so it was timed from {len(times)} runs after one warm-up"
             if slow >= SLOW_RUN_S else "")
     return result(CaseStatus.PASS, note, timing)
