@@ -91,11 +91,13 @@ INPUTS_LOCK = ".alive"
 
 
 def _inputs_folder() -> tuple[Path, int]:
-    """A new folder for the class's shared inputs (on a GPU: GiBs) and the descriptor of its lock
-    (:data:`INPUTS_LOCK`, held until the batch closes it), after removing the folders of batches
-    that died without removing theirs (killed outright: their lock is free), so that batches killed
-    again and again do not fill the temporary folder's disk. A lock, not a pid: it holds across
-    containers that share the folder, and a reused pid cannot keep a dead batch's folder."""
+    """A new folder for the class's shared inputs (on a GPU: GiBs, drawn once for the class, as no
+    student code runs on the host there: :func:`grader.grading.case.inputs.shared_input`) and the
+    descriptor of its lock (:data:`INPUTS_LOCK`, held until the batch closes it), after removing the
+    folders of batches that died without removing theirs (killed outright: their lock is free), so
+    that batches killed again and again do not fill the temporary folder's disk. A lock, not a pid:
+    it holds across containers that share the folder, and a reused pid cannot keep a dead batch's
+    folder."""
     for old in Path(tempfile.gettempdir()).glob(f"{INPUTS_PREFIX}*"):
         try:
             fd = os.open(old / INPUTS_LOCK, os.O_RDONLY)
@@ -230,6 +232,86 @@ class _Grading:
             self.on_done(sub.id, result, False)
 
 
+def _intake(folder: Path, *, out: Path, work: Path) -> list[Submission]:
+    """The submissions of ``folder``, their part files copied under ``work``
+    (:func:`grader.classwork.submissions.find_submissions`).
+
+    Raises:
+        UsageError: the copies did not fit under ``out`` (a full disk:
+            :func:`grader.classwork.store.unwritable`, one line saying what to free).
+    """
+    try:
+        return find_submissions(folder, work=work)
+    except OSError as exc:  # the intake copies did not fit under --out
+        if exc.errno not in FULL_DISK:
+            raise
+        sizes = [f.stat().st_size for f in folder.rglob("*") if f.is_file() and not f.is_symlink()]
+        raise unwritable(exc, out, left=len(list(folder.iterdir())), each=sum(sizes) // max(1, len(sizes))) from None
+
+
+def _grade_all(run: _Grading, subs: list[Submission], *, jobs: int, work: Path, notes: dict[str, str],
+               people: dict[str, Person], inputs_lock: int | None) -> None:
+    """Grade ``subs`` with ``run`` on a pool of ``jobs`` threads; then, however it ends, end the jobs'
+    workers and remove ``run.inputs`` (closing ``inputs_lock``, its lock's descriptor).
+
+    Raises:
+        Interrupted: Ctrl-C: nothing more is started, the running gradings are stopped, and what
+            :func:`_interrupted` writes of the submissions finished is written.
+        UsageError, or any other error of the batch itself (a report that could not be written: a
+            full disk): raised once the running gradings have stopped.
+    """
+    cfg, results, out, inputs = run.cfg, run.results, run.out, run.inputs
+    pool = ThreadPoolExecutor(max_workers=jobs)
+    futures = [pool.submit(run.one, s) for s in subs]
+    try:
+        for f in futures:
+            f.result()
+    except BaseException as exc:  # Ctrl-C, or the batch itself failed: start nothing more, end what runs
+        run.stop.set()
+        pool.shutdown(wait=False, cancel_futures=True)
+        # The ones it cancelled never finish (wait() would block on them for ever): wait for the rest.
+        wait([f for f in futures if not f.cancelled()])
+        if not isinstance(exc, KeyboardInterrupt):
+            raise
+        raise _interrupted(out, work, [(s.id, results[s.id]) for s in subs if s.id in results],
+                           total=len(subs), keys=[k for k in PARTS if k in cfg.parts], notes=notes,
+                           people=people) from None
+    finally:
+        pool.shutdown(wait=True)
+        for worker in run.workers.values():
+            worker.close()
+        if inputs is not None:
+            shutil.rmtree(inputs, ignore_errors=True)
+            os.close(inputs_lock)
+
+
+def _write_class_files(out: Path, rows: list[tuple[str, SubmissionResult]], *, cfg: Config, backend: str,
+                       checks: bool, shard: tuple[int, int] | None, everyone: list[str], positions: list[int],
+                       submissions: Path, names: dict[str, str], notes: dict[str, str], people: dict[str, Person],
+                       regraded: dict[str, str]) -> None:
+    """Write the finished run's ``gradebook.csv``, ``summary.txt`` (with a line per result graded
+    again on ``--resume``, and one naming the student folders of ``out`` not in ``names``) and,
+    last, the ``batch.json`` manifest (:func:`grader.classwork.store.write_manifest`).
+
+    Raises:
+        UsageError: ``out`` cannot take a file (a full disk: :func:`grader.classwork.store.unwritable`).
+    """
+    keys = [k for k in PARTS if k in cfg.parts]
+    book = gradebook_csv(rows, keys, notes, people)
+    try:
+        write_atomic(out / "gradebook.csv", book)
+        stale = [f.name for f in student_folders(out) if f.name not in names]
+        write_atomic(out / "summary.txt", class_summary(rows, keys, notes) + "".join(
+            f"graded again on --resume: {sid}: {why}\n" for sid, why in regraded.items()) + (
+            f"folders of an earlier run, not in this gradebook (kept; not a submission of this run, or one whose id "
+            f"changed): {', '.join(stale)}\n" if stale else ""))
+        write_manifest(out, cfg=cfg, backend=backend, checks=checks, shard=shard, part_keys=keys,
+                       everyone=everyone, positions=positions, submissions=submissions, names=names, notes=notes,
+                       people=people)
+    except OSError as exc:
+        raise unwritable(exc, out, left=0, each=len(book.encode())) from None
+
+
 def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume: bool = False, jobs: int | None = None,
           checks: bool = True, on_done: Callable[[str, SubmissionResult, bool], None] | None = None,
           on_note: Callable[[str, str], None] | None = None, shard: tuple[int, int] | None = None,
@@ -288,13 +370,7 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
     require_submissions(folder)
     out.mkdir(parents=True, exist_ok=True)
     work = out / ".work"
-    try:
-        subs = find_submissions(folder, work=work)
-    except OSError as exc:  # the intake copies did not fit under --out
-        if exc.errno not in FULL_DISK:
-            raise
-        sizes = [f.stat().st_size for f in folder.rglob("*") if f.is_file() and not f.is_symlink()]
-        raise unwritable(exc, out, left=len(list(folder.iterdir())), each=sum(sizes) // max(1, len(sizes))) from None
+    subs = _intake(folder, out=out, work=work)
     (out / MANIFEST).unlink(missing_ok=True)  # a run cut short must not look finished to scangrade merge
     everyone, positions = [s.id for s in subs], shard_positions(len(subs), shard)
     names = {s.id: s.name for s in subs}
@@ -304,49 +380,15 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
     gpus, jobs = _gpus_and_jobs(selection, jobs)
     if jobs > 1 and not cfg.emulator.workers:  # the jobs share the cores: the emulator's threads too
         cfg = cfg.override(emulator={"workers": max(1, usable_cpus() // jobs)})
-    # On a GPU, the large inputs every submission is graded on, drawn once for the class (no student
-    # code runs on the host there: grader.grading.case.inputs.shared_input); removed when the batch ends.
+    # On a GPU, the large inputs every submission is graded on, drawn once for the class (removed at the end).
     inputs, inputs_lock = _inputs_folder() if selection.kind.uses_gpus else (None, None)
     run = _Grading(out=out, cfg=cfg, selection=selection, checks=checks, resume=resume, reports=reports,
                    on_done=on_done, on_note=on_note, gpus=gpus, inputs=inputs, jobs=jobs, total=len(subs),
                    on_event=on_event)
-    results, regraded = run.results, run.regraded
-    pool = ThreadPoolExecutor(max_workers=jobs)
-    futures = [pool.submit(run.one, s) for s in subs]
-    try:
-        for f in futures:
-            f.result()
-    except BaseException as exc:  # Ctrl-C, or the batch itself failed: start nothing more, end what runs
-        run.stop.set()
-        pool.shutdown(wait=False, cancel_futures=True)
-        # The ones it cancelled never finish (wait() would block on them for ever): wait for the rest.
-        wait([f for f in futures if not f.cancelled()])
-        if not isinstance(exc, KeyboardInterrupt):
-            raise
-        raise _interrupted(out, work, [(s.id, results[s.id]) for s in subs if s.id in results],
-                           total=len(subs), keys=[k for k in PARTS if k in cfg.parts], notes=notes,
-                           people=people) from None
-    finally:
-        pool.shutdown(wait=True)
-        for worker in run.workers.values():
-            worker.close()
-        if inputs is not None:
-            shutil.rmtree(inputs, ignore_errors=True)
-            os.close(inputs_lock)
-    rows = [(s.id, results[s.id]) for s in subs]
-    keys = [k for k in PARTS if k in cfg.parts]
-    book = gradebook_csv(rows, keys, notes, people)
-    try:
-        write_atomic(out / "gradebook.csv", book)
-        stale = [f.name for f in student_folders(out) if f.name not in names]
-        write_atomic(out / "summary.txt", class_summary(rows, keys, notes) + "".join(
-            f"graded again on --resume: {sid}: {why}\n" for sid, why in regraded.items()) + (
-            f"folders of an earlier run, not in this gradebook (kept; not a submission of this run, or one whose id "
-            f"changed): {', '.join(stale)}\n" if stale else ""))
-        write_manifest(out, cfg=cfg, backend=selection.name, checks=checks, shard=shard, part_keys=keys,
-                       everyone=everyone, positions=positions, submissions=folder, names=names, notes=notes,
-                       people=people)
-    except OSError as exc:
-        raise unwritable(exc, out, left=0, each=len(book.encode())) from None
+    _grade_all(run, subs, jobs=jobs, work=work, notes=notes, people=people, inputs_lock=inputs_lock)
+    rows = [(s.id, run.results[s.id]) for s in subs]
+    _write_class_files(out, rows, cfg=cfg, backend=selection.name, checks=checks, shard=shard, everyone=everyone,
+                       positions=positions, submissions=folder, names=names, notes=notes, people=people,
+                       regraded=run.regraded)
     shutil.rmtree(work, ignore_errors=True)
     return rows

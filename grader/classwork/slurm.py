@@ -116,6 +116,93 @@ def _option_name(opt: str) -> str:
     return opt.split("=", 1)[0].split(None, 1)[0]
 
 
+def _task_command(submissions: Path, *, out: Path, shards: int, config: Path, private_config: Path | None,
+                  backend: str, checks: bool, jobs: int | None, resume: bool, python: str,
+                  allow_unsandboxed: bool) -> list[str]:
+    """The words of an array task's ``python -P -m grader batch`` command, each shell-quoted: the
+    shard (folder ``out/shards/I`` and ``--shard I/K``) read from ``$SLURM_ARRAY_TASK_ID``, config
+    paths made absolute, and on the emulator without ``jobs``, ``--jobs`` the task's CPUs."""
+    q = shlex.quote
+    task_out = f'{q(str(out / "shards") + "/")}"$SLURM_ARRAY_TASK_ID"'
+    cmd = [q(python), "-P", "-m", "grader", "batch", q(str(submissions)), "--out", task_out,
+           "--shard", f'"$SLURM_ARRAY_TASK_ID/{shards}"', "--config", q(str(config.resolve())),
+           "--backend", backend]
+    if private_config is not None:
+        cmd += ["--private-config", q(str(private_config.resolve()))]
+    cmd.append("--checks" if checks else "--no-checks")
+    if resume:
+        cmd.append("--resume")
+    if allow_unsandboxed:
+        cmd.append("--allow-unsandboxed")
+    if jobs:
+        cmd += ["--jobs", str(jobs)]
+    elif not BACKENDS[backend].uses_gpus:  # one submission per core of the node
+        cmd += ["--jobs", '"${SLURM_CPUS_ON_NODE:-1}"']
+    return cmd
+
+
+def _grade_script(cmd: list[str], *, submissions: Path, out: Path, shards: int, backend: str,
+                  options: list[str]) -> str:
+    """The array job script: its ``#SBATCH`` lines (``--gres=gpu:1`` on a GPU backend unless
+    ``options``, already checked, ask for GPUs; then ``options``), then ``cmd`` with the arguments
+    given to sbatch after the script, exit status 1 (some student failed a case) made success.
+
+    Raises:
+        UsageError: the log folder under ``out`` cannot be an ``#SBATCH`` value.
+    """
+    logs = out / "slurm"
+    names = {_option_name(o) for o in options}
+    heads = ["#SBATCH --job-name=scangrade", f"#SBATCH --array=0-{shards - 1}",
+             f"#SBATCH --output={_directive_path(logs / 'grade-%A_%a.out')}", "#SBATCH --ntasks=1"]
+    if BACKENDS[backend].uses_gpus and not names & {"--gres", "--gpus", "-G", "--gpus-per-task", "--gpus-per-node"}:
+        heads.append("#SBATCH --gres=gpu:1")
+    heads += [f"#SBATCH {o}" for o in options]
+    return "\n".join([
+        "#!/bin/bash",
+        f"# Written by scangrade {__version__} (scangrade batch --slurm): task I grades shard I of {shards}",
+        f"# of {submissions} into {out}/shards/I.",
+        f"# Grade one shard again, keeping its finished students: sbatch --array=I {logs}/grade.sbatch --resume",
+        *heads,
+        "set -uo pipefail",
+        "status=0",
+        " ".join(cmd) + ' "$@" || status=$?',
+        "# exit status 1: some student failed a case; the shard is graded all the same, so the task",
+        "# succeeded (sacct shows FAILED only for shards to grade again)",
+        'if [ "$status" -eq 1 ]; then exit 0; fi',
+        'exit "$status"',
+        ""])
+
+
+def _merge_script(*, out: Path, shards: int, options: list[str], python: str) -> str:
+    """The merge job script: ``scangrade merge`` of the ``shards`` folders under ``out/shards`` into
+    ``out``, with the placement options of ``options`` (:data:`_PLACEMENT_OPTIONS`); exit status 1
+    is success once a whole (not ``PARTIAL``) gradebook was written.
+
+    Raises:
+        UsageError: the log folder under ``out`` cannot be an ``#SBATCH`` value.
+    """
+    q = shlex.quote
+    logs = out / "slurm"
+    merge_heads = ["#SBATCH --job-name=scangrade-merge", f"#SBATCH --output={_directive_path(logs / 'merge-%j.out')}",
+                   "#SBATCH --ntasks=1"]
+    merge_heads += [f"#SBATCH {o}" for o in options if _option_name(o) in _PLACEMENT_OPTIONS]
+    shard_dirs = " ".join(q(str(out / "shards" / str(i))) for i in range(shards))
+    return "\n".join([
+        "#!/bin/bash",
+        f"# Written by scangrade {__version__} (scangrade batch --slurm): joins the {shards} shard(s) of",
+        f"# {out}/shards into {out}/gradebook.csv and summary.txt. Submitted after the array job with",
+        "# --dependency=afterany:<array job>; run it again (or this command by hand) after a shard is regraded.",
+        *merge_heads,
+        "set -uo pipefail",
+        "status=0",
+        f"printed=$({q(python)} -P -m grader merge {shard_dirs} --out {q(str(out))} \"$@\") || status=$?",
+        'printf "%s\\n" "$printed"',
+        "# exit status 1 after a whole gradebook was written: some student failed a case, the merge succeeded",
+        'if [ "$status" -eq 1 ] && [[ "$printed" == *"gradebook: "* && "$printed" != *"PARTIAL: "* ]]; then exit 0; fi',
+        'exit "$status"',
+        ""])
+
+
 def sbatch_scripts(submissions: Path, *, out: Path, shards: int, config: Path, private_config: Path | None,
                    backend: str, checks: bool = True, jobs: int | None = None, options: list[str] | tuple[str, ...] = (),
                    resume: bool = False, python: str | None = None,
@@ -153,62 +240,11 @@ def sbatch_scripts(submissions: Path, *, out: Path, shards: int, config: Path, p
     for path in (submissions, config, private_config):
         if path is not None and any(c in str(path) for c in "\n\r"):
             raise UsageError(f"{str(path)!r}: a path with a line break cannot go into a job script; rename it")
-    logs = out / "slurm"
-    q = shlex.quote
-    task_out = f'{q(str(out / "shards") + "/")}"$SLURM_ARRAY_TASK_ID"'
-    cmd = [q(python), "-P", "-m", "grader", "batch", q(str(submissions)), "--out", task_out,
-           "--shard", f'"$SLURM_ARRAY_TASK_ID/{shards}"', "--config", q(str(config.resolve())),
-           "--backend", backend]
-    if private_config is not None:
-        cmd += ["--private-config", q(str(private_config.resolve()))]
-    cmd.append("--checks" if checks else "--no-checks")
-    if resume:
-        cmd.append("--resume")
-    if allow_unsandboxed:
-        cmd.append("--allow-unsandboxed")
-    if jobs:
-        cmd += ["--jobs", str(jobs)]
-    elif not BACKENDS[backend].uses_gpus:  # one submission per core of the node
-        cmd += ["--jobs", '"${SLURM_CPUS_ON_NODE:-1}"']
-    names = {_option_name(o) for o in options}
-    heads = ["#SBATCH --job-name=scangrade", f"#SBATCH --array=0-{shards - 1}",
-             f"#SBATCH --output={_directive_path(logs / 'grade-%A_%a.out')}", "#SBATCH --ntasks=1"]
-    if BACKENDS[backend].uses_gpus and not names & {"--gres", "--gpus", "-G", "--gpus-per-task", "--gpus-per-node"}:
-        heads.append("#SBATCH --gres=gpu:1")
-    heads += [f"#SBATCH {o}" for o in options]
-    grade = "\n".join([
-        "#!/bin/bash",
-        f"# Written by scangrade {__version__} (scangrade batch --slurm): task I grades shard I of {shards}",
-        f"# of {submissions} into {out}/shards/I.",
-        f"# Grade one shard again, keeping its finished students: sbatch --array=I {logs}/grade.sbatch --resume",
-        *heads,
-        "set -uo pipefail",
-        "status=0",
-        " ".join(cmd) + ' "$@" || status=$?',
-        "# exit status 1: some student failed a case; the shard is graded all the same, so the task",
-        "# succeeded (sacct shows FAILED only for shards to grade again)",
-        'if [ "$status" -eq 1 ]; then exit 0; fi',
-        'exit "$status"',
-        ""])
-    merge_heads = ["#SBATCH --job-name=scangrade-merge", f"#SBATCH --output={_directive_path(logs / 'merge-%j.out')}",
-                   "#SBATCH --ntasks=1"]
-    merge_heads += [f"#SBATCH {o}" for o in options if _option_name(o) in _PLACEMENT_OPTIONS]
-    shard_dirs = " ".join(q(str(out / "shards" / str(i))) for i in range(shards))
-    merge_text = "\n".join([
-        "#!/bin/bash",
-        f"# Written by scangrade {__version__} (scangrade batch --slurm): joins the {shards} shard(s) of",
-        f"# {out}/shards into {out}/gradebook.csv and summary.txt. Submitted after the array job with",
-        "# --dependency=afterany:<array job>; run it again (or this command by hand) after a shard is regraded.",
-        *merge_heads,
-        "set -uo pipefail",
-        "status=0",
-        f"printed=$({q(python)} -P -m grader merge {shard_dirs} --out {q(str(out))} \"$@\") || status=$?",
-        'printf "%s\\n" "$printed"',
-        "# exit status 1 after a whole gradebook was written: some student failed a case, the merge succeeded",
-        'if [ "$status" -eq 1 ] && [[ "$printed" == *"gradebook: "* && "$printed" != *"PARTIAL: "* ]]; then exit 0; fi',
-        'exit "$status"',
-        ""])
-    return grade, merge_text
+    cmd = _task_command(submissions, out=out, shards=shards, config=config, private_config=private_config,
+                        backend=backend, checks=checks, jobs=jobs, resume=resume, python=python,
+                        allow_unsandboxed=allow_unsandboxed)
+    grade = _grade_script(cmd, submissions=submissions, out=out, shards=shards, backend=backend, options=options)
+    return grade, _merge_script(out=out, shards=shards, options=options, python=python)
 
 
 def _sbatch(args: list[str], *, what: str, sbatch: str) -> str:
