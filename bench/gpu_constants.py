@@ -75,15 +75,9 @@ __global__ void global_chase(const int *next, int steps, int *out) {
     out[0] = p;
 }
 
-// A chain of tiles with a serial decoupled look-back and no data: a ticket, the aggregate
-// published (flag 1), one lane walking back one status word at a time until an inclusive prefix
-// (flag 2), the inclusive prefix published.
-__global__ void lookback_chain(unsigned long long *status, unsigned int *counter) {
-    __shared__ unsigned int ticket;
-    if (threadIdx.x == 0) ticket = atomicAdd(counter, 1u);
-    __syncthreads();
-    if (threadIdx.x != 0) return;
-    unsigned int t = ticket;
+// Tile t's serial decoupled look-back, by one lane: its aggregate (1) published (flag 1), then one
+// predecessor's status word at a time until an inclusive prefix (flag 2), then its own published.
+__device__ void serial_lookback(unsigned long long *status, unsigned int t) {
     volatile unsigned long long *st = status;
     if (t == 0) { st[0] = (2ull << 32) | 1u; return; }
     st[t] = (1ull << 32) | 1u;
@@ -97,6 +91,16 @@ __global__ void lookback_chain(unsigned long long *status, unsigned int *counter
     st[t] = (2ull << 32) | (sum + 1u);
 }
 
+// A chain of tiles with a serial decoupled look-back and no data: a ticket, the aggregate
+// published (flag 1), one lane walking back one status word at a time until an inclusive prefix
+// (flag 2), the inclusive prefix published.
+__global__ void lookback_chain(unsigned long long *status, unsigned int *counter) {
+    __shared__ unsigned int ticket;
+    if (threadIdx.x == 0) ticket = atomicAdd(counter, 1u);
+    __syncthreads();
+    if (threadIdx.x == 0) serial_lookback(status, ticket);
+}
+
 // The same chain over tiles that carry Part 5's traffic: 128 threads a tile each load and store
 // 44 words (5,632 a tile), then the one-lane look-back; the aggregate is the tile's count.
 __global__ void lookback_tiles(const int *in, int *out, unsigned long long *status, unsigned int *counter) {
@@ -108,22 +112,7 @@ __global__ void lookback_tiles(const int *in, int *out, unsigned long long *stat
     int v[44];
     for (int i = 0; i < 44; ++i) v[i] = in[base + i * 128 + threadIdx.x];
     __syncthreads();
-    if (threadIdx.x == 0) {
-        volatile unsigned long long *st = status;
-        if (t == 0) {
-            st[0] = (2ull << 32) | 1u;
-        } else {
-            st[t] = (1ull << 32) | 1u;
-            unsigned int sum = 0;
-            for (int p = int(t) - 1;; --p) {
-                unsigned long long w;
-                do { w = st[p]; } while ((w >> 32) == 0);
-                sum += (unsigned int)w;
-                if ((w >> 32) == 2) break;
-            }
-            st[t] = (2ull << 32) | (sum + 1u);
-        }
-    }
+    if (threadIdx.x == 0) serial_lookback(status, t);
     __syncthreads();
     for (int i = 0; i < 44; ++i) out[base + i * 128 + threadIdx.x] = v[i] + 1;
 }

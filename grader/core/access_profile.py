@@ -76,6 +76,13 @@ class AccessSite:
     worst_words: tuple[int, ...] = ()
 
     @property
+    def moved_bytes(self) -> int:
+        """Global: the bytes this line's requests move at least (see :attr:`MemoryProfile.moved_bytes`):
+        the fewest of 32 times the sectors they touched, 32 times the sectors their bytes fill, and
+        their bytes."""
+        return min(32 * self.sectors, 32 * self.ideal_sectors, self.bytes or 32 * self.ideal_sectors)
+
+    @property
     def conflict_wavefronts(self) -> int:
         """Extra wavefronts caused by bank conflicts (Nsight Compute's l1tex__data_bank_conflicts)."""
         return self.wavefronts - self.ideal_wavefronts
@@ -191,7 +198,7 @@ class MemoryProfile:
         the same sectors, a thread's ``in[2i]`` and ``in[2i+1]``, count those sectors once; 32 lanes
         reading one word, one sector, as the L1 serves them; one thread copying 16 bytes a request,
         as Part 5's emulated bulk copy does, its bytes, not a sector a request)."""
-        return sum(min(32 * s.sectors, 32 * s.ideal_sectors, s.bytes or 32 * s.ideal_sectors) for s in self._global())
+        return sum(s.moved_bytes for s in self._global())
 
     @property
     def ideal_sectors_per_request(self) -> float | None:

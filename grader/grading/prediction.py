@@ -105,7 +105,7 @@ def kernel_counts(profile, launches: Sequence[LaunchConfig]) -> dict[str, Kernel
         cfg, steps = max(pairs, key=lambda p: p[0].grid)
         blocks = sum(c.grid for c, _ in pairs)
         sites = [s for s in profile.sites if s.kernel == kernel and s.space == "global"]
-        moved = sum(min(32 * s.sectors, 32 * s.ideal_sectors, s.bytes or 32 * s.ideal_sectors) for s in sites)
+        moved = sum(s.moved_bytes for s in sites)
         look = [s for s in sites if not s.store and s.size == LOOKBACK_LOAD_BYTES and s.requests]
         width = reads = 0
         if look:
