@@ -1,11 +1,15 @@
 """The constants of the prediction model (docs/prediction.md), measured on the GPU this runs on.
 
 Each is a microbenchmark of one mechanism, timed with CUDA events (median of several runs, the L2
-emptied by a 512 MiB write before every copy): nothing here runs a scan, so the model's accuracy,
+emptied by a 512 MiB write before every copy, the clocks warmed up before every run as the grader's
+timing warms them: docs/timing.md): nothing here runs a scan, so the model's accuracy,
 measured against the graded kernels (bench/prediction.py), is not fitted to them.
 
 - ``launch_us``: one launch of an empty kernel of one block, back to back in one stream (the time
   a dependent launch adds);
+- ``queued_launch_us``: what each further launch of an empty kernel adds where the launches are
+  queued behind a 512 MiB write (as the grader's timed window queues a plan's launches behind the
+  L2 flush): the slope from 1 to 9 launches;
 - ``block_ns``: the time each further block of 256 threads adds to an empty launch, per SM
   (block dispatch);
 - ``copy``: a device-to-device copy's time at several byte counts (the bandwidth a kernel of the
@@ -19,8 +23,10 @@ measured against the graded kernels (bench/prediction.py), is not fitted to them
 - ``sector_gbps``: the stored 32-byte sectors a second (GB/s of sectors) of a copy whose lanes are
   176 bytes apart (every request 32 sectors; the loads' lines are reused from L1, the stores are
   not): the rate at which stores that touch more sectors than their bytes fill are served;
-- ``thread_step_ns``: half of one element of a one-thread loop ``out[i] = s; s += in[i]`` (2^20
-  elements, a load and a store): how fast one thread walks memory alone;
+- ``thread_step_ns``: half of one element of a one-thread exclusive scan ``x = in[i]; out[i] = s;
+  s += x`` (2^20 elements, a load and a store, the load first: the order a sequential scan needs to
+  be right in place): how fast one thread walks memory alone (the same loop with the store first,
+  which no in-place scan can use, is ``raw.store_first_element_ns``);
 - ``lookback_tile_ns``: one tile of a chain of 2^15 tiles (blocks of 128 threads, 22 KiB of shared
   memory, as Part 5's), each loading and storing Part 5's tile of 5,632 words, whose one lane looks
   back one status word at a time (the same chain with no data, ``raw.empty_lookback_tile_ns``,
@@ -39,6 +45,7 @@ import statistics
 import subprocess
 import sys
 from datetime import datetime, timezone
+from pathlib import Path
 
 SOURCE = r"""
 extern "C" {
@@ -129,6 +136,11 @@ __global__ void strided_copy(const int *__restrict__ in, int *__restrict__ out) 
 
 __global__ void one_thread_scan(const int *in, int *out, int n) {
     int s = 0;
+    for (int i = 0; i < n; ++i) { int x = in[i]; out[i] = s; s += x; }
+}
+
+__global__ void one_thread_store_first(const int *in, int *out, int n) {
+    int s = 0;
     for (int i = 0; i < n; ++i) { out[i] = s; s += in[i]; }
 }
 }
@@ -136,10 +148,14 @@ __global__ void one_thread_scan(const int *in, int *out, int n) {
 
 
 def _median_ms(drv, fn, *, runs: int, before=None) -> float:
+    """The median of ``runs`` timed calls of ``fn``, each after ``before()`` and the grader's clock
+    warm-up (:class:`grader.backends.base.ClockWarmup`: every SM busy for CLOCK_WARMUP_MS), so that
+    a constant is measured at the clocks a graded kernel is timed at."""
     times = []
     for _ in range(runs):
         if before is not None:
             before()
+        _hold_clocks(drv)
         a, b = drv.Event(), drv.Event()
         a.record()
         fn()
@@ -147,6 +163,22 @@ def _median_ms(drv, fn, *, runs: int, before=None) -> float:
         b.synchronize()
         times.append(b.time_since(a))
     return statistics.median(times)
+
+
+_HOLD = []
+
+
+def _hold_clocks(drv) -> None:
+    """Queue the grader's clock warm-up (:data:`grader.backends.pycuda_ptx.HOLD_CLOCKS_PTX`)."""
+    import numpy as np
+    from grader.backends.base import CLOCK_WARMUP_MS
+    from grader.backends.pycuda_ptx import HOLD_CLOCKS_PTX
+    if not _HOLD:
+        module = drv.module_from_buffer(HOLD_CLOCKS_PTX.encode())
+        sms = drv.Context.get_device().get_attribute(drv.device_attribute.MULTIPROCESSOR_COUNT)
+        _HOLD.append((module, module.get_function("scangrade_hold_clocks"), 4 * sms))
+    _, hold, blocks = _HOLD[0]
+    hold(np.uint64(int(CLOCK_WARMUP_MS * 1e6)), block=(256, 1, 1), grid=(blocks, 1, 1))
 
 
 def measure() -> dict:
@@ -168,6 +200,12 @@ def measure() -> dict:
 
     k = 2000
     launch_ms = _median_ms(drv, lambda: [empty(block=(32, 1, 1), grid=(1, 1)) for _ in range(k)], runs=5) / k
+    words = (512 << 20) // 4
+
+    def queued_ms(k: int) -> float:
+        return _median_ms(drv, lambda: [empty(block=(32, 1, 1), grid=(1, 1)) for _ in range(k)], runs=15,
+                          before=lambda: drv.memset_d32_async(flush, 0, words))
+    queued_launch_us = (queued_ms(9) - queued_ms(1)) * 1e3 / 8
     blocks = 1 << 20
     big_ms = _median_ms(drv, lambda: empty(block=(256, 1, 1), grid=(blocks, 1)), runs=10)
     block_ns = max(0.0, (big_ms - launch_ms) * 1e6 / (blocks / sms))
@@ -211,10 +249,14 @@ def measure() -> dict:
     n = 1 << 20
     d_in = drv.to_device(np.ones(n, np.int32))
     d_out = drv.mem_alloc(4 * n)
-    one = mod.get_function("one_thread_scan")
-    one_ms = _median_ms(drv, lambda: one(d_in, d_out, np.int32(n), block=(1, 1, 1), grid=(1, 1)), runs=3,
-                        before=flush_l2)
-    thread_element_ns = (one_ms - launch_ms) * 1e6 / n
+
+    def element_ns(kernel: str) -> float:
+        one = mod.get_function(kernel)
+        one_ms = _median_ms(drv, lambda: one(d_in, d_out, np.int32(n), block=(1, 1, 1), grid=(1, 1)), runs=3,
+                            before=flush_l2)
+        return (one_ms - launch_ms) * 1e6 / n
+    thread_element_ns = element_ns("one_thread_scan")
+    store_first_ns = element_ns("one_thread_store_first")
 
     tiles = 1 << 16
     status = drv.mem_alloc(8 * tiles)
@@ -267,14 +309,17 @@ def measure() -> dict:
         "lookback_tile_ns": round(lookback_tile_ns, 2),
         "l2_step_ns": round(global_step_ns, 2),
         "sector_gbps": round(sector_gbps, 1),
+        "queued_launch_us": round(queued_launch_us, 3),
         "accuracy": "",
         "raw": {"launch_us": launch_ms * 1e3, "block_ns": block_ns, "global_step_ns": global_step_ns,
                 "dram_step_ns": dram_step_ns, "thread_element_ns": thread_element_ns,
+                "store_first_element_ns": store_first_ns,
                 "empty_lookback_tile_ns": empty_tile_ns},
     }
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     result = measure()
     text = json.dumps(result, indent=2)
     print(text)

@@ -133,6 +133,18 @@ class _FakeDriver:
     def memset_d32_async(self, *args):
         self.log.append("flush")
 
+    class device_attribute:  # noqa: N801 (pycuda's name)
+        MULTIPROCESSOR_COUNT = "sms"
+
+    def module_from_buffer(self, ptx):
+        driver = self
+
+        class Module:
+            def get_function(self, name):
+                assert name == "scangrade_hold_clocks"
+                return lambda *args, **kw: driver.log.append("warm")
+        return Module()
+
     def work(self, j):
         def run():
             if j == "boom":
@@ -148,6 +160,7 @@ def _fake_pycuda(driver):
     backend = object.__new__(PyCudaBackend)  # no GPU: only the timing loop is under test
     backend._cuda, backend._deferred = driver, False
     backend._scratch = _Scratch(driver, total_bytes=80 * 2**30)
+    backend._device = type("Device", (), {"get_attribute": lambda self, what: 132})()
     return backend
 
 
@@ -158,9 +171,11 @@ def test_interleaved_timing_alternates_the_order_and_splits_the_times_per_job():
     times = backend.time_interleaved_ms([("a", driver.work(0), lambda: before.append(0)),
                                          ("b", driver.work(1), lambda: before.append(1))],
                                         warmup=1, runs=4, flush_bytes=1024)
-    launches = [e for e in driver.log if e != "flush"]
+    launches = [e for e in driver.log if e not in ("flush", "warm")]
     assert launches == [0, 1, 1, 0, 0, 1, 1, 0, 0, 1]  # A B, B A, ...
     assert before == launches and driver.log.count("flush") == 10  # poisoned and flushed before every launch
+    # runs of 1 ms and more: the clocks warmed up before every run, then the flush, then the run
+    assert driver.log == [e for launch in launches for e in ("warm", "flush", launch)]
     assert len(times) == 2 and len(times[0]) == len(times[1]) == 4  # the warm-up is not kept
     # A GPU slowing down at a steady rate costs both jobs the same on average (ABBA).
     extra_a = sum(times[0]) - 4 * 1.0
@@ -177,3 +192,16 @@ def test_a_failure_while_timed_names_the_job_and_is_a_kernel_error():
                                      ("the submission's kernel", driver.work("boom"), None)],
                                     warmup=0, runs=2, flush_bytes=0)
     assert backend._deferred is False
+
+
+def test_a_timed_run_warms_the_clocks_first_and_always_after_idle_or_a_long_run():
+    """The clock warm-up's rule (grader.backends.base.ClockWarmup): before the first run; not between
+    short back-to-back runs; from a gap of CLOCK_IDLE_MS or a run of CLOCK_LONG_RUN_MS on, before every run."""
+    from grader.backends.base import CLOCK_IDLE_MS, CLOCK_LONG_RUN_MS, ClockWarmup
+    short, brief = CLOCK_LONG_RUN_MS / 100, CLOCK_IDLE_MS / 10
+    for trigger in ((CLOCK_IDLE_MS, short), (brief, CLOCK_LONG_RUN_MS)):
+        clocks = ClockWarmup()
+        assert clocks.due(1e9, 1e9)  # the first run, whatever came before
+        assert not clocks.due(brief, short)
+        assert clocks.due(*trigger)
+        assert clocks.due(brief, short)  # and every run after it

@@ -238,8 +238,8 @@ def test_the_gpu_kernels_compute_what_the_host_definitions_do():
         gpu.close()
 
 
-@pytest.mark.parametrize("name, ptx", [("check", "CHECK_PTX"), ("fill", "FILL_PTX")])
-def test_the_grader_kernels_assemble(tmp_path, name, ptx):
+@pytest.mark.parametrize("ptx", __import__("grader.backends.pycuda_ptx", fromlist=["__all__"]).__all__)
+def test_the_grader_kernels_assemble(tmp_path, ptx):
     """The grader's own PTX (loaded by the driver on a GPU, never by this suite) assembles: ptxas
     for the course's GPU, where the CUDA toolkit is installed."""
     import shutil
@@ -250,8 +250,8 @@ def test_the_grader_kernels_assemble(tmp_path, name, ptx):
     ptxas = shutil.which("ptxas")
     if ptxas is None:
         pytest.skip("no ptxas (the CUDA toolkit) on PATH")
-    source = tmp_path / f"{name}.ptx"
+    source = tmp_path / f"{ptx}.ptx"
     source.write_text(getattr(pycuda_ptx, ptx))
-    done = subprocess.run([ptxas, "-arch=sm_90", str(source), "-o", str(tmp_path / f"{name}.cubin")],
+    done = subprocess.run([ptxas, "-arch=sm_90", str(source), "-o", str(tmp_path / f"{ptx}.cubin")],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -47,6 +47,21 @@ def test_a_tiled_kernel_at_a_large_size_is_its_copy_of_the_same_bytes_plus_its_w
     assert double == pytest.approx(2 * ms, rel=0.1)
 
 
+def test_launches_queued_behind_one_another_pay_the_queued_dispatch_not_the_fixed_cost():
+    """A plan of three launches: each after the first pays queued_launch_us in place of the lone
+    launch's fixed cost (the copy's time at 0 bytes); unmeasured (None), each pays the fixed cost."""
+    launch = LaunchConfig("k", 64, 256, 2048)
+    counts = {"k": _tiled(64)}
+    lone = replace(MODEL, queued_launch_us=None)
+    one = predict_ms(lone, [launch], counts)
+    assert predict_ms(lone, [launch] * 3, counts) == pytest.approx(3 * one)
+    queued = replace(MODEL, queued_launch_us=1.0)
+    saved = MODEL.copy_ms(0) - 1e-3
+    assert saved > 0
+    assert predict_ms(queued, [launch] * 3, counts) == pytest.approx(3 * one - 2 * saved)
+    assert predict_ms(queued, [launch], counts) == pytest.approx(one)
+
+
 def test_a_span_that_grows_with_the_grid_is_one_thread_walking_the_input():
     """Counted 2 steps an element at 128 and 32 blocks (one thread's loop): at 2048 blocks, the span
     is 16 times the counted one, each step at the measured step of a thread walking alone."""

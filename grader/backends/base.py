@@ -161,6 +161,43 @@ class Finding:
 
 
 
+#: How long the GPU may idle (the host between two runs: spot checks, resets), in ms, before a timed
+#: run is preceded by a clock warm-up (:class:`ClockWarmup`).
+CLOCK_IDLE_MS = 1.0
+#: A run at least this long (ms) may have kept few multiprocessors busy (a one-thread kernel), after
+#: which the clocks are low too.
+CLOCK_LONG_RUN_MS = 1.0
+#: The warm-up: every multiprocessor busy this long (ms) before the timed run's L2 flush.
+CLOCK_WARMUP_MS = 1.0
+
+
+class ClockWarmup:
+    """When a timing's runs are each preceded by a clock warm-up (every multiprocessor busy for
+    :data:`CLOCK_WARMUP_MS`, outside the timed window): before its first run (compiles and copies came
+    before), and before every run once the GPU idled :data:`CLOCK_IDLE_MS` between two runs or ran
+    one for :data:`CLOCK_LONG_RUN_MS` or more: from then on, until the timing ends.
+
+    Why: a GPU lowers its clocks when idle or lightly loaded (a one-thread kernel) and raises them
+    over about a millisecond of load (the driver's dynamic clocking: the CUDA programming guide
+    leaves clocks to it, and the grader never sets them). Without the warm-up, a short kernel timed
+    after a long one-thread kernel, or after tens of ms of host work, runs at lowered clocks, several
+    times slower; warmed only after each long run, the run after the warmed one was slow again.
+    docs/timing.md gives the measurements.
+    """
+
+    def __init__(self) -> None:
+        self.started = False
+        self.always = False
+
+    def due(self, idle_ms: float, last_run_ms: float) -> bool:
+        """Whether the next run is warmed up, given the ms the GPU idled since the last run ended
+        and that run's time in ms (both ignored before the first run)."""
+        if self.started and (idle_ms >= CLOCK_IDLE_MS or last_run_ms >= CLOCK_LONG_RUN_MS):
+            self.always = True
+        first, self.started = not self.started, True
+        return first or self.always
+
+
 #: The values of :attr:`RunMode.sample`: None, every block run and checked; ``only``, the sampled
 #: blocks alone run; ``all``, every block runs and the sampled ones are checked.
 SAMPLE_CHOICES = (None, "only", "all")
@@ -432,7 +469,10 @@ class Backend(abc.ABC):
         """Time several works like :meth:`time_ms`, interleaved: each run times every job once, in
         turn, in reverse order on every other run (A B, B A, ...), so that clock changes, thermal
         drift or another process's load fall on all of them alike (a submission and the reference
-        it is compared with).
+        it is compared with). Where the GPU may have lowered its clocks before a run (it idled, or
+        ran one long kernel: :class:`ClockWarmup`), every multiprocessor is kept busy for
+        :data:`CLOCK_WARMUP_MS` first, outside the timed window, so that a run is not timed while
+        the clocks climb back (the reference after a one-thread submission, otherwise).
 
         Args:
             jobs: ``(what, work, before)`` per job; ``what`` names it in errors ("the submission's

@@ -20,13 +20,14 @@ import gc
 import os
 import shlex
 import shutil
+import time
 from pathlib import Path
 from typing import Hashable, Sequence, Union
 
 import numpy as np
 
-from grader.backends.base import Backend, DeviceArray, Dim3, Module, RunMode
-from grader.backends.pycuda_ptx import CHECK_PTX, FILL_PTX
+from grader.backends.base import CLOCK_WARMUP_MS, Backend, ClockWarmup, DeviceArray, Dim3, Module, RunMode
+from grader.backends.pycuda_ptx import CHECK_PTX, FILL_PTX, HOLD_CLOCKS_PTX
 from grader.core.errors import BackendUnavailable, CompileError, KernelError, LaunchError
 from grader.core.kernels import KernelSpec
 
@@ -188,6 +189,7 @@ class _Scratch:
         self.flush = None  # (allocation, bytes): kept where it fits the budget
         self.cell = None  # 8 bytes on the device
         self.fill = None  # poison_shared's module and kernel
+        self.hold = None  # _hold_clocks's module, kernel and grid
         self.checks = None  # CHECK_PTX's module and kernels
         self.closed = False
         self.leaves_state = False  # a student's module here uses local memory or the device heap (start_grading)
@@ -258,7 +260,7 @@ class _Scratch:
         for allocation, nbytes in kept:
             cuda.memset_d8(allocation, 0, nbytes)
         cuda.Context.synchronize()
-        self.fill = self.checks = None
+        self.fill = self.checks = self.hold = None
 
     def close(self) -> None:
         """Before the context goes: free what is unused; blocks still in use go to the driver when freed."""
@@ -266,7 +268,7 @@ class _Scratch:
         if self.cell is not None:
             self.cell.free()
             self.cell = None
-        self.fill = self.checks = None
+        self.fill = self.checks = self.hold = None
         self.closed = True
 
 
@@ -458,6 +460,7 @@ class PyCudaBackend(Backend):
         collecting = gc.isenabled()
         gc.disable()  # a collection between two launches of a multi-launch part would be timed
         what = jobs[0][0]
+        clocks, ended, last_ms = ClockWarmup(), 0.0, 0.0  # when the last run ended (perf_counter s), and its time
         try:
             for i in range(warmup + runs):
                 order = range(len(jobs)) if i % 2 == 0 else range(len(jobs) - 1, -1, -1)
@@ -465,14 +468,17 @@ class PyCudaBackend(Backend):
                     what, work, before = jobs[j]
                     if before is not None:
                         before()
+                    if clocks.due((time.perf_counter() - ended) * 1e3, last_ms):
+                        self._hold_clocks(CLOCK_WARMUP_MS)
                     if flush is not None:  # empty the L2; queued so the GPU is busy when start is recorded
                         cuda.memset_d32_async(flush, i, flush_bytes // 4)
                     start.record()
                     work()
                     end.record()
                     end.synchronize()
+                    ended, last_ms = time.perf_counter(), end.time_since(start)
                     if i >= warmup:
-                        times[j].append(end.time_since(start))
+                        times[j].append(last_ms)
                     if after is not None:
                         after(j, i)
         except cuda.Error as exc:
@@ -585,6 +591,18 @@ class PyCudaBackend(Backend):
         fill(np.uint32(pattern & 0xFFFFFFFF), np.uint32(most // 4), block=(1024, 1, 1), grid=(blocks, 1, 1),
              shared=most)
         cuda.Context.synchronize()
+
+    def _hold_clocks(self, ms: float) -> None:
+        """Queue :data:`~grader.backends.pycuda_ptx.HOLD_CLOCKS_PTX` on every multiprocessor (as many
+        blocks of 256 threads as the GPU has multiprocessors, four times) for ``ms`` milliseconds;
+        returns at once (the clock warm-up of :meth:`time_interleaved_ms`)."""
+        cuda = self._cuda
+        if self._scratch.hold is None:
+            module = cuda.module_from_buffer(HOLD_CLOCKS_PTX.encode())
+            sms = self._device.get_attribute(cuda.device_attribute.MULTIPROCESSOR_COUNT)
+            self._scratch.hold = (module, module.get_function("scangrade_hold_clocks"), 4 * sms)
+        _, hold, blocks = self._scratch.hold
+        hold(np.uint64(int(ms * 1e6)), block=(256, 1, 1), grid=(blocks, 1, 1))
 
     def _check_kernels(self):
         """``(scan_check, digest, blocks)``: :data:`CHECK_PTX`'s kernels, loaded once, and a grid

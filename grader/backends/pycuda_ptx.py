@@ -1,12 +1,12 @@
 """The grader's own kernels on a GPU, as PTX the driver compiles when it loads them (no nvcc):
-the shared-memory fill before each case (:data:`FILL_PTX`) and the checks of a run where it ran
-(:data:`CHECK_PTX`), launched by :class:`grader.backends.pycuda_backend.PyCudaBackend`. Written by
+the shared-memory fill before each case (:data:`FILL_PTX`), the checks of a run where it ran
+(:data:`CHECK_PTX`) and the clock warm-up before a timed run (:data:`HOLD_CLOCKS_PTX`), launched by :class:`grader.backends.pycuda_backend.PyCudaBackend`. Written by
 hand for PTX ISA 7.0 and sm_70, so that any Volta-or-later GPU and driver loads them;
 ``tests/test_device_checks.py`` assembles them with ptxas where the CUDA toolkit is."""
 
 from __future__ import annotations
 
-__all__ = ["CHECK_PTX", "FILL_PTX"]
+__all__ = ["CHECK_PTX", "FILL_PTX", "HOLD_CLOCKS_PTX"]
 
 #: The kernel :meth:`grader.backends.pycuda_backend.PyCudaBackend.poison_shared` launches: each
 #: thread of a block writes the pattern to every blockDim.x-th word of the block's dynamic shared
@@ -57,6 +57,28 @@ GRID_STRIDE_PTX = """
 #: same arithmetic as :meth:`grader.backends.base.Backend.scan_check` and
 #: :meth:`grader.backends.base.Backend.digest` on the host, each a grid-stride loop with one atomic
 #: per thread.
+#: The kernel :meth:`grader.backends.pycuda_backend.PyCudaBackend.time_interleaved_ms` queues before
+#: a timed run where the GPU may have lowered its clocks (:class:`grader.backends.base.ClockWarmup`):
+#: every thread reads the GPU's global timer until ``ns`` nanoseconds have passed since it started.
+HOLD_CLOCKS_PTX = """
+.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry scangrade_hold_clocks(.param .u64 ns)
+{
+    .reg .pred %p<2>;
+    .reg .b64 %rd<5>;
+    ld.param.u64 %rd1, [ns];
+    mov.u64 %rd2, %globaltimer;
+SPIN:
+    mov.u64 %rd3, %globaltimer;
+    sub.u64 %rd4, %rd3, %rd2;
+    setp.lt.u64 %p1, %rd4, %rd1;
+    @%p1 bra SPIN;
+    ret;
+}
+"""
+
 CHECK_PTX = """
 .version 7.0
 .target sm_70

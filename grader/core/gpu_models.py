@@ -35,6 +35,10 @@ class GpuModel:
         l2_step_ns: one dependent global load that hits the L2 (a look-back's read of a status word).
         sector_gbps: 32-byte sectors served a second (GB/s of sectors) where every request touches
             32 sectors (lanes 176 bytes apart).
+        queued_launch_us: what each further launch of a plan adds where the launches were queued
+            before the GPU reached them (as in a timed window, queued behind the L2 flush): an empty
+            kernel's dispatch after the one before it, in place of a lone launch's fixed cost (the
+            copy's time at 0 bytes); None where not measured (each launch then pays the fixed cost).
         accuracy: what bench/prediction.py measured of the model on this GPU, in words (empty:
             not measured).
     """
@@ -55,6 +59,7 @@ class GpuModel:
     lookback_tile_ns: float
     l2_step_ns: float
     sector_gbps: float
+    queued_launch_us: float | None = None
     accuracy: str = ""
 
     def copy_ms(self, nbytes: float) -> float:

@@ -18,7 +18,10 @@ launch of the part's plan at the predicted size N (:func:`grader.assignment.plan
     per block), each wave the time of an average block's steps and barriers: latency that the
     concurrency cannot hide (Little's law; Volkov, "Understanding Latency Hiding on GPUs", PhD
     thesis, UC Berkeley, 2016, ch. 4);
-- the launch's time is ``memory + latency``; a plan's, the sum over its launches.
+- the launch's time is ``memory + latency``; a plan's, the sum over its launches, less, for every
+  launch after the first, the copy's fixed cost in place of which it pays the GPU's queued
+  dispatch (:attr:`~grader.core.gpu_models.GpuModel.queued_launch_us`): the grader queues a plan's
+  launches behind the L2 flush, so each starts as the one before it ends.
 - A kernel that reads 8-byte global words (a single-pass scan's tile status words, by Part 5's
   contract) looks back: its launch is a simulation of the tiles on the GPU's schedule instead
   (:func:`_lookback_ms`): each tile lives the launch's time over the tiles each slot runs, and
@@ -219,6 +222,10 @@ def predict_ms(model: GpuModel, launches: Sequence[LaunchConfig], big: Mapping[s
         if counts is None:
             return None
         total += _launch_ms(model, cfg, counts, (small or {}).get(cfg.kernel))
+    if model.queued_launch_us is not None and launches:
+        # a launch queued behind another starts as that one ends, plus a queued dispatch: not a lone
+        # launch's fixed cost, which every _launch_ms counts
+        total -= (len(launches) - 1) * max(0.0, model.copy_ms(0) - model.queued_launch_us * 1e-3)
     return total
 
 
