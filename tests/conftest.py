@@ -55,10 +55,10 @@ def os_sandbox() -> tuple[bool, str]:
 def _built_emulator() -> tuple[Path, ...]:
     """The emulator's runtime object and executor with the default flags, from the default cache
     (built there, once, where missing); none where they do not build here."""
-    from grader.backends.emulator.build import Toolchain
+    from grader.backends.emulator.build import EmulatorToolchain
     from grader.core.errors import ScangradeError
     try:
-        toolchain = Toolchain()
+        toolchain = EmulatorToolchain()
         return toolchain.runtime_object(), toolchain.executor_binary()[0]
     except ScangradeError:
         return ()  # each backend then builds them, or fails, as it would without this

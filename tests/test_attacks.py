@@ -11,7 +11,7 @@ the text report or, for the CLI, stdout and stderr), nothing changed (hashes and
 files an attack aims at, no marker file) and no process of the attack outlived the grading.
 
 What must stop them is the emulator's sandbox (bubblewrap, a seccomp filter, resource limits; see
-``grader/backends/emulator/sandbox.py``) and the ``#include`` allow-list (``grader/source/directives.py``);
+``grader/toolchain/sandbox.py``) and the ``#include`` allow-list (``grader/source/directives.py``);
 the nvcc -ptx cross-check stops calls of host functions in kernels only where nvcc is on the PATH,
 so the in-kernel attacks run both with it and without it (the worker's PATH without nvcc).
 

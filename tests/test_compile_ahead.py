@@ -42,8 +42,8 @@ def _job(tmp_path: Path, part: str, text: str, **extra) -> SimpleNamespace:
 
 
 def test_the_cubins_compiled_ahead_are_the_compiles_own_and_a_broken_file_raises_its_compile_error(sm90, tmp_path):
-    from grader.backends.emulator.build import Toolchain
-    from grader.backends.emulator.sandbox import Sandbox
+    from grader.backends.emulator.build import EmulatorToolchain
+    from grader.toolchain.sandbox import Sandbox
 
     cfg = load_config(CONFIG)
     part = PARTS["part1_naive"]
@@ -56,7 +56,7 @@ def test_the_cubins_compiled_ahead_are_the_compiles_own_and_a_broken_file_raises
         futures["bad"].result(timeout=300)
     # the worker's own compile of the same text finds the cubin ahead's compile kept
     again = sm90.compile_cubin(good, filename=part.filename, workdir=tmp_path, arch="sm_90",
-                               toolchain=Toolchain(sandbox=Sandbox("auto")))
+                               toolchain=EmulatorToolchain(sandbox=Sandbox("auto")))
     assert again == cubin and not (tmp_path / part.filename).exists()  # from the cache: nothing written
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.backends.emulator.cache import CACHE_OWNER_ENV, CacheLimits, CompileCache
+from grader.toolchain.cache import CACHE_OWNER_ENV, CacheLimits, CompileCache
 from grader.host.folders import default_cache_dir
 
 MIB = 1 << 20

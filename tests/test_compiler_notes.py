@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from grader.backends import Selection
-from grader.backends.emulator.build import Toolchain, compiler_notes
+from grader.backends.emulator.build import EmulatorToolchain, compiler_notes
 from grader.assignment.config import load_config
 from grader.assignment.parts import DTYPES, PARTS, part_header
 from grader.grading.runner import grade
@@ -53,7 +53,7 @@ def test_notes_come_from_the_students_lines_and_only_for_what_changes_values():
 
 @pytest.mark.parametrize("dtype", ["int32", "float32"])
 def test_the_reference_solutions_get_no_notes(tmp_path, dtype):
-    toolchain = Toolchain()
+    toolchain = EmulatorToolchain()
     for key, spec in PARTS.items():
         source = part_header(spec, block_size=128, dtype=DTYPES[dtype], items_per_thread=4)
         source += (SOLUTIONS / spec.filename).read_text()

@@ -160,7 +160,7 @@ needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not on the PATH (i
 
 
 def _bwrap_reason() -> str:
-    from grader.backends.emulator.sandbox import probe_bubblewrap
+    from grader.toolchain.sandbox import probe_bubblewrap
     return probe_bubblewrap()[1]
 
 
@@ -172,15 +172,15 @@ def _gpu_compile(source: str, tmp_path: Path, *, policy: str = "auto", timeout_s
     returns the cubin or the CompileError."""
     import numpy as np
 
-    from grader.backends.emulator.build import Toolchain
-    from grader.backends.emulator.sandbox import Sandbox
+    from grader.backends.emulator.build import EmulatorToolchain
+    from grader.toolchain.sandbox import Sandbox
     from grader.backends.pycuda_backend import compile_cubin
     from grader.assignment.parts import PARTS, part_header
 
     header = part_header(PARTS["part1_naive"], block_size=32, dtype=np.dtype(np.int32))
     workdir = tmp_path / f"build-{secrets.token_hex(3)}"
     workdir.mkdir()
-    toolchain = Toolchain(sandbox=Sandbox(policy), timeout_s=timeout_s)
+    toolchain = EmulatorToolchain(sandbox=Sandbox(policy), timeout_s=timeout_s)
     try:
         return compile_cubin(header + source, filename="part1_naive.cu", workdir=workdir, arch="sm_90",
                              toolchain=toolchain)
@@ -355,7 +355,7 @@ def test_a_launch_runs_on_the_executors_own_threads_and_no_more(tmp_path, monkey
     them (no new thread per launch: the filter would refuse it)."""
     import numpy as np
 
-    import grader.backends.emulator.sandbox as sandbox_module
+    import grader.toolchain.sandbox as sandbox_module
     from grader.backends.emulator import EmulatorBackend
     from tests.test_emulator_sandbox import HEADER, KERNELS, needs_seccomp
 
@@ -391,7 +391,7 @@ def test_fcntl_signal_driven_io_cannot_kill_another_process_without_bubblewrap(s
 
     import numpy as np
 
-    import grader.backends.emulator.sandbox as sandbox_module
+    import grader.toolchain.sandbox as sandbox_module
     from grader.backends.emulator import EmulatorBackend
     from grader.core.errors import KernelError
     from grader.assignment.parts import PARTS, part_header

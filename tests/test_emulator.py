@@ -382,9 +382,9 @@ def test_arrays_are_aligned_and_views_share_memory(emu) -> None:
 @pytest.fixture(scope="module")
 def plain_runtime(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The runtime (``-O1``) built by one plain compile, once for the tests that compare a build with it."""
-    from grader.backends.emulator.build import Toolchain
+    from grader.backends.emulator.build import EmulatorToolchain
 
-    plain = Toolchain(cache_dir=tmp_path_factory.mktemp("plain"), runtime_flags=("-O1",))
+    plain = EmulatorToolchain(cache_dir=tmp_path_factory.mktemp("plain"), runtime_flags=("-O1",))
     plain._jobs = 1
     assert len(plain.runtime_steps(("-O1",), "x.o")) == 1
     return plain.runtime_object()
@@ -405,10 +405,10 @@ def test_a_runtime_built_in_pieces_names_what_a_plain_compile_does(tmp_path, job
     again, so a module sees no name it does not see from one plain compile, C++ ones included
     (lockdown.runtime_names leaves those out; a library template the plain compile does not inline
     may be missing), and the same runtime; every piece is in exactly one compile."""
-    from grader.backends.emulator.build import RUNTIME_PIECES, Toolchain
+    from grader.backends.emulator.build import RUNTIME_PIECES, EmulatorToolchain
     from grader.backends.emulator.lockdown import runtime_names
 
-    split = Toolchain(cache_dir=tmp_path / "split", runtime_flags=("-O1",))
+    split = EmulatorToolchain(cache_dir=tmp_path / "split", runtime_flags=("-O1",))
     if not shutil.which("objcopy"):  # the pieces' names cannot be made local here: one plain compile
         assert split.runtime_jobs() == 1 and len(split.runtime_steps(("-O1",), "x.o")) == 1
         return
@@ -427,10 +427,10 @@ def test_a_runtime_built_in_pieces_names_what_a_plain_compile_does(tmp_path, job
 def test_a_runtime_whose_build_in_pieces_fails_is_built_in_one_plain_compile(tmp_path, plain_runtime) -> None:
     """Where the pieces' objects cannot be joined (a linker without -r, say), one plain compile
     follows, and nothing is left beside the object."""
-    from grader.backends.emulator.build import Toolchain
+    from grader.backends.emulator.build import EmulatorToolchain
     from grader.backends.emulator.lockdown import runtime_names
 
-    broken = Toolchain(cache_dir=tmp_path / "broken", runtime_flags=("-O1",))
+    broken = EmulatorToolchain(cache_dir=tmp_path / "broken", runtime_flags=("-O1",))
     broken._jobs = 2  # as if the build in pieces were possible here
     steps = broken.runtime_steps
 

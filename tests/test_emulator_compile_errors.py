@@ -109,8 +109,8 @@ def test_a_compiler_output_past_the_cap_is_not_read_and_the_compiler_is_stopped(
     # Reading stops at OUTPUT_BYTES and the process is killed there, so it never gets to the marker.
     import sys
 
-    from grader.backends.emulator.compiler_process import OUTPUT_BYTES, run_compile
-    from grader.backends.emulator.sandbox import Command
+    from grader.toolchain.compiler_process import OUTPUT_BYTES, run_compile
+    from grader.toolchain.sandbox import Command
 
     marker = tmp_path / "finished"
     script = ("import pathlib, sys\n"

@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import grader.backends.emulator.sandbox as sandbox_module
+import grader.toolchain.sandbox as sandbox_module
 from grader.backends.emulator import EmulatorBackend
-from grader.backends.emulator.build import Toolchain
+from grader.backends.emulator.build import EmulatorToolchain
 from grader.backends.emulator.executor import Arena
 from grader.assignment.config import load_config
 from grader.core.errors import BackendUnavailable, CompileError, ConfigError, KernelError
@@ -30,7 +30,7 @@ from tests.conftest import ROOT
 
 BWRAP, WHY_NOT = sandbox_module.probe_bubblewrap()
 needs_bwrap = pytest.mark.skipif(BWRAP is None, reason=f"bubblewrap does not work here: {WHY_NOT}")
-_SECCOMP_PROBLEM = Toolchain().executor_binary()[1]
+_SECCOMP_PROBLEM = EmulatorToolchain().executor_binary()[1]
 needs_seccomp = pytest.mark.skipif(_SECCOMP_PROBLEM is not None, reason=f"no seccomp filter: {_SECCOMP_PROBLEM}")
 KERNELS = (KernelSpec("k", (Param("out", "int*", "ptr"), Param("n", "int", "int"))),)
 HEADER = '#define scan_t int\nextern "C" __global__ void k(int* out, int n);\n'
@@ -247,7 +247,7 @@ __global__ void k(int* out, int n) { out[0] = never; }
 def test_the_compiler_cannot_embed_a_file_outside_the_sandbox(be, tmp_path) -> None:
     """Two layers: the emulator refuses inline assembly (lockdown.py); and the compiler, run in the
     sandbox as the backend runs it but without that refusal, finds no file outside the sandbox."""
-    from grader.backends.emulator.compiler_process import run_compile
+    from grader.toolchain.compiler_process import run_compile
     path, token = canary(tmp_path)
     body = f'__asm__(".section .rodata\\n.incbin \\"{path}\\"\\n.previous");\n' \
            "__global__ void k(int* out, int n) { out[0] = 1; }\n"

@@ -174,7 +174,7 @@ def test_the_gpu_paths_emulator_runs_on_the_quick_runtime_and_finds_what_the_emu
     """The GPU path's emulator (grader.grading.worker.beside.checking_emulator) builds its runtime with
     QUICK_RUNTIME_FLAGS (a new machine's first case waits for that build): the same names for the
     lockdown, and the same finding on a real kernel."""
-    from grader.backends.emulator.build import QUICK_RUNTIME_FLAGS, Toolchain, expected_names
+    from grader.backends.emulator.build import QUICK_RUNTIME_FLAGS, EmulatorToolchain, expected_names
     from grader.grading.case.run import CHECK_SCHEDULES, run_case
     from grader.grading.worker.beside import checking_emulator
 
@@ -195,7 +195,7 @@ def test_the_gpu_paths_emulator_runs_on_the_quick_runtime_and_finds_what_the_emu
     finally:
         emulator.close()
     assert failed.status == "fail" and failed.kind == "race" and "(memory order)" in failed.message
-    assert emulator.toolchain.runtime_key() != Toolchain().runtime_key()  # its own object, not the -O2 one
+    assert emulator.toolchain.runtime_key() != EmulatorToolchain().runtime_key()  # its own object, not the -O2 one
 
 
 @pytest.mark.parametrize("key, kernel, sizes", [
@@ -238,7 +238,7 @@ def test_the_runner_builds_the_runtime_its_parts_emulators_use(monkeypatch, coun
     submissions start no build again."""
     import threading
 
-    from grader.backends.emulator.build import Toolchain
+    from grader.backends.emulator.build import EmulatorToolchain
     from grader.grading import runner
     from grader.grading.runner import warm_emulator
     from grader.grading.worker.beside import checking_emulator
@@ -249,9 +249,10 @@ def test_the_runner_builds_the_runtime_its_parts_emulators_use(monkeypatch, coun
     used = emulator.toolchain.runtime_flags
     emulator.close()
     built = []
-    monkeypatch.setattr(Toolchain, "runtime_object",
+    monkeypatch.setattr(EmulatorToolchain, "runtime_object",
                         lambda self, extra_flags=(): built.append(("runtime", self.runtime_flags)))
-    monkeypatch.setattr(Toolchain, "executor_binary", lambda self: built.append(("executor", self.runtime_flags)))
+    monkeypatch.setattr(EmulatorToolchain, "executor_binary",
+                        lambda self: built.append(("executor", self.runtime_flags)))
     monkeypatch.setattr(runner, "_WARMED", set())  # as in a new process
     for _ in range(2):  # the second grading of the process (a batch's next submission) starts nothing
         warm_emulator(cfg, counts_profile=counts_profile)

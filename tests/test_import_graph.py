@@ -78,6 +78,7 @@ LAYERS = (
     ("grader=", "grader.core"),                        # the data every layer shares; the package's version
     ("grader.host",),                                  # processes, resource limits, the GPU lock
     ("grader.source",),                                # the C token reader, the directive checks
+    ("grader.toolchain",),                             # the compilers, their sandbox, the compile cache
     ("grader.backends",),                              # their table, their interface, the emulator, PyCUDA, CUB
     ("grader.assignment",),                            # parts, plans, the config
     ("grader.grading",),                               # one submission, part by part

@@ -304,7 +304,7 @@ def test_a_module_compiled_while_the_runtime_builds_is_poisoned_as_after_and_aga
     compiler), the module is compiled again with the object's names: the hook is still refused by
     the compiler, with the line, not only by the object audit."""
     from grader.backends.emulator import build
-    toolchain = build.Toolchain(cache_dir=tmp_path / "cache")
+    toolchain = build.EmulatorToolchain(cache_dir=tmp_path / "cache")
     assert toolchain.built_runtime() is None
     assert toolchain.lockdown_names() == build.expected_names()  # nothing built yet: the expected names
     monkeypatch.setattr(build, "expected_names", lambda: frozenset({"__tsan_read4"}))

@@ -420,7 +420,7 @@ def test_the_sandbox_policy_of_each_command(tmp_path, explicit, official, allow,
 
 @pytest.fixture
 def no_bubblewrap(monkeypatch):
-    from grader.backends.emulator import sandbox as sandbox_module
+    from grader.toolchain import sandbox as sandbox_module
     monkeypatch.setattr(sandbox_module, "probe_bubblewrap",
                         lambda: (None, "bubblewrap does not work here (no user namespaces)"))
 

@@ -19,7 +19,7 @@ from typing import Iterable, Mapping
 
 import pytest
 
-from grader.backends.emulator.build import Toolchain
+from grader.backends.emulator.build import EmulatorToolchain
 from grader.backends.pycuda_backend import _FAULTS
 from grader.core.kinds import (CHECK_KINDS, CRASH_KINDS, FAULT_KINDS, KINDS, STRICT_ENV, WARNING_KINDS, Kind, UnknownKind,
                           cause_rank, group_of, verdict_of)
@@ -118,7 +118,7 @@ def test_recipe_a_new_runtime_kind_fails_the_guard_until_its_row_is_added():
 def test_a_report_site_cannot_pass_a_kind_as_a_string(tmp_path):
     """The runtime's report functions take a ``Kind``: a site that passes a string does not compile,
     so a kind the runtime reports is a row of its table (on a copy of the runtime, syntax only)."""
-    cxx = shlex.split(Toolchain().cxx)  # the emulator's own compiler, which the suite needs anyway
+    cxx = shlex.split(EmulatorToolchain().cxx)  # the emulator's own compiler, which the suite needs anyway
     copy = tmp_path / "runtime"
     shutil.copytree(RUNTIME, copy)
     flags = [*cxx, "-std=c++17", "-fsyntax-only", "-pthread", str(copy / "runtime.cpp")]

@@ -17,16 +17,6 @@ ROOT = Path(__file__).resolve().parent.parent
 #: An entry that no longer occurs fails :func:`test_the_allow_list_holds_only_what_still_occurs`, so
 #: the list only shrinks; a new private import anywhere fails the main test.
 ALLOWED = frozenset({
-    # the emulator backend reaching into its own helper modules (cross-check, launch, module)
-    "grader.backends.emulator.backend: grader.backends.emulator.cross_check._CompileCrossChecks",
-    "grader.backends.emulator.backend: grader.backends.emulator.cross_check._missing_message",
-    "grader.backends.emulator.backend: grader.backends.emulator.launch._LAUNCH_HEAD",
-    "grader.backends.emulator.backend: grader.backends.emulator.launch._MAX_SAMPLE",
-    "grader.backends.emulator.backend: grader.backends.emulator.launch._SG_OK",
-    "grader.backends.emulator.backend: grader.backends.emulator.launch._LaunchResult",
-    "grader.backends.emulator.backend: grader.backends.emulator.launch._parse_findings",
-    "grader.backends.emulator.backend: grader.backends.emulator.module._Block",
-    "grader.backends.emulator.backend: grader.backends.emulator.module._own",
     # the emulator's source rewrite: its modules share the token reader's and the edits' helpers
     "grader.backends.emulator.rewrite.asm: grader.backends.emulator.rewrite.edits._SourceEdits",
     "grader.backends.emulator.rewrite.asm: grader.backends.emulator.rewrite.tokens._c_literal",

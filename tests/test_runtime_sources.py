@@ -30,7 +30,7 @@ def test_a_change_to_any_section_changes_the_runtime_objects_key(tmp_path, monke
     monkeypatch.setattr(build, "RUNTIME_DIR", copy)
     monkeypatch.setattr(build, "EXECUTOR_SOURCE", copy / "executor.cpp")
     def key() -> str:  # a toolchain hashes the sources once (a process's sources do not change): a new one each time
-        return build.Toolchain(cache_dir=tmp_path / "cache").runtime_key()
+        return build.EmulatorToolchain(cache_dir=tmp_path / "cache").runtime_key()
     keys = {key()}
     for name in ("rt_checks.inc", "rt_abi.inc", "profile.inc", "runtime.cpp"):
         with open(copy / name, "a") as f:

@@ -66,7 +66,7 @@ def test_the_emulator_predefines_what_nvccs_device_pass_does(tmp_path, arch):
     shows it, with the host compiler's own), the emulator's module compile predefines with the same
     value, and no other; the CUDA headers nvcc includes are left out of both (the emulator's stubs
     differ: docs/security.md)."""
-    from grader.backends.emulator.build import PRELUDE, Toolchain
+    from grader.backends.emulator.build import PRELUDE, EmulatorToolchain
 
     empty = tmp_path / "empty.cu"
     empty.write_text("")
@@ -82,7 +82,7 @@ def test_the_emulator_predefines_what_nvccs_device_pass_does(tmp_path, arch):
         elif not a.startswith("-I"):
             keep.append(a)
     theirs = _predefined([*keep[:-1], "-dM", str(empty)])
-    command = Toolchain(target_arch=arch).module_command(empty, tmp_path / "m.so")
+    command = EmulatorToolchain(target_arch=arch).module_command(empty, tmp_path / "m.so")
     command = [a for a in command[:command.index("-include")] if a != str(PRELUDE)]
     ours = _predefined([*command, "-dM", "-E", "-x", "c++", str(empty)])
     assert theirs["__CUDA_ARCH__"] == str(arch * 10) and "__NVCC__" in theirs

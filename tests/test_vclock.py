@@ -16,7 +16,7 @@ import pytest
 
 from grader.backends import Selection
 from grader.backends.emulator import EmulatorBackend
-from grader.backends.emulator.build import module_globals
+from grader.backends.emulator.device_globals import module_globals
 from grader.backends.pycuda_backend import device_globals_bytes
 from grader.assignment.parts import PARTS
 from grader.grading.case.cases import SAMPLED_CHECKER

@@ -18,7 +18,7 @@ import pytest
 from grader.assignment.config import load_config
 from grader.backends import Selection
 from grader.grading import protocol
-from grader.backends.emulator.cache import CACHE_OWNER_ENV
+from grader.toolchain.cache import CACHE_OWNER_ENV
 from grader.classwork.batch import batch
 from grader.grading.runner import grade
 from grader.render.formats import batch_reports

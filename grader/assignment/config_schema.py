@@ -22,7 +22,7 @@ from grader.backends import CHOICES as BACKEND_CHOICES
 from grader.backends import DEFAULT_TARGET_ARCH, TARGET_ARCHS
 from grader.assignment.parts import DTYPES, PARTS, PartSpec
 
-#: Values of ``emulator.sandbox`` (grader.backends.emulator.sandbox.POLICIES).
+#: Values of ``emulator.sandbox`` (grader.toolchain.sandbox.POLICIES).
 SANDBOX_CHOICES = ("auto", "required", "off")
 #: Values of ``prairielearn.compile_error``: how PrairieLearn's results.json treats a part that does not
 #: compile (:func:`grader.render.prairielearn.prairielearn`).
@@ -245,7 +245,7 @@ class RooflineConfig(_Schema):
 
 class CompileCacheConfig(_Schema):
     """``compile_cache:``: the bounds of the compile cache (``<cache>/compiled``: emulated modules and
-    cubins, kept between runs; :class:`grader.backends.emulator.cache.CompileCache`).
+    cubins, kept between runs; :class:`grader.toolchain.cache.CompileCache`).
 
     ``max_mib``: the most the cache holds; past it the least recently used go first.
     ``max_age_days``: a file not used for that long goes. ``submission_mib``: the most one grading

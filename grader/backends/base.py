@@ -302,7 +302,7 @@ class Backend(abc.ABC):
     #: closed the ordinary way (the worker ends instead).
     broken: bool = False
     #: The host C++ toolchain its modules are compiled with (the emulator's
-    #: :class:`grader.backends.emulator.build.Toolchain`), whose compiler also gives the notes on a
+    #: :class:`grader.backends.emulator.build.EmulatorToolchain`), whose compiler also gives the notes on a
     #: wrong output; None where it has none (a GPU's compiles are nvcc's).
     toolchain = None
 

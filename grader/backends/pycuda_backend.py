@@ -1,12 +1,12 @@
 """The GPU backend: nvcc compiles each part to a cubin for the current device, PyCUDA loads and runs it.
 
 The compile is the grader's own (:func:`compile_cubin`), not PyCUDA's ``SourceModule``, so that nvcc
-runs in the emulator's compile sandbox (:mod:`grader.backends.emulator.sandbox`): bubblewrap where
+runs in the emulator's compile sandbox (:mod:`grader.toolchain.sandbox`): bubblewrap where
 it works (no view of the grader's files, its config, other submissions or ``/proc`` of the grader),
 resource limits (address space, CPU, file size) and a wall-clock limit, in the part's fresh scratch
 folder. It runs the command ``SourceModule`` would (``nvcc --cubin -arch sm_XY``) and the cubin is
 loaded with ``pycuda.driver.module_from_buffer``. A cubin is kept in the grader's compile cache
-(:class:`grader.backends.emulator.cache.CompileCache`, keyed by the source, the flags and nvcc's
+(:class:`grader.toolchain.cache.CompileCache`, keyed by the source, the flags and nvcc's
 identity; only the grader writes it), so a part compiled before is not compiled again.
 
 The part header declares the contract's kernels ``extern "C"``, so kernels are found by their plain
@@ -39,7 +39,7 @@ def compile_cubin(source: str, *, filename: str, workdir: Path, arch: str, toolc
     The source is written to ``workdir / filename`` (``workdir``: a fresh folder holding nothing
     private; the only folder the compile may write) and compiled there as
     ``toolchain.sandboxed(...)`` runs it, after its first stage's output passed
-    :func:`grader.backends.emulator.build.check_nvcc_first_stage` (nvcc preprocesses that output
+    :func:`grader.toolchain.compilers.check_nvcc_first_stage` (nvcc preprocesses that output
     again, so a directive a macro made would run there): under bubblewrap where the sandbox has it,
     with the compile limits (address space, CPU seconds, file size), and killed with its process group after
     ``toolchain.timeout_s`` seconds; or, where the same source was compiled with the same flags and
@@ -50,8 +50,8 @@ def compile_cubin(source: str, *, filename: str, workdir: Path, arch: str, toolc
         filename: the student's file name (``part1_naive.cu``), used for the file and the messages.
         workdir: the scratch folder.
         arch: the target, e.g. ``"sm_90"``.
-        toolchain: a :class:`grader.backends.emulator.build.Toolchain` (its sandbox, limits and
-            timeout; its executor binary sets the limits).
+        toolchain: a :class:`grader.toolchain.compilers.Toolchain` (its sandbox, limits and
+            timeout; its limiter sets the limits: the emulator's executor binary).
         nvcc: the nvcc executable (default: ``nvcc`` on the PATH).
         options: further nvcc options.
 
@@ -63,8 +63,8 @@ def compile_cubin(source: str, *, filename: str, workdir: Path, arch: str, toolc
             limit, or does not finish in time; or its first stage's output holds a directive a macro
             made (``"<filename>:<line>: `# include ...` is not allowed: ..."``).
     """
-    from grader.backends.emulator.build import check_nvcc_first_stage, tool_identity
-    from grader.backends.emulator.compiler_process import run_compile
+    from grader.toolchain.compiler_process import run_compile
+    from grader.toolchain.compilers import check_nvcc_first_stage, tool_identity
 
     nvcc = nvcc or shutil.which("nvcc")
     if not nvcc:
@@ -304,9 +304,9 @@ class PyCudaBackend(Backend):
     name = "pycuda"
 
     def __init__(self, device: int = 0, *, sandbox: str = "auto") -> None:
-        from grader.backends.emulator.build import Toolchain
-        from grader.backends.emulator.sandbox import Sandbox
-        self._toolchain = Toolchain(sandbox=Sandbox(sandbox))
+        from grader.backends.emulator.build import EmulatorToolchain
+        from grader.toolchain.sandbox import Sandbox
+        self._toolchain = EmulatorToolchain(sandbox=Sandbox(sandbox))
         try:
             import pycuda.driver as cuda
         except ImportError as exc:
@@ -858,8 +858,8 @@ def compile_ahead(builds: Sequence[tuple[Hashable, str, str]], *, sandbox: str =
     import tempfile
     import threading
 
-    from grader.backends.emulator.build import Toolchain
-    from grader.backends.emulator.sandbox import Sandbox
+    from grader.backends.emulator.build import EmulatorToolchain
+    from grader.toolchain.sandbox import Sandbox
     from grader.host.parent_death import daemon_futures
 
     made: list = []  # [arch, toolchain], made once by the first build
@@ -868,7 +868,7 @@ def compile_ahead(builds: Sequence[tuple[Hashable, str, str]], *, sandbox: str =
     def one(source: str, filename: str) -> bytes:
         with lock:  # the first to get here reads the device and sets the sandbox up; the rest reuse them
             if not made:
-                made.extend((device_arch(), Toolchain(sandbox=Sandbox(sandbox))))
+                made.extend((device_arch(), EmulatorToolchain(sandbox=Sandbox(sandbox))))
         arch, toolchain = made
         with tempfile.TemporaryDirectory(prefix="scangrade-cubin-") as work:
             return compile_cubin(source, filename=filename, workdir=Path(work), arch=arch, toolchain=toolchain)

@@ -424,7 +424,7 @@ class _PartGrading:
         Raises:
             GradingStopped: ``stop`` was set while it ran.
         """
-        from grader.backends.emulator.cache import CACHE_OWNER_ENV  # the grading's token (runner.grade)
+        from grader.toolchain.cache import CACHE_OWNER_ENV  # the grading's token (runner.grade)
 
         # The worker takes the token from its job, not its environment: a batch's job keeps its worker
         # for its next submission (WorkerSlot), whose environment is the same but for it.

@@ -114,7 +114,7 @@ def profile_phase(*, cfg, part, source: str, results: list, workdir, solutions, 
             :class:`~grader.backends.emulator.EmulatorBackend` with the config's workers and sandbox,
             without checks and without the nvcc cross-check, which the part's compile already had).
         runtime_flags: the default emulator's runtime flags
-            (:class:`~grader.backends.emulator.build.Toolchain`): those of the runtime this machine
+            (:class:`~grader.backends.emulator.build.EmulatorToolchain`): those of the runtime this machine
             builds anyway, so the phase builds no other (the counts are the same whatever they are:
             they are the runtime's own arithmetic on the kernel's addresses, not times).
 

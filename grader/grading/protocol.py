@@ -80,7 +80,7 @@ class Job(BaseModel):
         sanitizer_pool: the folder of the submission's :class:`grader.grading.sanitizer_pool.SanitizerPool`
             (compute-sanitizer's children, already started), or "" where there is none.
         grading: the token of the grading the job is part of, one per submission graded (the compile
-            cache's quota owner, :data:`grader.backends.emulator.cache.CACHE_OWNER_ENV`, which the
+            cache's quota owner, :data:`grader.toolchain.cache.CACHE_OWNER_ENV`, which the
             worker sets from here, not from the environment it was started with), or "". A
             worker that serves a batch's submissions one after another (:func:`grader.grading.worker.main.serve`)
             clears what the last submission left on its GPU before the first job of another grading.
@@ -314,7 +314,7 @@ class GpuWait(_Event):
 @pydantic_dataclass(frozen=True, config=_WIRE)
 class CompilerNotes(_Event):
     """The case's output is wrong; the host compiler now checks the file for warnings that explain
-    wrong values (:meth:`grader.backends.emulator.build.Toolchain.compiler_notes`: its own time, once
+    wrong values (:meth:`grader.backends.emulator.build.EmulatorToolchain.compiler_notes`: its own time, once
     per dtype, not the case's deadline). The case's result follows."""
 
     name: ClassVar[str] = "compiler-notes"

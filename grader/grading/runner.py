@@ -64,7 +64,7 @@ def check_sandbox(cfg: Config, backend: str, *, command: str) -> None:
     """
     if cfg.emulator.sandbox != "required":
         return
-    from grader.backends.emulator.sandbox import probe_bubblewrap
+    from grader.toolchain.sandbox import probe_bubblewrap
     bwrap, why = probe_bubblewrap()
     if bwrap is None:
         how = ("pass --allow-unsandboxed" if command == "batch" else "set emulator.sandbox: auto in the config")
@@ -126,9 +126,9 @@ def warm_emulator(cfg: Config, *, counts_profile: bool) -> None:
 
     def build(what: str) -> None:
         try:
-            from grader.backends.emulator.build import Toolchain
-            from grader.backends.emulator.sandbox import Sandbox
-            toolchain = Toolchain(sandbox=Sandbox(cfg.emulator.sandbox), runtime_flags=flags)
+            from grader.backends.emulator.build import EmulatorToolchain
+            from grader.toolchain.sandbox import Sandbox
+            toolchain = EmulatorToolchain(sandbox=Sandbox(cfg.emulator.sandbox), runtime_flags=flags)
             toolchain.executor_binary() if what == "executor" else toolchain.runtime_object()
         except Exception:  # noqa: BLE001 - the parts' compiles say what is wrong
             pass
@@ -185,7 +185,7 @@ def grade(submission: Path | Intake, *, cfg: Config, selection: Selection, seed:
             worker reports (for progress display).
         env: extra environment for the part workers (e.g. ``CUDA_VISIBLE_DEVICES``); they also get
             a token of this grading (``SCANGRADE_CACHE_OWNER``), by which the compile cache counts
-            one submission's quota (:class:`grader.backends.emulator.build.CompileCache`).
+            one submission's quota (:class:`grader.toolchain.cache.CompileCache`).
         stop: set from another thread to stop grading: the running workers' sessions are ended and
             :class:`~grader.core.errors.GradingStopped` raised (``scangrade batch`` on Ctrl-C).
         part_jobs: parts graded at once (default :func:`default_part_jobs`); the result is the
@@ -214,7 +214,7 @@ def grade(submission: Path | Intake, *, cfg: Config, selection: Selection, seed:
     files = intake.files(wanted) if intake else resolve_submission(submission, wanted)
     if seed is not None:
         cfg = cfg.override(seed=seed)
-    from grader.backends.emulator.cache import CACHE_OWNER_ENV
+    from grader.toolchain.cache import CACHE_OWNER_ENV
     env = {**(env or {}), CACHE_OWNER_ENV: uuid.uuid4().hex}  # its workers' compiles share one cache quota
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     keys = [key for key in files if key in cfg.parts]

@@ -3,10 +3,11 @@
 See :mod:`grader.backends.emulator.backend` (the backend), :mod:`.module` (a compiled module and
 device buffers), :mod:`.launch` (a launch's request, result and errors), :mod:`.cross_check` (nvcc's
 cross-check of a compile), :mod:`.rewrite` (the ``__shared__`` source rewrite), :mod:`.build`
-(toolchain, runtime and executor cache, the sandboxed compile),
-:mod:`.executor` (the process that loads a module, and device memory shared with it),
-:mod:`.sandbox` (bubblewrap, resource limits, the policy) and ``runtime/`` (the C++ runtime:
-prelude, fibers, scheduler, shared-memory arena; the executor program).
+(its toolchain: runtime and executor cache, the sandboxed compile), :mod:`.device_globals` (a
+module's ``__device__`` variables), :mod:`.executor` (the process that loads a module, and device
+memory shared with it) and ``runtime/`` (the C++ runtime: prelude, fibers, scheduler, shared-memory
+arena; the executor program). The sandbox, the compile cache and the compiler processes are
+:mod:`grader.toolchain`'s, which the GPU backend uses too.
 """
 
 from grader.backends.base import Finding

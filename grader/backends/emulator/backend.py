@@ -1,7 +1,7 @@
 """The CPU emulator backend: CUDA kernels compiled by the host C++ compiler, run on the CPU.
 
 Staged like the GPU backend: :meth:`EmulatorBackend.compile` rewrites the source
-(:mod:`.rewrite`) and compiles it, in the sandbox (:mod:`.sandbox`), with the force-included
+(:mod:`.rewrite`) and compiles it, in the sandbox (:mod:`grader.toolchain.sandbox`), with the force-included
 prelude into a shared object linked with the emulator runtime; an executor process (:mod:`.executor`)
 loads it, sandboxed, so student code never runs in the grader's process. :meth:`Backend.launch`
 validates the launch (shared with the GPU backend) and the executor runs every block of the grid
@@ -45,20 +45,22 @@ from typing import TYPE_CHECKING, ClassVar, Sequence, Union
 import numpy as np
 
 from grader.backends.base import Backend, DeviceArray, Dim3, Finding, Module, RunMode
-from grader.backends.emulator.build import LINK_FLAGS, Toolchain, globals_path, kernel_glue, tool_identity
-from grader.backends.emulator.compiler_process import kill_group
-from grader.backends.emulator.cross_check import _CompileCrossChecks, _missing_message
+from grader.backends.emulator.build import LINK_FLAGS, EmulatorToolchain, kernel_glue
+from grader.backends.emulator.cross_check import CrossChecks, missing_message
+from grader.backends.emulator.device_globals import globals_path
 from grader.backends.emulator.executor import ARENA_BYTES, Arena, Executor, ExecutorDied, probe_seccomp
-from grader.backends.emulator.launch import (_LAUNCH_HEAD, _MAX_SAMPLE, _SG_OK, INTERLEAVE, SAMPLE_DRAWN, SAMPLE_MODES,
-                                             SCHEDULES, _LaunchResult, _parse_findings, argument_slots, launch_failure,
+from grader.backends.emulator.launch import (INTERLEAVE, LAUNCH_HEAD, MAX_SAMPLE, SAMPLE_DRAWN, SAMPLE_MODES, SCHEDULES,
+                                             SG_OK, LaunchResult, argument_slots, launch_failure, parse_findings,
                                              sampled_blocks)
 from grader.backends.emulator.macros import DEFAULT_TARGET_ARCH
-from grader.backends.emulator.module import EmulatorArray, EmulatorModule, _Block, _own
+from grader.backends.emulator.module import Allocation, EmulatorArray, EmulatorModule, as_emulator_array
 from grader.backends.emulator.rewrite import rewrite_source
-from grader.backends.emulator.sandbox import Sandbox, executor_limits
 from grader.core.errors import CompileError, KernelError, LaunchError
 from grader.core.kernels import KernelSpec
 from grader.core.kinds import WARNING_KINDS  # findings that do not fail a launch by themselves
+from grader.toolchain.compiler_process import kill_group
+from grader.toolchain.compilers import tool_identity
+from grader.toolchain.sandbox import Sandbox, executor_limits
 
 if TYPE_CHECKING:
     from grader.core.access_profile import MemoryProfile
@@ -86,7 +88,7 @@ DEVICE_KEYS = (
 )
 
 
-class EmulatorBackend(_CompileCrossChecks, Backend):
+class EmulatorBackend(Backend):
     """Runs CUDA kernels on the CPU: the host C++ compiler plus a fiber-based runtime.
 
     Args:
@@ -106,9 +108,10 @@ class EmulatorBackend(_CompileCrossChecks, Backend):
         nvcc_check: also compile each part with ``nvcc -ptx`` so code that would not build for a
             GPU is a CompileError; default: when ``nvcc`` is on the PATH.
         sandbox: ``"auto"`` (bubblewrap when it works here), ``"required"`` or ``"off"``; see
-            :mod:`.sandbox`.
+            :mod:`grader.toolchain.sandbox`.
         runtime_flags: compiler flags of the runtime object after the default ones (see
-            :class:`.build.Toolchain`; the GPU path's checks use :data:`.build.QUICK_RUNTIME_FLAGS`).
+            :class:`.build.EmulatorToolchain`; the GPU path's checks use
+            :data:`.build.QUICK_RUNTIME_FLAGS`).
         device_memory: the most bytes of device memory live at once (the address space reserved for
             it is mapped at the first launch); default :data:`.executor.ARENA_BYTES`. A grading passes
             what its cases need (:func:`grader.grading.case.cases.device_memory_bytes`), so that the grader runs
@@ -123,7 +126,7 @@ class EmulatorBackend(_CompileCrossChecks, Backend):
         detect_deadlock: a deadlock (every thread polls, nothing changes) is a KernelError of kind
             ``"deadlock"``; default ``checks``. Off, a deadlocked launch waits like a hung GPU
             (for the grader's timeout).
-        sandbox: the :class:`.sandbox.Sandbox` compiles and executors run in.
+        sandbox: the :class:`grader.toolchain.sandbox.Sandbox` compiles and executors run in.
         shared_fill: the 32-bit word every block's ``__shared__`` arrays (static and the dynamic
             ``extern __shared__`` part) are filled with at block start, repeated from the arena's
             start (so an aligned ``int`` or ``float`` element reads exactly this word), sent with
@@ -163,8 +166,8 @@ class EmulatorBackend(_CompileCrossChecks, Backend):
         from grader.host.resources import usable_cpus
         self.workers = workers or usable_cpus()
         self.sandbox = Sandbox(sandbox)
-        self.toolchain = Toolchain(cxx=cxx, cache_dir=cache_dir, timeout_s=compile_timeout_s, sandbox=self.sandbox,
-                                   runtime_flags=runtime_flags, target_arch=target_arch)
+        self.toolchain = EmulatorToolchain(cxx=cxx, cache_dir=cache_dir, timeout_s=compile_timeout_s,
+                                           sandbox=self.sandbox, runtime_flags=runtime_flags, target_arch=target_arch)
         self.target_arch = self.toolchain.target_arch
         executor, problem = self.toolchain.executor_binary()
         if self.sandbox.seccomp and problem is None:
@@ -180,6 +183,7 @@ class EmulatorBackend(_CompileCrossChecks, Backend):
         self.set_schedule(schedule, schedule_seed)
         self.nvcc = shutil.which("nvcc")
         self.nvcc_check = bool(self.nvcc) if nvcc_check is None else bool(nvcc_check and self.nvcc)
+        self.cross_checks = CrossChecks(self.toolchain, nvcc=self.nvcc, nvcc_check=self.nvcc_check)
         self._active: EmulatorModule | None = None  # the one module whose executor may be alive
         self._modules: weakref.WeakSet[EmulatorModule] = weakref.WeakSet()
         self._lock = threading.Lock()
@@ -260,7 +264,8 @@ class EmulatorBackend(_CompileCrossChecks, Backend):
         Raises:
             CompileError: a construct the emulator does not support
                 (``"not supported by the emulator: <what> (<file>:<line>)"``, when the file as written
-                compiles: else that compiler's first error, see :meth:`_compile_as_written`); the file does not
+                compiles: else that compiler's first error, see
+                :meth:`.cross_check.CrossChecks.compile_as_written`); the file does not
                 compile (``"<filename> does not compile ..."`` with ``command`` and ``log``); the
                 compiler timed out; or a contract kernel is missing
                 (``"the kernel `k` is not defined with the contract's signature `...`"``).
@@ -273,7 +278,7 @@ class EmulatorBackend(_CompileCrossChecks, Backend):
             rewritten = rewrite.text
         except CompileError as exc:
             if str(exc).startswith("not supported by the emulator"):
-                self._compile_as_written(source, filename=filename, workdir=workdir)  # its own error first
+                self.cross_checks.compile_as_written(source, filename=filename, workdir=workdir)  # its own error first
             raise
         if not rewritten.endswith("\n"):
             rewritten += "\n"
@@ -293,7 +298,7 @@ class EmulatorBackend(_CompileCrossChecks, Backend):
             src = workdir / f"{stem}.emu-{token}.cpp"
             so = workdir / f"{stem}.emu-{token}.so"
             src.write_text(text, encoding="utf-8")
-            nvcc = (self._start_nvcc(source, workdir / f"{stem}.nvcc-{token}.cu", filename=filename)
+            nvcc = (self.cross_checks.start_nvcc(source, workdir / f"{stem}.nvcc-{token}.cu", filename=filename)
                     if self.nvcc_check else None)
             try:
                 tc.compile_module(source=src, output=so, filename=filename, workdir=workdir)
@@ -302,7 +307,7 @@ class EmulatorBackend(_CompileCrossChecks, Backend):
                     kill_group(nvcc[0])
                 raise
             if nvcc is not None:
-                self._finish_nvcc(nvcc, filename=filename, workdir=workdir)
+                self.cross_checks.finish_nvcc(nvcc, filename=filename, workdir=workdir)
             built = so
             so = cache.put(key, ".so", so) or so
             if so != built and globals_path(built).exists():  # beside the cached module, where the module looks
@@ -318,7 +323,7 @@ class EmulatorBackend(_CompileCrossChecks, Backend):
             missing = [k for k in kernels if not module.has_kernel(k.name)]
             if missing:
                 module.stop()
-                raise CompileError("\n".join(f"{filename}: {_missing_message(k, source)}" for k in missing))
+                raise CompileError("\n".join(f"{filename}: {missing_message(k, source)}" for k in missing))
             self._modules.add(module)
         return module
 
@@ -326,7 +331,7 @@ class EmulatorBackend(_CompileCrossChecks, Backend):
         """Make ``module`` the one whose executor may run (call with ``self._lock`` held): every
         other module's executor is stopped first, so a backend (a part's worker, both dtypes' modules
         and the profile's) never has two executors alive, and a submission never holds more than one
-        executor's memory (:data:`.sandbox.MODULE_MEMORY` of its own, plus the device memory they
+        executor's memory (:data:`grader.toolchain.sandbox.MODULE_MEMORY` of its own, plus the device memory they
         share). A stopped module starts a new executor at its next launch (its static constructors
         run again; its ``__device__`` globals start afresh)."""
         if self._active is module:
@@ -374,7 +379,7 @@ class EmulatorBackend(_CompileCrossChecks, Backend):
             gc.collect()
             address = arena.alloc(nbytes)
         self._labels.pop(address, None)  # a label of a freed buffer at the same address
-        block = _Block(arena, address)
+        block = Allocation(arena, address)
         memory = (ctypes.c_char * max(nbytes, 1)).from_address(address)
         memory._block = block  # numpy views keep the block alive through their base
         elements = np.frombuffer(memory, dtype=dtype, count=count)
@@ -389,7 +394,7 @@ class EmulatorBackend(_CompileCrossChecks, Backend):
             ValueError: ``array`` is not an emulator buffer, or the range does not fit it.
         """
         super().label(array, name, inner_offset, count)
-        array = _own(array)
+        array = as_emulator_array(array)
         self._labels[array.address] = (name, int(inner_offset), int(count), array.dtype.itemsize)
 
     def to_device(self, host: np.ndarray, dest: DeviceArray) -> None:
@@ -398,7 +403,7 @@ class EmulatorBackend(_CompileCrossChecks, Backend):
         Raises:
             ValueError: ``dest`` is not an emulator buffer, or count or dtype differ.
         """
-        dest = _own(dest)
+        dest = as_emulator_array(dest)
         host = np.asarray(host)
         if host.ndim != 1 or host.shape[0] != dest.count or host.dtype != dest.dtype:
             raise ValueError(f"to_device: a 1-D array of {dest.count} {dest.dtype} is needed "
@@ -407,12 +412,12 @@ class EmulatorBackend(_CompileCrossChecks, Backend):
 
     def to_host(self, src: DeviceArray) -> np.ndarray:
         """A new host copy of ``src`` (shape ``(src.count,)``, dtype ``src.dtype``)."""
-        return _own(src).host.copy()
+        return as_emulator_array(src).host.copy()
 
     def read(self, src: DeviceArray) -> np.ndarray:
         """A read-only view of ``src``'s elements in the emulator's memory (no copy), valid until the
         buffer is next written; see :meth:`Backend.read`."""
-        view = _own(src).host.view()
+        view = as_emulator_array(src).host.view()
         view.flags.writeable = False
         return view
 
@@ -423,7 +428,7 @@ class EmulatorBackend(_CompileCrossChecks, Backend):
         Raises:
             ValueError: ``dest``'s size is not a multiple of 4 bytes, or it is not an emulator buffer.
         """
-        dest = _own(dest)
+        dest = as_emulator_array(dest)
         if dest.nbytes % 4:
             raise ValueError(f"memset32 of a buffer of {dest.nbytes} bytes (not a multiple of 4)")
         dest.host.view(np.uint32).fill(value & 0xFFFFFFFF)
@@ -452,10 +457,10 @@ class EmulatorBackend(_CompileCrossChecks, Backend):
         request = self._launch_request(module, kernel, grid=grid, block=block, shared_bytes=shared_bytes,
                                        slots=slots)
         raw, findings_text = self._run_launch(module, kernel, request)
-        res = _LaunchResult.from_buffer_copy(raw)
-        findings = _parse_findings(module, findings_text) if res.nfindings else []
+        res = LaunchResult.from_buffer_copy(raw)
+        findings = parse_findings(module, findings_text) if res.nfindings else []
         warnings = [f for f in findings if f.kind in WARNING_KINDS]
-        if res.status == _SG_OK and len(warnings) == len(findings):
+        if res.status == SG_OK and len(warnings) == len(findings):
             if warnings:
                 with self._lock:
                     self._warnings.extend(warnings)
@@ -477,11 +482,11 @@ class EmulatorBackend(_CompileCrossChecks, Backend):
             raise LaunchError(f"launch of {kernel}: unknown sample mode {self.sample!r}")
         sample = sampled_blocks(grid.x * grid.y * grid.z, self.schedule_seed) if self.sample else ()
         return b"".join([
-            _LAUNCH_HEAD.pack(grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes,
+            LAUNCH_HEAD.pack(grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes,
                               self.limits.max_shared_bytes, self.workers, SCHEDULES[self.schedule], self.schedule_seed,
                               int(self.checks), int(self.detect_deadlock), int(self.shared_fill) & 0xFFFFFFFF,
                               INTERLEAVE.get(self.schedule, 0) if self.checks else 0, SAMPLE_MODES[self.sample],
-                              len(sample), *sample, *([0] * (_MAX_SAMPLE - len(sample))),
+                              len(sample), *sample, *([0] * (MAX_SAMPLE - len(sample))),
                               len(allocs), len(slots), len(name)),
             name, *(self._alloc_entry(b, n) for b, n in allocs), *(struct.pack("<iq", k, v) for k, v in slots)])
 

@@ -1,58 +1,46 @@
-"""Building emulated modules: the host C++ toolchain, the cached runtime and executor, the glue.
+"""The emulator's build: its toolchain (:class:`EmulatorToolchain`), the cached runtime and executor,
+the sandboxed module compile, the kernel glue.
 
 The runtime (``runtime/runtime.cpp``, which #includes its sections ``runtime/rt_*.inc`` and
 ``runtime/profile.inc``) is compiled once per (runtime sources: every file of ``runtime/`` but the
-executor's, flags, compiler identity), in pieces at once (:meth:`Toolchain.runtime_steps`), into
+executor's, flags, compiler identity), in pieces at once (:meth:`EmulatorToolchain.runtime_steps`), into
 ``<cache_dir>/emulator/runtime-<hash>.o`` and linked into every module; the
 executor (``runtime/executor.cpp``, the sandboxed process that loads a module, see
-:mod:`.executor`) likewise into ``executor-<hash>-seccomp`` (or ``-plain`` where libseccomp's
-header is missing). Several processes may build them at once: each compiles to a private
-temporary name and renames it into place atomically, so readers only ever see a complete file.
+:mod:`.executor`, and the limiter of every sandboxed compile) likewise into ``executor-<hash>-seccomp``
+(or ``-plain`` where libseccomp's header is missing). Several processes may build them at once
+(:meth:`grader.toolchain.compilers.Toolchain.build_cached`).
 
-The student's translation unit is compiled and linked in the sandbox (:mod:`.sandbox`): under
-bubblewrap when it works, always under resource limits, seeing the part's scratch folder, the
-runtime's sources and object and the system's read-only folders only.
+The student's translation unit is compiled and linked in the sandbox (:mod:`grader.toolchain.sandbox`):
+under bubblewrap when it works, always under resource limits, seeing the part's scratch folder, the
+runtime's sources and object and the system's read-only folders only. Its ``__device__`` variables
+are read from the link's map (:mod:`.device_globals`).
 
-Compiled modules are kept in the compile cache (:mod:`.cache`); a compiler process is run and its
-output read by :mod:`.compiler_process`.
-
-Public API: :class:`Toolchain`, :func:`kernel_glue`, :func:`tool_identity`,
-:func:`check_nvcc_first_stage`, :func:`compiler_notes`, :data:`RUNTIME_DIR`.
+Public API: :class:`EmulatorToolchain`, :func:`kernel_glue`, :func:`compiler_notes`, :data:`RUNTIME_DIR`.
 """
 
 from __future__ import annotations
 
-import fcntl
-import functools
-import glob
 import hashlib
-import os
 import re
-import shlex
 import shutil
-import subprocess
-import tempfile
-import uuid
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
+from grader.backends.emulator.device_globals import globals_path, module_globals, write_globals
 from grader.backends.emulator.lockdown import audit_object, explain_refusal, lockdown_header, runtime_names
 from grader.backends.emulator.macros import DEFAULT_TARGET_ARCH, TARGET_ARCHS, host_macro_flags, nvcc_defines
-from grader.backends.emulator.cache import CompileCache
-from grader.host.folders import default_cache_dir
-from grader.host.parent_death import tied_to_this_process
-from grader.backends.emulator.compiler_process import run_compile
-from grader.backends.emulator.sandbox import COMPILE_TMP, Command, Sandbox, compile_limits
 from grader.core.errors import BackendUnavailable, CompileError
 from grader.core.kernels import KernelSpec
+from grader.toolchain.compiler_process import run_compile
+from grader.toolchain.compilers import BuildSteps, Toolchain
+from grader.toolchain.sandbox import Command, Sandbox
 
-__all__ = ["Toolchain", "kernel_glue", "check_nvcc_first_stage", "tool_identity", "compiler_notes", "RUNTIME_DIR",
-           "RUNTIME_FLAGS", "QUICK_RUNTIME_FLAGS", "EXPECTED_NAMES", "expected_names", "write_expected_names",
-           "PRELUDE", "STUB_INCLUDE_DIR", "GLUE_FILENAME"]
+__all__ = ["EmulatorToolchain", "kernel_glue", "compiler_notes", "RUNTIME_DIR", "RUNTIME_FLAGS",
+           "QUICK_RUNTIME_FLAGS", "EXPECTED_NAMES", "expected_names", "write_expected_names", "PRELUDE",
+           "STUB_INCLUDE_DIR", "GLUE_FILENAME"]
 
 #: The names the runtime object is expected to define for other objects (:func:`.lockdown.runtime_names`
-#: of it as g++ builds it), one per line: what a module's compile poisons (:meth:`Toolchain.lockdown_names`)
+#: of it as g++ builds it), one per line: what a module's compile poisons (:meth:`EmulatorToolchain.lockdown_names`)
 #: while the runtime is not built yet, so that on a new machine the two compile at once. A test
 #: checks the file against the runtime built here; :func:`write_expected_names` writes it.
 EXPECTED_NAMES = Path(__file__).resolve().parent / "runtime_names.txt"
@@ -67,7 +55,7 @@ STUB_INCLUDE_DIR = RUNTIME_DIR / "include"
 GLUE_FILENAME = "<scangrade emulator glue>"
 #: The executor's source (a host program, built once and cached like the runtime object).
 EXECUTOR_SOURCE = RUNTIME_DIR / "executor.cpp"
-#: Force-included after the prelude by :meth:`Toolchain.syntax_command`: ``__shared__`` as an empty
+#: Force-included after the prelude by :meth:`EmulatorToolchain.syntax_command`: ``__shared__`` as an empty
 #: word (the prelude makes any ``__shared__`` left after the rewrite an error).
 PLAIN_SHARED = "#undef __shared__\n#define __shared__\n"
 #: Flags for the executor.
@@ -78,13 +66,13 @@ SECCOMP_HEADERS = (Path("/usr/include/seccomp.h"), Path("/usr/local/include/secc
 #: Flags for the runtime object (compiled once, optimised).
 RUNTIME_FLAGS = ("-std=c++17", "-O2", "-fPIC", "-fvisibility=hidden", "-pthread")
 #: Added to :data:`RUNTIME_FLAGS` for the runtime of the GPU path's emulator checks and profile
-#: (``Toolchain(runtime_flags=...)``; :func:`grader.grading.worker.beside.emulator_runtime_flags`):
+#: (``EmulatorToolchain(runtime_flags=...)``; :func:`grader.grading.worker.beside.emulator_runtime_flags`):
 #: on a new machine every part's first case waits for this build, which -O1 makes shorter at the
 #: cost of slower checked runs; the CPU emulator keeps -O2 (figures: docs/throughput.md, "Figures
 #: behind the code's constants").
 QUICK_RUNTIME_FLAGS = ("-O1",)
 #: How many pieces the runtime's definitions are divided into (``SG_RT_PIECE_COUNT`` of runtime.cpp): at
-#: most this many compiles build it at once (:meth:`Toolchain.runtime_steps`).
+#: most this many compiles build it at once (:meth:`EmulatorToolchain.runtime_steps`).
 RUNTIME_PIECES = int(re.search(r"^#define SG_RT_PIECE_COUNT (\d+)$", (RUNTIME_DIR / "runtime.cpp").read_text(),
                                re.M)[1])
 #: Flags for the emulated translation unit (the student's file). ``-fsanitize=thread`` makes every
@@ -100,7 +88,7 @@ MODULE_FLAGS = ("-std=c++17", "-O1", "-g", "-fPIC", "-fvisibility=hidden", "-fno
                 "--param", "tsan-distinguish-volatile=1",
                 "--param", "tsan-instrument-func-entry-exit=0",
                 "-Wno-unknown-pragmas")
-#: Warnings :meth:`Toolchain.compiler_notes` asks for: conversions that can change a value, and
+#: Warnings :meth:`EmulatorToolchain.compiler_notes` asks for: conversions that can change a value, and
 #: results dropped.
 NOTE_FLAGS = ("-Wconversion", "-Wfloat-conversion", "-Wunused-value", "-Wunused-result")
 _WARNING = re.compile(r"^(?P<file>[^\n]+?):(?P<line>\d+):\d+: warning: (?P<text>.*) \[(?P<flag>-W[\w-]+)\]$", re.M)
@@ -111,7 +99,7 @@ _FLOATING = re.compile(r"\b(?:float|double|half|__half)\b")
 
 def compiler_notes(log: str, filename: str) -> list[str]:
     """The warnings of a compiler log (gcc's ``file:line:col: warning: ... [-Wflag]``) on ``filename``'s
-    lines that :meth:`Toolchain.compiler_notes` reports, as its one-line notes."""
+    lines that :meth:`EmulatorToolchain.compiler_notes` reports, as its one-line notes."""
     notes: list[str] = []
     for m in _WARNING.finditer(log):
         if m.group("file") != filename:
@@ -136,33 +124,14 @@ def compiler_notes(log: str, filename: str) -> list[str]:
 LINK_FLAGS = ("-shared", "-Wl,-z,defs", "-pthread")
 
 
-@functools.lru_cache(maxsize=None)
-def _compiler_identity(cxx: str) -> tuple[str, str]:
-    """(resolved path, ``cxx --version`` output) of a compiler; raises BackendUnavailable."""
-    argv = shlex.split(cxx)
-    exe = shutil.which(argv[0]) if argv else None
-    if not exe:
-        raise BackendUnavailable(f"the emulator needs a C++ compiler: `{cxx}` was not found "
-                                 "(install g++ or clang++, or set $CXX)")
-    try:
-        proc = subprocess.run([exe, *argv[1:], "--version"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise BackendUnavailable(f"the emulator's C++ compiler `{cxx}` does not run: {exc}") from None
-    if proc.returncode != 0:
-        raise BackendUnavailable(f"the emulator's C++ compiler `{cxx}` does not run: {proc.stderr.strip()}")
-    return str(Path(exe).resolve()), proc.stdout.strip()
-
-
-class Toolchain:
-    """The host C++ compiler and the cached runtime object.
+class EmulatorToolchain(Toolchain):
+    """The host C++ compiler as the emulator builds with it: the cached runtime object and executor
+    (the executor also sets every sandboxed compile's limits: :meth:`limiter`), and the module
+    compile.
 
     Args:
-        cxx: compiler command (may include arguments, e.g. ``"ccache g++"``); default ``$CXX`` or
-            ``"c++"``.
-        cache_dir: where the runtime object and the executor are cached; default
-            :func:`grader.host.folders.default_cache_dir`.
-        timeout_s: wall-clock limit of one compiler run, in seconds.
-        sandbox: how the student's translation unit is compiled (default ``Sandbox("auto")``).
+        cxx, cache_dir, timeout_s, sandbox: as :class:`grader.toolchain.compilers.Toolchain` takes them
+            (``cache_dir``: the runtime object and the executor are cached in its ``emulator/``).
         runtime_flags: compiler flags after :data:`RUNTIME_FLAGS` for the runtime object (part of
             its cache key): :data:`QUICK_RUNTIME_FLAGS` for the GPU path's checks.
         target_arch: the GPU the student's code is compiled for (the config's ``target_arch``: 90
@@ -180,12 +149,7 @@ class Toolchain:
         if target_arch not in TARGET_ARCHS:
             raise ValueError(f"target_arch {target_arch!r} is not one of {', '.join(map(str, TARGET_ARCHS))}")
         self.target_arch = int(target_arch)
-        self.cxx = cxx or os.environ.get("CXX") or "c++"
-        self.argv = shlex.split(self.cxx)
-        self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-        self.timeout_s = timeout_s
-        self.sandbox = sandbox if sandbox is not None else Sandbox("auto")
-        self.path, self.version = _compiler_identity(self.cxx)
+        super().__init__(cxx=cxx, cache_dir=cache_dir, timeout_s=timeout_s, sandbox=sandbox)
         self.runtime_flags = tuple(runtime_flags)
         self._runtime: Path | None = None
         self._runtime_key: str | None = None
@@ -194,9 +158,14 @@ class Toolchain:
         self._jobs: int | None = None
 
     @property
-    def version_line(self) -> str:
-        """First line of ``cxx --version`` (e.g. ``c++ (Debian 12.2.0-14) 12.2.0``)."""
-        return self.version.splitlines()[0] if self.version else self.cxx
+    def builds(self) -> Path:
+        """Where the runtime object and the executor are cached: ``<cache_dir>/emulator``."""
+        return self.cache_dir / "emulator"
+
+    def limiter(self) -> Path:
+        """The executor program (:meth:`executor_binary`): its ``limit`` mode sets a sandboxed command's
+        limits."""
+        return self.executor_binary()[0]
 
     def runtime_key(self, extra_flags: Sequence[str] = ()) -> str:
         """Hash of the runtime sources, the runtime flags and the compiler identity (hex, 20 chars)."""
@@ -212,11 +181,6 @@ class Toolchain:
             self._runtime_key = h.hexdigest()[:20]
         return h.hexdigest()[:20]
 
-    @property
-    def compiled(self) -> CompileCache:
-        """The cache of compiled modules (:class:`.cache.CompileCache`, ``<cache_dir>/compiled``)."""
-        return CompileCache(self.cache_dir / "compiled")
-
     def runtime_object(self, extra_flags: Sequence[str] = ()) -> Path:
         """The runtime object file, compiled on first use and cached.
 
@@ -231,13 +195,16 @@ class Toolchain:
             return self._runtime
         name = f"runtime-{self.runtime_key(extra_flags)}.o"
         flags = (*RUNTIME_FLAGS, *self.runtime_flags, *extra_flags)
+        def build() -> Path:
+            return self.build_cached(self.builds / name, lambda tmp: self.runtime_steps(flags, tmp),
+                                     what="the emulator runtime")
         try:
-            target = self._cached(name, lambda tmp: self.runtime_steps(flags, tmp), what="the emulator runtime")
+            target = build()
         except BackendUnavailable:
             if self.runtime_jobs() < 2:
                 raise
             self._jobs = 1  # the pieces do not build or join here after all: one plain compile
-            target = self._cached(name, lambda tmp: self.runtime_steps(flags, tmp), what="the emulator runtime")
+            target = build()
         if not extra_flags:
             self._runtime = target
         return target
@@ -294,73 +261,24 @@ class Toolchain:
                       + self.version.encode())
         key = digest.hexdigest()[:20]
 
-        def command(defines: Sequence[str], libs: Sequence[str]) -> Callable[[str], list[list[list[str]]]]:
+        def command(defines: Sequence[str], libs: Sequence[str]) -> BuildSteps:
             return lambda tmp: [[[*self.argv, *EXECUTOR_FLAGS, *defines, "-I", str(RUNTIME_DIR), str(EXECUTOR_SOURCE),
                                   "-o", tmp, *libs]]]
         if any(header.exists() for header in SECCOMP_HEADERS):
             try:
-                path = self._cached(f"executor-{key}-seccomp", command(["-DSG_SECCOMP"], ["-lseccomp"]),
-                                    what="the emulator's executor (with libseccomp)")
+                path = self.build_cached(self.builds / f"executor-{key}-seccomp",
+                                         command(["-DSG_SECCOMP"], ["-lseccomp"]),
+                                         what="the emulator's executor (with libseccomp)")
                 self._executor = (path, None)
                 return self._executor
             except BackendUnavailable as exc:
                 problem = f"libseccomp could not be linked ({str(exc).strip().splitlines()[-1].strip()})"
         else:
             problem = "libseccomp-dev was not installed when the executor was built"
-        path = self._cached(f"executor-{key}-plain", command([], []), what="the emulator's executor")
+        path = self.build_cached(self.builds / f"executor-{key}-plain", command([], []),
+                                 what="the emulator's executor")
         self._executor = (path, problem)
         return self._executor
-
-    def _cached(self, name: str, command: Callable[[str], list[list[list[str]]]], *, what: str) -> Path:
-        """``<cache_dir>/emulator/<name>``, built by the steps ``command(temporary path)`` (each a list of
-        commands run at once, the steps in order; files they leave beside the temporary path are
-        removed) unless present. One
-        process builds it at a time (``<name>.lock``): the others wait for its file instead of
-        building it again (the runtime takes seconds of a core)."""
-        target = self.cache_dir / "emulator" / name
-        if target.exists():
-            return target
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            lock = os.open(target.parent / f".{name}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        except OSError:
-            return self._build(target, name, command, what=what)
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if target.exists():
-                return target
-            return self._build(target, name, command, what=what)
-        finally:
-            os.close(lock)
-
-    def _build(self, target: Path, name: str, command: Callable[[str], list[list[list[str]]]], *, what: str) -> Path:
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{name}-", suffix=".tmp", dir=target.parent)
-        except OSError:
-            # An unwritable cache (read-only home): build into a private folder for this process.
-            private = Path(tempfile.mkdtemp(prefix="scangrade-emulator-"))
-            target = private / name
-            fd, tmp = tempfile.mkstemp(prefix=f".{name}-", suffix=".tmp", dir=private)
-        os.close(fd)
-        try:
-            for step in command(tmp):
-                with ThreadPoolExecutor(len(step)) as pool:
-                    # each compiler dies with its pool thread (which waits for it), so with the grader
-                    procs = list(pool.map(lambda argv: subprocess.run(argv, capture_output=True, text=True,
-                                                                      timeout=max(self.timeout_s, 120.0),
-                                                                      preexec_fn=tied_to_this_process()), step))
-                for proc in procs:
-                    if proc.returncode != 0:
-                        raise BackendUnavailable(f"{what} does not compile with `{self.cxx}` ({self.version_line}):"
-                                                 f"\n{proc.stderr}")
-            os.replace(tmp, target)
-        except subprocess.TimeoutExpired:
-            raise BackendUnavailable(f"compiling {what} with `{self.cxx}` timed out") from None
-        finally:
-            for leftover in glob.glob(glob.escape(tmp) + "*"):
-                os.unlink(leftover)
-        return target
 
     def module_command(self, source: Path, output: Path, lockdown: Path | None = None) -> list[str]:
         """The compiler command line compiling one emulated module to an object (``output`` + ``.o``):
@@ -386,7 +304,7 @@ class Toolchain:
         """The runtime object where it is built already (this process, or the cache), else None;
         builds nothing."""
         if self._runtime is None or not self._runtime.exists():
-            target = self.cache_dir / "emulator" / f"runtime-{self.runtime_key()}.o"
+            target = self.builds / f"runtime-{self.runtime_key()}.o"
             self._runtime = target if target.exists() else None
         return self._runtime
 
@@ -453,7 +371,7 @@ class Toolchain:
 
     def link_command(self, output: Path, runtime: Path) -> list[str]:
         """The command line linking the module object and the runtime into a shared object; the
-        linker's map goes to ``<output>.map`` (:func:`module_globals` reads it)."""
+        linker's map goes to ``<output>.map`` (:func:`.device_globals.module_globals` reads it)."""
         return [*self.argv, str(output) + ".o", str(runtime), "-o", str(output), *LINK_FLAGS,
                 f"-Wl,-Map,{output}.map"]
 
@@ -501,83 +419,9 @@ class Toolchain:
         if ranges is not None:
             write_globals(globals_path(output), ranges)
 
-    def sandboxed(self, cmd: Sequence[str], *, workdir: Path, read_only: Sequence[Path] = (),
-                  tools: Sequence[str | Path] = ()) -> Command:
-        """``cmd`` as it runs in the compile sandbox: the scratch folder ``workdir`` read-write (and the
-        working folder), ``read_only`` visible, a private /tmp, and :func:`.sandbox.compile_limits`."""
-        executor, _ = self.executor_binary()
-        return self.sandbox.command(cmd, read_only=[*read_only, executor], writable=[workdir], cwd=workdir,
-                                    tools=tools, tmp_bytes=COMPILE_TMP, limits=compile_limits(self.timeout_s),
-                                    limiter=executor)
-
     def _run(self, cmd: Command, *, filename: str, workdir: Path) -> None:
         run_compile(cmd, filename=filename, workdir=workdir, timeout_s=self.timeout_s, tool="the C++ compiler",
                     failed=f"{filename} does not compile (host C++ compiler under the CPU emulator)")
-
-
-#: The output sections of a module whose input sections from the student's object are its writable
-#: data at run time (``__device__`` variables, statics, guard variables): GNU ld's default script puts
-#: ``.data``, ``.data.*`` (``.data.rel.local``, a COMDAT's ``.data._ZZ...``) in ``.data`` and ``.bss``,
-#: ``.bss.*`` and ``COMMON`` in ``.bss``. ``.data.rel.ro`` and ``.got`` are read-only after relocation.
-WRITABLE_OUTPUT_SECTIONS = frozenset({".data", ".bss"})
-_MAP_OUTPUT = re.compile(r"^(\.\S+)(?:\s+0x[0-9a-fA-F]+\s+0x[0-9a-fA-F]+)?\s*$")
-_MAP_INPUT = re.compile(r"^ (\S+)(?:\s+0x([0-9a-fA-F]+)\s+0x([0-9a-fA-F]+)\s+(\S.*))?$")
-_MAP_WRAPPED = re.compile(r"^\s+0x([0-9a-fA-F]+)\s+0x([0-9a-fA-F]+)\s+(\S.*)$")
-
-
-def module_globals(link_map: str, object_name: str) -> list[tuple[int, int]] | None:
-    """The writable data of a module that the object ``object_name`` (the student's translation unit,
-    the prelude's statics and the glue with it) contributed: ``(link-time address, bytes)`` ranges,
-    adjacent ones merged, read from GNU ld's map (``-Wl,-Map``: each output section at the start of
-    a line, then each input section indented by one space as ``name address size file``, the name on
-    a line of its own when it is long). The runtime object's data is not among them, so restoring the
-    ranges leaves the runtime's state alone (executor.cpp, handle_globals). None where the text is
-    not such a map (no ``.data`` output section)."""
-    ranges: list[tuple[int, int]] = []
-    section, seen, pending = None, False, None
-    for line in link_map.splitlines():
-        m = _MAP_OUTPUT.match(line)
-        if m:
-            section, pending = m.group(1), None
-            seen |= section in WRITABLE_OUTPUT_SECTIONS
-            continue
-        if section not in WRITABLE_OUTPUT_SECTIONS:
-            continue
-        if pending is not None and (w := _MAP_WRAPPED.match(line)):
-            addr, size, path = int(w.group(1), 16), int(w.group(2), 16), w.group(3)
-        elif (i := _MAP_INPUT.match(line)) and not line.startswith(" *"):
-            if i.group(2) is None:
-                pending = i.group(1)
-                continue
-            addr, size, path = int(i.group(2), 16), int(i.group(3), 16), i.group(4)
-        else:
-            pending = None
-            continue
-        pending = None
-        if size and Path(path.strip()).name == object_name:
-            if ranges and ranges[-1][0] + ranges[-1][1] == addr:
-                ranges[-1] = (ranges[-1][0], ranges[-1][1] + size)
-            else:
-                ranges.append((addr, size))
-    return ranges if seen else None
-
-
-def globals_path(module: Path) -> Path:
-    """Where the ranges of :func:`module_globals` of the module ``module`` are kept: beside it."""
-    return Path(f"{module}.globals")
-
-
-def write_globals(path: Path, ranges: list[tuple[int, int]]) -> None:
-    """Write ``ranges`` to ``path``: one ``address size`` (hex) a line."""
-    path.write_text("".join(f"{a:x} {n:x}\n" for a, n in ranges), encoding="utf-8")
-
-
-def read_globals(path: Path) -> list[tuple[int, int]] | None:
-    """The ranges :func:`write_globals` wrote to ``path``; None where it is missing or malformed."""
-    try:
-        return [(int(a, 16), int(n, 16)) for a, n in (line.split() for line in path.read_text().splitlines())]
-    except (OSError, ValueError):
-        return None
 
 
 def expected_names(path: Path = EXPECTED_NAMES) -> frozenset[str]:
@@ -590,68 +434,17 @@ def expected_names(path: Path = EXPECTED_NAMES) -> frozenset[str]:
     return frozenset(line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#"))
 
 
-def write_expected_names(toolchain: "Toolchain | None" = None, path: Path = EXPECTED_NAMES) -> frozenset[str]:
+def write_expected_names(toolchain: "EmulatorToolchain | None" = None, path: Path = EXPECTED_NAMES) -> frozenset[str]:
     """Write ``path`` from the runtime object ``toolchain`` builds (default: the host's g++ or ``$CXX``);
     returns the names. Run after changing which names the runtime defines::
 
         python -c "from grader.backends.emulator.build import write_expected_names; write_expected_names()"
     """
-    names = (toolchain or Toolchain()).runtime_names()
+    names = (toolchain or EmulatorToolchain()).runtime_names()
     path.write_text("# The names the emulator runtime defines for other objects (grader/backends/emulator/build.py,\n"
                     "# EXPECTED_NAMES): written by write_expected_names(), checked by tests/test_integrity_checks.py.\n"
                     + "".join(f"{n}\n" for n in sorted(names)), encoding="utf-8")
     return names
-
-
-@functools.lru_cache(maxsize=None)
-def tool_identity(exe: str) -> str:
-    """A compiler's resolved path and ``--version`` output, for :class:`.cache.CompileCache` keys ("" where it
-    does not run: no key then matches a later working one)."""
-    try:
-        proc = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    return f"{Path(exe).resolve()}\n{proc.stdout.strip()}"
-
-
-def check_nvcc_first_stage(nvcc: str, source: Path, options: Sequence[str], *, toolchain: "Toolchain",
-                           filename: str, named: str | None = None) -> None:
-    """Judge what nvcc's second stage will read: run its first stage on ``source`` (``nvcc -E`` with the
-    compile's ``options``: the same host preprocessor command with the same macros, as
-    ``nvcc --dryrun`` shows), in the compile sandbox and within the compile timeout, and check its output
-    with :func:`grader.source.directives.check_preprocessed` before the real compile runs.
-
-    cicc preprocesses the first stage's output again, so a line a macro made into a directive
-    (``#define H #`` then ``H include "FILE"``) would run there. A first stage that fails or times out is
-    left to the compile, which stops at the same point (nvcc starts its second stage only after a first
-    stage that succeeded).
-
-    Args:
-        nvcc: the nvcc executable.
-        source: the file nvcc compiles (in the scratch folder, which the sandbox can write).
-        options: the compile's options before the file (``["--cubin", "-arch", "sm_90", "-lineinfo"]``,
-            ``["-x", "cu"]``).
-        toolchain: the :class:`Toolchain` whose sandbox and timeout the compile uses.
-        filename: the student's file, for the message.
-        named: how the compile's command line names ``source`` (default its name, in its folder).
-
-    Raises:
-        CompileError: ``"<filename>:<line>: `...` is not allowed: ..."`` (see ``check_preprocessed``).
-    """
-    from grader.source.directives import check_preprocessed
-
-    output = source.with_name(f"{source.name}.first-stage-{uuid.uuid4().hex[:12]}.ii")
-    cmd = toolchain.sandboxed([nvcc, "-E", *options, named or source.name, "-o", output.name],
-                              workdir=source.parent, tools=[nvcc])
-    try:
-        run_compile(cmd, filename=filename, workdir=source.parent, timeout_s=toolchain.timeout_s, tool="nvcc",
-                    failed=f"{filename} does not preprocess with nvcc")
-        text = output.read_text(encoding="utf-8", errors="replace")
-    except (CompileError, OSError):
-        return  # the compile meets the same failure and reports it
-    finally:
-        output.unlink(missing_ok=True)
-    check_preprocessed(text, filename=filename, compiled_name=source.name)
 
 
 def kernel_glue(kernels: Sequence[KernelSpec]) -> str:

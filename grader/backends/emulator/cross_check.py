@@ -12,28 +12,34 @@ import subprocess
 import uuid
 from pathlib import Path
 
-from grader.backends.emulator.build import GLUE_FILENAME, RUNTIME_DIR, Toolchain, check_nvcc_first_stage
-from grader.backends.emulator.compiler_process import (cut_note, limit_note, read_output, run_compile, start_compiler,
-                                                       strip_workdir)
+from grader.backends.emulator.build import GLUE_FILENAME, RUNTIME_DIR, EmulatorToolchain
 from grader.backends.emulator.macros import nvcc_arch_flags
 from grader.backends.emulator.rewrite import find_definitions
 from grader.core.errors import CompileError
 from grader.core.kernels import KernelSpec
+from grader.toolchain.compiler_process import (cut_note, limit_note, read_output, run_compile, start_compiler,
+                                               strip_workdir)
+from grader.toolchain.compilers import check_nvcc_first_stage
+
+__all__ = ["CrossChecks", "missing_message"]
 
 
-class _CompileCrossChecks:
-    """The cross-checks of :class:`grader.backends.emulator.backend.EmulatorBackend`'s compile. The
-    backend provides ``toolchain``, ``nvcc`` (nvcc's path, or None), ``nvcc_check`` and
-    ``target_arch``."""
+class CrossChecks:
+    """The cross-checks of :class:`grader.backends.emulator.backend.EmulatorBackend`'s compile.
 
-    toolchain: Toolchain
-    nvcc: str | None
-    nvcc_check: bool
-    target_arch: int
+    Args:
+        toolchain: the backend's toolchain (its sandbox, its timeout, its ``target_arch``).
+        nvcc: nvcc's path, or None where there is none.
+        nvcc_check: whether each compile is also nvcc's (``nvcc -ptx``); needs ``nvcc``.
+    """
 
-    def _compile_as_written(self, source: str, *, filename: str, workdir: Path) -> None:
+    def __init__(self, toolchain: EmulatorToolchain, *, nvcc: str | None, nvcc_check: bool) -> None:
+        self.toolchain, self.nvcc, self.nvcc_check = toolchain, nvcc, nvcc_check
+
+    def compile_as_written(self, source: str, *, filename: str, workdir: Path) -> None:
         """The rewrite refused ``source``: compile it as written, with ``nvcc -ptx`` where the nvcc
-        check is on, else with the host compiler for errors only (:meth:`.build.Toolchain.syntax_command`),
+        check is on, else with the host compiler for errors only
+        (:meth:`.build.EmulatorToolchain.syntax_command`),
         in the compile sandbox. Returns when it compiles (the refusal stands) or no compiler could
         decide (it did not run, or timed out).
 
@@ -41,7 +47,7 @@ class _CompileCrossChecks:
             CompileError: the compiler's error: ``"<filename> does not compile (<compiler>): <its first
                 error line>"`` with the command and the log (the scratch folder's path removed, the
                 student's file name for the scratch copy's); or nvcc's first stage made a directive
-                (:func:`.build.check_nvcc_first_stage`).
+                (:func:`grader.toolchain.compilers.check_nvcc_first_stage`).
         """
         stem = re.sub(r"[^A-Za-z0-9_.-]", "_", Path(filename).stem) or "module"
         path = workdir / f"{stem}.written-{uuid.uuid4().hex[:12]}.cu"
@@ -76,13 +82,13 @@ class _CompileCrossChecks:
             path.unlink(missing_ok=True)
 
     def _nvcc_arch(self) -> tuple[str, ...]:
-        """nvcc's option compiling for :attr:`target_arch`, so that its cross-check reads the
+        """nvcc's option compiling for the toolchain's ``target_arch``, so that its cross-check reads the
         ``#if __CUDA_ARCH__`` branches the emulator compiles (none where this nvcc cannot)."""
-        return nvcc_arch_flags(str(self.nvcc), self.target_arch) if self.nvcc else ()
+        return nvcc_arch_flags(str(self.nvcc), self.toolchain.target_arch) if self.nvcc else ()
 
-    def _start_nvcc(self, source: str, path: Path, *, filename: str) -> tuple[subprocess.Popen, list[str]] | None:
+    def start_nvcc(self, source: str, path: Path, *, filename: str) -> tuple[subprocess.Popen, list[str]] | None:
         """Start ``nvcc -ptx`` on the same source text, in the compile sandbox (in parallel with the
-        host compiler), once its first stage's output passed :func:`.build.check_nvcc_first_stage`.
+        host compiler), once its first stage's output passed :func:`grader.toolchain.compilers.check_nvcc_first_stage`.
 
         Raises:
             CompileError: the first stage's output holds a directive a macro made.
@@ -98,9 +104,9 @@ class _CompileCrossChecks:
         except OSError:
             return None  # nvcc does not run here: the emulator alone decides
 
-    def _finish_nvcc(self, started: tuple[subprocess.Popen, list[str]], *, filename: str, workdir: Path) -> None:
-        """Wait for the ``nvcc -ptx`` of :meth:`_start_nvcc`, reading at most
-        :data:`.compiler_process.OUTPUT_BYTES` of its output (it is stopped there).
+    def finish_nvcc(self, started: tuple[subprocess.Popen, list[str]], *, filename: str, workdir: Path) -> None:
+        """Wait for the ``nvcc -ptx`` of :meth:`start_nvcc`, reading at most
+        :data:`grader.toolchain.compiler_process.OUTPUT_BYTES` of its output (it is stopped there).
 
         Raises:
             CompileError: nvcc failed or was stopped for its output (not when it timed out: a slow
@@ -126,7 +132,8 @@ def _first_error(log: str) -> str:
     errors = [line for line in lines if re.search(r"(?:^|:\s*)(?:fatal )?error(?: #[\w-]+)?:", line)]
     return (errors or lines or [""])[0]
 
-def _missing_message(spec: KernelSpec, source: str) -> str:
+
+def missing_message(spec: KernelSpec, source: str) -> str:
     """Why the contract kernel ``spec`` is missing from the compiled ``source``: not defined, or
     defined with other parameter types (naming where)."""
     message = (f"the kernel `{spec.name}` is not defined with the contract's signature "

@@ -2,7 +2,7 @@
 
 Student code never loads into the grader's process. For each compiled module the backend starts
 ``runtime/executor.cpp``'s program, fresh (it holds no secrets), under the sandbox
-(:mod:`.sandbox`); it sets its resource limits, maps device memory, installs its seccomp filter,
+(:mod:`grader.toolchain.sandbox`); it sets its resource limits, maps device memory, installs its seccomp filter,
 dlopens the module (its static constructors run there) and serves launches over a socket.
 
 Device memory is an :class:`Arena`: one memfd mapped at the same virtual address in the grader and
@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.backends.emulator.sandbox import FILE_SIZE, MODULE_MEMORY, Limits, Sandbox
+from grader.toolchain.sandbox import FILE_SIZE, MODULE_MEMORY, Limits, Sandbox
 from grader.core.errors import ResourceLimit
 from grader.host.resources import (address_space_limit, address_space_used, limit_advice, looks_like_memory_failure,
                               size_text)
@@ -320,11 +320,11 @@ class Executor:
     """One executor process: a compiled module loaded in the sandbox, serving launches.
 
     Args:
-        binary: the executor program (:meth:`.build.Toolchain.executor_binary`).
+        binary: the executor program (:meth:`.build.EmulatorToolchain.executor_binary`).
         module: the compiled shared object to load.
         arena: device memory to map.
         sandbox: how to run it; ``seccomp``: whether it installs its seccomp filter.
-        limits: its resource limits (:func:`.sandbox.executor_limits`).
+        limits: its resource limits (:func:`grader.toolchain.sandbox.executor_limits`).
         load_timeout_s: how long loading (the module's static constructors) may take, in seconds.
 
     Attributes:
@@ -451,7 +451,7 @@ class Executor:
 
     def snapshot_globals(self, ranges: Sequence[tuple[int, int]]) -> str:
         """Have the executor copy the module's writable data ``ranges`` (``(offset from the module's
-        load address, bytes)``, :func:`.build.module_globals`) as loaded: before any launch, once.
+        load address, bytes)``, :func:`.device_globals.module_globals`) as loaded: before any launch, once.
         Returns "" when done, else why the executor refused (a range outside the module's writable
         data, a launch already ran).
 

@@ -19,7 +19,9 @@ from grader.core.kernels import KernelSpec
 from grader.core.kinds import WARNING_KINDS  # findings that do not fail a launch by themselves
 from grader.core.results import CHECK_KINDS  # kinds the checks report (they come with Finding objects)
 
-__all__ = ["SCHEDULES", "INTERLEAVE", "SAMPLE_MODES", "SAMPLE_DRAWN", "sampled_blocks"]
+__all__ = ["SCHEDULES", "INTERLEAVE", "SAMPLE_MODES", "SAMPLE_DRAWN", "MAX_SAMPLE", "LAUNCH_HEAD", "sampled_blocks",
+           "LaunchResult", "SG_OK", "SG_KERNEL_ERROR", "SG_LAUNCH_ERROR", "argument_slots", "launch_failure",
+           "parse_findings"]
 
 #: Thread orders within a block (the numbers are the runtime's).
 SCHEDULES = {"ascending": 0, "descending": 1, "random": 2}
@@ -36,11 +38,11 @@ SAMPLE_MODES = {mode: number for number, mode in enumerate(SAMPLE_CHOICES)}
 #: Blocks a sampling launch draws from its seed besides its first and last (:func:`sampled_blocks`).
 SAMPLE_DRAWN = 2
 #: The most blocks the runtime takes in a sample (sg_host.h, SG_MAX_SAMPLE).
-_MAX_SAMPLE = 16
+MAX_SAMPLE = 16
 #: Device printf output kept between two :meth:`EmulatorBackend.take_output` calls, in bytes.
 
 #: The head of a launch request (see executor.cpp's handle_launch).
-_LAUNCH_HEAD = struct.Struct(f"<3I3IQQiiQiiIIii{_MAX_SAMPLE}QiiI")
+LAUNCH_HEAD = struct.Struct(f"<3I3IQQiiQiiIIii{MAX_SAMPLE}QiiI")
 
 
 def sampled_blocks(nblocks: int, seed: int, drawn: int = SAMPLE_DRAWN) -> tuple[int, ...]:
@@ -62,14 +64,14 @@ def sampled_blocks(nblocks: int, seed: int, drawn: int = SAMPLE_DRAWN) -> tuple[
     """
     import random
 
-    if nblocks < 1 or not 0 <= drawn <= _MAX_SAMPLE - 2:
+    if nblocks < 1 or not 0 <= drawn <= MAX_SAMPLE - 2:
         raise ValueError(f"cannot sample {drawn} + 2 of {nblocks} blocks")
     inner = range(1, nblocks - 1)
     picked = random.Random(f"scangrade sample {seed} {nblocks}").sample(inner, min(drawn, len(inner)))
     return tuple(sorted({0, nblocks - 1, *picked}))
 
 
-class _LaunchResult(ctypes.Structure):
+class LaunchResult(ctypes.Structure):
     """``sg_result`` (sg_host.h), as the executor sends it back."""
 
     _fields_ = [("status", ctypes.c_int), ("has_ids", ctypes.c_int), ("block", ctypes.c_uint * 3),
@@ -77,7 +79,8 @@ class _LaunchResult(ctypes.Structure):
                 ("nfindings", ctypes.c_int)]
 
 
-_SG_OK, _SG_KERNEL_ERROR, _SG_LAUNCH_ERROR = 0, 1, 2
+#: ``sg_result``'s status (sg_host.h): the launch ran, a kernel failed, the launch was refused.
+SG_OK, SG_KERNEL_ERROR, SG_LAUNCH_ERROR = 0, 1, 2
 
 
 def argument_slots(kernel: str, spec: KernelSpec, args: Sequence[Union[DeviceArray, int]]) -> list[tuple[int, int]]:
@@ -121,7 +124,7 @@ def _int_argument(where: str, arg: object) -> int:
     return int(arg)
 
 
-def launch_failure(kernel: str, module: EmulatorModule, res: _LaunchResult, findings: list[Finding]
+def launch_failure(kernel: str, module: EmulatorModule, res: LaunchResult, findings: list[Finding]
                    ) -> LaunchError | KernelError:
     """The error a launch that did not succeed raises: its result ``res`` was not ``OK``, or its
     ``findings`` hold more than warnings.
@@ -138,14 +141,14 @@ def launch_failure(kernel: str, module: EmulatorModule, res: _LaunchResult, find
         [f for f in findings if f.kind in WARNING_KINDS]  # the fatal ones first
     kind = res.kind.decode(errors="replace")
     message = _substitute(res.message.decode(errors="replace"), module, findings)
-    if status == _SG_LAUNCH_ERROR:
+    if status == SG_LAUNCH_ERROR:
         return LaunchError(f"launch of {kernel}: {message}")
     if not findings:
         err = KernelError(f"{kernel}: {message}", kind=kind)
         err.findings = []
         return err
     first = findings[0]
-    if status == _SG_OK or kind in CHECK_KINDS:
+    if status == SG_OK or kind in CHECK_KINDS:
         findings = _leading_with(findings, kind, status)
         first = findings[0]
         text = f"{kernel}: {first.message}"
@@ -157,13 +160,13 @@ def launch_failure(kernel: str, module: EmulatorModule, res: _LaunchResult, find
     text += _more_findings(findings[1 if text.startswith(f"{kernel}: {first.message}") else 0:])
     err = KernelError(text, kind=kind)
     err.findings = findings
-    err.completed = status == _SG_OK  # only collected findings (a race): every thread ran to its end
+    err.completed = status == SG_OK  # only collected findings (a race): every thread ran to its end
     return err
 
 
 def _leading_with(findings: list[Finding], kind: str, status: int) -> list[Finding]:
     """``findings`` with the first of the launch's ``kind`` in front when the launch failed of it."""
-    fatal = [f for f in findings if f.kind == kind and status != _SG_OK][:1]
+    fatal = [f for f in findings if f.kind == kind and status != SG_OK][:1]
     return fatal + [f for f in findings if f not in fatal]
 
 
@@ -209,7 +212,7 @@ def _triple(text: str) -> tuple[int, int, int]:
 _CODE_AT = re.compile(r"\{@([0-9a-f]+)\}")
 
 
-def _parse_findings(module: EmulatorModule, text: str) -> list[Finding]:
+def parse_findings(module: EmulatorModule, text: str) -> list[Finding]:
     """The findings of the runtime's report ``text`` (one tab-separated row each), their code
     addresses resolved to source lines of ``module``, one per kind and pair of locations, with
     operator-precedence advice on an undefined shift whose amount has a ``+`` or ``-``."""
@@ -250,7 +253,7 @@ def _parse_findings(module: EmulatorModule, text: str) -> list[Finding]:
 
 def _substitute(message: str, module: EmulatorModule, findings: list[Finding]) -> str:
     """A fatal error's message with the first matching finding's locations filled in (or its advice,
-    which :func:`_parse_findings` may add to a finding: the error's message is the runtime's)."""
+    which :func:`parse_findings` may add to a finding: the error's message is the runtime's)."""
     if "{L}" not in message and "{O}" not in message:
         head = message[:message.rfind(" (block")] if " (block" in message else message
         grown = next((f for f in findings if head and f.message != head and f.message.startswith(head)), None)

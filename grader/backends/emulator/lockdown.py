@@ -27,7 +27,7 @@ the written text, which token pasting (``SG_J(__ts, an_write4)``) and strings ge
 - **The check state has no name** a student's code could bind: the runtime keeps it (``g_checks``,
   the shadow memory, the findings) in an anonymous namespace or ``static``, with internal linkage
   (built in pieces, in a namespace whose names the build makes local once the pieces are joined:
-  ``Toolchain.runtime_steps``).
+  ``EmulatorToolchain.runtime_steps``).
 
 What this does not stop: the module is native code in the executor's process, so a kernel can still
 write any byte the runtime can, by address (docs/security.md, "What is not contained").

@@ -16,9 +16,10 @@ from typing import Callable, Sequence
 import numpy as np
 
 from grader.backends.base import DeviceArray, Module
-from grader.backends.emulator.build import RUNTIME_DIR, globals_path, read_globals
+from grader.backends.emulator.build import RUNTIME_DIR
+from grader.backends.emulator.device_globals import globals_path, read_globals
 from grader.backends.emulator.executor import Arena, Executor, ExecutorDied
-from grader.backends.emulator.sandbox import Sandbox
+from grader.toolchain.sandbox import Sandbox
 from grader.core.kernels import KernelSpec
 from grader.host.parent_death import tied_to_this_process
 
@@ -88,7 +89,7 @@ class EmulatorModule(Module):
         self._sandbox = sandbox
         self._executor: Executor | None = None
         self._defined: dict[str, int] = {}
-        # The module's own writable data (build.module_globals), as the executor snapshots it at load;
+        # The module's own writable data (device_globals.module_globals), as the executor snapshots it at load;
         # None: unknown (no link map), so fresh_globals starts a new executor instead.
         self._globals = read_globals(globals_path(path))
         self._restorable = False  # the running executor holds a snapshot of them
@@ -185,15 +186,16 @@ class EmulatorModule(Module):
         return _addr2line(self.path, offsets, self._sandbox, filename=self.filename)
 
 
-class _Block:
-    """One device allocation: back to the arena when the last array viewing it is gone."""
+class Allocation:
+    """One device allocation (an :class:`EmulatorArray`'s owner): back to the arena when the last array
+    viewing it is gone."""
 
     def __init__(self, arena: Arena, address: int) -> None:
         self.arena = arena
         weakref.finalize(self, arena.release, address)
 
 
-def _own(array: DeviceArray) -> EmulatorArray:
+def as_emulator_array(array: DeviceArray) -> EmulatorArray:
     """``array`` as an emulator buffer.
 
     Raises:

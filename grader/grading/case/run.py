@@ -420,7 +420,7 @@ NOTES_SHOWN = 3
 
 def with_compiler_notes(result: CaseResult, notes: list[str], earlier: list[CaseResult]) -> CaseResult:
     """``result`` with what the compiler warns about in the student's own lines that can make values
-    wrong (``notes``, from :meth:`grader.backends.emulator.build.Toolchain.compiler_notes` for this
+    wrong (``notes``, from :meth:`grader.backends.emulator.build.EmulatorToolchain.compiler_notes` for this
     case's dtype) added to its wrong-values (``mismatch``) finding, and to its message where that
     finding comes first; where the part's cases of every other dtype that ran (``earlier``) passed,
     the note says so: ``int32 passes, float32 fails; the compiler warns: part5_single_pass.cu:42

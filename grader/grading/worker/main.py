@@ -49,10 +49,10 @@ def _begin_grading(job: Job) -> None:
     """Before ``job``: where it is of another grading than the last job of this process (a batch's next
     submission, in a worker that serves one job after another), clear what the last one left on the
     GPU (:func:`grader.backends.pycuda_backend.start_grading`); set the grading's token, by which
-    the compile cache counts its quota (:data:`grader.backends.emulator.cache.CACHE_OWNER_ENV`; the
+    the compile cache counts its quota (:data:`grader.toolchain.cache.CACHE_OWNER_ENV`; the
     job is the only place a worker gets it from)."""
     global _last_grading
-    from grader.backends.emulator.cache import CACHE_OWNER_ENV
+    from grader.toolchain.cache import CACHE_OWNER_ENV
 
     if _last_grading is not None and job.grading != _last_grading and "grader.backends.pycuda_backend" in sys.modules:
         from grader.backends.pycuda_backend import start_grading
@@ -74,7 +74,7 @@ def main(argv: list[str]) -> int:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     from grader.assignment.parts import PARTS
     from grader.backends import backend_kind, create_backend
-    from grader.backends.emulator.cache import CacheLimits, set_cache_limits
+    from grader.toolchain.cache import CacheLimits, set_cache_limits
     from grader.core.errors import ScangradeError
     from grader.backends.pycuda_backend import pool_device_memory
     from grader.grading.case.cases import case_runs, device_memory_bytes
@@ -349,15 +349,16 @@ def _profile_part(events, backend, cfg, part, source, results, work: Path, *, ea
 
 
 def _compiler_notes(backend, cfg, source: str, filename: str, workdir: Path) -> list[str]:
-    """The host compiler's notes on ``source`` (:meth:`grader.backends.emulator.build.Toolchain.compiler_notes`),
-    with the emulator's toolchain, or on a GPU one made for it; ``[]`` where no host compiler runs."""
-    from grader.backends.emulator.build import Toolchain
-    from grader.backends.emulator.sandbox import Sandbox
+    """The host compiler's notes on ``source``
+    (:meth:`grader.backends.emulator.build.EmulatorToolchain.compiler_notes`), with the emulator's
+    toolchain, or on a GPU one made for it; ``[]`` where no host compiler runs."""
+    from grader.backends.emulator.build import EmulatorToolchain
     from grader.core.errors import ScangradeError
+    from grader.toolchain.sandbox import Sandbox
 
     try:
-        toolchain = backend.toolchain or Toolchain(sandbox=Sandbox(cfg.emulator.sandbox or "auto"),
-                                                   target_arch=cfg.target_arch)
+        toolchain = backend.toolchain or EmulatorToolchain(sandbox=Sandbox(cfg.emulator.sandbox or "auto"),
+                                                           target_arch=cfg.target_arch)
         return toolchain.compiler_notes(source, filename=filename, workdir=workdir)
     except (ScangradeError, OSError, ValueError):
         return []

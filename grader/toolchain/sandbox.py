@@ -1,13 +1,15 @@
-"""The operating-system sandbox of the emulator: bubblewrap, resource limits and the policy.
+"""The operating-system sandbox of everything that reads or runs a submission: bubblewrap, resource
+limits and the policy (the config key is the emulator's, ``emulator.sandbox``; the GPU backend's nvcc
+runs under the same).
 
 Under the emulator a submission becomes native code, so everything that runs what a student wrote
 runs in a sandbox the operating system enforces:
 
-- the compile of the student's translation unit (the host compiler, the link, ``nvcc -ptx``): a
-  compiler reads and embeds whatever files it is pointed at (``asm(".incbin ...")``) and can be
-  made to burn memory and CPU;
-- the executor (``runtime/executor.cpp``), the process that loads the compiled module and runs its
-  kernels; it adds a seccomp filter of its own before the module's first instruction runs;
+- the compile of the student's translation unit (the host compiler, the link, ``nvcc -ptx``; on a GPU,
+  ``nvcc --cubin``): a compiler reads and embeds whatever files it is pointed at
+  (``asm(".incbin ...")``) and can be made to burn memory and CPU;
+- the emulator's executor (``grader/backends/emulator/runtime/executor.cpp``), the process that loads
+  the compiled module and runs its kernels; it adds a seccomp filter of its own before the module's first instruction runs;
 - ``addr2line`` on the compiled module (it parses a file the student shaped).
 
 With bubblewrap (``bwrap``) each runs in fresh namespaces (no network, its own pids, IPC, hostname
@@ -15,7 +17,8 @@ and user namespace, no capabilities) and sees a read-only ``/usr`` and ``/lib*``
 needs, read-only, and, for a compile, the part's scratch folder read-write and a small private
 ``/tmp``: not the grader, its config, other submissions, the reference solutions or any result.
 Every command also runs under resource limits (address space, file size, open files, CPU time;
-no core dumps), set by the executor binary itself (``executor limit ... -- COMMAND``).
+no core dumps), set by the executor binary itself (``executor limit ... -- COMMAND``: a
+:class:`grader.toolchain.compilers.Toolchain`'s limiter).
 
 The policy (config key ``emulator.sandbox``): ``auto`` uses bubblewrap when it works here (probed
 once per process with ``bwrap ... true``), else runs the same commands without it (limits and the

@@ -13,7 +13,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from grader.backends.emulator.sandbox import COMPILE_MEMORY, FILE_SIZE, Command
+from grader.toolchain.sandbox import COMPILE_MEMORY, FILE_SIZE, Command
 from grader.core.errors import CompileError
 from grader.host.parent_death import tied_to_this_process
 
@@ -27,7 +27,7 @@ OUTPUT_BYTES = 256 * 1024
 
 
 def start_compiler(cmd: Command) -> subprocess.Popen:
-    """Start a compiler command made by :meth:`.build.Toolchain.sandboxed` in its own process group, its
+    """Start a compiler command made by :meth:`.compilers.Toolchain.sandboxed` in its own process group, its
     stderr and stdout on one pipe (bytes), no stdin; read it with :func:`read_output`. It dies with
     the thread that starts it (:func:`grader.host.parent_death.tied_to_this_process`, as bubblewrap's
     ``--die-with-parent`` does in the sandbox): read it from that thread.
@@ -90,7 +90,7 @@ def cut_note(tool: str, cap: int = OUTPUT_BYTES) -> str:
 
 
 def run_compile(cmd: Command, *, filename: str, workdir: Path, timeout_s: float, tool: str, failed: str) -> str:
-    """Run a compiler command made by :meth:`.build.Toolchain.sandboxed` in its own process group, within
+    """Run a compiler command made by :meth:`.compilers.Toolchain.sandboxed` in its own process group, within
     ``timeout_s`` seconds, reading at most :data:`OUTPUT_BYTES` of its output: the emulator's host
     compile and the GPU backend's nvcc alike.
 
