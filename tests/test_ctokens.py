@@ -100,13 +100,13 @@ def test_universal_character_names_decode_only_to_characters():
 
 def test_the_filter_and_the_rewrite_see_the_same_directives():
     """A digraph directive is a directive to both (the rewrite used to read `%:define` as code)."""
-    from grader.backends.emulator.rewrite.tokens import _tokenize
+    from grader.backends.emulator.rewrite.tokens import rewrite_tokens
     from grader.source.directives import check_includes
     from grader.core.errors import CompileError
 
     source = "%:define SHIFT(a) ((a) >> 1)\nint x;\n"
-    kinds = [t.kind for t in _tokenize(source)]
+    kinds = [t.kind for t in rewrite_tokens(source)]
     assert kinds[0] == "pp" and kinds.count("pp") == 1
     with pytest.raises(CompileError, match=r"x.cu:1: `#include"):
         check_includes("%:\\\ninclude </etc/passwd>\n", filename="x.cu")
-    assert [t.kind for t in _tokenize("%:\\\ninclude </etc/passwd>\n")] == ["pp"]
+    assert [t.kind for t in rewrite_tokens("%:\\\ninclude </etc/passwd>\n")] == ["pp"]

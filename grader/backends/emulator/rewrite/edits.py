@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from grader.backends.emulator.rewrite.tokens import _Locator, _tokenize
+from grader.backends.emulator.rewrite.tokens import Locator, rewrite_tokens
 
 
 @dataclass
@@ -30,19 +30,22 @@ class RewriteResult:
     sum_shifts: dict[tuple[str, int], tuple[str, str]] = field(default_factory=dict)
 
 
-class _SourceEdits:
-    """A translation unit being rewritten: its text, tokens and locator, and the edits made so far.
+class SourceEdits:
+    """A translation unit being rewritten: its text, tokens (:func:`.tokens.rewrite_tokens`, indexed
+    by every method here) and locator, and the edits made so far, which the rewrite's parts add to
+    and :meth:`apply` writes back.
 
     ``edits`` replace a span of text (without line breaks, but a ``#define`` body's); ``overrides``
     replace one token; ``shift_prefix`` / ``shift_suffix`` are the helper calls opened before and
-    closed after a token (see :func:`grader.backends.emulator.rewrite.find_shifts`).
+    closed after a token (see :func:`grader.backends.emulator.rewrite.find_shifts`); ``result``
+    collects what was rewritten (its ``text`` is only set by :meth:`apply`).
     """
 
     def __init__(self, text: str, filename: str) -> None:
         self.text = text
         self.filename = filename
-        self.loc = _Locator(text, filename)
-        self.toks = _tokenize(text)
+        self.loc = Locator(text, filename)
+        self.toks = rewrite_tokens(text)
         self.edits: list[tuple[int, int, str]] = []  # (start, end, replacement without newlines)
         self.overrides: dict[int, str] = {}  # token index -> replacement text
         # shifts (see find_shifts): helper calls opened before a token, and closed after one
@@ -68,10 +71,10 @@ class _SourceEdits:
         return text
 
     def p(self, k: int) -> str:
-        """Punctuation text of token k, or '' when it is not punctuation."""
+        """Punctuation text of token k, or '' when it is not punctuation or k is out of range."""
         return self.toks[k].text if 0 <= k < len(self.toks) and self.toks[k].kind == "punct" else ""
 
-    def _apply(self) -> RewriteResult:
+    def apply(self) -> RewriteResult:
         """Write every edit, override and shift wrap into the text; ``result`` with that text. An edit
         replacing several lines is followed by as many line breaks (a ``#define`` body keeps its
         own), so every line stays where it was."""

@@ -6,37 +6,51 @@ shift's left operand while some use passes an argument that would regroup around
 from __future__ import annotations
 
 from grader.backends.emulator.rewrite.shifts import find_shifts
-from grader.backends.emulator.rewrite.tokens import (_depth0, _define_head, _directive_names, _glued, _match_forward,
-                                                     _pt, _Tok, _tokenize)
+from grader.backends.emulator.rewrite.tokens import Tok, define_head, glued, match_forward, punct_at, rewrite_tokens
 
 #: A ``#define``: its name, its parameters (None for an object-like macro), and its body's tokens
 #: after a leading ``;`` (so that no operand reaches out of the body).
-_Define = tuple[str, "list[str] | None", list[_Tok]]
+_Define = tuple[str, "list[str] | None", list[Tok]]
 #: (macro, parameter index) -> the macros whose shift helpers an unsafe argument there would misplace.
 _Slots = dict[tuple[str, int], set[str]]
 
 
-def _has_low_precedence(toks: list[_Tok], lo: int, hi: int) -> bool:
+def _depth0(toks: list[Tok], lo: int, hi: int) -> list[int]:
+    """Indices of toks[lo:hi] outside brackets."""
+    out: list[int] = []
+    depth = 0
+    for k in range(lo, hi):
+        w = toks[k].text if toks[k].kind == "punct" else ""
+        if w in ("(", "[", "{"):
+            depth += 1
+        elif w in (")", "]", "}"):
+            depth -= 1
+        elif depth == 0:
+            out.append(k)
+    return out
+
+
+def _has_low_precedence(toks: list[Tok], lo: int, hi: int) -> bool:
     """Whether toks[lo:hi] has, outside brackets, an operator of lower precedence than a shift
     (relational, equality, bitwise, logical, conditional, assignment, comma)."""
     for k in _depth0(toks, lo, hi):
         w = toks[k].text if toks[k].kind == "punct" else ""
         if w in ("=", "&", "|", "^", "?", ":", ","):
             return True
-        if w in ("<", ">") and not (_pt(toks, k - 1, lo, hi) == w and _glued(toks, k)) and not (
-                _pt(toks, k + 1, lo, hi) == w and _glued(toks, k + 1)):
+        if w in ("<", ">") and not (punct_at(toks, k - 1, lo, hi) == w and glued(toks, k)) and not (
+                punct_at(toks, k + 1, lo, hi) == w and glued(toks, k + 1)):
             return True
     return False
 
 
-def _invocations(toks: list[_Tok], lo: int, names: set[str]) -> list[tuple[str, list[tuple[int, int]]]]:
+def _invocations(toks: list[Tok], lo: int, names: set[str]) -> list[tuple[str, list[tuple[int, int]]]]:
     """Function-like macro invocations ``NAME(args)`` of toks[lo:] for NAME in ``names``: the name
     and the token range of each argument."""
     found: list[tuple[str, list[tuple[int, int]]]] = []
     for k in range(lo, len(toks) - 1):
-        if toks[k].kind != "id" or toks[k].text not in names or _pt(toks, k + 1, lo, len(toks)) != "(":
+        if toks[k].kind != "id" or toks[k].text not in names or punct_at(toks, k + 1, lo, len(toks)) != "(":
             continue
-        close = _match_forward(toks, k + 1, len(toks))
+        close = match_forward(toks, k + 1, len(toks))
         if close < 0:
             continue
         args: list[tuple[int, int]] = []
@@ -49,7 +63,7 @@ def _invocations(toks: list[_Tok], lo: int, names: set[str]) -> list[tuple[str, 
     return found
 
 
-def macros_with_unsafe_arguments(toks: list[_Tok]) -> set[str]:
+def macros_with_unsafe_arguments(toks: list[Tok]) -> set[str]:
     """Macros of ``toks`` whose body has a parameter, not parenthesised, in a shift's left operand
     (``#define F(a) a >> 2``) and that some use gives an argument with an operator of lower
     precedence (``F(x == y)`` is ``x == (y >> 2)``: wrapping ``a`` would shift ``x == y``).
@@ -68,17 +82,17 @@ def macros_with_unsafe_arguments(toks: list[_Tok]) -> set[str]:
     return _unsafe_uses(toks, defines, slots, names, low)
 
 
-def _defines(toks: list[_Tok]) -> list[_Define]:
+def _defines(toks: list[Tok]) -> list[_Define]:
     """Every ``#define`` of ``toks``, in order (see :data:`_Define`)."""
     defines: list[_Define] = []
     for t in toks:
-        head = _define_head(t) if t.kind == "pp" else None
+        head = define_head(t) if t.kind == "pp" else None
         if head is not None:
-            defines.append((head[0], head[1], _tokenize(";" + t.text[head[2]:])))
+            defines.append((head[0], head[1], rewrite_tokens(";" + t.text[head[2]:])))
     return defines
 
 
-def _names_low(body: list[_Tok], lo: int, hi: int, low: set[str]) -> bool:
+def _names_low(body: list[Tok], lo: int, hi: int, low: set[str]) -> bool:
     """Whether body[lo:hi] names, outside brackets, a macro of ``low``."""
     return any(body[k].kind == "id" and body[k].text in low for k in _depth0(body, lo, hi))
 
@@ -122,7 +136,7 @@ def _pass_slots_on(defines: list[_Define], slots: _Slots) -> set[str]:
     return names
 
 
-def _slots_passed_on(name: str, params: list[str], body: list[_Tok], slots: _Slots, names: set[str]) -> bool:
+def _slots_passed_on(name: str, params: list[str], body: list[Tok], slots: _Slots, names: set[str]) -> bool:
     """Add to ``slots`` the parameters of macro ``name`` that its body passes to an unsafe slot of a
     macro of ``names``; whether any slot grew."""
     grew = False
@@ -137,7 +151,7 @@ def _slots_passed_on(name: str, params: list[str], body: list[_Tok], slots: _Slo
     return grew
 
 
-def _unsafe_uses(toks: list[_Tok], defines: list[_Define], slots: _Slots, names: set[str], low: set[str]) -> set[str]:
+def _unsafe_uses(toks: list[Tok], defines: list[_Define], slots: _Slots, names: set[str], low: set[str]) -> set[str]:
     """The macros whose shift helpers some use (in the code or in a macro body) would misplace: an
     argument in an unsafe slot with a low-precedence operator or a ``low`` macro outside brackets."""
     unsafe: set[str] = set()
@@ -149,19 +163,19 @@ def _unsafe_uses(toks: list[_Tok], defines: list[_Define], slots: _Slots, names:
     return unsafe
 
 
-def macros_in_if(toks: list[_Tok]) -> set[str]:
+def macros_in_if(toks: list[Tok]) -> set[str]:
     """Names an ``#if`` / ``#elif`` may expand: those it names, and what their bodies name."""
     bodies: dict[str, set[str]] = {}
     roots: set[str] = set()
     for t in toks:
         if t.kind != "pp":
             continue
-        head = _define_head(t)
+        head = define_head(t)
         if head is not None:
             bodies.setdefault(head[0], set()).update(
                 p.value for p in t.parts if p.kind == "id" and p.start >= t.start + head[2])
         elif len(t.parts) > 1 and t.parts[1].value in ("if", "elif"):
-            roots |= _directive_names(t)
+            roots |= {p.value for p in t.parts[2:] if p.kind == "id"}
     closure: set[str] = set()
     todo = list(roots)
     while todo:

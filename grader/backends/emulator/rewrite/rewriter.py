@@ -8,14 +8,13 @@ import re
 from typing import Callable
 
 from grader.backends.emulator.lockdown import ASM_KEYWORDS, REFUSED_ATTRIBUTES
-from grader.backends.emulator.rewrite.asm import _AsmStatements
-from grader.backends.emulator.rewrite.edits import RewriteResult
+from grader.backends.emulator.rewrite.asm import AsmStatements
+from grader.backends.emulator.rewrite.edits import RewriteResult, SourceEdits
 from grader.backends.emulator.rewrite.macro_shifts import macros_in_if, macros_with_unsafe_arguments
-from grader.backends.emulator.rewrite.shared import _SharedDeclarations
-from grader.backends.emulator.rewrite.shifts import (SHIFT_MINUS, SHIFT_PLUS, _amount_flags, _find_shift_ops, _Shift,
-                                                     _shift_wraps, find_shifts)
-from grader.backends.emulator.rewrite.tokens import (_c_string, _define_head, _Locator, _match_backward,
-                                                     _match_forward, _Tok, _tokenize, _Unsupported)
+from grader.backends.emulator.rewrite.shared import SharedDeclarations
+from grader.backends.emulator.rewrite.shifts import Shift, find_shifts, shift_wraps, sum_shifts
+from grader.backends.emulator.rewrite.tokens import (Locator, Tok, Unsupported, define_head, match_backward,
+                                                     match_forward, rewrite_tokens)
 from grader.source.ctokens import tokenize
 from grader.core.errors import CompileError
 
@@ -34,17 +33,32 @@ _JUMPS = {"return": 0, "break": 1, "continue": 2}
 _ACTIVEMASK = {"__activemask", "coalesced_threads"}
 
 
-class _Rewriter(_SharedDeclarations, _AsmStatements):
+def _c_string(text: str) -> str:
+    """``text`` as a C string literal."""
+    out = []
+    for ch in text:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ord(ch) < 32 or ord(ch) == 127:
+            out.append(f"\\{ord(ch):03o}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+class _Rewriter(SourceEdits):
     """One rewrite of a translation unit (:func:`rewrite_source`): one pass over its tokens that
     follows the scopes (namespace, class, function, initializer) and the statement heads, and
-    hands each construct to its part."""
+    hands each construct to its part (``shared``: the ``__shared__`` declarations, ``asm``: inline
+    PTX; both edit this unit)."""
 
     def __init__(self, text: str, filename: str) -> None:
         super().__init__(text, filename)
         # macros an #if may expand, or whose arguments would change a shift's operand: their shifts
         # stay built-in
         self.if_macros: set[str] = set()
-        self.file_names: dict[str, str] = {}  # file-scope shared name -> accessor function name
+        self.shared = SharedDeclarations(self)
+        self.asm = AsmStatements(self)
         # per open brace, the jump statements reported (_jump): set() or {"break", "continue"}, with
         # "return" in a kernel
         self.jumps_on: list[set[str]] = []
@@ -54,7 +68,6 @@ class _Rewriter(_SharedDeclarations, _AsmStatements):
         self.am_count = 0
         self.am_blocks: list[tuple[int, bool, bool, list[tuple[int, int]]]] = [(0, False, False, [])]
         self.am_bodies: dict[int, bool] = {}  # first token of a brace-less if/for/while body -> a loop's
-        self.next_id = 0
         # the pass's position: open scopes ("ns", "class", "func", "init"), the first token of the
         # current statement head (at brace level), and the parenthesis depth in it
         self.scopes: list[str] = []
@@ -66,7 +79,7 @@ class _Rewriter(_SharedDeclarations, _AsmStatements):
         """Rewrite the whole text; the result (see :func:`rewrite_source`).
 
         Raises:
-            _Unsupported: a construct the rewrite cannot express or refuses.
+            Unsupported: a construct the rewrite cannot express or refuses.
         """
         self._wrap_shifts()
         i = 0
@@ -76,7 +89,7 @@ class _Rewriter(_SharedDeclarations, _AsmStatements):
             i = self._step(i)
         while self.am_blocks:
             self._close_am_block()
-        return self._apply()
+        return self.apply()
 
     def _step(self, i: int) -> int:
         """Handle toks[i]; the index of the next token to look at."""
@@ -100,7 +113,7 @@ class _Rewriter(_SharedDeclarations, _AsmStatements):
             if part.kind == "id":
                 self._refuse_reserved(part.value, part.start)
         if len(t.parts) > 2 and t.parts[1].value in ("define", "undef") and t.parts[2].value in REFUSED_ATTRIBUTES:
-            raise _Unsupported(f"`#{t.parts[1].value} {t.parts[2].value}`: the emulator keeps this attribute "
+            raise Unsupported(f"`#{t.parts[1].value} {t.parts[2].value}`: the emulator keeps this attribute "
                                "out of student code (it binds a symbol to a name of its own choosing, which "
                                "could switch the memory checks off); remove it", t.start, "not allowed")
         self._rewrite_define(i)
@@ -111,8 +124,8 @@ class _Rewriter(_SharedDeclarations, _AsmStatements):
         file-scope shared name (None: go on with the next token)."""
         t = self.toks[i]
         self._refuse_reserved(t.text, t.start)
-        if t.text in ASM_KEYWORDS and "func" in self.scopes and self._statement_starts(i):
-            after = self._asm(i)
+        if t.text in ASM_KEYWORDS and "func" in self.scopes and self.asm.statement_starts(i):
+            after = self.asm.rewrite(i)
             if after is not None:
                 self.head, self.paren = after, 0
                 return after
@@ -128,12 +141,12 @@ class _Rewriter(_SharedDeclarations, _AsmStatements):
         """Rewrite the ``__shared__`` declaration at toks[i]; the index after it.
 
         Raises:
-            _Unsupported: one inside a class or an initializer (outside a function).
+            Unsupported: one inside a class or an initializer (outside a function).
         """
         in_func = "func" in self.scopes
         if not in_func and any(s in ("class", "init") for s in self.scopes):
-            raise _Unsupported("a __shared__ declaration inside a class or an initializer", self.toks[i].start)
-        after = self._declaration(i, function_scope=in_func)
+            raise Unsupported("a __shared__ declaration inside a class or an initializer", self.toks[i].start)
+        after = self.shared.declaration(i, function_scope=in_func)
         self.head, self.paren = after, 0
         return after
 
@@ -148,13 +161,13 @@ class _Rewriter(_SharedDeclarations, _AsmStatements):
         if t.text == "else" and self.p(i + 1) != "{":
             self.am_blocks.append((self.am_count, False, True, []))
         if t.text in ("if", "for", "while", "switch") and self.p(i + 1) == "(":
-            close = _match_forward(self.toks, i + 1, len(self.toks))
+            close = match_forward(self.toks, i + 1, len(self.toks))
             if close > 0 and self.p(close + 1) not in ("{", ";"):
                 self.am_bodies[close + 1] = t.text != "if" and t.text != "switch"
 
     def _use_file_scope_name(self, i: int) -> None:
         """A use of a file-scope shared name at toks[i] calls its accessor (not a member access)."""
-        accessor = self.file_names.get(self.toks[i].text)
+        accessor = self.shared.file_names.get(self.toks[i].text)
         if accessor is None:
             return
         prev = self.p(i - 1)
@@ -225,7 +238,7 @@ class _Rewriter(_SharedDeclarations, _AsmStatements):
             return True
         if brace == 0 or self.p(brace - 1) != ")":
             return False
-        k = _match_backward(self.toks, brace - 1, 0)
+        k = match_backward(self.toks, brace - 1, 0)
         return k > 0 and self.toks[k - 1].kind == "id" and self.toks[k - 1].text in ("for", "while")
 
     def _close_am_block(self) -> None:
@@ -273,7 +286,7 @@ class _Rewriter(_SharedDeclarations, _AsmStatements):
         else:
             return
         if not self.loc.locate(offset)[0].startswith("<scangrade"):
-            raise _Unsupported(what, offset, "not allowed")
+            raise Unsupported(what, offset, "not allowed")
 
     def _classify(self, head: int, brace: int, scopes: list[str]) -> str:
         """What the ``{`` at toks[brace] opens, its statement head starting at toks[head]: ``"func"``
@@ -303,10 +316,10 @@ class _Rewriter(_SharedDeclarations, _AsmStatements):
         names inside it, as a macro would."""
         t = self.toks[i]
         text = self._shift_define(t)
-        head = _define_head(t)
+        head = define_head(t)
         if head is not None:
-            text = self._asm_in_define(text, head[2], t.start + head[2])
-        if head is None or not self.file_names:
+            text = self.asm.rewrite_define(text, head[2], t.start + head[2])
+        if head is None or not self.shared.file_names:
             if text != t.text:
                 self.edits.append((t.start, t.end, text))
             return
@@ -315,7 +328,7 @@ class _Rewriter(_SharedDeclarations, _AsmStatements):
         pos, before = 0, ""
         for tok in tokenize(body):
             out.append(body[pos:tok.start])
-            accessor = self.file_names.get(tok.value) if tok.kind == "id" else None
+            accessor = self.shared.file_names.get(tok.value) if tok.kind == "id" else None
             if accessor is None or before in (".", "->"):
                 out.append(body[tok.start:tok.end])
             else:
@@ -334,7 +347,7 @@ class _Rewriter(_SharedDeclarations, _AsmStatements):
         shifts = find_shifts(self.toks)
         if not shifts:
             return
-        loc = _Locator(self.text, self.filename)
+        loc = Locator(self.text, self.filename)
         k = 0
         sites: dict[int, str] = {}
         for s in shifts:
@@ -345,27 +358,20 @@ class _Rewriter(_SharedDeclarations, _AsmStatements):
             file, line = loc.locate(self.toks[s.op].start)
             sites[s.op] = f"{_c_string(file)}, {line}, {s.flags}"
             self.result.shifts.append((file, line, s.text))
-        self.shift_prefix, self.shift_suffix = _shift_wraps(shifts, lambda s: sites[s.op])
+        self.shift_prefix, self.shift_suffix = shift_wraps(shifts, lambda s: sites[s.op])
 
     def _sum_shifts(self) -> None:
         """Fill ``result.sum_shifts``: the lines of code with a shift whose amount has a ``+`` or
         ``-`` outside brackets, or that name a macro whose body has one (which an operator
         precedence mistake explains; a lane mask ``1u << lane`` has none)."""
-        def sums(toks: list[_Tok], lo: int) -> list[tuple[int, str, str]]:
-            found = []
-            for first, last, text in _find_shift_ops(toks, lo, len(toks)):
-                flags = 0 if text.endswith("=") else _amount_flags(toks, last + 1, len(toks))
-                if flags & (SHIFT_PLUS | SHIFT_MINUS):
-                    found.append((first, text, "+" if flags & SHIFT_PLUS else "-"))
-            return found
         macros: dict[str, tuple[str, str]] = {}
         for t in self.toks:
-            head = _define_head(t) if t.kind == "pp" else None
-            body = sums(_tokenize(";" + t.text[head[2]:]), 1) if head is not None else []
+            head = define_head(t) if t.kind == "pp" else None
+            body = sum_shifts(rewrite_tokens(";" + t.text[head[2]:]), 1) if head is not None else []
             if body:
                 macros[head[0]] = body[0][1:]
-        code = {first: (text, sign) for first, text, sign in sums(self.toks, 0)}
-        loc = _Locator(self.text, self.filename)
+        code = {first: (text, sign) for first, text, sign in sum_shifts(self.toks)}
+        loc = Locator(self.text, self.filename)
         for k, t in enumerate(self.toks):
             if t.kind == "pp":
                 loc.directive(t)
@@ -373,27 +379,27 @@ class _Rewriter(_SharedDeclarations, _AsmStatements):
             if site:
                 self.result.sum_shifts.setdefault(loc.locate(t.start), site)
 
-    def _shift_define(self, t: _Tok) -> str:
+    def _shift_define(self, t: Tok) -> str:
         """The directive ``t`` with the shifts of its ``#define`` body wrapped (``t.text`` when none,
         or when an ``#if`` may expand the macro: a call cannot be evaluated there). The helpers get
         the line of the shift and, through ``__LINE__``, the line where the macro is used."""
-        head = _define_head(t)
+        head = define_head(t)
         if head is None or head[0] in self.if_macros:
             return t.text
         src = ";" + t.text[head[2]:]  # `;`: a leading `#` is not a directive, and no operand reaches out
-        toks = _tokenize(src)
+        toks = rewrite_tokens(src)
         shifts = find_shifts(toks, 1)
         if not shifts:
             return t.text
         base = t.start + head[2] - 1
         name = _c_string(head[0])
 
-        def site(s: _Shift) -> str:
+        def site(s: Shift) -> str:
             file, line = self.loc.locate(base + toks[s.op].start)
             self.result.shifts.append((file, line, s.text))
             return f"{_c_string(file)}, {line}, {s.flags}, __LINE__, {name}"
 
-        prefix, suffix = _shift_wraps(shifts, site)
+        prefix, suffix = shift_wraps(shifts, site)
         out: list[str] = []
         pos = 1
         for k in range(1, len(toks)):
@@ -428,9 +434,9 @@ def rewrite_source(text: str, *, filename: str = "<source>") -> RewriteResult:
     rw = _Rewriter(text, filename)
     try:
         return rw.run()
-    except _Unsupported as exc:
+    except Unsupported as exc:
         # Resolve #line markers up to the failure point (directives after it were not seen).
-        loc = _Locator(text, filename)
+        loc = Locator(text, filename)
         for tok in rw.toks:
             if tok.start >= exc.offset:
                 break
@@ -447,8 +453,8 @@ def find_definitions(text: str, name: str) -> list[tuple[str, int, str]]:
         ``(file, line, parameter text)`` for each ``name(...) {`` found, in source order, with
         locations resolved through ``#line`` markers.
     """
-    toks = _tokenize(text)
-    loc = _Locator(text, "<source>")
+    toks = rewrite_tokens(text)
+    loc = Locator(text, "<source>")
     found: list[tuple[str, int, str]] = []
     for k, tok in enumerate(toks):
         if tok.kind == "pp":
@@ -456,7 +462,7 @@ def find_definitions(text: str, name: str) -> list[tuple[str, int, str]]:
             continue
         if tok.kind != "id" or tok.text != name or k + 1 >= len(toks) or toks[k + 1].text != "(":
             continue
-        close = _match_forward(toks, k + 1, len(toks))
+        close = match_forward(toks, k + 1, len(toks))
         if close < 0:
             continue
         j = close + 1

@@ -4,8 +4,8 @@
 
 from __future__ import annotations
 
-from grader.backends.emulator.rewrite.edits import _SourceEdits
-from grader.backends.emulator.rewrite.tokens import _match_backward, _match_forward, _Unsupported
+from grader.backends.emulator.rewrite.edits import SourceEdits
+from grader.backends.emulator.rewrite.tokens import match_backward, match_forward, Unsupported
 
 _SPEC_DROP = {"__shared__", "static", "__device__", "register", "inline", "__forceinline__"}
 _PTR_OPS = {"*", "&", "const", "volatile", "__restrict__", "__restrict", "restrict"}
@@ -18,48 +18,57 @@ _KEYWORDS = {
 }
 
 
-class _SharedDeclarations(_SourceEdits):
-    """The rewrite of ``__shared__`` declarations. The rewriter provides ``next_id`` (the number of
-    the next typedef, slot and accessor) and ``file_names`` (file-scope name -> accessor)."""
+class SharedDeclarations:
+    """The rewrite of the ``__shared__`` declarations of a translation unit being rewritten
+    (``unit``): :meth:`declaration` adds each declaration's replacement to ``unit.edits`` and what
+    it declared to ``unit.result.shared``.
 
-    next_id: int
-    file_names: dict[str, str]
+    Attributes:
+        file_names: each file-scope ``__shared__`` name rewritten so far -> its accessor function
+            (``__sg_refN``), which the uses of the name after it must call.
+    """
+
+    def __init__(self, unit: SourceEdits) -> None:
+        self.unit = unit
+        self.file_names: dict[str, str] = {}
+        self._next_id = 0  # the number of the next typedef, slot and accessor
 
     # -- one declaration ---------------------------------------------------------------------
-    def _declaration(self, i: int, *, function_scope: bool) -> int:
-        """Rewrite the ``__shared__`` declaration whose ``__shared__`` is toks[i] (see the package's
-        docstring for what it becomes); the index after its ``;``. File-scope names are recorded in
+    def declaration(self, i: int, *, function_scope: bool) -> int:
+        """Rewrite the ``__shared__`` declaration whose ``__shared__`` is ``unit.toks[i]`` (see the
+        package's docstring for what it becomes; ``function_scope``: it stands in a function's
+        body); the index of the token after its ``;``. File-scope names are recorded in
         ``file_names`` so that later uses call their accessor.
 
         Raises:
-            _Unsupported: a form the rewrite cannot express (an initializer, braces, a directive
+            Unsupported: a form the rewrite cannot express (an initializer, braces, a directive
                 inside, ``typedef``...).
         """
-        shared_tok = self.toks[i]
+        shared_tok = self.unit.toks[i]
         s = self._declaration_start(i)
         e = self._declaration_end(i)
         keep, dynamic, align = self._declaration_specifiers(s, e)
         declarators = self._split_declarators(keep)
         if not declarators:
-            raise _Unsupported("a __shared__ declaration without a variable", shared_tok.start)
+            raise Unsupported("a __shared__ declaration without a variable", shared_tok.start)
         specs_text = ""
         parts: list[str] = []
         for n, chunk in enumerate(declarators):
             specs, ptr, name_k, dims = self._parse_declarator(chunk, first=(n == 0), at=shared_tok.start)
             if n == 0:
                 specs_text = self._join_indices(specs)
-            name = self.toks[name_k].text
+            name = self.unit.toks[name_k].text
             parts.append(self._declarator_code(name, specs_text, self._join_indices(ptr), self._join_indices(dims),
                                                dynamic=dynamic, align=align, function_scope=function_scope))
-            file, line = self.loc.locate(shared_tok.start)
-            self.result.shared.append((file, line, name, "dynamic" if dynamic else "static"))
-        self.edits.append((self.toks[s].start, self.toks[e].end, " ".join(parts)))
+            file, line = self.unit.loc.locate(shared_tok.start)
+            self.unit.result.shared.append((file, line, name, "dynamic" if dynamic else "static"))
+        self.unit.edits.append((self.unit.toks[s].start, self.unit.toks[e].end, " ".join(parts)))
         return e + 1
 
     def _declaration_start(self, i: int) -> int:
         """First token of the declaration holding toks[i]: after the statement before it (``;``,
         a brace, a label, ``else``, ``do``, a directive), attributes before ``__shared__`` included."""
-        toks = self.toks
+        toks = self.unit.toks
         s = i - 1
         while s >= 0:
             t = toks[s]
@@ -71,8 +80,8 @@ class _SharedDeclarations(_SourceEdits):
                     break
                 s = before
                 continue
-            if t.kind == "punct" and t.text == "]" and self.p(s - 1) == "]":
-                m = _match_backward(toks, s, 0)
+            if t.kind == "punct" and t.text == "]" and self.unit.p(s - 1) == "]":
+                m = match_backward(toks, s, 0)
                 if m < 0:
                     break
                 s = m - 1
@@ -84,8 +93,8 @@ class _SharedDeclarations(_SourceEdits):
         """Where to go on scanning leftwards past the attribute whose ``)`` is toks[close]
         (``__attribute__((...))``, ``__align__(n)``, ``alignas(n)``, ``__declspec(...)``); None
         when the parenthesis belongs to no attribute (the declaration starts after it)."""
-        toks = self.toks
-        m = _match_backward(toks, close, 0)
+        toks = self.unit.toks
+        m = match_backward(toks, close, 0)
         if m < 1:
             return None
         kw = toks[m - 1].text
@@ -99,30 +108,30 @@ class _SharedDeclarations(_SourceEdits):
         """Index of the ``;`` ending the declaration whose ``__shared__`` is toks[i].
 
         Raises:
-            _Unsupported: a directive or braces inside, unbalanced brackets, no ``;``.
+            Unsupported: a directive or braces inside, unbalanced brackets, no ``;``.
         """
-        toks = self.toks
+        toks = self.unit.toks
         shared_tok = toks[i]
         e = i + 1
         while e < len(toks):
             t = toks[e]
             if t.kind == "pp":
-                raise _Unsupported("a preprocessor directive inside a __shared__ declaration", t.start)
+                raise Unsupported("a preprocessor directive inside a __shared__ declaration", t.start)
             txt = t.text if t.kind == "punct" else ""
             if txt in ("(", "["):
-                m = _match_forward(toks, e, len(toks))
+                m = match_forward(toks, e, len(toks))
                 if m < 0:
-                    raise _Unsupported("an unbalanced __shared__ declaration", shared_tok.start)
+                    raise Unsupported("an unbalanced __shared__ declaration", shared_tok.start)
                 e = m + 1
                 continue
             if txt in ("{", "}"):
-                raise _Unsupported("a __shared__ declaration with braces (an initializer or an unnamed type)",
+                raise Unsupported("a __shared__ declaration with braces (an initializer or an unnamed type)",
                                    shared_tok.start)
             if txt == ";":
                 break
             e += 1
         if e >= len(toks):
-            raise _Unsupported("a __shared__ declaration without a terminating ';'", shared_tok.start)
+            raise Unsupported("a __shared__ declaration without a terminating ';'", shared_tok.start)
         return e
 
     def _declaration_specifiers(self, s: int, e: int) -> tuple[list[int], bool, str]:
@@ -131,9 +140,9 @@ class _SharedDeclarations(_SourceEdits):
         asked for (a C++ expression; ``"1"`` when none).
 
         Raises:
-            _Unsupported: ``typedef``, ``template``, ``friend``, ``constexpr`` or ``thread_local``.
+            Unsupported: ``typedef``, ``template``, ``friend``, ``constexpr`` or ``thread_local``.
         """
-        toks = self.toks
+        toks = self.unit.toks
         keep: list[int] = []
         dynamic = False
         align = "1"
@@ -151,7 +160,7 @@ class _SharedDeclarations(_SourceEdits):
                 k, align = attribute[0], attribute[1] or align
                 continue
             if t.kind == "id" and t.text in ("typedef", "template", "friend", "constexpr", "thread_local"):
-                raise _Unsupported(f"'{t.text}' in a __shared__ declaration", t.start)
+                raise Unsupported(f"'{t.text}' in a __shared__ declaration", t.start)
             keep.append(k)
             k += 1
         return keep, dynamic, align
@@ -159,28 +168,28 @@ class _SharedDeclarations(_SourceEdits):
     def _attribute_at(self, k: int, e: int) -> tuple[int, str | None] | None:
         """An attribute starting at toks[k] (before ``e``): the index after it and the alignment it
         asks for (None when it asks none); None when no attribute starts there."""
-        toks = self.toks
+        toks = self.unit.toks
         t = toks[k]
-        if t.kind == "id" and t.text in ("__align__", "alignas") and self.p(k + 1) == "(":
-            m = _match_forward(toks, k + 1, e)
-            return m + 1, f"({self.join(k + 2, m)})"
-        if t.kind == "id" and t.text == "__attribute__" and self.p(k + 1) == "(":
-            m = _match_forward(toks, k + 1, e)
+        if t.kind == "id" and t.text in ("__align__", "alignas") and self.unit.p(k + 1) == "(":
+            m = match_forward(toks, k + 1, e)
+            return m + 1, f"({self.unit.join(k + 2, m)})"
+        if t.kind == "id" and t.text == "__attribute__" and self.unit.p(k + 1) == "(":
+            m = match_forward(toks, k + 1, e)
             return m + 1, self._attribute_alignment(k + 1, m)
-        if t.kind == "punct" and t.text == "[" and self.p(k + 1) == "[":
-            return _match_forward(toks, k, e) + 1, None
+        if t.kind == "punct" and t.text == "[" and self.unit.p(k + 1) == "[":
+            return match_forward(toks, k, e) + 1, None
         return None
 
     def _attribute_alignment(self, open_: int, close: int) -> str | None:
         """The alignment an ``__attribute__((...))`` spanning toks[open_:close + 1] asks for:
         ``aligned(n)`` gives ``(n)``, a bare ``aligned`` the largest (16); None without one."""
-        inner = [x.text for x in self.toks[open_:close + 1]]
+        inner = [x.text for x in self.unit.toks[open_:close + 1]]
         if "aligned" not in inner:
             return None
         a = open_ + inner.index("aligned")
-        if self.p(a + 1) == "(":
-            am = _match_forward(self.toks, a + 1, close)
-            return f"({self.join(a + 2, am)})"
+        if self.unit.p(a + 1) == "(":
+            am = match_forward(self.unit.toks, a + 1, close)
+            return f"({self.unit.join(a + 2, am)})"
         return "16"
 
     def _declarator_code(self, name: str, specs: str, ptr: str, dims: str, *, dynamic: bool, align: str,
@@ -188,8 +197,8 @@ class _SharedDeclarations(_SourceEdits):
         """The code replacing one declarator: a typedef of its type, then a reference named ``name``
         (function scope) or an accessor function ``__sg_refN()`` (file scope) to its storage in the
         block's shared-memory arena (the static slot, or the dynamic part for ``extern``)."""
-        sid = self.next_id
-        self.next_id += 1
+        sid = self._next_id
+        self._next_id += 1
         ty = f"__sg_T{sid}"
         typedef = f"typedef {specs} {ptr}{' ' if ptr else ''}{ty}{dims};"
         if dynamic:
@@ -212,9 +221,9 @@ class _SharedDeclarations(_SourceEdits):
             return ""
         out: list[str] = []
         for n, k in enumerate(idx):
-            if n and (k != idx[n - 1] + 1 or self.toks[k].start > self.toks[k - 1].end):
+            if n and (k != idx[n - 1] + 1 or self.unit.toks[k].start > self.unit.toks[k - 1].end):
                 out.append(" ")
-            out.append(self.tok_text(k))
+            out.append(self.unit.tok_text(k))
         return "".join(out)
 
     def _split_declarators(self, keep: list[int]) -> list[list[int]]:
@@ -223,7 +232,7 @@ class _SharedDeclarations(_SourceEdits):
         chunks: list[list[int]] = [[]]
         depth = angle = 0
         for k in keep:
-            w = self.p(k)
+            w = self.unit.p(k)
             if w in ("(", "[", "{"):
                 depth += 1
             elif w in (")", "]", "}"):
@@ -244,25 +253,25 @@ class _SharedDeclarations(_SourceEdits):
         pointer/reference tokens, the name's token, the array dimensions' tokens)``.
 
         Raises:
-            _Unsupported: an initializer, no name or no type, specifiers on a later declarator, a
+            Unsupported: an initializer, no name or no type, specifiers on a later declarator, a
                 parenthesised (function pointer) declarator.
         """
-        toks = self.toks
+        toks = self.unit.toks
         depth = 0
         for k in chunk:
-            w = self.p(k)
+            w = self.unit.p(k)
             if w in ("(", "[", "{"):
                 depth += 1
             elif w in (")", "]", "}"):
                 depth -= 1
             elif w == "=" and depth == 0:
-                raise _Unsupported("an initializer on a __shared__ variable", toks[k].start)
+                raise Unsupported("an initializer on a __shared__ variable", toks[k].start)
         j = len(chunk) - 1
         # trailing [dims]
-        while j >= 0 and self.p(chunk[j]) == "]":
+        while j >= 0 and self.unit.p(chunk[j]) == "]":
             depth = 0
             while j >= 0:
-                w = self.p(chunk[j])
+                w = self.unit.p(chunk[j])
                 if w == "]":
                     depth += 1
                 elif w == "[":
@@ -273,7 +282,7 @@ class _SharedDeclarations(_SourceEdits):
             j -= 1
         dims = chunk[j + 1:]
         if j < 0 or toks[chunk[j]].kind != "id" or toks[chunk[j]].text in _KEYWORDS:
-            raise _Unsupported("this form of __shared__ declarator", toks[chunk[max(j, 0)]].start)
+            raise Unsupported("this form of __shared__ declarator", toks[chunk[max(j, 0)]].start)
         name_k = chunk[j]
         j -= 1
         p = j
@@ -287,10 +296,10 @@ class _SharedDeclarations(_SourceEdits):
         ptr = run[lead:]
         specs = chunk[:p + 1] + run[:lead]
         if first and not specs:
-            raise _Unsupported("a __shared__ declaration without a type", toks[name_k].start)
+            raise Unsupported("a __shared__ declaration without a type", toks[name_k].start)
         if not first and specs:
-            raise _Unsupported("this form of __shared__ declarator", toks[chunk[0]].start)
-        if any(self.p(k) in ("(", ")") for k in ptr):
-            raise _Unsupported("this form of __shared__ declarator", toks[name_k].start)
+            raise Unsupported("this form of __shared__ declarator", toks[chunk[0]].start)
+        if any(self.unit.p(k) in ("(", ")") for k in ptr):
+            raise Unsupported("this form of __shared__ declarator", toks[name_k].start)
         return specs, ptr, name_k, dims
 

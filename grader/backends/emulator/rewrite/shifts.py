@@ -1,7 +1,9 @@
 """Shifts: finding every ``<<`` / ``>>`` operator of a token range and its left operand, so that the
 rewrite can hand the operand to the prelude's clamping helpers (``__sg_sh`` / ``__sg_sha``).
 
-Public here: :func:`find_shifts` and the ``SHIFT_*`` flags the helpers take.
+Public here: :func:`find_shifts` (and the :class:`Shift` it finds), :func:`shift_wraps` (the helper
+calls around them), :func:`sum_shifts` (shifts whose amount is a sum), and the ``SHIFT_*`` flags the
+helpers take.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from grader.backends.emulator.rewrite.tokens import _Tok, _glued, _match_backward, _match_forward, _pt
+from grader.backends.emulator.rewrite.tokens import Tok, glued, match_backward, match_forward, punct_at
 
 # -- shifts: PTX clamps the amount, C++ leaves it undefined ----------------------------------------
 # Every binary `<<` / `>>` and compound `<<=` / `>>=` of the source becomes a call of the prelude's
@@ -42,7 +44,7 @@ _UNARY_OR_ADDITIVE = {"+", "-", "*", "/", "%", "!", "~", "#", ".", "->", "::"}
 _OPERAND_START_PUNCT = {"(", "+", "-", "!", "~", "*", "&"}
 
 
-def _operand_end(toks: list[_Tok], k: int, lo: int) -> bool:
+def _operand_end(toks: list[Tok], k: int, lo: int) -> bool:
     """Whether token k can end an operand (so a `<<` / `>>` after it is a binary operator)."""
     if k < lo:
         return False
@@ -54,12 +56,12 @@ def _operand_end(toks: list[_Tok], k: int, lo: int) -> bool:
     if t.kind == "punct":
         if t.text in (")", "]"):
             return True
-        if t.text in ("+", "-") and k - 1 >= lo and toks[k - 1].text == t.text and _glued(toks, k):
+        if t.text in ("+", "-") and k - 1 >= lo and toks[k - 1].text == t.text and glued(toks, k):
             return _operand_end(toks, k - 2, lo)  # x++ << 1
     return False
 
 
-def _operand_start(toks: list[_Tok], k: int, hi: int) -> bool:
+def _operand_start(toks: list[Tok], k: int, hi: int) -> bool:
     """Whether token k can start an operand (`::` is left out: `A<B<int>>::type`)."""
     if k >= hi:
         return False
@@ -72,9 +74,10 @@ def _operand_start(toks: list[_Tok], k: int, hi: int) -> bool:
 
 
 @dataclass(frozen=True)
-class _Shift:
-    """A shift whose left operand was delimited: token indices of its operator and operand, and
-    the ``SHIFT_*`` flags its helper gets."""
+class Shift:
+    """A shift whose left operand was delimited (:func:`find_shifts`): token indices of its operator
+    and operand, and the ``SHIFT_*`` flags its helper gets (:data:`SHIFT_COMPOUND` for ``<<=`` /
+    ``>>=``, else :data:`SHIFT_PLUS` / :data:`SHIFT_MINUS` for a ``+`` / ``-`` in its amount)."""
 
     op: int  # first token of the operator
     last: int  # last token of the operator (the `=` of a compound one)
@@ -83,7 +86,7 @@ class _Shift:
     flags: int
 
 
-def _find_shift_ops(toks: list[_Tok], lo: int, hi: int) -> list[tuple[int, int, str]]:
+def _find_shift_ops(toks: list[Tok], lo: int, hi: int) -> list[tuple[int, int, str]]:
     """The shift operators among toks[lo:hi]: ``(first, last, text)``, in order.
 
     `<` `<` and `>` `>` glued together are a shift when an operand ends before them and one starts
@@ -98,7 +101,7 @@ class _ShiftOpScan:
     """One left-to-right pass of :func:`_find_shift_ops`: the bracket depth, the `<` that may open
     a template argument list (``cands``: index and depth), and the shift operators found."""
 
-    def __init__(self, toks: list[_Tok], lo: int, hi: int) -> None:
+    def __init__(self, toks: list[Tok], lo: int, hi: int) -> None:
         self.toks, self.lo, self.hi = toks, lo, hi
         self.ops: list[tuple[int, int, str]] = []
         self.cands: list[tuple[int, int]] = []  # (index, bracket depth) of `<` that may open a template
@@ -141,10 +144,10 @@ class _ShiftOpScan:
         toks, lo, hi = self.toks, self.lo, self.hi
         w = toks[j].text
         run = j
-        while run + 1 < hi and _pt(toks, run + 1, lo, hi) == w and _glued(toks, run + 1):
+        while run + 1 < hi and punct_at(toks, run + 1, lo, hi) == w and glued(toks, run + 1):
             run += 1
         n = run - j + 1
-        eq = _pt(toks, run + 1, lo, hi) == "=" and _glued(toks, run + 1)
+        eq = punct_at(toks, run + 1, lo, hi) == "=" and glued(toks, run + 1)
         after = run + 1 + (1 if eq else 0)
         here = [c for c in self.cands if c[1] == self.depth]
         if n == 1:
@@ -176,7 +179,7 @@ class _ShiftOpScan:
             self.ops.append((j, after - 1, w * 2 + ("=" if eq else "")))
 
 
-def _template_open(toks: list[_Tok], j: int, lo: int) -> int:
+def _template_open(toks: list[Tok], j: int, lo: int) -> int:
     """Index of the name before the `<` matching the `>` at toks[j] (a template-id), or -1."""
     count = 0
     k = j
@@ -187,7 +190,7 @@ def _template_open(toks: list[_Tok], j: int, lo: int) -> int:
         if t.kind == "punct":
             w = t.text
             if w in (")", "]"):
-                m = _match_backward(toks, k, lo)
+                m = match_backward(toks, k, lo)
                 if m < 0:
                     return -1
                 k = m - 1
@@ -204,7 +207,7 @@ def _template_open(toks: list[_Tok], j: int, lo: int) -> int:
     return -1
 
 
-def _left_operand(toks: list[_Tok], op: int, lo: int, chain: dict[int, int], lasts: set[int]) -> int:
+def _left_operand(toks: list[Tok], op: int, lo: int, chain: dict[int, int], lasts: set[int]) -> int:
     """First token of the left operand of the shift whose operator starts at toks[op], or -1
     where it cannot be told for certain.
 
@@ -226,7 +229,7 @@ class _LeftOperandScan:
     """The leftward scan of :func:`_left_operand`: ``start`` is the leftmost token taken so far,
     ``nxt`` what it was (atom, paren, sub, op, ``::``, tmpl), ``j`` the token looked at next."""
 
-    def __init__(self, toks: list[_Tok], op: int, lo: int, chain: dict[int, int], lasts: set[int]) -> None:
+    def __init__(self, toks: list[Tok], op: int, lo: int, chain: dict[int, int], lasts: set[int]) -> None:
         self.toks, self.op, self.lo, self.chain, self.lasts = toks, op, lo, chain, lasts
         self.j, self.start, self.nxt = op - 1, op, ""
 
@@ -257,7 +260,7 @@ class _LeftOperandScan:
         self.start, self.nxt, self.j = start, nxt, j
         return _GO
 
-    def _word(self, t: _Tok) -> str:
+    def _word(self, t: Tok) -> str:
         """An identifier: part of the operand unless a keyword ends it or two names would meet."""
         if t.text in _NAME_BEFORE_KW:
             return _FAIL  # T::template f<int>() << 1: the keyword belongs to the operand
@@ -269,7 +272,7 @@ class _LeftOperandScan:
             return _STOP
         return self._take(self.j, "atom", self.j - 1)
 
-    def _literal(self, t: _Tok) -> str:
+    def _literal(self, t: Tok) -> str:
         """A literal: part of the operand unless an atom follows it (adjacent strings concatenate)."""
         if self.nxt in ("atom", "paren") and not (t.kind == "str" and self.toks[self.start].kind == "str"):
             return _STOP
@@ -294,7 +297,7 @@ class _LeftOperandScan:
     def _group(self, w: str) -> str:
         """A bracketed group closed by toks[j] (``w``: `)` or `]`): a call, a cast, a subscript."""
         toks, lo = self.toks, self.lo
-        m = _match_backward(toks, self.j, lo)
+        m = match_backward(toks, self.j, lo)
         if m < 0:
             return _FAIL
         before = toks[m - 1] if m - 1 >= lo else None
@@ -314,7 +317,7 @@ class _LeftOperandScan:
         return self._take(k + 1, "tmpl", k)
 
 
-def _amount_flags(toks: list[_Tok], k: int, hi: int) -> int:
+def _amount_flags(toks: list[Tok], k: int, hi: int) -> int:
     """SHIFT_PLUS / SHIFT_MINUS when the right operand starting at toks[k] has a binary `+` / `-`
     outside brackets (`n >> 5 + n`: precedence is the likely mistake)."""
     flags = 0
@@ -331,13 +334,13 @@ def _amount_flags(toks: list[_Tok], k: int, hi: int) -> int:
             continue
         w = t.text
         if w in ("(", "["):
-            m = _match_forward(toks, j, hi)
+            m = match_forward(toks, j, hi)
             if m < 0:
                 break
             prev_operand, j = True, m + 1
             continue
         if w in ("+", "-"):
-            if j + 1 < hi and toks[j + 1].text == w and _glued(toks, j + 1):
+            if j + 1 < hi and toks[j + 1].text == w and glued(toks, j + 1):
                 j += 2  # ++ / --
                 continue
             if prev_operand:
@@ -351,26 +354,44 @@ def _amount_flags(toks: list[_Tok], k: int, hi: int) -> int:
     return flags
 
 
-def find_shifts(toks: list[_Tok], lo: int = 0, hi: int | None = None) -> list[_Shift]:
-    """The shifts of toks[lo:hi] whose left operand could be delimited for certain, in order."""
+def find_shifts(toks: list[Tok], lo: int = 0, hi: int | None = None) -> list[Shift]:
+    """The shifts of toks[lo:hi] (``hi``: the end when None) whose left operand could be delimited
+    for certain, in order; a shift left out is one whose helper could misplace the operand (a
+    template's ``>``, unmatched brackets, ``__VA_ARGS__``...). Never raises."""
     hi = len(toks) if hi is None else hi
     ops = _find_shift_ops(toks, lo, hi)
     chain = {last: first for first, last, text in ops if "=" not in text}
     lasts = set(chain)
-    found: list[_Shift] = []
+    found: list[Shift] = []
     for first, last, text in ops:
         start = _left_operand(toks, first, lo, chain, lasts)
         if start < 0:
             chain.pop(last, None)  # a later shift of its chain cannot be delimited either
             continue
         flags = SHIFT_COMPOUND if text.endswith("=") else _amount_flags(toks, last + 1, hi)
-        found.append(_Shift(first, last, text, start, flags))
+        found.append(Shift(first, last, text, start, flags))
     return found
 
 
-def _shift_wraps(shifts: list[_Shift], site: Callable[[_Shift], str]
-                 ) -> tuple[dict[int, list[str]], dict[int, str]]:
-    """Per token: the helper calls that open before it (outermost first) and the text after it."""
+def sum_shifts(toks: list[Tok], lo: int = 0) -> list[tuple[int, str, str]]:
+    """The binary shifts of toks[lo:] whose amount has a binary ``+`` or ``-`` outside brackets
+    (``n >> 5 + n``: the operator precedence is the likely mistake), delimited or not:
+    ``(index of the operator's first token, operator, sign)`` in order, the sign ``"+"`` where the
+    amount has both. A compound ``<<=`` / ``>>=`` is never one."""
+    found = []
+    for first, last, text in _find_shift_ops(toks, lo, len(toks)):
+        flags = 0 if text.endswith("=") else _amount_flags(toks, last + 1, len(toks))
+        if flags & (SHIFT_PLUS | SHIFT_MINUS):
+            found.append((first, text, "+" if flags & SHIFT_PLUS else "-"))
+    return found
+
+
+def shift_wraps(shifts: list[Shift], site: Callable[[Shift], str]
+                ) -> tuple[dict[int, list[str]], dict[int, str]]:
+    """The prelude's helper calls around the left operands of ``shifts`` (of one token list):
+    ``(prefix, suffix)``, per token index the calls that open before it (outermost first), and the
+    text that closes them after it (``, <site(shift)>)`` per shift, ``site`` giving the helper's
+    arguments after the operand)."""
     prefix: dict[int, list[tuple[int, str]]] = {}
     suffix: dict[int, str] = {}
     for s in shifts:

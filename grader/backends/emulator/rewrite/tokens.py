@@ -1,8 +1,9 @@
-"""The rewrite's view of a translation unit: its tokens, where each stands (``#line`` markers
-followed), bracket matching, C string literals, and the error a construct the rewrite cannot
-express raises.
+"""The rewrite's view of a translation unit: its tokens (:class:`Tok`, :func:`rewrite_tokens`), where
+each stands (:class:`Locator`, ``#line`` markers followed), a ``#define``'s head, bracket matching,
+and the error a construct the rewrite cannot express raises (:class:`Unsupported`).
 
-Every other module of :mod:`grader.backends.emulator.rewrite` works on the token list built here.
+Every other module of :mod:`grader.backends.emulator.rewrite` works on the token list built here; the
+token indices the helpers take and return are indices of that list.
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ _KINDS = {"id": "id", "number": "num", "string": "str", "char": "chr", "header":
 
 
 @dataclass(frozen=True)
-class _Tok:
+class Tok:
     """A token of the rewrite: ``text`` is what it means (an identifier with its universal character
     names decoded, a digraph as its primary spelling), ``src`` the original text it came from (what is
-    written back when it is not rewritten); ``parts`` are a directive's tokens (kind ``pp``).
-    Punctuators other than ``::`` and ``->`` come one character a token (``<<`` is ``<`` ``<``)."""
+    written back when it is not rewritten), ``start`` and ``end`` the character offsets of ``src``
+    in the text (end exclusive); ``parts`` are a directive's tokens (kind ``pp``). Punctuators
+    other than ``::`` and ``->`` come one character a token (``<<`` is ``<`` ``<``)."""
 
     kind: str  # id, num, str, chr, punct, pp (a whole preprocessor directive)
     text: str
@@ -34,18 +36,26 @@ class _Tok:
     parts: tuple[Token, ...] = ()
 
 
-class _Unsupported(Exception):
-    """A construct the rewrite cannot express, or refuses (``lead``), at ``offset`` of the text;
+class Unsupported(Exception):
+    """A construct the rewrite cannot express, or refuses, raised by the rewrite's parts:
     :func:`grader.backends.emulator.rewrite.rewrite_source` turns it into a CompileError naming
-    the file and line."""
+    the file and line, ``"<lead>: <what> (<file>:<line>)"``.
+
+    Attributes:
+        what: what was found (the message's body).
+        offset: where, a character offset of the text being rewritten.
+        lead: the message's head, ``"not supported by the emulator"`` or ``"not allowed"``.
+    """
 
     def __init__(self, what: str, offset: int, lead: str = "not supported by the emulator") -> None:
         super().__init__(what)
         self.what, self.offset, self.lead = what, offset, lead
 
 
-class _Locator:
-    """Maps an offset of the text to (file, line) through ``#line`` markers."""
+class Locator:
+    """Maps a character offset of ``text`` to the (file, line) it stands for, following the ``#line``
+    markers handed to :meth:`directive` in source order (before the first: ``default_file``, the
+    text's own line). An offset is only placed right once every marker before it was handed over."""
 
     def __init__(self, text: str, default_file: str) -> None:
         self._newlines = [i for i, c in enumerate(text) if c == "\n"]
@@ -56,7 +66,7 @@ class _Locator:
         """The line of the text (1-based, markers ignored) holding ``offset``."""
         return bisect.bisect_left(self._newlines, offset) + 1
 
-    def directive(self, tok: _Tok) -> None:
+    def directive(self, tok: Tok) -> None:
         """Follow ``tok`` when it is a ``#line`` directive or a line marker (``# 12 "file"``)."""
         p = tok.parts
         k = 2 if len(p) > 1 and p[1].kind == "id" and p[1].value == "line" else 1
@@ -80,22 +90,24 @@ class _Locator:
         return file, logical + (phys - start)
 
 
-def _tokenize(text: str) -> list[_Tok]:
-    """The rewrite's tokens of ``text`` (:func:`grader.source.ctokens.tokenize`, as GCC reads it): a directive
-    is one ``pp`` token from its ``#`` to the end of its logical line (trailing comments and splices
-    included); other punctuators are split into single characters but ``::`` and ``->``."""
-    toks: list[_Tok] = []
+def rewrite_tokens(text: str) -> list[Tok]:
+    """The rewrite's tokens of ``text`` (:func:`grader.source.ctokens.tokenize`, as GCC reads it), in
+    order, comments left out: a directive is one ``pp`` token from its ``#`` to the end of its
+    logical line (trailing comments and splices included; the line break is not); other punctuators
+    are split into single characters but ``::`` and ``->`` (see :class:`Tok`). Never raises: a
+    character that starts no token comes as a ``punct`` token of its own."""
+    toks: list[Tok] = []
     for line in logical_lines(tokenize(text)):
         if line[0].value == "#":
             start, end = line[0].start, _DIRECTIVE_TAIL.match(text, line[-1].end).end()
             while end > start and text[end - 1] in "\r\n":  # the line break ending it is not its own
                 end -= 1
-            toks.append(_Tok("pp", text[start:end], start, end, text[start:end], tuple(line)))
+            toks.append(Tok("pp", text[start:end], start, end, text[start:end], tuple(line)))
             continue
         for t in line:
             kind, meaning = _KINDS[t.kind], (t.value if t.kind in ("id", "punct") else t.text)
             if kind != "punct" or len(meaning) == 1 or meaning in ("::", "->"):
-                toks.append(_Tok(kind, meaning, t.start, t.end, text[t.start:t.end]))
+                toks.append(Tok(kind, meaning, t.start, t.end, text[t.start:t.end]))
                 continue
             pieces = ["->", *meaning[2:]] if meaning.startswith("->") else list(meaning)
             if t.end - t.start == len(meaning):  # as written: each piece its own characters
@@ -103,13 +115,14 @@ def _tokenize(text: str) -> list[_Tok]:
             else:  # a digraph or a splice inside: the first piece takes what the rest do not
                 cuts = [t.start] + [t.end - (len(pieces) - n) for n in range(1, len(pieces) + 1)]
             for piece, a, b in zip(pieces, cuts, cuts[1:]):
-                toks.append(_Tok("punct", piece, a, b, text[a:b]))
+                toks.append(Tok("punct", piece, a, b, text[a:b]))
     return toks
 
 
-def _define_head(tok: _Tok) -> tuple[str, list[str] | None, int] | None:
-    """``(name, parameters or None, end of the head in tok.text)`` of a ``#define`` directive token
-    (``...`` as ``__VA_ARGS__``), or None for any other directive."""
+def define_head(tok: Tok) -> tuple[str, list[str] | None, int] | None:
+    """The head of a ``#define`` directive token (kind ``pp``): ``(name, parameters, end)``, the
+    parameters None for an object-like macro (``...`` named ``__VA_ARGS__``), ``end`` the offset in
+    ``tok.text`` where the body starts. None for any other directive, or one without a name."""
     p = tok.parts
     if len(p) < 3 or p[1].value != "define" or p[2].kind != "id":
         return None
@@ -122,13 +135,10 @@ def _define_head(tok: _Tok) -> tuple[str, list[str] | None, int] | None:
     return name.value, None, name.end - tok.start
 
 
-def _directive_names(tok: _Tok, lo: int = 2) -> set[str]:
-    """The identifiers of a directive token from its part ``lo`` on."""
-    return {t.value for t in tok.parts[lo:] if t.kind == "id"}
-
-
-def _match_forward(toks: list[_Tok], i: int, end: int) -> int:
-    """Index of the bracket closing ``toks[i]`` (one of ``( [ {``), or -1."""
+def match_forward(toks: list[Tok], i: int, end: int) -> int:
+    """Index of the bracket closing ``toks[i]`` (one of ``( [ {``), looking up to ``end``
+    (exclusive); -1 when none does there or a bracket of another kind closes first. Only ``punct``
+    tokens count (a directive's brackets do not)."""
     pairs = {"(": ")", "[": "]", "{": "}"}
     stack = [pairs[toks[i].text]]
     j = i + 1
@@ -146,8 +156,9 @@ def _match_forward(toks: list[_Tok], i: int, end: int) -> int:
     return -1
 
 
-def _match_backward(toks: list[_Tok], i: int, lo: int) -> int:
-    """Index of the bracket opening ``toks[i]`` (one of ``) ] }``), or -1."""
+def match_backward(toks: list[Tok], i: int, lo: int) -> int:
+    """Index of the bracket opening ``toks[i]`` (one of ``) ] }``), looking back down to ``lo``
+    (inclusive); -1 as :func:`match_forward`."""
     pairs = {")": "(", "]": "[", "}": "{"}
     stack = [pairs[toks[i].text]]
     j = i - 1
@@ -165,52 +176,12 @@ def _match_backward(toks: list[_Tok], i: int, lo: int) -> int:
     return -1
 
 
-def _glued(toks: list[_Tok], k: int) -> bool:
-    """Whether token k follows token k - 1 with no gap (so `<` `<` is `<<`)."""
+def glued(toks: list[Tok], k: int) -> bool:
+    """Whether ``toks[k]`` follows ``toks[k - 1]`` with no gap (so `<` `<` is `<<`); False for k = 0."""
     return k > 0 and toks[k].start == toks[k - 1].end
 
 
-def _pt(toks: list[_Tok], k: int, lo: int, hi: int) -> str:
-    """Punctuation text of token k within [lo, hi), or ''."""
+def punct_at(toks: list[Tok], k: int, lo: int, hi: int) -> str:
+    """The text of ``toks[k]`` when it is a punctuator and ``lo <= k < hi``, else ``""`` (k may be
+    out of range)."""
     return toks[k].text if lo <= k < hi and toks[k].kind == "punct" else ""
-
-
-def _depth0(toks: list[_Tok], lo: int, hi: int) -> list[int]:
-    """Indices of toks[lo:hi] outside brackets."""
-    out: list[int] = []
-    depth = 0
-    for k in range(lo, hi):
-        w = toks[k].text if toks[k].kind == "punct" else ""
-        if w in ("(", "[", "{"):
-            depth += 1
-        elif w in (")", "]", "}"):
-            depth -= 1
-        elif depth == 0:
-            out.append(k)
-    return out
-
-
-def _c_literal(src: str) -> str | None:
-    """The characters of a plain or ``u8`` string literal as written (``"a\\tb"``); None for any other
-    (a raw, wide or UTF-16/32 string)."""
-    if src.startswith('u8"'):
-        src = src[2:]
-    if not (len(src) >= 2 and src[0] == src[-1] == '"'):
-        return None
-    simple = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "'": "'", "?": "?", "0": "\0", "a": "\a",
-              "b": "\b", "f": "\f", "v": "\v"}
-    return re.sub(r"\\(.)", lambda m: simple.get(m.group(1), m.group(1)), src[1:-1], flags=re.S)
-
-
-def _c_string(text: str) -> str:
-    """``text`` as a C string literal."""
-    out = []
-    for ch in text:
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif ord(ch) < 32 or ord(ch) == 127:
-            out.append(f"\\{ord(ch):03o}")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
-
