@@ -203,7 +203,7 @@ def test_the_gpu_kernels_compute_what_the_host_definitions_do():
     """PyCudaBackend's PTX kernels against Backend's host definitions, on wrapping int32 sums with
     wrong elements planted, at a size of many grid strides."""
     from grader.backends.base import Backend
-    from grader.backends.pycuda_backend import PyCudaBackend
+    from grader.backends.pycuda import PyCudaBackend
     gpu = PyCudaBackend()
     try:
         rng = np.random.default_rng(11)
@@ -245,7 +245,7 @@ def test_the_grader_kernels_assemble(tmp_path, name, ptx):
     import shutil
     import subprocess
 
-    from grader.backends import pycuda_ptx
+    from grader.backends.pycuda import ptx as pycuda_ptx
 
     ptxas = shutil.which("ptxas")
     if ptxas is None:

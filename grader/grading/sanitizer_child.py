@@ -50,7 +50,7 @@ class _Replay:
     reads: one per case before and after it, and one per buffer with its address and size."""
 
     def __init__(self) -> None:
-        from grader.backends.pycuda_backend import PyCudaBackend
+        from grader.backends.pycuda import PyCudaBackend
 
         self.backend = PyCudaBackend(sandbox="off")
         self._jobs: dict[str, tuple] = {}
