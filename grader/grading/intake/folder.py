@@ -53,6 +53,7 @@ def _walk(folder: Path) -> tuple[list[tuple[Path, str, os.stat_result, int]], st
 
 
 def fresh_folder(dest: Path) -> None:
+    """Make ``dest`` an empty folder (what it held removed), its parents made as needed."""
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
