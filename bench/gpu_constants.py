@@ -169,10 +169,10 @@ _HOLD = []
 
 
 def _hold_clocks(drv) -> None:
-    """Queue the grader's clock warm-up (:data:`grader.backends.pycuda_ptx.HOLD_CLOCKS_PTX`)."""
+    """Queue the grader's clock warm-up (:data:`grader.backends.pycuda.ptx.HOLD_CLOCKS_PTX`)."""
     import numpy as np
     from grader.backends.base import CLOCK_WARMUP_MS
-    from grader.backends.pycuda_ptx import HOLD_CLOCKS_PTX
+    from grader.backends.pycuda.ptx import HOLD_CLOCKS_PTX
     if not _HOLD:
         module = drv.module_from_buffer(HOLD_CLOCKS_PTX.encode())
         sms = drv.Context.get_device().get_attribute(drv.device_attribute.MULTIPROCESSOR_COUNT)

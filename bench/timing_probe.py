@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 def main(argv: list[str]) -> int:
     from grader.assignment.config_load import load_config
     from grader.assignment.parts import DTYPES, PARTS, SOLUTIONS
-    from grader.backends.pycuda_backend import PyCudaBackend
+    from grader.backends.pycuda import PyCudaBackend
     from grader.grading.case.inputs import make_input
     from grader.grading.case.timing import timed_plan
     from grader.grading.compile import compile_part

@@ -156,10 +156,11 @@ class _FakeDriver:
 
 
 def _fake_pycuda(driver):
-    from grader.backends.pycuda_backend import PyCudaBackend, _Scratch
+    from grader.backends.pycuda import PyCudaBackend
+    from grader.backends.pycuda.memory import Scratch
     backend = object.__new__(PyCudaBackend)  # no GPU: only the timing loop is under test
     backend._cuda, backend._deferred = driver, False
-    backend._scratch = _Scratch(driver, total_bytes=80 * 2**30)
+    backend._scratch = Scratch(driver, total_bytes=80 * 2**30)
     backend._device = type("Device", (), {"get_attribute": lambda self, what: 132})()
     return backend
 
@@ -205,3 +206,36 @@ def test_a_timed_run_warms_the_clocks_first_and_always_after_idle_or_a_long_run(
         assert not clocks.due(brief, short)
         assert clocks.due(*trigger)
         assert clocks.due(brief, short)  # and every run after it
+
+
+@pytest.mark.parametrize("reports_peaks", [True, False])
+def test_the_gpu_backends_device_facts_are_its_tables_keys_in_order(monkeypatch, reports_peaks):
+    """``describe()`` on a GPU (:func:`grader.backends.pycuda.device.device_facts`) gives the keys of
+    :data:`~grader.backends.pycuda.device.DEVICE_KEYS` in order, the peaks' attributes in their units
+    (absent where the driver has none of them), and the analysis reads its peaks from those keys."""
+    import sys
+    import types
+
+    from grader.backends.pycuda.device import DEVICE_KEYS, PEAK_ATTRIBUTES, device_facts
+    from grader.grading.analysis import PEAK_KEYS, gpu_peaks
+
+    class Error(Exception):
+        pass
+
+    attributes = {"MULTIPROCESSOR_COUNT": 132, "CLOCK_RATE": 1_980_000, "MEMORY_CLOCK_RATE": 2_619_000,
+                  "GLOBAL_MEMORY_BUS_WIDTH": 5120}
+    driver = types.SimpleNamespace(Error=Error, get_driver_version=lambda: 12040, get_version=lambda: (12, 4, 0),
+                                   device_attribute=types.SimpleNamespace(**{a: a for a in attributes}
+                                                                          if reports_peaks else {}))
+    device = types.SimpleNamespace(name=lambda: "NVIDIA H100 80GB HBM3", compute_capability=lambda: (9, 0),
+                                   get_attribute=attributes.__getitem__)
+    sandbox = types.SimpleNamespace(isolated=False, why_not="no bubblewrap")
+    monkeypatch.setitem(sys.modules, "pycuda", types.SimpleNamespace(VERSION_TEXT="2024.1.2"))
+    facts = device_facts(driver, device, backend="pycuda", sandbox=sandbox)
+    peaks = [key for key, *_ in PEAK_ATTRIBUTES]
+    assert list(facts) == [key for key, _ in DEVICE_KEYS if reports_peaks or key not in peaks]
+    assert facts["driver_api"] == "12.4" and facts["sandbox"] == "nvcc: rlimits only (no bubblewrap)"
+    assert list(PEAK_KEYS) == peaks
+    if reports_peaks:
+        assert [facts[k] for k in peaks] == ["132", "1980", "2619", "5120"]
+        assert gpu_peaks(facts).dram_gbps == pytest.approx(2 * 2619e6 * 5120 / 8 / 1e9)

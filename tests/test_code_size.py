@@ -12,7 +12,7 @@ GRADER = ROOT / "grader"
 FUNCTION_LINES = 80
 MODULE_LINES = 600
 #: Modules over MODULE_LINES today, to be split (issue 53): each is checked to still be over it.
-MODULES_TO_SPLIT = {"grader/grading/intake.py", "grader/backends/pycuda_backend.py"}
+MODULES_TO_SPLIT: set[str] = set()
 
 
 def _modules() -> list[Path]:

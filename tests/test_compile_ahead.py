@@ -1,6 +1,6 @@
 """A GPU worker compiles its cubins ahead: nvcc starts with the worker, beside the CUDA context's
 start, and the worker's compile waits for the cubin (grader.grading.worker.ahead.cubins_ahead,
-grader.backends.pycuda_backend.compile_ahead).
+grader.backends.pycuda.compile.compile_ahead).
 
 No GPU is needed: nvcc compiles for a named architecture (the device's is read by
 ``device_arch``, replaced here); the tests skip where nvcc is not installed.
@@ -29,10 +29,10 @@ BROKEN_PART1 = "__global__ void scan_naive(const scan_t* in, scan_t* out, int n)
 @pytest.fixture
 def sm90(monkeypatch, tmp_path):
     """nvcc targets sm_90 (no device is read); the compile cache is a fresh folder."""
-    from grader.backends import pycuda_backend
+    from grader.backends.pycuda import compile as pycuda_compile
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setattr(pycuda_backend, "device_arch", lambda device=0: "sm_90")
-    return pycuda_backend
+    monkeypatch.setattr(pycuda_compile, "device_arch", lambda device=0: "sm_90")
+    return pycuda_compile
 
 
 def _job(tmp_path: Path, part: str, text: str, **extra) -> SimpleNamespace:
@@ -61,12 +61,12 @@ def test_the_cubins_compiled_ahead_are_the_compiles_own_and_a_broken_file_raises
 
 
 def test_a_device_that_cannot_be_read_leaves_the_compile_to_the_worker(monkeypatch, tmp_path):
-    from grader.backends import pycuda_backend
+    from grader.backends.pycuda import compile as pycuda_compile
 
     def unreadable(device=0):
         raise BackendUnavailable("cannot read CUDA device 0: no device")
-    monkeypatch.setattr(pycuda_backend, "device_arch", unreadable)
-    futures = pycuda_backend.compile_ahead([("a", "int x;\n", "part1_naive.cu")])
+    monkeypatch.setattr(pycuda_compile, "device_arch", unreadable)
+    futures = pycuda_compile.compile_ahead([("a", "int x;\n", "part1_naive.cu")])
     with pytest.raises(BackendUnavailable, match="cannot read CUDA device 0"):
         futures["a"].result(timeout=60)
 

@@ -174,7 +174,7 @@ def _gpu_compile(source: str, tmp_path: Path, *, policy: str = "auto", timeout_s
 
     from grader.backends.emulator.build import EmulatorToolchain
     from grader.toolchain.sandbox import Sandbox
-    from grader.backends.pycuda_backend import compile_cubin
+    from grader.backends.pycuda import compile_cubin
     from grader.assignment.parts import PARTS, part_header
 
     header = part_header(PARTS["part1_naive"], block_size=32, dtype=np.dtype(np.int32))

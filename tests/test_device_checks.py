@@ -203,7 +203,7 @@ def test_the_gpu_kernels_compute_what_the_host_definitions_do():
     """PyCudaBackend's PTX kernels against Backend's host definitions, on wrapping int32 sums with
     wrong elements planted, at a size of many grid strides."""
     from grader.backends.base import Backend
-    from grader.backends.pycuda_backend import PyCudaBackend
+    from grader.backends.pycuda import PyCudaBackend
     gpu = PyCudaBackend()
     try:
         rng = np.random.default_rng(11)
@@ -238,14 +238,15 @@ def test_the_gpu_kernels_compute_what_the_host_definitions_do():
         gpu.close()
 
 
-@pytest.mark.parametrize("ptx", __import__("grader.backends.pycuda_ptx", fromlist=["__all__"]).__all__)
+@pytest.mark.parametrize("ptx", [name for name in __import__("grader.backends.pycuda.ptx", fromlist=["__all__"]).__all__
+                                 if name.endswith("_PTX")])
 def test_the_grader_kernels_assemble(tmp_path, ptx):
     """The grader's own PTX (loaded by the driver on a GPU, never by this suite) assembles: ptxas
     for the course's GPU, where the CUDA toolkit is installed."""
     import shutil
     import subprocess
 
-    from grader.backends import pycuda_ptx
+    from grader.backends.pycuda import ptx as pycuda_ptx
 
     ptxas = shutil.which("ptxas")
     if ptxas is None:

@@ -22,7 +22,7 @@ from grader.backends import Selection
 from grader.classwork.batch import batch
 from grader.classwork.submissions import find_submissions
 from grader.assignment.config import load_config
-from grader.core.errors import UsageError
+from grader.core.errors import SubmissionError, UsageError
 from grader.render.formats import student_reports
 from grader.grading.runner import grade
 from grader.grading.intake import Absent, read_source, resolve_parts, resolve_submission
@@ -117,7 +117,7 @@ def test_a_fifo_named_like_a_zip_is_refused_at_once_and_the_batch_goes_on(tmp_pa
         assert subs is not None, "intake hangs on a FIFO named x.zip"
         assert "named pipe" in subs["x"].refused and "not read" in subs["x"].refused, subs["x"]
         assert not subs["bob"].refused and (subs["bob"].path / "part1_naive.cu").read_bytes() == PART1
-        with pytest.raises(intake.SubmissionError, match="named pipe"):
+        with pytest.raises(SubmissionError, match="named pipe"):
             read_source(fifo)
     finally:  # release a reader left blocked in open() by a failing run
         with contextlib.suppress(OSError):
@@ -138,8 +138,8 @@ def test_a_submission_whose_reading_does_not_end_is_refused_at_the_intake_deadli
             release.wait()
         return honest(folder, dest)
 
-    monkeypatch.setattr(intake, "snapshot_folder", hangs_for_alice)
-    monkeypatch.setattr(intake, "INTAKE_S", 5.0)  # bob's reading takes milliseconds
+    monkeypatch.setattr(intake.batch_entry, "snapshot_folder", hangs_for_alice)
+    monkeypatch.setattr(intake.limits, "INTAKE_S", 5.0)  # bob's reading takes milliseconds
     try:
         subs = _in_thread(lambda: {s.id: s for s in find_submissions(root, work=tmp_path / "work")})
     finally:
@@ -154,7 +154,7 @@ def test_links_oversized_files_and_hostile_names_fail_only_their_own_submission(
     (root / "mallory").mkdir()
     os.symlink("/etc/passwd", root / "mallory" / "part1_naive.cu")
     (root / "gradebook.csv").mkdir()  # a student folder named like the batch's own outputs
-    (root / "gradebook.csv" / "part1_naive.cu").write_bytes(b"x" * (intake.MAX_SOURCE_BYTES + 1))
+    (root / "gradebook.csv" / "part1_naive.cu").write_bytes(b"x" * (intake.limits.MAX_SOURCE_BYTES + 1))
     (root / "summary.txt.zip").write_bytes(b"not a zip")
     os.symlink("/etc", root / "linked")  # a whole submission that is a link
     deep = root / "deep"
@@ -166,9 +166,9 @@ def test_links_oversized_files_and_hostile_names_fail_only_their_own_submission(
     (root / os.fsdecode(b"caf\xe9")).mkdir()  # non-UTF-8 names, of the submission and of a file in it
     (root / os.fsdecode(b"caf\xe9") / os.fsdecode(b"part1_na\xefve.cu")).write_bytes(PART1)
     with zipfile.ZipFile(root / "bomb.zip", "w", zipfile.ZIP_DEFLATED) as z:
-        z.writestr("part1_naive.cu", b"\0" * (2 * intake.MAX_SOURCE_BYTES))  # 2 MiB of zeros, 2 KiB packed
+        z.writestr("part1_naive.cu", b"\0" * (2 * intake.limits.MAX_SOURCE_BYTES))  # 2 MiB of zeros, 2 KiB packed
     (root / "many").mkdir()
-    monkeypatch.setattr(intake, "MAX_ENTRIES", 40)
+    monkeypatch.setattr(intake.limits, "MAX_ENTRIES", 40)
     for i in range(50):
         (root / "many" / f"f{i}").write_text("x")
     rows = dict(batch(root, out=out, cfg=_part1_only(tmp_path), selection=EMULATOR, reports=student_reports, jobs=1))
@@ -194,7 +194,7 @@ def test_links_oversized_files_and_hostile_names_fail_only_their_own_submission(
 
 
 def test_a_zip_declaring_more_than_the_cap_is_refused_before_anything_is_extracted(tmp_path, monkeypatch):
-    monkeypatch.setattr(intake, "MAX_TOTAL_BYTES", 1 << 20)
+    monkeypatch.setattr(intake.limits, "MAX_TOTAL_BYTES", 1 << 20)
     with zipfile.ZipFile(tmp_path / "big.zip", "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr("part1_naive.cu", PART1)
         z.writestr("data.bin", b"\0" * (2 << 20))
@@ -236,11 +236,11 @@ def test_a_zip_too_large_or_with_a_list_of_entries_too_long_is_refused_before_it
         z.writestr("part1_naive.cu", PART1)
         for i in range(20):
             z.writestr(f"{i:0200d}.txt", b"")  # 20 names of 200 bytes: a list of about 5 KB
-    monkeypatch.setattr(intake, "MAX_DIRECTORY_BYTES", 4096)
+    monkeypatch.setattr(intake.limits, "MAX_DIRECTORY_BYTES", 4096)
     got = intake.snapshot_zip(tmp_path / "long.zip", tmp_path / "dest")
     assert "list of entries is" in got.refused and "more than 4096 bytes" in got.refused, got
-    monkeypatch.setattr(intake, "MAX_DIRECTORY_BYTES", 1 << 20)
-    monkeypatch.setattr(intake, "MAX_ARCHIVE_BYTES", 1024)
+    monkeypatch.setattr(intake.limits, "MAX_DIRECTORY_BYTES", 1 << 20)
+    monkeypatch.setattr(intake.limits, "MAX_ARCHIVE_BYTES", 1024)
     got = intake.snapshot_zip(tmp_path / "long.zip", tmp_path / "dest")
     assert "long.zip is" in got.refused and "more than 1024 bytes" in got.refused, got
     assert list((tmp_path / "dest").iterdir()) == []
@@ -258,7 +258,7 @@ def test_a_zip_entry_larger_than_its_declared_size_is_not_graded(tmp_path):
 
 
 def test_a_folder_over_the_byte_cap_is_refused(tmp_path, monkeypatch):
-    monkeypatch.setattr(intake, "MAX_TOTAL_BYTES", 1000)
+    monkeypatch.setattr(intake.limits, "MAX_TOTAL_BYTES", 1000)
     (tmp_path / "s").mkdir()
     (tmp_path / "s" / "part1_naive.cu").write_bytes(PART1)
     (tmp_path / "s" / "video.mp4").write_bytes(b"\0" * 2000)
@@ -302,13 +302,13 @@ def test_read_source_drops_a_bom_and_reads_other_encodings_without_loss(tmp_path
     f.write_bytes(b"// caf\xe9 \x81\n")  # Latin-1 / cp1252: every byte kept, none replaced
     assert read_source(f).encode("latin-1") == b"// caf\xe9 \x81\n"
     f.write_bytes(b"x" * 11)
-    with pytest.raises(intake.SubmissionError, match="larger than 10 bytes"):
+    with pytest.raises(SubmissionError, match="larger than 10 bytes"):
         read_source(f, limit=10)
 
 
 def test_a_part_file_over_the_cap_is_not_read_when_given_alone_or_in_a_folder(tmp_path):
     big = tmp_path / "part1_naive.cu"
-    big.write_bytes(b"/" * (intake.MAX_SOURCE_BYTES + 1))
+    big.write_bytes(b"/" * (intake.limits.MAX_SOURCE_BYTES + 1))
     for got in (resolve_parts(big, ["part1_naive", "part2_blelloch"]), resolve_parts(big, ["part1_naive"]),
                 resolve_parts(tmp_path, ["part1_naive"])):
         assert got["part1_naive"].status == "error" and "over the 1 MiB limit" in got["part1_naive"].message

@@ -20,7 +20,7 @@ from typing import Iterable, Mapping
 import pytest
 
 from grader.backends.emulator.build import EmulatorToolchain
-from grader.backends.pycuda_backend import _FAULTS
+from grader.backends.pycuda.faults import FAULTS
 from grader.core.kinds import (CHECK_KINDS, CRASH_KINDS, FAULT_KINDS, KINDS, STRICT_ENV, WARNING_KINDS, Kind, UnknownKind,
                           cause_rank, group_of, verdict_of)
 from grader.render.class_report import FAILURE_KINDS, _case_kind
@@ -93,7 +93,7 @@ def test_every_kind_given_in_the_grader_code_has_a_row():
 
 
 def test_every_kind_the_grader_can_report_is_in_the_table():
-    reported = {kind for _, kind, _ in _FAULTS} | {str(k) for k in FailureKind} | _executor_kinds() | {"mismatch",
+    reported = {kind for _, kind, _ in FAULTS} | {str(k) for k in FailureKind} | _executor_kinds() | {"mismatch",
                                                                                                        "ticket"}
     assert {"crash", "sandbox-violation", "resource-limit"} <= _executor_kinds()
     assert kinds_without_a_row(reported) == set()

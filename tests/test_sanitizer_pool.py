@@ -23,14 +23,14 @@ CHILD = textwrap.dedent('''
     from pathlib import Path
     import grader.grading.sanitizer_child
     from grader.grading.sanitizer_child import _serve
-    from grader.grading.sanitizer_report import _MARK
+    from grader.grading.sanitizer_report import MARK
 
     class Replay:
         """Per case index, the file FAKE_PLAN says: race (a racecheck report), flood (three reports of
         another line), fault (the process ends after the case), hang (nothing more is printed); other
         cases are clean. Like the real replay, it stops before a case when stop() says so."""
         def say(self, token, text):
-            sys.stdout.write(f"\\n{_MARK} {token} {text}\\n"); sys.stdout.flush()
+            sys.stdout.write(f"\\n{MARK} {token} {text}\\n"); sys.stdout.flush()
         def run(self, job, token, cubins, cases, stop=None):
             text = Path(os.environ["FAKE_PLAN"]).read_text()
             plan = dict(item.split("=") for item in text.split(",") if item)

@@ -2,8 +2,9 @@
 they come from: :data:`grader.render.formats.FORMATS` (through :func:`report_files`) and
 :data:`grader.assignment.parts.PARTS`; so do the result's schema version the docs name
 (:data:`grader.core.results.SCHEMA_VERSION`), the commands they list (the CLI's parser) and the
-emulator's ``device`` keys (:data:`grader.backends.emulator.backend.DEVICE_KEYS`). A row added to a
-table fails here until the lists that restate it say so."""
+backends' ``device`` keys (:data:`grader.backends.emulator.backend.DEVICE_KEYS`,
+:data:`grader.backends.pycuda.device.DEVICE_KEYS`). A row added to a table fails here until the lists
+that restate it say so."""
 
 from __future__ import annotations
 
@@ -173,14 +174,20 @@ def _outside_parentheses(text: str) -> str:
     return "".join(out)
 
 
-def test_the_results_doc_names_every_device_key_of_the_emulator():
+@pytest.mark.parametrize("backend, table, sentence", [
+    ("emulator", "grader.backends.emulator.backend", ("With `emulator`", "Both:")),
+    ("pycuda", "grader.backends.pycuda.device", ("With `pycuda`", "and after timing")),
+])
+def test_the_results_doc_names_every_device_key_of_each_backend(backend, table, sentence):
     """docs/results.md, the ``device`` field: the keys listed "With `emulator`" are the emulator's
-    :data:`~grader.backends.emulator.backend.DEVICE_KEYS`, which its ``describe()`` returns."""
-    from grader.backends.emulator.backend import DEVICE_KEYS
+    :data:`~grader.backends.emulator.backend.DEVICE_KEYS`, and those "With `pycuda`" (before what timing
+    adds) the GPU backend's :data:`~grader.backends.pycuda.device.DEVICE_KEYS`: what each ``describe()``
+    returns, in its order."""
+    import importlib
 
+    keys = [key for key, _ in importlib.import_module(table).DEVICE_KEYS]
     row = _line_after((ROOT / "docs" / "results.md").read_text(encoding="utf-8"), "| `device` |")
-    sentence = row.split("With `emulator`", 1)[1].split("Both:", 1)[0]
-    listed = re.findall(r"`([^`]+)`", _outside_parentheses(sentence))
-    keys = [key for key, _ in DEVICE_KEYS]
-    assert listed == keys, _differences(listed, keys, what="the emulator's device keys",
+    start, end = sentence
+    listed = re.findall(r"`([^`]+)`", _outside_parentheses(row.split(start, 1)[1].split(end, 1)[0]))
+    assert listed == keys, _differences(listed, keys, what=f"the {backend} backend's device keys",
                                         where="docs/results.md, the device field")

@@ -17,7 +17,7 @@ import pytest
 from grader.backends import Selection
 from grader.backends.emulator import EmulatorBackend
 from grader.backends.emulator.device_globals import module_globals
-from grader.backends.pycuda_backend import device_globals_bytes
+from grader.backends.pycuda.module import device_globals_bytes
 from grader.assignment.parts import PARTS
 from grader.grading.case.cases import SAMPLED_CHECKER
 from grader.grading.runner import grade
@@ -178,7 +178,7 @@ def test_a_cubins_device_variables_are_counted_from_its_sections():
 def test_on_a_gpu_fresh_globals_gives_the_next_launch_the_device_variables_as_loaded(tmp_path):
     """As on the emulator: a __device__ launch counter counts on until fresh_globals, after which the
     next launch is the first again (the GPU backend reloads the module from its cubin)."""
-    from grader.backends.pycuda_backend import PyCudaBackend
+    from grader.backends.pycuda import PyCudaBackend
     be = PyCudaBackend()
     try:
         module = build(be, tmp_path, "vclock.cu", KERNELS)

@@ -155,11 +155,11 @@ def test_a_batch_job_keeps_its_worker_from_one_submission_to_the_next(tmp_path, 
 def test_a_serving_worker_takes_each_jobs_grading_token_and_clears_the_gpu_between_gradings(monkeypatch):
     """The compile cache counts each submission's quota by the token its jobs carry, not by the one in
     the environment the worker started with; the GPU is cleared where the grading changes, only there."""
-    import grader.backends.pycuda_backend as pycuda_backend
+    import grader.backends.pycuda as pycuda
     import grader.grading.worker.main as worker_main
 
     cleared = []
-    monkeypatch.setattr(pycuda_backend, "start_grading", lambda: cleared.append(True))
+    monkeypatch.setattr(pycuda, "start_grading", lambda: cleared.append(True))
     monkeypatch.setattr(worker_main, "_last_grading", None)
     monkeypatch.setenv(CACHE_OWNER_ENV, "the first submission's")  # restored after the test
     for token, clears in (("a", 0), ("a", 0), ("b", 1), ("b", 1), ("a", 2)):
@@ -178,8 +178,8 @@ def test_a_kept_context_is_cleared_for_the_next_submission_or_dropped_after_loca
         "from pathlib import Path\n"
         "import numpy as np\n"
         "from grader.core.kernels import KernelSpec, Param\n"
-        "from grader.backends.pycuda_backend import (PyCudaBackend, keep_context, pool_device_memory,\n"
-        "                                             release_kept_contexts, start_grading, POOL_MIN_BYTES)\n"
+        "from grader.backends.pycuda import (PyCudaBackend, keep_context, pool_device_memory,\n"
+        "                                     release_kept_contexts, start_grading, POOL_MIN_BYTES)\n"
         "keep_context(); pool_device_memory()\n"
         "spec = KernelSpec('k', (Param('out', 'int*', 'ptr'), Param('n', 'int', 'int')))\n"
         "k = 'extern \"C\" __global__ void k(int* out, int n) '\n"
@@ -214,8 +214,8 @@ def test_a_kept_context_serves_the_next_part_but_not_after_a_hidden_case():
     """In a serving worker (keep_context) the next backend takes the context the last one left; after
     a hidden case ran in it, a new one (memory the part freed may hold the private inputs)."""
     script = (
-        "from grader.backends.pycuda_backend import (PyCudaBackend, keep_context, kept_context_works,\n"
-        "                                             release_kept_contexts)\n"
+        "from grader.backends.pycuda import (PyCudaBackend, keep_context, kept_context_works,\n"
+        "                                     release_kept_contexts)\n"
         "keep_context()\n"
         "a = PyCudaBackend(); ctx = a._context; a.close()\n"
         "b = PyCudaBackend(); assert b._context is ctx and kept_context_works() is True\n"
@@ -234,8 +234,8 @@ def test_a_pooled_buffer_is_reused_in_its_context_and_the_flush_buffer_is_kept()
     the timed runs' flush buffer is allocated once for the context; a small buffer is the driver's."""
     script = (
         "import numpy as np\n"
-        "from grader.backends.pycuda_backend import (PyCudaBackend, keep_context, pool_device_memory,\n"
-        "                                             release_kept_contexts, POOL_MIN_BYTES)\n"
+        "from grader.backends.pycuda import (PyCudaBackend, keep_context, pool_device_memory,\n"
+        "                                     release_kept_contexts, POOL_MIN_BYTES)\n"
         "keep_context(); pool_device_memory()\n"
         "a = PyCudaBackend()\n"
         "n = POOL_MIN_BYTES // 4 + 5\n"
@@ -323,15 +323,15 @@ class _FakeDriver:
 
 
 def test_the_scratch_keeps_freed_blocks_within_its_budget_and_frees_them_when_memory_runs_out():
-    """A context's scratch (grader.backends.pycuda_backend._Scratch) hands a freed block of the same size
+    """A context's scratch (grader.backends.pycuda.memory.Scratch) hands a freed block of the same size
     back without a driver call, keeps no more than its share of the GPU's memory unused (the flush
     buffer included), frees what it keeps and tries once more when the driver runs out of memory, and
     keeps nothing once closed."""
-    from grader.backends.pycuda_backend import SCRATCH_SHARE, _Scratch
+    from grader.backends.pycuda.memory import SCRATCH_SHARE, Scratch
 
     mib = 2**20
     driver = _FakeDriver(capacity=40 * mib)
-    scratch = _Scratch(driver, total_bytes=SCRATCH_SHARE * 10 * mib)  # keeps at most 10 MiB unused
+    scratch = Scratch(driver, total_bytes=SCRATCH_SHARE * 10 * mib)  # keeps at most 10 MiB unused
     a, b = scratch.alloc(4 * mib), scratch.alloc(4 * mib)
     scratch.give(a, 4 * mib)
     assert scratch.take(2 * mib) is None and scratch.take(4 * mib) is a and scratch.held == 0

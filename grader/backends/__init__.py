@@ -112,7 +112,7 @@ class BackendKind:
 
 #: Every backend by name, in the order auto tries them.
 BACKENDS: dict[str, BackendKind] = {k.name: k for k in (
-    BackendKind("pycuda", "grader.backends.pycuda_backend", lambda: probe_pycuda(), times_kernels=True, has_sanitizer=True,
+    BackendKind("pycuda", "grader.backends.pycuda", lambda: probe_pycuda(), times_kernels=True, has_sanitizer=True,
                 counts_profile=False, uses_gpus=True, case_floor_s=5.0, checks_on_device=True,
                 compiles_ahead=True, hint=lambda: hint_pycuda()),
     BackendKind("emulator", "grader.backends.emulator", None, times_kernels=False, has_sanitizer=False,

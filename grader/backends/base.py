@@ -285,7 +285,7 @@ class Backend(abc.ABC):
 
     #: Set by the worker once a hidden case ran: memory the part freed may still hold the private
     #: inputs, so nothing of this backend's may serve another part (on a GPU, its CUDA context is not
-    #: kept: :func:`grader.backends.pycuda_backend.keep_context`).
+    #: kept: :func:`grader.backends.pycuda.contexts.keep_context`).
     ran_hidden: bool = False
 
     #: Whether it checks each launch's accesses as it runs them (the emulator): :attr:`RunMode.checks`

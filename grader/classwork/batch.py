@@ -340,7 +340,7 @@ def batch(folder: Path, *, out: Path, cfg: Config, selection: Selection, resume:
             one submission to the next (:class:`~grader.grading.worker_process.WorkerSlot`: Python,
             the imports and a GPU's context start once a job, not once a submission; on a GPU, what
             a submission leaves there is cleared before the next, or its context dropped:
-            :func:`grader.backends.pycuda_backend.start_grading`).
+            :func:`grader.backends.pycuda.contexts.start_grading`).
         on_done: called as ``(id, result, was_resumed)`` after each submission.
         on_note: called as ``(id, one line)`` for what the TA should know of a submission before it
             is graded (``graded again: its part files changed since its saved result was graded``).

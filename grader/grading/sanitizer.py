@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Callable
 
 from grader.backends.base import Finding
-from grader.grading.sanitizer_report import _MARK, CaseChecks, findings_by_case
+from grader.grading.sanitizer_report import MARK, CaseChecks, findings_by_case
 from grader.host.parent_death import tied_to_this_process
 
 #: The tools run on every checked case, and the kind each one's findings have by default.
@@ -152,7 +152,7 @@ def tool_argv(sanitizer: str, tool: str) -> list[str]:
     return argv
 
 
-def _alive(pid: int) -> bool:
+def process_runs(pid: int) -> bool:
     """Whether process ``pid`` runs (not gone, not a zombie waiting for its parent)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
@@ -209,7 +209,7 @@ class _Pooled:
         self.pid = int((slot / "pid").read_text())
         self.reader = open(slot / "log.txt", "rb")
         self.start = self.reader.seek(0, os.SEEK_END)
-        self.end_mark = f"{_MARK} {token} end".encode()
+        self.end_mark = f"{MARK} {token} end".encode()
         self.seen_end = False
         self.killed = False
         tmp = slot / "request.tmp"
@@ -221,7 +221,7 @@ class _Pooled:
             self.seen_end = True
 
     def ended(self) -> bool:
-        return self.seen_end or not _alive(self.pid)
+        return self.seen_end or not process_runs(self.pid)
 
     def ended_itself(self) -> bool:
         return not self.seen_end and not self.killed
@@ -270,7 +270,7 @@ def _outranked(pool: Path, tool: str, priority: int) -> bool:
     """Whether a live worker of a higher priority than ``priority`` waits for ``tool`` in ``pool``."""
     for f in pool.glob(f"want-{tool}-*"):
         rank, _, pid = f.name[len(f"want-{tool}-"):].partition("-")
-        if rank.isdigit() and int(rank) > priority and pid.isdigit() and _alive(int(pid)):
+        if rank.isdigit() and int(rank) > priority and pid.isdigit() and process_runs(int(pid)):
             return True
     return False
 
@@ -304,7 +304,7 @@ def _one_child(sanitizer: str, tool: str, job: Path, cubins: dict[str, Path], to
             ",".join(f"{d}={p}" for d, p in cubins.items()), ",".join(f"{i}:{d}" for i, d in todo)]
         child = _Spawned(argv, workdir / f"sanitizer-{tool}-{token}.txt", workdir)
     popen_t = time.time()
-    mark = f"{_MARK} {token} ".encode()
+    mark = f"{MARK} {token} ".encode()
     last_change = time.monotonic()
     allowed = first_output_s
     started: dict[int, float] = {}

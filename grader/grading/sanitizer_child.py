@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from grader.grading.sanitizer import PRINT_BUDGET, _alive
-from grader.grading.sanitizer_report import _MARK, GAP_BYTES
+from grader.grading.sanitizer import PRINT_BUDGET, process_runs
+from grader.grading.sanitizer_report import GAP_BYTES, MARK
 
 
 class _PrintBudget:
@@ -50,13 +50,13 @@ class _Replay:
     reads: one per case before and after it, and one per buffer with its address and size."""
 
     def __init__(self) -> None:
-        from grader.backends.pycuda_backend import PyCudaBackend
+        from grader.backends.pycuda import PyCudaBackend
 
         self.backend = PyCudaBackend(sandbox="off")
         self._jobs: dict[str, tuple] = {}
 
     def say(self, token: str, text: str) -> None:
-        sys.stdout.write(f"\n{_MARK} {token} {text}\n")
+        sys.stdout.write(f"\n{MARK} {token} {text}\n")
         sys.stdout.flush()
 
     def run(self, job_path: str, token: str, cubins: dict[str, str], cases: list[tuple[int, str]],
@@ -124,7 +124,7 @@ def _child(argv: list[str]) -> int:
 
     die_with_parent()
     runner = os.environ.get("SCANGRADE_RUNNER_PID", "")
-    if runner.isdigit() and not _alive(int(runner)):
+    if runner.isdigit() and not process_runs(int(runner)):
         os._exit(0)
     job_path, token, cubin_arg, case_arg = argv
     begun = time.time()
@@ -173,7 +173,7 @@ def _serve(folder: Path, replay=None) -> int:
             claimed_at = None
             os.rename(claimed, idle)
             continue
-        if os.getppid() != parent or (runner.isdigit() and not _alive(int(runner))):
+        if os.getppid() != parent or (runner.isdigit() and not process_runs(int(runner))):
             os._exit(0)
         if claimed.exists():
             claimed_at = claimed_at or time.monotonic()

@@ -20,7 +20,7 @@ from grader.backends.base import Finding
 #: Unallocated bytes left between two buffers in the sanitizer's replay.
 GAP_BYTES = 1 << 20
 #: The start of every marker line the replay writes (then a random token and what happened).
-_MARK = "@@scangrade"
+MARK = "@@scangrade"
 
 
 @dataclass(frozen=True)
@@ -196,7 +196,7 @@ def findings_by_case(text: str, token: str) -> tuple[dict[int, list[Finding]], s
     current: int | None = None
     chunk: list[str] = []
     buffers: list[Buffer] = []
-    mark = f"{_MARK} {token} "
+    mark = f"{MARK} {token} "
 
     def flush() -> None:
         if current is None:

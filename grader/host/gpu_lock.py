@@ -6,7 +6,7 @@ compute-sanitizer's runs may share the GPU, but a timed run must have it to itse
 kernel, a memset or a copy running meanwhile takes memory bandwidth and multiprocessors from the
 kernel being timed. So every worker on a GPU takes this lock *shared* for its untimed GPU work (a
 case, a sanitizer run) and *exclusive* around each timed window
-(:meth:`grader.backends.pycuda_backend.PyCudaBackend.time_interleaved_ms`), across processes.
+(:meth:`grader.backends.pycuda.backend.PyCudaBackend.time_interleaved_ms`), across processes.
 
 It is a readers-writer lock over ``flock(2)`` on a file named after the GPU's PCI bus id, in the
 user's cache folder, with a second file as a turnstile: a process waiting for the exclusive lock

@@ -36,7 +36,7 @@ first pass's output: :func:`check_preprocessed`.)
 
 This is a first line only: where bubblewrap exists the compilers run in a sandbox that shows them
 no private file (the emulator's compile, and the GPU path's nvcc: see
-:mod:`grader.backends.pycuda_backend`).
+:mod:`grader.backends.pycuda.compile`).
 """
 
 from __future__ import annotations

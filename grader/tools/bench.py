@@ -270,7 +270,7 @@ class _Bench:
         from pycuda.scan import InclusiveScanKernel
         from pycuda.tools import DeviceMemoryPool
 
-        from grader.backends.pycuda_backend import PyCudaArray
+        from grader.backends.pycuda import PyCudaArray
         from grader.assignment.plans import POISON_BITS
         b, dtype = self.backend, np.dtype(case.x.dtype)
         if dtype not in self.scan_kernels:
@@ -404,7 +404,7 @@ def run_bench(*, cfg, sizes: Sequence[int], dtypes: Sequence[str], runs: int, co
     """
     own = backend is None
     if own:
-        from grader.backends.pycuda_backend import PyCudaBackend
+        from grader.backends.pycuda import PyCudaBackend
         backend = PyCudaBackend()
     try:
         info = backend.describe()

@@ -209,7 +209,7 @@ class CaseRun:
                                              self.known)
                 return self._failed(told, mm, found.suffix)
             return self._result(CaseStatus.PASS)
-        except KernelError as exc:  # a GPU fault reported by a copy after the launches (pycuda_backend._copy)
+        except KernelError as exc:  # a GPU fault reported by a copy after the launches (PyCudaBackend._copy)
             return self._result(verdict_of(exc.kind), f"the kernel failed ({exc.kind}): {exc}", kind=exc.kind)
         finally:
             self.backend.set_run_mode(RunMode())

@@ -48,14 +48,14 @@ _last_grading: str | None = None
 def _begin_grading(job: Job) -> None:
     """Before ``job``: where it is of another grading than the last job of this process (a batch's next
     submission, in a worker that serves one job after another), clear what the last one left on the
-    GPU (:func:`grader.backends.pycuda_backend.start_grading`); set the grading's token, by which
+    GPU (:func:`grader.backends.pycuda.contexts.start_grading`); set the grading's token, by which
     the compile cache counts its quota (:data:`grader.toolchain.cache.CACHE_OWNER_ENV`; the
     job is the only place a worker gets it from)."""
     global _last_grading
     from grader.toolchain.cache import CACHE_OWNER_ENV
 
-    if _last_grading is not None and job.grading != _last_grading and "grader.backends.pycuda_backend" in sys.modules:
-        from grader.backends.pycuda_backend import start_grading
+    if _last_grading is not None and job.grading != _last_grading and "grader.backends.pycuda" in sys.modules:
+        from grader.backends.pycuda import start_grading
 
         start_grading()
     _last_grading = job.grading
@@ -76,7 +76,7 @@ def main(argv: list[str]) -> int:
     from grader.backends import backend_kind, create_backend
     from grader.toolchain.cache import CacheLimits, set_cache_limits
     from grader.core.errors import ScangradeError
-    from grader.backends.pycuda_backend import pool_device_memory
+    from grader.backends.pycuda import pool_device_memory
     from grader.grading.case.cases import case_runs, device_memory_bytes
     from grader.host.resources import resource_failure
 
@@ -427,7 +427,7 @@ def serve(ready_fd: int, first_job: str) -> int:
     ``stderr.txt`` as stdout and stderr (the kernel's output and the worker's last words stay the
     part's). After a job that ended cleanly it writes one byte to ``ready_fd`` and waits for the
     next line; the Python interpreter, the imports and, on a GPU, the CUDA context
-    (:func:`grader.backends.pycuda_backend.keep_context`) serve the next job. A job after which the
+    (:func:`grader.backends.pycuda.contexts.keep_context`) serve the next job. A job after which the
     worker cannot be trusted (a GPU fault that lost the context: :func:`main` exits there; a context
     that no longer synchronizes) or an error ends the process, as a worker of one job ends.
 
@@ -437,7 +437,7 @@ def serve(ready_fd: int, first_job: str) -> int:
     import ctypes
     import gc
 
-    from grader.backends.pycuda_backend import keep_context, kept_context_works, release_kept_contexts
+    from grader.backends.pycuda import keep_context, kept_context_works, release_kept_contexts
 
     keep_context()
     libc = ctypes.CDLL(None)

@@ -1,14 +1,17 @@
 """The grader's own kernels on a GPU, as PTX the driver compiles when it loads them (no nvcc):
 the shared-memory fill before each case (:data:`FILL_PTX`), the checks of a run where it ran
-(:data:`CHECK_PTX`) and the clock warm-up before a timed run (:data:`HOLD_CLOCKS_PTX`), launched by :class:`grader.backends.pycuda_backend.PyCudaBackend`. Written by
-hand for PTX ISA 7.0 and sm_70, so that any Volta-or-later GPU and driver loads them;
-``tests/test_device_checks.py`` assembles them with ptxas where the CUDA toolkit is."""
+(:data:`CHECK_PTX`) and the clock warm-up before a timed run (:data:`HOLD_CLOCKS_PTX`), launched by
+:class:`grader.backends.pycuda.backend.PyCudaBackend`, and loaded once a context (:func:`fill_kernel`,
+:func:`check_kernels`, :func:`hold_clocks_kernel`: kept in its
+:class:`~grader.backends.pycuda.memory.Scratch`). Written by hand for PTX ISA 7.0 and sm_70, so that
+any Volta-or-later GPU and driver loads them; ``tests/test_device_checks.py`` assembles them with
+ptxas where the CUDA toolkit is."""
 
 from __future__ import annotations
 
-__all__ = ["CHECK_PTX", "FILL_PTX", "HOLD_CLOCKS_PTX"]
+__all__ = ["CHECK_PTX", "FILL_PTX", "HOLD_CLOCKS_PTX", "check_kernels", "fill_kernel", "hold_clocks_kernel"]
 
-#: The kernel :meth:`grader.backends.pycuda_backend.PyCudaBackend.poison_shared` launches: each
+#: The kernel :meth:`grader.backends.pycuda.backend.PyCudaBackend.poison_shared` launches: each
 #: thread of a block writes the pattern to every blockDim.x-th word of the block's dynamic shared
 #: memory.
 FILL_PTX = """
@@ -53,11 +56,7 @@ GRID_STRIDE_PTX = """
 """
 
 
-#: The checks of a run where it ran (``PyCudaBackend.scan_check`` and ``PyCudaBackend.digest``): the
-#: same arithmetic as :meth:`grader.backends.base.Backend.scan_check` and
-#: :meth:`grader.backends.base.Backend.digest` on the host, each a grid-stride loop with one atomic
-#: per thread.
-#: The kernel :meth:`grader.backends.pycuda_backend.PyCudaBackend.time_interleaved_ms` queues before
+#: The kernel :func:`grader.backends.pycuda.timing.time_interleaved_ms` queues before
 #: a timed run where the GPU may have lowered its clocks (:class:`grader.backends.base.ClockWarmup`):
 #: every thread reads the GPU's global timer until ``ns`` nanoseconds have passed since it started.
 HOLD_CLOCKS_PTX = """
@@ -79,6 +78,11 @@ SPIN:
 }
 """
 
+
+#: The checks of a run where it ran (``PyCudaBackend.scan_check`` and ``PyCudaBackend.digest``): the
+#: same arithmetic as :meth:`grader.backends.base.Backend.scan_check` and
+#: :meth:`grader.backends.base.Backend.digest` on the host, each a grid-stride loop with one atomic
+#: per thread.
 CHECK_PTX = """
 .version 7.0
 .target sm_70
@@ -176,3 +180,39 @@ DONE:
     ret;
 }}
 """.format(grid_stride=GRID_STRIDE_PTX.lstrip("\n"))
+
+
+def fill_kernel(cuda, device, scratch):
+    """``(kernel, most, blocks)``: :data:`FILL_PTX`'s kernel, loaded once in ``scratch``'s context and
+    allowed the most dynamic shared memory a block may have (``most`` bytes), and as many blocks as
+    ``device`` holds at once with that much each (``cuda``: ``pycuda.driver``)."""
+    if scratch.fill is None:
+        module = cuda.module_from_buffer(FILL_PTX.encode())
+        fill = module.get_function("scangrade_fill_shared")
+        most = device.get_attribute(cuda.device_attribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+        fill.set_attribute(cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, most)
+        blocks = device.get_attribute(cuda.device_attribute.MULTIPROCESSOR_COUNT) * max(
+            1, device.get_attribute(cuda.device_attribute.MAX_SHARED_MEMORY_PER_MULTIPROCESSOR) // most)
+        scratch.fill = (module, fill, most, blocks)
+    return scratch.fill[1:]
+
+
+def check_kernels(cuda, device, scratch):
+    """``(scan_check, digest, blocks)``: :data:`CHECK_PTX`'s kernels, loaded once in ``scratch``'s
+    context, and a grid of 8 blocks per multiprocessor of ``device``."""
+    if scratch.checks is None:
+        module = cuda.module_from_buffer(CHECK_PTX.encode())
+        blocks = 8 * device.get_attribute(cuda.device_attribute.MULTIPROCESSOR_COUNT)
+        scratch.checks = (module, module.get_function("scangrade_scan_check"),
+                          module.get_function("scangrade_digest"), blocks)
+    return scratch.checks[1:]
+
+
+def hold_clocks_kernel(cuda, device, scratch):
+    """``(kernel, blocks)``: :data:`HOLD_CLOCKS_PTX`'s kernel, loaded once in ``scratch``'s context,
+    and a grid of 4 blocks (of 256 threads) per multiprocessor of ``device``: every SM busy."""
+    if scratch.hold is None:
+        module = cuda.module_from_buffer(HOLD_CLOCKS_PTX.encode())
+        blocks = 4 * device.get_attribute(cuda.device_attribute.MULTIPROCESSOR_COUNT)
+        scratch.hold = (module, module.get_function("scangrade_hold_clocks"), blocks)
+    return scratch.hold[1:]

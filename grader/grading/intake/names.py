@@ -7,8 +7,7 @@ import difflib
 import re
 
 from grader.assignment.parts import PARTS
-
-_PART_FILES = {p.filename: k for k, p in PARTS.items()}
+from grader.grading.intake.records import PART_FILES
 
 
 def _norm(name: str) -> str:
@@ -44,7 +43,7 @@ def suggestions(missing: list[str], names: list[tuple[str, str]]) -> dict[str, s
     """
     best: dict[str, tuple[float, str]] = {}
     for base, shown in names:
-        if base in _PART_FILES:
+        if base in PART_FILES:
             continue
         scores = sorted(((_score(base, k), k) for k in PARTS), reverse=True)
         score, key = scores[0]
