@@ -2,7 +2,7 @@
 the shared-memory fill before each case (:data:`FILL_PTX`) and the checks of a run where it ran
 (:data:`CHECK_PTX`), launched by :class:`grader.backends.pycuda_backend.PyCudaBackend`. Written by
 hand for PTX ISA 7.0 and sm_70, so that any Volta-or-later GPU and driver loads them;
-``tests/test_device_checks.py`` assembles them with ptxas where the CUDA toolkit is."""
+``tests/backends/test_device_checks.py`` assembles them with ptxas where the CUDA toolkit is."""
 
 from __future__ import annotations
 

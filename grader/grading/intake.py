@@ -10,7 +10,7 @@ read, and what is read is capped again), or folders nested deeper than :data:`MA
 file that is absent, misnamed (``Part1_Naive.cu``, ``part1_naive.cu.txt``...) or refused becomes an
 :class:`Absent` carrying the message the student sees in that part of the report.
 
-This module sits below the runner and imports nothing above it (``tests/test_import_graph.py``):
+This module sits below the runner and imports nothing above it (``tests/project/test_import_graph.py``):
 
 - :func:`resolve_submission` (``scangrade grade`` and ``check``, the pytest plugin, through
   :func:`grader.grading.runner.grade`): the part files directly in one folder, graded in place.

@@ -15,7 +15,7 @@ from grader.grading.case.cases import CheckMode
 from grader.grading.case.run import SHARED_FILLS
 from grader.grading.worker.main import main as worker_main
 from tests import stub_backend
-from tests.conftest import BROKEN, ROOT, SOLUTIONS
+from tests.conftest import BROKEN, SOLUTIONS, VERDICTS
 
 KEY = "part2_blelloch"
 
@@ -38,7 +38,7 @@ def stub(monkeypatch):
 def grade_in_worker(source, tmp_path):
     """Part 2 of ``source`` graded by a worker in this process on the stub, checks on (int32 only):
     its case results, in order."""
-    cfg = load_config(ROOT / "tests" / "verdicts" / "config.yaml").override(
+    cfg = load_config(VERDICTS / "config.yaml").override(
         emulator={"workers": 1}, parts={KEY: {"dtypes": ["int32"]}})
     events = tmp_path / "events.jsonl"
     job = protocol.Job.for_part(cfg, part=KEY, source=source, backend="stub", events=events, checks=True)

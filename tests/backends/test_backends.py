@@ -5,7 +5,7 @@ import pytest
 from grader.backends import BACKENDS, ENV_VAR, expected_backend, select_backend
 from grader.backends.base import Dim3, validate_launch
 from grader.core.errors import BackendUnavailable, LaunchError, UsageError
-from tests.conftest import gpu_available
+from tests.conftest import ROOT, gpu_available
 
 
 def test_the_option_beats_the_environment_which_beats_the_config():
@@ -74,7 +74,7 @@ def test_no_module_outside_the_backends_compares_a_backend_name():
     import re
     from pathlib import Path
     from grader.backends import BACKENDS
-    root = Path(__file__).resolve().parent.parent / "grader"
+    root = ROOT / "grader"
     names = "|".join(map(re.escape, BACKENDS))
     compare = re.compile(rf"""[=!]=\s*["']({names})["']|["']({names})["']\s*[=!]=|\bin\s*\(\s*["']({names})["']""")
     found = [f"{f.relative_to(root)}:{i}: {line.strip()}" for f in root.rglob("*.py") if "backends" not in f.parts

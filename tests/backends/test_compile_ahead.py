@@ -19,7 +19,9 @@ from grader.assignment.config import load_config
 from grader.core.errors import BackendUnavailable, CompileError
 from grader.assignment.parts import PARTS, SOLUTIONS, part_source
 
-CONFIG = Path(__file__).resolve().parent.parent / "config.yaml"
+from tests.conftest import ROOT
+
+CONFIG = ROOT / "config.yaml"
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 

@@ -3,7 +3,7 @@ run is verified there (Backend.scan_check, Backend.digest) and read back whole o
 wrong, with the same verdict and message as a run read back whole.
 
 Runs on the CPU: the host definitions of both checks (which the PyCUDA backend's kernels must match:
-tests/test_gpu.py checks them on a GPU), and check_run and the timed runs on the emulator behind a
+test_the_gpu_kernels_compute_what_the_host_definitions_do checks them on a GPU), and check_run and the timed runs on the emulator behind a
 stand-in "GPU" named pycuda, with DEVICE_CHECK_MIN lowered so that n = 1024 counts as large."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from grader.grading.case.inputs import make_input, reference_output
 from grader.grading.compile import compile_part
 from reference.scan import exclusive_scan, inclusive_scan
 from tests.conftest import ROOT, gpu_available
-from tests.test_timed_runs import ATTACKS, StandInTimer, timed
+from tests.grading.test_timed_runs import ATTACKS, StandInTimer, timed
 
 PART = PARTS["part3_conflict_free"]
 

@@ -18,9 +18,8 @@ from grader.backends.emulator.rewrite import rewrite_source
 from grader.core.errors import CompileError, KernelError, LaunchError
 from grader.core.kernels import KernelSpec, Param
 from grader.assignment.parts import PARTS, PartSpec, part_header
-from tests.conftest import emulator_cache
+from tests.conftest import EMULATOR_KERNELS, emulator_cache
 
-KERNEL_DIR = Path(__file__).parent / "emulator_kernels"
 INT = np.dtype(np.int32)
 SIZES = [1, 33, 512, 1000]
 
@@ -44,7 +43,7 @@ def header_for(kernels: tuple[KernelSpec, ...], filename: str, block_size: int =
 
 def marker_line(filename: str, marker: str) -> int:
     """1-based line of ``// LINE:<marker>`` in a kernel file."""
-    for n, line in enumerate((KERNEL_DIR / filename).read_text().splitlines(), start=1):
+    for n, line in enumerate((EMULATOR_KERNELS / filename).read_text().splitlines(), start=1):
         if f"LINE:{marker}" in line:
             return n
     raise AssertionError(f"no LINE:{marker} in {filename}")
@@ -64,7 +63,7 @@ def emu(cache_dir: Path) -> EmulatorBackend:
 
 def compile_file(emu: EmulatorBackend, tmp_path: Path, filename: str, kernels: tuple[KernelSpec, ...],
                  *, block_size: int = 256, body: str | None = None) -> EmulatorModule:
-    text = body if body is not None else (KERNEL_DIR / filename).read_text()
+    text = body if body is not None else (EMULATOR_KERNELS / filename).read_text()
     return emu.compile(source=header_for(kernels, filename, block_size) + text, filename=filename,
                            kernels=kernels, workdir=tmp_path)
 
@@ -95,7 +94,7 @@ def scan_module(request, emu: EmulatorBackend, tmp_path_factory) -> tuple[str, E
     filename = request.param
     part = PARTS[SCANS[filename][0]]
     block_size = SCANS[filename][1]
-    source = part_header(part, block_size=block_size, dtype=INT) + (KERNEL_DIR / filename).read_text()
+    source = part_header(part, block_size=block_size, dtype=INT) + (EMULATOR_KERNELS / filename).read_text()
     module = emu.compile(source=source, filename=filename, kernels=part.kernels,
                              workdir=tmp_path_factory.mktemp("scan"))
     return filename, module, part, block_size
@@ -460,5 +459,5 @@ def test_a_second_compile_of_the_same_file_reuses_the_cached_module_and_runtime(
     assert run(emu, second, "record_ids", grid=1, block=1, count=8, n=8).tolist()[6] == 10101
     assert run(emu, first, "record_ids", grid=1, block=1, count=8, n=8).tolist()[6] == 10101
     changed = compile_file(emu, tmp_path / "changed", "ids.cu", kernels,
-                           body=(KERNEL_DIR / "ids.cu").read_text() + "\n// changed\n")
+                           body=(EMULATOR_KERNELS / "ids.cu").read_text() + "\n// changed\n")
     assert changed.path != first.path and changed.path.parent == cache_dir / "compiled"  # compiled anew

@@ -17,9 +17,8 @@ from grader.backends.emulator import EmulatorBackend, EmulatorModule, Finding
 from grader.core.errors import CompileError, KernelError
 from grader.core.kernels import KernelSpec, Param
 from grader.assignment.parts import PartSpec, part_header
-from tests.conftest import emulator_cache
+from tests.conftest import EMULATOR_KERNELS, emulator_cache
 
-KERNEL_DIR = Path(__file__).parent / "emulator_kernels"
 INT = np.dtype(np.int32)
 
 
@@ -41,7 +40,7 @@ def lookback(name: str) -> KernelSpec:
 
 
 def line_of(filename: str, marker: str) -> int:
-    for n, line in enumerate((KERNEL_DIR / filename).read_text().splitlines(), start=1):
+    for n, line in enumerate((EMULATOR_KERNELS / filename).read_text().splitlines(), start=1):
         if f"LINE:{marker}" in line:
             return n
     raise AssertionError(f"no LINE:{marker} in {filename}")
@@ -49,7 +48,7 @@ def line_of(filename: str, marker: str) -> int:
 
 def build(be: EmulatorBackend, workdir: Path, filename: str, kernels: tuple[KernelSpec, ...]) -> EmulatorModule:
     part = PartSpec("test_part", 0, "test", filename, kernels, False, None)
-    source = part_header(part, block_size=256, dtype=INT) + (KERNEL_DIR / filename).read_text()
+    source = part_header(part, block_size=256, dtype=INT) + (EMULATOR_KERNELS / filename).read_text()
     return be.compile(source=source, filename=filename, kernels=kernels, workdir=workdir)
 
 
@@ -246,7 +245,7 @@ def test_a_block_that_publishes_before_its_threads_are_done_is_told_to_wait_for_
         ("race", line_of("broken.cu", "fb_read"), line_of("broken.cu", "fb_write"))}
     (first,) = err.findings
     assert "a __threadfence() and a flag, or separate kernels" not in first.message
-    # the memory-order check's advice (tests/test_memory_order.py): the barrier is what is missing
+    # the memory-order check's advice (tests/backends/test_memory_order.py): the barrier is what is missing
     assert ("thread (31, 0, 0) stored the value and thread (0, 0, 0) the later one with no __syncthreads() between "
             "them: put one after the value's store") in first.message, first.message
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,11 +17,11 @@ from grader.backends.emulator import EmulatorBackend
 from grader.backends.emulator.ptx import ptx_statement
 from grader.core.errors import CompileError, KernelError
 from grader.core.kernels import KernelSpec, Param
-from tests.test_emulator_checks import line_of
-from tests.test_integrity_checks import cache_dir, checked, compile_part, plain  # noqa: F401  (fixtures)
+from tests.backends.test_emulator_checks import line_of
+from tests.backends.test_integrity_checks import cache_dir, checked, compile_part, plain  # noqa: F401  (fixtures)
+from tests.conftest import EMULATOR_KERNELS
 
-KERNELS = Path(__file__).parent / "emulator_kernels"
-FILE = KERNELS / "modern_cuda.cu"
+FILE = EMULATOR_KERNELS / "modern_cuda.cu"
 NAMES = ("warp_scan_laneid", "atomic_ref_release_acquire", "atomic_ref_relaxed", "std_fences", "scoped_fences",
          "ptx_release_acquire", "ptx_fences", "ptx_relaxed", "scoped_counts", "ptx_atomics")
 GRID = 4
@@ -98,7 +97,7 @@ def test_inline_ptx_atom_red_ld_volatile_and_timers(plain, plain_module):
 
 
 def test_inline_ptx_the_emulator_does_not_run_is_not_supported_naming_its_line(checked, tmp_path):
-    path = KERNELS / "modern_cuda_unsupported.cu"
+    path = EMULATOR_KERNELS / "modern_cuda_unsupported.cu"
     with pytest.raises(CompileError) as info:
         compile_part(checked, tmp_path, path, specs("permute"), block_size=32)
     message = str(info.value)

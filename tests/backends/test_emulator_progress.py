@@ -16,9 +16,8 @@ from grader.backends.emulator import EmulatorBackend, EmulatorModule
 from grader.core.errors import KernelError
 from grader.core.kernels import KernelSpec, Param
 from grader.assignment.parts import PartSpec, part_header
-from tests.conftest import emulator_cache
+from tests.conftest import EMULATOR_KERNELS, emulator_cache
 
-KERNEL_DIR = Path(__file__).parent / "emulator_kernels"
 FILE = "progress.cu"
 INT = np.dtype(np.int32)
 KERNELS = tuple(KernelSpec(name, (Param("in", "const int*", "ptr"), Param("out", "int*", "ptr"),
@@ -31,7 +30,7 @@ WATCHDOG_S = 60.0
 
 
 def line_of(marker: str) -> int:
-    for n, line in enumerate((KERNEL_DIR / FILE).read_text().splitlines(), start=1):
+    for n, line in enumerate((EMULATOR_KERNELS / FILE).read_text().splitlines(), start=1):
         if f"LINE:{marker}" in line:
             return n
     raise AssertionError(f"no LINE:{marker} in {FILE}")
@@ -52,7 +51,7 @@ def backend(cache_dir: Path, *, checks: bool, workers: int = 1) -> EmulatorBacke
 def emu(request, cache_dir, tmp_path_factory):
     be = backend(cache_dir, checks=request.param)
     part = PartSpec("test_part", 0, "test", FILE, KERNELS, False, None)
-    source = part_header(part, block_size=256, dtype=INT) + (KERNEL_DIR / FILE).read_text()
+    source = part_header(part, block_size=256, dtype=INT) + (EMULATOR_KERNELS / FILE).read_text()
     module = be.compile(source=source, filename=FILE, kernels=KERNELS, workdir=tmp_path_factory.mktemp("progress"))
     yield be, module
     be.close()

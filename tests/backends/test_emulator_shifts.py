@@ -37,8 +37,8 @@ from grader.core.errors import KernelError
 from grader.core.kernels import KernelSpec, Param
 from grader.grading.runner import grade
 from tests.conftest import BROKEN, emulator_cache, write_config
-from tests.test_grading import parts_of, submission
-from tests.test_integrity_checks import compile_part, line_of
+from tests.grading.test_grading import parts_of, submission
+from tests.backends.test_integrity_checks import compile_part, line_of
 
 INT = np.dtype(np.int32)
 EMULATOR = Selection("emulator", "test")
@@ -343,7 +343,7 @@ def test_rewritten_constructs_compile_with_the_helpers_and_keep_their_constant_v
 
 # -- emulator launches ----------------------------------------------------------------------------------
 SHIFTS_CU = """\
-// Shifts in and out of range (tests/test_emulator_shifts.py).
+// Shifts in and out of range (tests/backends/test_emulator_shifts.py).
 #define SHR(x, s) ((x) >> (s))  // LINE:define
 extern "C" __global__ void shifts(int* out, int n)
 {

@@ -18,9 +18,8 @@ from grader.backends.emulator.backend import DEFAULT_SHARED_FILL
 from grader.core.errors import KernelError
 from grader.core.kernels import KernelSpec, Param
 from grader.assignment.parts import PartSpec, part_header
-from tests.conftest import emulator_cache
+from tests.conftest import EMULATOR_KERNELS, emulator_cache
 
-KERNEL_DIR = Path(__file__).parent / "emulator_kernels"
 FILE = "uninit_shared.cu"
 INT = np.dtype(np.int32)
 NAMES = ("tail_unwritten", "sum_unwritten", "read_fill", "overrun_static", "overrun_dynamic", "race_and_unwritten")
@@ -30,7 +29,7 @@ OTHER_FILL = 0x12345678
 
 
 def line_of(marker: str) -> int:
-    for n, line in enumerate((KERNEL_DIR / FILE).read_text().splitlines(), start=1):
+    for n, line in enumerate((EMULATOR_KERNELS / FILE).read_text().splitlines(), start=1):
         if f"LINE:{marker}" in line:
             return n
     raise AssertionError(f"no LINE:{marker} in {FILE}")
@@ -63,7 +62,7 @@ def plain(cache_dir):
 
 def _module(be: EmulatorBackend, workdir: Path) -> EmulatorModule:
     part = PartSpec("test_part", 0, "test", FILE, KERNELS, False, None)
-    source = part_header(part, block_size=256, dtype=INT) + (KERNEL_DIR / FILE).read_text()
+    source = part_header(part, block_size=256, dtype=INT) + (EMULATOR_KERNELS / FILE).read_text()
     return be.compile(source=source, filename=FILE, kernels=KERNELS, workdir=workdir)
 
 

@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 from grader.backends.emulator import EmulatorBackend
-from tests.conftest import emulator_cache
-from tests.test_emulator import KERNEL_DIR, header_for, marker_line, spec
+from tests.backends.test_emulator import header_for, marker_line, spec
+from tests.conftest import EMULATOR_KERNELS, emulator_cache
 
 KERNELS = tuple(spec(name, ("in", "const int*", "ptr"), ("out", "int*", "ptr"), ("n", "int", "int"))
                 for name in ("warp_semantics", "activemask_spin"))
@@ -85,7 +85,7 @@ H100 = {
 def warp_backend(request, tmp_path_factory) -> tuple[EmulatorBackend, object]:
     be = EmulatorBackend(workers=1, cache_dir=emulator_cache(tmp_path_factory.getbasetemp() / "emulator-cache"),
                          nvcc_check=False, checks=request.param)
-    source = header_for(KERNELS, "warp_semantics.cu", 32) + (KERNEL_DIR / "warp_semantics.cu").read_text()
+    source = header_for(KERNELS, "warp_semantics.cu", 32) + (EMULATOR_KERNELS / "warp_semantics.cu").read_text()
     module = be.compile(source=source, filename="warp_semantics.cu", kernels=KERNELS,
                         workdir=tmp_path_factory.mktemp("warp"))
     yield be, module

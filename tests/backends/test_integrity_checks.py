@@ -8,7 +8,7 @@ what a GPU would not run correctly is reported with the line, in plain mode too.
   accesses there name the buffer and the element;
 - a submission cannot switch the checks off (the runtime's names and no_sanitize are refused);
 - a shift by 32 or more gives a GPU's clamped value, with a ``shift-clamped`` warning naming its line
-  (more in tests/test_emulator_shifts.py);
+  (more in tests/backends/test_emulator_shifts.py);
 - threads at different ``__syncthreads()`` call sites are ``barrier-divergence`` without checks.
 """
 
@@ -28,8 +28,8 @@ from grader.core.kernels import KernelSpec, Param
 from grader.assignment.parts import PartSpec, part_header
 from grader.assignment.plans import GUARD, POISON_BITS, Guarded
 from grader.grading.runner import grade
-from tests.conftest import BROKEN, emulator_cache, write_config
-from tests.test_grading import parts_of, submission
+from tests.conftest import ATTACKS, BROKEN, EMULATOR_KERNELS, emulator_cache, write_config
+from tests.grading.test_grading import parts_of, submission
 
 EMULATOR = Selection("emulator", "test")
 INT = np.dtype(np.int32)
@@ -123,7 +123,7 @@ def test_a_padded_index_past_the_dynamic_tile_fails_in_plain_mode(tmp_path):
 
 
 # -- 2. global guard zones ---------------------------------------------------------------------------
-GUARDS = Path(__file__).parent / "emulator_kernels" / "guard_zone_access.cu"
+GUARDS = EMULATOR_KERNELS / "guard_zone_access.cu"
 
 
 def test_reads_and_writes_in_a_labelled_guard_zone_name_the_buffer_and_element(tmp_path, checked):
@@ -173,7 +173,6 @@ def test_the_host_side_guard_message_has_the_same_form():
 
 
 # -- 4. a submission cannot switch the checks off -------------------------------------------------------
-ATTACKS = Path(__file__).parent / "attacks"
 
 
 def _grade_part1(tmp_path: Path, path: Path, *, checks: bool):
@@ -321,7 +320,7 @@ def test_a_module_compiled_while_the_runtime_builds_is_poisoned_as_after_and_aga
 @pytest.mark.parametrize("mode", ["plain", "checked"])
 def test_a_shift_by_32_or_more_gives_the_gpus_value_with_a_warning_naming_the_line(tmp_path, request, mode):
     be = request.getfixturevalue(mode)
-    path = Path(__file__).parent / "emulator_kernels" / "shift_by_32.cu"
+    path = EMULATOR_KERNELS / "shift_by_32.cu"
     mod = compile_part(be, tmp_path, path, (KernelSpec("shift_kernel", (Param("out", "int*", "ptr"),
                                                                         Param("n", "int", "int"))),), block_size=64)
     out = be.alloc(8, INT)
@@ -338,7 +337,7 @@ def test_a_shift_by_32_or_more_gives_the_gpus_value_with_a_warning_naming_the_li
 
 
 # -- 5. divergent barriers, also without checks ----------------------------------------------------------
-SITES = Path(__file__).parent / "emulator_kernels" / "barrier_sites.cu"
+SITES = EMULATOR_KERNELS / "barrier_sites.cu"
 
 
 @pytest.fixture(scope="module")
@@ -381,7 +380,7 @@ def test_a_barrier_after_an_early_return_runs_without_checks(plain, sites):
 
 # -- nothing else of plain mode depends on what ran before ---------------------------------------------
 def test_an_uninitialised_local_reads_a_fixed_pattern_not_what_an_earlier_launch_left(plain, tmp_path):
-    path = Path(__file__).parent / "emulator_kernels" / "uninit_local.cu"
+    path = EMULATOR_KERNELS / "uninit_local.cu"
     kernels = tuple(KernelSpec(k, (Param("out", "int*", "ptr"), Param("n", "int", "int")))
                     for k in ("leave", "read_uninit"))
     mod = compile_part(plain, tmp_path, path, kernels, block_size=32)
@@ -401,7 +400,7 @@ def test_a_label_that_does_not_fit_its_buffer_is_refused(plain):
 
 
 def test_a_finding_of_several_blocks_is_reported_for_the_lowest_block_whatever_ran_first(checked, tmp_path):
-    path = Path(__file__).parent / "emulator_kernels" / "race_late_block0.cu"
+    path = EMULATOR_KERNELS / "race_late_block0.cu"
     kernels = (KernelSpec("late_race_in_block0", (Param("out", "int*", "ptr"), Param("n", "int", "int"))),)
     mod = compile_part(checked, tmp_path, path, kernels, block_size=32)
     out = checked.alloc(4, INT)

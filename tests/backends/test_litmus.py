@@ -6,7 +6,7 @@ naming the row's two lines in at least one order, as the grader fails a case on 
 of its checked runs: two blocks on two workers at once can pass each other between a hook and its
 access, so one order may miss a race) or ``clean`` (no finding in any order, and an outcome the
 model allows). A disagreement is a bug of the checks until shown otherwise; none is marked
-xfail. ``python -m tests.test_litmus`` prints what the checks say for every row.
+xfail. ``python -m tests.backends.test_litmus`` prints what the checks say for every row.
 """
 
 from __future__ import annotations

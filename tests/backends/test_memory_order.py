@@ -18,11 +18,11 @@ from grader.assignment.config import load_config
 from grader.core.errors import KernelError
 from grader.core.kernels import KernelSpec, Param
 from grader.grading.runner import grade
-from tests.conftest import BROKEN, SOLUTIONS, emulator_cache
-from tests.test_emulator_checks import line_of
-from tests.test_integrity_checks import compile_part
+from tests.conftest import BROKEN, EMULATOR_KERNELS, SOLUTIONS, emulator_cache
+from tests.backends.test_emulator_checks import line_of
+from tests.backends.test_integrity_checks import compile_part
 
-FILE = Path(__file__).parent / "emulator_kernels" / "memory_order.cu"
+FILE = EMULATOR_KERNELS / "memory_order.cu"
 NAMES = ("no_fence", "reader_unfenced", "fenced", "release_acquire", "relaxed_atomics", "barrier_then_fence",
          "atomic_poll_unfenced", "atomic_poll_fenced")
 GRID = 4

@@ -25,11 +25,10 @@ from grader.assignment.parts import PartSpec, part_header
 from grader.core.access_profile import AccessSite, LaunchSteps, MemoryProfile, report_lines, score_profile
 from grader.core.results import result_from_dict
 from grader.grading.runner import grade
-from tests.conftest import SOLUTIONS, shipped_part3_config, write_config
+from tests.conftest import EMULATOR_KERNELS, ROOT, SOLUTIONS, shipped_part3_config, write_config
 
 pytest_plugins = ["pytester"]
 
-KERNEL_DIR = Path(__file__).parent / "emulator_kernels"
 INT = np.dtype(np.int32)
 
 
@@ -47,7 +46,7 @@ SCAN_KERNELS = (spec("blelloch_unpadded", *IN_OUT_INT), spec("blelloch_padded", 
 
 def marker_line(filename: str, marker: str) -> int:
     """1-based line of ``// LINE:<marker>`` in a kernel file."""
-    for n, line in enumerate((KERNEL_DIR / filename).read_text().splitlines(), start=1):
+    for n, line in enumerate((EMULATOR_KERNELS / filename).read_text().splitlines(), start=1):
         if f"LINE:{marker}" in line:
             return n
     raise AssertionError(f"no LINE:{marker} in {filename}")
@@ -62,7 +61,7 @@ def emu() -> EmulatorBackend:
 
 def _compile(emu: EmulatorBackend, folder: Path, filename: str, kernels: tuple[KernelSpec, ...]):
     part = PartSpec("test_part", 0, "test", filename, kernels, False, None)
-    text = part_header(part, block_size=32, dtype=INT) + (KERNEL_DIR / filename).read_text()
+    text = part_header(part, block_size=32, dtype=INT) + (EMULATOR_KERNELS / filename).read_text()
     return emu.compile(source=text, filename=filename, kernels=kernels, workdir=folder)
 
 
@@ -337,7 +336,7 @@ def test_part3_reference_gets_the_profile_points(graded_part3):
     assert prof.conflict_wavefronts == 0 and prof.ratio == 1.0 and prof.worst == ""
     assert prof.sectors_per_request == prof.ideal_sectors_per_request == 4.0
     # the bar a student release uses (no reference solution there) is the reference's count
-    shipped = load_config(Path(__file__).resolve().parent.parent / "config.yaml")
+    shipped = load_config(ROOT / "config.yaml")
     shipped_profile = shipped.parts["part3_conflict_free"].profile
     assert shipped_profile.reference_wavefronts == prof.reference_wavefronts
     assert (shipped_profile.reference_span_steps, shipped_profile.reference_barriers) == (

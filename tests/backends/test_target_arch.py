@@ -7,7 +7,6 @@ from __future__ import annotations
 import shlex
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -19,9 +18,8 @@ from grader.grading.case.run import run_case
 from grader.assignment.parts import PARTS
 from grader.grading.compile import compile_part
 from grader.grading.runner import grade
-from tests.conftest import SOLUTIONS, write_config
+from tests.conftest import ATTACKS, SOLUTIONS, write_config
 
-ATTACKS = Path(__file__).parent / "attacks"
 EMULATOR = Selection("emulator", "test")
 NVCC = shutil.which("nvcc")
 PART5 = PARTS["part5_single_pass"]

@@ -9,7 +9,6 @@ they are not checked (a clock gate, a launch count), above the shipped checks_ma
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,9 +20,9 @@ from grader.backends.pycuda_backend import device_globals_bytes
 from grader.assignment.parts import PARTS
 from grader.grading.case.cases import SAMPLED_CHECKER
 from grader.grading.runner import grade
-from tests.conftest import BROKEN, gpu_available
-from tests.test_emulator_checks import build, out_n
-from tests.test_sampled_checks import shipped
+from tests.conftest import BROKEN, FIXTURES, gpu_available
+from tests.backends.test_emulator_checks import build, out_n
+from tests.grading.test_sampled_checks import shipped
 
 KERNELS = tuple(out_n(k) for k in ("time_loads", "count_launches"))
 
@@ -162,7 +161,6 @@ def test_a_race_taken_only_when_unchecked_fails_above_checks_max_n(tmp_path, gat
 
 #: Two cubins nvcc 13.0 compiled from the .cu files beside them, kept so that the section count below
 #: is tested on every machine (regenerate: ``nvcc --cubin -arch sm_80 stateful.cu -o stateful.cubin``).
-FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def test_a_cubins_device_variables_are_counted_from_its_sections():

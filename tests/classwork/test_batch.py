@@ -146,7 +146,7 @@ def test_every_gradebook_row_has_the_same_maximum_refused_or_graded(tmp_path):
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc (Linux) to look for processes left behind")
 def test_ctrl_c_stops_the_batch_ends_its_workers_writes_what_is_done_and_says_how_to_resume(tmp_path):
-    from tests.test_runner_cleanup import _processes_mentioning, _wait_for, default_sigint
+    from tests.grading.test_runner_cleanup import _processes_mentioning, _wait_for, default_sigint
     root, out = tmp_path / "class", tmp_path / "out"
     (root / "alice").mkdir(parents=True)
     shutil.copy(SOLUTIONS / "part1_naive.cu", root / "alice")

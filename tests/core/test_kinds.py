@@ -14,7 +14,6 @@ import re
 import shlex
 import shutil
 import subprocess
-from pathlib import Path
 from typing import Iterable, Mapping
 
 import pytest
@@ -26,7 +25,8 @@ from grader.core.kinds import (CHECK_KINDS, CRASH_KINDS, FAULT_KINDS, KINDS, STR
 from grader.render.class_report import FAILURE_KINDS, _case_kind
 from grader.core.results import CaseResult, CaseStatus, FailureKind
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.conftest import ROOT
+
 EMULATOR = ROOT / "grader" / "backends" / "emulator"
 RUNTIME = EMULATOR / "runtime"
 KINDS_HEADER = RUNTIME / "sg_kinds.h"

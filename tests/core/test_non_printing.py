@@ -11,9 +11,9 @@ import shutil
 from grader.cli import main
 from grader.render.formats import FORMATS
 from grader.core.safe_text import printable
-from tests.conftest import ROOT, write_config
+from tests.conftest import ATTACKS, write_config
 
-ATTACK = ROOT / "tests" / "attacks" / "compile_error_noncharacters.cu"
+ATTACK = ATTACKS / "compile_error_noncharacters.cu"
 #: What the attack's #error lines hold, each as it must be written in every report.
 HELD = {"\U0010ffff": "\\U0010ffff", "\ufdd0": "\\ufdd0", "\ufffe": "\\ufffe", "\U0001ffff": "\\U0001ffff",
         "\u200b": "\\u200b", "\u2060": "\\u2060", "\u00ad": "\\xad", "\ufeff": "\\ufeff",

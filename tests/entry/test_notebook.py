@@ -21,8 +21,8 @@ from grader.packaging.student_notebook import (NOTEBOOK, PARAMETERS_TAG, PART_KE
                                                run_notebook)
 from grader.render.formats import FORMATS, ReportFormat
 from tests.conftest import ROOT, SOLUTIONS, TEMPLATES
-from tests.test_release import release  # noqa: F401  (the release fixture, built once for this module)
-from tests.test_render import HIDDEN_SECRETS, MISMATCH_MSG, RESULT
+from tests.packaging.test_release import release  # noqa: F401  (the release fixture, built once for this module)
+from tests.render.test_render import HIDDEN_SECRETS, MISMATCH_MSG, RESULT
 
 
 def _notebook(made) -> nbformat.NotebookNode:

@@ -61,17 +61,8 @@ from grader.render.text import render_text
 from grader.core.results import SubmissionResult
 from grader.grading.runner import grade
 from tests.pace import seconds, without_nvcc
-from tests.conftest import (
-    BROKEN,
-    ROOT,
-    SOLUTIONS,
-    TEMPLATES,
-    gpu_available,
-    needs_os_sandbox,
-    write_config,
-)
+from tests.conftest import ATTACKS, BROKEN, SOLUTIONS, TEMPLATES, gpu_available, needs_os_sandbox, write_config
 
-ATTACKS = ROOT / "tests" / "attacks"
 EMULATOR = Selection("emulator", "test")
 HAVE_NVCC = shutil.which("nvcc") is not None
 #: The nvcc -ptx cross-check on (where nvcc is on the PATH) and off (the worker's PATH without it).

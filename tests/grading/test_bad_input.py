@@ -23,7 +23,7 @@ from grader.core.errors import ConfigError, UsageError
 from grader.grading.intake import resolve_submission
 from grader.grading.runner import grade
 from grader.render.text import render_text
-from tests.conftest import ROOT, SOLUTIONS, write_config
+from tests.conftest import ROOT, SOLUTIONS, TESTS, write_config
 
 AS_ROOT = os.geteuid() == 0
 _ROOT_READS_ANYWAY = "runs as root, whom chmod 000 does not stop; the in-process variant of this test covers it"
@@ -129,7 +129,7 @@ def test_a_part_without_points_per_case_is_refused_naming_the_file_and_the_key(t
 
 
 def test_every_config_of_the_project_sets_points_per_case_and_validates():
-    configs = [ROOT / "config.yaml", *sorted((ROOT / "tests").rglob("config.yaml"))]
+    configs = [ROOT / "config.yaml", *sorted(TESTS.rglob("config.yaml"))]
     for path in configs:
         assert load_config(path).parts, path
 

@@ -18,7 +18,7 @@ from grader.core.performance import Timing
 from grader.core.results import CaseResult
 from grader.grading.runner import grade
 from tests.conftest import BACKENDS, BROKEN, SOLUTIONS, write_config
-from tests.test_grading import parts_of, submission
+from tests.grading.test_grading import parts_of, submission
 
 EMULATOR = Selection("emulator", "test")
 

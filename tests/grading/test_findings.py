@@ -15,7 +15,7 @@ from grader.render import gradescope
 from grader.render.text import render_text
 from grader.core.results import CaseFinding, CaseResult, PartResult, SubmissionResult, result_from_dict
 from grader.grading.runner import grade
-from tests.conftest import BROKEN, ROOT
+from tests.conftest import BROKEN, VERDICTS
 
 EMULATOR = Selection("emulator", "test")
 
@@ -135,10 +135,10 @@ def test_a_version_1_result_still_reads_its_cases_getting_one_finding_each():
 def test_threads_that_exit_before_a_barrier_are_named_with_their_return_line(tmp_path):
     path = tmp_path / "config.yaml"
     path.write_text("block_size: 64\nseed: 7\nparts:\n  part1_naive:\n    points_per_case: 1\n    sizes: [33]\n")
-    result = grade(ROOT / "tests" / "verdicts" / "part1_early_return.cu", cfg=load_config(path), selection=EMULATOR,
+    result = grade(VERDICTS / "part1_early_return.cu", cfg=load_config(path), selection=EMULATOR,
                    parts=["part1_naive"])
     c = _case(result, "n=33 int32")
-    line = next(n for n, text in enumerate((ROOT / "tests" / "verdicts" / "part1_early_return.cu").read_text()
+    line = next(n for n, text in enumerate((VERDICTS / "part1_early_return.cu").read_text()
                                            .splitlines(), 1) if "return;" in text)
     assert c.status == "pass" and any(w.startswith("early-exit: ") and
                                       f"at the `return` at part1_naive.cu:{line}) have exited" in w

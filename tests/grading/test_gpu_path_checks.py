@@ -20,9 +20,8 @@ from grader.assignment.parts import PARTS, SOLUTIONS
 from grader.grading.compile import compile_part
 from grader.grading.worker.beside import BackgroundEmulatorChecks
 from grader.grading.worker.gpu_path import GpuPath
-from tests.conftest import BROKEN, ROOT
+from tests.conftest import BROKEN, ROOT, VERDICTS
 
-VERDICTS = Path(__file__).parent / "verdicts"
 
 
 class StandInGpu:
@@ -203,7 +202,7 @@ def test_the_gpu_paths_emulator_runs_on_the_quick_runtime_and_finds_what_the_emu
     ("part5_single_pass", "part5_lookback_race_above_checks.cu", [65535, 1048575]),
 ])
 def test_a_race_only_above_checks_max_n_is_decided_by_the_checks_of_sampled_blocks(tmp_path, key, kernel, sizes):
-    """The reference up to n = 70,000 and a race above it (tests/test_sampled_checks.py): beside the
+    """The reference up to n = 70,000 and a race above it (tests/grading/test_sampled_checks.py): beside the
     GPU the checks of the large case's sampled blocks find the race, and that case is not run on the
     GPU; the checked case below passes and is verified there. The shipped config's checks_max_n."""
     cfg = load_config(ROOT / "config.yaml").override(parts={key: {"sizes": sizes, "dtypes": ["int32"]}})

@@ -8,10 +8,9 @@ from pathlib import Path
 from grader.backends import Selection
 from grader.assignment.config import load_config, load_private
 from grader.grading.runner import grade
-from tests.conftest import SOLUTIONS, write_config
-from tests.test_profile import P3_PROFILE  # Part 3's profile as shipped, at n = 256
+from tests.conftest import ATTACKS, BROKEN, ROOT, SOLUTIONS, write_config
+from tests.backends.test_profile import P3_PROFILE  # Part 3's profile as shipped, at n = 256
 
-ATTACKS = Path(__file__).parent / "attacks"
 EMULATOR = Selection("emulator", "test")
 PART3 = "part3_conflict_free"
 
@@ -161,13 +160,11 @@ def test_parallel_part3_scans_other_than_blelloch_keep_their_profile_points(tmp_
     """Hillis and Steele's scan (twice the reference's wavefronts and more: partial points) and a
     warp-shuffle scan (few shared accesses, 2 barriers: all points) pass the span and barrier
     bounds; so does the reference, with the bars the shipped config gives a student release."""
-    from tests.conftest import BROKEN
-
     for name in ("part3_correct_hillis_steele.cu", "part3_correct_warp_shuffle.cu"):
         prof = _profile(tmp_path, BROKEN / name, name[:-3])
         assert prof.points > 0.0 and "not parallel" not in prof.message, (name, prof)
         assert prof.span_steps <= 3 * prof.reference_span_steps and prof.barriers <= prof.reference_barriers, prof
-    shipped = load_config(Path(__file__).resolve().parent.parent / "config.yaml").parts[PART3].profile
+    shipped = load_config(ROOT / "config.yaml").parts[PART3].profile
     ref = _profile(tmp_path, SOLUTIONS / f"{PART3}.cu", "reference")
     assert ref.points == 4.0 and (ref.span_steps, ref.barriers) == (ref.reference_span_steps, ref.reference_barriers)
     assert shipped.reference_barriers == 2 * 9 + 1 + 2  # BLOCK_SIZE 512: the sweeps' levels, both ways, and 1

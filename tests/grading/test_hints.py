@@ -1,12 +1,12 @@
 """Hints checked against causes (issue 20): a hint fires only where no finding explains what it
 describes better. Each hint is tried on a kernel where it is right and on one where it would be
 wrong: the partial-tile hint (the bounds, or a race), the advice for a race between blocks (a fence
-and a flag, or a __syncthreads() before publishing: tests/test_emulator_checks.py), the operator
-precedence advice for shifts (a sum in the amount, or a lane mask: tests/test_emulator_shifts.py).
+and a flag, or a __syncthreads() before publishing: tests/backends/test_emulator_checks.py), the operator
+precedence advice for shifts (a sum in the amount, or a lane mask: tests/backends/test_emulator_shifts.py).
 
 Where the first wrong element sits in tile terms (issue 34): a tile off by one amount throughout
 (its offset: Part 4's second level, Part 5's tiles before), the last tile when full, the first tile;
-each where it is right and where it must not fire. The part's pattern of sizes: tests/test_size_patterns.py."""
+each where it is right and where it must not fire. The part's pattern of sizes: tests/render/test_size_patterns.py."""
 
 from __future__ import annotations
 
@@ -20,9 +20,8 @@ from grader.grading.case.run import _WordedFinding
 from grader.core.results import CaseFinding
 from grader.grading.runner import grade
 from reference.scan import exclusive_scan
-from tests.conftest import BROKEN, ROOT
+from tests.conftest import BROKEN, VERDICTS
 
-VERDICTS = ROOT / "tests" / "verdicts"
 
 EMULATOR = Selection("emulator", "test")
 

@@ -25,15 +25,14 @@ from grader.assignment.parts import PARTS
 from grader.core.results import (MESSAGE_BYTES, MESSAGE_LINES, PART_CASES_BYTES, PART_MESSAGE_BYTES, CaseResult,
                             clean_case, clean_text)
 from grader.grading.runner import grade
-from tests.conftest import BROKEN, ROOT, write_config
-from tests.test_grading import submission
-from tests.test_pytest_plugin import CACHE_HOME
+from tests.conftest import ATTACKS, BROKEN, write_config
+from tests.grading.test_grading import submission
+from tests.entry.test_pytest_plugin import CACHE_HOME
 from reference.scan import exclusive_scan, inclusive_scan
 
 pytest_plugins = ["pytester"]
 
 EMULATOR = Selection("emulator", "test")
-ATTACKS = ROOT / "tests" / "attacks"
 
 
 def _part5_config(tmp_path, sizes=(1, 257, 5000)):
@@ -118,7 +117,7 @@ def test_batch_checks_by_default(tmp_path, capsys):
 
 def test_the_gradescope_autograder_checks(tmp_path):
     from grader.packaging.gradescope_bundle import build_bundle
-    from tests.test_gradescope_bundle import _run, _unpack
+    from tests.packaging.test_gradescope_bundle import _run, _unpack
 
     made = build_bundle(tmp_path / "ag.zip", config=_racy_config(tmp_path))
     root = tmp_path / "autograder"
@@ -488,7 +487,7 @@ def _path_without_bubblewrap(tmp_path) -> str:
 
 def test_the_gradescope_autograder_requires_the_sandbox_unless_its_config_says_otherwise(tmp_path):
     from grader.packaging.gradescope_bundle import build_bundle
-    from tests.test_gradescope_bundle import _run, _unpack
+    from tests.packaging.test_gradescope_bundle import _run, _unpack
 
     path = _path_without_bubblewrap(tmp_path)
     for policy, graded in ((None, False), ("auto", True)):

@@ -8,7 +8,7 @@ from grader.backends import Selection
 from grader.assignment.config import load_config
 from grader.grading.runner import grade
 from tests.conftest import BROKEN, SOLUTIONS, TEMPLATES, write_config
-from tests.test_grading import parts_of, submission
+from tests.grading.test_grading import parts_of, submission
 
 EMULATOR = Selection("emulator", "test")
 

@@ -1,6 +1,6 @@
 """The predicted GPU time (issue 52, grader/grading/prediction.py): the model's arithmetic on counts
 made up to isolate each term, and the config's GPU must have a measured model. The reference
-solutions' predictions on the emulator are checked in tests/test_grading.py (the shipped config)."""
+solutions' predictions on the emulator are checked in tests/grading/test_grading.py (the shipped config)."""
 
 from __future__ import annotations
 

@@ -12,9 +12,8 @@ from grader.backends import Selection
 from grader.assignment.config import load_config
 from grader.render.text import render_text
 from grader.grading.runner import grade
-from tests.conftest import BROKEN, SOLUTIONS, write_config
+from tests.conftest import ATTACKS, BROKEN, SOLUTIONS, write_config
 
-ATTACKS = Path(__file__).parent / "attacks"
 EMULATOR = Selection("emulator", "test")
 #: Counted at 4,096 and 1,024 (roofline.max_n), bounded at two of the shipped timed sizes.
 ROOFLINE = "roofline:\n  max_n: 4096\nemulator:\n  workers: 1\n"

@@ -24,7 +24,7 @@ from grader.grading.case.run import SAMPLED_BLOCK_CHECKS
 from grader.assignment.parts import PARTS
 from grader.grading.runner import grade
 from tests.conftest import BROKEN, ROOT, SOLUTIONS
-from tests.test_emulator_checks import build, line_of, out_n
+from tests.backends.test_emulator_checks import build, line_of, out_n
 
 KERNELS = tuple(out_n(k) for k in ("mark_blocks", "race_in_block", "shared_count", "race_after_work"))
 

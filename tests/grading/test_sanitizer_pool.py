@@ -3,7 +3,7 @@ use of it (grader.grading.sanitizer.check_cases with ``pool``), on any machine: 
 compute-sanitizer runs the pool child's real serving loop (``grader.grading.sanitizer_child._serve``) with a
 replay that needs no GPU and prints, per case, what compute-sanitizer prints for a race, or faults
 (the process ends, as when a kernel loses its context), or hangs. The real child runs on a GPU in
-tests/test_sanitizer.py and the GPU tests."""
+tests/grading/test_sanitizer.py and the GPU tests."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ import pytest
 
 from grader.grading.sanitizer import check_cases
 from grader.grading.sanitizer_pool import SanitizerPool
+
+from tests.conftest import ROOT
 
 CHILD = textwrap.dedent('''
     import os, sys, time
@@ -77,7 +79,7 @@ def fake(tmp_path, monkeypatch):
     seen.touch()
     monkeypatch.setenv("FAKE_SEEN", str(seen))
     monkeypatch.setenv("FAKE_PLAN", str(tmp_path / "plan.txt"))
-    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parent.parent))
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
     return exe, seen, tmp_path / "plan.txt"
 
 

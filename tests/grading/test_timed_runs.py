@@ -17,9 +17,8 @@ from grader.assignment.config import load_config
 from grader.grading.case.timing import CHECKED_RUNS, _timed_schedule, time_case
 from grader.assignment.parts import PARTS, SOLUTIONS
 from grader.grading.compile import compile_part
-from tests.conftest import ROOT
+from tests.conftest import ATTACKS, ROOT
 
-ATTACKS = Path(__file__).parent / "attacks"
 PART = PARTS["part3_conflict_free"]
 
 

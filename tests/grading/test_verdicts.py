@@ -26,11 +26,10 @@ from grader.grading.case.cases import case_list
 from grader.assignment.parts import PARTS
 from grader.core.results import CHECK_KINDS, CaseStatus, FailureKind, PartResult, PartStatus
 from grader.grading.runner import grade
-from tests.conftest import BACKENDS, ROOT, gpu_available
+from tests.conftest import BACKENDS, ROOT, VERDICTS, gpu_available
 
-CORPUS = ROOT / "tests" / "verdicts"
-CONFIG = CORPUS / "config.yaml"
-TABLE = CORPUS / "expected.yaml"
+CONFIG = VERDICTS / "config.yaml"
+TABLE = VERDICTS / "expected.yaml"
 
 #: Keys an entry of expected.yaml may have; ``file`` and ``part`` are required.
 _ENTRY_KEYS = {"file", "part", "status", "kinds", "fails", "case_status", "expected"}
@@ -207,5 +206,5 @@ def test_the_emulator_and_the_gpu_agree_on_every_case(entry):
 
 def test_the_table_covers_every_file_of_the_corpus():
     listed = {e.path for e in ENTRIES}
-    assert {p.resolve() for p in CORPUS.glob("*.cu")} <= listed
+    assert {p.resolve() for p in VERDICTS.glob("*.cu")} <= listed
     assert {(ROOT / "reference" / "solutions" / f"{key}.cu").resolve() for key in PARTS} <= listed

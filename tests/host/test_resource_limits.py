@@ -21,9 +21,9 @@ from grader.assignment.parts import DTYPES, PARTS
 from grader.assignment.plans import Run, plan_allocations, prepare
 from grader.render.formats import FORMATS
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.conftest import ROOT, SOLUTIONS
+
 CONFIG = ROOT / "config.yaml"
-SOLUTIONS = ROOT / "reference" / "solutions"
 GiB = 2**30
 
 

@@ -1,6 +1,6 @@
 """scangrade prairielearn-bundle: the serverFilesCourse folder, and its entrypoint run in a scratch
 folder laid out as PrairieLearn's /grade (SCANGRADE_GRADE_ROOT or --root), its results.json checked
-against PrairieLearn's contract (tests/test_prairielearn.py: check_contract).
+against PrairieLearn's contract (tests/render/test_prairielearn.py: check_contract).
 
 Every run here grades on the emulator with small sizes. Waits are bounded by the test configs'
 timeouts (case_s), never asserted on the clock."""
@@ -20,11 +20,11 @@ from grader.cli import main
 from grader.assignment.config import load_config
 from grader.packaging.prairielearn_bundle import (DEFAULT_TIMEOUT_S, ENTRYPOINT, STARTUP_S, build_prairielearn_bundle,
                                          grading_options)
-from tests.conftest import BROKEN, ROOT, SOLUTIONS
-from tests.test_prairielearn import check_contract
+from tests.conftest import ATTACKS, BROKEN, ROOT, SOLUTIONS
+from tests.render.test_prairielearn import check_contract
 
 PRIVATE_SEED = 5550123
-HANG = ROOT / "tests" / "attacks" / "hang_kernel.cu"
+HANG = ATTACKS / "hang_kernel.cu"
 
 
 def _config(tmp: Path, *, compile_error: str = "not-gradable", timeouts: str = "part_s: 120\n  case_s: 5\n"

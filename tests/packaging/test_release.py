@@ -21,7 +21,7 @@ from grader.assignment.config import load_config
 from grader.core.errors import UsageError
 from grader.packaging.release import build_release, find_leaks
 from tests.conftest import ROOT, SOLUTIONS, TEMPLATES, write_config
-from tests.test_makefile import bare_path, env_with, needs_make, run_make
+from tests.project.test_makefile import bare_path, env_with, needs_make, run_make
 
 PRIVATE_SEED = 918273645
 HIDDEN = {"part1_naive": [77], "part4_any_size": [43211, 98765]}

@@ -3,9 +3,8 @@ its own: imports at module level, inside functions (they run as well) and for ty
 (``if TYPE_CHECKING``: a name a layer below cannot use is a sign it is in the wrong place)."""
 
 import ast
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.conftest import ROOT
 
 
 def _module_graph(*, typing: bool = False) -> dict[str, set[str]]:

@@ -1,5 +1,5 @@
 """No private name is imported across modules (issue 53's done-means): a name ``_x`` is its module's own,
-and a module ``_x`` its package's own. Read from the source with ``ast``, as ``tests/test_import_graph.py``
+and a module ``_x`` its package's own. Read from the source with ``ast``, as ``tests/project/test_import_graph.py``
 reads imports: ``from M import _x``, ``import grader.p._m`` or ``from grader.p import _m`` from outside
 ``grader.p``, and ``m._x`` on a module ``m`` imported by name, at module level, inside functions and under
 ``if TYPE_CHECKING`` alike. A helper another module needs gets a public name, or moves to where it is
@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.conftest import ROOT
 
 #: What is still imported across modules, each ``"importer: module.name"``, only in the two packages
 #: others were reshaping when the rest was made public (issue 53: grader/grading, grader/backends).

@@ -3,7 +3,7 @@ package (below). A report format: a throwaway format (TAP, the Test
 Anything Protocol) registered as a row of :data:`grader.render.formats.FORMATS` at run time, with
 nothing else changed, gets its ``grade``/``check`` option, its files in a batch's student folders
 (the staff's and, being student-facing, the student's), and the hidden-case tests of
-``tests/test_render.py`` and ``tests/test_student_view.py``, which fail when it leaks a hidden case."""
+``tests/render/test_render.py`` and ``tests/render/test_student_view.py``, which fail when it leaks a hidden case."""
 
 from __future__ import annotations
 
@@ -16,9 +16,8 @@ import pytest
 
 from grader.cli import build_parser, main
 from grader.render.formats import FORMATS, STUDENT_FOLDER, ReportFormat, batch_reports, report_files
-from tests.conftest import write_config
+from tests.conftest import ROOT, write_config
 
-ROOT = Path(__file__).resolve().parent.parent
 
 #: The throwaway format's renderer, as a renderer module would hold it; with ``LEAK`` it renders the
 #: result itself instead of :func:`grader.render._common.student_view` of it (a student-facing
@@ -69,14 +68,14 @@ def test_a_format_added_to_the_table_gets_its_option_and_is_written_by_grade(tap
 
 
 def test_a_student_facing_format_added_to_the_table_goes_into_both_folders_of_a_batch(tap):
-    from tests.test_render import RESULT
+    from tests.render.test_render import RESULT
     assert "report.tap" in report_files() and "report.tap" in report_files(student=True)
     files = batch_reports(RESULT)
     assert files["report.tap"] == files[f"{STUDENT_FOLDER}/report.tap"] == _tap(RESULT, None)
 
 
 def test_a_staff_format_added_to_the_table_stays_out_of_the_student_folder(monkeypatch):
-    from tests.test_render import RESULT
+    from tests.render.test_render import RESULT
     monkeypatch.setitem(FORMATS, "tap", ReportFormat("tap", _tap, "also write TAP to FILE", False, "report.tap"))
     files = batch_reports(RESULT)
     assert "report.tap" in files and f"{STUDENT_FOLDER}/report.tap" not in files
@@ -90,7 +89,7 @@ def _hidden_case_tests(tmp_path: Path, *, leak: bool) -> subprocess.CompletedPro
     (plugin / "scangrade_tap.py").write_text(textwrap.dedent(TAP_MODULE.format(leak=leak)))
     env = {"PYTHONPATH": f"{plugin}:{ROOT}", "PATH": "/usr/bin:/bin"}
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "scangrade_tap", "-p", "no:cacheprovider",
-                           "-k", "tap", "tests/test_render.py", "tests/test_student_view.py"],
+                           "-k", "tap", "tests/render/test_render.py", "tests/render/test_student_view.py"],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
 
 

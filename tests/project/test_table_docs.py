@@ -8,7 +8,6 @@ table fails here until the lists that restate it say so."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
@@ -18,7 +17,8 @@ from grader.assignment.parts import PARTS
 from grader.render.class_report import LINKED_REPORTS
 from grader.render.formats import FORMATS, STUDENT_FOLDER, report_files
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.conftest import ROOT
+
 _FILE_NAME = re.compile(r"[\w-]+\.(?:txt|md|json|xml|html)\b")
 
 

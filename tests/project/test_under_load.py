@@ -23,11 +23,11 @@ from tests.conftest import ROOT
 #: The tests run beside the hogs: a compile attack that must be graded (it passes where it read nothing),
 #: one that must be a compile error, and the thread bombs' batch (skipped, as in the suite, without
 #: bubblewrap).
-SUBSET = ["tests/test_attacks.py::test_a_static_constructor_that_exits_is_graded_with_a_message_not_a_grader_traceback",
-          "tests/test_attacks.py::test_a_flood_of_compile_errors_is_capped_in_the_result_and_the_report",
-          "tests/test_attacks.py::test_a_static_constructor_can_neither_read_nor_change_files_outside_the_submission"
+SUBSET = ["tests/grading/test_attacks.py::test_a_static_constructor_that_exits_is_graded_with_a_message_not_a_grader_traceback",
+          "tests/grading/test_attacks.py::test_a_flood_of_compile_errors_is_capped_in_the_result_and_the_report",
+          "tests/grading/test_attacks.py::test_a_static_constructor_can_neither_read_nor_change_files_outside_the_submission"
           "[private-config]",
-          "tests/test_containment.py::test_thread_bombs_are_stopped_at_the_first_thread_and_a_classmate_in_the_batch_is_graded_as_alone"]
+          "tests/toolchain/test_containment.py::test_thread_bombs_are_stopped_at_the_first_thread_and_a_classmate_in_the_batch_is_graded_as_alone"]
 #: Busy processes per core.
 HOGS_PER_CORE = 2
 #: The longest a hog lives, whatever happens to this test (seconds).

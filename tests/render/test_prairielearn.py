@@ -15,7 +15,7 @@ from grader.render.prairielearn import LIMIT_BYTES, TEST_KEYS, TOP_LEVEL_KEYS, T
 from grader.core.performance import Performance, Profile, Timing
 from grader.core.results import (MESSAGE_BYTES, PART_CASES_BYTES, CaseResult, Mismatch, PartResult, SubmissionResult,
                                  clean_case, clean_part_message)
-from tests.test_render import (HIDDEN_SECRETS, PART1, PART2, PART4, PART5, PART5_TIMED, PART9, RESULT, case,
+from tests.render.test_render import (HIDDEN_SECRETS, PART1, PART2, PART4, PART5, PART5_TIMED, PART9, RESULT, case,
                                submission)
 
 

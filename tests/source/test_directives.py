@@ -8,7 +8,7 @@ from grader.source.directives import check_includes
 from grader.core.errors import CompileError
 from grader.grading.runner import grade
 from tests.conftest import SOLUTIONS
-from tests.test_grading import parts_of, submission
+from tests.grading.test_grading import parts_of, submission
 
 
 @pytest.mark.parametrize("source", [

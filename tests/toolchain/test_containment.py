@@ -28,10 +28,10 @@ import pytest
 
 from grader.source.directives import check_includes
 from grader.core.errors import CompileError
-from tests import test_attacks
-from tests.conftest import ROOT
+from tests.conftest import ATTACKS, BROKEN, EMULATOR_KERNELS, ROOT
+from tests.grading import test_attacks
 from tests.pace import seconds
-from tests.test_attacks import (
+from tests.grading.test_attacks import (
     SANDBOXED,
     assert_no_leak,
     assert_untouched,
@@ -41,7 +41,6 @@ from tests.test_attacks import (
     submission,
 )
 
-ATTACKS = ROOT / "tests" / "attacks"
 #: The attack suite's fixture: canary files with secret tokens, a private config, a marker folder.
 scene = test_attacks.scene
 
@@ -114,8 +113,8 @@ def test_honest_directives_and_lookalikes_outside_directives_are_allowed(source)
 
 
 def test_the_reference_solutions_and_test_kernels_pass_the_filter():
-    files = [*(ROOT / "reference").rglob("*.cu"), *(ROOT / "tests" / "kernels").rglob("*.cu"),
-             *(ROOT / "tests" / "emulator_kernels").rglob("*.cu")]
+    files = [*(ROOT / "reference").rglob("*.cu"), *BROKEN.rglob("*.cu"),
+             *EMULATOR_KERNELS.rglob("*.cu")]
     assert files
     for f in files:
         check_includes(f.read_text(errors="replace"), filename=f.name)
@@ -310,7 +309,7 @@ def test_thread_bombs_are_stopped_at_the_first_thread_and_a_classmate_in_the_bat
 
     from grader.classwork.batch import batch
     from grader.render.formats import student_reports
-    from tests.test_attacks import EMULATOR, SOLUTIONS
+    from tests.grading.test_attacks import EMULATOR, SOLUTIONS
 
     before = scene.snapshot()
     root, alone = scene.tmp / "class", scene.tmp / "class-alone"
@@ -357,7 +356,7 @@ def test_a_launch_runs_on_the_executors_own_threads_and_no_more(tmp_path, monkey
 
     import grader.backends.emulator.sandbox as sandbox_module
     from grader.backends.emulator import EmulatorBackend
-    from tests.test_emulator_sandbox import HEADER, KERNELS, needs_seccomp
+    from tests.toolchain.test_emulator_sandbox import HEADER, KERNELS, needs_seccomp
 
     if needs_seccomp.args[0]:
         pytest.skip(needs_seccomp.kwargs["reason"])
@@ -395,7 +394,7 @@ def test_fcntl_signal_driven_io_cannot_kill_another_process_without_bubblewrap(s
     from grader.backends.emulator import EmulatorBackend
     from grader.core.errors import KernelError
     from grader.assignment.parts import PARTS, part_header
-    from tests.test_emulator_sandbox import needs_seccomp
+    from tests.toolchain.test_emulator_sandbox import needs_seccomp
 
     if needs_seccomp.args[0]:
         pytest.skip(needs_seccomp.kwargs["reason"])

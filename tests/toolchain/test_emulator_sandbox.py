@@ -3,7 +3,7 @@ seccomp filter, resource limits and the shared device memory.
 
 Each test compiles a tiny module whose kernel (or static constructor, which runs when the module is
 loaded) tries something a submission must not do, and checks what it got: its kernel writes the
-outcome into device memory. The attack suite (tests/test_attacks.py) covers whole gradings.
+outcome into device memory. The attack suite (tests/grading/test_attacks.py) covers whole gradings.
 """
 
 from __future__ import annotations
