@@ -43,6 +43,14 @@ def _case(result: SubmissionResult, name: str) -> CaseResult:
     return next(c for p in result.parts for c in p.cases if c.name == name)
 
 
+def _part1_case_of_33(tmp_path, kernel) -> CaseResult:
+    """``kernel`` graded as Part 1 on the emulator (checks on) at its one size, n = 33, int32: that case."""
+    path = tmp_path / "config.yaml"
+    path.write_text("block_size: 64\nseed: 7\nparts:\n  part1_naive:\n    points_per_case: 1\n    sizes: [33]\n")
+    result = grade(kernel, cfg=load_config(path), selection=EMULATOR, parts=["part1_naive"])
+    return _case(result, "n=33 int32")
+
+
 def test_a_case_with_two_causes_lists_both_the_broken_contract_first(no_ticket_sign_extend):
     c = _case(no_ticket_sign_extend, "n=5000 int32")
     # A reader that takes a sign-extended inclusive prefix for an aggregate reads on past it, into the
@@ -77,11 +85,7 @@ def test_the_report_gradescope_and_the_json_show_every_finding(no_ticket_sign_ex
 
 
 def test_a_race_and_the_wrong_output_it_causes_are_both_listed(tmp_path):
-    path = tmp_path / "config.yaml"
-    path.write_text("block_size: 64\nseed: 7\nparts:\n  part1_naive:\n    points_per_case: 1\n    sizes: [33]\n")
-    result = grade(BROKEN / "part1_missing_sync.cu", cfg=load_config(path), selection=EMULATOR,
-                   parts=["part1_naive"])
-    c = _case(result, "n=33 int32")
+    c = _part1_case_of_33(tmp_path, BROKEN / "part1_missing_sync.cu")
     assert [f.kind for f in c.findings] == ["race", "mismatch"], c.findings
     race = c.findings[0]
     assert race.file == "part1_naive.cu" and race.line and race.block == (0, 0, 0) and race.thread is not None
@@ -133,11 +137,7 @@ def test_a_version_1_result_still_reads_its_cases_getting_one_finding_each():
 
 
 def test_threads_that_exit_before_a_barrier_are_named_with_their_return_line(tmp_path):
-    path = tmp_path / "config.yaml"
-    path.write_text("block_size: 64\nseed: 7\nparts:\n  part1_naive:\n    points_per_case: 1\n    sizes: [33]\n")
-    result = grade(VERDICTS / "part1_early_return.cu", cfg=load_config(path), selection=EMULATOR,
-                   parts=["part1_naive"])
-    c = _case(result, "n=33 int32")
+    c = _part1_case_of_33(tmp_path, VERDICTS / "part1_early_return.cu")
     line = next(n for n, text in enumerate((VERDICTS / "part1_early_return.cu").read_text()
                                            .splitlines(), 1) if "return;" in text)
     assert c.status == "pass" and any(w.startswith("early-exit: ") and
