@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # System packages the whole test suite exercises (Debian or Ubuntu):
-#   bubblewrap, libseccomp-dev  the emulator's sandbox (tests/test_attacks.py, test_emulator_sandbox.py)
-#   slurm-wlm, munge            a one-node Slurm cluster (tests/test_slurm.py)
-#   chromium                    the class report rendered headless (tests/test_class_report.py)
+#   bubblewrap, libseccomp-dev  the emulator's sandbox (tests/grading/test_attacks.py, tests/toolchain/test_emulator_sandbox.py)
+#   slurm-wlm, munge            a one-node Slurm cluster (tests/classwork/test_slurm.py)
+#   chromium                    the class report rendered headless (tests/render/test_class_report.py)
 # Without them those tests skip and say why. Needs root and apt-get; a failure here is reported,
 # not fatal: the rest of the suite still runs.
 set -uo pipefail

@@ -56,7 +56,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.throughput import _submission  # noqa: E402
-from tests.test_faults import (Batch, alive, descendants, kill_while_grading, killer, marked,  # noqa: E402
+from tests.classwork.test_faults import (Batch, alive, descendants, kill_while_grading, killer, marked,  # noqa: E402
                                run_watched)
 
 #: Seconds after a kill by which every process the batch started must be gone.

@@ -29,7 +29,7 @@ if want tests; then
 python3 -m pytest -q -m gpu ${PYTEST_ARGS:-} 2>&1 | tee "$out/pytest_gpu.txt" | tail -5
 python3 bench/verdicts.py 2>&1 | tee "$out/verdicts.txt" | tail -30  # one verdict on every machine: emulator vs GPU
 # The compile attacks through the GPU backend's sandboxed nvcc (no bubblewrap there: limits only).
-python3 -m pytest -q tests/test_containment.py tests/test_attacks.py -k "pycuda or gpu or include or line or dev_zero" \
+python3 -m pytest -q tests/toolchain/test_containment.py tests/grading/test_attacks.py -k "pycuda or gpu or include or line or dev_zero" \
     2>&1 | tee "$out/pytest_gpu_compile.txt" | tail -3
 fi
 if want grade; then

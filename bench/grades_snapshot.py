@@ -7,8 +7,8 @@ Usage, from the repository root::
     python bench/grades_snapshot.py compare A B
 
 ``snapshot`` grades every entry of ``tests/verdicts/expected.yaml`` (or the named ones) with
-``tests/verdicts/config.yaml``, as ``bench/verdicts.py`` and ``tests/test_verdicts.py``'s
-:func:`~tests.test_verdicts.grade_entry` do (through the runner, checks on), and writes each
+``tests/verdicts/config.yaml``, as ``bench/verdicts.py`` and ``tests/grading/test_verdicts.py``'s
+:func:`~tests.grading.test_verdicts.grade_entry` do (through the runner, checks on), and writes each
 part's result as JSON (its ``SubmissionResult.to_dict()`` entry) to ``OUT/<backend>/<name>.json``
 (the entries named before the options). ``--checks-max-n`` grades with the config's
 ``emulator.checks_max_n`` lowered, so that the larger cases run sampled rather than checked (the
@@ -36,7 +36,7 @@ if str(ROOT) not in sys.path:
 
 from grader.backends import Selection  # noqa: E402
 from grader.grading.runner import grade  # noqa: E402
-from tests.test_verdicts import corpus_config, load_table  # noqa: E402
+from tests.grading.test_verdicts import corpus_config, load_table  # noqa: E402
 
 #: What ``compare`` reads of each case of a result: a field of the case's JSON, or what it keeps of
 #: one (the kinds of its findings and warnings: which block or thread reports a race between blocks

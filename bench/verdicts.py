@@ -1,5 +1,5 @@
 """The verdict corpus on every backend this machine has: one table, and exit status 1 on any
-disagreement (docs: tests/test_verdicts.py, tests/verdicts/expected.yaml).
+disagreement (docs: tests/grading/test_verdicts.py, tests/verdicts/expected.yaml).
 
 Usage, from the repository root: ``python bench/verdicts.py [--backend emulator|pycuda ...] [FILE ...]``
 
@@ -25,7 +25,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from grader.backends import probe_pycuda  # noqa: E402
-from tests.test_verdicts import (corpus_config, disagreements, expected_summary, grade_entry,  # noqa: E402
+from tests.grading.test_verdicts import (corpus_config, disagreements, expected_summary, grade_entry,  # noqa: E402
                                  load_table, summary, verdict_problems)
 
 

@@ -20,7 +20,7 @@ What is decided here, and nowhere else:
   refused before anything runs where it is unusable (:func:`grader.grading.runner.check_sandbox`);
 - **the checks**: on by default, as in every official grade.
 
-The keyword defaults below are the CLI's and the plugin's defaults; ``tests/test_api.py`` checks
+The keyword defaults below are the CLI's and the plugin's defaults; ``tests/entry/test_api.py`` checks
 that they agree.
 """
 

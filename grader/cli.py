@@ -22,7 +22,7 @@ from grader.render.formats import FORMATS
 from grader.render.text import render_text
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE, EXIT_REGRADE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
-#: Every exit status, and what it means (README.md's table lists the same; tests/test_faults.py compares).
+#: Every exit status, and what it means (README.md's table lists the same; tests/classwork/test_faults.py compares).
 EXIT_STATUSES = {
     EXIT_PASS: "every case of every part passed",
     EXIT_FAIL: "some case failed (or, for merge, a shard is missing)",

@@ -19,10 +19,18 @@ from grader.core.kinds import STRICT_ENV
 # `error` as production does.
 os.environ.setdefault(STRICT_ENV, "1")
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent  # the repository; a test file at any depth reaches it here
 SOLUTIONS = ROOT / "reference" / "solutions"
 TEMPLATES = ROOT / "assignment"
-BROKEN = ROOT / "tests" / "kernels"
+# The corpus (tests/README.md): kernels broken on purpose, graded as a student's part files; the
+# emulator's own kernels; the attack suite's submissions; one kernel per failure kind (with its
+# expected verdicts); compiled modules.
+TESTS = ROOT / "tests"
+BROKEN = TESTS / "kernels"
+EMULATOR_KERNELS = TESTS / "emulator_kernels"
+ATTACKS = TESTS / "attacks"
+VERDICTS = TESTS / "verdicts"
+FIXTURES = TESTS / "fixtures"
 
 
 @functools.lru_cache(maxsize=1)
@@ -152,7 +160,7 @@ def shipped_part3_config(tmp: Path) -> Path:
 def part2_as_part3(tmp_path_factory: pytest.TempPathFactory):
     """Part 2's reference (its kernel renamed) graded as Part 3 on the emulator with the shipped
     profile settings: correct, with the bank conflicts Part 3 is about (a 32-way worst request).
-    Graded once a session: ``tests/test_profile.py`` and ``tests/test_html_report.py`` read it."""
+    Graded once a session: ``tests/backends/test_profile.py`` and ``tests/render/test_html_report.py`` read it."""
     from grader.grading.runner import grade
 
     tmp = tmp_path_factory.mktemp("part2_as_part3")

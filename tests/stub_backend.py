@@ -1,4 +1,4 @@
-"""A third backend for tests (tests/test_backend_protocol.py): the CPU emulator, unchecked, does the
+"""A third backend for tests (tests/backends/test_backend_protocol.py): the CPU emulator, unchecked, does the
 work, but the backend declares its own capabilities through the :class:`~grader.backends.base.Backend`
 protocol: no checks of its own, one thread order, no warnings, no host toolchain, no GPU lock (the
 protocol's defaults). It records every :class:`~grader.backends.base.RunMode` the grader gives it.

@@ -8,7 +8,7 @@ be hidden from no one whose course kept them, and a seed is required (hidden inp
 public seed could be computed from the public config). Each size is one the public config could
 list: within the part's limit and no larger than its largest public size, one beside a power of two
 and one odd (for a part of tiles, off the tile boundaries), neither a public size. It validates as a
-private config of the public one as printed (``tests/test_private_template.py``).
+private config of the public one as printed (``tests/assignment/test_private_template.py``).
 """
 
 from __future__ import annotations

@@ -133,7 +133,7 @@ class Finding:
     Attributes:
         kind: a row of :data:`grader.core.kinds.KINDS`: a checker's kind (:data:`grader.core.kinds.CHECK_KINDS`)
             or a warning's (:data:`grader.core.kinds.WARNING_KINDS`), or ``undefined-shift`` (the
-            emulator's shift check); ``tests/test_kinds.py`` checks every kind given.
+            emulator's shift check); ``tests/core/test_kinds.py`` checks every kind given.
         message: one line for a student: what, where (file:line), which block and thread.
         file, line: where it happened (the access, the barrier, the polling loop); ``None`` if unknown.
         other_file, other_line: for a race, the other access; for a divergence, the other barrier.

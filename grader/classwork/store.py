@@ -61,7 +61,7 @@ CLASS_REPORT = "class_report.html"
 RESULT = "result.json"
 #: The terminal report's file in ``OUT/<id>/``: a folder holding it is a student's even when its result
 #: is missing (a run stopped before writing it). Its name is the text format's file in
-#: :data:`grader.render.formats.FORMATS` (this layer imports no renderer; tests/test_table_docs.py
+#: :data:`grader.render.formats.FORMATS` (this layer imports no renderer; tests/project/test_table_docs.py
 #: checks that the two agree).
 TERMINAL_REPORT = "report.txt"
 #: Names in the output folder that belong to the batch, never to a student's folder.

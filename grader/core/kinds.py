@@ -8,7 +8,7 @@ for each, the case status it gives (its verdict), the group the class report lis
 line for people. Both backends report the same kinds, so one file gets the same verdict and the
 same kind on a GPU and on the emulator.
 
-Adding a kind means adding a row here (and raising it where it is found); tests/test_kinds.py checks
+Adding a kind means adding a row here (and raising it where it is found); tests/core/test_kinds.py checks
 every kind the grader can report against this table: the emulator runtime's own table of the kinds
 it reports (``runtime/sg_kinds.h``), its executor's, the GPU backend's, and every ``kind="..."``
 given in the grader's code.

@@ -15,7 +15,7 @@ either. Its cells, top to bottom:
 5. the check: :func:`grader.notebook.check`, which shows the student's report in the notebook.
 
 :func:`run_notebook` executes a notebook headless (nbclient, the ``python3`` kernel of ipykernel),
-with its parameters and part cells replaced: ``tests/test_notebook.py`` and ``.ci/routes`` use it.
+with its parameters and part cells replaced: ``tests/entry/test_notebook.py`` and ``.ci/routes`` use it.
 """
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ class ReportFormat:
         student_facing: whether students read this format. Its :attr:`render` then renders
             :func:`grader.render._common.student_view` of the result (each hidden case by name and
             passed or failed, nothing else that depends on the hidden cases, no run time that
-            covers them); ``tests/test_render.py`` checks every such format.
+            covers them); ``tests/render/test_render.py`` checks every such format.
         file: its file in each student's folder of a batch (``OUT/<id>/``), or None.
         staff_render: the course staff's copy of a student-facing format, where it differs (the
             terminal report with every hidden case in full, ``grade --show-hidden``); None: :attr:`render`.

@@ -1,5 +1,5 @@
 // Kernels with known shared-memory bank conflicts and global access patterns, for the emulator's
-// memory-access profile (tests/test_profile.py). Launch: one block of 32 threads (one warp) unless
+// memory-access profile (tests/backends/test_profile.py). Launch: one block of 32 threads (one warp) unless
 // the test says otherwise. Each access the test counts is on its own line, marked LINE:<name>.
 
 // Lane t stores to and loads s[t * stride]: for a power-of-two stride, a min(32, stride)-way bank

@@ -1,6 +1,6 @@
 // Blelloch (work-efficient) exclusive scan of 64 elements by one warp (32 threads), unpadded and
 // padded (index i stored at i + (i >> 5)), for the emulator's memory-access profile
-// (tests/test_profile.py). Every shared access is a plain load or store into a local, so each
+// (tests/backends/test_profile.py). Every shared access is a plain load or store into a local, so each
 // level is exactly: up-sweep 2 loads + 1 store, down-sweep 2 loads + 2 stores.
 
 #define PAD(i) ((i) + ((i) >> 5))

@@ -1,4 +1,4 @@
-// BROKEN (bounds, used by tests/test_integrity_checks.py): accesses just outside a buffer, in the grader's guard zones.
+// BROKEN (bounds, used by tests/backends/test_integrity_checks.py): accesses just outside a buffer, in the grader's guard zones.
 
 extern "C" __global__ void read_past(const int* in, int* out, int n)
 {

@@ -1,6 +1,6 @@
 // Modern CUDA C++ on the emulator: libcu++ atomics (<cuda/atomic>, <cuda/std/atomic>), the scoped
 // atomic functions, and the inline PTX of the memory model and the special registers
-// (tests/test_emulator_modern_cuda.py). nvcc compiles this file with the toolkit's own headers.
+// (tests/backends/test_emulator_modern_cuda.py). nvcc compiles this file with the toolkit's own headers.
 #include <cuda/atomic>
 #include <cuda/std/atomic>
 

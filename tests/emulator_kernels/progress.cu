@@ -1,4 +1,4 @@
-// Forward progress (tests/test_emulator_progress.py): kernels that run many barriers and end, loops
+// Forward progress (tests/backends/test_emulator_progress.py): kernels that run many barriers and end, loops
 // through barriers that never end, and waits for another block that another block ends.
 // Signature: (const int* in, int* out, int* flag, int n); `rounds` is n's companion argument.
 

@@ -1,6 +1,6 @@
 // A race (thread 31 reads what thread 0 wrote, no barrier) in every block; in block 0 it comes late
 // (thread 0 computes for a while first), so another worker finds it in block 1 first. Used by
-// tests/test_integrity_checks.py: the finding kept is block 0's all the same.
+// tests/backends/test_integrity_checks.py: the finding kept is block 0's all the same.
 
 extern "C" __global__ void late_race_in_block0(int* out, int n)
 {

@@ -1,4 +1,4 @@
-// Kernels of tests/test_sampled_checks.py: the checks of a sample of a launch's blocks, and the
+// Kernels of tests/grading/test_sampled_checks.py: the checks of a sample of a launch's blocks, and the
 // random order's switches at memory accesses. Each takes (out, n).
 
 // Every block marks its own element: out[b] = b + 1 (so an element left 0 is a block that did not run).

@@ -1,5 +1,5 @@
 // Stack reuse: `leave` fills a local array; `read_uninit` reads its own local array, never written
-// (volatile, so the reads stay). Used by tests/test_integrity_checks.py.
+// (volatile, so the reads stay). Used by tests/backends/test_integrity_checks.py.
 
 extern "C" __global__ void leave(int* out, int n)
 {

@@ -1,4 +1,4 @@
-// Reads of shared memory no thread of the block wrote (tests/test_emulator_uninit.py). Signature
+// Reads of shared memory no thread of the block wrote (tests/backends/test_emulator_uninit.py). Signature
 // (const int* in, int* out, int n). The tests find lines by the LINE: markers.
 
 // Hillis-Steele inclusive scan of the first n elements, in place with a barrier between the reads

@@ -1,4 +1,4 @@
-// Kernels of tests/test_vclock.py: what a kernel can read to tell a checked run from an unchecked
+// Kernels of tests/backends/test_vclock.py: what a kernel can read to tell a checked run from an unchecked
 // one. Each takes (out, n).
 
 // Each thread times n loads of its own two words of out[] with clock64() and clock(), then

@@ -1,5 +1,5 @@
 // Warp-level primitives under independent thread scheduling: each row of `out` (32 words, one per
-// lane) is what one test of one warp computes. tests/test_emulator_warp.py holds what an NVIDIA H100
+// lane) is what one test of one warp computes. tests/backends/test_emulator_warp.py holds what an NVIDIA H100
 // computed for the same rows (this file's twin, compiled with nvcc -arch=sm_90), row by row.
 // Launched with one warp: (const int* in, int* out, int n); in[0] = 0.
 

@@ -5,7 +5,7 @@
 // is read or written out of bounds; only the values show it, and only where n (or the number of
 // tile sums at a higher level) is a multiple of the tile. In float32 its wrong elements differ by
 // the tile's own partial sums, small beside the array's: the exact float32 cases must fail wherever
-// int32 fails (issue 34, tests/test_float32_checks.py).
+// int32 fails (issue 34, tests/grading/test_float32_checks.py).
 //
 // Each tile is scanned with Blelloch's up-sweep and down-sweep in shared memory (GPU Gems 3,
 // section 39.2.2).

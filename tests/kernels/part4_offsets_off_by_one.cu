@@ -2,7 +2,7 @@
 // partial tile, tests `< count - 1` where it means `< count`: the array's last element keeps its
 // exclusive sum within the tile, without the tile's offset. Nothing is read or written out of
 // bounds, so no checker sees it: the output alone does, and only in the last tile when n is not a
-// multiple of the tile, so the report's hint says to check the bounds (tests/test_hints.py).
+// multiple of the tile, so the report's hint says to check the bounds (tests/grading/test_hints.py).
 
 #define TILE (2 * BLOCK_SIZE)
 #define NUM_WARPS (BLOCK_SIZE / 32)

@@ -2,7 +2,7 @@
 // of its own: every thread loads its two elements into shared memory, and thread 0 scans them in
 // order without a __syncthreads() first, so it reads elements the other threads have not stored
 // yet. Only the last tile is wrong, and its bounds are right: the race explains it, so the report's
-// hint must not send the student to check the bounds (tests/test_hints.py).
+// hint must not send the student to check the bounds (tests/grading/test_hints.py).
 
 #define TILE (2 * BLOCK_SIZE)
 #define NUM_WARPS (BLOCK_SIZE / 32)

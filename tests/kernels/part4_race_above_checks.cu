@@ -8,7 +8,7 @@
 // exact sum: before the checks reached every size this scored 42/42 there (issue 38).
 // EXPECTED: fail, kind race, naming the `+=` line, at every case above emulator.checks_max_n (the
 // checks on sampled blocks; the random order's switches at memory accesses may also lose updates),
-// pass at the cases up to it (tests/test_sampled_checks.py).
+// pass at the cases up to it (tests/grading/test_sampled_checks.py).
 
 #define TILE (2 * BLOCK_SIZE)
 #define NUM_WARPS (BLOCK_SIZE / 32)

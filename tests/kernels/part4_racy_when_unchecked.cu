@@ -5,7 +5,7 @@
 // the emulator without checks each `+=` runs alone (threads switch at barriers, atomics, volatile
 // accesses and warp intrinsics), so the sum is exact there and only the checks see the race.
 //
-// The gate (RACY_GATE, which tests/test_vclock.py defines before the file; 1 when not defined):
+// The gate (RACY_GATE, which tests/backends/test_vclock.py defines before the file; 1 when not defined):
 //   1  the clock: thread 0 times 256 of its own loads with clock64() and the block takes the racy
 //      path when they were fast (FAST_CYCLES): checked loads are slower than unchecked ones on a
 //      host clock, so with one the checked runs take the safe path and the graded run the racy one.

@@ -2,7 +2,7 @@
 // but the thread totals are kept in a shared `int` array, whatever scan_t is: a float32 total loses
 // its fraction when stored there. int32 passes every case and float32 fails every case with more
 // than one element; the host compiler's -Wfloat-conversion names the line that converts, and the
-// report shows it next to the wrong values (tests/test_compiler_notes.py).
+// report shows it next to the wrong values (tests/backends/test_compiler_notes.py).
 
 #define TILE_ITEMS (BLOCK_SIZE * ITEMS_PER_THREAD)
 

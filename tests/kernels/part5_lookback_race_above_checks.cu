@@ -10,7 +10,7 @@
 // EXPECTED: fail, kind race, naming the `+=` line, at every case above emulator.checks_max_n whose
 // sampled blocks look back (the checks on sampled blocks, every block run; the random order's
 // switches at memory accesses may also lose terms: a mismatch), pass at the cases up to it
-// (tests/test_sampled_checks.py).
+// (tests/grading/test_sampled_checks.py).
 
 #define TILE_ITEMS (BLOCK_SIZE * ITEMS_PER_THREAD)
 #define NUM_WARPS (BLOCK_SIZE / 32)

@@ -5,7 +5,7 @@
 // before it too. Cases whose prefixes go negative get wrong values: int32, and float32 exact (its
 // inputs are quarters in [-4, 4]); a float32 fractional case (inputs in [0, 1)) would be right but
 // for the ticket. Every case lists the ticket first (a broken contract), then the wrong values
-// (tests/test_findings.py).
+// (tests/grading/test_findings.py).
 
 #define TILE_ITEMS (BLOCK_SIZE * ITEMS_PER_THREAD)
 

@@ -1,4 +1,4 @@
-// Names shared by the litmus kernels; tests/test_litmus.py puts this text before each kernel file.
+// Names shared by the litmus kernels; tests/backends/test_litmus.py puts this text before each kernel file.
 // `out` holds the shared locations first and the readers' results after them; the host reads both.
 enum { X = 0, Y = 1, Z = 2, F = 3, D = 4, V = 8, S = 16 };  // locations (V, S: look-back values, flags)
 #define AT(i) (out + (i))                       // a location, to pass to an atomic

@@ -75,7 +75,7 @@ OUTPUT_CAP = 64 * 1024
 DEFAULT_SHARED_FILL = 0xA5A5A5A5
 #: What :meth:`EmulatorBackend.describe` says, the result's ``device`` on the emulator: its keys in
 #: order, each with what its value says (docs/results.md, "Top level", ``device``, lists these keys:
-#: ``tests/test_table_docs.py``).
+#: ``tests/project/test_table_docs.py``).
 DEVICE_KEYS = (
     ("backend", "the backend's name, ``emulator``"),
     ("compiler", "the host C++ compiler's version line"),

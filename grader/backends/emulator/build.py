@@ -442,7 +442,7 @@ def write_expected_names(toolchain: "EmulatorToolchain | None" = None, path: Pat
     """
     names = (toolchain or EmulatorToolchain()).runtime_names()
     path.write_text("# The names the emulator runtime defines for other objects (grader/backends/emulator/build.py,\n"
-                    "# EXPECTED_NAMES): written by write_expected_names(), checked by tests/test_integrity_checks.py.\n"
+                    "# EXPECTED_NAMES): written by write_expected_names(), checked by tests/backends/test_integrity_checks.py.\n"
                     + "".join(f"{n}\n" for n in sorted(names)), encoding="utf-8")
     return names
 

@@ -28,7 +28,7 @@ PEAK_ATTRIBUTES = (
 )
 #: What :meth:`grader.backends.pycuda.backend.PyCudaBackend.describe` says, the result's ``device`` on
 #: a GPU: its keys in order, each with what its value says (docs/results.md, "Top level", ``device``,
-#: lists these keys: ``tests/test_table_docs.py``). The peaks' keys are absent where the driver does not
+#: lists these keys: ``tests/project/test_table_docs.py``). The peaks' keys are absent where the driver does not
 #: report one (CUDA 13 keeps them as driver attributes).
 DEVICE_KEYS = (
     ("backend", "the backend's name, ``pycuda``"),

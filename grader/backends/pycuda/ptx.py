@@ -4,7 +4,7 @@ the shared-memory fill before each case (:data:`FILL_PTX`), the checks of a run 
 :class:`grader.backends.pycuda.backend.PyCudaBackend`, and loaded once a context (:func:`fill_kernel`,
 :func:`check_kernels`, :func:`hold_clocks_kernel`: kept in its
 :class:`~grader.backends.pycuda.memory.Scratch`). Written by hand for PTX ISA 7.0 and sm_70, so that
-any Volta-or-later GPU and driver loads them; ``tests/test_device_checks.py`` assembles them with
+any Volta-or-later GPU and driver loads them; ``tests/backends/test_device_checks.py`` assembles them with
 ptxas where the CUDA toolkit is."""
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ anything is read, and what is read is capped again), or folders nested deeper th
 ``part1_naive.cu.txt``...) or refused becomes an :class:`Absent` carrying the message the student
 sees in that part of the report.
 
-This package sits below the runner and imports nothing above it (``tests/test_import_graph.py``):
+This package sits below the runner and imports nothing above it (``tests/project/test_import_graph.py``):
 
 - :func:`resolve_submission` (``scangrade grade`` and ``check``, the pytest plugin, through
   :func:`grader.grading.runner.grade`): the part files directly in one folder, graded in place.

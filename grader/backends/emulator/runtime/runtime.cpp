@@ -93,7 +93,7 @@ using namespace sg_rt_split;
 
 // The C ABI structures (sg_host.h, shared with the executor).
 #include "sg_host.h"
-// The failure kinds the runtime reports (sg_kinds.h: the one table of them, read by tests/test_kinds.py).
+// The failure kinds the runtime reports (sg_kinds.h: the one table of them, read by tests/core/test_kinds.py).
 #include "sg_kinds.h"
 
 namespace sg {

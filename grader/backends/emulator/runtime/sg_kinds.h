@@ -4,7 +4,7 @@
 // (block_error) and a kernel error of the C ABI (set_kernel_error) each take a `Kind`, never a
 // string, so a kind the runtime reports is a row here. Each row's string is the kind Python reads
 // (sg_result.kind, a finding's first field) and must be a row of grader/core/kinds.py's KINDS, which
-// gives its verdict: tests/test_kinds.py reads this list (one `SG_KIND(id, "name")` per line) and
+// gives its verdict: tests/core/test_kinds.py reads this list (one `SG_KIND(id, "name")` per line) and
 // fails on a name KINDS lacks. Adding a kind to the runtime: a row
 // here, a row in KINDS, and the site that reports it (docs/architecture.md, "How to add...").
 //
