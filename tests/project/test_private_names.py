@@ -12,14 +12,6 @@ from pathlib import Path
 
 from tests.conftest import ROOT
 
-#: What is still imported across modules, each ``"importer: module.name"``, only in the two packages
-#: others were reshaping when the rest was made public (issue 53: grader/grading, grader/backends).
-#: An entry that no longer occurs fails :func:`test_the_allow_list_holds_only_what_still_occurs`, so
-#: the list only shrinks; a new private import anywhere fails the main test.
-ALLOWED = frozenset({
-})
-#: The packages :data:`ALLOWED` may name (an importer in any other fails).
-ALLOWED_PACKAGES = ("grader.grading", "grader.backends")
 
 
 def _private(name: str) -> bool:
@@ -106,13 +98,6 @@ def test_the_finder_sees_a_private_import_and_lets_a_package_use_its_own_private
 
 
 def test_no_private_name_is_imported_across_modules():
-    unexpected = sorted(private_imports() - ALLOWED)
+    unexpected = sorted(private_imports())
     assert not unexpected, ("private names imported from another module (give them a public name, or move "
                             f"the helper to where it is used): {unexpected}")
-
-
-def test_the_allow_list_holds_only_what_still_occurs():
-    stale = sorted(ALLOWED - private_imports())
-    assert not stale, f"entries of ALLOWED that no longer occur (remove them): {stale}"
-    elsewhere = sorted(a for a in ALLOWED if not any(_inside(a.split(":")[0], p) for p in ALLOWED_PACKAGES))
-    assert not elsewhere, f"allowed outside {ALLOWED_PACKAGES}: {elsewhere}"
