@@ -1,6 +1,10 @@
-// Part of the emulator runtime: #included by runtime.cpp at file scope, after `using namespace sg`
-// (runtime.cpp: its pieces, SG_RT_PIECES); its functions are in the hooks piece (SG_IN_HOOKS), its
-// types and inline definitions shared by every piece. Not compiled on its own.
+// The runtime, memory level: the -fsanitize=thread and shift-exponent hooks.
+#include "memory/access.h"
+#include "checks/findings.h"
+#include "block/rounds.h"
+#include "profile/profile.h"
+
+using namespace sg::rt;
 
 // ---------------------------------------------------------------------------------------------
 // Memory-access hooks: the entry points of GCC's -fsanitize=thread instrumentation. Volatile

@@ -1,6 +1,9 @@
-// Part of the emulator runtime: #included by runtime.cpp inside namespace sg's anonymous namespace
-// (runtime.cpp: its pieces, SG_RT_PIECES); shared by every piece (types, inline functions and
-// variables). Not compiled on its own.
+// The runtime, grid level: the fault handlers of a launch's workers.
+#pragma once
+
+#include "grid/launch.h"
+
+namespace sg::rt {
 
 // ---------------------------------------------------------------------------------------------
 // Faults of emulated threads. During a launch SIGSEGV, SIGBUS, SIGFPE and SIGILL are caught; a
@@ -66,3 +69,5 @@ inline void install_fault_handlers() {
 inline void remove_fault_handlers() {
     for (int i = 0; i < kNumFaultSignals; ++i) sigaction(kFaultSignals[i], &g_previous[i], nullptr);
 }
+
+}  // namespace sg::rt
