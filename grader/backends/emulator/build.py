@@ -1,8 +1,9 @@
 """Building emulated modules: the host C++ toolchain, the cached runtime and executor, the glue.
 
-The runtime (``runtime/runtime.cpp``, which #includes its sections ``runtime/rt_*.inc`` and
-``runtime/profile.inc``) is compiled once per (runtime sources: every file of ``runtime/`` but the
-executor's, flags, compiler identity), in pieces at once (:meth:`Toolchain.runtime_steps`), into
+The runtime (``runtime/``: a folder a level, ``grid/``, ``block/``, ``warp/``, ``memory/``,
+``checks/``..., each ``.cpp`` a translation unit) is compiled once per (runtime sources: every file of
+``runtime/`` but the executor's, flags, compiler identity), in several compiles at once
+(:meth:`Toolchain.runtime_steps`), into
 ``<cache_dir>/emulator/runtime-<hash>.o`` and linked into every module; the
 executor (``runtime/executor.cpp``, the sandboxed process that loads a module, see
 :mod:`.executor`) likewise into ``executor-<hash>-seccomp`` (or ``-plain`` where libseccomp's
@@ -48,7 +49,7 @@ from grader.core.errors import BackendUnavailable, CompileError
 from grader.core.kernels import KernelSpec
 
 __all__ = ["Toolchain", "kernel_glue", "check_nvcc_first_stage", "tool_identity", "compiler_notes", "RUNTIME_DIR",
-           "RUNTIME_FLAGS", "QUICK_RUNTIME_FLAGS", "EXPECTED_NAMES", "expected_names", "write_expected_names",
+           "RUNTIME_FLAGS", "QUICK_RUNTIME_FLAGS", "RUNTIME_UNITS", "RUNTIME_INCLUDES", "EXPECTED_NAMES", "expected_names", "write_expected_names",
            "PRELUDE", "STUB_INCLUDE_DIR", "GLUE_FILENAME"]
 
 #: The names the runtime object is expected to define for other objects (:func:`.lockdown.runtime_names`
@@ -56,8 +57,8 @@ __all__ = ["Toolchain", "kernel_glue", "check_nvcc_first_stage", "tool_identity"
 #: while the runtime is not built yet, so that on a new machine the two compile at once. A test
 #: checks the file against the runtime built here; :func:`write_expected_names` writes it.
 EXPECTED_NAMES = Path(__file__).resolve().parent / "runtime_names.txt"
-#: The runtime sources: prelude.h, sg_abi.h, sg_host.h, runtime.cpp with its sections (rt_*.inc, profile.inc)
-#: and the stub CUDA headers.
+#: The runtime sources: prelude.h, sg_abi.h, sg_host.h, the level folders (grid/, block/, warp/...),
+#: runtime.cpp (every unit in one) and the stub CUDA headers.
 RUNTIME_DIR = Path(__file__).resolve().parent / "runtime"
 #: Force-included before every emulated file.
 PRELUDE = RUNTIME_DIR / "prelude.h"
@@ -238,7 +239,7 @@ class Toolchain:
         except BackendUnavailable:
             if self.runtime_jobs() < 2:
                 raise
-            self._jobs = 1  # the pieces do not build or join here after all: one plain compile
+            self._jobs = 1  # the units do not build or join here after all: one plain compile
             target = self._cached(name, lambda tmp: self.runtime_steps(flags, tmp), what="the emulator runtime")
         if not extra_flags:
             self._runtime = target

@@ -35,7 +35,7 @@ struct Fiber {
     uintptr_t poll_pc = 0;
     uint64_t sigs[kSigs];
     unsigned sig_pos = 0;
-    // its registers and stack at its last yield, hashed twice (rt_blocks.inc, poll_repeats), and
+    // its registers and stack at its last yield, hashed twice (block/loops.cpp, poll_repeats), and
     // the block's round it yielded at (0: none recorded)
     uint64_t yhash[2] = {0, 0};
     uint64_t yround = 0;
@@ -55,12 +55,12 @@ struct Fiber {
     // (`pend`), and the latest store of each other block it read
     uint32_t rel_time = 0, rel_bar = 0, rel_snap = 0, lrel = 0;  // lrel: its last release of any scope (.cta too)
     KView know, pend;
-    uintptr_t vol_addr = 0;  // its last volatile load of global memory, not yet settled (rt_checks.inc)
+    uintptr_t vol_addr = 0;  // its last volatile load of global memory, not yet settled (checks/access.cpp)
     const Pub *dep = nullptr;            // the store of another block it last observed (Pub::dep) and its time
     uint32_t dep_time = 0;
     Obs obs[kObs];
     unsigned nobs = 0;
-    // the last store whose older value a load of it was given (rt_checks.inc, give_stale): a GPU
+    // the last store whose older value a load of it was given (checks/races.cpp, give_stale): a GPU
     // gives a thread that polls the new value in the end, so the next load of it reads memory
     const Pub *stale_at = nullptr;
     uint32_t stale_time = 0;
@@ -105,7 +105,7 @@ inline void fill_shared(char *arena, size_t off, size_t len, uint32_t word) {
     for (; i < end; ++i) arena[i] = char(b[i & 3]);
 }
 
-// The watch of one block for an endless loop (rt_blocks.inc, "Endless loops"): Brent's cycle
+// The watch of one block for an endless loop (block/loops.h, "Endless loops"): Brent's cycle
 // search over the block's states at its barrier releases. `ckpt` is the state at the checkpoint
 // (the tortoise), byte for byte; `keys`/`vals` the memory outside the block that it accessed since
 // then (8-byte chunks and their contents at the checkpoint), where it is alone in the launch.
@@ -155,7 +155,7 @@ struct Block {
     unsigned am_pending = 0;  // __activemask() groups waiting (MaskGroup), over all warps
     bool progress = false, yielded = false, stale = false;
     bool early_exit_noted = false;  // the early-exit warning given (one per block)
-    // an endless loop, by proof (rt_blocks.inc, "Endless loops"): whether the memory hooks tell
+    // an endless loop, by proof (block/loops.h, "Endless loops"): whether the memory hooks tell
     // loop_note of the block's accesses (the watch), and the watch's checkpoint
     bool lv_on = false;
     LoopWatch lw;
@@ -166,14 +166,14 @@ struct Block {
     bool failed = false;
     ErrorRecord error;
     uint64_t rng = 0;
-    uint64_t irng = 0;  // the draws of the interleaving (rt_checks.inc, interleave)
+    uint64_t irng = 0;  // the draws of the interleaving (memory/access.h, interleave)
     // checks
     uint32_t bar_epoch = 0, last_bar_time = 0;
-    KView know;  // what every thread of the block acquired before its last barrier (rt_blocks.inc, barrier_release)
+    KView know;  // what every thread of the block acquired before its last barrier (block/barrier.cpp, barrier_release)
     std::vector<Cell> sh;
     // per granule of shared memory: the last strong store's thread's last fence (launch clock), where
     // it fenced since the block's last barrier, else 0: what a thread that reads it and then fences
-    // comes to know of that thread (rt_checks.inc, track)
+    // comes to know of that thread (checks/races.cpp, track)
     std::vector<uint32_t> sh_rel;
     std::vector<uint32_t> init_inst;
     std::vector<uint8_t> init_mask;

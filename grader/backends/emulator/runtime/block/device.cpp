@@ -88,7 +88,7 @@ void __sg_yield_at(int what, const char *file, int line) {
 
 // The scope (__SG_SCOPE_*) of the calling thread's next atomic or fence made by a __atomic builtin
 // (<cuda/atomic>, inline PTX): the -fsanitize=thread hooks carry the memory order only. Taken, and
-// set back to .gpu, by that operation's hook (rt_hooks.inc).
+// set back to .gpu, by that operation's hook (memory/hooks.cpp).
 void __sg_scope(int scope) {
     if (!on_fiber()) return;
     current_fiber()->scope_next = scope;

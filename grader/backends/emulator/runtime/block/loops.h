@@ -15,7 +15,7 @@ namespace sg::rt {
 // the loop. The states are compared byte for byte (no hash: no collision to rule out).
 //
 // The state (block_state): every live thread's registers and stack — a suspended fiber's
-// callee-saved registers are pushed on its own stack (rt_context.inc), the caller-saved ones are
+// callee-saved registers are pushed on its own stack (block/context.h), the caller-saved ones are
 // dead across the call that suspended it, so its saved stack pointer and the bytes from there to
 // the top of its stack region are all of it; a thread is compared with its own earlier state only
 // (addresses on its stack are its own) — each thread's state (at the barrier or exited) and
@@ -51,7 +51,7 @@ inline bool others_idle(Launch *L, const Worker *me) {
     return true;
 }
 
-// Declared for the other pieces (runtime.cpp, SG_RT_PIECES).
+// Defined in block/loops.cpp (in_module, find_alloc: checks/bounds.cpp).
 int poll_repeats(Block *B, bool watched);
 void loop_note(Block *B, uintptr_t addr, unsigned size, int kind);
 bool loop_step(Worker *w, Block *B, Fiber *first);

@@ -20,9 +20,8 @@ inline void Worker::next_in_round(Fiber *from) {
     switch_to(&from->cx, nx ? &nx->cx : &sched);
 }
 
-// Declared for the other pieces (runtime.cpp, SG_RT_PIECES).
+// Defined in block/rounds.cpp.
 [[noreturn]] void fatal_finding(Fiber *f, Finding &fd);
-
 std::string ids_text(uint3 t);
 void fiber_main(void *arg);
 int parting_jump(const Fiber *x, const Fiber *y);

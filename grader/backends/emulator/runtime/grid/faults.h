@@ -29,7 +29,7 @@ inline void on_fault(int sig, siginfo_t *si, void *) {
         return;
     }
     if (tl_stale.addr) put_back_stale();  // a fault just after a load given an older value (give_stale)
-    if (tl_order_held) {  // a fault inside a strong operation's check (rt_checks.inc, OrderLock)
+    if (tl_order_held) {  // a fault inside a strong operation's check (memory/access.h, OrderLock)
         tl_order_held->store(false, std::memory_order_release);
         tl_order_held = nullptr;
     }

@@ -21,7 +21,7 @@ struct Launch {
     bool checks = false;
     bool detect_deadlock = false;
     uint32_t shared_fill = 0xA5A5A5A5u;  // what unwritten shared memory reads (sg_launch_config)
-    // with checks: the switches before plain accesses (rt_checks.inc, interleave) and the sampled
+    // with checks: the switches before plain accesses (memory/access.h, interleave) and the sampled
     // blocks (sg_launch_config's sample_mode and sample; `sample` sorted)
     uint32_t interleave = 0;
     int sample_mode = 0;
@@ -37,11 +37,11 @@ struct Launch {
     // checks
     std::vector<Alloc> allocs;  // sorted by base
     std::atomic<uint32_t> clock{1};
-    // views snapshotted at releases (rt_checks.inc, snapshot): id i at snaps[(i - 1) / kSnapChunk][(i - 1) % kSnapChunk]
+    // views snapshotted at releases (checks/order.cpp, snapshot): id i at snaps[(i - 1) / kSnapChunk][(i - 1) % kSnapChunk]
     std::unique_ptr<KView[]> snaps[kSnapChunks];
     uint32_t nsnaps = 0;
     // held by a checked strong operation of global memory while it runs and its record is read and
-    // written (rt_checks.inc, OrderLock), so that what it observes is what it read
+    // written (memory/access.h, OrderLock), so that what it observes is what it read
     std::atomic<bool> order_busy{false};
     std::mutex snap_mu;  // taken to add a snapshot
     std::mutex fmu;
@@ -76,7 +76,7 @@ struct Worker {
     Launch *launch = nullptr;
     Fiber *running = nullptr;  // the fiber executing now (null while the scheduler runs)
     // The record of a volatile store of global memory whose hook its running thread has just left:
-    // its value may not be in memory yet (rt_checks.inc, word_in_flight). Cleared at the thread's
+    // its value may not be in memory yet (checks/races.cpp, word_in_flight). Cleared at the thread's
     // next checked access or fence, or when it gives up the worker.
     std::atomic<const Pub *> vstore{nullptr};
     // the word whose record a checked volatile load of this worker's running thread took, until its

@@ -13,7 +13,7 @@ namespace sg::rt {
 // ---------------------------------------------------------------------------------------------
 inline bool on_fiber() { return g_active.load(std::memory_order_relaxed) != 0; }
 
-// Declared for the other pieces (runtime.cpp, SG_RT_PIECES).
+// Defined in checks/ (the checks) and memory/atomics.cpp (do_atomic).
 
 void fence(Fiber *f, int scope);
 void settle_volatile(Fiber *f);
@@ -139,7 +139,7 @@ inline void interleave(Fiber *f, Block *B, Launch *L) {
 
 void check_access(uintptr_t addr, unsigned size, int kind, bool vol, uintptr_t pc);
 
-// Every plain load and store of a kernel (rt_hooks.inc): checked where its block is, else the cheap
+// Every plain load and store of a kernel (memory/hooks.cpp): checked where its block is, else the cheap
 // range test of plain_access.
 inline void memory_access(uintptr_t addr, unsigned size, int kind, uintptr_t pc) {
     if (!on_fiber()) return;

@@ -6,7 +6,7 @@
 
 namespace sg::rt {
 
-// Causality between blocks (rt_checks.inc, "the PTX memory model"): what a thread knows of another
+// Causality between blocks (memory/access.h, "the PTX memory model"): what a thread knows of another
 // block's stores. One entry: every store of block `inst` made before that block's barrier at launch
 // time `bar`, and every store of its thread `thr` made before time `rel`, is visible (in causality
 // order before what the knowing thread does next). A view is a list of them sorted by `inst`.
@@ -50,11 +50,11 @@ inline bool kmerge(KView &v, const KEnt &e) {
 inline bool operator==(const KEnt &a, const KEnt &b) {
     return a.inst == b.inst && a.bar == b.bar && a.rel == b.rel && a.thr == b.thr && a.seen == b.seen && a.sthr == b.sthr;
 }
-// Whether this OS thread holds its launch's order lock (rt_checks.inc, OrderLock): a fault while it
-// does releases it (rt_faults.inc).
+// Whether this OS thread holds its launch's order lock (memory/access.h, OrderLock): a fault while it
+// does releases it (grid/faults.h).
 inline thread_local std::atomic<bool> *tl_order_held = nullptr;
 
-// A checked volatile load given an older value of its word (rt_checks.inc, give_stale): the hook
+// A checked volatile load given an older value of its word (checks/races.cpp, give_stale): the hook
 // wrote that value into memory just before the load, under the order lock; the bytes the word
 // holds now go back, and the lock is released, when the thread next enters the runtime
 // (current_fiber, fiber_main, on_fault), before anything else runs on this OS thread.
@@ -78,7 +78,7 @@ inline bool kmerge(KView &v, const KView &from) {
     return changed;
 }
 
-// The last store to a 4-byte word of global memory (rt_checks.inc, publish): which block and thread
+// The last store to a 4-byte word of global memory (checks/races.cpp, publish): which block and thread
 // stored it, when (the launch clock; a strong store takes a tick of its own, so that a flag stored
 // after a value is later than the value), where; whether it was strong (volatile or atomic) and
 // of .cta scope only; and what a thread that observes it (reads it, then acquires) comes to know:
@@ -88,7 +88,7 @@ inline bool kmerge(KView &v, const KView &from) {
 // before this store (its record, compared by address only, and its time), for write-to-read
 // causality chains (WRC: a thread reads a store, then stores what a third one reads). `prev`: the
 // word as it was just before this store, the older value a GPU may still give a load that the
-// model does not order after it (rt_checks.inc, give_stale).
+// model does not order after it (checks/races.cpp, give_stale).
 struct Pub {
     uint32_t inst, time, pc, rel, rel_bar, snap, lrel;  // lrel: the storing thread's last fence of any scope (for its own block)
     uint16_t thr;

@@ -1,15 +1,12 @@
-// The runtime: the memory-access profile (bank conflicts and coalescing; defined in profile/profile.cpp).
+// The runtime: the memory-access profile (bank conflicts and coalescing), its types and state; its
+// functions are defined in profile/profile.cpp. Off unless the executor asked for it
+// (sg_profile_set); the memory hooks then cost one predicted branch.
 #pragma once
 
 #include "grid/launch.h"
 
 namespace sg::rt {
 
-// scangrade CPU emulator: the memory-access profile (bank conflicts and coalescing).
-//
-// #included by runtime.cpp (inside its namespace, after Block, Worker and Launch); its functions
-// are in the profile piece (SG_IN_PROFILE), its types and state shared by every piece. Off unless the
-// executor asked for it (sg_profile_set); the memory hooks then cost one predicted branch.
 //
 // What is counted, per kernel and per program point (pc) of a plain or volatile load/store:
 //   * Grouping: the lanes of a warp do not run in lockstep here, so the k-th execution of a pc by
@@ -106,7 +103,8 @@ inline std::vector<std::pair<uintptr_t, uintptr_t>> g_profile_allocs;  // device
 inline std::mutex g_profile_mu;
 // (kernel, pc offset) -> totals of the profiled blocks since the last sg_profile_take
 // The totals' key order, of its own: std::pair's operator< is a template of namespace std, which a
-// piece of the runtime would emit as a global weak name that the plain compile does not have.
+// unit of the runtime built in several compiles would emit as a global weak name that the plain
+// compile does not have (the build makes local only the names of sg::rt).
 struct ProfKeyLess {
     bool operator()(const std::pair<std::string, uint32_t> &a, const std::pair<std::string, uint32_t> &b) const {
         int c = a.first.compare(b.first);
@@ -126,7 +124,7 @@ inline std::vector<ProfSteps> g_profile_launches;     // the launches since the 
 // Per worker (Worker::id < 64, only that worker's thread touches its row) and resident slot.
 inline ProfBlock g_prof[64][kResident];
 
-// Declared for the other pieces (runtime.cpp, SG_RT_PIECES).
+// Defined in profile/profile.cpp.
 ProfBlock *prof_block(Block *B);
 ProfBlock *profile_step(Fiber *f, uintptr_t addr, int load = 0);
 void profile_access(uintptr_t addr, unsigned size, int write, uintptr_t pc, int poll = 0);

@@ -9,7 +9,7 @@ using namespace sg::rt;
 
 extern "C" {
 
-// The lanes of the warp that execute this call together (rt_blocks.inc, resolve_activemask): the
+// The lanes of the warp that execute this call together (warp/activemask.cpp, resolve_activemask): the
 // caller waits at the site until its warp's window closes. Not a synchronisation: no memory order.
 unsigned __sg_activemask(int ord, int first, int last, int loop, const char *file, int line) {
     Fiber *f = current_fiber();
@@ -135,7 +135,7 @@ unsigned long long __sg_atomic(int op, void *addr, int size, unsigned long long 
                                const char *file, int line) {
     Fiber *f = current_fiber();
     uintptr_t pc = reinterpret_cast<uintptr_t>(__builtin_return_address(0));
-    if (g_profile) profile_step(f, reinterpret_cast<uintptr_t>(addr));  // an atomic is a step of the thread (profile.inc), in no bank count
+    if (g_profile) profile_step(f, reinterpret_cast<uintptr_t>(addr));  // an atomic is a step of the thread (profile/profile.h), in no bank count
     if (f->blk->checked) check_access(reinterpret_cast<uintptr_t>(addr), unsigned(size), 2, false, pc);  // bounds first
     else plain_access(reinterpret_cast<uintptr_t>(addr), unsigned(size), 2, pc);
     bool checked = f->blk->checked;  // after the bounds check (a sampled block's share of checks may end there)
@@ -154,7 +154,7 @@ unsigned long long __sg_atomic(int op, void *addr, int size, unsigned long long 
         ao.wrote = changed;
         if (checked) atomic_order(f, reinterpret_cast<uintptr_t>(addr), unsigned(size), ao, pc);
     }
-    if (f->stale_ready) {  // a load given an older value of its word (rt_checks.inc, give_stale)
+    if (f->stale_ready) {  // a load given an older value of its word (checks/races.cpp, give_stale)
         f->stale_ready = false;
         old = 0;
         std::memcpy(&old, f->stale_val, size_t(size));

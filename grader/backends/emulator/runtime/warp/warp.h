@@ -13,7 +13,7 @@ struct WarpGroup {
     const char *file;
     int line;
 };
-// Lanes waiting at one __activemask() site (rt_blocks.inc, resolve_activemask): the site's index
+// Lanes waiting at one __activemask() site (warp/activemask.cpp, resolve_activemask): the site's index
 // among its file's calls and the indices of its innermost block ([first, last], a loop's body or not).
 struct MaskGroup {
     bool used;
