@@ -14,7 +14,6 @@ namespace sg::rt {
 inline bool on_fiber() { return g_active.load(std::memory_order_relaxed) != 0; }
 
 // Defined in checks/ (the checks) and memory/atomics.cpp (do_atomic).
-
 void fence(Fiber *f, int scope);
 void settle_volatile(Fiber *f);
 bool word_in_flight(Launch *L, const Fiber *f, const Pub *p, bool loads);
