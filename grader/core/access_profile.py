@@ -3,7 +3,7 @@ conflicts, global-memory sectors per request, and the work and span of each laun
 
 Both depend only on the addresses the 32 lanes of a warp touch in one instruction, so the counts
 are the same on a laptop as on any GPU with 32 banks of 4 bytes and 32-byte sectors (every NVIDIA
-GPU since Maxwell). The runtime's side is ``grader/backends/emulator/runtime/profile.inc`` (what is
+GPU since Maxwell). The runtime's side is ``grader/backends/emulator/runtime/profile/profile.h`` (what is
 counted, exactly); docs/emulator.md ("What the profile counts") maps the numbers to Nsight Compute.
 
 Steps measure how parallel a launch is (the work-span model: Blelloch, "Prefix sums and their

@@ -400,25 +400,26 @@ def _linked_names(obj: Path) -> tuple[set[str], set[str]]:
 
 @pytest.mark.parametrize("jobs", [2, "all"])
 def test_a_runtime_built_in_pieces_names_what_a_plain_compile_does(tmp_path, jobs, plain_runtime) -> None:
-    """The runtime's pieces are compiled at once and joined; the names they shared are made local
-    again, so a module sees no name it does not see from one plain compile, C++ ones included
+    """The runtime's translation units are compiled at once and joined; the names they share are made
+    local, so a module sees no name it does not see from one plain compile, C++ ones included
     (lockdown.runtime_names leaves those out; a library template the plain compile does not inline
-    may be missing), and the same runtime; every piece is in exactly one compile."""
-    from grader.backends.emulator.build import RUNTIME_PIECES, EmulatorToolchain
+    may be missing), and the same runtime; every unit is in exactly one compile."""
+    from grader.backends.emulator.build import RUNTIME_UNITS, EmulatorToolchain
     from grader.backends.emulator.lockdown import runtime_names
 
     split = EmulatorToolchain(cache_dir=tmp_path / "split", runtime_flags=("-O1",))
-    if not shutil.which("objcopy"):  # the pieces' names cannot be made local here: one plain compile
+    if not shutil.which("objcopy"):  # the units' names cannot be made local here: one plain compile
         assert split.runtime_jobs() == 1 and len(split.runtime_steps(("-O1",), "x.o")) == 1
         return
-    split._jobs = RUNTIME_PIECES if jobs == "all" else jobs
+    split._jobs = len(RUNTIME_UNITS) if jobs == "all" else jobs
     compiles = split.runtime_steps(("-O1",), "x.o")[0]
-    masks = [int(arg.split("=")[1]) for argv in compiles for arg in argv if arg.startswith("-DSG_RT_PIECES=")]
-    assert len(masks) == split._jobs and sum(masks) == (1 << RUNTIME_PIECES) - 1 and all(masks)
-    assert not any(a & b for i, a in enumerate(masks) for b in masks[:i])
+    units = [[argv[argv.index("-c") + 1], *(argv[i + 1] for i, a in enumerate(argv) if a == "-include")]
+             for argv in compiles]
+    assert len(units) == split._jobs and all(units)
+    assert sorted(u for share in units for u in share) == sorted(map(str, RUNTIME_UNITS))
     split_object, plain_object = split.runtime_object(), plain_runtime
     built, plain = _linked_names(split_object), _linked_names(plain_object)
-    assert not [name for name in built[0] if "sg_rt_split" in name]
+    assert not [name for name in built[0] if "2sg2rt" in name]
     assert built[0] <= plain[0] and built[1] <= plain[0] | plain[1]
     assert runtime_names(split_object) == runtime_names(plain_object)  # the ABI, whole
 

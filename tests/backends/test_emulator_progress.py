@@ -1,6 +1,6 @@
 """Forward progress on the emulator: a kernel that ends is never called a deadlock however many
 barriers it runs, and an endless loop through barriers is found by proof — its block's state at a
-barrier release is one it was in before (rt_blocks.inc, "Endless loops") — naming the loop's
+barrier release is one it was in before (block/loops.h, "Endless loops") — naming the loop's
 barriers, long before any deadline. Kernels: tests/emulator_kernels/progress.cu.
 """
 

@@ -68,11 +68,11 @@ def test_a_release_store_read_by_a_block_on_another_worker_is_ordered(checked, m
     the flag of the block before while that block's worker is still in the store's hook. The release
     of an atomic store was recorded after the store, and a race was then reported in this correct
     kernel now and then (1 launch in 300 of 4 blocks on 2 loaded cores); it is recorded before the
-    store (rt_hooks.inc, release_before). And a block whose poll read the flag just set, in a round
+    store (memory/hooks.cpp, release_before). And a block whose poll read the flag just set, in a round
     that changed nothing else, was stamped stale as of that round's start: it acts on what it read
     only in its next round, so while its neighbours went round a deadlock was reported (4 to 6
     launches in 40,000 on 2 loaded cores); a block is stuck only after two such rounds in a row
-    (rt_worker.inc). A stress check: it cannot force the interleaving."""
+    (grid/worker.cpp). A stress check: it cannot force the interleaving."""
     _chain(checked, module, grid=8, launches=3000)
 
 
@@ -82,7 +82,7 @@ def test_a_chain_of_more_blocks_than_are_resident_is_no_deadlock(checked, module
     counted after the round, so a block that polled a flag just before the other worker stored it
     (and counted the store) looked stale at the new count: after three passes running its
     neighbours, a deadlock was reported (1 run of this file in 3, with 20 such launches). It is
-    stamped with the progress before the round (rt_worker.inc). A stress check too."""
+    stamped with the progress before the round (grid/worker.cpp). A stress check too."""
     _chain(checked, module, grid=256, launches=20)
 
 

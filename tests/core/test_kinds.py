@@ -121,9 +121,9 @@ def test_a_report_site_cannot_pass_a_kind_as_a_string(tmp_path):
     cxx = shlex.split(EmulatorToolchain().cxx)  # the emulator's own compiler, which the suite needs anyway
     copy = tmp_path / "runtime"
     shutil.copytree(RUNTIME, copy)
-    flags = [*cxx, "-std=c++17", "-fsyntax-only", "-pthread", str(copy / "runtime.cpp")]
+    flags = [*cxx, "-std=c++17", "-fsyntax-only", "-pthread", "-I", str(copy), str(copy / "runtime.cpp")]
     assert subprocess.run(flags, capture_output=True, text=True).returncode == 0
-    blocks = copy / "rt_blocks.inc"
+    blocks = copy / "block" / "deadlock.cpp"
     text = blocks.read_text()
     assert "make_finding(poller, Kind::deadlock)" in text
     blocks.write_text(text.replace("make_finding(poller, Kind::deadlock)", 'make_finding(poller, "deadlock")'))

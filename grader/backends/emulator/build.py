@@ -1,9 +1,10 @@
 """The emulator's build: its toolchain (:class:`EmulatorToolchain`), the cached runtime and executor,
 the sandboxed module compile, the kernel glue.
 
-The runtime (``runtime/runtime.cpp``, which #includes its sections ``runtime/rt_*.inc`` and
-``runtime/profile.inc``) is compiled once per (runtime sources: every file of ``runtime/`` but the
-executor's, flags, compiler identity), in pieces at once (:meth:`EmulatorToolchain.runtime_steps`), into
+The runtime (``runtime/``: a folder a level, ``grid/``, ``block/``, ``warp/``, ``memory/``,
+``checks/``..., each ``.cpp`` a translation unit) is compiled once per (runtime sources: every file of
+``runtime/`` but the executor's, flags, compiler identity), in several compiles at once
+(:meth:`EmulatorToolchain.runtime_steps`), into
 ``<cache_dir>/emulator/runtime-<hash>.o`` and linked into every module; the
 executor (``runtime/executor.cpp``, the sandboxed process that loads a module, see
 :mod:`.executor`, and the limiter of every sandboxed compile) likewise into ``executor-<hash>-seccomp``
@@ -36,16 +37,16 @@ from grader.toolchain.compilers import BuildSteps, Toolchain
 from grader.toolchain.sandbox import Command, Sandbox
 
 __all__ = ["EmulatorToolchain", "kernel_glue", "compiler_notes", "RUNTIME_DIR", "RUNTIME_FLAGS",
-           "QUICK_RUNTIME_FLAGS", "EXPECTED_NAMES", "expected_names", "write_expected_names", "PRELUDE",
-           "STUB_INCLUDE_DIR", "GLUE_FILENAME"]
+           "QUICK_RUNTIME_FLAGS", "RUNTIME_UNITS", "RUNTIME_INCLUDES", "EXPECTED_NAMES", "expected_names",
+           "write_expected_names", "PRELUDE", "STUB_INCLUDE_DIR", "GLUE_FILENAME"]
 
 #: The names the runtime object is expected to define for other objects (:func:`.lockdown.runtime_names`
 #: of it as g++ builds it), one per line: what a module's compile poisons (:meth:`EmulatorToolchain.lockdown_names`)
 #: while the runtime is not built yet, so that on a new machine the two compile at once. A test
 #: checks the file against the runtime built here; :func:`write_expected_names` writes it.
 EXPECTED_NAMES = Path(__file__).resolve().parent / "runtime_names.txt"
-#: The runtime sources: prelude.h, sg_abi.h, sg_host.h, runtime.cpp with its sections (rt_*.inc, profile.inc)
-#: and the stub CUDA headers.
+#: The runtime sources: prelude.h, sg_abi.h, sg_host.h, the level folders (grid/, block/, warp/...),
+#: runtime.cpp (every unit in one) and the stub CUDA headers.
 RUNTIME_DIR = Path(__file__).resolve().parent / "runtime"
 #: Force-included before every emulated file.
 PRELUDE = RUNTIME_DIR / "prelude.h"
@@ -71,10 +72,12 @@ RUNTIME_FLAGS = ("-std=c++17", "-O2", "-fPIC", "-fvisibility=hidden", "-pthread"
 #: cost of slower checked runs; the CPU emulator keeps -O2 (figures: docs/throughput.md, "Figures
 #: behind the code's constants").
 QUICK_RUNTIME_FLAGS = ("-O1",)
-#: How many pieces the runtime's definitions are divided into (``SG_RT_PIECE_COUNT`` of runtime.cpp): at
-#: most this many compiles build it at once (:meth:`EmulatorToolchain.runtime_steps`).
-RUNTIME_PIECES = int(re.search(r"^#define SG_RT_PIECE_COUNT (\d+)$", (RUNTIME_DIR / "runtime.cpp").read_text(),
-                               re.M)[1])
+#: The runtime's translation units: the ``.cpp`` files of its level folders (``grid/``, ``block/``,
+#: ``warp/``...); ``runtime.cpp`` #includes them all (the plain compile, one translation unit).
+RUNTIME_UNITS = tuple(sorted(RUNTIME_DIR.glob("*/*.cpp")))
+#: The include path of the runtime's compiles: its headers are named from the runtime's folder
+#: (``#include "grid/launch.h"``).
+RUNTIME_INCLUDES = ("-I", str(RUNTIME_DIR))
 #: Flags for the emulated translation unit (the student's file). ``-fsanitize=thread`` makes every
 #: load and store call a ``__tsan_*`` hook, which the runtime defines (no sanitizer runtime is
 #: linked): volatile accesses become yield points, and with checks on every access is checked.
@@ -203,7 +206,7 @@ class EmulatorToolchain(Toolchain):
         except BackendUnavailable:
             if self.runtime_jobs() < 2:
                 raise
-            self._jobs = 1  # the pieces do not build or join here after all: one plain compile
+            self._jobs = 1  # the units do not build or join here after all: one plain compile
             target = build()
         if not extra_flags:
             self._runtime = target
@@ -211,11 +214,11 @@ class EmulatorToolchain(Toolchain):
 
     def runtime_jobs(self) -> int:
         """How many compiles build the runtime at once (:meth:`runtime_steps`): the usable CPUs, at most
-        :data:`RUNTIME_PIECES`; 1 (one plain compile) where ``objcopy`` is not on the PATH."""
+        as many as :data:`RUNTIME_UNITS`; 1 (one plain compile) where ``objcopy`` is not on the PATH."""
         from grader.host.resources import usable_cpus
 
         if self._jobs is None:
-            self._jobs = max(1, min(RUNTIME_PIECES, usable_cpus())) if shutil.which("objcopy") else 1
+            self._jobs = max(1, min(len(RUNTIME_UNITS), usable_cpus())) if shutil.which("objcopy") else 1
         return self._jobs
 
     def runtime_steps(self, flags: Sequence[str], output: str) -> list[list[list[str]]]:
@@ -223,25 +226,28 @@ class EmulatorToolchain(Toolchain):
         commands run at once, the steps in order.
 
         The runtime's compile (seconds of a core) is what every part's first check waits for on a new
-        machine. With several jobs (:meth:`runtime_jobs`) ``runtime.cpp`` is compiled once per job at
-        once, each with ``-DSG_RT_PIECES=<mask>``: the pieces of its definitions that job's object
-        holds (the pieces dealt out in turn). A relocatable link (``-r``) joins the objects into one,
-        and ``objcopy`` makes local again the names the pieces shared (the namespace
-        ``sg::sg_rt_split``), so that the object names for other objects what one plain compile's
-        does (the runtime keeps its state unnamed, as :mod:`.lockdown` relies on). GCC compiles the
-        pieces with ``-fno-gnu-unique``: a "unique" symbol (GCC's default for an inline variable)
-        cannot be made local. Else one plain ``-c``."""
-        source = str(RUNTIME_DIR / "runtime.cpp")
+        machine. With several jobs (:meth:`runtime_jobs`) the :data:`RUNTIME_UNITS` are dealt out to
+        the jobs, the largest first, each to the job with the fewest bytes so far; each job is one
+        compile at once with the others: its first unit, the rest ``-include``d (one translation
+        unit a job, so that no job parses the headers twice). A relocatable link (``-r``) joins the
+        objects into one, and ``objcopy`` makes local the names the units share (the namespace
+        ``sg::rt``, whose names all begin ``2sg2rt`` mangled), so that the object names for other
+        objects what one plain compile's does (the runtime keeps its state unnamed, as
+        :mod:`.lockdown` relies on). GCC compiles them with ``-fno-gnu-unique``: a "unique" symbol
+        (GCC's default for an inline variable) cannot be made local. Else one plain ``-c`` of
+        ``runtime.cpp``, which #includes every unit."""
         jobs = self.runtime_jobs()
         if jobs < 2:
-            return [[[*self.argv, *flags, "-c", source, "-o", output]]]
+            return [[[*self.argv, *flags, *RUNTIME_INCLUDES, "-c", str(RUNTIME_DIR / "runtime.cpp"), "-o", output]]]
         unique = [] if "clang" in self.version else ["-fno-gnu-unique"]
-        masks = [sum(1 << piece for piece in range(job, RUNTIME_PIECES, jobs)) for job in range(jobs)]
-        objects = [f"{output}.{mask}.o" for mask in masks]
-        return [[[*self.argv, *flags, *unique, f"-DSG_RT_PIECES={mask}", "-c", source, "-o", obj]
-                 for mask, obj in zip(masks, objects)],
+        shares: list[list[Path]] = [[] for _ in range(jobs)]
+        for unit in sorted(RUNTIME_UNITS, key=lambda u: (-u.stat().st_size, u)):
+            min(shares, key=lambda s: sum(u.stat().st_size for u in s)).append(unit)
+        objects = [f"{output}.{job}.o" for job in range(jobs)]
+        return [[[*self.argv, *flags, *unique, *RUNTIME_INCLUDES, *(a for u in share[1:] for a in ("-include", str(u))),
+                  "-c", str(share[0]), "-o", obj] for share, obj in zip(shares, objects)],
                 [[*self.argv, "-r", "-nostdlib", *objects, "-o", output]],
-                [["objcopy", "--wildcard", "--localize-symbol=*sg_rt_split*", output]]]
+                [["objcopy", "--wildcard", "--localize-symbol=*2sg2rt*", output]]]
 
     def executor_binary(self) -> tuple[Path, str | None]:
         """The executor program, built on first use and cached: ``(path, seccomp problem)``.

@@ -51,7 +51,7 @@ ARENA_BYTES = 16 * 2**30
 _ALIGNMENT = 256
 #: The address space left unallocated after each buffer (besides :data:`_ALIGNMENT`) while the
 #: reservation has room: an overrun of one buffer by up to half of it stays nearer to that buffer
-#: than to the next, so the checks name the right one (runtime/rt_checks.inc, ``kNearBytes``).
+#: than to the next, so the checks name the right one (runtime/memory/access.h, ``kNearBytes``).
 #: Address space only: the memfd's pages there are never touched by the grader, and cost nothing.
 GAP_BYTES = 16 * 2**20
 #: Address space reserved beyond an arena's size for the gaps, tried in turn: room for 64 of them
@@ -69,7 +69,7 @@ _STEP = 2 * 2**20
 
 _PROTOCOL = 2
 _REQ_LAUNCH, _REQ_TRIM = 1, 2
-_REQ_PROFILE, _REP_PROFILE = 3, 0x84  # the memory-access profile (runtime/profile.inc)
+_REQ_PROFILE, _REP_PROFILE = 3, 0x84  # the memory-access profile (runtime/profile/profile.h)
 _REQ_GLOBALS, _REP_GLOBALS = 4, 0x85  # the module's writable data: snapshot, restore (executor.cpp)
 _REP_HELLO, _REP_LAUNCHED, _REP_TRIMMED, _REP_VIOLATION = 0x81, 0x82, 0x83, 0xEE
 _MAX_REPLY = 4 * 2**20

@@ -1,7 +1,7 @@
 """The emulator's checks cannot be switched off by naming the runtime: judged on what the compiler
 and the linker see, not on the submitted text.
 
-The checks live in the runtime (``runtime/rt_hooks.inc``): GCC's ``-fsanitize=thread`` makes every
+The checks live in the runtime (``runtime/memory/hooks.cpp``): GCC's ``-fsanitize=thread`` makes every
 load and store of the student's code call a hook such as ``__tsan_write4``, and the runtime's
 definition checks the access. A translation unit that defines a symbol of that name itself (a
 ``static`` function, an asm label ``__asm__("__tsan_write4")``, a label written into the assembly
@@ -25,9 +25,9 @@ the written text, which token pasting (``SG_J(__ts, an_write4)``) and strings ge
   nor refer to one of the runtime's that is not the device ABI a kernel calls (the hooks and the
   ``__sg_*`` functions of ``runtime/sg_abi.h``). This holds whatever spelled the name.
 - **The check state has no name** a student's code could bind: the runtime keeps it (``g_checks``,
-  the shadow memory, the findings) in an anonymous namespace or ``static``, with internal linkage
-  (built in pieces, in a namespace whose names the build makes local once the pieces are joined:
-  ``EmulatorToolchain.runtime_steps``).
+  the shadow memory, the findings) in the namespace ``sg::rt``, whose names the build makes local
+  once the objects of its translation units are joined (``EmulatorToolchain.runtime_steps``; in the one
+  compile of ``runtime.cpp``, inside an unnamed namespace), or ``static``: internal linkage.
 
 What this does not stop: the module is native code in the executor's process, so a kernel can still
 write any byte the runtime can, by address (docs/security.md, "What is not contained").

@@ -52,7 +52,7 @@ def _warning_lines(findings) -> tuple[str, ...]:
 
 
 #: How a ``stale-read`` finding of the emulator ends where it gave the load the older value
-#: (runtime/rt_checks.inc, report_chain); one that could not give it explains no output.
+#: (runtime/checks/races.cpp, report_chain); one that could not give it explains no output.
 STALE_GIVEN = ": the emulator gave it the older value"
 
 

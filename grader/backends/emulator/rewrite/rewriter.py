@@ -245,7 +245,7 @@ class _Rewriter(SourceEdits):
         """Close the innermost block of __activemask() calls: each call of it gets its place
         (``__activemask(ord, first, last, loop)``: its index among the file's calls, the indices of the
         block's first and last, whether the block is a loop's body), from which the runtime tells
-        which calls a lane reaches a call from without leaving its block (rt_blocks.inc,
+        which calls a lane reaches a call from without leaving its block (warp/activemask.cpp,
         resolve_activemask: a GPU reconverges the warp there)."""
         first, loop, _, calls = self.am_blocks.pop()
         for paren, ord_ in calls:

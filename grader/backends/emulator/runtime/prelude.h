@@ -26,7 +26,7 @@
 
 #include "sg_abi.h"
 
-/* memcpy, memmove and memset in student code are the runtime's (rt_hooks.inc), which check and
+/* memcpy, memmove and memset in student code are the runtime's (memory/hooks.cpp), which check and
  * profile the bytes they touch as loads and stores: libc's would read and write device and shared
  * memory unseen (an out-of-bounds copy unchecked; a serial scan copying its input into a local array
  * with no step counted). The asm label binds every call, std:: and __builtin_ ones and those the
@@ -100,7 +100,7 @@ static inline void __threadfence_system(__SG_SITE) { __sg_yield_at(__SG_Y_FENCE_
 static inline void __nanosleep(unsigned int, __SG_SITE) { __sg_yield_at(__SG_Y_SLEEP, __sg_f, __sg_l); }
 /* ---- the virtual clock (docs/emulator.md, "Clocks"): clock64(), clock(), and %globaltimer through
    __sg_clock64. Not the host's time: the calling thread's own count of the memory accesses the runtime
-   saw (rt_checks.inc ticks sg_abi.h's vclock once per access, checked or not) plus one per clock read,
+   saw (memory/access.h and checks/access.cpp tick sg_abi.h's vclock once per access, checked or not) plus one per clock read,
    from 0 at its block's start. So a kernel reads the same values in a checked run and in the run whose
    output is graded, in any thread order, and cannot time the checks (docs/security.md). ---- */
 static inline long long __sg_clock64(void) {
@@ -570,7 +570,7 @@ static inline unsigned long long __sg_ptx_mbarrier_arrive(unsigned long long bar
 static inline void __sg_ptx_complete_tx(unsigned long long bar, unsigned long long bytes, __SG_SITE) {
     __sg_mb_change(bar, 0, (long long)bytes, __sg_f, __sg_l);
 }
-/* The bulk copy's loop is one step of the issuing thread in the profile (rt_hooks.inc). */
+/* The bulk copy's loop is one step of the issuing thread in the profile (memory/hooks.cpp). */
 static inline unsigned long long __sg_ptx_steps_mark(void) { return __sg_steps_mark(); }
 static inline void __sg_ptx_steps_one_since(unsigned long long mark) { __sg_steps_one_since(mark); }
 /* mbarrier.try_wait.parity / test_wait.parity: 1 once the phase of that parity is complete; a
@@ -745,7 +745,7 @@ static inline unsigned __sg_ptx_lanemask_ge(void) { return ~__sg_ptx_lanemask_lt
  * include/cuda/std/atomic, which a file includes after the lockdown header, call it by this name. */
 #define __sg_scope_at __sg_scope
 
-/* The memory-access profile is the runtime's (runtime/profile.inc): student code may not switch it
+/* The memory-access profile is the runtime's (runtime/profile/profile.h): student code may not switch it
  * off or take its counts. */
 #pragma GCC poison sg_profile_set sg_profile_take
 

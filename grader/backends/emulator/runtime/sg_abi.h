@@ -38,11 +38,11 @@ struct __sg_ThreadCtx {
     dim3 gridDim;
     void *fiber; /* the runtime's Fiber */
     /* The thread's virtual clock (clock64(), prelude.h): its memory accesses that the runtime saw
-       (rt_checks.inc: plain_at, check_access) and its clock reads, since its block started. Counted
+       (memory/access.h, plain_at; checks/access.cpp, check_access) and its clock reads, since its block started. Counted
        the same whether its block is checked or not, whatever the thread order (docs/emulator.md). */
     unsigned long long vclock;
     /* Whether the thread has read its clock since its block started: until it has, the clock is no
-       part of its state for the proof of an endless loop (rt_blocks.inc, block_state). */
+       part of its state for the proof of an endless loop (block/loops.cpp, block_state). */
     unsigned int vclock_read;
 };
 
@@ -112,18 +112,18 @@ __SG_HIDDEN unsigned long long __sg_warp_op(int op, unsigned mask, unsigned long
                                             const char *file, int line);
 /* __activemask() at a site: `ord` its index among the file's __activemask() calls (-1: unknown, as in
    a macro), [first, last] the indices of those in its innermost block, `loop` whether that block is a
-   loop's body (rewrite/rewriter.py, _close_am_block; rt_device.inc, Independent thread scheduling). */
+   loop's body (rewrite/rewriter.py, _close_am_block; warp/device.cpp, Independent thread scheduling). */
 __SG_HIDDEN unsigned __sg_activemask(int ord, int first, int last, int loop, const char *file, int line);
 __SG_HIDDEN unsigned long long __sg_atomic(int op, void *addr, int size, unsigned long long a, unsigned long long b,
                                            const char *file, int line);
 __SG_HIDDEN void __sg_yield_at(int what, const char *file, int line);
 __SG_HIDDEN void __sg_scope(int scope);
 /* memcpy, memmove and memset of student code, which the prelude binds to these names (also the calls
-   the compiler makes for them): the bytes are checked and profiled as loads and stores (rt_hooks.inc). */
+   the compiler makes for them): the bytes are checked and profiled as loads and stores (memory/hooks.cpp). */
 __SG_HIDDEN void *__sg_memcpy(void *dst, const void *src, size_t n);
 __SG_HIDDEN void *__sg_memmove(void *dst, const void *src, size_t n);
 __SG_HIDDEN void *__sg_memset(void *dst, int value, size_t n);
-/* The bulk copy's emulation (ptx.py) is one step of the issuing thread in the profile (rt_hooks.inc). */
+/* The bulk copy's emulation (ptx.py) is one step of the issuing thread in the profile (memory/hooks.cpp). */
 __SG_HIDDEN unsigned long long __sg_steps_mark(void);
 __SG_HIDDEN void __sg_steps_one_since(unsigned long long mark);
 __SG_HIDDEN void __sg_jump(int kind, const char *file, int line);

@@ -85,7 +85,7 @@ typedef long (*sg_take_output_fn)(char *, long);
 typedef long (*sg_findings_fn)(char *, long);
 typedef int (*sg_launch_fn)(const sg_launch_config *, void *const *, int, sg_result *);
 typedef void (*sg_set_thread_pool_fn)(const struct sg_thread_pool *);
-/* The memory-access profile (runtime/profile.inc). */
+/* The memory-access profile (runtime/profile/profile.h). */
 typedef void (*sg_profile_set_fn)(int, unsigned long long);
 typedef long (*sg_profile_take_fn)(char *, long);
 

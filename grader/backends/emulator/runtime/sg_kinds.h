@@ -8,7 +8,7 @@
 // fails on a name KINDS lacks. Adding a kind to the runtime: a row
 // here, a row in KINDS, and the site that reports it (docs/architecture.md, "How to add...").
 //
-// Part of the emulator runtime: #included by runtime.cpp (inside its namespace: internal linkage).
+// Part of the emulator runtime (util.h includes it).
 
 #ifndef SG_KINDS_H
 #define SG_KINDS_H
@@ -40,8 +40,7 @@
     SG_KIND(unsupported, "unsupported")                 \
     SG_KIND(internal, "internal")
 
-namespace sg {
-namespace SG_RT_NS {  // runtime.cpp: unnamed, or the pieces' shared namespace
+namespace sg::rt {
 
 // One failure kind of the runtime (a row of SG_KINDS).
 enum class Kind : unsigned char {
@@ -59,7 +58,6 @@ constexpr const char *kKindNames[] = {
 // The kind's string, as Python reads it (a row of grader/core/kinds.py's KINDS).
 constexpr const char *kind_name(Kind k) { return kKindNames[static_cast<unsigned>(k)]; }
 
-}  // namespace SG_RT_NS
-}  // namespace sg
+}  // namespace sg::rt
 
 #endif  // SG_KINDS_H

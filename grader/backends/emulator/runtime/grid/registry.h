@@ -1,6 +1,10 @@
-// Part of the emulator runtime: #included by runtime.cpp inside namespace sg's anonymous namespace
-// (runtime.cpp: its pieces, SG_RT_PIECES); shared by every piece (types, inline functions and
-// variables). Not compiled on its own.
+// The runtime, grid level: the kernels of the module (filled by static initialisers appended to the
+// emulated file, __sg_register_kernel).
+#pragma once
+
+#include "util.h"
+
+namespace sg::rt {
 
 // ---------------------------------------------------------------------------------------------
 // Kernel registry (filled by static initialisers appended to the emulated file).
@@ -21,3 +25,5 @@ inline const Kernel *find_kernel(const char *name) {
         if (std::strcmp(g_kernels[i].name, name) == 0) return &g_kernels[i];
     return nullptr;
 }
+
+}  // namespace sg::rt

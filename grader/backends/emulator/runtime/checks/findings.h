@@ -1,6 +1,9 @@
-// Part of the emulator runtime: #included by runtime.cpp inside namespace sg's anonymous namespace
-// (runtime.cpp: its pieces, SG_RT_PIECES); shared by every piece (types, inline functions and
-// variables). Not compiled on its own.
+// The runtime, checks: making and keeping the findings of a launch.
+#pragma once
+
+#include "grid/launch.h"
+
+namespace sg::rt {
 
 // ---------------------------------------------------------------------------------------------
 // Findings (checks) and failures.
@@ -73,3 +76,5 @@ inline uint3 block_ids(const Launch *L, uint64_t b) {
     const dim3 g = L->grid;
     return uint3{unsigned(b % g.x), unsigned((b / g.x) % g.y), unsigned(b / (uint64_t(g.x) * g.y))};
 }
+
+}  // namespace sg::rt

@@ -1,6 +1,13 @@
-// Part of the emulator runtime: #included by runtime.cpp at file scope, after `using namespace sg`
-// (runtime.cpp: its pieces, SG_RT_PIECES); its functions are in the host piece (SG_IN_HOST), its
-// types and inline definitions shared by every piece. Not compiled on its own.
+// The runtime: the sg_* C ABI for the executor (sg_host.h).
+#include "grid/launch.h"
+#include "grid/faults.h"
+#include "grid/output.h"
+#include "block/rounds.h"
+#include "checks/findings.h"
+#include "memory/access.h"
+#include "profile/profile.h"
+
+using namespace sg::rt;
 
 // ---------------------------------------------------------------------------------------------
 // The C ABI for Python. Everything here that is not SG_EXPORT is static: no name of the runtime's

@@ -1,6 +1,10 @@
-// Part of the emulator runtime: #included by runtime.cpp at file scope, after `using namespace sg`
-// (runtime.cpp: its pieces, SG_RT_PIECES); its functions are in the hooks piece (SG_IN_HOOKS), its
-// types and inline definitions shared by every piece. Not compiled on its own.
+// The runtime, memory level: the -fsanitize=thread and shift-exponent hooks.
+#include "memory/access.h"
+#include "checks/findings.h"
+#include "block/rounds.h"
+#include "profile/profile.h"
+
+using namespace sg::rt;
 
 // ---------------------------------------------------------------------------------------------
 // Memory-access hooks: the entry points of GCC's -fsanitize=thread instrumentation. Volatile
@@ -73,7 +77,7 @@ void *__sg_memset(void *dst, int value, size_t n) {
     return std::memset(dst, value, n);
 }
 
-// The steps (profile.inc) of the calling thread so far, where the profile counts them; else 0.
+// The steps (profile/profile.h) of the calling thread so far, where the profile counts them; else 0.
 static uint64_t *own_steps() {
     if (!g_profile || !on_fiber()) return nullptr;
     Fiber *f = current_fiber();
@@ -102,7 +106,7 @@ SG_HOOK void __tsan_vptr_read(void **) {}
 
 // Atomics written with __atomic builtins (std::atomic, <cuda/atomic>, the inline PTX of ptx.py) in
 // device code: their bounds checked first, then the operation (sequentially consistent here) and its
-// check under the launch's order lock (rt_checks.inc, OrderLock, atomic_order), then a yield point.
+// check under the launch's order lock (memory/access.h, OrderLock, atomic_order), then a yield point.
 // `mo`: the memory order the code asked for (GCC's __ATOMIC_* values; GCC may add HLE flags above
 // the low bits); the scope is the one __sg_scope gave just before (else .gpu).
 namespace {
@@ -118,7 +122,7 @@ struct AtomicHook {
         : a(const_cast<void *>(addr)), n(size), pc(at), op{mo & 0xffff, __SG_SCOPE_DEVICE, reads, rmw, false, {}} {
         if (!on_fiber()) return;
         f = current_fiber();
-        if (g_profile) profile_step(f, reinterpret_cast<uintptr_t>(a));  // a step of the thread (profile.inc), in no bank count
+        if (g_profile) profile_step(f, reinterpret_cast<uintptr_t>(a));  // a step of the thread (profile/profile.h), in no bank count
         op.scope = f->scope_next;
         f->scope_next = __SG_SCOPE_DEVICE;
         if (!f->blk->checked) {
@@ -141,7 +145,7 @@ struct AtomicHook {
         if (wrote) f->blk->progress = true;
         yield_here(f, "an atomic operation", nullptr, 0, pc, a, n);
     }
-    // After done: a load given an older value of its word (rt_checks.inc, give_stale) returns it in *v.
+    // After done: a load given an older value of its word (checks/races.cpp, give_stale) returns it in *v.
     void stale(void *v, unsigned size) {
         if (!f || !f->stale_ready) return;
         f->stale_ready = false;

@@ -1,8 +1,15 @@
-// Part of the emulator runtime: #included by runtime.cpp inside namespace sg's anonymous namespace
-// (runtime.cpp: its pieces, SG_RT_PIECES); its functions are in the worker piece (SG_IN_WORKER),
-// its types and inline definitions shared by every piece. Not compiled on its own.
+// The runtime, grid level: a worker's loop over the launch's blocks.
+#include "grid/launch.h"
+#include "grid/faults.h"
+#include "block/rounds.h"
+#include "block/loops.h"
+#include "checks/findings.h"
+#include "memory/access.h"
+#include "profile/profile.h"
+#include "warp/rendezvous.h"
 
-#if SG_IN_WORKER
+namespace sg::rt {
+
 // ---------------------------------------------------------------------------------------------
 // A worker's loop: admits blocks of the launch into its slots, runs their rounds, retires them.
 // ---------------------------------------------------------------------------------------------
@@ -213,6 +220,4 @@ void Worker::run(Launch *L) {
     launch = nullptr;
 }
 
-#endif
-inline std::mutex g_launch_mu;  // one launch at a time per module
-inline std::vector<std::unique_ptr<Worker>> g_workers;
+}  // namespace sg::rt

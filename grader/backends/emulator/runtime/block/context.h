@@ -1,6 +1,10 @@
-// Part of the emulator runtime: #included by runtime.cpp inside namespace sg's anonymous namespace
-// (runtime.cpp: its pieces, SG_RT_PIECES); shared by every piece (types, inline functions and
-// variables). Not compiled on its own.
+// The runtime, block level: a fiber's context and the switch between fibers (a hand-written x86-64
+// switch, or ucontext). The switch itself is defined in block/context.cpp.
+#pragma once
+
+#include "util.h"
+
+namespace sg::rt {
 
 // ---------------------------------------------------------------------------------------------
 // Contexts: a hand-written x86-64 switch (callee-saved registers + stack pointer), or ucontext.
@@ -15,47 +19,6 @@ extern "C" void __sg_fiber_start() __attribute__((visibility("hidden")));
 
 // __sg_switch: push the callee-saved registers, save rsp into *save_sp, load new_sp, pop, return.
 // __sg_fiber_start: first "return" target of a fresh fiber; calls r13(r12) and never returns.
-#if SG_IN_WORKER  // one piece defines the switch
-asm(R"(
-    .text
-    .p2align 4
-    .globl __sg_switch
-    .hidden __sg_switch
-    .type __sg_switch, @function
-__sg_switch:
-    .cfi_startproc
-    pushq %rbp
-    pushq %rbx
-    pushq %r12
-    pushq %r13
-    pushq %r14
-    pushq %r15
-    movq %rsp, (%rdi)
-    movq %rsi, %rsp
-    popq %r15
-    popq %r14
-    popq %r13
-    popq %r12
-    popq %rbx
-    popq %rbp
-    ret
-    .cfi_endproc
-    .size __sg_switch, .-__sg_switch
-
-    .p2align 4
-    .globl __sg_fiber_start
-    .hidden __sg_fiber_start
-    .type __sg_fiber_start, @function
-__sg_fiber_start:
-    .cfi_startproc
-    .cfi_undefined rip
-    movq %r12, %rdi
-    callq *%r13
-    ud2
-    .cfi_endproc
-    .size __sg_fiber_start, .-__sg_fiber_start
-)");
-#endif
 
 inline void switch_to(Context *from, Context *to) { __sg_switch(&from->sp, to->sp); }
 
@@ -99,3 +62,5 @@ inline void prepare(Context *cx, char *stack_lo, char *top, void (*entry)(void *
                 unsigned(e >> 32), unsigned(e));
 }
 #endif
+
+}  // namespace sg::rt

@@ -1,6 +1,9 @@
-// Part of the emulator runtime: #included by runtime.cpp inside namespace sg's anonymous namespace
-// (runtime.cpp: its pieces, SG_RT_PIECES); shared by every piece (types, inline functions and
-// variables). Not compiled on its own.
+// The runtime, grid level: the fault handlers of a launch's workers.
+#pragma once
+
+#include "grid/launch.h"
+
+namespace sg::rt {
 
 // ---------------------------------------------------------------------------------------------
 // Faults of emulated threads. During a launch SIGSEGV, SIGBUS, SIGFPE and SIGILL are caught; a
@@ -26,7 +29,7 @@ inline void on_fault(int sig, siginfo_t *si, void *) {
         return;
     }
     if (tl_stale.addr) put_back_stale();  // a fault just after a load given an older value (give_stale)
-    if (tl_order_held) {  // a fault inside a strong operation's check (rt_checks.inc, OrderLock)
+    if (tl_order_held) {  // a fault inside a strong operation's check (memory/access.h, OrderLock)
         tl_order_held->store(false, std::memory_order_release);
         tl_order_held = nullptr;
     }
@@ -66,3 +69,5 @@ inline void install_fault_handlers() {
 inline void remove_fault_handlers() {
     for (int i = 0; i < kNumFaultSignals; ++i) sigaction(kFaultSignals[i], &g_previous[i], nullptr);
 }
+
+}  // namespace sg::rt

@@ -1,6 +1,9 @@
-// Part of the emulator runtime: #included by runtime.cpp inside namespace sg's anonymous namespace
-// (runtime.cpp: its pieces, SG_RT_PIECES); shared by every piece (types, inline functions and
-// variables). Not compiled on its own.
+// The runtime, grid level: device printf output and a launch's result (sg_result).
+#pragma once
+
+#include "util.h"
+
+namespace sg::rt {
 
 // ---------------------------------------------------------------------------------------------
 // Device printf output and launch results (sg_result).
@@ -43,3 +46,5 @@ inline void set_kernel_error(sg_result *r, Kind kind, const std::string &msg) {
 inline void set_launch_error(sg_result *r, const char *reason, const std::string &msg) {
     set_result(r, SG_LAUNCH_ERROR, reason, msg);
 }
+
+}  // namespace sg::rt

@@ -1,6 +1,10 @@
-// Part of the emulator runtime: #included by runtime.cpp inside namespace sg's anonymous namespace
-// (runtime.cpp: its pieces, SG_RT_PIECES); shared by every piece (types, inline functions and
-// variables). Not compiled on its own.
+// The runtime, grid level: the schedules (thread orders of a round) and the seeded generator
+// every random choice draws from.
+#pragma once
+
+#include "util.h"
+
+namespace sg::rt {
 
 // ---------------------------------------------------------------------------------------------
 // Schedules: the order in which the runnable threads of a block run in each round.
@@ -18,3 +22,5 @@ inline uint64_t mix(uint64_t a, uint64_t b) {
     uint64_t s = a * 0x9E3779B97F4A7C15ull ^ b;
     return splitmix(s);
 }
+
+}  // namespace sg::rt
