@@ -60,7 +60,7 @@ def test_no_conditional_compiles_other_code_but_for_the_platform(source):
 def test_each_header_compiles_alone_and_once(header, tmp_path):
     """With the runtime's flags and include path (build.py), the header alone and the header twice
     (an include guard or ``#pragma once``)."""
-    cxx = shlex.split(build.Toolchain(cache_dir=tmp_path).cxx)
+    cxx = shlex.split(build.EmulatorToolchain(cache_dir=tmp_path).cxx)
     flags = [*cxx, *build.RUNTIME_FLAGS, *build.RUNTIME_INCLUDES, "-fsyntax-only"]
     alone = subprocess.run([*flags, "-x", "c++", str(header)], capture_output=True, text=True)
     assert alone.returncode == 0, alone.stderr

@@ -2,7 +2,7 @@
 // with the executor (sg_host.h), its failure kinds (sg_kinds.h), its limits and its helpers.
 //
 // Every name of the runtime is in namespace sg::rt. Built from its level folders in several
-// compiles at once (build.py, Toolchain.runtime_steps), the objects are joined and the names of
+// compiles at once (build.py, EmulatorToolchain.runtime_steps), the objects are joined and the names of
 // sg::rt made local (objcopy); built in one compile (runtime.cpp), sg::rt is a member of an
 // unnamed namespace. Either way no module can bind a name of the runtime's state (lockdown.py).
 #pragma once
