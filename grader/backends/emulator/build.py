@@ -49,8 +49,8 @@ from grader.core.errors import BackendUnavailable, CompileError
 from grader.core.kernels import KernelSpec
 
 __all__ = ["Toolchain", "kernel_glue", "check_nvcc_first_stage", "tool_identity", "compiler_notes", "RUNTIME_DIR",
-           "RUNTIME_FLAGS", "QUICK_RUNTIME_FLAGS", "RUNTIME_UNITS", "RUNTIME_INCLUDES", "EXPECTED_NAMES", "expected_names", "write_expected_names",
-           "PRELUDE", "STUB_INCLUDE_DIR", "GLUE_FILENAME"]
+           "RUNTIME_FLAGS", "QUICK_RUNTIME_FLAGS", "RUNTIME_UNITS", "RUNTIME_INCLUDES", "EXPECTED_NAMES",
+           "expected_names", "write_expected_names", "PRELUDE", "STUB_INCLUDE_DIR", "GLUE_FILENAME"]
 
 #: The names the runtime object is expected to define for other objects (:func:`.lockdown.runtime_names`
 #: of it as g++ builds it), one per line: what a module's compile poisons (:meth:`Toolchain.lockdown_names`)
@@ -264,7 +264,8 @@ class Toolchain:
         compile at once with the others: its first unit, the rest ``-include``d (one translation
         unit a job, so that no job parses the headers twice). A relocatable link (``-r``) joins the
         objects into one, and ``objcopy`` makes local the names the units share (the namespace
-        ``sg::rt``, whose names all begin ``2sg2rt`` mangled), so that the object names for other
+        ``sg::rt``: nothing else of the runtime is in ``sg``, so every mangled name that names it
+        contains ``2sg2rt``), so that the object names for other
         objects what one plain compile's does (the runtime keeps its state unnamed, as
         :mod:`.lockdown` relies on). GCC compiles them with ``-fno-gnu-unique``: a "unique" symbol
         (GCC's default for an inline variable) cannot be made local. Else one plain ``-c`` of
