@@ -231,7 +231,8 @@ class EmulatorToolchain(Toolchain):
         compile at once with the others: its first unit, the rest ``-include``d (one translation
         unit a job, so that no job parses the headers twice). A relocatable link (``-r``) joins the
         objects into one, and ``objcopy`` makes local the names the units share (the namespace
-        ``sg::rt``, whose names all begin ``2sg2rt`` mangled), so that the object names for other
+        ``sg::rt``: nothing else of the runtime is in ``sg``, so every mangled name that names it
+        contains ``2sg2rt``), so that the object names for other
         objects what one plain compile's does (the runtime keeps its state unnamed, as
         :mod:`.lockdown` relies on). GCC compiles them with ``-fno-gnu-unique``: a "unique" symbol
         (GCC's default for an inline variable) cannot be made local. Else one plain ``-c`` of

@@ -39,9 +39,9 @@
 //   checks/   findings; bounds, races, uninitialised shared memory, the memory model's order
 //   profile/  the memory-access profile (bank conflicts, sectors per request)
 //   host/     the sg_* C ABI for the executor (sg_host.h)
-// Each folder's headers compile alone (tests/backends/test_runtime_sources.py); each .cpp is a translation
-// unit of its own where the runtime is built in several compiles at once (build.py,
-// EmulatorToolchain.runtime_steps: the objects joined, the names of sg::rt made local).
+// Each folder's headers compile alone (tests/backends/test_runtime_sources.py); each .cpp is compiled once,
+// by one of several compiles run at once (build.py, EmulatorToolchain.runtime_steps: a .cpp a compile where
+// there are cores enough, the objects joined, the names of sg::rt made local).
 //
 // This file is the runtime in one translation unit (build.py's plain compile, where the build in
 // several compiles is not possible): every unit once, and sg::rt a member of an unnamed namespace,
