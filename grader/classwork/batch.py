@@ -35,7 +35,7 @@ from grader import __version__
 from grader.backends import Selection
 from grader.classwork.gradebook import Person, class_summary, gradebook_csv
 from grader.classwork.store import (FULL_DISK, MANIFEST, RESULT, check_out_folder, grading_record, load_trusted,
-                                    shard_positions, student_folders, unwritable, write_atomic, write_manifest,
+                                    remove_stale_tmp, shard_positions, student_folders, unwritable, write_atomic, write_manifest,
                                     write_reports)
 from grader.classwork.submissions import Submission, find_submissions, require_submissions, submission_sha256
 from grader.assignment.config import Config
@@ -299,6 +299,7 @@ def _write_class_files(out: Path, rows: list[tuple[str, SubmissionResult]], *, c
     keys = [k for k in PARTS if k in cfg.parts]
     book = gradebook_csv(rows, keys, notes, people)
     try:
+        remove_stale_tmp(out)  # a killed run's half-written gradebook or summary
         write_atomic(out / "gradebook.csv", book)
         stale = [f.name for f in student_folders(out) if f.name not in names]
         write_atomic(out / "summary.txt", class_summary(rows, keys, notes) + "".join(

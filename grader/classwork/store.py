@@ -76,6 +76,10 @@ _SHARD_RE = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
 # --- files ----------------------------------------------------------------------------------------
 
+#: The suffix of :func:`write_atomic`'s temporary files (``.<name>.<pid>.<thread>.tmp``).
+TMP_SUFFIX = ".tmp"
+
+
 def write_atomic(path: Path, text: str | bytes) -> None:
     """Write ``text`` (UTF-8; bytes as they are) to ``path`` through a temporary file in the same
     folder and a rename, so that ``path`` is either the old file or the whole new one; safe from
@@ -85,7 +89,7 @@ def write_atomic(path: Path, text: str | bytes) -> None:
         OSError: the folder is missing or not writable, or the disk is full (the temporary file is
             removed then: a full disk leaves no half file behind).
     """
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}{TMP_SUFFIX}")
     try:
         if isinstance(text, bytes):
             tmp.write_bytes(text)
@@ -95,6 +99,14 @@ def write_atomic(path: Path, text: str | bytes) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def remove_stale_tmp(folder: Path, *, below: bool = False) -> None:
+    """Remove the temporary files of :func:`write_atomic` in ``folder`` (and in its subfolders where
+    ``below``): left by a run killed outright (SIGKILL: no cleanup ran) while it wrote, they are never
+    renamed into place. The caller is the one writer of those files now."""
+    for stale in (folder.rglob if below else folder.glob)(f".*{TMP_SUFFIX}"):
+        stale.unlink(missing_ok=True)
 
 
 #: The errors of a write that found no room: a full disk, a quota, a file size limit (``ulimit -f``).
@@ -217,8 +229,11 @@ def write_reports(result: SubmissionResult, folder: Path, reports: Mapping[str, 
                   record: Mapping[str, object] | None = None) -> None:
     """A student's files into ``folder`` (created): each of ``reports`` (path relative to ``folder``
     -> text, or bytes for an image, e.g. ``report.txt``, ``student/report.md``), then ``result.json`` last, so its presence
-    means the rest is there too; ``record`` (:func:`grading_record`) goes into it under :data:`GRADED`."""
+    means the rest is there too; ``record`` (:func:`grading_record`) goes into it under :data:`GRADED`.
+    A temporary file of :func:`write_atomic` left in ``folder`` by an earlier run killed outright
+    (SIGKILL: no cleanup ran) is removed first: one batch writes a student's folder at a time."""
     folder.mkdir(parents=True, exist_ok=True)
+    remove_stale_tmp(folder, below=True)
     for name, text in reports.items():
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         write_atomic(folder / name, text)

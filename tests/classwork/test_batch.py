@@ -287,3 +287,21 @@ def test_no_gradebook_cell_or_id_starts_a_spreadsheet_formula(tmp_path):
     for text in ("=HYPERLINK(\"http://x\")", "+1", "-cmd", "@A1", "\t=1", "\r=1"):
         assert spreadsheet_cell(text) == "'" + text
     assert [spreadsheet_cell(t) for t in ("-1", "-0.5", "alice", "")] == ["-1", "-0.5", "alice", ""]
+
+
+def test_a_students_folder_written_again_loses_the_temporary_files_of_a_killed_run(tmp_path):
+    """A batch killed outright (SIGKILL) while write_atomic wrote a report leaves its temporary file;
+    the next write of that student's folder (--resume grades the student again: result.json is
+    written last, so it is absent) removes it and writes every report whole."""
+    from grader.classwork.store import write_reports
+    from grader.core.results import SubmissionResult
+    folder = tmp_path / "dan"
+    (folder / "student").mkdir(parents=True)
+    (folder / ".report.md.16593.139776024983232.tmp").write_text("half a rep")
+    (folder / "student" / ".report.md.16593.1.tmp").write_text("half")
+    result = SubmissionResult(submission="dan", backend="emulator", backend_reason="test", device={},
+                              config="c.yaml", backend_times_kernels=False, backend_uses_gpus=False, seed=1,
+                              block_size=512, parts=(), scangrade_version="0", started_at="", elapsed_s=1.0)
+    write_reports(result, folder, {"report.md": "# dan\n", "student/report.md": "# dan\n"})
+    assert sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()) == sorted(
+        [RESULT, "report.md", "student/report.md"])
