@@ -46,6 +46,7 @@ import subprocess
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
+from types import SimpleNamespace
 
 SOURCE = r"""
 extern "C" {
@@ -165,20 +166,15 @@ def _median_ms(drv, fn, *, runs: int, before=None) -> float:
     return statistics.median(times)
 
 
-_HOLD = []
+#: What :func:`grader.backends.pycuda.ptx.hold_clocks` keeps its loaded kernel in (a grading's Scratch there).
+_HOLD = SimpleNamespace(hold=None)
 
 
 def _hold_clocks(drv) -> None:
-    """Queue the grader's clock warm-up (:data:`grader.backends.pycuda.ptx.HOLD_CLOCKS_PTX`)."""
-    import numpy as np
+    """Queue the grader's clock warm-up (:func:`grader.backends.pycuda.ptx.hold_clocks`)."""
     from grader.backends.base import CLOCK_WARMUP_MS
-    from grader.backends.pycuda.ptx import HOLD_CLOCKS_PTX
-    if not _HOLD:
-        module = drv.module_from_buffer(HOLD_CLOCKS_PTX.encode())
-        sms = drv.Context.get_device().get_attribute(drv.device_attribute.MULTIPROCESSOR_COUNT)
-        _HOLD.append((module, module.get_function("scangrade_hold_clocks"), 4 * sms))
-    _, hold, blocks = _HOLD[0]
-    hold(np.uint64(int(CLOCK_WARMUP_MS * 1e6)), block=(256, 1, 1), grid=(blocks, 1, 1))
+    from grader.backends.pycuda.ptx import hold_clocks
+    hold_clocks(drv, drv.Context.get_device(), _HOLD, CLOCK_WARMUP_MS)
 
 
 def measure() -> dict:

@@ -88,7 +88,7 @@ class Scratch:
         self.cell = None  # 8 bytes on the device
         self.fill = None  # the shared-memory fill's module and kernel (grader.backends.pycuda.ptx.fill_kernel)
         self.checks = None  # CHECK_PTX's module and kernels (grader.backends.pycuda.ptx.check_kernels)
-        self.hold = None  # HOLD_CLOCKS_PTX's module and kernel (grader.backends.pycuda.ptx.hold_clocks_kernel)
+        self.hold = None  # HOLD_CLOCKS_PTX's module and kernel (grader.backends.pycuda.ptx.hold_clocks)
         self.closed = False
         self.leaves_state = False  # a student's module here uses local memory or the device heap (start_grading)
 

@@ -2,14 +2,16 @@
 the shared-memory fill before each case (:data:`FILL_PTX`), the checks of a run where it ran
 (:data:`CHECK_PTX`) and the clock warm-up before a timed run (:data:`HOLD_CLOCKS_PTX`), launched by
 :class:`grader.backends.pycuda.backend.PyCudaBackend`, and loaded once a context (:func:`fill_kernel`,
-:func:`check_kernels`, :func:`hold_clocks_kernel`: kept in its
+:func:`check_kernels`, :func:`hold_clocks`: kept in its
 :class:`~grader.backends.pycuda.memory.Scratch`). Written by hand for PTX ISA 7.0 and sm_70, so that
 any Volta-or-later GPU and driver loads them; ``tests/backends/test_device_checks.py`` assembles them with
 ptxas where the CUDA toolkit is."""
 
 from __future__ import annotations
 
-__all__ = ["CHECK_PTX", "FILL_PTX", "HOLD_CLOCKS_PTX", "check_kernels", "fill_kernel", "hold_clocks_kernel"]
+import numpy as np
+
+__all__ = ["CHECK_PTX", "FILL_PTX", "HOLD_CLOCKS_PTX", "check_kernels", "fill_kernel", "hold_clocks"]
 
 #: The kernel :meth:`grader.backends.pycuda.backend.PyCudaBackend.poison_shared` launches: each
 #: thread of a block writes the pattern to every blockDim.x-th word of the block's dynamic shared
@@ -208,11 +210,14 @@ def check_kernels(cuda, device, scratch):
     return scratch.checks[1:]
 
 
-def hold_clocks_kernel(cuda, device, scratch):
-    """``(kernel, blocks)``: :data:`HOLD_CLOCKS_PTX`'s kernel, loaded once in ``scratch``'s context,
-    and a grid of 4 blocks (of 256 threads) per multiprocessor of ``device``: every SM busy."""
+def hold_clocks(cuda, device, scratch, ms: float) -> None:
+    """Queue :data:`HOLD_CLOCKS_PTX` for ``ms`` milliseconds on every multiprocessor of ``device`` (4
+    blocks of 256 threads each), its kernel loaded once in ``scratch``'s context (any object with a
+    ``hold`` attribute, None until loaded); returns at once. The clock warm-up of a timed run
+    (:class:`grader.backends.base.ClockWarmup`) and of ``bench/gpu_constants.py``'s runs."""
     if scratch.hold is None:
         module = cuda.module_from_buffer(HOLD_CLOCKS_PTX.encode())
         blocks = 4 * device.get_attribute(cuda.device_attribute.MULTIPROCESSOR_COUNT)
         scratch.hold = (module, module.get_function("scangrade_hold_clocks"), blocks)
-    return scratch.hold[1:]
+    _, kernel, blocks = scratch.hold
+    kernel(np.uint64(int(ms * 1e6)), block=(256, 1, 1), grid=(blocks, 1, 1))

@@ -7,10 +7,8 @@ from __future__ import annotations
 import gc
 import time
 
-import numpy as np
-
 from grader.backends.base import CLOCK_WARMUP_MS, ClockWarmup
-from grader.backends.pycuda.ptx import hold_clocks_kernel
+from grader.backends.pycuda.ptx import hold_clocks
 from grader.core.errors import KernelError
 
 __all__ = ["time_interleaved_ms"]
@@ -46,8 +44,7 @@ def time_interleaved_ms(cuda, scratch, device, jobs, *, warmup: int, runs: int, 
                 if before is not None:
                     before()
                 if clocks.due((time.perf_counter() - ended) * 1e3, last_ms):
-                    hold, blocks = hold_clocks_kernel(cuda, device, scratch)
-                    hold(np.uint64(int(CLOCK_WARMUP_MS * 1e6)), block=(256, 1, 1), grid=(blocks, 1, 1))
+                    hold_clocks(cuda, device, scratch, CLOCK_WARMUP_MS)
                 if flush is not None:  # empty the L2; queued so the GPU is busy when start is recorded
                     cuda.memset_d32_async(flush, i, flush_bytes // 4)
                 start.record()
